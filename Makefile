@@ -1,0 +1,62 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Everything else is a helper.
+SHELL := /bin/bash
+JOBS ?= 2
+CLUSTER := deploy/local/cluster.sh
+
+.PHONY: all deps configure build test test-unit test-integration test-asan test-tsan \
+        sanitizers bench demo demo-down format format-check clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@cmake --preset default >/dev/null
+
+build: configure
+	@cmake --build --preset default -j $(JOBS)
+
+# Every test: unit tests, then integration tests against a local control plane that the
+# CTest fixture starts for this run only (its own state dir and ports) and stops afterwards,
+# then the unit tests again under ASan+UBSan and TSan.
+test: build format-check
+	@cd build && ctest --output-on-failure -j $(JOBS) --timeout 900
+	@$(MAKE) --no-print-directory sanitizers
+
+test-unit: build
+	@cd build && ctest --output-on-failure -j $(JOBS) -L unit
+
+test-integration: build
+	@cd build && ctest --output-on-failure -L integration
+
+sanitizers: test-asan test-tsan
+
+test-asan: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+	@ctest --preset asan -j $(JOBS)
+
+test-tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j $(JOBS)
+	@ctest --preset tsan -j $(JOBS)
+
+bench: build
+	@for b in build/bin/*_bench; do echo "== $$b"; "$$b"; done
+
+# The demo: a local control plane you can poke at with kubectl.
+demo: build
+	@scripts/demo.sh
+
+demo-down:
+	@$(CLUSTER) down
+
+format:
+	@git ls-files '*.cpp' '*.hpp' | xargs -r clang-format -i
+
+format-check: deps
+	@git ls-files '*.cpp' '*.hpp' | xargs -r clang-format --dry-run -Werror
+
+clean:
+	@rm -rf build build-asan build-tsan

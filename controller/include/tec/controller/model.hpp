@@ -1,0 +1,66 @@
+#pragma once
+
+// The taint/toleration model the controller decides on: compact views of what the informers
+// deliver, with only the fields the decision needs. No Kubernetes client types.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tec::controller {
+
+enum class taint_effect : std::uint8_t { no_schedule, prefer_no_schedule, no_execute, unknown };
+
+struct taint {
+  std::string key;
+  std::string value;
+  taint_effect effect = taint_effect::no_execute;
+  /// timeAdded, seconds since the Unix epoch; 0 when absent. Informational only.
+  std::int64_t time_added_unix = 0;
+
+  friend bool operator==(const taint&, const taint&) = default;
+};
+
+enum class toleration_operator : std::uint8_t { equal, exists, lt, gt, unknown };
+
+struct toleration {
+  std::string key;
+  toleration_operator op = toleration_operator::equal;  ///< An empty operator means Equal.
+  std::string value;
+  /// Empty (nullopt) matches every effect.
+  std::optional<taint_effect> effect;
+  /// tolerationSeconds; nullopt means "tolerate forever".
+  std::optional<std::int64_t> seconds;
+
+  friend bool operator==(const toleration&, const toleration&) = default;
+};
+
+enum class pod_phase : std::uint8_t { pending, running, succeeded, failed, unknown };
+
+/// What the controller knows of a pod.
+struct pod_view {
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+  std::string node_name;  ///< spec.nodeName; empty when unscheduled.
+  std::vector<toleration> tolerations;
+  pod_phase phase = pod_phase::unknown;
+  bool terminating = false;  ///< metadata.deletionTimestamp is set.
+  std::string owner_kind;    ///< Kind of the controller owner reference, if any.
+  bool mirror = false;       ///< Has the kubernetes.io/config.mirror annotation.
+
+  friend bool operator==(const pod_view&, const pod_view&) = default;
+};
+
+/// What the controller knows of a node.
+struct node_view {
+  std::string name;
+  std::string uid;
+  std::vector<taint> taints;  ///< All taints, in the node's order.
+
+  friend bool operator==(const node_view&, const node_view&) = default;
+};
+
+}  // namespace tec::controller

@@ -1,0 +1,31 @@
+#pragma once
+
+// The production driver: steady_clock, one boost::asio::steady_timer, work posted to an Asio
+// executor (typically a thread pool or io_context run by one or more threads).
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "tec/timedqueue/timed_queue.hpp"
+
+namespace tec::timedqueue {
+
+class asio_driver final : public driver {
+public:
+  /// The timer runs on a strand of `timer_executor`; work is posted to `work_executor`.
+  asio_driver(boost::asio::any_io_executor timer_executor,
+              boost::asio::any_io_executor work_executor);
+  ~asio_driver() override;
+
+  [[nodiscard]] time_point now() const override;
+  void arm(time_point deadline, std::function<void()> on_due) override;
+  void disarm() override;
+  void post(std::function<void()> fn) override;
+
+private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace tec::timedqueue

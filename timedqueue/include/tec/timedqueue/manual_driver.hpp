@@ -1,0 +1,46 @@
+#pragma once
+
+// A driver for tests: a clock that only moves when told to, and a runner that either runs
+// posted work inline, when the test says so, or records it for the test to run.
+
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+
+#include "tec/timedqueue/timed_queue.hpp"
+
+namespace tec::timedqueue {
+
+class manual_driver final : public driver {
+public:
+  /// `run_posted_inline`: posted work runs inside run_pending()/advance() automatically
+  /// (true), or waits in a list until the test calls run_pending() (false).
+  explicit manual_driver(time_point start = time_point{} + std::chrono::hours(1),
+                         bool run_posted_inline = true);
+
+  [[nodiscard]] time_point now() const override;
+  void arm(time_point deadline, std::function<void()> on_due) override;
+  void disarm() override;
+  void post(std::function<void()> fn) override;
+
+  /// Moves the clock forward by `d`, firing the timer (if due) and running posted work after
+  /// every deadline crossed on the way, in time order, so entries fire at their own deadline.
+  void advance(duration d);
+  /// Runs posted work (including work posted while running) until none is left.
+  /// Returns how many functions ran.
+  std::size_t run_pending();
+  /// How many posted functions wait to run.
+  [[nodiscard]] std::size_t posted() const;
+  [[nodiscard]] std::optional<time_point> armed_deadline() const;
+
+private:
+  mutable std::mutex mu_;
+  time_point now_;
+  bool inline_;
+  std::optional<time_point> deadline_;
+  std::function<void()> on_due_;
+  std::deque<std::function<void()>> posted_;
+};
+
+}  // namespace tec::timedqueue

@@ -1,0 +1,181 @@
+#pragma once
+
+// Timed work keyed by a string (for the controller: "namespace/name"), with one timer for
+// every entry, durable retry, and generation tokens so that no key ever goes stale.
+//
+// Threading model
+// ---------------
+// - schedule(), cancel(), lookup(), size() and shutdown() may be called from any thread,
+//   concurrently. They take one internal mutex for O(log n) work and never call user code
+//   while holding it.
+// - The handler (the work) is always started through driver::post(), never on the stack of
+//   schedule() or of the timer callback, so it may call back into the queue.
+// - The handler reports its outcome through the completion it is given, from any thread and
+//   at any later time (evictions are asynchronous HTTP requests). A completion that is
+//   dropped without being called counts as a failure ("abandoned") and is retried.
+//
+// Why generation tokens (upstream kubernetes issues #100607, #107543, #110401, #125332 and
+// PR #141568): every entry gets a fresh generation when it is scheduled. A completion carries
+// the generation of the run it belongs to and only ever touches the entry that still has that
+// generation, so a finished or failed run can neither re-insert a cancelled key nor remove or
+// block a newer entry for the same key.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tec::timedqueue {
+
+using clock_type = std::chrono::steady_clock;
+using time_point = clock_type::time_point;
+using duration = clock_type::duration;
+
+/// Where the queue gets the time, its single timer and the threads its work runs on.
+/// Production: asio_driver (a steady_timer and an Asio executor). Tests: manual_driver.
+class driver {
+public:
+  virtual ~driver() = default;
+  /// The current time of the clock every time_point given to the queue is measured on.
+  [[nodiscard]] virtual time_point now() const = 0;
+  /// Arms the one timer: `on_due` is to be called (through post, never inline) once
+  /// now() >= deadline. A later call replaces the earlier deadline and callback.
+  virtual void arm(time_point deadline, std::function<void()> on_due) = 0;
+  /// Disarms the timer; a callback already posted may still run and must be harmless.
+  virtual void disarm() = 0;
+  /// Runs `fn` soon, not on the caller's stack.
+  virtual void post(std::function<void()> fn) = 0;
+};
+
+/// What a run reports back.
+struct outcome {
+  bool ok = true;
+  std::string error;  ///< Why it failed (for logs and metrics); empty when ok.
+
+  static outcome success() { return {}; }
+  static outcome failure(std::string why) { return {false, std::move(why)}; }
+};
+
+/// Handed to each run of the work; call complete() exactly once, from any thread.
+/// Move-only. Destroying it uncalled reports failure("abandoned").
+class completion {
+public:
+  completion() = default;
+  completion(completion&&) noexcept;
+  completion& operator=(completion&&) noexcept;
+  completion(const completion&) = delete;
+  completion& operator=(const completion&) = delete;
+  ~completion();
+
+  void complete(outcome result);
+  /// True when the entry this run belongs to was cancelled (or the queue shut down) since
+  /// the run started; its result will be ignored. Work may check it to skip API calls.
+  [[nodiscard]] bool cancelled() const;
+
+private:
+  friend class timed_queue;
+  struct state;
+  std::shared_ptr<state> state_;
+};
+
+/// What the work is told about its run.
+struct run_info {
+  std::string_view key;
+  std::string_view payload;  ///< The opaque payload given to schedule() (the pod UID).
+  time_point created_at;
+  time_point fire_at;
+  std::uint32_t attempt = 1;  ///< 1 for the first run, 2.. for retries.
+  std::uint64_t generation = 0;
+};
+
+/// The work: one function for the whole queue (not one per entry, to keep entries small).
+using work_fn = std::function<void(const run_info&, completion)>;
+
+struct retry_policy {
+  duration initial = std::chrono::milliseconds(100);
+  duration max = std::chrono::seconds(30);
+  double multiplier = 2.0;
+  double jitter = 0.2;  ///< Each delay is scaled by a random factor in [1 - jitter, 1 + jitter].
+  std::uint64_t seed = 0;  ///< 0: seeded from std::random_device.
+};
+
+enum class entry_state : std::uint8_t {
+  pending,   ///< Waiting for its fire time.
+  running,   ///< Its work has been started and has not completed.
+  backoff,   ///< Its last run failed; waiting to be retried.
+};
+
+/// A snapshot of one entry.
+struct entry_info {
+  entry_state state = entry_state::pending;
+  time_point created_at;
+  time_point fire_at;            ///< The original fire time (not moved by retries).
+  time_point next_attempt_at;    ///< For backoff: when the next retry runs.
+  std::string payload;
+  std::uint64_t generation = 0;
+  std::uint32_t attempts = 0;    ///< Runs started so far.
+  std::string last_error;        ///< Error of the last failed run, if any.
+};
+
+enum class schedule_result : std::uint8_t {
+  scheduled,        ///< A new entry was created (and, if already due, started).
+  already_pending,  ///< Skipped: the key is pending or backing off; its fire time is kept.
+  already_running,  ///< Skipped: the key's work is running.
+  shut_down,        ///< Skipped: the queue is shut down.
+};
+
+/// Counters for metrics; monotonic except `pending`, `running` and `backing_off`.
+struct queue_stats {
+  std::uint64_t scheduled = 0;
+  std::uint64_t cancelled = 0;   ///< Cancels that returned true.
+  std::uint64_t started = 0;     ///< Runs started, first tries and retries.
+  std::uint64_t succeeded = 0;
+  std::uint64_t failed = 0;      ///< Runs that reported failure (each is retried).
+  std::uint64_t retries = 0;     ///< Runs started with attempt > 1.
+  std::size_t pending = 0;
+  std::size_t running = 0;
+  std::size_t backing_off = 0;
+};
+
+class timed_queue {
+public:
+  /// `drv` and `work` must outlive the queue. Call shutdown() before destroying it.
+  timed_queue(driver& drv, work_fn work, retry_policy retry = {});
+  ~timed_queue();
+  timed_queue(const timed_queue&) = delete;
+  timed_queue& operator=(const timed_queue&) = delete;
+
+  /// Adds work for `key` due at `fire_at`. If the key already has an entry (pending, backing
+  /// off or running) nothing changes and that is reported (upstream: an already scheduled
+  /// eviction keeps its fire time). Work with fire_at <= created_at is started at once
+  /// through the driver, without waiting for a timer tick.
+  schedule_result schedule(std::string_view key, time_point created_at, time_point fire_at,
+                           std::string_view payload = {});
+
+  /// Removes the entry for `key`. Returns true only when a pending, not yet fired entry was
+  /// cancelled (that is when the controller emits "Cancelling deletion"). An entry that is
+  /// running or backing off is removed too (the key is free at once for a new schedule) and
+  /// its run is marked cancelled: its result is ignored and it is not retried; for those,
+  /// cancel returns false.
+  bool cancel(std::string_view key);
+
+  [[nodiscard]] std::optional<entry_info> lookup(std::string_view key) const;
+  [[nodiscard]] bool contains(std::string_view key) const;
+  /// Entries in any state.
+  [[nodiscard]] std::size_t size() const;
+  [[nodiscard]] queue_stats stats() const;
+
+  /// Cancels everything pending or backing off, refuses new work, and blocks until every
+  /// running work has completed (or its completion was destroyed). Must not be called from
+  /// inside the work. Idempotent.
+  void shutdown();
+
+private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace tec::timedqueue
