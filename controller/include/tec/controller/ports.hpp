@@ -42,8 +42,8 @@ enum class event_kind : std::uint8_t {
 
 /// The result of one eviction attempt.
 enum class eviction_status : std::uint8_t {
-  deleted,        ///< The DELETE was accepted (or the pod was already gone: 404, or UID mismatch: 409).
-  failed,         ///< Transient failure; the timed queue retries with backoff.
+  deleted,  ///< The DELETE was accepted (or the pod was already gone: 404, or UID mismatch: 409).
+  failed,   ///< Transient failure; the timed queue retries with backoff.
 };
 
 struct eviction_result {

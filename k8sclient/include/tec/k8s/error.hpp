@@ -10,21 +10,21 @@ namespace tec::k8s {
 
 enum class errc {
   ok = 0,
-  config_invalid = 1,      ///< A kubeconfig or in-cluster file is missing or wrong.
-  malformed_json,          ///< The server sent bytes that are not the JSON we expect.
-  unexpected_shape,        ///< Valid JSON of the wrong shape (missing field, wrong type).
-  line_too_long,           ///< A watch event line exceeded the configured bound.
-  http_status,             ///< The server answered with an error status (see the status field).
-  gone,                    ///< 410 Gone: resourceVersion or continue token too old.
-  unauthorized,            ///< 401.
-  forbidden,               ///< 403.
-  not_found,               ///< 404.
-  conflict,                ///< 409.
-  too_many_requests,       ///< 429 after all retries.
-  server_error,            ///< 5xx after all retries.
-  timeout,                 ///< A deadline expired (connect, handshake, read, write, idle).
-  connection_failed,       ///< Could not connect or the connection broke.
-  shutting_down,           ///< The client is stopping.
+  config_invalid = 1,  ///< A kubeconfig or in-cluster file is missing or wrong.
+  malformed_json,      ///< The server sent bytes that are not the JSON we expect.
+  unexpected_shape,    ///< Valid JSON of the wrong shape (missing field, wrong type).
+  line_too_long,       ///< A watch event line exceeded the configured bound.
+  http_status,         ///< The server answered with an error status (see the status field).
+  gone,                ///< 410 Gone: resourceVersion or continue token too old.
+  unauthorized,        ///< 401.
+  forbidden,           ///< 403.
+  not_found,           ///< 404.
+  conflict,            ///< 409.
+  too_many_requests,   ///< 429 after all retries.
+  server_error,        ///< 5xx after all retries.
+  timeout,             ///< A deadline expired (connect, handshake, read, write, idle).
+  connection_failed,   ///< Could not connect or the connection broke.
+  shutting_down,       ///< The client is stopping.
 };
 
 const std::error_category& error_category() noexcept;

@@ -8,11 +8,11 @@
 namespace tec::k8s {
 
 struct rest_config {
-  std::string host;         ///< Host name or IP of the API server, no scheme, no port.
-  std::string port;         ///< Port as text ("443" when the URL had none and the scheme was https).
-  bool tls = true;          ///< https (true) or plain http (false).
-  std::string base_path;    ///< Path prefix from the server URL, usually empty.
-  std::string ca_pem;       ///< PEM bundle to verify the server; empty = system default roots.
+  std::string host;       ///< Host name or IP of the API server, no scheme, no port.
+  std::string port;       ///< Port as text ("443" when the URL had none and the scheme was https).
+  bool tls = true;        ///< https (true) or plain http (false).
+  std::string base_path;  ///< Path prefix from the server URL, usually empty.
+  std::string ca_pem;     ///< PEM bundle to verify the server; empty = system default roots.
   bool insecure_skip_tls_verify = false;
   std::string tls_server_name;  ///< SNI / verification name override; empty = host.
   std::string client_cert_pem;  ///< Client certificate (PEM), for mutual TLS.

@@ -98,26 +98,26 @@ struct retry_policy {
   duration initial = std::chrono::milliseconds(100);
   duration max = std::chrono::seconds(30);
   double multiplier = 2.0;
-  double jitter = 0.2;  ///< Each delay is scaled by a random factor in [1 - jitter, 1 + jitter].
+  double jitter = 0.2;     ///< Each delay is scaled by a random factor in [1 - jitter, 1 + jitter].
   std::uint64_t seed = 0;  ///< 0: seeded from std::random_device.
 };
 
 enum class entry_state : std::uint8_t {
-  pending,   ///< Waiting for its fire time.
-  running,   ///< Its work has been started and has not completed.
-  backoff,   ///< Its last run failed; waiting to be retried.
+  pending,  ///< Waiting for its fire time.
+  running,  ///< Its work has been started and has not completed.
+  backoff,  ///< Its last run failed; waiting to be retried.
 };
 
 /// A snapshot of one entry.
 struct entry_info {
   entry_state state = entry_state::pending;
   time_point created_at;
-  time_point fire_at;            ///< The original fire time (not moved by retries).
-  time_point next_attempt_at;    ///< For backoff: when the next retry runs.
+  time_point fire_at;          ///< The original fire time (not moved by retries).
+  time_point next_attempt_at;  ///< For backoff: when the next retry runs.
   std::string payload;
   std::uint64_t generation = 0;
-  std::uint32_t attempts = 0;    ///< Runs started so far.
-  std::string last_error;        ///< Error of the last failed run, if any.
+  std::uint32_t attempts = 0;  ///< Runs started so far.
+  std::string last_error;      ///< Error of the last failed run, if any.
 };
 
 enum class schedule_result : std::uint8_t {
@@ -130,11 +130,11 @@ enum class schedule_result : std::uint8_t {
 /// Counters for metrics; monotonic except `pending`, `running` and `backing_off`.
 struct queue_stats {
   std::uint64_t scheduled = 0;
-  std::uint64_t cancelled = 0;   ///< Cancels that returned true.
-  std::uint64_t started = 0;     ///< Runs started, first tries and retries.
+  std::uint64_t cancelled = 0;  ///< Cancels that returned true.
+  std::uint64_t started = 0;    ///< Runs started, first tries and retries.
   std::uint64_t succeeded = 0;
-  std::uint64_t failed = 0;      ///< Runs that reported failure (each is retried).
-  std::uint64_t retries = 0;     ///< Runs started with attempt > 1.
+  std::uint64_t failed = 0;   ///< Runs that reported failure (each is retried).
+  std::uint64_t retries = 0;  ///< Runs started with attempt > 1.
   std::size_t pending = 0;
   std::size_t running = 0;
   std::size_t backing_off = 0;

@@ -1,0 +1,113 @@
+#pragma once
+
+// The HTTP/1.1 (+TLS) client every other part of k8sclient talks to the API server through.
+//
+// Threading: a client lives on one Asio executor (a strand of the daemon's io_context); its
+// coroutines may be co_spawned from anywhere onto that executor. It keeps a pool of persistent
+// connections so concurrent requests do not queue behind each other (HTTP/1.1 has no
+// multiplexing), a client-side token bucket (QPS/burst), and retries as client-go does:
+// 429 and 5xx obey Retry-After (at most max_retries, each through the rate limiter again);
+// network errors are retried only for idempotent requests. Every connect, handshake, write
+// and read has a deadline. Tokens never appear in logs or error messages.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "tec/k8s/error.hpp"
+#include "tec/k8s/rest_config.hpp"
+
+namespace tec::k8s {
+
+struct client_options {
+  double qps = 20.0;  ///< Token bucket refill rate; <= 0 disables client-side limiting.
+  int burst = 30;
+  std::size_t max_connections = 8;  ///< Pool size (streams hold one connection each).
+  std::chrono::milliseconds dial_timeout{30'000};
+  std::chrono::milliseconds tls_handshake_timeout{10'000};
+  std::chrono::milliseconds request_timeout{60'000};  ///< Write + read of a plain request.
+  std::chrono::seconds tcp_keepalive{30};
+  int max_retries = 10;  ///< For 429/5xx (Retry-After) and idempotent network errors.
+  std::chrono::seconds token_refresh_period{50};
+  std::string user_agent = "taint-eviction-controller";
+  /// Called after every HTTP exchange (for metrics): verb, status (0 on a transport error)
+  /// and latency. Runs on the client's executor; must be cheap and thread-safe.
+  std::function<void(boost::beast::http::verb, unsigned, std::chrono::nanoseconds)> observer;
+};
+
+struct request {
+  boost::beast::http::verb method = boost::beast::http::verb::get;
+  std::string target;  ///< Path and query, e.g. "/api/v1/pods?limit=500".
+  std::string body;
+  std::string content_type = "application/json";
+  /// Safe to resend after a network error (GET, DELETE with a UID precondition, PUT with a
+  /// resourceVersion). Retries on 429/5xx happen for every request.
+  bool idempotent = false;
+};
+
+struct response {
+  unsigned status = 0;
+  std::string body;
+};
+
+/// A response or an error; never both.
+template <class T>
+class result {
+public:
+  result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  result(error err) : v_(std::move(err)) {}  // NOLINT(google-explicit-constructor)
+  [[nodiscard]] bool has_value() const noexcept { return v_.index() == 0; }
+  explicit operator bool() const noexcept { return has_value(); }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  [[nodiscard]] const error& err() const { return std::get<1>(v_); }
+
+private:
+  std::variant<T, error> v_;
+};
+
+/// Called with each piece of a streamed body as it arrives (chunk boundaries are arbitrary:
+/// a line may be split across calls). Return false to stop the stream.
+using body_sink = std::function<bool(std::string_view bytes)>;
+
+class client {
+public:
+  client(boost::asio::any_io_executor executor, rest_config config, client_options options = {});
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  /// Sends one request and reads the whole response. A non-2xx status is NOT an error here:
+  /// it is returned in response::status (after the 429/5xx retries are used up), so callers
+  /// decide what 404/409/410 mean. Errors are transport/config failures only.
+  boost::asio::awaitable<result<response>> send(request req);
+
+  /// Sends a request whose response body is a long stream (a watch). Returns once the
+  /// response headers are in: on a 2xx it then feeds every body byte to `sink` until the
+  /// server ends the stream, `sink` returns false, or no byte arrives for `idle_timeout`
+  /// (-> errc::timeout). On a non-2xx status, the (bounded) body is returned in
+  /// response::body and `sink` is not called.
+  boost::asio::awaitable<result<response>> stream(request req, body_sink sink,
+                                                  std::chrono::milliseconds idle_timeout);
+
+  /// Cancels every request in flight and refuses new ones (errc::shutting_down).
+  void shutdown();
+
+  [[nodiscard]] const rest_config& config() const noexcept;
+
+private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace tec::k8s
