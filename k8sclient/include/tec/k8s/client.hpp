@@ -19,10 +19,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <variant>
 
 #include "tec/k8s/error.hpp"
 #include "tec/k8s/rest_config.hpp"
+#include "tec/k8s/result.hpp"
 
 namespace tec::k8s {
 
@@ -55,25 +55,6 @@ struct request {
 struct response {
   unsigned status = 0;
   std::string body;
-};
-
-/// A response or an error; never both.
-template <class T>
-class result {
-public:
-  result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
-  result(error err) : v_(std::move(err)) {}  // NOLINT(google-explicit-constructor)
-  [[nodiscard]] bool has_value() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return has_value(); }
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  [[nodiscard]] const error& err() const { return std::get<1>(v_); }
-
-private:
-  std::variant<T, error> v_;
 };
 
 /// Called with each piece of a streamed body as it arrives (chunk boundaries are arbitrary:
