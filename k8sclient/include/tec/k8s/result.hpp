@@ -4,6 +4,7 @@
 // (config, decode) and the HTTP client. Kept apart from client.hpp so that code which only
 // decodes or loads configuration does not pull in Asio.
 
+#include <string>
 #include <utility>
 #include <variant>
 
@@ -29,5 +30,10 @@ public:
 private:
   std::variant<T, error> v_;
 };
+
+/// Builds an error in the project category. `message` must not contain secrets.
+inline error make_error(errc code, std::string message, int http_status = 0) {
+  return error{make_error_code(code), std::move(message), http_status};
+}
 
 }  // namespace tec::k8s
