@@ -40,6 +40,21 @@ enum class event_kind : std::uint8_t {
   cancelling_deletion,   ///< "Cancelling deletion of Pod <ns>/<name>"
 };
 
+/// The Event fields the sink writes (core/v1 Event, compatible with upstream's): type
+/// `Normal`, reason `TaintManagerEviction`, involvedObject {apiVersion v1, kind Pod,
+/// namespace, name, uid} and the message below.
+inline constexpr std::string_view event_type = "Normal";
+inline constexpr std::string_view event_reason = "TaintManagerEviction";
+
+/// "Marking for deletion Pod <ns>/<name>" or "Cancelling deletion of Pod <ns>/<name>".
+[[nodiscard]] inline std::string event_message(const pod_ref& pod, event_kind kind) {
+  std::string msg(kind == event_kind::marking_for_deletion ? "Marking for deletion Pod "
+                                                           : "Cancelling deletion of Pod ");
+  msg.append(pod.namespace_).push_back('/');
+  msg.append(pod.name);
+  return msg;
+}
+
 /// The result of one eviction attempt.
 enum class eviction_status : std::uint8_t {
   deleted,  ///< The DELETE was accepted (or the pod was already gone: 404, or UID mismatch: 409).

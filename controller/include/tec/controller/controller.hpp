@@ -1,0 +1,169 @@
+#pragma once
+
+// The NoExecute taint manager: decides, for every pod on a node with NoExecute taints, whether
+// and when it is evicted, and drives those evictions through a timed_queue and an
+// eviction_sink. No I/O of its own: the informers feed it, the sink acts.
+//
+// Pipeline
+// --------
+// node_updated()/pod_updated() (informer threads) filter out irrelevant updates and put the
+// rest on one of N per-worker queues, chosen by a 32-bit FNV-1a hash of the node name modulo
+// N, so a node and all of its pods are always handled by the same worker, in order. A worker
+// drains the node updates waiting on its own queue before each pod update. The per-worker
+// queues are unbounded but coalescing: a node has at most one waiting update (carrying its
+// latest NoExecute taints, or its deletion) and a pod at most one per node name (the handler
+// reads the pod's latest state from pod_index), so memory is bounded by the number of nodes
+// and pods, and a slow or busy worker never blocks dispatch to the others (upstream uses a
+// blocking channel send, so one full channel stalls every worker).
+//
+// Upstream choices we keep (kubernetes pkg/controller/tainteviction)
+// -----------------------------------------------------------------
+// - An eviction already scheduled keeps its fire time: changing tolerationSeconds neither
+//   lengthens nor shortens it; only a cancel or an untolerated taint changes it.
+// - Deleting a node drops it from the tainted table but does not cancel its pods' evictions.
+// - A pod update for a node that is not tainted does nothing (no cancel).
+// - "Cancelling deletion" is emitted only when a pending (not yet fired) eviction was
+//   cancelled, including when the pod was deleted (the event names the UID the eviction was
+//   made for).
+// - "Marking for deletion" is emitted once per firing (attempt 1 only), before the API call.
+//
+// Where we differ, on purpose
+// ---------------------------
+// - UID preconditions: every queue entry carries the UID of the pod it was made for (its
+//   payload) and the eviction is made for that UID only. Before deciding for a pod, the entry
+//   under its name is checked: if the pod is gone, the entry is cancelled; if the pod now
+//   known under that name has another UID (a delete + re-create the informer coalesced or
+//   missed), the entry is dropped WITHOUT a cancel event (the pod it was for no longer
+//   exists, and the new pod never had an eviction to cancel) and the new pod is decided
+//   afresh. At firing time the work re-checks the pod cache and skips pods that are gone or
+//   replaced (no Marking event, no API call).
+// - Durable retry: a failed eviction is retried with backoff by the timed queue until it
+//   succeeds or is cancelled, not dropped after 5 tries.
+// - Generation tokens (in timed_queue): a finished or cancelled run never touches a newer
+//   entry for the same key; cancelling an in-flight eviction frees the key at once.
+// - Saturating seconds: a huge tolerationSeconds is capped at toleration_time::max_delay
+//   (100 years) instead of overflowing into "evict now".
+// - Untolerated taint while this very pod's eviction is already running or backing off: it is
+//   left alone (it is already evicting "now"), instead of a cancel + a duplicate eviction.
+// - Per-key serialisation: decisions for one pod key are made under a striped lock, so two
+//   workers (old node and new node of a re-created pod) never interleave lookup and cancel.
+//
+// Threading
+// ---------
+// - node_updated(), pod_updated(), stats(), tainted_taints() and tainted_node_count() may be
+//   called from any thread, concurrently.
+// - In threaded mode (options.threaded) start() spawns the worker std::threads; in manual mode
+//   nothing runs until the test calls run_until_idle() on its own thread.
+// - The eviction work runs on the timed queue's driver (driver::post); sink callbacks may
+//   come from any thread.
+//
+// Ownership: the pod_index, eviction_sink and driver are borrowed and must outlive the
+// controller. shutdown() (also run by the destructor) stops the workers and shuts the timed
+// queue down, which waits for evictions in flight: the sink must eventually call (or drop)
+// every `done` callback it holds.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "tec/controller/matching.hpp"
+#include "tec/controller/model.hpp"
+#include "tec/controller/ports.hpp"
+#include "tec/timedqueue/timed_queue.hpp"
+
+namespace tec::controller {
+
+/// 32-bit FNV-1a of `s` (the hash upstream shards by).
+[[nodiscard]] std::uint32_t fnv1a_32(std::string_view s) noexcept;
+
+/// The worker a node (and every pod on it) is handled by. `workers` must be > 0.
+[[nodiscard]] std::size_t shard_of(std::string_view node_name, std::size_t workers) noexcept;
+
+/// The NoExecute taints of `taints`, in order.
+[[nodiscard]] std::vector<taint> no_execute_taints(const std::vector<taint>& taints);
+
+struct controller_options {
+  /// Number of workers (upstream: 8). 0 is treated as 1.
+  std::size_t workers = 8;
+  /// true: start() runs one std::thread per worker. false (tests): nothing runs until
+  /// run_until_idle() is called.
+  bool threaded = true;
+  /// Backoff of failed evictions (durable retry).
+  timedqueue::retry_policy retry{};
+  /// Called after each successful eviction with the time from when it was due to when the
+  /// DELETE was accepted (the deletion-duration histogram). From the sink's thread.
+  std::function<void(std::chrono::nanoseconds)> on_deleted;
+};
+
+/// Counters for metrics. Monotonic except tainted_nodes and worker_queue_depth.
+struct controller_stats {
+  std::uint64_t node_updates = 0;         ///< Node updates enqueued.
+  std::uint64_t pod_updates = 0;          ///< Pod updates enqueued.
+  std::uint64_t updates_ignored = 0;      ///< Dropped by the section-1 filters.
+  std::uint64_t updates_coalesced = 0;    ///< Merged into an update already waiting.
+  std::uint64_t evictions_scheduled = 0;  ///< Queue entries created (immediate or delayed).
+  std::uint64_t evictions_started = 0;    ///< Firings that called the sink (attempt 1).
+  std::uint64_t eviction_attempts = 0;    ///< Sink calls, first tries and retries.
+  std::uint64_t evictions_succeeded = 0;
+  std::uint64_t evictions_failed = 0;       ///< Attempts that failed (each is retried).
+  std::uint64_t evictions_skipped = 0;      ///< Fired for a pod gone or replaced: no API call.
+  std::uint64_t cancellations = 0;          ///< Pending evictions cancelled (cancel events).
+  std::uint64_t stale_entries_dropped = 0;  ///< Entries dropped for a UID mismatch.
+  std::size_t tainted_nodes = 0;
+  std::vector<std::size_t> worker_queue_depth;  ///< Updates waiting, per worker.
+  timedqueue::queue_stats queue;
+};
+
+/// See the file comment.
+class controller {
+public:
+  /// Builds the controller and its timed queue on `drv`. Does not start threads.
+  controller(const pod_index& pods, eviction_sink& sink, timedqueue::driver& drv,
+             controller_options options = {});
+  ~controller();
+  controller(const controller&) = delete;
+  controller& operator=(const controller&) = delete;
+
+  /// Threaded mode: starts the worker threads (once). Manual mode: no-op.
+  void start();
+  /// Stops the workers (updates still waiting are dropped), then shuts the timed queue down
+  /// (waits for evictions in flight). Idempotent; must not be called from a worker or from
+  /// the eviction work.
+  void shutdown();
+
+  /// A node was added (old_node null), updated, or deleted (new_node null). Returns true when
+  /// the update was enqueued, false when ignored (NoExecute taints unchanged, both null, or
+  /// after shutdown). Any thread.
+  bool node_updated(const node_view* old_node, const node_view* new_node);
+  /// A pod was added (old_pod null), updated, or deleted (new_pod null). Ignored when
+  /// tolerations, nodeName and UID are unchanged, or when the pod is unscheduled (a
+  /// re-created unscheduled pod replacing a scheduled one is still enqueued for the old node,
+  /// so the old pod's eviction is dropped). Returns true when enqueued. Any thread.
+  bool pod_updated(const pod_view* old_pod, const pod_view* new_pod);
+
+  /// Manual mode only: processes waiting updates on the calling thread until none is left
+  /// (each worker's node updates before its pod updates). Returns how many were handled.
+  std::size_t run_until_idle();
+  /// Threaded mode: waits (bounded) until every enqueued update has been handled. Returns
+  /// false on timeout. Evictions the handling started may still be running on the driver.
+  bool wait_idle(std::chrono::milliseconds timeout);
+
+  /// The NoExecute taints recorded for `node`, or nullopt when it is not in the tainted
+  /// table. Any thread.
+  [[nodiscard]] std::optional<std::vector<taint>> tainted_taints(std::string_view node) const;
+  [[nodiscard]] std::size_t tainted_node_count() const;
+  [[nodiscard]] controller_stats stats() const;
+  /// The timed queue (lookup() by "namespace/name" shows a pod's eviction). Any thread.
+  [[nodiscard]] const timedqueue::timed_queue& queue() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace tec::controller

@@ -1,0 +1,97 @@
+#pragma once
+
+// Toleration matching with Kubernetes API semantics, and the "how long may this pod stay"
+// computation the taint manager makes from it. Pure functions: no state, no I/O, callable from
+// any thread.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tec/controller/model.hpp"
+
+namespace tec::controller {
+
+/// True when `tol` tolerates `t`:
+/// - the toleration's effect is empty or equal to the taint's;
+/// - its key equals the taint's key, or is empty with operator Exists (matches every key).
+///   An empty key with any other operator is invalid in the API (validation rejects it) and
+///   tolerates nothing here;
+/// - Exists tolerates any value; Equal (the default) compares values as strings;
+///   Lt/Gt parse both values as canonical base-10 int64 ("0", "-12", no '+', no leading
+///   zeros, no spaces) and tolerate when taint value < (Lt) or > (Gt) the toleration value;
+///   a value that does not parse tolerates nothing; an unknown operator tolerates nothing.
+[[nodiscard]] bool tolerates(const toleration& tol, const taint& t) noexcept;
+
+/// Parses a canonical base-10 int64 the way the API's IsDecimalInteger + ParseInt do.
+[[nodiscard]] std::optional<std::int64_t> parse_decimal_int64(std::string_view text) noexcept;
+
+/// The tolerations used for a list of taints.
+struct match_result {
+  /// False when at least one taint is not tolerated by any toleration.
+  bool all_tolerated = true;
+  /// When all_tolerated: one entry per taint, in taint order, pointing into the toleration
+  /// list given to matching_tolerations (the first toleration, in list order, that tolerates
+  /// that taint). Empty when !all_tolerated. Valid as long as that list is.
+  std::vector<const toleration*> used;
+};
+
+/// For each taint, the first toleration in list order that tolerates it.
+[[nodiscard]] match_result matching_tolerations(std::span<const taint> taints,
+                                                std::span<const toleration> tolerations);
+
+/// How long a pod may keep running on a node whose taints it tolerates.
+struct toleration_time {
+  enum class kind : std::uint8_t {
+    now,      ///< Evict at once.
+    after,    ///< Evict after `seconds` (> 0).
+    forever,  ///< Never evict.
+  };
+  kind what = kind::now;
+  std::chrono::seconds seconds{0};  ///< Meaningful for kind::after only.
+
+  [[nodiscard]] static toleration_time immediately() { return {kind::now, {}}; }
+  [[nodiscard]] static toleration_time never() { return {kind::forever, {}}; }
+  [[nodiscard]] static toleration_time after_seconds(std::int64_t s) {
+    return {kind::after, std::chrono::seconds(s)};
+  }
+
+  [[nodiscard]] bool is_now() const { return what == kind::now; }
+  [[nodiscard]] bool is_forever() const { return what == kind::forever; }
+
+  /// The delay to add to `now` for kind::now / kind::after, saturated at max_delay so that
+  /// `now + delay()` never overflows (upstream multiplies seconds by 1e9 in int64, wraps to a
+  /// negative duration and evicts at once; we never turn a huge value into "now").
+  /// Must not be called for kind::forever.
+  [[nodiscard]] std::chrono::nanoseconds delay() const;
+
+  /// 100 years: far past the lifetime of any process, far below the clock's overflow.
+  static constexpr std::chrono::nanoseconds max_delay =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::hours(24 * 365 * 100));
+
+  friend bool operator==(const toleration_time&, const toleration_time&) = default;
+};
+
+/// The minimum toleration time over the used tolerations (upstream getMinTolerationTime):
+/// empty list -> now; any tolerationSeconds <= 0 -> now; all unset -> forever; else the
+/// smallest positive value (INT64_MAX seconds included: see toleration_time::delay()).
+[[nodiscard]] toleration_time min_toleration_time(std::span<const toleration* const> used);
+/// Same, over tolerations by value (convenient for tests).
+[[nodiscard]] toleration_time min_toleration_time(std::span<const toleration> used);
+
+/// What a pod on a node with these NoExecute taints needs, without allocating.
+struct pod_decision {
+  /// Some taint is not tolerated: cancel any scheduled eviction and evict now.
+  bool untolerated = false;
+  /// When !untolerated: how long the pod may stay (min over the used tolerations).
+  toleration_time time;
+};
+
+/// matching_tolerations + min_toleration_time in one pass. `taints` must not be empty.
+[[nodiscard]] pod_decision decide(std::span<const taint> taints,
+                                  std::span<const toleration> tolerations) noexcept;
+
+}  // namespace tec::controller

@@ -1,0 +1,677 @@
+#include "tec/controller/controller.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+namespace tec::controller {
+
+std::uint32_t fnv1a_32(std::string_view s) noexcept {
+  std::uint32_t h = 2166136261U;
+  for (const char c : s) {
+    h ^= static_cast<std::uint8_t>(c);
+    h *= 16777619U;
+  }
+  return h;
+}
+
+std::size_t shard_of(std::string_view node_name, std::size_t workers) noexcept {
+  return workers == 0 ? 0 : static_cast<std::size_t>(fnv1a_32(node_name) % workers);
+}
+
+std::vector<taint> no_execute_taints(const std::vector<taint>& taints) {
+  std::vector<taint> out;
+  for (const taint& t : taints) {
+    if (t.effect == taint_effect::no_execute) {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+using timedqueue::time_point;
+
+// Equality of the NoExecute subsequences, without copying.
+bool same_no_execute(const std::vector<taint>& a, const std::vector<taint>& b) {
+  auto ia = a.begin();
+  auto ib = b.begin();
+  const auto skip = [](auto& it, const auto end) {
+    while (it != end && it->effect != taint_effect::no_execute) {
+      ++it;
+    }
+  };
+  for (;;) {
+    skip(ia, a.end());
+    skip(ib, b.end());
+    if (ia == a.end() || ib == b.end()) {
+      return ia == a.end() && ib == b.end();
+    }
+    if (!(*ia == *ib)) {
+      return false;
+    }
+    ++ia;
+    ++ib;
+  }
+}
+
+std::string make_key(std::string_view ns, std::string_view name) {
+  std::string key;
+  key.reserve(ns.size() + 1 + name.size());
+  key.append(ns).push_back('/');
+  key.append(name);
+  return key;
+}
+
+std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
+  const auto slash = key.find('/');
+  if (slash == std::string_view::npos) {
+    return {std::string_view{}, key};
+  }
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+std::shared_ptr<spdlog::logger> controller_logger() {
+  if (auto existing = spdlog::get("controller")) {
+    return existing;
+  }
+  auto created = spdlog::default_logger()->clone("controller");
+  try {
+    spdlog::register_logger(created);
+  } catch (const spdlog::spdlog_ex&) {
+    // Registered concurrently by someone else: use theirs.
+    if (auto existing = spdlog::get("controller")) {
+      return existing;
+    }
+  }
+  return created;
+}
+
+// Shared with the sink's `done` callbacks, which may outlive the controller object.
+struct counters {
+  std::atomic<std::uint64_t> node_updates{0};
+  std::atomic<std::uint64_t> pod_updates{0};
+  std::atomic<std::uint64_t> ignored{0};
+  std::atomic<std::uint64_t> coalesced{0};
+  std::atomic<std::uint64_t> scheduled{0};
+  std::atomic<std::uint64_t> started{0};
+  std::atomic<std::uint64_t> attempts{0};
+  std::atomic<std::uint64_t> succeeded{0};
+  std::atomic<std::uint64_t> failed{0};
+  std::atomic<std::uint64_t> skipped{0};
+  std::atomic<std::uint64_t> cancellations{0};
+  std::atomic<std::uint64_t> stale{0};
+  std::function<void(std::chrono::nanoseconds)> on_deleted;
+};
+
+void bump(std::atomic<std::uint64_t>& c) {
+  c.fetch_add(1, std::memory_order_relaxed);
+}
+
+// One waiting pod update: "<node>/<namespace>/<name>" (node names contain no '/').
+struct pod_item {
+  std::string combined;
+  std::size_t node_len = 0;
+
+  [[nodiscard]] std::string_view node() const {
+    return std::string_view(combined).substr(0, node_len);
+  }
+  [[nodiscard]] std::string_view key() const {
+    return std::string_view(combined).substr(node_len + 1);
+  }
+};
+
+struct work_item {
+  bool is_node = false;
+  std::string node;
+  std::optional<std::vector<taint>> taints;  // Node items: nullopt = node deleted.
+  pod_item pod;
+};
+
+struct worker {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> node_order;
+  std::unordered_map<std::string, std::optional<std::vector<taint>>> node_latest;
+  std::deque<pod_item> pod_order;
+  std::unordered_set<std::string> pod_waiting;
+
+  // The tainted table for the nodes of this shard. Written only by this worker (under
+  // table_mu, for readers on other threads); read by this worker without the lock.
+  mutable std::mutex table_mu;
+  std::unordered_map<std::string, std::vector<taint>> tainted;
+
+  std::thread thread;
+
+  [[nodiscard]] bool has_work() const { return !node_order.empty() || !pod_order.empty(); }
+
+  // Node updates first (section 2). Caller holds mu and has checked has_work().
+  void pop(work_item& out) {
+    if (!node_order.empty()) {
+      out.is_node = true;
+      out.node = std::move(node_order.front());
+      node_order.pop_front();
+      auto it = node_latest.find(out.node);
+      out.taints = std::move(it->second);
+      node_latest.erase(it);
+      return;
+    }
+    out.is_node = false;
+    out.pod = std::move(pod_order.front());
+    pod_order.pop_front();
+    pod_waiting.erase(out.pod.combined);
+  }
+};
+
+constexpr std::size_t key_lock_count = 64;
+
+}  // namespace
+
+struct controller::impl {
+  impl(const pod_index& pods, eviction_sink& sink, timedqueue::driver& drv,
+       controller_options options)
+      : pods_(pods),
+        sink_(sink),
+        drv_(drv),
+        threaded_(options.threaded),
+        log_(controller_logger()),
+        ctr_(std::make_shared<counters>()),
+        queue_(
+            drv,
+            [this](const timedqueue::run_info& info, timedqueue::completion done) {
+              run_eviction(info, std::move(done));
+            },
+            options.retry) {
+    ctr_->on_deleted = std::move(options.on_deleted);
+    const std::size_t n = std::max<std::size_t>(options.workers, 1);
+    workers_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      workers_.push_back(std::make_unique<worker>());
+    }
+  }
+
+  // --- intake (any thread) ---
+
+  bool enqueue_node(std::string name, std::optional<std::vector<taint>> taints) {
+    worker& w = *workers_[shard_of(name, workers_.size())];
+    bool fresh = false;
+    {
+      std::lock_guard lock(w.mu);
+      if (stopping_.load()) {
+        return false;
+      }
+      auto [it, inserted] = w.node_latest.try_emplace(name, std::nullopt);
+      it->second = std::move(taints);
+      if (inserted) {
+        w.node_order.push_back(std::move(name));
+        outstanding_.fetch_add(1);
+        fresh = true;
+      }
+    }
+    bump(ctr_->node_updates);
+    if (fresh) {
+      w.cv.notify_one();
+    } else {
+      bump(ctr_->coalesced);
+    }
+    return true;
+  }
+
+  bool enqueue_pod(std::string_view node, std::string_view ns, std::string_view name) {
+    pod_item item;
+    item.combined.reserve(node.size() + ns.size() + name.size() + 2);
+    item.combined.append(node).push_back('/');
+    item.combined.append(ns).push_back('/');
+    item.combined.append(name);
+    item.node_len = node.size();
+    worker& w = *workers_[shard_of(node, workers_.size())];
+    bool fresh = false;
+    {
+      std::lock_guard lock(w.mu);
+      if (stopping_.load()) {
+        return false;
+      }
+      if (w.pod_waiting.insert(item.combined).second) {
+        w.pod_order.push_back(std::move(item));
+        outstanding_.fetch_add(1);
+        fresh = true;
+      }
+    }
+    bump(ctr_->pod_updates);
+    if (fresh) {
+      w.cv.notify_one();
+    } else {
+      bump(ctr_->coalesced);
+    }
+    return true;
+  }
+
+  // --- workers ---
+
+  void worker_loop(worker& w) {
+    for (;;) {
+      work_item item;
+      {
+        std::unique_lock lock(w.mu);
+        w.cv.wait(lock, [&] { return stopping_.load() || w.has_work(); });
+        if (stopping_.load()) {
+          return;
+        }
+        w.pop(item);
+      }
+      handle(w, item);
+      finish_item();
+    }
+  }
+
+  void handle(worker& w, work_item& item) {
+    try {
+      if (item.is_node) {
+        handle_node(w, item.node, std::move(item.taints));
+      } else {
+        handle_pod(w, item.pod.node(), item.pod.key());
+      }
+    } catch (const std::exception& e) {
+      // A throwing pod_index or sink (or bad_alloc) must not kill the worker. The update is
+      // lost; the next update for the same node or pod decides again from the latest state.
+      log_->error("failed to handle {} update {}: {}", item.is_node ? "node" : "pod",
+                  item.is_node ? item.node : item.pod.combined, e.what());
+    }
+  }
+
+  void finish_item() {
+    if (outstanding_.fetch_sub(1) == 1) {
+      std::lock_guard lock(idle_mu_);
+      idle_cv_.notify_all();
+    }
+  }
+
+  // Section 4.
+  void handle_node(worker& w, const std::string& name, std::optional<std::vector<taint>> taints) {
+    if (!taints || taints->empty()) {
+      std::lock_guard lock(w.table_mu);
+      if (w.tainted.erase(name) > 0) {
+        tainted_count_.fetch_sub(1);
+      }
+    } else {
+      std::lock_guard lock(w.table_mu);
+      auto [it, inserted] = w.tainted.insert_or_assign(name, *taints);
+      if (inserted) {
+        tainted_count_.fetch_add(1);
+      }
+    }
+    if (!taints) {
+      log_->debug("node deleted node=\"{}\"", name);
+      return;  // Upstream keeps the evictions already scheduled for its pods.
+    }
+    const std::vector<pod_view> on_node = pods_.pods_on_node(name);
+    if (on_node.empty()) {
+      return;
+    }
+    const std::vector<taint>* current = taints->empty() ? nullptr : &*taints;
+    const time_point now = drv_.now();
+    for (const pod_view& p : on_node) {
+      reconcile(p.namespace_, p.name, name, current, true, now);
+    }
+  }
+
+  // Section 5.
+  void handle_pod(worker& w, std::string_view node, std::string_view key) {
+    const auto [ns, name] = split_key(key);
+    const std::vector<taint>* taints = nullptr;
+    const auto it = w.tainted.find(std::string(node));
+    if (it != w.tainted.end()) {
+      taints = &it->second;
+    }
+    reconcile(ns, name, node, taints, false, drv_.now());
+  }
+
+  std::mutex& key_lock(std::string_view key) {
+    return key_locks_[std::hash<std::string_view>{}(key) % key_lock_count];
+  }
+
+  // Decides for the pod known under ns/name as seen from `node` (the item's node), with
+  // `taints` that node's NoExecute taints (null: not tainted). `from_node`: called for a node
+  // update, where an untainted node cancels its pods' evictions (section 4.3); for a pod
+  // update an untainted node does nothing (section 5.3).
+  void reconcile(std::string_view ns, std::string_view name, std::string_view node,
+                 const std::vector<taint>* taints, bool from_node, time_point now) {
+    const std::string key = make_key(ns, name);
+    std::lock_guard key_guard(key_lock(key));
+    const std::optional<pod_view> pod = pods_.get_pod(ns, name);
+    std::optional<timedqueue::entry_info> entry = queue_.lookup(key);
+    if (entry && (!pod || pod->uid != entry->payload)) {
+      const bool was_pending = queue_.cancel(key);
+      if (!pod) {
+        if (was_pending) {
+          bump(ctr_->cancellations);
+          sink_.record_event(pod_ref{std::string(ns), std::string(name), entry->payload},
+                             event_kind::cancelling_deletion);
+          log_->info("cancelled eviction of deleted pod pod=\"{}\" uid={}", key, entry->payload);
+        }
+      } else {
+        bump(ctr_->stale);
+        log_->info("dropped eviction made for replaced pod pod=\"{}\" old_uid={} uid={}", key,
+                   entry->payload, pod->uid);
+      }
+      entry.reset();
+    }
+    if (!pod || pod->node_name.empty() || pod->node_name != node) {
+      return;  // Gone, or a stale item: the item for its current node decides.
+    }
+    if (taints == nullptr) {
+      if (from_node && entry) {
+        cancel_with_event(key, *pod);
+      }
+      return;
+    }
+    process_pod(key, *pod, *taints, now, entry);
+  }
+
+  // Section 6. Caller holds the key lock; `entry` (if any) was made for this pod's UID.
+  void process_pod(const std::string& key, const pod_view& pod, const std::vector<taint>& taints,
+                   time_point now, const std::optional<timedqueue::entry_info>& entry) {
+    const pod_decision d = decide(taints, pod.tolerations);
+    if (d.untolerated) {
+      if (entry && (entry->state != timedqueue::entry_state::pending || entry->fire_at <= now)) {
+        return;  // This pod's eviction is already due, running or retrying.
+      }
+      if (entry) {
+        cancel_with_event(key, pod);
+      }
+      schedule(key, pod, now, now);
+      return;
+    }
+    if (d.time.is_forever()) {
+      if (entry) {
+        cancel_with_event(key, pod);
+      }
+      return;
+    }
+    schedule(key, pod, now, now + d.time.delay());
+  }
+
+  void schedule(const std::string& key, const pod_view& pod, time_point created_at,
+                time_point fire_at) {
+    const auto r = queue_.schedule(key, created_at, fire_at, pod.uid);
+    if (r == timedqueue::schedule_result::scheduled) {
+      bump(ctr_->scheduled);
+      if (log_->should_log(spdlog::level::debug)) {
+        log_->debug(
+            "scheduled eviction pod=\"{}\" uid={} in={}ms", key, pod.uid,
+            std::chrono::duration_cast<std::chrono::milliseconds>(fire_at - created_at).count());
+      }
+    }
+  }
+
+  void cancel_with_event(const std::string& key, const pod_view& pod) {
+    if (queue_.cancel(key)) {
+      bump(ctr_->cancellations);
+      sink_.record_event(pod_ref{pod.namespace_, pod.name, pod.uid},
+                         event_kind::cancelling_deletion);
+      log_->info("cancelled eviction pod=\"{}\"", key);
+    }
+  }
+
+  // --- the timed queue's work (driver thread) ---
+
+  struct pending_done {
+    explicit pending_done(timedqueue::completion c) : done(std::move(c)) {}
+    timedqueue::completion done;
+    std::atomic<bool> called{false};
+  };
+
+  void run_eviction(const timedqueue::run_info& info, timedqueue::completion done) {
+    if (done.cancelled()) {
+      done.complete(timedqueue::outcome::failure("cancelled"));
+      return;
+    }
+    const auto [ns, name] = split_key(info.key);
+    const std::optional<pod_view> pod = pods_.get_pod(ns, name);
+    if (!pod || pod->uid != info.payload) {
+      // Gone or replaced since the decision: nothing to delete (and the DELETE would fail
+      // its UID precondition anyway).
+      bump(ctr_->skipped);
+      done.complete(timedqueue::outcome::success());
+      return;
+    }
+    pod_ref ref{std::string(ns), std::string(name), std::string(info.payload)};
+    if (info.attempt == 1) {
+      bump(ctr_->started);
+      log_->info("deleting pod pod=\"{}\" uid={}", info.key, info.payload);
+      sink_.record_event(ref, event_kind::marking_for_deletion);
+    } else {
+      log_->info("retrying deletion pod=\"{}\" uid={} attempt={}", info.key, info.payload,
+                 info.attempt);
+    }
+    bump(ctr_->attempts);
+    auto holder = std::make_shared<pending_done>(std::move(done));
+    sink_.evict(
+        ref, [holder, ctr = ctr_, drv = &drv_, fire_at = info.fire_at](eviction_result result) {
+          if (holder->called.exchange(true)) {
+            return;  // A sink calling `done` twice: the first call counts.
+          }
+          if (result.status == eviction_status::deleted) {
+            bump(ctr->succeeded);
+            if (ctr->on_deleted) {
+              ctr->on_deleted(std::max(
+                  std::chrono::nanoseconds::zero(),
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(drv->now() - fire_at)));
+            }
+            holder->done.complete(timedqueue::outcome::success());
+          } else {
+            bump(ctr->failed);
+            holder->done.complete(timedqueue::outcome::failure(std::move(result.error)));
+          }
+        });
+  }
+
+  // --- lifecycle ---
+
+  void start() {
+    if (!threaded_ || started_.exchange(true) || stopping_.load()) {
+      return;
+    }
+    for (auto& w : workers_) {
+      worker* wp = w.get();
+      wp->thread = std::thread([this, wp] { worker_loop(*wp); });
+    }
+  }
+
+  void shutdown() {
+    if (shut_down_.exchange(true)) {
+      return;
+    }
+    for (auto& w : workers_) {
+      {
+        std::lock_guard lock(w->mu);
+        stopping_.store(true);
+      }
+      w->cv.notify_all();
+    }
+    for (auto& w : workers_) {
+      if (w->thread.joinable()) {
+        w->thread.join();
+      }
+    }
+    queue_.shutdown();
+  }
+
+  std::size_t run_until_idle() {
+    if (threaded_) {
+      return 0;
+    }
+    std::size_t handled = 0;
+    bool any = true;
+    while (any) {
+      any = false;
+      for (auto& w : workers_) {
+        for (;;) {
+          work_item item;
+          {
+            std::lock_guard lock(w->mu);
+            if (stopping_.load() || !w->has_work()) {
+              break;
+            }
+            w->pop(item);
+          }
+          handle(*w, item);
+          finish_item();
+          ++handled;
+          any = true;
+        }
+      }
+    }
+    return handled;
+  }
+
+  bool wait_idle(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(idle_mu_);
+    return idle_cv_.wait_for(lock, timeout, [&] { return outstanding_.load() == 0; });
+  }
+
+  const pod_index& pods_;
+  eviction_sink& sink_;
+  timedqueue::driver& drv_;
+  const bool threaded_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::shared_ptr<counters> ctr_;
+  std::vector<std::unique_ptr<worker>> workers_;
+  std::array<std::mutex, key_lock_count> key_locks_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> started_{false};
+  std::atomic<bool> shut_down_{false};
+  std::atomic<std::size_t> outstanding_{0};
+  std::atomic<std::size_t> tainted_count_{0};
+  std::mutex idle_mu_;
+  std::condition_variable idle_cv_;
+  // Last: its work refers to everything above.
+  timedqueue::timed_queue queue_;
+};
+
+controller::controller(const pod_index& pods, eviction_sink& sink, timedqueue::driver& drv,
+                       controller_options options)
+    : impl_(std::make_unique<impl>(pods, sink, drv, std::move(options))) {}
+
+controller::~controller() {
+  impl_->shutdown();
+}
+
+void controller::start() {
+  impl_->start();
+}
+
+void controller::shutdown() {
+  impl_->shutdown();
+}
+
+bool controller::node_updated(const node_view* old_node, const node_view* new_node) {
+  if (old_node == nullptr && new_node == nullptr) {
+    return false;
+  }
+  if (old_node != nullptr && new_node != nullptr &&
+      same_no_execute(old_node->taints, new_node->taints)) {
+    impl_->ctr_->ignored.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  const node_view& current = new_node != nullptr ? *new_node : *old_node;
+  if (current.name.empty()) {
+    impl_->log_->warn("ignoring a node update without a name");
+    impl_->ctr_->ignored.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  std::optional<std::vector<taint>> taints;
+  if (new_node != nullptr) {
+    taints = no_execute_taints(new_node->taints);
+  }
+  return impl_->enqueue_node(current.name, std::move(taints));
+}
+
+bool controller::pod_updated(const pod_view* old_pod, const pod_view* new_pod) {
+  if (old_pod == nullptr && new_pod == nullptr) {
+    return false;
+  }
+  if (old_pod != nullptr && new_pod != nullptr && old_pod->uid == new_pod->uid &&
+      old_pod->node_name == new_pod->node_name && old_pod->tolerations == new_pod->tolerations) {
+    impl_->ctr_->ignored.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  const pod_view& current = new_pod != nullptr ? *new_pod : *old_pod;
+  std::string_view node = current.node_name;
+  if (node.empty() && old_pod != nullptr && new_pod != nullptr && old_pod->uid != new_pod->uid) {
+    node = old_pod->node_name;  // Replaced by an unscheduled pod: drop the old one's eviction.
+  }
+  if (node.empty() || current.name.empty()) {
+    impl_->ctr_->ignored.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return impl_->enqueue_pod(node, current.namespace_, current.name);
+}
+
+std::size_t controller::run_until_idle() {
+  return impl_->run_until_idle();
+}
+
+bool controller::wait_idle(std::chrono::milliseconds timeout) {
+  return impl_->wait_idle(timeout);
+}
+
+std::optional<std::vector<taint>> controller::tainted_taints(std::string_view node) const {
+  const worker& w = *impl_->workers_[shard_of(node, impl_->workers_.size())];
+  std::lock_guard lock(w.table_mu);
+  const auto it = w.tainted.find(std::string(node));
+  if (it == w.tainted.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+std::size_t controller::tainted_node_count() const {
+  return impl_->tainted_count_.load();
+}
+
+controller_stats controller::stats() const {
+  const counters& c = *impl_->ctr_;
+  const auto get = [](const std::atomic<std::uint64_t>& a) {
+    return a.load(std::memory_order_relaxed);
+  };
+  controller_stats s;
+  s.node_updates = get(c.node_updates);
+  s.pod_updates = get(c.pod_updates);
+  s.updates_ignored = get(c.ignored);
+  s.updates_coalesced = get(c.coalesced);
+  s.evictions_scheduled = get(c.scheduled);
+  s.evictions_started = get(c.started);
+  s.eviction_attempts = get(c.attempts);
+  s.evictions_succeeded = get(c.succeeded);
+  s.evictions_failed = get(c.failed);
+  s.evictions_skipped = get(c.skipped);
+  s.cancellations = get(c.cancellations);
+  s.stale_entries_dropped = get(c.stale);
+  s.tainted_nodes = impl_->tainted_count_.load();
+  s.worker_queue_depth.reserve(impl_->workers_.size());
+  for (const auto& w : impl_->workers_) {
+    std::lock_guard lock(w->mu);
+    s.worker_queue_depth.push_back(w->node_order.size() + w->pod_order.size());
+  }
+  s.queue = impl_->queue_.stats();
+  return s;
+}
+
+const timedqueue::timed_queue& controller::queue() const {
+  return impl_->queue_;
+}
+
+}  // namespace tec::controller

@@ -1,0 +1,181 @@
+#include "tec/controller/matching.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+namespace tec::controller {
+
+std::optional<std::int64_t> parse_decimal_int64(std::string_view text) noexcept {
+  // Canonical form only (the API's IsDecimalInteger): "0", or an optional '-' followed by a
+  // non-zero digit and more digits. No '+', no leading zeros, no "-0", no whitespace.
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  std::size_t i = text.front() == '-' ? 1 : 0;
+  if (i == text.size()) {
+    return std::nullopt;
+  }
+  if (text[i] == '0') {
+    if (text.size() == 1) {
+      return 0;
+    }
+    return std::nullopt;
+  }
+  for (std::size_t j = i; j < text.size(); ++j) {
+    if (text[j] < '0' || text[j] > '9') {
+      return std::nullopt;
+    }
+  }
+  std::int64_t value = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  auto [end, ec] = std::from_chars(first, last, value, 10);
+  if (ec != std::errc{} || end != last) {
+    return std::nullopt;  // Out of int64 range.
+  }
+  return value;
+}
+
+namespace {
+
+bool compare_numeric(const toleration& tol, const taint& t) noexcept {
+  const auto want = parse_decimal_int64(tol.value);
+  if (!want) {
+    return false;
+  }
+  const auto have = parse_decimal_int64(t.value);
+  if (!have) {
+    return false;
+  }
+  return tol.op == toleration_operator::lt ? *have < *want : *have > *want;
+}
+
+}  // namespace
+
+bool tolerates(const toleration& tol, const taint& t) noexcept {
+  if (tol.effect && *tol.effect != t.effect) {
+    return false;
+  }
+  if (tol.key.empty()) {
+    return tol.op == toleration_operator::exists;
+  }
+  if (tol.key != t.key) {
+    return false;
+  }
+  switch (tol.op) {
+    case toleration_operator::equal:
+      return tol.value == t.value;
+    case toleration_operator::exists:
+      return true;
+    case toleration_operator::lt:
+    case toleration_operator::gt:
+      return compare_numeric(tol, t);
+    case toleration_operator::unknown:
+      return false;
+  }
+  return false;
+}
+
+match_result matching_tolerations(std::span<const taint> taints,
+                                  std::span<const toleration> tolerations) {
+  match_result result;
+  result.used.reserve(taints.size());
+  for (const taint& t : taints) {
+    const auto it = std::find_if(tolerations.begin(), tolerations.end(),
+                                 [&](const toleration& tol) { return tolerates(tol, t); });
+    if (it == tolerations.end()) {
+      result.all_tolerated = false;
+      result.used.clear();
+      return result;
+    }
+    result.used.push_back(&*it);
+  }
+  return result;
+}
+
+namespace {
+
+// Folds one used toleration into the running minimum. Returns false once the answer is "now".
+bool fold_min(const toleration& tol, bool& any_finite, std::int64_t& min_seconds) {
+  if (!tol.seconds) {
+    return true;
+  }
+  if (*tol.seconds <= 0) {
+    return false;
+  }
+  if (!any_finite || *tol.seconds < min_seconds) {
+    min_seconds = *tol.seconds;
+    any_finite = true;
+  }
+  return true;
+}
+
+toleration_time finish_min(bool saw_any, bool any_finite, std::int64_t min_seconds) {
+  if (!saw_any) {
+    return toleration_time::immediately();
+  }
+  if (!any_finite) {
+    return toleration_time::never();
+  }
+  return toleration_time::after_seconds(min_seconds);
+}
+
+}  // namespace
+
+std::chrono::nanoseconds toleration_time::delay() const {
+  if (what != kind::after || seconds.count() <= 0) {
+    return std::chrono::nanoseconds::zero();
+  }
+  constexpr auto max_seconds = std::chrono::duration_cast<std::chrono::seconds>(max_delay);
+  if (seconds >= max_seconds) {
+    return max_delay;
+  }
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(seconds);
+}
+
+toleration_time min_toleration_time(std::span<const toleration* const> used) {
+  bool any_finite = false;
+  std::int64_t min_seconds = 0;
+  for (const toleration* tol : used) {
+    if (!fold_min(*tol, any_finite, min_seconds)) {
+      return toleration_time::immediately();
+    }
+  }
+  return finish_min(!used.empty(), any_finite, min_seconds);
+}
+
+toleration_time min_toleration_time(std::span<const toleration> used) {
+  bool any_finite = false;
+  std::int64_t min_seconds = 0;
+  for (const toleration& tol : used) {
+    if (!fold_min(tol, any_finite, min_seconds)) {
+      return toleration_time::immediately();
+    }
+  }
+  return finish_min(!used.empty(), any_finite, min_seconds);
+}
+
+pod_decision decide(std::span<const taint> taints,
+                    std::span<const toleration> tolerations) noexcept {
+  pod_decision d;
+  bool any_finite = false;
+  bool zero = false;
+  std::int64_t min_seconds = 0;
+  for (const taint& t : taints) {
+    const auto it = std::find_if(tolerations.begin(), tolerations.end(),
+                                 [&](const toleration& tol) { return tolerates(tol, t); });
+    if (it == tolerations.end()) {
+      d.untolerated = true;
+      return d;
+    }
+    if (!zero && !fold_min(*it, any_finite, min_seconds)) {
+      zero = true;  // Keep looking: a later untolerated taint still wins.
+    }
+  }
+  d.time =
+      zero ? toleration_time::immediately() : finish_min(!taints.empty(), any_finite, min_seconds);
+  return d;
+}
+
+}  // namespace tec::controller

@@ -1,0 +1,345 @@
+#include "controller/support/fakes.hpp"
+
+#include <atomic>
+#include <utility>
+
+namespace tec::controller::testing {
+
+namespace {
+
+std::string key_of(std::string_view ns, std::string_view name) {
+  std::string key(ns);
+  key.push_back('/');
+  key.append(name);
+  return key;
+}
+
+}  // namespace
+
+// --- fake_index ---
+
+void fake_index::put(const pod_view& pod) {
+  std::lock_guard lock(mu_);
+  pods_.insert_or_assign(key_of(pod.namespace_, pod.name), pod);
+}
+
+std::optional<pod_view> fake_index::erase(std::string_view ns, std::string_view name) {
+  std::lock_guard lock(mu_);
+  const auto it = pods_.find(key_of(ns, name));
+  if (it == pods_.end()) {
+    return std::nullopt;
+  }
+  pod_view old = std::move(it->second);
+  pods_.erase(it);
+  return old;
+}
+
+std::vector<pod_view> fake_index::all() const {
+  std::lock_guard lock(mu_);
+  std::vector<pod_view> out;
+  out.reserve(pods_.size());
+  for (const auto& [key, pod] : pods_) {
+    out.push_back(pod);
+  }
+  return out;
+}
+
+std::vector<pod_view> fake_index::pods_on_node(std::string_view node) const {
+  if (on_pods_on_node) {
+    on_pods_on_node(node);
+  }
+  std::lock_guard lock(mu_);
+  std::vector<pod_view> out;
+  for (const auto& [key, pod] : pods_) {
+    if (pod.node_name == node) {
+      out.push_back(pod);
+    }
+  }
+  return out;
+}
+
+std::optional<pod_view> fake_index::get_pod(std::string_view ns, std::string_view name) const {
+  std::lock_guard lock(mu_);
+  const auto it = pods_.find(key_of(ns, name));
+  if (it == pods_.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+// --- recording_sink ---
+
+void recording_sink::evict(const pod_ref& pod, std::function<void(eviction_result)> done) {
+  bool current = false;
+  if (api_ != nullptr) {
+    const auto p = api_->get_pod(pod.namespace_, pod.name);
+    current = p && p->uid == pod.uid;
+  }
+  std::optional<eviction_status> now;
+  {
+    std::lock_guard lock(mu_);
+    calls_.push_back(call{pod, current});
+    if (hold_) {
+      held_.emplace_back(pod, std::move(done));
+    } else if (!script_.empty()) {
+      now = script_.front();
+      script_.pop_front();
+    } else {
+      now = eviction_status::deleted;
+    }
+  }
+  cv_.notify_all();
+  if (now) {
+    finish(pod, done, *now);
+  }
+}
+
+void recording_sink::record_event(const pod_ref& pod, event_kind kind) {
+  {
+    std::lock_guard lock(mu_);
+    events_.emplace_back(pod, kind);
+  }
+  cv_.notify_all();
+}
+
+void recording_sink::finish(const pod_ref& pod, std::function<void(eviction_result)>& done,
+                            eviction_status status) {
+  if (status == eviction_status::deleted && api_ != nullptr) {
+    const auto p = api_->get_pod(pod.namespace_, pod.name);
+    if (p && p->uid == pod.uid) {  // preconditions.uid: never deletes a re-created pod.
+      api_->erase(pod.namespace_, pod.name);
+      if (on_deleted) {
+        on_deleted(*p);
+      }
+    }
+  }
+  eviction_result result;
+  result.status = status;
+  if (status == eviction_status::failed) {
+    result.error = "injected failure";
+  }
+  done(std::move(result));
+}
+
+void recording_sink::set_hold(bool hold) {
+  std::lock_guard lock(mu_);
+  hold_ = hold;
+}
+
+void recording_sink::script(std::vector<eviction_status> results) {
+  std::lock_guard lock(mu_);
+  script_.assign(results.begin(), results.end());
+}
+
+std::optional<pod_ref> recording_sink::release_oldest(eviction_status status) {
+  return release(0, status);
+}
+
+std::optional<pod_ref> recording_sink::release(std::size_t index, eviction_status status) {
+  std::pair<pod_ref, std::function<void(eviction_result)>> entry;
+  {
+    std::lock_guard lock(mu_);
+    if (index >= held_.size()) {
+      return std::nullopt;
+    }
+    const auto it = held_.begin() + static_cast<std::ptrdiff_t>(index);
+    entry = std::move(*it);
+    held_.erase(it);
+  }
+  finish(entry.first, entry.second, status);
+  return entry.first;
+}
+
+void recording_sink::drop_held() {
+  std::deque<std::pair<pod_ref, std::function<void(eviction_result)>>> dropped;
+  {
+    std::lock_guard lock(mu_);
+    dropped.swap(held_);
+  }
+}
+
+std::size_t recording_sink::held() const {
+  std::lock_guard lock(mu_);
+  return held_.size();
+}
+
+std::vector<recording_sink::call> recording_sink::calls() const {
+  std::lock_guard lock(mu_);
+  return calls_;
+}
+
+std::vector<std::pair<pod_ref, event_kind>> recording_sink::events() const {
+  std::lock_guard lock(mu_);
+  return events_;
+}
+
+std::size_t recording_sink::evictions_of(std::string_view name) const {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (const auto& c : calls_) {
+    n += c.pod.name == name ? 1U : 0U;
+  }
+  return n;
+}
+
+bool recording_sink::evicted_uid(std::string_view uid) const {
+  std::lock_guard lock(mu_);
+  for (const auto& c : calls_) {
+    if (c.pod.uid == uid) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::size_t recording_sink::events_of(std::string_view name, event_kind kind) const {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (const auto& [pod, k] : events_) {
+    n += (pod.name == name && k == kind) ? 1U : 0U;
+  }
+  return n;
+}
+
+bool recording_sink::wait_until(const std::function<bool()>& pred,
+                                std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock lock(mu_);
+  for (;;) {
+    lock.unlock();
+    const bool ok = pred();
+    lock.lock();
+    if (ok) {
+      return true;
+    }
+    // Bounded: re-check at least every 10 ms in case the state changed elsewhere.
+    const auto wake =
+        std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
+    if (cv_.wait_until(lock, wake) == std::cv_status::timeout &&
+        std::chrono::steady_clock::now() >= deadline) {
+      lock.unlock();
+      return pred();
+    }
+  }
+}
+
+// --- thread_driver ---
+
+thread_driver::thread_driver() : thread_([this] { loop(); }) {}
+
+thread_driver::~thread_driver() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+timedqueue::time_point thread_driver::now() const {
+  return timedqueue::clock_type::now();
+}
+
+void thread_driver::arm(timedqueue::time_point deadline, std::function<void()> on_due) {
+  {
+    std::lock_guard lock(mu_);
+    deadline_ = deadline;
+    on_due_ = std::move(on_due);
+  }
+  cv_.notify_all();
+}
+
+void thread_driver::disarm() {
+  std::lock_guard lock(mu_);
+  deadline_.reset();
+  on_due_ = nullptr;
+}
+
+void thread_driver::post(std::function<void()> fn) {
+  {
+    std::lock_guard lock(mu_);
+    posted_.push_back(std::move(fn));
+  }
+  cv_.notify_all();
+}
+
+void thread_driver::loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (stop_) {
+      return;
+    }
+    if (!posted_.empty()) {
+      auto fn = std::move(posted_.front());
+      posted_.pop_front();
+      lock.unlock();
+      fn();
+      lock.lock();
+      continue;
+    }
+    if (deadline_ && timedqueue::clock_type::now() >= *deadline_) {
+      auto fn = std::move(on_due_);
+      deadline_.reset();
+      on_due_ = nullptr;
+      lock.unlock();
+      if (fn) {
+        fn();
+      }
+      lock.lock();
+      continue;
+    }
+    if (deadline_) {
+      cv_.wait_until(lock, *deadline_);
+    } else {
+      cv_.wait(lock);
+    }
+  }
+}
+
+// --- builders ---
+
+taint make_taint(int i) {
+  taint t;
+  t.key = "testTaint" + std::to_string(i);
+  t.value = "test" + std::to_string(i);
+  t.effect = taint_effect::no_execute;
+  return t;
+}
+
+toleration make_toleration(int i, std::int64_t seconds) {
+  toleration tol;
+  tol.key = "testTaint" + std::to_string(i);
+  tol.value = "test" + std::to_string(i);
+  tol.op = toleration_operator::equal;
+  tol.effect = taint_effect::no_execute;
+  if (seconds >= 0) {
+    tol.seconds = seconds;
+  }
+  return tol;
+}
+
+std::string fresh_uid() {
+  static std::atomic<std::uint64_t> next{1};
+  return "uid-" + std::to_string(next.fetch_add(1));
+}
+
+pod_view make_pod(std::string name, std::string node, std::vector<toleration> tolerations) {
+  pod_view p;
+  p.namespace_ = "default";
+  p.name = std::move(name);
+  p.uid = fresh_uid();
+  p.node_name = std::move(node);
+  p.tolerations = std::move(tolerations);
+  p.phase = pod_phase::running;
+  return p;
+}
+
+node_view make_node(std::string name, std::vector<taint> taints) {
+  node_view n;
+  n.name = std::move(name);
+  n.uid = "node-uid-" + n.name;
+  n.taints = std::move(taints);
+  return n;
+}
+
+}  // namespace tec::controller::testing
