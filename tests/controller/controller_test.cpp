@@ -1,0 +1,586 @@
+// The controller beyond upstream's tests: input filters (section 1), sharding and coalescing
+// (section 2), UID handling and the stale-key races (section 9), durable retry, saturation,
+// and a seeded property test over random interleavings.
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+#include <set>
+
+#include "controller/support/harness.hpp"
+
+namespace tec::controller {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::harness;
+using testing::make_node;
+using testing::make_pod;
+using testing::make_taint;
+using testing::make_toleration;
+using testing::manual_options;
+
+constexpr auto ten_days = std::chrono::hours(24 * 10);
+
+// --- section 1: filters ---
+
+TEST(Filters, NodeUpdateWithUnchangedNoExecuteTaintsIsIgnored) {
+  harness h;
+  const node_view a = make_node("node1", {make_taint(1)});
+  node_view b = a;
+  b.uid = "changed";
+  taint ns = make_taint(2);
+  ns.effect = taint_effect::no_schedule;
+  b.taints.push_back(ns);  // Only a NoSchedule taint added.
+  EXPECT_FALSE(h.ctl.node_updated(&a, &b));
+  EXPECT_FALSE(h.ctl.node_updated(nullptr, nullptr));
+  node_view c = a;
+  c.taints[0].time_added_unix = 42;  // DeepEqual upstream: timeAdded counts.
+  EXPECT_TRUE(h.ctl.node_updated(&a, &c));
+  // Add and delete always count, even without taints.
+  const node_view empty = make_node("node2");
+  EXPECT_TRUE(h.ctl.node_updated(nullptr, &empty));
+  EXPECT_TRUE(h.ctl.node_updated(&empty, nullptr));
+  EXPECT_EQ(h.ctl.stats().updates_ignored, 1U);
+}
+
+TEST(Filters, PodUpdateWithUnchangedTolerationsAndNodeIsIgnored) {
+  harness h;
+  const pod_view a = make_pod("pod1", "node1", {make_toleration(1, 5)});
+  pod_view b = a;
+  b.phase = pod_phase::succeeded;
+  b.terminating = true;  // Gets a deletionTimestamp: status-only for us.
+  EXPECT_FALSE(h.ctl.pod_updated(&a, &b));
+  pod_view c = a;
+  c.tolerations.push_back(make_toleration(2, -1));
+  EXPECT_TRUE(h.ctl.pod_updated(&a, &c));
+  pod_view d = a;
+  d.uid = "another";  // Same name, another pod: always counts.
+  EXPECT_TRUE(h.ctl.pod_updated(&a, &d));
+}
+
+TEST(Filters, UnscheduledPodsAreIgnored) {
+  harness h;
+  const pod_view a = make_pod("pod1", "");
+  EXPECT_FALSE(h.ctl.pod_updated(nullptr, &a));
+  EXPECT_FALSE(h.ctl.pod_updated(&a, nullptr));
+  pod_view b = a;
+  b.tolerations.push_back(make_toleration(1, 1));
+  EXPECT_FALSE(h.ctl.pod_updated(&a, &b));
+  // Scheduling it counts.
+  pod_view c = a;
+  c.node_name = "node1";
+  EXPECT_TRUE(h.ctl.pod_updated(&a, &c));
+}
+
+TEST(Filters, BadInputIsRejectedNotFatal) {
+  harness h;
+  node_view nameless;
+  EXPECT_FALSE(h.ctl.node_updated(nullptr, &nameless));
+  pod_view p;
+  p.node_name = "node1";
+  EXPECT_FALSE(h.ctl.pod_updated(nullptr, &p));
+  h.settle();
+  EXPECT_EQ(h.ctl.stats().updates_ignored, 2U);
+}
+
+TEST(Filters, PodUpdateForUntaintedNodeDoesNotCancel) {
+  // Section 5.3: a pod update on a node that is not tainted does nothing, not even a cancel
+  // (here: the node was deleted, which keeps its pods' evictions).
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  pod_view p = make_pod("pod1", "node1", {make_toleration(1, 50)});
+  h.add_pod(p);
+  h.delete_node("node1");
+  p.tolerations = {make_toleration(1, 60)};
+  h.update_pod(p);
+  EXPECT_TRUE(h.scheduled("pod1"));
+}
+
+// --- section 2: sharding, ordering, coalescing ---
+
+TEST(Sharding, Fnv1aKnownVectors) {
+  EXPECT_EQ(fnv1a_32(""), 0x811c9dc5U);
+  EXPECT_EQ(fnv1a_32("a"), 0xe40c292cU);
+  EXPECT_EQ(fnv1a_32("foobar"), 0xbf9cf968U);
+  EXPECT_EQ(shard_of("foobar", 8), 0xbf9cf968U % 8);
+  EXPECT_EQ(shard_of("x", 1), 0U);
+}
+
+TEST(Sharding, PodsQueueOnTheirNodesWorker) {
+  harness h;
+  const pod_view p = make_pod("pod1", "node-a");
+  h.ctl.pod_updated(nullptr, &p);
+  const auto depth = h.ctl.stats().worker_queue_depth;
+  ASSERT_EQ(depth.size(), 8U);
+  for (std::size_t i = 0; i < depth.size(); ++i) {
+    EXPECT_EQ(depth[i], i == shard_of("node-a", 8) ? 1U : 0U) << i;
+  }
+}
+
+TEST(Coalescing, RepeatedUpdatesForOneKeyAreMerged) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  pod_view p = make_pod("pod1", "node1", {make_toleration(1, -1)});
+  h.index.put(p);
+  for (int i = 0; i < 100; ++i) {
+    pod_view next = p;
+    next.tolerations = {make_toleration(1, i % 2 == 0 ? 100 : -1)};
+    h.ctl.pod_updated(&p, &next);
+    p = next;
+  }
+  h.index.put(p);  // Latest: tolerates forever.
+  EXPECT_EQ(h.ctl.run_until_idle(), 1U);
+  EXPECT_EQ(h.ctl.stats().updates_coalesced, 99U);
+  EXPECT_FALSE(h.scheduled("pod1"));
+  // Node updates coalesce to the latest taints too.
+  node_view n = make_node("node1", {make_taint(1)});
+  for (int i = 0; i < 10; ++i) {
+    node_view next =
+        make_node("node1", i % 2 == 0 ? std::vector<taint>{} : std::vector<taint>{make_taint(2)});
+    h.ctl.node_updated(&n, &next);
+    n = next;
+  }
+  EXPECT_EQ(h.ctl.run_until_idle(), 1U);
+  ASSERT_TRUE(h.ctl.tainted_taints("node1").has_value());
+  EXPECT_EQ(*h.ctl.tainted_taints("node1"), std::vector<taint>{make_taint(2)});
+  h.settle();
+  EXPECT_TRUE(h.evicted("pod1"));  // Latest state: taint2, not tolerated.
+}
+
+TEST(Ordering, NodeUpdatesBeforePodUpdatesOnAWorker) {
+  // The pod update is enqueued first, but the worker handles the node's taint first, so the
+  // pod update already sees the node as tainted.
+  harness h(manual_options(1));
+  const pod_view p = make_pod("pod1", "node1");
+  h.index.put(p);
+  h.ctl.pod_updated(nullptr, &p);
+  const node_view n = make_node("node1", {make_taint(1)});
+  h.ctl.node_updated(nullptr, &n);
+  h.settle();
+  EXPECT_EQ(h.sink.evictions_of("pod1"), 1U);
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
+}
+
+// --- UID handling and stale keys ---
+
+TEST(Uid, EvictionCarriesPodUid) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  const pod_view p = make_pod("pod1", "node1");
+  h.add_pod(p);
+  const auto calls = h.sink.calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].pod, (pod_ref{"default", "pod1", p.uid}));
+  EXPECT_TRUE(calls[0].pod_current);
+  const auto entry_gone = h.ctl.queue().lookup("default/pod1");
+  EXPECT_FALSE(entry_gone.has_value());
+}
+
+TEST(Uid, RecreatedPodWithDeletionUnseenGetsItsOwnDecision) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  const pod_view old_pod = make_pod("pod1", "node1", {make_toleration(1, 100)});
+  h.add_pod(old_pod);
+  h.advance(50s);
+  // Deleted and re-created; the informer only reports the new pod (as an add).
+  const pod_view new_pod = make_pod("pod1", "node1", {make_toleration(1, 300)});
+  h.index.put(new_pod);
+  h.ctl.pod_updated(nullptr, &new_pod);
+  h.settle();
+  const auto entry = h.ctl.queue().lookup("default/pod1");
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_EQ(entry->payload, new_pod.uid);
+  EXPECT_EQ(entry->fire_at, h.drv.now() + 300s);  // Its own window, not the old one.
+  EXPECT_EQ(h.ctl.stats().stale_entries_dropped, 1U);
+  EXPECT_TRUE(h.sink.events().empty());  // No cancel event for the vanished pod.
+  h.advance(299s);
+  EXPECT_FALSE(h.evicted("pod1"));
+  h.advance(1s);
+  const auto calls = h.sink.calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].pod.uid, new_pod.uid);
+}
+
+TEST(Uid, RecreatedUntoleratedPodIsEvictedAtOnceWithItsUid) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1", {make_toleration(1, 100)}));
+  const pod_view new_pod = make_pod("pod1", "node1");
+  h.index.put(new_pod);
+  h.ctl.pod_updated(nullptr, &new_pod);
+  h.settle();
+  const auto calls = h.sink.calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].pod.uid, new_pod.uid);
+}
+
+TEST(Uid, RecreatedOnAnotherNodeDropsTheOldEviction) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_node(make_node("node2"));
+  h.add_pod(make_pod("pod1", "node1", {make_toleration(1, 100)}));
+  const pod_view new_pod = make_pod("pod1", "node2");
+  h.index.put(new_pod);
+  h.ctl.pod_updated(nullptr, &new_pod);
+  h.settle();
+  EXPECT_FALSE(h.scheduled("pod1"));
+  h.advance(ten_days);
+  EXPECT_FALSE(h.evicted("pod1"));
+}
+
+TEST(Uid, ReplacedByUnscheduledPodDropsTheOldEviction) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  const pod_view old_pod = make_pod("pod1", "node1", {make_toleration(1, 100)});
+  h.add_pod(old_pod);
+  const pod_view new_pod = make_pod("pod1", "");
+  h.index.put(new_pod);
+  EXPECT_TRUE(h.ctl.pod_updated(&old_pod, &new_pod));  // Relist replaced it in one update.
+  h.settle();
+  EXPECT_FALSE(h.scheduled("pod1"));
+}
+
+TEST(Uid, DeletedPodCancelsWithEventNamingItsUid) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  const pod_view p = make_pod("pod1", "node1", {make_toleration(1, 100)});
+  h.add_pod(p);
+  h.delete_pod("pod1");
+  EXPECT_FALSE(h.scheduled("pod1"));
+  const auto events = h.sink.events();
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0],
+            std::make_pair(pod_ref{"default", "pod1", p.uid}, event_kind::cancelling_deletion));
+  h.advance(ten_days);
+  EXPECT_FALSE(h.evicted("pod1"));
+}
+
+TEST(Uid, FiringForReplacedPodMakesNoApiCall) {
+  // The cache changed but no update reached the controller before the timer fired.
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1", {make_toleration(1, 10)}));
+  h.index.put(make_pod("pod1", "node1", {make_toleration(1, -1)}));
+  h.advance(10s);
+  EXPECT_FALSE(h.evicted("pod1"));
+  EXPECT_EQ(h.ctl.stats().evictions_skipped, 1U);
+  EXPECT_TRUE(h.sink.events().empty());
+}
+
+// Taint removed while an immediate eviction is in flight, pod re-created with a new UID, node
+// tainted again: the new pod is evicted with its own UID and the old work never touches it.
+TEST(Races, InFlightEvictionThenRecreateThenRetaint) {
+  harness h;
+  h.sink.set_hold(true);
+  h.add_node(make_node("node1"));
+  const pod_view old_pod = make_pod("pod1", "node1");
+  h.add_pod(old_pod);
+  h.update_node(make_node("node1", {make_taint(1)}));
+  ASSERT_EQ(h.sink.held(), 1U);
+  h.update_node(make_node("node1"));  // Cancels the running eviction (no pending: no event).
+  EXPECT_FALSE(h.scheduled("pod1"));
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 0U);
+  h.delete_pod("pod1");
+  const pod_view new_pod = make_pod("pod1", "node1");
+  h.add_pod(new_pod);
+  h.update_node(make_node("node1", {make_taint(1)}));
+  ASSERT_EQ(h.sink.held(), 2U);
+  // The old attempt finishes late: 409 on the UID precondition, reported as done.
+  const auto released = h.sink.release_oldest(eviction_status::deleted);
+  ASSERT_TRUE(released);
+  EXPECT_EQ(released->uid, old_pod.uid);
+  h.settle();
+  ASSERT_TRUE(h.index.get_pod("default", "pod1"));  // The new pod survived the old DELETE.
+  const auto entry = h.ctl.queue().lookup("default/pod1");
+  ASSERT_TRUE(entry.has_value());  // Its own eviction was not removed by the old completion.
+  EXPECT_EQ(entry->payload, new_pod.uid);
+  EXPECT_EQ(entry->state, timedqueue::entry_state::running);
+  h.sink.release_oldest(eviction_status::deleted);
+  h.settle();
+  EXPECT_FALSE(h.index.get_pod("default", "pod1"));
+  const auto calls = h.sink.calls();
+  ASSERT_EQ(calls.size(), 2U);
+  EXPECT_EQ(calls[0].pod.uid, old_pod.uid);
+  EXPECT_EQ(calls[1].pod.uid, new_pod.uid);
+  EXPECT_FALSE(h.scheduled("pod1"));
+}
+
+TEST(Races, RapidTaintAddRemoveAddNeverGoesStale) {
+  // Upstream issues #100607/#107543/#110401/#125332: after add/remove/add the key was stuck.
+  harness h;
+  h.sink.set_hold(true);
+  h.add_node(make_node("node1"));
+  h.add_pod(make_pod("pod1", "node1"));
+  for (int round = 0; round < 5; ++round) {
+    h.update_node(make_node("node1", {make_taint(1)}));
+    EXPECT_TRUE(h.scheduled("pod1"));
+    h.update_node(make_node("node1"));
+    EXPECT_FALSE(h.scheduled("pod1"));
+    h.sink.release_oldest(eviction_status::failed);  // Late failure of a cancelled run.
+    h.settle();
+    EXPECT_FALSE(h.scheduled("pod1"));
+  }
+  h.update_node(make_node("node1", {make_taint(1)}));
+  EXPECT_TRUE(h.scheduled("pod1"));
+  EXPECT_EQ(h.sink.evictions_of("pod1"), 6U);
+}
+
+TEST(Races, UntoleratedUpdateWhileRunningDoesNotDuplicate) {
+  harness h;
+  h.sink.set_hold(true);
+  h.add_node(make_node("node1", {make_taint(1)}));
+  pod_view p = make_pod("pod1", "node1");
+  h.add_pod(p);
+  ASSERT_EQ(h.sink.held(), 1U);
+  h.update_node(make_node("node1", {make_taint(1), make_taint(2)}));
+  p.tolerations = {make_toleration(3, -1)};
+  h.update_pod(p);
+  EXPECT_EQ(h.sink.held(), 1U);
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
+}
+
+TEST(Races, UntoleratedTaintCancelsPendingAndEvictsNow) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1", {make_toleration(1, 100)}));
+  h.update_node(make_node("node1", {make_taint(1), make_taint(2)}));
+  EXPECT_TRUE(h.evicted("pod1"));
+  const auto events = h.sink.events();
+  ASSERT_EQ(events.size(), 2U);  // Upstream: cancel event, then marking.
+  EXPECT_EQ(events[0].second, event_kind::cancelling_deletion);
+  EXPECT_EQ(events[1].second, event_kind::marking_for_deletion);
+}
+
+// --- durable retry ---
+
+TEST(Retry, FailedEvictionsAreRetriedPastFiveAttempts) {
+  harness h;
+  h.sink.script(std::vector<eviction_status>(9, eviction_status::failed));
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  for (int i = 0; i < 20 && h.scheduled("pod1"); ++i) {
+    h.advance(10s);
+  }
+  EXPECT_FALSE(h.scheduled("pod1"));
+  EXPECT_EQ(h.sink.evictions_of("pod1"), 10U);
+  EXPECT_FALSE(h.index.get_pod("default", "pod1"));
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
+  const auto s = h.ctl.stats();
+  EXPECT_EQ(s.evictions_started, 1U);
+  EXPECT_EQ(s.eviction_attempts, 10U);
+  EXPECT_EQ(s.evictions_failed, 9U);
+  EXPECT_EQ(s.evictions_succeeded, 1U);
+}
+
+TEST(Retry, TaintRemovedDuringBackoffStopsRetries) {
+  harness h;
+  h.sink.script({eviction_status::failed});
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  const auto entry = h.ctl.queue().lookup("default/pod1");
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_EQ(entry->state, timedqueue::entry_state::backoff);
+  h.update_node(make_node("node1"));
+  EXPECT_FALSE(h.scheduled("pod1"));
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 0U);  // Not pending.
+  h.advance(ten_days);
+  EXPECT_EQ(h.sink.evictions_of("pod1"), 1U);
+}
+
+TEST(Retry, DroppedDoneCallbackIsRetried) {
+  harness h;
+  h.sink.set_hold(true);
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  h.sink.drop_held();  // The sink lost the request: the completion reports "abandoned".
+  h.sink.set_hold(false);
+  h.advance(10s);
+  EXPECT_EQ(h.sink.evictions_of("pod1"), 2U);
+  EXPECT_FALSE(h.scheduled("pod1"));
+}
+
+TEST(Metrics, DeletionLatencyIsMeasuredFromFireTime) {
+  std::vector<std::chrono::nanoseconds> seen;
+  auto options = manual_options();
+  options.on_deleted = [&](std::chrono::nanoseconds d) { seen.push_back(d); };
+  harness h(options);
+  h.sink.set_hold(true);
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1", {make_toleration(1, 5)}));
+  h.advance(5s);
+  h.advance(2s);
+  h.sink.release_oldest(eviction_status::deleted);
+  ASSERT_EQ(seen.size(), 1U);
+  EXPECT_EQ(seen[0], std::chrono::seconds(2));
+}
+
+TEST(Metrics, CountersAndDepths) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_node(make_node("node2", {make_taint(2)}));
+  h.add_pod(make_pod("pod1", "node1", {make_toleration(1, 10)}));
+  h.add_pod(make_pod("pod2", "node1"));
+  h.update_node(make_node("node1"));
+  const auto s = h.ctl.stats();
+  EXPECT_EQ(s.tainted_nodes, 1U);
+  EXPECT_EQ(s.evictions_scheduled, 2U);
+  EXPECT_EQ(s.evictions_started, 1U);
+  EXPECT_EQ(s.cancellations, 1U);
+  EXPECT_EQ(s.queue.pending, 0U);
+  for (const auto d : s.worker_queue_depth) {
+    EXPECT_EQ(d, 0U);
+  }
+}
+
+// --- saturation and zero/negative seconds, end to end ---
+
+TEST(Seconds, ZeroNegativeOneAndMax) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  toleration zero = make_toleration(1, 0);
+  toleration negative = make_toleration(1, 0);
+  negative.seconds = -5;
+  toleration huge = make_toleration(1, 0);
+  huge.seconds = std::numeric_limits<std::int64_t>::max();
+  h.add_pod(make_pod("zero", "node1", {zero}));
+  h.add_pod(make_pod("negative", "node1", {negative}));
+  h.add_pod(make_pod("one", "node1", {make_toleration(1, 1)}));
+  h.add_pod(make_pod("huge", "node1", {huge}));
+  EXPECT_TRUE(h.evicted("zero"));
+  EXPECT_TRUE(h.evicted("negative"));
+  EXPECT_FALSE(h.evicted("one"));
+  h.advance(1s);
+  EXPECT_TRUE(h.evicted("one"));
+  ASSERT_TRUE(h.scheduled("huge"));  // Never turned into "now".
+  h.advance(std::chrono::hours(24 * 365 * 10));
+  EXPECT_FALSE(h.evicted("huge"));
+}
+
+TEST(Seconds, FirstMatchingTolerationDecides) {
+  harness h;
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1", {make_toleration(1, 10), make_toleration(1, -1)}));
+  h.advance(9s);
+  EXPECT_FALSE(h.evicted("pod1"));
+  h.advance(1s);
+  EXPECT_TRUE(h.evicted("pod1"));
+}
+
+// --- property test ---
+
+// Random interleavings of taint add/remove, pod delete/re-create (seen or not), sink
+// completions and clock movement. After every step: every pod on a node with an untolerated
+// (or finitely tolerated) taint has its own eviction pending, running or backing off (or is
+// already deleted), and no other key has one; every DELETE carries the UID of the pod that
+// existed under that name when it was sent.
+TEST(Property, NoKeyGoesStaleOverRandomInterleavings) {
+  const std::vector<std::string> nodes{"n0", "n1", "n2"};
+  const std::vector<std::string> names{"p0", "p1", "p2", "p3"};
+  const std::vector<std::vector<toleration>> toleration_sets{
+      {},
+      {make_toleration(1, -1)},
+      {make_toleration(1, 30)},
+      {make_toleration(1, -1), make_toleration(2, 60)},
+      {make_toleration(1, 0)},
+  };
+  std::size_t steps = 0;
+  std::size_t evictions = 0;
+  for (std::uint32_t seed = 1; seed <= 1000; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    const auto pick = [&](std::size_t n) {
+      return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+    };
+    harness h(manual_options(1 + pick(4)));
+    h.sink.set_hold(true);
+    // The informer delivers the deletion of a pod the API deleted.
+    h.sink.on_deleted = [&](const pod_view& p) { h.ctl.pod_updated(&p, nullptr); };
+    for (const auto& n : nodes) {
+      h.add_node(make_node(n));
+    }
+    for (int step = 0; step < 40; ++step) {
+      ++steps;
+      switch (pick(7)) {
+        case 0: {  // Toggle a taint on a node.
+          const std::string& n = nodes[pick(nodes.size())];
+          node_view next = h.nodes().at(n);
+          const taint t = make_taint(1 + static_cast<int>(pick(2)));
+          const auto it = std::find(next.taints.begin(), next.taints.end(), t);
+          if (it == next.taints.end()) {
+            next.taints.push_back(t);
+          } else {
+            next.taints.erase(it);
+          }
+          h.update_node(next);
+          break;
+        }
+        case 1: {  // Delete a pod (seen).
+          h.delete_pod(names[pick(names.size())]);
+          break;
+        }
+        case 2: {  // (Re-)create a pod; a replaced pod's deletion is never seen.
+          const pod_view p = make_pod(names[pick(names.size())], nodes[pick(nodes.size())],
+                                      toleration_sets[pick(toleration_sets.size())]);
+          h.index.put(p);
+          h.ctl.pod_updated(nullptr, &p);
+          h.settle();
+          break;
+        }
+        case 3: {  // Change a pod's tolerations.
+          auto p = h.index.get_pod("default", names[pick(names.size())]);
+          if (p) {
+            p->tolerations = toleration_sets[pick(toleration_sets.size())];
+            h.update_pod(*p);
+          }
+          break;
+        }
+        case 4:
+        case 5: {  // A sink call finishes.
+          if (h.sink.held() > 0) {
+            h.sink.release(pick(h.sink.held()),
+                           pick(3) == 0 ? eviction_status::failed : eviction_status::deleted);
+            h.settle();
+          }
+          break;
+        }
+        default:
+          h.advance(std::chrono::seconds(pick(45)));
+          break;
+      }
+      // Check the invariant.
+      for (const auto& name : names) {
+        const auto pod = h.index.get_pod("default", name);
+        const auto entry = h.ctl.queue().lookup("default/" + name);
+        bool needs = false;
+        if (pod) {
+          const auto& taints = h.nodes().at(pod->node_name).taints;
+          if (!taints.empty()) {
+            const pod_decision d = decide(taints, pod->tolerations);
+            needs = d.untolerated || !d.time.is_forever();
+          }
+        }
+        if (needs) {
+          ASSERT_TRUE(entry.has_value()) << name << " step " << step;
+          EXPECT_EQ(entry->payload, pod->uid) << name << " step " << step;
+        } else {
+          ASSERT_FALSE(entry.has_value())
+              << name << " step " << step << " payload " << entry->payload;
+        }
+      }
+    }
+    for (const auto& c : h.sink.calls()) {
+      ASSERT_TRUE(c.pod_current) << c.pod.name << " " << c.pod.uid;
+      ++evictions;
+    }
+    if (HasFailure()) {
+      return;
+    }
+  }
+  EXPECT_EQ(steps, 40'000U);
+  EXPECT_GT(evictions, 1000U);
+}
+
+}  // namespace
+}  // namespace tec::controller
