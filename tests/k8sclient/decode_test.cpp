@@ -1,0 +1,383 @@
+#include "tec/k8s/decode.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace tec::k8s {
+namespace {
+
+namespace fs = std::filesystem;
+using controller::pod_phase;
+using controller::taint_effect;
+using controller::toleration_operator;
+
+std::string fixture(const std::string& name) {
+  const fs::path p = fs::path(__FILE__).parent_path() / "testdata" / name;
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// One watch line `{"type": type, "object": <fixture, compacted>}`.
+std::string event_line(const std::string& type, const std::string& object_json) {
+  return R"({"type":")" + type + R"(","object":)" + nlohmann::json::parse(object_json).dump() + "}";
+}
+
+void expect_shape_error(const error& err, const std::string& fragment) {
+  EXPECT_EQ(err.code, make_error_code(errc::unexpected_shape)) << err.message;
+  EXPECT_NE(err.message.find(fragment), std::string::npos)
+      << "message: " << err.message << "\nwanted: " << fragment;
+}
+
+TEST(decode_pod, realistic_fixture) {
+  auto pod = decode_pod(fixture("pod.json"));
+  ASSERT_TRUE(pod) << pod.err().message;
+  const auto& v = pod->pod;
+  EXPECT_EQ(v.namespace_, "shop");
+  EXPECT_EQ(v.name, "web-7d4b9c8f6d-x2k9p");
+  EXPECT_EQ(v.uid, "0f9a3c1e-5b2d-4e8f-9a61-3c7d2e1f4b58");
+  EXPECT_EQ(v.node_name, "ip-10-0-1-23.ec2.internal");
+  EXPECT_EQ(v.phase, pod_phase::running);
+  EXPECT_FALSE(v.terminating);
+  EXPECT_FALSE(v.mirror);
+  EXPECT_EQ(v.owner_kind, "ReplicaSet");
+  EXPECT_EQ(pod->resource_version, "184467");
+  ASSERT_EQ(v.tolerations.size(), 3U);
+  EXPECT_EQ(v.tolerations[0],
+            (controller::toleration{"node.kubernetes.io/not-ready", toleration_operator::exists, "",
+                                    taint_effect::no_execute, 300}));
+  EXPECT_EQ(v.tolerations[1],
+            (controller::toleration{"node.kubernetes.io/unreachable", toleration_operator::exists,
+                                    "", taint_effect::no_execute, 300}));
+  EXPECT_EQ(v.tolerations[2],
+            (controller::toleration{"dedicated", toleration_operator::equal, "web",
+                                    taint_effect::no_schedule, std::nullopt}));
+}
+
+TEST(decode_node, realistic_fixture) {
+  auto node = decode_node(fixture("node.json"));
+  ASSERT_TRUE(node) << node.err().message;
+  EXPECT_EQ(node->node.name, "ip-10-0-1-23.ec2.internal");
+  EXPECT_EQ(node->node.uid, "5c6d7e8f-1111-4222-8333-944455566677");
+  EXPECT_EQ(node->resource_version, "184470");
+  ASSERT_EQ(node->node.taints.size(), 3U);
+  EXPECT_EQ(node->node.taints[0], (controller::taint{"node.kubernetes.io/unreachable", "",
+                                                     taint_effect::no_execute, 1714566896}));
+  EXPECT_EQ(node->node.taints[1], (controller::taint{"node.kubernetes.io/unreachable", "",
+                                                     taint_effect::no_schedule, 1714566895}));
+  EXPECT_EQ(node->node.taints[2],
+            (controller::taint{"dedicated", "web", taint_effect::no_schedule, 0}));
+}
+
+TEST(decode_pod_list, page_with_continue) {
+  auto page = decode_pod_list(fixture("pod_list_page.json"));
+  ASSERT_TRUE(page) << page.err().message;
+  EXPECT_EQ(page->resource_version, "200100");
+  EXPECT_EQ(page->continue_token,
+            "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MjAwMTAwLCJzdGFydCI6ImRlZmF1bHQvYlx1MDAwMCJ9");
+  ASSERT_EQ(page->items.size(), 3U);
+
+  const auto& a = page->items[0];
+  EXPECT_EQ(a.pod.name, "a");
+  EXPECT_EQ(a.pod.namespace_, "default");
+  EXPECT_EQ(a.pod.node_name, "node-1");
+  EXPECT_EQ(a.pod.phase, pod_phase::pending);
+  EXPECT_TRUE(a.pod.tolerations.empty());
+  EXPECT_EQ(a.resource_version, "100");
+
+  const auto& b = page->items[1];
+  EXPECT_TRUE(b.pod.terminating);
+  EXPECT_TRUE(b.pod.mirror);
+  EXPECT_EQ(b.pod.owner_kind, "");  // an owner reference, but not a controller
+  ASSERT_EQ(b.pod.tolerations.size(), 1U);
+  EXPECT_EQ(b.pod.tolerations[0], (controller::toleration{"", toleration_operator::exists, "",
+                                                          std::nullopt, std::nullopt}));
+
+  const auto& c = page->items[2];
+  EXPECT_EQ(c.pod.namespace_, "kube-system");
+  EXPECT_EQ(c.pod.owner_kind, "DaemonSet");  // the first controller reference
+  EXPECT_EQ(c.pod.phase, pod_phase::succeeded);
+  ASSERT_EQ(c.pod.tolerations.size(), 3U);
+  EXPECT_EQ(c.pod.tolerations[0].seconds, std::nullopt);
+  EXPECT_EQ(c.pod.tolerations[1].op, toleration_operator::lt);
+  EXPECT_EQ(c.pod.tolerations[1].seconds, -10);
+  EXPECT_EQ(c.pod.tolerations[2].op, toleration_operator::unknown);
+  EXPECT_EQ(c.pod.tolerations[2].effect, std::nullopt);
+}
+
+TEST(decode_pod_list, empty_and_null_items) {
+  auto empty =
+      decode_pod_list(R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]})");
+  ASSERT_TRUE(empty) << empty.err().message;
+  EXPECT_TRUE(empty->items.empty());
+  EXPECT_EQ(empty->resource_version, "5");
+  EXPECT_EQ(empty->continue_token, "");
+  auto null_items = decode_pod_list(R"({"metadata":{"resourceVersion":"6"},"items":null})");
+  ASSERT_TRUE(null_items) << null_items.err().message;
+  EXPECT_TRUE(null_items->items.empty());
+}
+
+TEST(decode_node_list, nodes) {
+  const std::string body = R"({"kind":"NodeList","metadata":{"resourceVersion":"9"},"items":[)" +
+                           nlohmann::json::parse(fixture("node.json")).dump() +
+                           R"(,{"metadata":{"name":"n2","uid":"u2"},"spec":{}}]})";
+  auto page = decode_node_list(body);
+  ASSERT_TRUE(page) << page.err().message;
+  ASSERT_EQ(page->items.size(), 2U);
+  EXPECT_EQ(page->items[0].node.taints.size(), 3U);
+  EXPECT_EQ(page->items[1].node.name, "n2");
+  EXPECT_TRUE(page->items[1].node.taints.empty());
+}
+
+TEST(decode_pod_event, added_modified_deleted) {
+  for (const auto& [text, type] :
+       {std::pair{"ADDED", event_type::added}, std::pair{"MODIFIED", event_type::modified},
+        std::pair{"DELETED", event_type::deleted}}) {
+    auto event = decode_pod_event(event_line(text, fixture("pod.json")));
+    ASSERT_TRUE(event) << event.err().message;
+    EXPECT_EQ(event->type, type);
+    EXPECT_EQ(to_string(event->type), text);
+    EXPECT_EQ(event->object.pod.name, "web-7d4b9c8f6d-x2k9p");
+    EXPECT_EQ(event->object.pod.tolerations.size(), 3U);
+    EXPECT_EQ(event->resource_version(), "184467");
+  }
+}
+
+TEST(decode_pod_event, type_after_object) {
+  auto event = decode_pod_event(
+      R"({"object":{"metadata":{"name":"p","namespace":"n","uid":"u","resourceVersion":"7"}},"type":"MODIFIED"})");
+  ASSERT_TRUE(event) << event.err().message;
+  EXPECT_EQ(event->type, event_type::modified);
+  EXPECT_EQ(event->object.pod.name, "p");
+}
+
+TEST(decode_pod_event, in_stream_error_410) {
+  auto event = decode_pod_event(fixture("watch_error_410.json"));
+  ASSERT_TRUE(event) << event.err().message;
+  EXPECT_EQ(event->type, event_type::error);
+  EXPECT_EQ(event->status.code, 410);
+  EXPECT_EQ(event->status.reason, "Expired");
+  EXPECT_EQ(event->status.status, "Failure");
+  EXPECT_EQ(event->status.message, "too old resource version: 1 (184467)");
+  auto node_event = decode_node_event(fixture("watch_error_410.json"));
+  ASSERT_TRUE(node_event) << node_event.err().message;
+  EXPECT_EQ(node_event->status.code, 410);
+}
+
+TEST(decode_pod_event, bookmark) {
+  auto event = decode_pod_event(fixture("watch_bookmark.json"));
+  ASSERT_TRUE(event) << event.err().message;
+  EXPECT_EQ(event->type, event_type::bookmark);
+  EXPECT_EQ(event->resource_version(), "184999");
+  auto no_rv = decode_pod_event(R"({"type":"BOOKMARK","object":{"metadata":{}}})");
+  ASSERT_FALSE(no_rv);
+  expect_shape_error(no_rv.err(), "object.metadata.resourceVersion: missing");
+}
+
+TEST(decode_node_event, node_modified) {
+  auto event = decode_node_event(event_line("MODIFIED", fixture("node.json")));
+  ASSERT_TRUE(event) << event.err().message;
+  EXPECT_EQ(event->object.node.taints.size(), 3U);
+  EXPECT_EQ(event->resource_version(), "184470");
+}
+
+TEST(decode_pod_event, bad_event_envelopes) {
+  auto no_type = decode_pod_event(R"({"object":{"metadata":{"name":"p","uid":"u"}}})");
+  ASSERT_FALSE(no_type);
+  expect_shape_error(no_type.err(), "type: missing");
+  auto weird = decode_pod_event(R"({"type":"EXPLODED","object":{}})");
+  ASSERT_FALSE(weird);
+  expect_shape_error(weird.err(), "unknown watch event type \"EXPLODED\"");
+  auto no_object = decode_pod_event(R"({"type":"ADDED"})");
+  ASSERT_FALSE(no_object);
+  expect_shape_error(no_object.err(), "object: missing");
+  auto no_uid = decode_pod_event(R"({"type":"ADDED","object":{"metadata":{"name":"p"}}})");
+  ASSERT_FALSE(no_uid);
+  expect_shape_error(no_uid.err(), "object.metadata.uid: missing");
+  auto no_name = decode_pod_event(R"({"type":"DELETED","object":{"metadata":{"uid":"u"}}})");
+  ASSERT_FALSE(no_name);
+  expect_shape_error(no_name.err(), "object.metadata.name: missing");
+  auto type_number = decode_pod_event(R"({"type":3,"object":{}})");
+  ASSERT_FALSE(type_number);
+  expect_shape_error(type_number.err(), "type: expected a string, got a number");
+}
+
+TEST(decode, malformed_json) {
+  for (const char* bad :
+       {"", "{", "{\"type\":", "not json", "{\"type\":\"ADDED\"} trailing", "{\"a\":1,}",
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p", "\xff\xfe",
+        "{\"type\":\"ADD\x01"
+        "ED\"}"}) {
+    auto event = decode_pod_event(bad);
+    ASSERT_FALSE(event) << bad;
+    EXPECT_EQ(event.err().code, make_error_code(errc::malformed_json)) << event.err().message;
+    EXPECT_NE(event.err().message.find("malformed JSON"), std::string::npos);
+  }
+  auto list = decode_pod_list(R"({"items":[{"metadata":{"name":"a","uid":"u"}},)");
+  ASSERT_FALSE(list);
+  EXPECT_EQ(list.err().code, make_error_code(errc::malformed_json));
+}
+
+TEST(decode, wrong_types_name_the_path) {
+  auto spec_array = decode_pod(R"({"metadata":{"name":"p","uid":"u"},"spec":[]})");
+  ASSERT_FALSE(spec_array);
+  expect_shape_error(spec_array.err(), "spec: expected an object, got an array");
+
+  auto tolerations_object =
+      decode_pod(R"({"metadata":{"name":"p","uid":"u"},"spec":{"tolerations":{}}})");
+  ASSERT_FALSE(tolerations_object);
+  expect_shape_error(tolerations_object.err(),
+                     "spec.tolerations: expected an array, got an object");
+
+  auto seconds_string = decode_pod_list(
+      R"({"items":[{"metadata":{"name":"a","uid":"u"}},{"metadata":{"name":"b","namespace":"ns","uid":"v"},"spec":{"tolerations":[{"key":"k"},{"tolerationSeconds":"300"}]}}]})");
+  ASSERT_FALSE(seconds_string);
+  expect_shape_error(seconds_string.err(),
+                     "items[1].spec.tolerations[1].tolerationSeconds: expected an integer, got a "
+                     "string");
+  EXPECT_NE(seconds_string.err().message.find("(pod ns/b)"), std::string::npos);
+
+  auto name_number = decode_pod(R"({"metadata":{"name":5,"uid":"u"}})");
+  ASSERT_FALSE(name_number);
+  expect_shape_error(name_number.err(), "metadata.name: expected a string, got a number");
+
+  auto element_string = decode_pod_list(R"({"items":["pod"]})");
+  ASSERT_FALSE(element_string);
+  expect_shape_error(element_string.err(), "items[0]: expected an object, got a string");
+
+  auto toleration_null =
+      decode_pod(R"({"metadata":{"name":"p","uid":"u"},"spec":{"tolerations":[null]}})");
+  ASSERT_FALSE(toleration_null);
+  expect_shape_error(toleration_null.err(), "spec.tolerations[0]: expected an object, got null");
+
+  auto root_array = decode_pod_list("[1,2]");
+  ASSERT_FALSE(root_array);
+  expect_shape_error(root_array.err(), "expected a JSON object, got an array");
+
+  auto controller_string = decode_pod(
+      R"({"metadata":{"name":"p","uid":"u","ownerReferences":[{"kind":"X","controller":"true"}]}})");
+  ASSERT_FALSE(controller_string);
+  expect_shape_error(controller_string.err(),
+                     "metadata.ownerReferences[0].controller: expected a boolean, got a string");
+
+  auto taint_time = decode_node(
+      R"({"metadata":{"name":"n","uid":"u"},"spec":{"taints":[{"key":"k","effect":"NoExecute","timeAdded":"yesterday"}]}})");
+  ASSERT_FALSE(taint_time);
+  expect_shape_error(taint_time.err(), "spec.taints[0].timeAdded: not an RFC 3339 time");
+  EXPECT_NE(taint_time.err().message.find("(node n)"), std::string::npos);
+}
+
+TEST(decode, missing_required_fields_in_lists) {
+  auto list = decode_pod_list(
+      R"({"items":[{"metadata":{"name":"a","uid":"u"}},{"metadata":{"name":"b"}}]})");
+  ASSERT_FALSE(list);
+  expect_shape_error(list.err(), "items[1].metadata.uid: missing");
+  auto nodes = decode_node_list(R"({"items":[{"metadata":{"uid":"u"}}]})");
+  ASSERT_FALSE(nodes);
+  expect_shape_error(nodes.err(), "items[0].metadata.name: missing");
+}
+
+TEST(decode, absurd_toleration_seconds_are_errors) {
+  for (const char* value :
+       {"1e30", "1.5", "300.0", "18446744073709551615", "9223372036854775808"}) {
+    const std::string json =
+        std::string(
+            R"({"metadata":{"name":"p","uid":"u"},"spec":{"tolerations":[{"key":"k","tolerationSeconds":)") +
+        value + "}]}}";
+    auto pod = decode_pod(json);
+    ASSERT_FALSE(pod) << value;
+    expect_shape_error(pod.err(), "spec.tolerations[0].tolerationSeconds");
+  }
+  for (const auto& [text, expected] :
+       {std::pair{"9223372036854775807", std::numeric_limits<std::int64_t>::max()},
+        std::pair{"-9223372036854775808", std::numeric_limits<std::int64_t>::min()},
+        std::pair{"0", std::int64_t{0}}}) {
+    const std::string json =
+        std::string(
+            R"({"metadata":{"name":"p","uid":"u"},"spec":{"tolerations":[{"key":"k","tolerationSeconds":)") +
+        text + "}]}}";
+    auto pod = decode_pod(json);
+    ASSERT_TRUE(pod) << pod.err().message;
+    EXPECT_EQ(pod->pod.tolerations.at(0).seconds, expected);
+  }
+}
+
+TEST(decode, unknown_fields_and_deep_nesting_are_skipped) {
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) {
+    deep += "[";
+  }
+  for (int i = 0; i < 100000; ++i) {
+    deep += "]";
+  }
+  const std::string json =
+      R"({"zzz":{"metadata":{"name":"evil"}},"metadata":{"extra":)" + deep +
+      R"(,"name":"p","uid":"u","labels":{"name":"x"}},"spec":{"nodeName":"n",)"
+      R"("unknown":[1,2.5,true,null,{"tolerations":"no"}]},"status":{"phase":"Weird","x":{}}})";
+  auto pod = decode_pod(json);
+  ASSERT_TRUE(pod) << pod.err().message;
+  EXPECT_EQ(pod->pod.name, "p");
+  EXPECT_EQ(pod->pod.node_name, "n");
+  EXPECT_EQ(pod->pod.phase, pod_phase::unknown);
+}
+
+TEST(decode, nulls_mean_absent) {
+  auto pod = decode_pod(
+      R"({"metadata":{"name":"p","uid":"u","namespace":null,"deletionTimestamp":null,"annotations":null,"ownerReferences":null},"spec":{"nodeName":null,"tolerations":[{"key":"k","effect":null,"tolerationSeconds":null}]},"status":null})");
+  ASSERT_TRUE(pod) << pod.err().message;
+  EXPECT_FALSE(pod->pod.terminating);
+  EXPECT_EQ(pod->pod.node_name, "");
+  ASSERT_EQ(pod->pod.tolerations.size(), 1U);
+  EXPECT_EQ(pod->pod.tolerations[0].effect, std::nullopt);
+  EXPECT_EQ(pod->pod.tolerations[0].seconds, std::nullopt);
+  auto node = decode_node(
+      R"({"metadata":{"name":"n","uid":"u"},"spec":{"taints":[{"key":"k","effect":"NoExecute","timeAdded":null}]}})");
+  ASSERT_TRUE(node) << node.err().message;
+  EXPECT_EQ(node->node.taints.at(0).time_added_unix, 0);
+}
+
+TEST(decode, effects_and_unicode_escapes) {
+  auto node = decode_node(
+      R"({"metadata":{"name":"n\u00e9","uid":"u"},"spec":{"taints":[{"key":"a","effect":"PreferNoSchedule"},{"key":"b","effect":"Sometimes"},{"key":"c"}]}})");
+  ASSERT_TRUE(node) << node.err().message;
+  EXPECT_EQ(node->node.name, "n\xc3\xa9");
+  EXPECT_EQ(node->node.taints.at(0).effect, taint_effect::prefer_no_schedule);
+  EXPECT_EQ(node->node.taints.at(1).effect, taint_effect::unknown);
+  EXPECT_EQ(node->node.taints.at(2).effect, taint_effect::unknown);
+}
+
+TEST(decode_status, status_body) {
+  auto status = decode_status(
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"The provided continue parameter is too old","reason":"Expired","code":410})");
+  ASSERT_TRUE(status) << status.err().message;
+  EXPECT_EQ(status->code, 410);
+  EXPECT_EQ(status->reason, "Expired");
+  auto bad_code = decode_status(R"({"code":1e3})");
+  ASSERT_FALSE(bad_code);
+  expect_shape_error(bad_code.err(), "code: expected an integer");
+  EXPECT_FALSE(decode_status("nope"));
+}
+
+TEST(parse_rfc3339, forms) {
+  EXPECT_EQ(parse_rfc3339("2024-05-01T12:34:56Z"), 1714566896);
+  EXPECT_EQ(parse_rfc3339("2024-05-01T12:34:56.123456Z"), 1714566896);
+  EXPECT_EQ(parse_rfc3339("2024-05-01T14:34:56+02:00"), 1714566896);
+  EXPECT_EQ(parse_rfc3339("2024-05-01T10:04:56-02:30"), 1714566896);
+  EXPECT_EQ(parse_rfc3339("2000-02-29T23:59:59Z"), 951868799);
+  EXPECT_EQ(parse_rfc3339("1969-12-31T23:00:00Z"), -3600);
+  for (const char* bad :
+       {"", "2024-05-01", "2024-05-01T12:34:56", "2024-13-01T00:00:00Z", "2023-02-29T00:00:00Z",
+        "2024-05-01T24:00:00Z", "2024-05-01T12:34:56.Z", "2024-05-01T12:34:56+0200",
+        "2024-05-01T12:34:56Zjunk", "2024-05-01 12:34:56Z"}) {
+    EXPECT_FALSE(parse_rfc3339(bad)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace tec::k8s
