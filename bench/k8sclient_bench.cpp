@@ -1,0 +1,520 @@
+// k8sclient benchmarks: decode throughput of a 10,000-pod LIST body and of a watch stream of
+// the same pods (SAX decoder vs nlohmann::json::parse into a DOM, same bytes), store
+// operations, and the memory a cached pod / node costs (counted by a global operator new).
+//
+// Run: build-<dir>/bin/k8sclient_bench   (prints the SAX/DOM ratios and bytes per object at
+// the end).
+
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tec/k8s/decode.hpp"
+#include "tec/k8s/line_splitter.hpp"
+#include "tec/k8s/store.hpp"
+
+// --- counting allocator ------------------------------------------------------------------
+// Counts live heap bytes (malloc_usable_size: what the allocator really handed out, without
+// its per-chunk header of ~8 bytes) and allocations. Relaxed atomics: cheap, and the
+// decoders compared below pay the same cost.
+
+namespace {
+std::atomic<std::int64_t> g_live_bytes{0};
+std::atomic<std::int64_t> g_allocations{0};
+
+void* counted_alloc(std::size_t size) {
+  void* p = std::malloc(size == 0 ? 1 : size);
+  if (p == nullptr) {
+    throw std::bad_alloc();
+  }
+  g_live_bytes.fetch_add(static_cast<std::int64_t>(malloc_usable_size(p)),
+                         std::memory_order_relaxed);
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return p;
+}
+
+void counted_free(void* p) noexcept {
+  if (p == nullptr) {
+    return;
+  }
+  g_live_bytes.fetch_sub(static_cast<std::int64_t>(malloc_usable_size(p)),
+                         std::memory_order_relaxed);
+  g_allocations.fetch_sub(1, std::memory_order_relaxed);
+  std::free(p);
+}
+}  // namespace
+
+void* operator new(std::size_t size) {
+  return counted_alloc(size);
+}
+void* operator new[](std::size_t size) {
+  return counted_alloc(size);
+}
+void* operator new(std::size_t size, const std::nothrow_t& /*tag*/) noexcept {
+  try {
+    return counted_alloc(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t size, const std::nothrow_t& /*tag*/) noexcept {
+  try {
+    return counted_alloc(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void operator delete(void* p) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p) noexcept {
+  counted_free(p);
+}
+void operator delete(void* p, std::size_t /*size*/) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, std::size_t /*size*/) noexcept {
+  counted_free(p);
+}
+void operator delete(void* p, const std::nothrow_t& /*tag*/) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, const std::nothrow_t& /*tag*/) noexcept {
+  counted_free(p);
+}
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr int pod_count = 10'000;
+constexpr int node_count = 1'000;
+constexpr int pods_nodes = 100;  // pods spread over this many nodes
+
+std::string hex(std::mt19937_64& rng, int n) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    s += digits[rng() % 16];
+  }
+  return s;
+}
+
+std::string uuid(std::mt19937_64& rng) {
+  return hex(rng, 8) + "-" + hex(rng, 4) + "-4" + hex(rng, 3) + "-8" + hex(rng, 3) + "-" +
+         hex(rng, 12);
+}
+
+std::string node_name(int i) {
+  return "ip-10-0-" + std::to_string(i / 250) + "-" + std::to_string(i % 250) + ".ec2.internal";
+}
+
+/// A pod as the API server sends it (managedFields, containers, status and all), with the
+/// two DefaultTolerationSeconds tolerations.
+ojson make_pod(int i, std::mt19937_64& rng) {
+  const std::string ns = "team-" + std::to_string(i % 20);
+  const std::string app = "app-" + std::to_string(i % 200);
+  const std::string hash = hex(rng, 10);
+  const std::string name = app + "-" + hash + "-" + hex(rng, 5);
+  const std::string ts = "2024-05-01T12:00:00Z";
+  ojson pod;
+  pod["kind"] = "Pod";
+  pod["apiVersion"] = "v1";
+  auto& md = pod["metadata"];
+  md["name"] = name;
+  md["generateName"] = app + "-" + hash + "-";
+  md["namespace"] = ns;
+  md["uid"] = uuid(rng);
+  md["resourceVersion"] = std::to_string(100000 + i);
+  md["creationTimestamp"] = ts;
+  md["labels"] = {{"app", app}, {"pod-template-hash", hash}, {"tier", "backend"}};
+  md["annotations"] = {{"kubectl.kubernetes.io/restartedAt", ts}, {"prometheus.io/scrape", "true"}};
+  md["ownerReferences"] = ojson::array({{{"apiVersion", "apps/v1"},
+                                         {"kind", "ReplicaSet"},
+                                         {"name", app + "-" + hash},
+                                         {"uid", uuid(rng)},
+                                         {"controller", true},
+                                         {"blockOwnerDeletion", true}}});
+  md["managedFields"] = ojson::array(
+      {{{"manager", "kube-controller-manager"},
+        {"operation", "Update"},
+        {"apiVersion", "v1"},
+        {"time", ts},
+        {"fieldsType", "FieldsV1"},
+        {"fieldsV1",
+         {{"f:metadata",
+           {{"f:generateName", ojson::object()},
+            {"f:labels", {{".", ojson::object()}, {"f:app", ojson::object()}}},
+            {"f:ownerReferences", {{".", ojson::object()}}}}},
+          {"f:spec",
+           {{"f:containers", {{"k:{\"name\":\"main\"}", {{"f:image", ojson::object()}}}}},
+            {"f:tolerations", ojson::object()}}}}}},
+       {{"manager", "kubelet"},
+        {"operation", "Update"},
+        {"apiVersion", "v1"},
+        {"time", ts},
+        {"fieldsType", "FieldsV1"},
+        {"fieldsV1",
+         {{"f:status",
+           {{"f:conditions", ojson::object()},
+            {"f:phase", ojson::object()},
+            {"f:podIP", ojson::object()}}}}},
+        {"subresource", "status"}}});
+  auto& spec = pod["spec"];
+  spec["volumes"] = ojson::array(
+      {{{"name", "kube-api-access-" + hex(rng, 5)},
+        {"projected",
+         {{"sources", ojson::array({{{"serviceAccountToken",
+                                      {{"expirationSeconds", 3607}, {"path", "token"}}}},
+                                    {{"configMap", {{"name", "kube-root-ca.crt"}}}}})},
+          {"defaultMode", 420}}}}});
+  spec["containers"] =
+      ojson::array({{{"name", "main"},
+                     {"image", "registry.example.com/" + app + ":1.2.3"},
+                     {"ports", ojson::array({{{"containerPort", 8080}, {"protocol", "TCP"}}})},
+                     {"env", ojson::array({{{"name", "MODE"}, {"value", "production"}},
+                                           {{"name", "LOG_LEVEL"}, {"value", "info"}}})},
+                     {"resources",
+                      {{"limits", {{"cpu", "500m"}, {"memory", "256Mi"}}},
+                       {"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}}},
+                     {"terminationMessagePath", "/dev/termination-log"},
+                     {"imagePullPolicy", "IfNotPresent"}}});
+  spec["restartPolicy"] = "Always";
+  spec["terminationGracePeriodSeconds"] = 30;
+  spec["dnsPolicy"] = "ClusterFirst";
+  spec["serviceAccountName"] = "default";
+  spec["nodeName"] = node_name(i % pods_nodes);
+  spec["schedulerName"] = "default-scheduler";
+  spec["tolerations"] = ojson::array({{{"key", "node.kubernetes.io/not-ready"},
+                                       {"operator", "Exists"},
+                                       {"effect", "NoExecute"},
+                                       {"tolerationSeconds", 300}},
+                                      {{"key", "node.kubernetes.io/unreachable"},
+                                       {"operator", "Exists"},
+                                       {"effect", "NoExecute"},
+                                       {"tolerationSeconds", 300}}});
+  spec["priority"] = 0;
+  spec["enableServiceLinks"] = true;
+  auto& status = pod["status"];
+  status["phase"] = "Running";
+  ojson conditions = ojson::array();
+  for (const char* type : {"Initialized", "Ready", "ContainersReady", "PodScheduled"}) {
+    conditions.push_back({{"type", type},
+                          {"status", "True"},
+                          {"lastProbeTime", nullptr},
+                          {"lastTransitionTime", ts}});
+  }
+  status["conditions"] = conditions;
+  status["hostIP"] = "10.0.0." + std::to_string(i % pods_nodes);
+  status["podIP"] = "10.244." + std::to_string(i % 250) + "." + std::to_string(i % 200);
+  status["startTime"] = ts;
+  status["containerStatuses"] =
+      ojson::array({{{"name", "main"},
+                     {"state", {{"running", {{"startedAt", ts}}}}},
+                     {"ready", true},
+                     {"restartCount", 0},
+                     {"image", "registry.example.com/" + app + ":1.2.3"},
+                     {"imageID", "registry.example.com/" + app + "@sha256:" + hex(rng, 64)},
+                     {"containerID", "containerd://" + hex(rng, 64)},
+                     {"started", true}}});
+  status["qosClass"] = "Burstable";
+  return pod;
+}
+
+ojson make_node(int i, std::mt19937_64& rng) {
+  ojson node;
+  node["kind"] = "Node";
+  node["apiVersion"] = "v1";
+  node["metadata"] = {{"name", node_name(i)},
+                      {"uid", uuid(rng)},
+                      {"resourceVersion", std::to_string(5000 + i)},
+                      {"labels", {{"kubernetes.io/hostname", node_name(i)}}}};
+  node["spec"] = {
+      {"podCIDR", "10.244.0.0/24"},
+      {"taints",
+       ojson::array({{{"key", "node.kubernetes.io/unreachable"},
+                      {"effect", "NoExecute"},
+                      {"timeAdded", "2024-05-01T12:34:56Z"}},
+                     {{"key", "node.kubernetes.io/unreachable"},
+                      {"effect", "NoSchedule"},
+                      {"timeAdded", "2024-05-01T12:34:55Z"}},
+                     {{"key", "dedicated"}, {"value", "web"}, {"effect", "NoSchedule"}}})}};
+  node["status"] = {{"capacity", {{"cpu", "2"}, {"memory", "8Gi"}, {"pods", "110"}}},
+                    {"conditions", ojson::array({{{"type", "Ready"}, {"status", "Unknown"}}})}};
+  return node;
+}
+
+struct corpus {
+  std::string pod_list;   // one PodList body with all pods
+  std::string pod_watch;  // the same pods as ADDED events, one per line
+  std::string node_list;  // one NodeList body
+  std::size_t watch_lines = 0;
+
+  corpus() {
+    std::mt19937_64 rng(20240501);
+    std::string items;
+    for (int i = 0; i < pod_count; ++i) {
+      const std::string pod = make_pod(i, rng).dump();
+      items += (i == 0 ? "" : ",") + pod;
+      pod_watch += R"({"type":"ADDED","object":)" + pod + "}\n";
+      ++watch_lines;
+    }
+    pod_list = R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"200000"},)"
+               R"("items":[)" +
+               items + "]}";
+    std::string nodes;
+    for (int i = 0; i < node_count; ++i) {
+      nodes += (i == 0 ? "" : ",") + make_node(i, rng).dump();
+    }
+    node_list = R"({"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"1"},)"
+                R"("items":[)" +
+                nodes + "]}";
+  }
+};
+
+const corpus& data() {
+  static const corpus c;
+  return c;
+}
+
+void fail(benchmark::State& state, const std::string& why) {
+  state.SkipWithError(why.c_str());
+}
+
+void BM_list_sax(benchmark::State& state) {
+  const auto& body = data().pod_list;
+  for (auto _ : state) {
+    auto page = tec::k8s::decode_pod_list(body);
+    if (!page || page->items.size() != pod_count) {
+      fail(state, page ? "wrong item count" : page.err().message);
+      return;
+    }
+    benchmark::DoNotOptimize(page);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(body.size()));
+  state.counters["items"] = pod_count;
+}
+
+void BM_list_dom(benchmark::State& state) {
+  const auto& body = data().pod_list;
+  for (auto _ : state) {
+    auto doc = nlohmann::json::parse(body);
+    benchmark::DoNotOptimize(doc);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(body.size()));
+}
+
+constexpr std::size_t chunk_bytes = 16 * 1024;
+
+/// Feeds the watch stream in 16 KiB chunks through a line_splitter into `decode`.
+template <class Decode>
+void run_watch(benchmark::State& state, Decode&& decode) {
+  const auto& stream = data().pod_watch;
+  for (auto _ : state) {
+    tec::k8s::line_splitter splitter;
+    std::size_t events = 0;
+    bool ok = true;
+    for (std::size_t pos = 0; pos < stream.size(); pos += chunk_bytes) {
+      splitter.feed(
+          std::string_view(stream).substr(pos, chunk_bytes),
+          [&](std::string_view line) {
+            ok = decode(line) && ok;
+            ++events;
+          },
+          [&](const tec::k8s::error& /*e*/) { ok = false; });
+    }
+    if (!ok || events != data().watch_lines) {
+      fail(state, "watch decode failed");
+      return;
+    }
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(stream.size()));
+  state.counters["events/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * static_cast<double>(data().watch_lines),
+      benchmark::Counter::kIsRate);
+}
+
+void BM_watch_sax(benchmark::State& state) {
+  run_watch(state, [](std::string_view line) {
+    auto event = tec::k8s::decode_pod_event(line);
+    benchmark::DoNotOptimize(event);
+    return event.has_value();
+  });
+}
+
+void BM_watch_dom(benchmark::State& state) {
+  run_watch(state, [](std::string_view line) {
+    auto doc = nlohmann::json::parse(line);
+    benchmark::DoNotOptimize(doc);
+    return doc.is_object();
+  });
+}
+
+std::vector<tec::k8s::pod_record> decoded_pods() {
+  auto page = tec::k8s::decode_pod_list(data().pod_list);
+  if (!page) {
+    std::fprintf(stderr, "decode failed: %s\n", page.err().message.c_str());
+    std::abort();
+  }
+  return std::move(page->items);
+}
+
+void BM_store_replace_all(benchmark::State& state) {
+  const auto pods = decoded_pods();
+  tec::k8s::pod_store store;
+  for (auto _ : state) {
+    auto result = store.replace_all(pods);
+    benchmark::DoNotOptimize(result);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * pod_count);
+}
+
+void BM_store_upsert(benchmark::State& state) {
+  const auto pods = decoded_pods();
+  tec::k8s::pod_store store;
+  std::size_t i = 0;
+  for (auto _ : state) {
+    auto old = store.upsert(pods[i]);
+    benchmark::DoNotOptimize(old);
+    i = (i + 1) % pods.size();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+void BM_store_pods_on_node(benchmark::State& state) {
+  const auto pods = decoded_pods();
+  tec::k8s::pod_store store;
+  store.replace_all(pods);
+  const std::string node = node_name(7);
+  for (auto _ : state) {
+    auto on_node = store.pods_on_node(node);
+    benchmark::DoNotOptimize(on_node);
+  }
+  state.counters["pods"] = static_cast<double>(store.pods_on_node(node).size());
+}
+
+// --- memory ------------------------------------------------------------------------------
+
+struct memory_figures {
+  double store_bytes_per_pod = 0;
+  double store_allocs_per_pod = 0;
+  double record_bytes_per_pod = 0;
+  double store_bytes_per_node = 0;
+  double record_bytes_per_node = 0;
+};
+
+memory_figures measure_memory() {
+  memory_figures m;
+  const auto pods = decoded_pods();
+  {
+    const auto bytes0 = g_live_bytes.load();
+    const auto allocs0 = g_allocations.load();
+    tec::k8s::pod_store store;
+    for (const auto& p : pods) {
+      store.upsert(p);
+    }
+    m.store_bytes_per_pod = static_cast<double>(g_live_bytes.load() - bytes0) / pod_count;
+    m.store_allocs_per_pod = static_cast<double>(g_allocations.load() - allocs0) / pod_count;
+  }
+  {
+    const auto bytes0 = g_live_bytes.load();
+    std::vector<tec::k8s::pod_record> copy(pods.begin(), pods.end());
+    m.record_bytes_per_pod = static_cast<double>(g_live_bytes.load() - bytes0) / pod_count;
+  }
+  auto nodes = tec::k8s::decode_node_list(data().node_list);
+  if (!nodes) {
+    std::fprintf(stderr, "decode failed: %s\n", nodes.err().message.c_str());
+    std::abort();
+  }
+  {
+    const auto bytes0 = g_live_bytes.load();
+    tec::k8s::node_store store;
+    for (const auto& n : nodes->items) {
+      store.upsert(n);
+    }
+    m.store_bytes_per_node = static_cast<double>(g_live_bytes.load() - bytes0) / node_count;
+  }
+  {
+    const auto bytes0 = g_live_bytes.load();
+    std::vector<tec::k8s::node_record> copy(nodes->items.begin(), nodes->items.end());
+    m.record_bytes_per_node = static_cast<double>(g_live_bytes.load() - bytes0) / node_count;
+  }
+  return m;
+}
+
+/// Remembers bytes/s per benchmark to print SAX/DOM ratios at the end.
+class ratio_reporter : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& run : runs) {
+      auto it = run.counters.find("bytes_per_second");
+      if (it != run.counters.end() && run.run_type == Run::RT_Iteration) {
+        rates_[run.run_name.function_name] = it->second.value;
+      }
+    }
+  }
+
+  void print_ratios() const {
+    auto ratio = [&](const char* sax, const char* dom) {
+      auto s = rates_.find(sax);
+      auto d = rates_.find(dom);
+      if (s == rates_.end() || d == rates_.end() || d->second <= 0) {
+        return;
+      }
+      std::printf("%-14s %8.1f MB/s   %-14s %8.1f MB/s   ratio %.2fx\n", sax, s->second / 1e6, dom,
+                  d->second / 1e6, s->second / d->second);
+    };
+    ratio("BM_list_sax", "BM_list_dom");
+    ratio("BM_watch_sax", "BM_watch_dom");
+  }
+
+private:
+  std::map<std::string, double> rates_;
+};
+
+}  // namespace
+
+BENCHMARK(BM_list_sax)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_list_dom)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_watch_sax)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_watch_dom)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_store_replace_all)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_store_upsert);
+BENCHMARK(BM_store_pods_on_node);
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    return 1;
+  }
+  std::printf("corpus: %d pods, LIST body %.1f MB, watch stream %.1f MB; %d nodes\n", pod_count,
+              static_cast<double>(data().pod_list.size()) / 1e6,
+              static_cast<double>(data().pod_watch.size()) / 1e6, node_count);
+  ratio_reporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  std::printf("\n");
+  reporter.print_ratios();
+  const memory_figures m = measure_memory();
+  std::printf("\nmemory (malloc_usable_size of live allocations):\n");
+  std::printf("  pod_store:  %.0f bytes per cached pod (2 tolerations), %.1f allocations\n",
+              m.store_bytes_per_pod, m.store_allocs_per_pod);
+  std::printf("  pod_record: %.0f bytes per decoded record (uninterned, for comparison)\n",
+              m.record_bytes_per_pod);
+  std::printf("  node_store: %.0f bytes per cached node (3 taints)\n", m.store_bytes_per_node);
+  std::printf("  node_record: %.0f bytes per decoded record\n", m.record_bytes_per_node);
+  benchmark::Shutdown();
+  return 0;
+}
