@@ -67,14 +67,6 @@ bool same_no_execute(const std::vector<taint>& a, const std::vector<taint>& b) {
   }
 }
 
-std::string make_key(std::string_view ns, std::string_view name) {
-  std::string key;
-  key.reserve(ns.size() + 1 + name.size());
-  key.append(ns).push_back('/');
-  key.append(name);
-  return key;
-}
-
 std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
   const auto slash = key.find('/');
   if (slash == std::string_view::npos) {
@@ -105,6 +97,7 @@ struct counters {
   std::atomic<std::uint64_t> pod_updates{0};
   std::atomic<std::uint64_t> ignored{0};
   std::atomic<std::uint64_t> coalesced{0};
+  std::atomic<std::uint64_t> decisions{0};
   std::atomic<std::uint64_t> scheduled{0};
   std::atomic<std::uint64_t> started{0};
   std::atomic<std::uint64_t> attempts{0};
@@ -119,6 +112,14 @@ struct counters {
 void bump(std::atomic<std::uint64_t>& c) {
   c.fetch_add(1, std::memory_order_relaxed);
 }
+
+// Lets the tainted table be searched by string_view.
+struct string_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
 
 // One waiting pod update: "<node>/<namespace>/<name>" (node names contain no '/').
 struct pod_item {
@@ -151,7 +152,7 @@ struct worker {
   // The tainted table for the nodes of this shard. Written only by this worker (under
   // table_mu, for readers on other threads); read by this worker without the lock.
   mutable std::mutex table_mu;
-  std::unordered_map<std::string, std::vector<taint>> tainted;
+  std::unordered_map<std::string, std::vector<taint>, string_hash, std::equal_to<>> tainted;
 
   std::thread thread;
 
@@ -322,8 +323,16 @@ struct controller::impl {
     }
     const std::vector<taint>* current = taints->empty() ? nullptr : &*taints;
     const time_point now = drv_.now();
+    std::string& key = key_buffer();
     for (const pod_view& p : on_node) {
-      reconcile(p.namespace_, p.name, name, current, true, now);
+      set_key(key, p.namespace_, p.name);
+      std::lock_guard key_guard(key_lock(key));
+      // The snapshot is used as is unless an entry made for another UID shows it may be
+      // stale; then the pod is read again (under the key lock) and decided from that.
+      if (p.node_name != name ||
+          decide_locked(key, p, current, true, now, false) == verdict::reread) {
+        reconcile_locked(key, p.namespace_, p.name, name, current, true, now);
+      }
     }
   }
 
@@ -331,92 +340,143 @@ struct controller::impl {
   void handle_pod(worker& w, std::string_view node, std::string_view key) {
     const auto [ns, name] = split_key(key);
     const std::vector<taint>* taints = nullptr;
-    const auto it = w.tainted.find(std::string(node));
+    const auto it = w.tainted.find(node);
     if (it != w.tainted.end()) {
       taints = &it->second;
     }
-    reconcile(ns, name, node, taints, false, drv_.now());
+    std::lock_guard key_guard(key_lock(key));
+    reconcile_locked(key, ns, name, node, taints, false, drv_.now());
   }
 
   std::mutex& key_lock(std::string_view key) {
     return key_locks_[std::hash<std::string_view>{}(key) % key_lock_count];
   }
 
-  // Decides for the pod known under ns/name as seen from `node` (the item's node), with
-  // `taints` that node's NoExecute taints (null: not tainted). `from_node`: called for a node
-  // update, where an untainted node cancels its pods' evictions (section 4.3); for a pod
-  // update an untainted node does nothing (section 5.3).
-  void reconcile(std::string_view ns, std::string_view name, std::string_view node,
-                 const std::vector<taint>* taints, bool from_node, time_point now) {
-    const std::string key = make_key(ns, name);
-    std::lock_guard key_guard(key_lock(key));
+  // A per-thread buffer for "namespace/name", so the hot path does not allocate keys.
+  static std::string& key_buffer() {
+    thread_local std::string buffer;
+    return buffer;
+  }
+  static void set_key(std::string& key, std::string_view ns, std::string_view name) {
+    key.assign(ns).push_back('/');
+    key.append(name);
+  }
+
+  // Decides for the pod known under `key` as seen from `node` (the item's node), with
+  // `taints` that node's NoExecute taints (null: not tainted), reading the pod's current
+  // state. `from_node`: called for a node update, where an untainted node cancels its pods'
+  // evictions (section 4.3); for a pod update an untainted node does nothing (section 5.3).
+  // Caller holds the key lock.
+  void reconcile_locked(std::string_view key, std::string_view ns, std::string_view name,
+                        std::string_view node, const std::vector<taint>* taints, bool from_node,
+                        time_point now) {
     const std::optional<pod_view> pod = pods_.get_pod(ns, name);
-    std::optional<timedqueue::entry_info> entry = queue_.lookup(key);
-    if (entry && (!pod || pod->uid != entry->payload)) {
-      const bool was_pending = queue_.cancel(key);
-      if (!pod) {
-        if (was_pending) {
-          bump(ctr_->cancellations);
-          sink_.record_event(pod_ref{std::string(ns), std::string(name), entry->payload},
-                             event_kind::cancelling_deletion);
-          log_->info("cancelled eviction of deleted pod pod=\"{}\" uid={}", key, entry->payload);
+    if (!pod) {
+      // Section 5.1, upstream's event included (it names the UID the eviction was for).
+      const auto entry = queue_.lookup(key);
+      if (entry && queue_.cancel(key)) {
+        bump(ctr_->cancellations);
+        sink_.record_event(pod_ref{std::string(ns), std::string(name), entry->payload},
+                           event_kind::cancelling_deletion);
+        log_->info("cancelled eviction of deleted pod pod=\"{}\" uid={}", key, entry->payload);
+      }
+      return;
+    }
+    if (pod->node_name.empty() || pod->node_name != node) {
+      // A stale item: the item for its current node decides. An entry left by a pod that had
+      // this name before is dropped here all the same.
+      const auto entry = queue_.lookup(key);
+      if (entry && entry->payload != pod->uid) {
+        drop_foreign(key, entry->payload, pod->uid);
+      }
+      return;
+    }
+    decide_locked(key, *pod, taints, from_node, now, true);
+  }
+
+  enum class verdict : std::uint8_t { done, reread };
+
+  // Sections 4.3 and 6 for `pod`, which is on the node whose taints are `taints`. `verified`:
+  // `pod` was read under the key lock, so an entry for another UID is stale and is dropped;
+  // otherwise (a pods_on_node snapshot) such an entry asks the caller to read the pod again.
+  // Caller holds the key lock.
+  verdict decide_locked(std::string_view key, const pod_view& pod, const std::vector<taint>* taints,
+                        bool from_node, time_point now, bool verified) {
+    std::optional<pod_decision> d;
+    if (taints != nullptr) {
+      d = decide(*taints, pod.tolerations);
+      bump(ctr_->decisions);
+    }
+    if (!d || (!d->untolerated && d->time.is_forever())) {
+      const auto entry = queue_.lookup(key);
+      if (!entry) {
+        return verdict::done;
+      }
+      if (entry->payload != pod.uid) {
+        if (!verified) {
+          return verdict::reread;
         }
-      } else {
-        bump(ctr_->stale);
-        log_->info("dropped eviction made for replaced pod pod=\"{}\" old_uid={} uid={}", key,
-                   entry->payload, pod->uid);
+        drop_foreign(key, entry->payload, pod.uid);
+        return verdict::done;
       }
-      entry.reset();
-    }
-    if (!pod || pod->node_name.empty() || pod->node_name != node) {
-      return;  // Gone, or a stale item: the item for its current node decides.
-    }
-    if (taints == nullptr) {
-      if (from_node && entry) {
-        cancel_with_event(key, *pod);
-      }
-      return;
-    }
-    process_pod(key, *pod, *taints, now, entry);
-  }
-
-  // Section 6. Caller holds the key lock; `entry` (if any) was made for this pod's UID.
-  void process_pod(const std::string& key, const pod_view& pod, const std::vector<taint>& taints,
-                   time_point now, const std::optional<timedqueue::entry_info>& entry) {
-    const pod_decision d = decide(taints, pod.tolerations);
-    if (d.untolerated) {
-      if (entry && (entry->state != timedqueue::entry_state::pending || entry->fire_at <= now)) {
-        return;  // This pod's eviction is already due, running or retrying.
-      }
-      if (entry) {
+      if (d || from_node) {
         cancel_with_event(key, pod);
       }
+      // Otherwise section 5.3: a pod update on an untainted node cancels nothing.
+      return verdict::done;
+    }
+    // Section 6: schedule first; only when an entry already exists is it looked at.
+    const time_point fire_at = d->untolerated ? now : now + d->time.delay();
+    if (schedule(key, pod, now, fire_at)) {
+      return verdict::done;
+    }
+    const auto entry = queue_.lookup(key);
+    if (!entry) {
+      return verdict::done;  // It completed just now: the pod was evicted, or shut down.
+    }
+    if (entry->payload != pod.uid) {
+      if (!verified) {
+        return verdict::reread;
+      }
+      drop_foreign(key, entry->payload, pod.uid);
+      schedule(key, pod, now, fire_at);
+      return verdict::done;
+    }
+    // An eviction of this very pod exists and keeps its fire time, unless the pod is no
+    // longer tolerated and it is still waiting for a later time: then cancel and evict now.
+    // One already due, running or retrying is left alone (no duplicate eviction).
+    if (d->untolerated && entry->state == timedqueue::entry_state::pending &&
+        entry->fire_at > now) {
+      cancel_with_event(key, pod);
       schedule(key, pod, now, now);
-      return;
     }
-    if (d.time.is_forever()) {
-      if (entry) {
-        cancel_with_event(key, pod);
-      }
-      return;
-    }
-    schedule(key, pod, now, now + d.time.delay());
+    return verdict::done;
   }
 
-  void schedule(const std::string& key, const pod_view& pod, time_point created_at,
+  void drop_foreign(std::string_view key, std::string_view old_uid, std::string_view uid) {
+    queue_.cancel(key);
+    bump(ctr_->stale);
+    log_->info("dropped eviction made for replaced pod pod=\"{}\" old_uid={} uid={}", key, old_uid,
+               uid);
+  }
+
+  // Returns true when a new entry was created.
+  bool schedule(std::string_view key, const pod_view& pod, time_point created_at,
                 time_point fire_at) {
     const auto r = queue_.schedule(key, created_at, fire_at, pod.uid);
-    if (r == timedqueue::schedule_result::scheduled) {
-      bump(ctr_->scheduled);
-      if (log_->should_log(spdlog::level::debug)) {
-        log_->debug(
-            "scheduled eviction pod=\"{}\" uid={} in={}ms", key, pod.uid,
-            std::chrono::duration_cast<std::chrono::milliseconds>(fire_at - created_at).count());
-      }
+    if (r != timedqueue::schedule_result::scheduled) {
+      return r == timedqueue::schedule_result::shut_down;
     }
+    bump(ctr_->scheduled);
+    if (log_->should_log(spdlog::level::debug)) {
+      log_->debug(
+          "scheduled eviction pod=\"{}\" uid={} in={}ms", key, pod.uid,
+          std::chrono::duration_cast<std::chrono::milliseconds>(fire_at - created_at).count());
+    }
+    return true;
   }
 
-  void cancel_with_event(const std::string& key, const pod_view& pod) {
+  void cancel_with_event(std::string_view key, const pod_view& pod) {
     if (queue_.cancel(key)) {
       bump(ctr_->cancellations);
       sink_.record_event(pod_ref{pod.namespace_, pod.name, pod.uid},
@@ -631,7 +691,7 @@ bool controller::wait_idle(std::chrono::milliseconds timeout) {
 std::optional<std::vector<taint>> controller::tainted_taints(std::string_view node) const {
   const worker& w = *impl_->workers_[shard_of(node, impl_->workers_.size())];
   std::lock_guard lock(w.table_mu);
-  const auto it = w.tainted.find(std::string(node));
+  const auto it = w.tainted.find(node);
   if (it == w.tainted.end()) {
     return std::nullopt;
   }
@@ -652,6 +712,7 @@ controller_stats controller::stats() const {
   s.pod_updates = get(c.pod_updates);
   s.updates_ignored = get(c.ignored);
   s.updates_coalesced = get(c.coalesced);
+  s.pod_decisions = get(c.decisions);
   s.evictions_scheduled = get(c.scheduled);
   s.evictions_started = get(c.started);
   s.eviction_attempts = get(c.attempts);
