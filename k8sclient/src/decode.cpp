@@ -3,10 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <type_traits>
 #include <utility>
+
+#include "json_reader.hpp"
 
 namespace tec::k8s {
 namespace {
@@ -268,7 +271,9 @@ public:
     return fail_type(*f, "a number");
   }
 
-  bool string(std::string& v) {
+  bool string(std::string& v) { return string_value(v); }
+
+  bool string_value(std::string_view v) {
     const auto f = scalar_slot("a string");
     if (!f) {
       return false;
@@ -327,11 +332,37 @@ public:
     return true;
   }
 
-  bool key(std::string& k) {
+  bool key(std::string& k) { return key_name(k); }
+
+  bool key_name(std::string_view k) {
     if (skip_ == 0) {
       pending_ = lookup(top().kind, k);
     }
     return true;
+  }
+
+  /// For json_reader: whether the value starting with `first` at the current position is
+  /// read at all. Unknown fields (and a node's status object) are validated but not
+  /// materialised.
+  bool value_wanted(char first) noexcept {
+    if (skip_ > 0) {
+      return false;
+    }
+    if (depth_ == 0 || is_array(top().kind)) {
+      return true;
+    }
+    if (pending_ == field::none || (!is_pod && pending_ == field::status &&
+                                    top().kind == frame_kind::object_root && first == '{')) {
+      pending_ = field::none;
+      return false;
+    }
+    return true;
+  }
+
+  /// For json_reader: a syntax error at byte `position`.
+  bool syntax_error(std::size_t position, std::string_view what) {
+    return fail(errc::malformed_json,
+                "malformed JSON at byte " + std::to_string(position) + ": " + std::string(what));
   }
 
   bool end_object() {
@@ -520,7 +551,7 @@ private:
     return fail_type(*f, got);
   }
 
-  bool assign_string(field f, std::string& v) {
+  bool assign_string(field f, std::string_view v) {
     switch (top().kind) {
       case frame_kind::event_root:
         type_ = v;
@@ -563,7 +594,7 @@ private:
     }
   }
 
-  bool assign_metadata(field f, std::string& v) {
+  bool assign_metadata(field f, std::string_view v) {
     auto& view = [&]() -> auto& {
       if constexpr (is_pod) {
         return cur_.pod;
@@ -598,7 +629,7 @@ private:
     return true;
   }
 
-  bool assign_toleration(field f, std::string& v) {
+  bool assign_toleration(field f, std::string_view v) {
     switch (f) {
       case field::key:
         toleration_.key = v;
@@ -622,7 +653,7 @@ private:
     return true;
   }
 
-  bool assign_taint(field f, std::string& v) {
+  bool assign_taint(field f, std::string_view v) {
     switch (f) {
       case field::key:
         taint_.key = v;
@@ -898,7 +929,15 @@ private:
 
 /// Runs the SAX parse; false when the handler recorded an error.
 template <class Record>
-bool run(handler<Record>& h, std::string_view text) {
+bool run(handler<Record>& h, std::string_view text, json_engine engine) {
+  if (engine == json_engine::fast) {
+    detail::json_reader<handler<Record>> reader(text, h);
+    const bool ok = reader.run();
+    if (!ok && !h.failure()) {
+      h.malformed("parse failed");
+    }
+    return ok;
+  }
   bool ok = false;
   try {
     ok = json::sax_parse(text.data(), text.data() + text.size(), &h);
@@ -933,9 +972,10 @@ std::optional<event_type> parse_event_type(std::string_view s) noexcept {
 }
 
 template <class Record>
-result<watch_event<Record>> decode_event(std::string_view line, std::string_view what) {
+result<watch_event<Record>> decode_event(std::string_view line, std::string_view what,
+                                         json_engine engine) {
   handler<Record> h(mode::event, what);
-  if (!run(h, line)) {
+  if (!run(h, line, engine)) {
     return h.take_failure();
   }
   auto bad = [&](const std::string& why) {
@@ -972,9 +1012,10 @@ result<watch_event<Record>> decode_event(std::string_view line, std::string_view
 }
 
 template <class Record>
-result<list_page<Record>> decode_list(std::string_view body, std::string_view what) {
+result<list_page<Record>> decode_list(std::string_view body, std::string_view what,
+                                      json_engine engine) {
   handler<Record> h(mode::list, what);
-  if (!run(h, body)) {
+  if (!run(h, body, engine)) {
     return h.take_failure();
   }
   list_page<Record> page;
@@ -985,9 +1026,10 @@ result<list_page<Record>> decode_list(std::string_view body, std::string_view wh
 }
 
 template <class Record>
-result<Record> decode_object(std::string_view json_text, std::string_view what) {
+result<Record> decode_object(std::string_view json_text, std::string_view what,
+                             json_engine engine) {
   handler<Record> h(mode::object, what);
-  if (!run(h, json_text)) {
+  if (!run(h, json_text, engine)) {
     return h.take_failure();
   }
   if (const auto missing = handler<Record>::missing_required(h.record()); !missing.empty()) {
@@ -1015,33 +1057,33 @@ std::string_view to_string(event_type type) noexcept {
   return "UNKNOWN";
 }
 
-result<pod_event> decode_pod_event(std::string_view line) {
-  return decode_event<pod_record>(line, "pod watch event");
+result<pod_event> decode_pod_event(std::string_view line, json_engine engine) {
+  return decode_event<pod_record>(line, "pod watch event", engine);
 }
 
-result<node_event> decode_node_event(std::string_view line) {
-  return decode_event<node_record>(line, "node watch event");
+result<node_event> decode_node_event(std::string_view line, json_engine engine) {
+  return decode_event<node_record>(line, "node watch event", engine);
 }
 
-result<pod_list> decode_pod_list(std::string_view body) {
-  return decode_list<pod_record>(body, "pod list");
+result<pod_list> decode_pod_list(std::string_view body, json_engine engine) {
+  return decode_list<pod_record>(body, "pod list", engine);
 }
 
-result<node_list> decode_node_list(std::string_view body) {
-  return decode_list<node_record>(body, "node list");
+result<node_list> decode_node_list(std::string_view body, json_engine engine) {
+  return decode_list<node_record>(body, "node list", engine);
 }
 
-result<pod_record> decode_pod(std::string_view json_text) {
-  return decode_object<pod_record>(json_text, "pod");
+result<pod_record> decode_pod(std::string_view json_text, json_engine engine) {
+  return decode_object<pod_record>(json_text, "pod", engine);
 }
 
-result<node_record> decode_node(std::string_view json_text) {
-  return decode_object<node_record>(json_text, "node");
+result<node_record> decode_node(std::string_view json_text, json_engine engine) {
+  return decode_object<node_record>(json_text, "node", engine);
 }
 
-result<api_status> decode_status(std::string_view json_text) {
+result<api_status> decode_status(std::string_view json_text, json_engine engine) {
   handler<pod_record> h(mode::object, "status");
-  if (!run(h, json_text)) {
+  if (!run(h, json_text, engine)) {
     return h.take_failure();
   }
   return std::move(h.status());
