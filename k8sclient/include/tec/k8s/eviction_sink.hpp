@@ -1,0 +1,89 @@
+#pragma once
+
+// The controller's eviction_sink on top of the API client: each evict() becomes an optional
+// DisruptionTarget status patch, then a DELETE with the pod's UID as precondition
+// (upstream-behavior.md section 8), run as a coroutine on the client's executor so the caller
+// never waits. Events go to an event_recorder.
+
+#include <array>
+#include <boost/asio/any_io_executor.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "tec/controller/ports.hpp"
+#include "tec/k8s/client.hpp"
+#include "tec/k8s/event_recorder.hpp"
+
+namespace tec::k8s {
+
+struct eviction_sink_options {
+  /// Add the DisruptionTarget condition before deleting (upstream does, since 1.26).
+  bool disruption_condition = true;
+};
+
+/// Upper bounds (seconds) of the deletion-duration histogram (upstream-behavior.md section 11).
+inline constexpr std::array<double, 12> deletion_duration_buckets{0.005, 0.025, 0.1, 0.5, 1,   2.5,
+                                                                  10,    30,    60,  120, 180, 240};
+
+/// Counters for metrics; a consistent snapshot.
+struct eviction_sink_stats {
+  std::uint64_t deletions = 0;           ///< DELETE accepted (2xx).
+  std::uint64_t already_gone = 0;        ///< Done without a delete: 404 or UID mismatch.
+  std::uint64_t failures = 0;            ///< Attempts reported as failed.
+  std::uint64_t condition_failures = 0;  ///< Condition patches that failed (delete went on).
+  std::map<std::string, std::uint64_t> failures_by_reason;  ///< error_reason() -> count.
+  /// Seconds from evict() to the accepted DELETE: counts per bucket of
+  /// deletion_duration_buckets (not cumulative; the last slot is +Inf), sum and count.
+  std::array<std::uint64_t, deletion_duration_buckets.size() + 1> duration_counts{};
+  double duration_sum_seconds = 0;
+  std::uint64_t duration_count = 0;
+  std::size_t in_flight = 0;
+};
+
+/// Evicts pods through the API.
+///
+/// Thread/ownership: evict(), record_event(), stats() and stop() may be called from any thread
+/// and return at once; the work runs as coroutines on `executor`, which must be the client's
+/// executor. `done` is called exactly once, on that executor. `client` (and `events`, if
+/// given) must outlive every eviction in flight: call stop(), shut the client down and let the
+/// executor run until idle before destroying them. The in-flight coroutines share the sink's
+/// state, so destroying the sink object itself while they run is safe.
+class k8s_eviction_sink final : public controller::eviction_sink {
+public:
+  using steady_clock_fn = std::function<std::chrono::steady_clock::time_point()>;
+
+  k8s_eviction_sink(
+      boost::asio::any_io_executor executor, client& c, event_recorder* events,
+      eviction_sink_options options = {},
+      steady_clock_fn now = [] { return std::chrono::steady_clock::now(); });
+  ~k8s_eviction_sink() override;
+  k8s_eviction_sink(const k8s_eviction_sink&) = delete;
+  k8s_eviction_sink& operator=(const k8s_eviction_sink&) = delete;
+
+  /// Condition patch (if enabled) then DELETE with preconditions.uid. Reports `deleted` for
+  /// a 2xx DELETE, and for a pod already gone (404) or replaced (409 / UID mismatch on the
+  /// patch). A failed condition patch is logged and counted, and the DELETE still goes out:
+  /// the condition is informational and must not block an eviction (upstream gives up the
+  /// whole attempt instead). Anything else is `failed` with the error message.
+  void evict(const controller::pod_ref& pod,
+             std::function<void(controller::eviction_result)> done) override;
+
+  /// Hands the event to the recorder (never blocks); dropped when there is none.
+  void record_event(const controller::pod_ref& pod, controller::event_kind kind) override;
+
+  /// Refuses new evictions from now on (done() is called with failed, "shutting down").
+  void stop();
+
+  [[nodiscard]] eviction_sink_stats stats() const;
+
+private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace tec::k8s

@@ -1,0 +1,343 @@
+#include "tec/k8s/event_recorder.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <deque>
+#include <exception>
+#include <list>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+#include "tec/k8s/pod_writer.hpp"
+
+namespace tec::k8s {
+namespace {
+
+namespace asio = boost::asio;
+using controller::event_kind;
+using controller::pod_ref;
+using nlohmann::json;
+
+constexpr std::size_t max_name_length = 253;
+
+std::shared_ptr<spdlog::logger> logger() {
+  static const std::shared_ptr<spdlog::logger> log = [] {
+    auto existing = spdlog::get("events");
+    return existing ? existing : spdlog::default_logger()->clone("events");
+  }();
+  return log;
+}
+
+std::string hex(std::uint64_t value) {
+  std::array<char, 20> buf{};
+  const int n =
+      std::snprintf(buf.data(), buf.size(), "%llx", static_cast<unsigned long long>(value));
+  return {buf.data(), static_cast<std::size_t>(n)};
+}
+
+/// client-go names events "<object name>.<unix nanos in hex>"; names must stay DNS subdomains
+/// of at most 253 characters, so a very long pod name is shortened.
+std::string event_name(std::string_view pod_name, std::uint64_t nanos) {
+  const std::string suffix = "." + hex(nanos);
+  std::string base(pod_name.substr(0, max_name_length - suffix.size()));
+  while (!base.empty() && (base.back() == '.' || base.back() == '-')) {
+    base.pop_back();
+  }
+  return base + suffix;
+}
+
+struct pending_event {
+  pod_ref pod;
+  event_kind kind;
+  std::string name;
+  std::chrono::system_clock::time_point at;
+};
+
+/// client-go's passive token bucket: starts full, refills continuously.
+struct bucket {
+  double tokens = 0;
+  std::chrono::steady_clock::time_point last;
+  std::list<std::string>::iterator lru_pos;
+};
+
+}  // namespace
+
+std::string local_hostname() {
+  std::array<char, 256> buf{};
+  if (::gethostname(buf.data(), buf.size() - 1) != 0 || buf[0] == '\0') {
+    return "unknown";
+  }
+  return buf.data();
+}
+
+std::string make_event_body(const pod_ref& pod, event_kind kind, const std::string& name,
+                            const event_recorder_options& options,
+                            std::chrono::system_clock::time_point now) {
+  const std::string stamp = format_rfc3339(now);
+  const json body = {
+      {"kind", "Event"},
+      {"apiVersion", "v1"},
+      {"metadata", {{"name", name}, {"namespace", pod.namespace_}}},
+      {"involvedObject",
+       {{"kind", "Pod"},
+        {"apiVersion", "v1"},
+        {"namespace", pod.namespace_},
+        {"name", pod.name},
+        {"uid", pod.uid}}},
+      {"type", controller::event_type},
+      {"reason", controller::event_reason},
+      {"message", controller::event_message(pod, kind)},
+      {"source", {{"component", options.component}}},
+      {"reportingComponent", options.component},
+      {"reportingInstance", options.reporting_instance},
+      {"firstTimestamp", stamp},
+      {"lastTimestamp", stamp},
+      {"count", 1},
+  };
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+struct event_recorder::impl {
+  impl(asio::any_io_executor ex, client& c, event_recorder_options opts, event_clock clk)
+      : executor(std::move(ex)),
+        api(c),
+        options(std::move(opts)),
+        clock(std::move(clk)),
+        wake(executor, 1),
+        retry_timer(executor) {
+    if (options.reporting_instance.empty()) {
+      options.reporting_instance = local_hostname();
+    }
+  }
+
+  /// Takes a token from the object's bucket. Called with mutex held.
+  bool spam_allow(const std::string& key) {
+    const auto now = clock.steady();
+    const double refill_per_second =
+        options.spam_refill_interval.count() > 0
+            ? 1.0 / static_cast<double>(options.spam_refill_interval.count())
+            : 0.0;
+    auto it = buckets.find(key);
+    if (it == buckets.end()) {
+      lru.push_front(key);
+      it = buckets.emplace(key, bucket{options.spam_burst, now, lru.begin()}).first;
+      while (buckets.size() > std::max<std::size_t>(options.spam_cache_size, 1)) {
+        buckets.erase(lru.back());
+        lru.pop_back();
+      }
+    } else {
+      lru.splice(lru.begin(), lru, it->second.lru_pos);
+      const std::chrono::duration<double> elapsed = now - it->second.last;
+      if (elapsed.count() > 0) {
+        it->second.tokens =
+            std::min(options.spam_burst, it->second.tokens + elapsed.count() * refill_per_second);
+        it->second.last = now;
+      }
+    }
+    if (it->second.tokens < 1.0) {
+      return false;
+    }
+    it->second.tokens -= 1.0;
+    return true;
+  }
+
+  /// A unique name even when the wall clock stands still or steps back.
+  std::string next_name(const std::string& pod_name, std::chrono::system_clock::time_point at) {
+    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch());
+    std::uint64_t value = nanos.count() > 0 ? static_cast<std::uint64_t>(nanos.count()) : 0;
+    if (value <= last_name_nanos) {
+      value = last_name_nanos + 1;
+    }
+    last_name_nanos = value;
+    return event_name(pod_name, value);
+  }
+
+  std::optional<pending_event> pop() {
+    const std::lock_guard lock(mutex);
+    if (stopped || queue.empty()) {
+      return std::nullopt;
+    }
+    pending_event ev = std::move(queue.front());
+    queue.pop_front();
+    return ev;
+  }
+
+  bool is_stopped() const {
+    const std::lock_guard lock(mutex);
+    return stopped;
+  }
+
+  void count(std::uint64_t event_recorder_stats::*field) {
+    const std::lock_guard lock(mutex);
+    ++(counters.*field);
+  }
+
+  asio::awaitable<void> deliver(pending_event ev) {
+    const std::string body = make_event_body(ev.pod, ev.kind, ev.name, options, ev.at);
+    const std::string pod = ev.pod.namespace_ + "/" + ev.pod.name;
+    for (int attempt = 1;; ++attempt) {
+      request req;
+      req.method = boost::beast::http::verb::post;
+      req.target = "/api/v1/namespaces/" + escape_path_segment(ev.pod.namespace_) + "/events";
+      req.body = body;
+      auto resp = co_await api.send(std::move(req));
+      if (resp && resp->status >= 200 && resp->status < 300) {
+        count(&event_recorder_stats::sent);
+        co_return;
+      }
+      if (resp) {
+        // A status is an answer: 403 (RBAC, terminating namespace), 409 (name taken), 422...
+        // Resending the same event will not change it; the client already retried 429/5xx.
+        const error err = api_error("POST event for pod " + pod, resp.value());
+        logger()->warn("dropping event pod=\"{}\" reason=TaintManagerEviction: {}", pod,
+                       err.message);
+        count(&event_recorder_stats::failed);
+        co_return;
+      }
+      if (attempt >= options.max_attempts || is_stopped()) {
+        logger()->warn("dropping event pod=\"{}\" after {} attempt(s): {}", pod, attempt,
+                       resp.err().message);
+        count(&event_recorder_stats::failed);
+        co_return;
+      }
+      retry_timer.expires_after(options.retry_delay);
+      co_await retry_timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+  }
+
+  static asio::awaitable<void> drain(std::shared_ptr<impl> self) {
+    for (;;) {
+      auto next = self->pop();
+      if (!next) {
+        if (self->is_stopped()) {
+          co_return;
+        }
+        auto [ec] = co_await self->wake.async_receive(asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+          co_return;  // Closed by stop().
+        }
+        continue;
+      }
+      co_await self->deliver(std::move(*next));
+    }
+  }
+
+  asio::any_io_executor executor;
+  client& api;
+  event_recorder_options options;
+  event_clock clock;
+
+  mutable std::mutex mutex;  // Guards everything below it.
+  std::deque<pending_event> queue;
+  std::list<std::string> lru;
+  std::unordered_map<std::string, bucket> buckets;
+  event_recorder_stats counters;
+  std::uint64_t last_name_nanos = 0;
+  bool started = false;
+  bool stopped = false;
+
+  // Thread-safe by itself: record() signals from any thread.
+  asio::experimental::concurrent_channel<void(boost::system::error_code)> wake;
+  // Used only by the drainer, on the executor.
+  asio::steady_timer retry_timer;
+};
+
+event_recorder::event_recorder(asio::any_io_executor executor, client& c,
+                               event_recorder_options options, event_clock clock)
+    : impl_(std::make_shared<impl>(std::move(executor), c, std::move(options), std::move(clock))) {}
+
+event_recorder::~event_recorder() {
+  stop();
+}
+
+void event_recorder::start() {
+  {
+    const std::lock_guard lock(impl_->mutex);
+    if (impl_->started || impl_->stopped) {
+      return;
+    }
+    impl_->started = true;
+  }
+  asio::co_spawn(impl_->executor, impl::drain(impl_), [](const std::exception_ptr& ep) {
+    if (!ep) {
+      return;
+    }
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      logger()->error("event delivery stopped by an unexpected exception: {}", e.what());
+    }
+  });
+}
+
+void event_recorder::stop() {
+  {
+    const std::lock_guard lock(impl_->mutex);
+    if (impl_->stopped) {
+      return;
+    }
+    impl_->stopped = true;
+    impl_->counters.dropped_stopped += impl_->queue.size();
+    impl_->queue.clear();
+  }
+  impl_->wake.close();
+  asio::post(impl_->executor, [self = impl_] { self->retry_timer.cancel(); });
+}
+
+bool event_recorder::record(const pod_ref& pod, event_kind kind) {
+  std::string key = impl_->options.component;
+  key += '\0';
+  key += pod.namespace_;
+  key += '\0';
+  key += pod.name;
+  key += '\0';
+  key += pod.uid;
+  {
+    const std::lock_guard lock(impl_->mutex);
+    if (impl_->stopped) {
+      ++impl_->counters.dropped_stopped;
+      return false;
+    }
+    if (!impl_->spam_allow(key)) {
+      ++impl_->counters.dropped_spam;
+      return false;
+    }
+    if (impl_->queue.size() >= std::max<std::size_t>(impl_->options.queue_capacity, 1)) {
+      ++impl_->counters.dropped_full;
+      if (!impl_->options.drop_oldest) {
+        return false;
+      }
+      impl_->queue.pop_front();
+    }
+    const auto at = impl_->clock.wall();
+    impl_->queue.push_back(pending_event{pod, kind, impl_->next_name(pod.name, at), at});
+    ++impl_->counters.recorded;
+  }
+  // A full channel means a wake-up is already pending: nothing to do.
+  impl_->wake.try_send(boost::system::error_code{});
+  return true;
+}
+
+event_recorder_stats event_recorder::stats() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->counters;
+}
+
+std::size_t event_recorder::queued() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->queue.size();
+}
+
+}  // namespace tec::k8s
