@@ -494,17 +494,35 @@ struct controller::impl {
   };
 
   void run_eviction(const timedqueue::run_info& info, timedqueue::completion done) {
-    if (done.cancelled()) {
-      done.complete(timedqueue::outcome::failure("cancelled"));
+    std::optional<timedqueue::completion> slot(std::move(done));
+    try {
+      start_eviction(info, slot);
+    } catch (const std::exception& e) {
+      // A throwing pod_index or sink: this attempt failed and is retried with backoff. Once
+      // the completion was handed to the sink (slot empty), the sink's callback owns it.
+      log_->error("eviction attempt failed pod=\"{}\" uid={}: {}", info.key, info.payload,
+                  e.what());
+      if (slot) {
+        slot->complete(timedqueue::outcome::failure(e.what()));
+      }
+    }
+  }
+
+  void start_eviction(const timedqueue::run_info& info,
+                      std::optional<timedqueue::completion>& slot) {
+    if (slot->cancelled()) {
+      slot->complete(timedqueue::outcome::failure("cancelled"));
+      slot.reset();
       return;
     }
     const auto [ns, name] = split_key(info.key);
     const std::optional<pod_view> pod = pods_.get_pod(ns, name);
     if (!pod || pod->uid != info.payload) {
       // Gone or replaced since the decision: nothing to delete (and the DELETE would fail
-      // its UID precondition anyway).
+      // its UID precondition anyway). No Marking event for a pod we do not delete.
       bump(ctr_->skipped);
-      done.complete(timedqueue::outcome::success());
+      slot->complete(timedqueue::outcome::success());
+      slot.reset();
       return;
     }
     pod_ref ref{std::string(ns), std::string(name), std::string(info.payload)};
@@ -517,7 +535,8 @@ struct controller::impl {
                  info.attempt);
     }
     bump(ctr_->attempts);
-    auto holder = std::make_shared<pending_done>(std::move(done));
+    auto holder = std::make_shared<pending_done>(std::move(*slot));
+    slot.reset();
     sink_.evict(
         ref, [holder, ctr = ctr_, drv = &drv_, fire_at = info.fire_at](eviction_result result) {
           if (holder->called.exchange(true)) {

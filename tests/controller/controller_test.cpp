@@ -7,8 +7,10 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <stdexcept>
 
 #include "controller/support/harness.hpp"
+#include "tec/timedqueue/manual_driver.hpp"
 
 namespace tec::controller {
 namespace {
@@ -466,6 +468,69 @@ TEST(Seconds, FirstMatchingTolerationDecides) {
   EXPECT_FALSE(h.evicted("pod1"));
   h.advance(1s);
   EXPECT_TRUE(h.evicted("pod1"));
+}
+
+// --- robustness ---
+
+class throwing_sink final : public eviction_sink {
+public:
+  throwing_sink(eviction_sink& inner, int throws) : inner_(inner), throws_(throws) {}
+  void evict(const pod_ref& pod, std::function<void(eviction_result)> done) override {
+    if (throws_-- > 0) {
+      throw std::runtime_error("sink exploded");
+    }
+    inner_.evict(pod, std::move(done));
+  }
+  void record_event(const pod_ref& pod, event_kind kind) override {
+    inner_.record_event(pod, kind);
+  }
+
+private:
+  eviction_sink& inner_;
+  int throws_;
+};
+
+TEST(Robustness, ThrowingSinkAttemptIsRetried) {
+  timedqueue::manual_driver drv;
+  testing::fake_index index;
+  testing::recording_sink rec(&index);
+  throwing_sink sink(rec, 2);
+  controller ctl(index, sink, drv, manual_options());
+  const auto settle = [&] {
+    while (ctl.run_until_idle() + drv.run_pending() > 0) {
+    }
+  };
+  const pod_view p = make_pod("pod1", "node1");
+  index.put(p);
+  const node_view n = make_node("node1", {make_taint(1)});
+  ctl.node_updated(nullptr, &n);
+  settle();
+  EXPECT_EQ(rec.evictions_of("pod1"), 0U);
+  drv.advance(10s);
+  settle();
+  EXPECT_EQ(rec.evictions_of("pod1"), 1U);
+  EXPECT_FALSE(ctl.queue().contains("default/pod1"));
+  EXPECT_EQ(rec.events_of("pod1", event_kind::marking_for_deletion), 1U);
+  ctl.shutdown();
+}
+
+TEST(Robustness, ThrowingIndexDoesNotStopTheWorker) {
+  harness h(manual_options(1));
+  h.index.on_pods_on_node = [](std::string_view node) {
+    if (node == "bad") {
+      throw std::runtime_error("cache exploded");
+    }
+  };
+  h.index.put(make_pod("pod-bad", "bad"));
+  h.index.put(make_pod("pod-good", "good"));
+  h.add_node(make_node("bad", {make_taint(1)}));
+  h.add_node(make_node("good", {make_taint(1)}));
+  EXPECT_FALSE(h.evicted("pod-bad"));
+  EXPECT_TRUE(h.evicted("pod-good"));
+  // The next update for the bad node decides again from the latest state.
+  h.index.on_pods_on_node = nullptr;
+  h.update_node(make_node("bad", {make_taint(1), make_taint(2)}));
+  EXPECT_TRUE(h.evicted("pod-bad"));
 }
 
 // --- property test ---
