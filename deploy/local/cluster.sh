@@ -1,0 +1,835 @@
+#!/usr/bin/env bash
+# deploy/local/cluster.sh — a throw-away local Kubernetes control plane (etcd + kube-apiserver
+# v1.20.2, no kubelet, no controller-manager) for developing and testing the
+# taint-eviction-controller. See `cluster.sh --help`.
+#
+# kube-apiserver is built once from Debian's `kubernetes` source package (the way Debian's own
+# debian/rules builds it: GOPATH mode, vendored dependencies, CGO_ENABLED=0) and cached under
+# ${XDG_CACHE_HOME:-$HOME/.cache}/taint-eviction-controller/kubernetes-v1.20.2/bin/.
+set -euo pipefail
+
+readonly K8S_VERSION=v1.20.2
+readonly K8S_SRC_PACKAGE=kubernetes
+readonly SERVICE_CLUSTER_IP_RANGE=10.0.0.0/24
+readonly SERVICE_FIRST_IP=10.0.0.1
+readonly SA_ISSUER=https://kubernetes.default.svc
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd -P)
+readonly SCRIPT_DIR REPO_ROOT
+PROG=$(basename "$0")
+readonly PROG
+
+CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/taint-eviction-controller"
+K8S_CACHE="$CACHE_ROOT/kubernetes-$K8S_VERSION"
+BIN_DIR="$K8S_CACHE/bin"
+BUILD_WORK="$K8S_CACHE/work"
+BUILD_LOG_DIR="$K8S_CACHE/logs"
+
+CLUSTER_DIR="${TEC_CLUSTER_DIR:-$REPO_ROOT/.local/cluster}"
+case "$CLUSTER_DIR" in
+  /*) ;;
+  *) CLUSTER_DIR="$PWD/$CLUSTER_DIR" ;;
+esac
+CLUSTER_DIR="${CLUSTER_DIR%/}"
+PKI_DIR="$CLUSTER_DIR/pki"
+ETCD_DATA_DIR="$CLUSTER_DIR/etcd-data"
+KUBECONFIG_PATH="$CLUSTER_DIR/admin.kubeconfig"
+ENV_FILE="$CLUSTER_DIR/env"
+TOKEN_FILE="$PKI_DIR/tokens.csv"
+MARKER_FILE="$CLUSTER_DIR/.tec-local-cluster"
+
+READY_TIMEOUT="${TEC_READY_TIMEOUT:-120}"
+STOP_TIMEOUT="${TEC_STOP_TIMEOUT:-10}"
+BUILD_JOBS="${TEC_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+usage() {
+  cat <<EOF
+Usage: $PROG COMMAND [ARGS]
+
+A local Kubernetes $K8S_VERSION control plane (etcd + kube-apiserver on 127.0.0.1, no kubelet,
+no kube-controller-manager) for developing and testing taint-eviction-controller.
+
+Commands:
+  up                       Build kube-apiserver if not cached, start etcd and kube-apiserver
+                           in the background, wait for /readyz, write admin.kubeconfig and
+                           print 'export KUBECONFIG=...'. Idempotent.
+  down [--wipe]            Stop the processes 'up' started (by recorded pid). State (certs,
+                           etcd data, ports) is kept unless --wipe.
+  status                   Say whether the cluster is running. Exit 0 if running, 3 if not.
+  env                      Print 'export KUBECONFIG=...' for this cluster.
+  sa-kubeconfig NS NAME [OUT]
+                           Write a kubeconfig that authenticates as ServiceAccount NS/NAME
+                           with a TokenRequest token (creates the namespace and the
+                           ServiceAccount if missing) and print its path.
+  build [COMPONENT]        Build and cache COMPONENT (kube-apiserver, the default, or
+                           kube-controller-manager) from Debian's '$K8S_SRC_PACKAGE' source.
+  help, --help, -h         This text.
+
+Environment:
+  TEC_CLUSTER_DIR          State directory (default: <repo>/.local/cluster). Clusters with
+                           different state directories can run at the same time.
+  TEC_APISERVER_PORT       kube-apiserver secure port (default: the last one, or a free one).
+  TEC_ETCD_PORT            etcd client port (default: the last one, or a free one).
+  TEC_ETCD_PEER_PORT       etcd peer port (default: the last one, or a free one).
+  TEC_READY_TIMEOUT        Seconds to wait for /readyz (default 120).
+  TEC_STOP_TIMEOUT         Seconds between SIGTERM and SIGKILL on 'down' (default 10).
+  TEC_BUILD_JOBS           Parallel Go compile jobs for 'build' (default: nproc).
+  TEC_SA_TOKEN_DURATION    Lifetime of sa-kubeconfig tokens (default 24h).
+  XDG_CACHE_HOME           Binaries are cached in
+                           \${XDG_CACHE_HOME:-\$HOME/.cache}/taint-eviction-controller/kubernetes-$K8S_VERSION/bin
+
+State directory contents: admin.kubeconfig, env (ports and paths, sourceable), pki/ (CA,
+serving cert, service-account keys, token file), etcd-data/, etcd.log, kube-apiserver.log,
+*.pid.
+EOF
+}
+
+log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# need_cmd CMD DEBIAN_PACKAGE: make sure CMD is on PATH, installing the package as root.
+need_cmd() {
+  local cmd=$1 pkg=$2
+  command -v "$cmd" >/dev/null 2>&1 && return 0
+  if is_root && command -v apt-get >/dev/null 2>&1; then
+    log "installing $pkg (for $cmd)"
+    apt_update_once
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" >&2 \
+      || die "apt-get install $pkg failed"
+    command -v "$cmd" >/dev/null 2>&1 || die "$cmd still not found after installing $pkg"
+  else
+    die "'$cmd' not found; install the Debian package '$pkg' (scripts/install-deps.sh does)"
+  fi
+}
+
+APT_UPDATED=0
+apt_update_once() {
+  [ "$APT_UPDATED" -eq 1 ] && return 0
+  log "apt-get update"
+  apt-get update -q >&2 || die "apt-get update failed"
+  APT_UPDATED=1
+}
+
+# ---------------------------------------------------------------------------------------------
+# Building kube-apiserver / kube-controller-manager from Debian's source package
+# ---------------------------------------------------------------------------------------------
+
+# Is a deb-src entry configured anywhere?
+have_deb_src() {
+  local f
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    case "$f" in
+      *.sources)
+        # deb822: a stanza whose Types include deb-src.
+        grep -Eiq '^Types:.*[[:space:]]deb-src([[:space:]]|$)' "$f" && return 0
+        ;;
+      *)
+        grep -Eq '^[[:space:]]*deb-src[[:space:]]' "$f" && return 0
+        ;;
+    esac
+  done
+  return 1
+}
+
+# Add a deb-src twin of the configured Debian archive entry (deb822 or one-line format).
+ensure_deb_src() {
+  have_deb_src && return 0
+  is_root || die "no deb-src entry in the apt sources and not root: add one for Debian's main archive (or run as root) to build kube-apiserver"
+  local codename="" target=/etc/apt/sources.list.d/tec-deb-src.sources stanza=""
+  if [ -r /etc/os-release ]; then
+    # shellcheck disable=SC1091
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  fi
+  [ -n "$codename" ] || codename=bookworm
+  local f
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    # First enabled 'deb' stanza whose Suites has the release codename itself (not -security).
+    stanza=$(awk -v cn="$codename" '
+      BEGIN { RS = "" }
+      {
+        n = split($0, lines, "\n"); types = ""; suites = ""; enabled = "yes"; out = ""; copying = 0
+        for (i = 1; i <= n; i++) {
+          line = lines[i]
+          if (line ~ /^#/) continue
+          if (line ~ /^[ \t]/) {   # continuation line (e.g. an inline Signed-By key)
+            if (copying) out = out line "\n"
+            continue
+          }
+          copying = 0
+          if (match(line, /^[A-Za-z-]+:/)) {
+            key = tolower(substr(line, 1, RLENGTH - 1)); val = substr(line, RLENGTH + 1)
+            gsub(/^[ \t]+|[ \t]+$/, "", val)
+            if (key == "types") types = val
+            else if (key == "suites") suites = val
+            else if (key == "enabled") enabled = tolower(val)
+            if (key == "uris" || key == "suites" || key == "components" || key == "signed-by") {
+              out = out substr(line, 1, RLENGTH) " " val "\n"; copying = 1
+            }
+          }
+        }
+        if (enabled != "no" && (" " types " ") ~ / deb / && (" " suites " ") ~ (" " cn " ")) {
+          printf "Types: deb-src\n%s", out; exit
+        }
+      }' "$f")
+    [ -n "$stanza" ] && break
+  done
+  if [ -n "$stanza" ]; then
+    log "adding a deb-src entry: $target"
+    { echo "# Added by taint-eviction-controller deploy/local/cluster.sh (kube-apiserver build)."
+      printf '%s\n' "$stanza"; } >"$target"
+  elif [ -f /etc/apt/sources.list ] && grep -Eq "^[[:space:]]*deb[[:space:]].*[[:space:]]${codename}[[:space:]]" /etc/apt/sources.list; then
+    target=/etc/apt/sources.list.d/tec-deb-src.list
+    log "adding a deb-src entry: $target"
+    { echo "# Added by taint-eviction-controller deploy/local/cluster.sh (kube-apiserver build)."
+      grep -E "^[[:space:]]*deb[[:space:]].*[[:space:]]${codename}[[:space:]]" /etc/apt/sources.list \
+        | head -n1 | sed -E 's/^[[:space:]]*deb[[:space:]]/deb-src /'; } >"$target"
+  else
+    die "cannot find the Debian '$codename' entry in /etc/apt/sources.list(.d) to derive a deb-src entry from"
+  fi
+  APT_UPDATED=0
+}
+
+# Prints the unpacked source tree of Debian's kubernetes package, fetching it when needed.
+fetch_kubernetes_source() {
+  local src
+  src=$(find "$BUILD_WORK" -mindepth 1 -maxdepth 1 -type d -name "${K8S_SRC_PACKAGE}-*" 2>/dev/null | head -n1)
+  if [ -n "$src" ] && [ -f "$src/.tec-source-ok" ]; then
+    printf '%s\n' "$src"
+    return 0
+  fi
+  need_cmd dpkg-source dpkg-dev
+  ensure_deb_src
+  apt_update_once
+  rm -rf "$BUILD_WORK"
+  mkdir -p "$BUILD_WORK"
+  log "fetching Debian source package '$K8S_SRC_PACKAGE' into $BUILD_WORK"
+  (cd "$BUILD_WORK" && apt-get source -q "$K8S_SRC_PACKAGE") >&2 \
+    || die "apt-get source $K8S_SRC_PACKAGE failed (is a deb-src entry configured and apt-get update done?)"
+  src=$(find "$BUILD_WORK" -mindepth 1 -maxdepth 1 -type d -name "${K8S_SRC_PACKAGE}-*" | head -n1)
+  if [ -z "$src" ] || [ ! -f "$src/debian/rules" ]; then
+    die "unpacked source not found under $BUILD_WORK"
+  fi
+  # The tree must be Kubernetes $K8S_VERSION (the git-archive version stamp in hack/lib/version.sh).
+  grep -q "tag: $K8S_VERSION'" "$src/hack/lib/version.sh" \
+    || die "Debian's $K8S_SRC_PACKAGE source in $src is not Kubernetes $K8S_VERSION"
+  touch "$src/.tec-source-ok"
+  printf '%s\n' "$src"
+}
+
+cached_binary_ok() {
+  local bin="$BIN_DIR/$1"
+  [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "Kubernetes $K8S_VERSION\$"
+}
+
+# build_component NAME: make sure $BIN_DIR/NAME exists, building it if not cached.
+build_component() {
+  local name=$1
+  case "$name" in
+    kube-apiserver | kube-controller-manager) ;;
+    *) die "unknown component '$name' (expected kube-apiserver or kube-controller-manager)" ;;
+  esac
+  cached_binary_ok "$name" && return 0
+  mkdir -p "$K8S_CACHE" "$BIN_DIR" "$BUILD_LOG_DIR"
+  need_cmd flock util-linux
+  local lock_fd
+  exec {lock_fd}>"$K8S_CACHE/.build.lock"
+  if ! flock -n "$lock_fd"; then
+    log "another build is running (lock $K8S_CACHE/.build.lock); waiting for it"
+    flock -w 3600 "$lock_fd" || die "timed out waiting for the build lock"
+  fi
+  if cached_binary_ok "$name"; then
+    exec {lock_fd}>&-
+    return 0
+  fi
+  need_cmd go golang-go
+  need_cmd make make
+  need_cmd rsync rsync
+  local src buildlog="$BUILD_LOG_DIR/build-$name.log" start end
+  src=$(fetch_kubernetes_source)
+  log "building $name $K8S_VERSION from $src (${BUILD_JOBS} jobs; usually 5-10 minutes; log: $buildlog)"
+  start=$(date +%s)
+  # What debian/rules does: GOPATH=<src>/.go with a k8s.io/kubernetes symlink to the tree,
+  # CGO_ENABLED=0, then `make WHAT=cmd/<name>`; hack/lib/init.sh sets GO111MODULE=off, so the
+  # vendor/ tree is used. The version (v1.20.2) comes from the git-archive stamp.
+  if ! (
+    exec {lock_fd}>&-
+    cd "$src"
+    mkdir -p .go/src/k8s.io "$BUILD_WORK/home"
+    [ -L .go/src/k8s.io/kubernetes ] || ln -s ../../.. .go/src/k8s.io/kubernetes
+    export GOPATH="$src/.go" CGO_ENABLED=0 GO111MODULE=off GOFLAGS="-p=$BUILD_JOBS" \
+      HOME="$BUILD_WORK/home" PATH="/usr/lib/go/bin:$PATH"
+    unset GOBIN GOROOT
+    exec make WHAT="cmd/$name"
+  ) >"$buildlog" 2>&1; then
+    tail -n 40 "$buildlog" >&2
+    die "building $name failed; full log: $buildlog"
+  fi
+  end=$(date +%s)
+  local out="$src/_output/bin/$name"
+  [ -x "$out" ] || die "build finished but $out is missing (log: $buildlog)"
+  install -m 0755 "$out" "$BIN_DIR/.$name.tmp"
+  mv -f "$BIN_DIR/.$name.tmp" "$BIN_DIR/$name"
+  cached_binary_ok "$name" || die "$BIN_DIR/$name does not report Kubernetes $K8S_VERSION"
+  log "built $BIN_DIR/$name in $((end - start)) s"
+  exec {lock_fd}>&-
+}
+
+# ---------------------------------------------------------------------------------------------
+# State: PKI, ports, kubeconfig, env file
+# ---------------------------------------------------------------------------------------------
+
+gen_pki() {
+  need_cmd openssl openssl
+  mkdir -p "$PKI_DIR"
+  chmod 700 "$PKI_DIR"
+  local old_umask
+  old_umask=$(umask)
+  umask 077
+  if [ ! -s "$PKI_DIR/ca.crt" ] || [ ! -s "$PKI_DIR/ca.key" ]; then
+    log "generating the cluster CA"
+    openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 3650 \
+      -keyout "$PKI_DIR/ca.key" -out "$PKI_DIR/ca.crt" \
+      -subj "/CN=taint-eviction-controller-local-ca" \
+      -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null \
+      || die "openssl: CA generation failed"
+    rm -f "$PKI_DIR/apiserver.crt"
+  fi
+  if [ ! -s "$PKI_DIR/apiserver.crt" ] || [ ! -s "$PKI_DIR/apiserver.key" ]; then
+    log "generating the kube-apiserver serving certificate"
+    cat >"$PKI_DIR/apiserver.ext" <<EOF
+basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost,IP:$SERVICE_FIRST_IP,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+EOF
+    if ! openssl req -new -newkey rsa:2048 -nodes -sha256 \
+        -keyout "$PKI_DIR/apiserver.key" -out "$PKI_DIR/apiserver.csr" \
+        -subj "/CN=kube-apiserver" 2>/dev/null \
+      || ! openssl x509 -req -sha256 -days 3650 -in "$PKI_DIR/apiserver.csr" \
+        -CA "$PKI_DIR/ca.crt" -CAkey "$PKI_DIR/ca.key" -CAcreateserial \
+        -extfile "$PKI_DIR/apiserver.ext" -out "$PKI_DIR/apiserver.crt" 2>/dev/null; then
+      die "openssl: serving certificate generation failed"
+    fi
+    rm -f "$PKI_DIR/apiserver.csr"
+  fi
+  if [ ! -s "$PKI_DIR/sa.key" ] || [ ! -s "$PKI_DIR/sa.pub" ]; then
+    log "generating the service-account key pair"
+    if ! openssl genrsa -out "$PKI_DIR/sa.key" 2048 2>/dev/null \
+      || ! openssl rsa -in "$PKI_DIR/sa.key" -pubout -out "$PKI_DIR/sa.pub" 2>/dev/null; then
+      die "openssl: service-account key generation failed"
+    fi
+  fi
+  if [ ! -s "$TOKEN_FILE" ]; then
+    log "generating the admin token"
+    printf '%s,admin,admin,"system:masters"\n' "$(openssl rand -hex 32)" >"$TOKEN_FILE"
+  fi
+  umask "$old_umask"
+}
+
+admin_token() { cut -d, -f1 "$TOKEN_FILE" | head -n1; }
+
+# read_state KEY: value of KEY in the env file (empty if none).
+read_state() {
+  [ -f "$ENV_FILE" ] || return 0
+  sed -n "s/^export $1=//p" "$ENV_FILE" | tail -n1 | tr -d "'\""
+}
+
+# port_in_use PORT: something accepts connections on 127.0.0.1:PORT.
+port_in_use() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# port_free PORT: PORT can be bound on 127.0.0.1.
+port_free() {
+  if command -v python3 >/dev/null 2>&1; then
+    python3 - "$1" <<'EOF' 2>/dev/null
+import socket, sys
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+finally:
+    s.close()
+EOF
+  elif port_in_use "$1"; then
+    return 1
+  fi
+}
+
+# pick_port: a free TCP port on 127.0.0.1 not in the space-separated list $1.
+pick_port() {
+  local avoid=" ${1:-} " p i
+  for i in $(seq 1 200); do
+    if command -v python3 >/dev/null 2>&1; then
+      p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+    else
+      p=$((20000 + RANDOM % 30000))
+    fi
+    case "$avoid" in *" $p "*) continue ;; esac
+    if port_free "$p"; then
+      echo "$p"
+      return 0
+    fi
+    : "$i"
+  done
+  die "could not find a free TCP port on 127.0.0.1"
+}
+
+# choose_port ENV_VALUE STATE_VALUE AVOID: the explicit port, else the previous one if free,
+# else a new free one.
+choose_port() {
+  local explicit=$1 previous=$2 avoid=$3 what=$4
+  if [ -n "$explicit" ]; then
+    [[ "$explicit" =~ ^[0-9]+$ ]] || die "$what port '$explicit' is not a number"
+    port_free "$explicit" || die "$what port $explicit (from the environment) is already in use on 127.0.0.1"
+    echo "$explicit"
+  elif [ -n "$previous" ] && [[ "$previous" =~ ^[0-9]+$ ]] && port_free "$previous" \
+       && [[ " $avoid " != *" $previous "* ]]; then
+    echo "$previous"
+  else
+    pick_port "$avoid"
+  fi
+}
+
+write_kubeconfig_file() {
+  # write_kubeconfig_file OUT SERVER CA_FILE USER TOKEN NAMESPACE
+  local out=$1 server=$2 ca=$3 user=$4 token=$5 ns=${6:-default} tmp
+  tmp="$out.tmp.$$"
+  (
+    umask 077
+    cat >"$tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: tec-local
+  cluster:
+    server: $server
+    certificate-authority-data: $(base64 -w0 "$ca")
+users:
+- name: $user
+  user:
+    token: $token
+contexts:
+- name: $user@tec-local
+  context:
+    cluster: tec-local
+    user: $user
+    namespace: $ns
+current-context: $user@tec-local
+preferences: {}
+EOF
+  )
+  mv -f "$tmp" "$out"
+}
+
+write_env_file() {
+  local etcd_port=$1 etcd_peer_port=$2 api_port=$3
+  cat >"$ENV_FILE.tmp" <<EOF
+# taint-eviction-controller local cluster ($K8S_VERSION); source this file to use it.
+export TEC_CLUSTER_DIR='$CLUSTER_DIR'
+export TEC_CLUSTER_APISERVER_PORT='$api_port'
+export TEC_CLUSTER_APISERVER_URL='https://127.0.0.1:$api_port'
+export TEC_CLUSTER_ETCD_PORT='$etcd_port'
+export TEC_CLUSTER_ETCD_PEER_PORT='$etcd_peer_port'
+export TEC_CLUSTER_ETCD_URL='http://127.0.0.1:$etcd_port'
+export TEC_CLUSTER_CA_FILE='$PKI_DIR/ca.crt'
+export TEC_CLUSTER_KUBE_APISERVER='$BIN_DIR/kube-apiserver'
+export KUBECONFIG='$KUBECONFIG_PATH'
+EOF
+  mv -f "$ENV_FILE.tmp" "$ENV_FILE"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+# ---------------------------------------------------------------------------------------------
+
+# pid_of NAME: the recorded pid of NAME (etcd|kube-apiserver) if that process is alive and is
+# really the one this state directory started (its command line names this state dir).
+pid_of() {
+  local name=$1 pidfile="$CLUSTER_DIR/$1.pid" pid
+  [ -f "$pidfile" ] || return 1
+  pid=$(tr -dc '0-9' <"$pidfile")
+  [ -n "$pid" ] || return 1
+  kill -0 "$pid" 2>/dev/null || return 1
+  [ -r "/proc/$pid/cmdline" ] || return 1
+  local cmdline
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+  case "$cmdline" in
+    *"$name"*"$CLUSTER_DIR/"*) echo "$pid" ;;
+    *) return 1 ;;
+  esac
+}
+
+# start_daemon NAME CMD...: start CMD in its own session, detached from this shell, with its
+# output in NAME.log and its pid in NAME.pid. Open file descriptors beyond 2 are not inherited.
+start_daemon() {
+  local name=$1
+  shift
+  local logf="$CLUSTER_DIR/$name.log" pidfile="$CLUSTER_DIR/$name.pid" i
+  [ -f "$logf" ] && mv -f "$logf" "$logf.1"
+  rm -f "$pidfile"
+  # Close inherited descriptors above 2 (lock files), then let the inner sh write its own pid
+  # and exec the daemon, so the pid is exact even when setsid has to fork.
+  (
+    for fdpath in /proc/"$BASHPID"/fd/*; do
+      fd=${fdpath##*/}
+      if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    # shellcheck disable=SC2016 # expanded by the inner sh
+    exec setsid sh -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$@"
+  ) </dev/null >"$logf" 2>&1 &
+  for i in $(seq 1 50); do
+    [ -s "$pidfile" ] && break
+    sleep 0.1
+    : "$i"
+  done
+  [ -s "$pidfile" ] || die "$name did not start (no pid file); see $logf"
+  STARTED+=("$name")
+}
+
+# stop_daemon NAME: SIGTERM, wait up to STOP_TIMEOUT s, then SIGKILL. Only the recorded pid.
+stop_daemon() {
+  local name=$1 pid i
+  if pid=$(pid_of "$name"); then
+    log "stopping $name (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 $((STOP_TIMEOUT * 10))); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+      : "$i"
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "$name (pid $pid) did not exit after ${STOP_TIMEOUT}s; sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      for i in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+        : "$i"
+      done
+    fi
+  fi
+  rm -f "$CLUSTER_DIR/$name.pid"
+}
+
+readyz_ok() {
+  local port=$1
+  curl -fsS --max-time 5 --cacert "$PKI_DIR/ca.crt" \
+    -H "Authorization: Bearer $(admin_token)" \
+    "https://127.0.0.1:$port/readyz" >/dev/null 2>&1
+}
+
+print_log_tails() {
+  local n
+  for n in etcd kube-apiserver; do
+    if [ -f "$CLUSTER_DIR/$n.log" ]; then
+      if grep -Eq '^[EF][0-9]{4} |"level":"(error|fatal|panic)"|^Error:' "$CLUSTER_DIR/$n.log"; then
+        printf '\n----- errors in %s -----\n' "$CLUSTER_DIR/$n.log" >&2
+        grep -E '^[EF][0-9]{4} |"level":"(error|fatal|panic)"|^Error:' "$CLUSTER_DIR/$n.log" | tail -n 15 >&2
+      fi
+      printf '\n----- last lines of %s -----\n' "$CLUSTER_DIR/$n.log" >&2
+      tail -n 25 "$CLUSTER_DIR/$n.log" >&2
+    fi
+  done
+}
+
+STARTED=()
+UP_OK=0
+cleanup_failed_up() {
+  if [ "$UP_OK" -ne 1 ] && [ "${#STARTED[@]}" -gt 0 ]; then
+    log "'up' failed; stopping what it started"
+    local i
+    for ((i = ${#STARTED[@]} - 1; i >= 0; i--)); do
+      stop_daemon "${STARTED[$i]}" || true
+    done
+  fi
+}
+
+print_export() {
+  echo "export KUBECONFIG=$KUBECONFIG_PATH"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------------
+
+cmd_build() {
+  local name=${1:-kube-apiserver}
+  build_component "$name"
+  echo "$BIN_DIR/$name"
+}
+
+cmd_up() {
+  need_cmd curl curl
+  need_cmd setsid util-linux
+  need_cmd flock util-linux
+  need_cmd etcd etcd-server
+  build_component kube-apiserver
+  local apiserver="$BIN_DIR/kube-apiserver"
+
+  mkdir -p "$CLUSTER_DIR"
+  [ -f "$MARKER_FILE" ] || echo "taint-eviction-controller local cluster state ($K8S_VERSION)" >"$MARKER_FILE"
+
+  # Serialise up/down on this state directory.
+  local lock_fd
+  exec {lock_fd}>"$CLUSTER_DIR/.lock"
+  flock -w 300 "$lock_fd" || die "another '$PROG' is working on $CLUSTER_DIR (lock held for 5 minutes)"
+
+  gen_pki
+
+  local etcd_pid="" api_pid="" api_port
+  etcd_pid=$(pid_of etcd || true)
+  api_pid=$(pid_of kube-apiserver || true)
+  api_port=$(read_state TEC_CLUSTER_APISERVER_PORT)
+  if [ -n "$etcd_pid" ] && [ -n "$api_pid" ] && [ -n "$api_port" ]; then
+    # Running before (the env file is written only once /readyz was OK): give it a moment.
+    local healthy=0 until=$((SECONDS + 30))
+    while [ "$SECONDS" -lt "$until" ]; do
+      readyz_ok "$api_port" && { healthy=1; break; }
+      if ! pid_of kube-apiserver >/dev/null || ! pid_of etcd >/dev/null; then break; fi
+      sleep 1
+    done
+    if [ "$healthy" -eq 1 ]; then
+      [ -s "$KUBECONFIG_PATH" ] || write_kubeconfig_file "$KUBECONFIG_PATH" "https://127.0.0.1:$api_port" "$PKI_DIR/ca.crt" admin "$(admin_token)"
+      log "already running: kube-apiserver pid $api_pid on https://127.0.0.1:$api_port, etcd pid $etcd_pid ($CLUSTER_DIR)"
+      print_export
+      return 0
+    fi
+    log "processes are running but /readyz is not OK; restarting them"
+  fi
+  # Partially running (or unhealthy): stop the leftovers and start afresh.
+  stop_daemon kube-apiserver
+  stop_daemon etcd
+
+  trap cleanup_failed_up EXIT
+  # Pick ports under a machine-wide lock so two concurrent 'up's cannot take the same ones.
+  mkdir -p "$CACHE_ROOT"
+  local port_fd etcd_port etcd_peer_port
+  exec {port_fd}>"$CACHE_ROOT/.ports.lock"
+  flock -w 120 "$port_fd" || die "timed out waiting for $CACHE_ROOT/.ports.lock"
+  etcd_port=$(choose_port "${TEC_ETCD_PORT:-}" "$(read_state TEC_CLUSTER_ETCD_PORT)" "" etcd)
+  etcd_peer_port=$(choose_port "${TEC_ETCD_PEER_PORT:-}" "$(read_state TEC_CLUSTER_ETCD_PEER_PORT)" "$etcd_port" "etcd peer")
+  api_port=$(choose_port "${TEC_APISERVER_PORT:-}" "$(read_state TEC_CLUSTER_APISERVER_PORT)" "$etcd_port $etcd_peer_port" kube-apiserver)
+
+  mkdir -p "$ETCD_DATA_DIR"
+  chmod 700 "$ETCD_DATA_DIR"
+  log "starting etcd on 127.0.0.1:$etcd_port (peer $etcd_peer_port)"
+  start_daemon etcd etcd \
+    --name tec-local \
+    --data-dir "$ETCD_DATA_DIR" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" \
+    --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+    --initial-cluster "tec-local=http://127.0.0.1:$etcd_peer_port" \
+    --initial-cluster-state new \
+    --initial-cluster-token "tec-local-$etcd_port" \
+    --quota-backend-bytes $((2 * 1024 * 1024 * 1024)) \
+    --logger zap
+  local i ok=0
+  for i in $(seq 1 60); do
+    if curl -fsS --max-time 2 "http://127.0.0.1:$etcd_port/health" 2>/dev/null | grep -q '"health":"true"'; then
+      ok=1
+      break
+    fi
+    pid_of etcd >/dev/null || break
+    sleep 0.5
+    : "$i"
+  done
+  if [ "$ok" -ne 1 ]; then
+    print_log_tails
+    die "etcd did not become healthy on 127.0.0.1:$etcd_port"
+  fi
+
+  log "starting kube-apiserver $K8S_VERSION on https://127.0.0.1:$api_port"
+  start_daemon kube-apiserver "$apiserver" \
+    --bind-address=127.0.0.1 \
+    --advertise-address=127.0.0.1 \
+    --secure-port="$api_port" \
+    --insecure-port=0 \
+    --etcd-servers="http://127.0.0.1:$etcd_port" \
+    --cert-dir="$PKI_DIR" \
+    --tls-cert-file="$PKI_DIR/apiserver.crt" \
+    --tls-private-key-file="$PKI_DIR/apiserver.key" \
+    --client-ca-file="$PKI_DIR/ca.crt" \
+    --token-auth-file="$TOKEN_FILE" \
+    --authorization-mode=Node,RBAC \
+    --service-account-key-file="$PKI_DIR/sa.pub" \
+    --service-account-signing-key-file="$PKI_DIR/sa.key" \
+    --service-account-issuer="$SA_ISSUER" \
+    --api-audiences="$SA_ISSUER" \
+    --service-cluster-ip-range="$SERVICE_CLUSTER_IP_RANGE" \
+    --enable-admission-plugins=DefaultTolerationSeconds \
+    --disable-admission-plugins=ServiceAccount \
+    --endpoint-reconciler-type=none \
+    --allow-privileged=true \
+    --profiling=false \
+    --logtostderr=true \
+    --v=1
+  # Release the port lock once kube-apiserver holds its port.
+  for i in $(seq 1 300); do
+    port_in_use "$api_port" && break
+    pid_of kube-apiserver >/dev/null || break
+    sleep 0.2
+    : "$i"
+  done
+  exec {port_fd}>&-
+
+  log "waiting up to ${READY_TIMEOUT}s for /readyz"
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  ok=0
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    if readyz_ok "$api_port"; then
+      ok=1
+      break
+    fi
+    if ! pid_of kube-apiserver >/dev/null; then
+      print_log_tails
+      die "kube-apiserver exited during startup"
+    fi
+    if ! pid_of etcd >/dev/null; then
+      print_log_tails
+      die "etcd exited during startup"
+    fi
+    sleep 1
+  done
+  if [ "$ok" -ne 1 ]; then
+    print_log_tails
+    die "kube-apiserver did not report /readyz OK within ${READY_TIMEOUT}s"
+  fi
+
+  write_kubeconfig_file "$KUBECONFIG_PATH" "https://127.0.0.1:$api_port" "$PKI_DIR/ca.crt" admin "$(admin_token)"
+  write_env_file "$etcd_port" "$etcd_peer_port" "$api_port"
+  UP_OK=1
+  trap - EXIT
+  exec {lock_fd}>&-
+  log "cluster is up: kube-apiserver pid $(pid_of kube-apiserver) https://127.0.0.1:$api_port, etcd pid $(pid_of etcd) 127.0.0.1:$etcd_port; state in $CLUSTER_DIR"
+  print_export
+}
+
+cmd_down() {
+  local wipe=0 arg
+  for arg in "$@"; do
+    case "$arg" in
+      --wipe) wipe=1 ;;
+      *) die "down: unknown argument '$arg' (expected --wipe)" ;;
+    esac
+  done
+  if [ ! -d "$CLUSTER_DIR" ]; then
+    log "no cluster state in $CLUSTER_DIR; nothing to do"
+    return 0
+  fi
+  local lock_fd
+  if command -v flock >/dev/null 2>&1; then
+    exec {lock_fd}>"$CLUSTER_DIR/.lock"
+    flock -w 300 "$lock_fd" || die "another '$PROG' is working on $CLUSTER_DIR"
+  fi
+  if ! pid_of kube-apiserver >/dev/null && ! pid_of etcd >/dev/null; then
+    log "not running ($CLUSTER_DIR)"
+  fi
+  stop_daemon kube-apiserver
+  stop_daemon etcd
+  if [ "$wipe" -eq 1 ]; then
+    if [ -f "$MARKER_FILE" ]; then
+      log "wiping $CLUSTER_DIR"
+      rm -rf "$CLUSTER_DIR"
+    else
+      die "refusing to wipe $CLUSTER_DIR: it has no $(basename "$MARKER_FILE") marker"
+    fi
+  else
+    log "stopped; state kept in $CLUSTER_DIR"
+  fi
+}
+
+cmd_status() {
+  local etcd_pid api_pid api_port
+  etcd_pid=$(pid_of etcd || true)
+  api_pid=$(pid_of kube-apiserver || true)
+  api_port=$(read_state TEC_CLUSTER_APISERVER_PORT)
+  echo "state dir:      $CLUSTER_DIR"
+  if [ -n "$etcd_pid" ]; then
+    echo "etcd:           running, pid $etcd_pid, http://127.0.0.1:$(read_state TEC_CLUSTER_ETCD_PORT)"
+  else
+    echo "etcd:           not running"
+  fi
+  if [ -n "$api_pid" ]; then
+    echo "kube-apiserver: running, pid $api_pid, https://127.0.0.1:$api_port"
+  else
+    echo "kube-apiserver: not running"
+  fi
+  if [ -n "$etcd_pid" ] && [ -n "$api_pid" ] && [ -n "$api_port" ] && [ -s "$TOKEN_FILE" ] && readyz_ok "$api_port"; then
+    echo "readyz:         ok"
+    echo "kubeconfig:     $KUBECONFIG_PATH"
+    echo "status:         running"
+    return 0
+  fi
+  [ -n "$api_pid" ] && echo "readyz:         not ok"
+  echo "status:         not running"
+  return 3
+}
+
+cmd_env() {
+  [ -s "$KUBECONFIG_PATH" ] || die "no kubeconfig at $KUBECONFIG_PATH: run '$PROG up' first"
+  print_export
+}
+
+cmd_sa_kubeconfig() {
+  if [ $# -lt 2 ] || [ $# -gt 3 ]; then die "usage: $PROG sa-kubeconfig NAMESPACE NAME [OUT]"; fi
+  local ns=$1 name=$2 out=${3:-}
+  [ -n "$out" ] || out="$CLUSTER_DIR/sa-$ns-$name.kubeconfig"
+  need_cmd kubectl kubernetes-client
+  cmd_status >/dev/null || die "the cluster in $CLUSTER_DIR is not running: run '$PROG up' first"
+  local api_port k duration=${TEC_SA_TOKEN_DURATION:-24h} token
+  api_port=$(read_state TEC_CLUSTER_APISERVER_PORT)
+  k=(kubectl --kubeconfig "$KUBECONFIG_PATH" --request-timeout=30s)
+  "${k[@]}" get namespace "$ns" >/dev/null 2>&1 \
+    || "${k[@]}" create namespace "$ns" >/dev/null || die "cannot create namespace $ns"
+  "${k[@]}" -n "$ns" get serviceaccount "$name" >/dev/null 2>&1 \
+    || "${k[@]}" -n "$ns" create serviceaccount "$name" >/dev/null || die "cannot create serviceaccount $ns/$name"
+  if kubectl create token --help >/dev/null 2>&1; then
+    token=$("${k[@]}" -n "$ns" create token "$name" --duration="$duration") \
+      || die "TokenRequest for $ns/$name failed"
+  else
+    # Older kubectl: call the TokenRequest API directly.
+    local seconds
+    case "$duration" in
+      *h) seconds=$((${duration%h} * 3600)) ;;
+      *m) seconds=$((${duration%m} * 60)) ;;
+      *s) seconds=${duration%s} ;;
+      *) seconds=$duration ;;
+    esac
+    token=$(curl -fsS --max-time 30 --cacert "$PKI_DIR/ca.crt" \
+      -H "Authorization: Bearer $(admin_token)" -H 'Content-Type: application/json' \
+      -X POST "https://127.0.0.1:$api_port/api/v1/namespaces/$ns/serviceaccounts/$name/token" \
+      -d "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\",\"spec\":{\"expirationSeconds\":$seconds}}" \
+      | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p') || die "TokenRequest for $ns/$name failed"
+  fi
+  [ -n "$token" ] || die "TokenRequest for $ns/$name returned no token"
+  mkdir -p "$(dirname "$out")"
+  write_kubeconfig_file "$out" "https://127.0.0.1:$api_port" "$PKI_DIR/ca.crt" "system:serviceaccount:$ns:$name" "$token" "$ns"
+  echo "$out"
+}
+
+main() {
+  local cmd=${1:-}
+  [ $# -gt 0 ] && shift
+  case "$cmd" in
+    up) [ $# -eq 0 ] || die "up takes no arguments"; cmd_up ;;
+    down) cmd_down "$@" ;;
+    status) cmd_status ;;
+    env) cmd_env ;;
+    sa-kubeconfig) cmd_sa_kubeconfig "$@" ;;
+    build) [ $# -le 1 ] || die "usage: $PROG build [kube-apiserver|kube-controller-manager]"; cmd_build "$@" ;;
+    help | --help | -h) usage ;;
+    "") usage >&2; exit 2 ;;
+    *) die "unknown command '$cmd' (see '$PROG --help')" ;;
+  esac
+}
+
+main "$@"
