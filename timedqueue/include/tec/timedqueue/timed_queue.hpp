@@ -81,7 +81,8 @@ private:
   std::shared_ptr<state> state_;
 };
 
-/// What the work is told about its run.
+/// What the work is told about its run. `key` and `payload` point into the queue's entry and
+/// stay valid until the run's completion is called or destroyed; copy them to keep them longer.
 struct run_info {
   std::string_view key;
   std::string_view payload;  ///< The opaque payload given to schedule() (the pod UID).
@@ -142,16 +143,23 @@ struct queue_stats {
 
 class timed_queue {
 public:
-  /// `drv` and `work` must outlive the queue. Call shutdown() before destroying it.
+  /// `drv` must outlive the queue; `work` is moved into it. Throws std::invalid_argument for
+  /// a nonsensical retry policy (initial <= 0, max < initial, multiplier < 1, jitter outside
+  /// [0, 1]).
   timed_queue(driver& drv, work_fn work, retry_policy retry = {});
+  /// Call shutdown() before destroying it. Without that, the destructor stops the queue as
+  /// shutdown_async() does, without waiting: runs still in flight complete into a retired
+  /// state that the driver is never touched from again.
   ~timed_queue();
   timed_queue(const timed_queue&) = delete;
   timed_queue& operator=(const timed_queue&) = delete;
 
-  /// Adds work for `key` due at `fire_at`. If the key already has an entry (pending, backing
-  /// off or running) nothing changes and that is reported (upstream: an already scheduled
-  /// eviction keeps its fire time). Work with fire_at <= created_at is started at once
-  /// through the driver, without waiting for a timer tick.
+  /// Adds work for `key` due at `fire_at`. Any string is a key, the empty one included; keys
+  /// and payloads are copied. A fire_at up to time_point::max() is valid (it never fires). If the
+  /// key already has an entry (pending, backing off or running) nothing changes and that is
+  /// reported (upstream: an already scheduled eviction keeps its fire time). Work with fire_at <=
+  /// created_at, or fire_at <= now(), is started at once through driver::post(), without waiting
+  /// for a timer tick.
   schedule_result schedule(std::string_view key, time_point created_at, time_point fire_at,
                            std::string_view payload = {});
 
@@ -169,9 +177,19 @@ public:
   [[nodiscard]] queue_stats stats() const;
 
   /// Cancels everything pending or backing off, refuses new work, and blocks until every
-  /// running work has completed (or its completion was destroyed). Must not be called from
-  /// inside the work. Idempotent.
+  /// running work has completed (or its completion was destroyed), including runs whose entry
+  /// was cancelled while they ran. Runs that were posted to the driver but had not started are
+  /// not waited for: they are dropped without calling the work. Idempotent.
+  ///
+  /// Must not be called from inside the work, nor from a thread that has to deliver a pending
+  /// completion (for example the only thread of the io_context that runs the HTTP requests the
+  /// work started): that would deadlock. Use shutdown_async() there.
   void shutdown();
+
+  /// The non-blocking shutdown: does what shutdown() does but returns at once; `on_idle` runs
+  /// once no run is in flight, either inline (when none is) or on the thread that delivers the
+  /// last completion. It must not call back into this queue's shutdown. Any thread.
+  void shutdown_async(std::function<void()> on_idle);
 
 private:
   struct impl;

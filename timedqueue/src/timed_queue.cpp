@@ -1,0 +1,697 @@
+#include "tec/timedqueue/timed_queue.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <new>
+#include <random>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <boost/unordered/unordered_flat_set.hpp>
+
+namespace tec::timedqueue {
+
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() {
+  if (auto named = spdlog::get("timedqueue")) {
+    return named;
+  }
+  return spdlog::default_logger();
+}
+
+constexpr std::uint32_t no_heap_index = std::numeric_limits<std::uint32_t>::max();
+
+/// One key's entry. Key and payload bytes follow the struct in the same allocation, so a
+/// pending entry costs one allocation of sizeof(entry) + key + payload (~120 bytes for
+/// the controller's keys) plus its slot in the index and its heap node.
+///
+/// Ownership: while `detached` is false the entry is in the index and the queue owns it. A
+/// running entry that is cancelled (or caught by shutdown) is detached: it leaves the index
+/// and the heap, and the run (its start task or its completion) owns it and frees it.
+struct entry {
+  time_point created_at;
+  time_point fire_at;
+  std::uint64_t generation = 0;
+  /// Error of the last failed run; allocated only for entries that have failed.
+  std::unique_ptr<std::string> last_error;
+  std::uint32_t heap_index = no_heap_index;
+  std::uint32_t attempts = 0;
+  std::uint32_t key_size = 0;
+  std::uint32_t payload_size = 0;
+  entry_state state = entry_state::pending;
+  /// Written under the queue mutex, read without it by completion::cancelled().
+  std::atomic<bool> detached{false};
+
+  [[nodiscard]] const char* chars() const { return reinterpret_cast<const char*>(this + 1); }
+  [[nodiscard]] std::string_view key() const { return {chars(), key_size}; }
+  [[nodiscard]] std::string_view payload() const { return {chars() + key_size, payload_size}; }
+
+  static entry* create(std::string_view key, std::string_view payload) {
+    constexpr std::size_t limit = std::numeric_limits<std::uint32_t>::max();
+    if (key.size() > limit || payload.size() > limit) {
+      throw std::length_error("timed_queue: key or payload longer than 4 GiB");
+    }
+    void* raw = ::operator new(sizeof(entry) + key.size() + payload.size());
+    auto* e = new (raw) entry;
+    e->key_size = static_cast<std::uint32_t>(key.size());
+    e->payload_size = static_cast<std::uint32_t>(payload.size());
+    char* out = reinterpret_cast<char*>(e + 1);
+    if (!key.empty()) {
+      std::memcpy(out, key.data(), key.size());
+    }
+    if (!payload.empty()) {
+      std::memcpy(out + key.size(), payload.data(), payload.size());
+    }
+    return e;
+  }
+
+  static void destroy(entry* e) noexcept {
+    e->~entry();
+    ::operator delete(static_cast<void*>(e));
+  }
+};
+
+struct key_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view key) const noexcept {
+    return std::hash<std::string_view>{}(key);
+  }
+  std::size_t operator()(const entry* e) const noexcept { return (*this)(e->key()); }
+};
+
+struct key_equal {
+  using is_transparent = void;
+  static std::string_view view(std::string_view key) noexcept { return key; }
+  static std::string_view view(const entry* e) noexcept { return e->key(); }
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const noexcept {
+    return view(a) == view(b);
+  }
+};
+
+/// A heap node: the deadline is kept next to the pointer so that sifting compares without
+/// touching entries (it only writes their heap_index).
+struct heap_node {
+  time_point due;
+  entry* e;
+};
+
+time_point saturating_add(time_point t, duration d) {
+  if (d.count() > 0 && t > time_point::max() - d) {
+    return time_point::max();
+  }
+  return t + d;
+}
+
+void validate(const retry_policy& p) {
+  if (p.initial <= duration::zero()) {
+    throw std::invalid_argument("retry_policy.initial must be positive");
+  }
+  if (p.max < p.initial) {
+    throw std::invalid_argument("retry_policy.max must not be less than retry_policy.initial");
+  }
+  if (!std::isfinite(p.multiplier) || p.multiplier < 1.0) {
+    throw std::invalid_argument("retry_policy.multiplier must be a finite number >= 1");
+  }
+  if (!std::isfinite(p.jitter) || p.jitter < 0.0 || p.jitter > 1.0) {
+    throw std::invalid_argument("retry_policy.jitter must be within [0, 1]");
+  }
+}
+
+}  // namespace
+
+/// What a completion reports to; implemented by the queue.
+struct completion::state {
+  state() = default;
+  state(const state&) = delete;
+  state& operator=(const state&) = delete;
+  virtual ~state();
+  virtual void finish(outcome result) = 0;
+  [[nodiscard]] virtual bool is_cancelled() const = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The queue's state. Everything below `mu_` is guarded by it.
+
+struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
+  /// The state behind one completion: it owns nothing but the right to report on `e`.
+  struct run_state final : completion::state {
+    run_state(std::shared_ptr<impl> queue, entry* running) : q(std::move(queue)), e(running) {}
+    void finish(outcome result) override;
+    [[nodiscard]] bool is_cancelled() const override;
+
+    std::shared_ptr<impl> q;
+    entry* e;
+    std::atomic<bool> done{false};
+    std::atomic<bool> cancelled_at_finish{false};
+  };
+
+  /// Entries whose work was posted to the driver and not yet started.
+  struct start_batch {
+    start_batch(std::shared_ptr<impl> queue, std::vector<entry*> due)
+        : q(std::move(queue)), entries(std::move(due)) {}
+    start_batch(const start_batch&) = delete;
+    start_batch& operator=(const start_batch&) = delete;
+    ~start_batch();
+
+    std::shared_ptr<impl> q;
+    std::vector<entry*> entries;
+    std::size_t next = 0;
+  };
+
+  impl(driver& drv, work_fn work, retry_policy retry)
+      : drv_(drv), work_(std::move(work)), retry_(retry) {
+    validate(retry_);
+    std::uint64_t seed = retry_.seed;
+    if (seed == 0) {
+      std::random_device rd;
+      seed = (std::uint64_t{rd()} << 32U) ^ std::uint64_t{rd()};
+    }
+    rng_.seed(seed);
+  }
+
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
+
+  ~impl() {
+    for (entry* e : index_) {
+      entry::destroy(e);
+    }
+  }
+
+  // --- heap -----------------------------------------------------------------------------------
+
+  static bool before(const heap_node& a, const heap_node& b) {
+    if (a.due != b.due) {
+      return a.due < b.due;
+    }
+    return a.e->generation < b.e->generation;
+  }
+
+  void heap_place(std::size_t i, heap_node node) {
+    node.e->heap_index = static_cast<std::uint32_t>(i);
+    heap_[i] = node;
+  }
+
+  void sift_up(std::size_t i, heap_node node) {
+    while (i > 0) {
+      std::size_t parent = (i - 1) / 2;
+      if (!before(node, heap_[parent])) {
+        break;
+      }
+      heap_place(i, heap_[parent]);
+      i = parent;
+    }
+    heap_place(i, node);
+  }
+
+  void sift_down(std::size_t i, heap_node node) {
+    const std::size_t n = heap_.size();
+    for (;;) {
+      std::size_t child = 2 * i + 1;
+      if (child >= n) {
+        break;
+      }
+      if (child + 1 < n && before(heap_[child + 1], heap_[child])) {
+        ++child;
+      }
+      if (!before(heap_[child], node)) {
+        break;
+      }
+      heap_place(i, heap_[child]);
+      i = child;
+    }
+    heap_place(i, node);
+  }
+
+  void heap_push(entry* e, time_point due) {
+    if (heap_.size() >= no_heap_index) {
+      throw std::length_error("timed_queue: too many entries");
+    }
+    heap_.push_back({due, e});
+    sift_up(heap_.size() - 1, {due, e});
+  }
+
+  void heap_remove(entry* e) {
+    const std::size_t i = e->heap_index;
+    assert(i < heap_.size() && heap_[i].e == e);
+    e->heap_index = no_heap_index;
+    heap_node last = heap_.back();
+    heap_.pop_back();
+    if (i == heap_.size()) {
+      return;
+    }
+    if (i > 0 && before(last, heap_[(i - 1) / 2])) {
+      sift_up(i, last);
+    } else {
+      sift_down(i, last);
+    }
+  }
+
+  entry* heap_pop() {
+    entry* top = heap_.front().e;
+    heap_remove(top);
+    return top;
+  }
+
+  // --- timer ----------------------------------------------------------------------------------
+
+  /// Arms the driver to the earliest deadline if it is not armed early enough. Cancels do not
+  /// re-arm: a timer that fires early finds nothing due and re-arms to the new earliest.
+  void arm_for(time_point due) {
+    if (armed_ && *armed_ <= due) {
+      return;
+    }
+    armed_ = due;
+    drv_.arm(due, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        self->on_timer();
+      }
+    });
+  }
+
+  void on_timer() {
+    std::vector<entry*> due;
+    {
+      std::lock_guard lock(mu_);
+      armed_.reset();
+      if (shut_down_) {
+        return;
+      }
+      const time_point now = drv_.now();
+      while (!heap_.empty() && heap_.front().due <= now) {
+        entry* e = heap_pop();
+        if (e->state == entry_state::pending) {
+          --pending_;
+        } else {
+          --backing_off_;
+        }
+        mark_running(e);
+        due.push_back(e);
+      }
+      if (!heap_.empty()) {
+        arm_for(heap_.front().due);
+      } else {
+        drv_.disarm();
+      }
+    }
+    post_starts(std::move(due));
+  }
+
+  // --- running --------------------------------------------------------------------------------
+
+  void mark_running(entry* e) {
+    e->state = entry_state::running;
+    ++e->attempts;
+    ++running_;
+    ++stats_.started;
+    if (e->attempts > 1) {
+      ++stats_.retries;
+    }
+  }
+
+  /// Hands entries marked running to the driver. Called without the mutex.
+  void post_starts(std::vector<entry*> due) {
+    if (due.empty()) {
+      return;
+    }
+    auto batch = std::make_shared<start_batch>(shared_from_this(), std::move(due));
+    drv_.post([batch = std::move(batch)] { batch->q->run_batch(*batch); });
+  }
+
+  void run_batch(start_batch& batch) {
+    while (batch.next < batch.entries.size()) {
+      entry* e = batch.entries[batch.next];
+      ++batch.next;
+      start_one(e);
+    }
+  }
+
+  void start_one(entry* e) {
+    run_info info;
+    completion c;
+    {
+      std::lock_guard lock(mu_);
+      if (e->detached.load(std::memory_order_relaxed)) {
+        // Cancelled (or shut down) between being posted and starting: nothing to run.
+        entry::destroy(e);
+        return;
+      }
+      info.key = e->key();
+      info.payload = e->payload();
+      info.created_at = e->created_at;
+      info.fire_at = e->fire_at;
+      info.attempt = e->attempts;
+      info.generation = e->generation;
+      c.state_ = std::make_shared<run_state>(shared_from_this(), e);
+      ++active_runs_;
+    }
+    try {
+      work_(info, std::move(c));
+    } catch (const std::exception& ex) {
+      // The completion was moved into the work and destroyed while unwinding, which reports
+      // the run as abandoned and retries it.
+      logger()->error("timed queue work for key=\"{}\" threw: {}", info.key, ex.what());
+    }
+  }
+
+  /// Applies a run's outcome. The entry is the run's own: either still in the index (it owns
+  /// the key) or detached (cancelled or shut down), in which case the result is dropped.
+  void finish(entry* e, outcome result, std::atomic<bool>& cancelled_at_finish) {
+    std::vector<std::function<void()>> idle_callbacks;
+    {
+      std::lock_guard lock(mu_);
+      --active_runs_;
+      if (e->detached.load(std::memory_order_relaxed)) {
+        cancelled_at_finish.store(true, std::memory_order_relaxed);
+        entry::destroy(e);
+      } else {
+        apply_outcome(e, std::move(result));
+      }
+      if (active_runs_ == 0 && shut_down_) {
+        idle_callbacks.swap(idle_callbacks_);
+        idle_cv_.notify_all();
+      }
+    }
+    for (auto& fn : idle_callbacks) {
+      fn();
+    }
+  }
+
+  /// An attached entry whose run ended (or never started). Requires mu_.
+  void apply_outcome(entry* e, outcome result) {
+    assert(e->state == entry_state::running);
+    --running_;
+    if (result.ok) {
+      ++stats_.succeeded;
+      index_.erase(e->key());
+      entry::destroy(e);
+      return;
+    }
+    ++stats_.failed;
+    if (e->last_error) {
+      *e->last_error = std::move(result.error);
+    } else {
+      e->last_error = std::make_unique<std::string>(std::move(result.error));
+    }
+    const duration delay = next_delay(e->attempts);
+    const time_point due = saturating_add(drv_.now(), delay);
+    e->state = entry_state::backoff;
+    ++backing_off_;
+    heap_push(e, due);
+    arm_for(heap_.front().due);
+    logger()->debug("timed queue work for key=\"{}\" failed (attempt {}): {}; retry in {} ms",
+                    e->key(), e->attempts, *e->last_error,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
+  }
+
+  /// The delay after `attempts` failed runs: initial * multiplier^(attempts-1), at most max,
+  /// scaled by the jitter factor and kept within (0, max].
+  duration next_delay(std::uint32_t attempts) {
+    const double initial = static_cast<double>(retry_.initial.count());
+    const double cap = static_cast<double>(retry_.max.count());
+    double delay = initial * std::pow(retry_.multiplier, static_cast<double>(attempts - 1));
+    if (!std::isfinite(delay) || delay > cap) {
+      delay = cap;
+    }
+    if (retry_.jitter > 0.0) {
+      std::uniform_real_distribution<double> factor(1.0 - retry_.jitter, 1.0 + retry_.jitter);
+      delay *= factor(rng_);
+    }
+    delay = std::clamp(delay, 1.0, cap);
+    return duration(static_cast<duration::rep>(delay));
+  }
+
+  /// A start task dropped by the driver before it ran (the driver is being torn down). The
+  /// run counts as failed and goes to backoff; detached entries are simply freed.
+  void drop_unstarted(entry* e) {
+    std::lock_guard lock(mu_);
+    if (e->detached.load(std::memory_order_relaxed)) {
+      entry::destroy(e);
+      return;
+    }
+    apply_outcome(e, outcome::failure("work was dropped by the driver before it started"));
+  }
+
+  // --- public operations ----------------------------------------------------------------------
+
+  schedule_result schedule(std::string_view key, time_point created_at, time_point fire_at,
+                           std::string_view payload) {
+    std::vector<entry*> start;
+    {
+      std::lock_guard lock(mu_);
+      if (shut_down_) {
+        return schedule_result::shut_down;
+      }
+      auto found = index_.find(key);
+      if (found != index_.end()) {
+        return (*found)->state == entry_state::running ? schedule_result::already_running
+                                                       : schedule_result::already_pending;
+      }
+      entry* e = entry::create(key, payload);
+      e->created_at = created_at;
+      e->fire_at = fire_at;
+      e->generation = next_generation_++;
+      try {
+        index_.insert(e);
+      } catch (...) {
+        entry::destroy(e);
+        throw;
+      }
+      ++stats_.scheduled;
+      if (fire_at <= created_at || fire_at <= drv_.now()) {
+        mark_running(e);
+        start.push_back(e);
+      } else {
+        e->state = entry_state::pending;
+        ++pending_;
+        heap_push(e, fire_at);
+        arm_for(fire_at);
+      }
+    }
+    post_starts(std::move(start));
+    return schedule_result::scheduled;
+  }
+
+  bool cancel(std::string_view key) {
+    std::lock_guard lock(mu_);
+    auto found = index_.find(key);
+    if (found == index_.end()) {
+      return false;
+    }
+    entry* e = *found;
+    index_.erase(found);
+    switch (e->state) {
+      case entry_state::pending:
+        heap_remove(e);
+        --pending_;
+        ++stats_.cancelled;
+        entry::destroy(e);
+        return true;
+      case entry_state::backoff:
+        heap_remove(e);
+        --backing_off_;
+        entry::destroy(e);
+        return false;
+      case entry_state::running:
+        --running_;
+        e->detached.store(true, std::memory_order_relaxed);
+        return false;
+    }
+    return false;
+  }
+
+  std::optional<entry_info> lookup(std::string_view key) const {
+    std::lock_guard lock(mu_);
+    auto found = index_.find(key);
+    if (found == index_.end()) {
+      return std::nullopt;
+    }
+    const entry* e = *found;
+    entry_info info;
+    info.state = e->state;
+    info.created_at = e->created_at;
+    info.fire_at = e->fire_at;
+    info.next_attempt_at = e->heap_index != no_heap_index ? heap_[e->heap_index].due : e->fire_at;
+    info.payload = std::string(e->payload());
+    info.generation = e->generation;
+    info.attempts = e->attempts;
+    if (e->last_error) {
+      info.last_error = *e->last_error;
+    }
+    return info;
+  }
+
+  /// Stops everything: pending and backing-off entries are freed, running ones detached.
+  /// Returns without waiting for running work.
+  void stop(std::function<void()> on_idle) {
+    bool idle = false;
+    {
+      std::lock_guard lock(mu_);
+      if (!shut_down_) {
+        shut_down_ = true;
+        for (entry* e : index_) {
+          if (e->state == entry_state::running) {
+            e->detached.store(true, std::memory_order_relaxed);
+          } else {
+            entry::destroy(e);
+          }
+        }
+        index_.clear();
+        heap_.clear();
+        heap_.shrink_to_fit();
+        pending_ = running_ = backing_off_ = 0;
+        armed_.reset();
+        drv_.disarm();
+      }
+      idle = active_runs_ == 0;
+      if (!idle && on_idle) {
+        idle_callbacks_.push_back(std::move(on_idle));
+      }
+    }
+    if (idle && on_idle) {
+      on_idle();
+    }
+  }
+
+  void wait_idle() {
+    std::unique_lock lock(mu_);
+    idle_cv_.wait(lock, [this] { return active_runs_ == 0; });
+  }
+
+  driver& drv_;
+  const work_fn work_;
+  const retry_policy retry_;
+
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;
+  boost::unordered_flat_set<entry*, key_hash, key_equal> index_;
+  std::vector<heap_node> heap_;
+  std::mt19937_64 rng_;
+  std::optional<time_point> armed_;
+  std::uint64_t next_generation_ = 1;
+  bool shut_down_ = false;
+  /// Completions handed to work and not yet completed (detached runs included).
+  std::size_t active_runs_ = 0;
+  std::vector<std::function<void()>> idle_callbacks_;
+  queue_stats stats_;
+  std::size_t pending_ = 0;
+  std::size_t running_ = 0;
+  std::size_t backing_off_ = 0;
+};
+
+void timed_queue::impl::run_state::finish(outcome result) {
+  if (done.exchange(true, std::memory_order_acq_rel)) {
+    return;
+  }
+  q->finish(e, std::move(result), cancelled_at_finish);
+}
+
+bool timed_queue::impl::run_state::is_cancelled() const {
+  if (done.load(std::memory_order_acquire)) {
+    return cancelled_at_finish.load(std::memory_order_relaxed);
+  }
+  return e->detached.load(std::memory_order_relaxed);
+}
+
+timed_queue::impl::start_batch::~start_batch() {
+  for (; next < entries.size(); ++next) {
+    q->drop_unstarted(entries[next]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// completion
+
+completion::state::~state() = default;
+
+completion::completion(completion&&) noexcept = default;
+
+completion& completion::operator=(completion&& other) noexcept {
+  if (this != &other) {
+    if (state_) {
+      state_->finish(outcome::failure("abandoned"));
+    }
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+completion::~completion() {
+  if (state_) {
+    state_->finish(outcome::failure("abandoned"));
+  }
+}
+
+void completion::complete(outcome result) {
+  if (state_) {
+    state_->finish(std::move(result));
+  }
+}
+
+bool completion::cancelled() const {
+  return !state_ || state_->is_cancelled();
+}
+
+// ---------------------------------------------------------------------------------------------
+// timed_queue
+
+timed_queue::timed_queue(driver& drv, work_fn work, retry_policy retry)
+    : impl_(std::make_shared<impl>(drv, std::move(work), retry)) {}
+
+timed_queue::~timed_queue() {
+  impl_->stop(nullptr);
+}
+
+schedule_result timed_queue::schedule(std::string_view key, time_point created_at,
+                                      time_point fire_at, std::string_view payload) {
+  return impl_->schedule(key, created_at, fire_at, payload);
+}
+
+bool timed_queue::cancel(std::string_view key) {
+  return impl_->cancel(key);
+}
+
+std::optional<entry_info> timed_queue::lookup(std::string_view key) const {
+  return impl_->lookup(key);
+}
+
+bool timed_queue::contains(std::string_view key) const {
+  std::lock_guard lock(impl_->mu_);
+  return impl_->index_.contains(key);
+}
+
+std::size_t timed_queue::size() const {
+  std::lock_guard lock(impl_->mu_);
+  return impl_->index_.size();
+}
+
+queue_stats timed_queue::stats() const {
+  std::lock_guard lock(impl_->mu_);
+  queue_stats s = impl_->stats_;
+  s.pending = impl_->pending_;
+  s.running = impl_->running_;
+  s.backing_off = impl_->backing_off_;
+  return s;
+}
+
+void timed_queue::shutdown() {
+  impl_->stop(nullptr);
+  impl_->wait_idle();
+}
+
+void timed_queue::shutdown_async(std::function<void()> on_idle) {
+  impl_->stop(std::move(on_idle));
+}
+
+}  // namespace tec::timedqueue
