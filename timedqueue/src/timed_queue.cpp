@@ -29,6 +29,9 @@ std::shared_ptr<spdlog::logger> logger() {
   return spdlog::default_logger();
 }
 
+/// A deadline that is never reached: entries due then never fire (and backoff saturates there).
+constexpr time_point never = time_point::max();
+
 constexpr std::uint32_t no_heap_index = std::numeric_limits<std::uint32_t>::max();
 
 /// One key's entry. Key and payload bytes follow the struct in the same allocation, so a
@@ -269,7 +272,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   /// Arms the driver to the earliest deadline if it is not armed early enough. Cancels do not
   /// re-arm: a timer that fires early finds nothing due and re-arms to the new earliest.
   void arm_for(time_point due) {
-    if (armed_ && *armed_ <= due) {
+    if (due == never || (armed_ && *armed_ <= due)) {
       return;
     }
     armed_ = due;
@@ -289,7 +292,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         return;
       }
       const time_point now = drv_.now();
-      while (!heap_.empty() && heap_.front().due <= now) {
+      while (!heap_.empty() && heap_.front().due <= now && heap_.front().due != never) {
         entry* e = heap_pop();
         if (e->state == entry_state::pending) {
           --pending_;
@@ -299,7 +302,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         mark_running(e);
         due.push_back(e);
       }
-      if (!heap_.empty()) {
+      if (!heap_.empty() && heap_.front().due != never) {
         arm_for(heap_.front().due);
       } else {
         drv_.disarm();
@@ -314,10 +317,6 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     e->state = entry_state::running;
     ++e->attempts;
     ++running_;
-    ++stats_.started;
-    if (e->attempts > 1) {
-      ++stats_.retries;
-    }
   }
 
   /// Hands entries marked running to the driver. Called without the mutex.
@@ -355,6 +354,10 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
       info.generation = e->generation;
       c.state_ = std::make_shared<run_state>(shared_from_this(), e);
       ++active_runs_;
+      ++stats_.started;
+      if (e->attempts > 1) {
+        ++stats_.retries;
+      }
     }
     try {
       work_(info, std::move(c));
