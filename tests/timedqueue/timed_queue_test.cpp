@@ -598,5 +598,52 @@ TEST(timed_queue_shutdown, destroying_the_queue_with_work_in_flight_is_safe) {
   EXPECT_EQ(rec.runs.size(), 1U);
 }
 
+TEST(timed_queue_shutdown, blocking_shutdown_from_inside_the_work_throws_instead_of_hanging) {
+  manual_driver drv;
+  timed_queue* self = nullptr;
+  bool threw = false;
+  timed_queue queue(drv, [&](const run_info&, completion done) {
+    try {
+      self->shutdown();
+    } catch (const std::logic_error&) {
+      threw = true;
+    }
+    EXPECT_TRUE(done.cancelled());
+    done.complete(outcome::success());
+  });
+  self = &queue;
+  queue.schedule("a", drv.now(), drv.now());
+  drv.run_pending();
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(queue.schedule("b", drv.now(), drv.now()), schedule_result::shut_down);
+  queue.shutdown();
+}
+
+TEST(timed_queue_policy, empty_work_is_rejected) {
+  manual_driver drv;
+  EXPECT_THROW(timed_queue(drv, work_fn{}), std::invalid_argument);
+}
+
+TEST_F(timed_queue_test, many_entries_in_and_out_keep_working) {
+  const time_point now = drv.now();
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20000; ++i) {
+      queue.schedule(key(i), now, now + std::chrono::seconds(1 + (i * 7919) % 1000));
+    }
+    for (int i = 0; i < 20000; i += 2) {
+      EXPECT_TRUE(queue.cancel(key(i)));
+    }
+    EXPECT_EQ(queue.size(), 10000U);
+    for (int i = 1; i < 20000; i += 2) {
+      EXPECT_TRUE(queue.cancel(key(i)));
+    }
+    EXPECT_EQ(queue.size(), 0U);
+  }
+  queue.schedule("last", now, now + 1s);
+  drv.advance(1h);
+  ASSERT_EQ(rec.runs.size(), 1U);
+  EXPECT_EQ(rec.runs[0].key, "last");
+}
+
 }  // namespace
 }  // namespace tec::timedqueue

@@ -32,6 +32,9 @@ std::shared_ptr<spdlog::logger> logger() {
 /// A deadline that is never reached: entries due then never fire (and backoff saturates there).
 constexpr time_point never = time_point::max();
 
+/// How many work calls are on this thread's stack (to refuse a blocking shutdown there).
+thread_local int work_depth = 0;
+
 constexpr std::uint32_t no_heap_index = std::numeric_limits<std::uint32_t>::max();
 
 /// One key's entry. Key and payload bytes follow the struct in the same allocation, so a
@@ -174,6 +177,9 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
 
   impl(driver& drv, work_fn work, retry_policy retry)
       : drv_(drv), work_(std::move(work)), retry_(retry) {
+    if (!work_) {
+      throw std::invalid_argument("timed_queue: the work function is empty");
+    }
     validate(retry_);
     std::uint64_t seed = retry_.seed;
     if (seed == 0) {
@@ -251,6 +257,10 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     e->heap_index = no_heap_index;
     heap_node last = heap_.back();
     heap_.pop_back();
+    if (heap_.capacity() > 4096 && heap_.size() < heap_.capacity() / 4) {
+      // Give memory back after a spike (amortised O(1): it takes n removals to get here).
+      heap_.shrink_to_fit();
+    }
     if (i == heap_.size()) {
       return;
     }
@@ -359,13 +369,17 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         ++stats_.retries;
       }
     }
+    const std::uint64_t generation = info.generation;
+    ++work_depth;
     try {
       work_(info, std::move(c));
     } catch (const std::exception& ex) {
       // The completion was moved into the work and destroyed while unwinding, which reports
-      // the run as abandoned and retries it.
-      logger()->error("timed queue work for key=\"{}\" threw: {}", info.key, ex.what());
+      // the run as abandoned and retries it. `info.key` may already dangle (the run may have
+      // completed before throwing), so only the generation is logged.
+      logger()->error("timed queue work (generation {}) threw: {}", generation, ex.what());
     }
+    --work_depth;
   }
 
   /// Applies a run's outcome. The entry is the run's own: either still in the index (it owns
@@ -690,6 +704,11 @@ queue_stats timed_queue::stats() const {
 
 void timed_queue::shutdown() {
   impl_->stop(nullptr);
+  if (work_depth > 0) {
+    throw std::logic_error(
+        "timed_queue::shutdown() called from inside the work would wait for itself; the queue "
+        "is stopped, use shutdown_async() to learn when it is idle");
+  }
   impl_->wait_idle();
 }
 

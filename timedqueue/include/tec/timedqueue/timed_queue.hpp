@@ -144,8 +144,8 @@ struct queue_stats {
 class timed_queue {
 public:
   /// `drv` must outlive the queue; `work` is moved into it. Throws std::invalid_argument for
-  /// a nonsensical retry policy (initial <= 0, max < initial, multiplier < 1, jitter outside
-  /// [0, 1]).
+  /// an empty `work` or a nonsensical retry policy (initial <= 0, max < initial, multiplier < 1,
+  /// jitter outside [0, 1]).
   timed_queue(driver& drv, work_fn work, retry_policy retry = {});
   /// Call shutdown() before destroying it. Without that, the destructor stops the queue as
   /// shutdown_async() does, without waiting: runs still in flight complete into a retired
@@ -181,9 +181,10 @@ public:
   /// was cancelled while they ran. Runs that were posted to the driver but had not started are
   /// not waited for: they are dropped without calling the work. Idempotent.
   ///
-  /// Must not be called from inside the work, nor from a thread that has to deliver a pending
-  /// completion (for example the only thread of the io_context that runs the HTTP requests the
-  /// work started): that would deadlock. Use shutdown_async() there.
+  /// Must not be called from inside the work (it then stops the queue and throws
+  /// std::logic_error instead of waiting for itself), nor from a thread that has to deliver a
+  /// pending completion (for example the only thread of the io_context that runs the HTTP
+  /// requests the work started): that would deadlock. Use shutdown_async() there.
   void shutdown();
 
   /// The non-blocking shutdown: does what shutdown() does but returns at once; `on_idle` runs
