@@ -491,8 +491,14 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         start.push_back(e);
       } else {
         e->state = entry_state::pending;
+        try {
+          heap_push(e, fire_at);
+        } catch (...) {
+          index_.erase(key);
+          entry::destroy(e);
+          throw;
+        }
         ++pending_;
-        heap_push(e, fire_at);
         arm_for(fire_at);
       }
     }

@@ -2,6 +2,9 @@
 
 // A driver for tests: a clock that only moves when told to, and a runner that either runs
 // posted work inline, when the test says so, or records it for the test to run.
+//
+// Thread-safe (one mutex, never held while running a callback), but time only moves in
+// advance(), so tests drive it from one thread. Posted work never runs inside post() or arm().
 
 #include <deque>
 #include <functional>
@@ -24,11 +27,14 @@ public:
   void disarm() override;
   void post(std::function<void()> fn) override;
 
-  /// Moves the clock forward by `d`, firing the timer (if due) and running posted work after
-  /// every deadline crossed on the way, in time order, so entries fire at their own deadline.
+  /// Moves the clock forward by `d` (saturating at time_point::max()), firing the timer (if
+  /// due) and running posted work after every deadline crossed on the way, in time order, so
+  /// entries fire at their own deadline. Without run_posted_inline, a due timer callback is
+  /// only queued with the posted work, and the clock ends at now() + d.
   void advance(duration d);
-  /// Runs posted work (including work posted while running) until none is left.
-  /// Returns how many functions ran.
+  /// Runs posted work (including work posted while running) until none is left, and the
+  /// timer callback if the timer is armed to a deadline <= now(). Returns how many functions
+  /// ran (timer callbacks included).
   std::size_t run_pending();
   /// How many posted functions wait to run.
   [[nodiscard]] std::size_t posted() const;

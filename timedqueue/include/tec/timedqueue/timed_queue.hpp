@@ -7,7 +7,9 @@
 // ---------------
 // - schedule(), cancel(), lookup(), size() and shutdown() may be called from any thread,
 //   concurrently. They take one internal mutex for O(log n) work and never call user code
-//   while holding it.
+//   (the work, shutdown callbacks) while holding it. The driver's now(), arm() and disarm()
+//   are called with it held (so that arms reach the driver in order); a driver must therefore
+//   never call back into the queue from those, which its contract already demands.
 // - The handler (the work) is always started through driver::post(), never on the stack of
 //   schedule() or of the timer callback, so it may call back into the queue.
 // - The handler reports its outcome through the completion it is given, from any thread and
@@ -132,7 +134,7 @@ enum class schedule_result : std::uint8_t {
 struct queue_stats {
   std::uint64_t scheduled = 0;
   std::uint64_t cancelled = 0;  ///< Cancels that returned true.
-  std::uint64_t started = 0;    ///< Runs started, first tries and retries.
+  std::uint64_t started = 0;    ///< Work invocations, first tries and retries.
   std::uint64_t succeeded = 0;
   std::uint64_t failed = 0;   ///< Runs that reported failure (each is retried).
   std::uint64_t retries = 0;  ///< Runs started with attempt > 1.
