@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "controller/support/fakes.hpp"
@@ -52,6 +53,9 @@ TEST(Threaded, ConcurrentFeedersEvictEveryUntoleratedPodWithItsOwnUid) {
     ctl.node_updated(nullptr, &n);
   }
 
+  std::mutex created_mu;
+  std::set<std::pair<std::string, std::string>> created;  // (name, uid) of every pod made.
+
   // Four pod feeders (each owns its pod names) and one node feeder, all at once.
   std::vector<std::thread> feeders;
   for (int f = 0; f < 4; ++f) {
@@ -70,6 +74,10 @@ TEST(Threaded, ConcurrentFeedersEvictEveryUntoleratedPodWithItsOwnUid) {
           tols.push_back(make_toleration(1, -1));
         }
         const pod_view p = make_pod(name, nodes[rng() % node_count], tols);
+        {
+          std::lock_guard lock(created_mu);
+          created.emplace(p.name, p.uid);
+        }
         index.put(p);
         ctl.pod_updated(old && rng() % 2 == 0 ? &*old : nullptr, &p);  // Deletion unseen.
       }
@@ -112,11 +120,17 @@ TEST(Threaded, ConcurrentFeedersEvictEveryUntoleratedPodWithItsOwnUid) {
   }
   ASSERT_TRUE(ctl.wait_idle(30s));
   // Every pod still in the cache was evicted with its own UID (and, being deleted by the
-  // fake API, left the cache). Nothing was ever sent for a pod no longer under its name.
+  // fake API, left the cache). Every DELETE named a pod that really existed under that name
+  // with that UID. (With feeders racing, a pod may be replaced between the work's cache check
+  // and the API call; the UID precondition makes that DELETE a no-op, so `pod_current` is not
+  // asserted here: the manual-mode property test asserts it.)
   ASSERT_TRUE(sink.wait_until([&] { return index.all().empty(); }, 30s))
       << index.all().size() << " pods left";
-  for (const auto& c : sink.calls()) {
-    EXPECT_TRUE(c.pod_current) << c.pod.name << " " << c.pod.uid;
+  {
+    std::lock_guard lock(created_mu);
+    for (const auto& c : sink.calls()) {
+      EXPECT_TRUE(created.count({c.pod.name, c.pod.uid}) == 1) << c.pod.name << " " << c.pod.uid;
+    }
   }
   EXPECT_GT(ctl.stats().evictions_succeeded, 0U);
   ctl.shutdown();

@@ -32,11 +32,12 @@
 // - UID preconditions: every queue entry carries the UID of the pod it was made for (its
 //   payload) and the eviction is made for that UID only. Before deciding for a pod, the entry
 //   under its name is checked: if the pod is gone, the entry is cancelled; if the pod now
-//   known under that name has another UID (a delete + re-create the informer coalesced or
-//   missed), the entry is dropped WITHOUT a cancel event (the pod it was for no longer
-//   exists, and the new pod never had an eviction to cancel) and the new pod is decided
-//   afresh. At firing time the work re-checks the pod cache and skips pods that are gone or
-//   replaced (no Marking event, no API call).
+//   known under that name has another UID (a delete + re-create that the informer or our
+//   coalescing queue merged, or that was missed), the entry is dropped WITHOUT a cancel event
+//   (the pod it was for no longer exists, and the new pod never had an eviction to cancel)
+//   and the new pod is decided afresh. At firing time the work re-checks the pod cache and
+//   skips pods that are gone or replaced (no Marking event, no API call). A pod update whose
+//   UID changed is never filtered out.
 // - Durable retry: a failed eviction is retried with backoff by the timed queue until it
 //   succeeds or is cancelled, not dropped after 5 tries.
 // - Generation tokens (in timed_queue): a finished or cancelled run never touches a newer
@@ -47,6 +48,9 @@
 //   left alone (it is already evicting "now"), instead of a cancel + a duplicate eviction.
 // - Per-key serialisation: decisions for one pod key are made under a striped lock, so two
 //   workers (old node and new node of a re-created pod) never interleave lookup and cancel.
+//   A node update decides from the pods_on_node() snapshot; only when the queue holds an
+//   entry made for another UID is the pod read again (under that lock) before deciding.
+//   The queue is asked to schedule first and looked at only when an entry already exists.
 //
 // Threading
 // ---------
@@ -56,6 +60,10 @@
 //   nothing runs until the test calls run_until_idle() on its own thread.
 // - The eviction work runs on the timed queue's driver (driver::post); sink callbacks may
 //   come from any thread.
+//
+// Errors: a pod_index or sink that throws (std::exception) never takes a thread down. In the
+// eviction work the attempt counts as failed and is retried; in a worker the update is logged
+// and dropped, and the next update for that node or pod decides from the latest state.
 //
 // Ownership: the pod_index, eviction_sink and driver are borrowed and must outlive the
 // controller. shutdown() (also run by the destructor) stops the workers and shuts the timed
