@@ -32,6 +32,11 @@ std::shared_ptr<spdlog::logger> logger() {
 /// A deadline that is never reached: entries due then never fire (and backoff saturates there).
 constexpr time_point never = time_point::max();
 
+/// At most this many entries are taken per timer callback, so that a mass expiry (a node
+/// tainted under thousands of pods) does not hold the mutex for long; the rest follow in the
+/// next callback, which is armed at once.
+constexpr std::size_t max_fired_per_tick = 1024;
+
 /// How many work calls are on this thread's stack (to refuse a blocking shutdown there).
 thread_local int work_depth = 0;
 
@@ -302,7 +307,8 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         return;
       }
       const time_point now = drv_.now();
-      while (!heap_.empty() && heap_.front().due <= now && heap_.front().due != never) {
+      while (!heap_.empty() && heap_.front().due <= now && heap_.front().due != never &&
+             due.size() < max_fired_per_tick) {
         entry* e = heap_pop();
         if (e->state == entry_state::pending) {
           --pending_;
