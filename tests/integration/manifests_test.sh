@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Integration test for the in-cluster manifests in deploy/ against a local control plane
+# (deploy/local/cluster.sh up, kube-apiserver v1.20.2):
+#   1. everything `kubectl apply -k deploy/` installs except the PodDisruptionBudget passes a
+#      server-side dry run (renamed into a throw-away namespace by a generated overlay), and
+#      so does a Pod built from the Deployment's pod template (priority class, pod validation);
+#   2. the pod template meets the "restricted" Pod Security Standard (checked here: 1.20 has no
+#      Pod Security admission);
+#   3. the PodDisruptionBudget: `kubectl apply --dry-run=client` when the server serves
+#      policy/v1 (1.21+). A 1.20 server does not, and kubectl cannot map the kind without it,
+#      so there the PDB is checked against the policy/v1 object kubectl itself generates and
+#      its spec is server-validated as policy/v1beta1 (same fields);
+#   4. the RBAC is least-privilege: the ServiceAccount, roles and bindings are created for
+#      real and `kubectl auth can-i --as=<the ServiceAccount>` must allow exactly what the
+#      controller does and deny the rest.
+# Everything it creates is deleted on exit.
+#
+# Usage: KUBECONFIG=<path> tests/integration/manifests_test.sh
+# Exit 0 and a PASS line on success; non-zero and FAIL lines otherwise.
+set -euo pipefail
+
+readonly TEST_NAME=manifests_test
+readonly REQ_TIMEOUT=20s   # per kubectl request
+readonly CMD_TIMEOUT=60    # seconds, hard cap per kubectl invocation
+readonly LEASE_NAME=taint-eviction-controller
+
+fail() {
+  echo "FAIL: $TEST_NAME: $*" >&2
+  exit 1
+}
+
+if [ -z "${KUBECONFIG:-}" ]; then
+  echo "FAIL: $TEST_NAME: KUBECONFIG is not set (run deploy/local/cluster.sh up and export the path it prints)" >&2
+  exit 2
+fi
+[ -r "$KUBECONFIG" ] || fail "KUBECONFIG=$KUBECONFIG is not readable"
+command -v kubectl >/dev/null 2>&1 || fail "kubectl not found on PATH"
+command -v timeout >/dev/null 2>&1 || fail "timeout (coreutils) not found on PATH"
+command -v realpath >/dev/null 2>&1 || fail "realpath (coreutils) not found on PATH"
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+DEPLOY_DIR=$(cd "$SCRIPT_DIR/../../deploy" && pwd -P)
+readonly SCRIPT_DIR DEPLOY_DIR
+
+k() {
+  timeout "$CMD_TIMEOUT" kubectl --request-timeout="$REQ_TIMEOUT" "$@"
+}
+
+suffix="$(date +%s)-$$-$RANDOM"
+NS="tec-it-manifests-$suffix"
+NAME_SUFFIX="-it-$suffix"
+SA="taint-eviction-controller$NAME_SUFFIX"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tec-manifests-test.XXXXXX")
+RBAC_APPLIED=0
+
+cleanup() {
+  local rc=$?
+  set +e
+  if [ "$RBAC_APPLIED" -eq 1 ]; then
+    k delete -k "$WORK/rbac" --ignore-not-found --wait=false >/dev/null 2>&1
+  fi
+  # No namespace controller in the local cluster: finalize the (now empty) namespace by hand.
+  if k get namespace "$NS" >/dev/null 2>&1; then
+    k delete namespace "$NS" --wait=false --ignore-not-found >/dev/null 2>&1
+    printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"},"spec":{"finalizers":[]}}' "$NS" \
+      | k replace --raw "/api/v1/namespaces/$NS/finalize" -f - >/dev/null 2>&1
+  fi
+  rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+
+echo "$TEST_NAME: namespace $NS, name suffix $NAME_SUFFIX"
+
+k get --raw /readyz >/dev/null 2>&1 || fail "the API server behind $KUBECONFIG is not ready (/readyz)"
+
+# write_overlay DIR [KIND...]: a kustomization in DIR that takes deploy/ into $NS, appends
+# $NAME_SUFFIX to every name (cluster-scoped ones cannot clash with a real install) and
+# drops the objects of the given kinds.
+write_overlay() {
+  local dir=$1 kind
+  shift
+  mkdir -p "$dir"
+  {
+    echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+    echo "kind: Kustomization"
+    echo "namespace: $NS"
+    echo "nameSuffix: $NAME_SUFFIX"
+    echo "resources:"
+    echo "  - $(realpath --relative-to="$dir" "$DEPLOY_DIR")"
+    [ $# -gt 0 ] && echo "patches:"
+    for kind in "$@"; do
+      cat <<EOF
+  - target:
+      kind: $kind
+    patch: |-
+      \$patch: delete
+      kind: $kind
+      metadata:
+        name: unused
+EOF
+    done
+  } >"$dir/kustomization.yaml"
+}
+
+# --- 0. the shipped kustomization renders and holds what it should -------------------------
+
+k kustomize "$DEPLOY_DIR" >"$WORK/rendered.yaml" || fail "kubectl kustomize $DEPLOY_DIR failed"
+for kind in Namespace ServiceAccount ClusterRole ClusterRoleBinding Role RoleBinding Deployment \
+  Service PodDisruptionBudget; do
+  grep -q "^kind: $kind\$" "$WORK/rendered.yaml" || fail "deploy/ renders no $kind"
+done
+if grep -E '^  namespace: ' "$WORK/rendered.yaml" | grep -vq '^  namespace: taint-eviction-controller$'; then
+  fail "deploy/ renders an object outside namespace taint-eviction-controller"
+fi
+
+# --- 1. server-side dry run of everything but the PDB ---------------------------------------
+
+k create namespace "$NS" --save-config >/dev/null || fail "cannot create namespace $NS"
+write_overlay "$WORK/all-but-pdb" PodDisruptionBudget
+k kustomize "$WORK/all-but-pdb" >"$WORK/all-but-pdb.yaml" || fail "the test overlay does not render"
+grep -q '^kind: PodDisruptionBudget$' "$WORK/all-but-pdb.yaml" && fail "the test overlay still has the PDB"
+out=$(k apply --dry-run=server -f "$WORK/all-but-pdb.yaml" 2>&1) \
+  || fail "server-side dry run of deploy/ (without the PDB) was rejected:
+$out"
+echo "  ${out//$'\n'/$'\n'  }"
+n_objects=$(grep -c '(server dry run)' <<<"$out" || true)
+[ "$n_objects" -eq 8 ] || fail "expected 8 objects in the server dry run, got $n_objects"
+
+# The Deployment alone, for field checks (kubectl applies -o jsonpath to each object).
+awk 'BEGIN { RS = "---\n" } /(^|\n)kind: Deployment\n/ { printf "%s", $0 }' "$WORK/all-but-pdb.yaml" \
+  >"$WORK/deployment.yaml"
+# deploy_json JSONPATH: a field of that Deployment.
+deploy_json() {
+  k create --dry-run=client -f "$WORK/deployment.yaml" -o jsonpath="$1"
+}
+[ "$(deploy_json '{.kind}')" = Deployment ] || fail "cannot find the Deployment in the render"
+
+# --- 2. restricted Pod Security -------------------------------------------------------------
+
+# expect_field JSONPATH WANT: a field of the Deployment in the shipped render.
+expect_field() {
+  local got
+  got=$(deploy_json "$1") || fail "cannot read $1 from the Deployment"
+  [ "$got" = "$2" ] || fail "Deployment $1: expected '$2', got '$got'"
+}
+c='.spec.template.spec.containers[0]'
+expect_field '{.spec.replicas}' 2
+expect_field '{.spec.template.spec.securityContext.runAsNonRoot}' true
+expect_field '{.spec.template.spec.securityContext.runAsUser}' 65532
+expect_field '{.spec.template.spec.securityContext.seccompProfile.type}' RuntimeDefault
+expect_field "{$c.securityContext.runAsNonRoot}" true
+expect_field "{$c.securityContext.readOnlyRootFilesystem}" true
+expect_field "{$c.securityContext.allowPrivilegeEscalation}" false
+expect_field "{$c.securityContext.capabilities.drop}" '["ALL"]'
+expect_field "{$c.securityContext.capabilities.add}" ''
+expect_field '{.spec.template.spec.hostNetwork}' ''
+expect_field '{.spec.template.spec.hostPID}' ''
+expect_field "{$c.livenessProbe.httpGet.path}" /healthz
+expect_field "{$c.readinessProbe.httpGet.path}" /readyz
+expect_field "{$c.env[?(@.name==\"POD_NAMESPACE\")].valueFrom.fieldRef.fieldPath}" metadata.namespace
+expect_field '{.spec.template.spec.priorityClassName}' system-cluster-critical
+n_containers=$(deploy_json '{range .spec.template.spec.containers[*]}{.name}{"\n"}{end}' | grep -c .)
+[ "$n_containers" -eq 1 ] || fail "expected one container, got $n_containers (each needs the security context)"
+
+# --- 3. the PodDisruptionBudget -------------------------------------------------------------
+
+pdb="$DEPLOY_DIR/pdb.yaml"
+if k api-versions | grep -qx 'policy/v1'; then
+  out=$(k apply --dry-run=client -f "$pdb" 2>&1) || fail "client dry run of $pdb failed: $out"
+  echo "  $out"
+else
+  echo "  the server has no policy/v1: checking $pdb against kubectl's own policy/v1 object"
+  pdb_field() { k create --dry-run=client -f - -o jsonpath="$1" <"$2" 2>/dev/null; }
+  # kubectl cannot map policy/v1 without discovery; read the file through the v1beta1 kind.
+  sed 's#^apiVersion: policy/v1$#apiVersion: policy/v1beta1#' "$pdb" >"$WORK/pdb-v1beta1.yaml"
+  grep -q '^apiVersion: policy/v1$' "$pdb" || fail "$pdb is not a policy/v1 object"
+  grep -q '^kind: PodDisruptionBudget$' "$pdb" || fail "$pdb is not a PodDisruptionBudget"
+  min_available=$(pdb_field '{.spec.minAvailable}' "$WORK/pdb-v1beta1.yaml") \
+    || fail "cannot parse $pdb"
+  [ "$min_available" = 1 ] || fail "PDB minAvailable: expected 1, got '$min_available'"
+  selector=$(pdb_field '{.spec.selector.matchLabels}' "$WORK/pdb-v1beta1.yaml")
+  template_selector=$(deploy_json '{.spec.selector.matchLabels}')
+  [ "$selector" = "$template_selector" ] \
+    || fail "PDB selector $selector differs from the Deployment's $template_selector"
+  # The object kubectl generates for policy/v1 from the same inputs has the same spec.
+  sel_arg=$(printf '%s' "$selector" | tr -d '{}"' | tr ':' '=')
+  generated=$(k create poddisruptionbudget taint-eviction-controller --dry-run=client \
+    --selector="$sel_arg" --min-available=1 -o jsonpath='{.apiVersion} {.spec.minAvailable} {.spec.selector.matchLabels}') \
+    || fail "kubectl create poddisruptionbudget --dry-run=client failed"
+  [ "$generated" = "policy/v1 1 $selector" ] \
+    || fail "kubectl's policy/v1 PDB ('$generated') differs from $pdb ('policy/v1 1 $selector')"
+  # The spec, server-validated under the older version of the same API.
+  sed -i "s#^  namespace: taint-eviction-controller\$#  namespace: $NS#" "$WORK/pdb-v1beta1.yaml"
+  out=$(k apply --dry-run=server -f "$WORK/pdb-v1beta1.yaml" 2>&1) \
+    || fail "the PDB spec (as policy/v1beta1) was rejected by the server: $out"
+  echo "  $out"
+fi
+
+# --- 4. least-privilege RBAC ----------------------------------------------------------------
+
+write_overlay "$WORK/rbac" Namespace Deployment Service PodDisruptionBudget
+k apply -k "$WORK/rbac" >/dev/null || fail "cannot create the ServiceAccount, roles and bindings"
+RBAC_APPLIED=1
+
+# The Deployment's pod template as a Pod (its ServiceAccount exists now): pod-level admission
+# (Priority resolves the priorityClassName) and validation only run for pods.
+template_spec=$(deploy_json '{.spec.template.spec}') || fail "cannot read the Deployment's pod template"
+template_labels=$(deploy_json '{.spec.template.metadata.labels}')
+printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"template-check","namespace":"%s","labels":%s},"spec":%s}' \
+  "$NS" "$template_labels" "$template_spec" >"$WORK/pod.json"
+out=$(k apply --dry-run=server -f "$WORK/pod.json" -o jsonpath='{.spec.priority}' 2>&1) \
+  || fail "a Pod from the Deployment's template was rejected by the server:
+$out"
+[ "$out" = "2000000000" ] || fail "the pod template should get system-cluster-critical priority 2000000000, got '$out'"
+
+AS=(--as="system:serviceaccount:$NS:$SA" --as-group=system:serviceaccounts
+  --as-group="system:serviceaccounts:$NS" --as-group=system:authenticated)
+OTHER_NS="some-app-namespace"
+failures=0
+
+# can_i yes|no VERB RESOURCE [ARGS...]
+can_i() {
+  local want=$1 got
+  shift
+  got=$(k auth can-i "${AS[@]}" "$@" 2>"$WORK/can-i.err") || true
+  case "$got" in
+    yes | no) ;;
+    *) fail "kubectl auth can-i $* did not answer yes/no: $got $(cat "$WORK/can-i.err")" ;;
+  esac
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: $TEST_NAME: can-i $*: expected $want, got $got" >&2
+    failures=$((failures + 1))
+  fi
+}
+
+# What the controller does.
+can_i yes list nodes
+can_i yes watch nodes
+can_i yes get nodes/some-node
+can_i yes list pods --all-namespaces
+can_i yes watch pods --all-namespaces
+can_i yes get pods -n "$OTHER_NS"
+can_i yes delete pods -n "$OTHER_NS"
+can_i yes delete pods -n kube-system
+can_i yes patch pods --subresource=status -n "$OTHER_NS"
+can_i yes create events -n "$OTHER_NS"
+can_i yes patch events -n "$OTHER_NS"
+can_i yes create events.events.k8s.io -n "$OTHER_NS"
+can_i yes create leases.coordination.k8s.io -n "$NS"
+can_i yes get "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
+can_i yes update "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
+
+# What it must not.
+can_i no delete nodes
+can_i no update nodes
+can_i no patch nodes
+can_i no patch nodes --subresource=status
+can_i no create nodes
+can_i no create pods -n "$OTHER_NS"
+can_i no update pods -n "$OTHER_NS"
+can_i no patch pods -n "$OTHER_NS"
+can_i no deletecollection pods -n "$OTHER_NS"
+can_i no update pods --subresource=status -n "$OTHER_NS"
+can_i no create pods --subresource=eviction -n "$OTHER_NS"
+can_i no create pods --subresource=exec -n "$OTHER_NS"
+can_i no get secrets -n "$NS"
+can_i no list secrets --all-namespaces
+can_i no get configmaps -n "$OTHER_NS"
+can_i no delete events -n "$OTHER_NS"
+can_i no list leases.coordination.k8s.io -n "$NS"
+can_i no watch leases.coordination.k8s.io -n "$NS"
+can_i no delete "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
+can_i no get leases.coordination.k8s.io/kube-controller-manager -n "$NS"
+can_i no update leases.coordination.k8s.io/kube-controller-manager -n "$NS"
+can_i no create leases.coordination.k8s.io -n kube-system
+can_i no update "leases.coordination.k8s.io/$LEASE_NAME" -n kube-system
+can_i no create serviceaccounts --subresource=token -n "$NS"
+can_i no update deployments.apps -n "$NS"
+can_i no create clusterrolebindings.rbac.authorization.k8s.io
+can_i no '*' '*'
+
+[ "$failures" -eq 0 ] || fail "$failures RBAC expectation(s) not met"
+
+echo "PASS: $TEST_NAME"
