@@ -65,12 +65,12 @@ time_point asio_driver::now() const {
   return clock_type::now();
 }
 
+// arm() and disarm() post while holding `mu`, so their tasks reach the strand in the order of
+// their generations, whichever threads call them.
+
 void asio_driver::arm(time_point deadline, std::function<void()> on_due) {
-  std::uint64_t gen = 0;
-  {
-    std::lock_guard lock(impl_->mu);
-    gen = ++impl_->generation;
-  }
+  std::lock_guard lock(impl_->mu);
+  const std::uint64_t gen = ++impl_->generation;
   boost::asio::post(impl_->strand,
                     [self = impl_, gen, deadline, on_due = std::move(on_due)]() mutable {
                       self->start_wait(gen, deadline, std::move(on_due));
@@ -78,10 +78,8 @@ void asio_driver::arm(time_point deadline, std::function<void()> on_due) {
 }
 
 void asio_driver::disarm() {
-  {
-    std::lock_guard lock(impl_->mu);
-    ++impl_->generation;
-  }
+  std::lock_guard lock(impl_->mu);
+  ++impl_->generation;
   boost::asio::post(impl_->strand, [self = impl_] { self->timer.cancel(); });
 }
 

@@ -2,6 +2,12 @@
 
 // The production driver: steady_clock, one boost::asio::steady_timer, work posted to an Asio
 // executor (typically a thread pool or io_context run by one or more threads).
+//
+// Thread-safe: now(), arm(), disarm() and post() may be called from any thread. The timer
+// lives on a strand of the timer executor and on_due runs there. Its state is shared with the
+// handlers it posts, so a handler that runs after the driver is destroyed does nothing. The
+// executors (their io_context or thread_pool) must outlive the driver, which posts a disarm
+// from its destructor.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
