@@ -82,7 +82,8 @@ std::string local_hostname();
 /// stop() ends it (queued events are dropped and counted: at shutdown we do not wait for the
 /// API server). `client` must outlive the drainer: call stop() and let the executor run until
 /// idle before destroying the client. The recorder's state is shared with the drainer, so
-/// destroying the recorder object while it runs is safe (it stops it).
+/// destroying the recorder object while it runs is safe (it stops it). The executor's
+/// execution context must outlive the recorder (stop() posts to it).
 class event_recorder {
 public:
   event_recorder(boost::asio::any_io_executor executor, client& c,

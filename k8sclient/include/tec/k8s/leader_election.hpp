@@ -74,7 +74,8 @@ struct election_clock {
 /// Thread/ownership: run(), try_acquire_or_renew() and release() are coroutines for
 /// `executor` (the client's executor; a strand or a one-thread io_context) and must not run
 /// concurrently with each other. is_leader(), last_renew_time(), healthy() and stop() may be
-/// called from any thread. `client` must outlive the elector's coroutines.
+/// called from any thread. `client` must outlive the elector's coroutines, and the executor's
+/// execution context must outlive the elector (stop() posts to it).
 class leader_elector {
 public:
   leader_elector(boost::asio::any_io_executor executor, client& c, leader_election_config config,
