@@ -499,11 +499,14 @@ struct controller::impl {
       start_eviction(info, slot);
     } catch (const std::exception& e) {
       // A throwing pod_index or sink: this attempt failed and is retried with backoff. Once
-      // the completion was handed to the sink (slot empty), the sink's callback owns it.
-      log_->error("eviction attempt failed pod=\"{}\" uid={}: {}", info.key, info.payload,
-                  e.what());
+      // the completion was handed to the sink (slot empty), the sink's callback owns it, and
+      // info.key may no longer be valid (it lives as long as the completion).
       if (slot) {
+        log_->error("eviction attempt failed pod=\"{}\" uid={}: {}", info.key, info.payload,
+                    e.what());
         slot->complete(timedqueue::outcome::failure(e.what()));
+      } else {
+        log_->error("eviction sink threw after taking the request: {}", e.what());
       }
     }
   }

@@ -141,8 +141,9 @@ public:
   /// Threaded mode: starts the worker threads (once). Manual mode: no-op.
   void start();
   /// Stops the workers (updates still waiting are dropped), then shuts the timed queue down
-  /// (waits for evictions in flight). Idempotent; must not be called from a worker or from
-  /// the eviction work.
+  /// (waits for evictions in flight). Idempotent; must not be called from a worker, from the
+  /// eviction work, nor from a thread that has to deliver a pending `done` (e.g. the only
+  /// thread running the HTTP requests the sink made): that would deadlock.
   void shutdown();
 
   /// A node was added (old_node null), updated, or deleted (new_node null). Returns true when
