@@ -346,6 +346,8 @@ TEST(load_kubeconfig, wrong_shapes) {
   expect_error(dir.write("b", "").string(), "", {"empty file"});
   expect_error(dir.write("c", "{\"current-context\": \"x\", ").string(), "",
                {"not valid YAML or JSON", "line"});
+  expect_error(dir.write("deep", std::string(100000, '[')).string(), "",
+               {"not valid YAML or JSON"});
   expect_error(dir.write("d", "current-context: x\ncontexts: {a: b}\n").string(), "",
                {"contexts: must be a list"});
   expect_error(dir.write("e", kubeconfig("    server: [a, b]\n", "    {}\n")).string(), "",
