@@ -323,6 +323,9 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
       } else {
         drv_.disarm();
       }
+      if (!due.empty()) {
+        ++posting_;
+      }
     }
     post_starts(std::move(due));
   }
@@ -335,11 +338,25 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     ++running_;
   }
 
-  /// Hands entries marked running to the driver. Called without the mutex.
+  /// Hands entries marked running to the driver. Called without the mutex, after the caller
+  /// incremented posting_ under it (if `due` is not empty): stop() waits for posting_ to drop
+  /// to zero, so once shutdown has returned nothing touches the driver any more.
   void post_starts(std::vector<entry*> due) {
     if (due.empty()) {
       return;
     }
+    struct posted_guard {
+      explicit posted_guard(impl& queue) : q(queue) {}
+      posted_guard(const posted_guard&) = delete;
+      posted_guard& operator=(const posted_guard&) = delete;
+      ~posted_guard() {
+        std::lock_guard lock(q.mu_);
+        if (--q.posting_ == 0 && q.shut_down_) {
+          q.idle_cv_.notify_all();
+        }
+      }
+      impl& q;
+    } guard(*this);
     auto batch = std::make_shared<start_batch>(shared_from_this(), std::move(due));
     drv_.post([batch = std::move(batch)] { batch->q->run_batch(*batch); });
   }
@@ -495,6 +512,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
       if (fire_at <= created_at || fire_at <= drv_.now()) {
         mark_running(e);
         start.push_back(e);
+        ++posting_;
       } else {
         e->state = entry_state::pending;
         try {
@@ -566,7 +584,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   void stop(std::function<void()> on_idle) {
     bool idle = false;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       if (!shut_down_) {
         shut_down_ = true;
         for (entry* e : index_) {
@@ -583,6 +601,8 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         armed_.reset();
         drv_.disarm();
       }
+      // Only driver::post() calls are waited for here, never user code.
+      idle_cv_.wait(lock, [this] { return posting_ == 0; });
       idle = active_runs_ == 0;
       if (!idle && on_idle) {
         idle_callbacks_.push_back(std::move(on_idle));
@@ -612,6 +632,8 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   bool shut_down_ = false;
   /// Completions handed to work and not yet completed (detached runs included).
   std::size_t active_runs_ = 0;
+  /// Threads between deciding to post starts and having posted them (see post_starts()).
+  std::size_t posting_ = 0;
   std::vector<std::function<void()>> idle_callbacks_;
   queue_stats stats_;
   std::size_t pending_ = 0;
