@@ -525,3 +525,45 @@ TEST(decode_engines, agree_on_fixtures_and_mutations) {
 
 }  // namespace
 }  // namespace tec::k8s
+
+namespace tec::k8s {
+namespace {
+
+TEST(watch_decoder, events_across_chunks_with_errors_in_order) {
+  const std::string stream =
+      event_line("ADDED", fixture("pod.json")) + "\n" +
+      R"({"type":"MODIFIED","object":{"metadata":{"name":"p","namespace":"n","uid":"u","resourceVersion":"9"}}})" +
+      "\r\n" + "{not json}\n" + fixture("watch_bookmark.json") + fixture("watch_error_410.json");
+  for (const std::size_t chunk : {std::size_t{1}, std::size_t{7}, std::size_t{4096}}) {
+    watch_decoder<pod_record> decoder;
+    std::vector<std::string> seen;
+    for (std::size_t pos = 0; pos < stream.size(); pos += chunk) {
+      decoder.feed(
+          std::string_view(stream).substr(pos, chunk),
+          [&](pod_event&& e) {
+            seen.push_back(std::string(to_string(e.type)) + ":" + e.resource_version());
+          },
+          [&](const error& e) { seen.push_back("error:" + e.code.message()); });
+    }
+    EXPECT_FALSE(decoder.has_partial_line());
+    EXPECT_EQ(seen, (std::vector<std::string>{"ADDED:184467", "MODIFIED:9", "error:malformed JSON",
+                                              "BOOKMARK:184999", "ERROR:"}))
+        << "chunk " << chunk;
+  }
+}
+
+TEST(watch_decoder, over_long_line_is_reported_and_skipped) {
+  watch_decoder<node_record> decoder(64);
+  std::vector<std::string> seen;
+  decoder.feed(
+      std::string(100, ' ') + "\n" + event_line("ADDED", R"({"metadata":{"name":"n","uid":"u"}})") +
+          "\n",
+      [&](node_event&& e) { seen.push_back(e.object.node.name); },
+      [&](const error& e) {
+        seen.push_back(e.code == make_error_code(errc::line_too_long) ? "long" : "?");
+      });
+  EXPECT_EQ(seen, (std::vector<std::string>{"long", "n"}));
+}
+
+}  // namespace
+}  // namespace tec::k8s
