@@ -567,7 +567,7 @@ TEST(Property, NoKeyGoesStaleOverRandomInterleavings) {
     }
     for (int step = 0; step < 40; ++step) {
       ++steps;
-      switch (pick(7)) {
+      switch (pick(8)) {
         case 0: {  // Toggle a taint on a node.
           const std::string& n = nodes[pick(nodes.size())];
           node_view next = h.nodes().at(n);
@@ -588,6 +588,20 @@ TEST(Property, NoKeyGoesStaleOverRandomInterleavings) {
         case 2: {  // (Re-)create a pod; a replaced pod's deletion is never seen.
           const pod_view p = make_pod(names[pick(names.size())], nodes[pick(nodes.size())],
                                       toleration_sets[pick(toleration_sets.size())]);
+          h.index.put(p);
+          h.ctl.pod_updated(nullptr, &p);
+          h.settle();
+          break;
+        }
+        case 7: {  // Deleted (seen) and re-created before any worker ran: coalesced.
+          const std::string& name = names[pick(names.size())];
+          const auto old = h.index.erase("default", name);
+          if (old) {
+            h.ctl.pod_updated(&*old, nullptr);
+          }
+          const pod_view p =
+              make_pod(name, old && pick(2) == 0 ? old->node_name : nodes[pick(nodes.size())],
+                       toleration_sets[pick(toleration_sets.size())]);
           h.index.put(p);
           h.ctl.pod_updated(nullptr, &p);
           h.settle();
