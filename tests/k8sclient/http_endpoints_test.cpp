@@ -1,0 +1,438 @@
+#include "tec/k8s/http_endpoints.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "tec/k8s/metrics.hpp"
+
+namespace tec::k8s {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+// Safety net for a broken server: no test waits this long when things work.
+constexpr auto test_cap = 10s;
+
+// Runs `ioc` until the coroutine finishes (or test_cap passes) and returns its value.
+template <class T>
+T run_until_done(asio::io_context& ioc, asio::awaitable<T> aw) {
+  std::optional<T> out;
+  std::exception_ptr error;
+  bool done = false;
+  asio::co_spawn(ioc, std::move(aw), [&](std::exception_ptr e, T v) {
+    error = e;
+    if (!e) {
+      out = std::move(v);
+    }
+    done = true;
+  });
+  const auto cap = std::chrono::steady_clock::now() + test_cap;
+  while (!done && std::chrono::steady_clock::now() < cap) {
+    if (ioc.stopped()) {
+      ioc.restart();
+    }
+    ioc.run_one_for(50ms);
+  }
+  if (error) {
+    std::rethrow_exception(error);
+  }
+  if (!done) {
+    throw std::runtime_error("the client coroutine did not finish in time");
+  }
+  return std::move(*out);
+}
+
+// Runs `ioc` until `pred()` holds (or test_cap passes).
+template <class Pred>
+bool run_until(asio::io_context& ioc, Pred pred) {
+  const auto cap = std::chrono::steady_clock::now() + test_cap;
+  while (!pred() && std::chrono::steady_clock::now() < cap) {
+    if (ioc.stopped()) {
+      ioc.restart();
+    }
+    ioc.run_one_for(10ms);
+  }
+  return pred();
+}
+
+asio::awaitable<beast::tcp_stream> connect(tcp::endpoint ep) {
+  beast::tcp_stream stream(co_await asio::this_coro::executor);
+  stream.expires_after(5s);
+  co_await stream.async_connect(ep, asio::use_awaitable);
+  co_return stream;
+}
+
+struct reply {
+  unsigned status = 0;
+  std::string content_type;
+  std::string allow;
+  std::string content_length;
+  std::string body;
+};
+
+asio::awaitable<reply> request(beast::tcp_stream& stream, http::verb method, std::string target,
+                               std::string body = {}) {
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "test");
+  req.body() = std::move(body);
+  req.prepare_payload();
+  stream.expires_after(5s);
+  co_await http::async_write(stream, req, asio::use_awaitable);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.skip(method == http::verb::head);
+  co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
+  const auto& res = parser.get();
+  co_return reply{res.result_int(), std::string(res[http::field::content_type]),
+                  std::string(res[http::field::allow]),
+                  std::string(res[http::field::content_length]), res.body()};
+}
+
+asio::awaitable<reply> fetch(tcp::endpoint ep, http::verb method, std::string target,
+                             std::string body = {}) {
+  auto stream = co_await connect(ep);
+  // Named, not a temporary in the co_await expression (see http_endpoints.cpp on GCC 12).
+  auto op = request(stream, method, std::move(target), std::move(body));
+  co_return co_await std::move(op);
+}
+
+// Reads until the server closes the connection; returns the bytes read before that.
+asio::awaitable<std::string> read_until_closed(beast::tcp_stream& stream) {
+  std::string all;
+  char buf[512];
+  stream.expires_after(test_cap);
+  for (;;) {
+    auto [ec, n] =
+        co_await stream.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+    all.append(buf, n);
+    if (ec) {
+      co_return all;
+    }
+  }
+}
+
+class http_endpoints_test : public ::testing::Test {
+protected:
+  http_endpoints_options options(std::chrono::milliseconds read_timeout = 5000ms) {
+    http_endpoints_options o;
+    o.bind_address = "127.0.0.1:0";
+    o.read_timeout = read_timeout;
+    o.write_timeout = 5000ms;
+    return o;
+  }
+
+  tcp::endpoint start(http_endpoints& server) {
+    auto ep = server.start();
+    if (!ep) {
+      ADD_FAILURE() << ep.err().message;
+      return {};
+    }
+    EXPECT_TRUE(ep.value().has_value());
+    EXPECT_NE(ep.value()->port(), 0);
+    return *ep.value();
+  }
+
+  asio::io_context ioc_;
+};
+
+TEST_F(http_endpoints_test, serves_metrics) {
+  registry r;
+  r.add_counter("hits_total", "Hits.").with({}).inc(7);
+  http_endpoints server(ioc_.get_executor(), options());
+  server.handle_metrics(r);
+  const auto ep = start(server);
+  const auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/metrics"));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.content_type.rfind("text/plain; version=0.0.4", 0), 0U) << res.content_type;
+  EXPECT_EQ(res.body, r.render());
+  EXPECT_NE(res.body.find("hits_total 7\n"), std::string::npos);
+
+  const auto with_query = run_until_done(ioc_, fetch(ep, http::verb::get, "/metrics?x=1"));
+  EXPECT_EQ(with_query.status, 200U);
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, healthz_flips_to_500_with_the_reason) {
+  std::atomic<bool> healthy{true};
+  http_endpoints server(ioc_.get_executor(), options());
+  server.handle_check("/healthz", [&]() -> check_result {
+    if (healthy) {
+      return {};
+    }
+    return {false, "watch of pods stalled for 120s"};
+  });
+  server.handle_check("/readyz", []() -> check_result { throw std::runtime_error("boom"); });
+  const auto ep = start(server);
+
+  auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/healthz"));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.body, "ok");
+  healthy = false;
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/healthz"));
+  EXPECT_EQ(res.status, 500U);
+  EXPECT_EQ(res.body, "watch of pods stalled for 120s");
+  healthy = true;
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/healthz"));
+  EXPECT_EQ(res.status, 200U);
+
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/readyz"));
+  EXPECT_EQ(res.status, 500U);
+  EXPECT_EQ(res.body, "check threw: boom");
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, unknown_path_is_404_and_other_methods_405) {
+  http_endpoints server(ioc_.get_executor(), options());
+  server.handle("/x", [] { return http_response{200, "text/plain", "x-body"}; });
+  const auto ep = start(server);
+
+  auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/nope"));
+  EXPECT_EQ(res.status, 404U);
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/x/"));
+  EXPECT_EQ(res.status, 404U);
+  for (const auto verb : {http::verb::post, http::verb::put, http::verb::delete_}) {
+    res = run_until_done(ioc_, fetch(ep, verb, "/x", "payload"));
+    EXPECT_EQ(res.status, 405U);
+    EXPECT_EQ(res.allow, "GET, HEAD");
+  }
+  res = run_until_done(ioc_, fetch(ep, http::verb::head, "/x"));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.content_length, "6");
+  EXPECT_EQ(res.body, "");
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, keeps_the_connection_alive_between_requests) {
+  http_endpoints server(ioc_.get_executor(), options());
+  int calls = 0;
+  server.handle("/n", [&] { return http_response{200, "text/plain", std::to_string(++calls)}; });
+  const auto ep = start(server);
+  const auto bodies = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    std::string out;
+    for (int i = 0; i < 3; ++i) {
+      auto op = request(stream, http::verb::get, "/n");
+      out += (co_await std::move(op)).body;
+    }
+    co_return out;
+  }(ep));
+  EXPECT_EQ(bodies, "123");
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, silent_client_is_disconnected_after_the_read_deadline) {
+  http_endpoints server(ioc_.get_executor(), options(200ms));
+  server.handle("/x", [] { return http_response{}; });
+  const auto ep = start(server);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto got = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    co_return co_await read_until_closed(stream);
+  }(ep));
+  const auto elapsed = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(got, "") << "no response to a request never sent";
+  EXPECT_GE(elapsed, 150ms);
+  EXPECT_LT(elapsed, 5s);
+  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, slow_client_is_cut_off_at_the_deadline_for_the_whole_request) {
+  http_endpoints server(ioc_.get_executor(), options(300ms));
+  server.handle("/x", [] { return http_response{}; });
+  const auto ep = start(server);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto got = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    // A partial request; the rest never comes.
+    co_await asio::async_write(stream, asio::buffer(std::string_view("GET /x HTTP/1.1\r\nHo")),
+                               asio::use_awaitable);
+    co_return co_await read_until_closed(stream);
+  }(ep));
+  EXPECT_EQ(got, "");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, oversized_headers_and_bodies_are_refused) {
+  auto o = options();
+  o.header_limit = 512;
+  o.body_limit = 16;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle("/x", [] { return http_response{}; });
+  const auto ep = start(server);
+
+  const auto big_header = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    const std::string req =
+        "GET /x HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n";
+    co_await asio::async_write(stream, asio::buffer(req), asio::use_awaitable);
+    co_return co_await read_until_closed(stream);
+  }(ep));
+  EXPECT_EQ(big_header.rfind("HTTP/1.1 431", 0), 0U) << big_header;
+
+  const auto big_body =
+      run_until_done(ioc_, fetch(ep, http::verb::get, "/x", std::string(100, 'b')));
+  EXPECT_EQ(big_body.status, 413U);
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, garbage_gets_400_and_a_closed_connection) {
+  http_endpoints server(ioc_.get_executor(), options());
+  const auto ep = start(server);
+  const auto got = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    co_await asio::async_write(stream, asio::buffer(std::string_view("\x01\x02 nonsense\r\n\r\n")),
+                               asio::use_awaitable);
+    co_return co_await read_until_closed(stream);
+  }(ep));
+  EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0U) << got;
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, stop_closes_connected_clients_and_leaves_no_work) {
+  http_endpoints server(ioc_.get_executor(), options(60'000ms));
+  server.handle("/x", [] { return http_response{}; });
+  const auto ep = start(server);
+  std::optional<std::string> got;
+  asio::co_spawn(
+      ioc_,
+      [](tcp::endpoint e) -> asio::awaitable<std::string> {
+        auto stream = co_await connect(e);
+        co_return co_await read_until_closed(stream);
+      }(ep),
+      [&](std::exception_ptr e, std::string s) {
+        ASSERT_FALSE(e);
+        got = std::move(s);
+      });
+  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == 1; }));
+
+  server.stop();
+  server.stop();  // idempotent
+  const auto t0 = std::chrono::steady_clock::now();
+  ioc_.restart();
+  ioc_.run_for(test_cap);  // returns early once nothing is left to do
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "the server left work behind";
+  EXPECT_TRUE(ioc_.stopped());
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, "");
+  EXPECT_EQ(server.connections(), 0U);
+}
+
+TEST_F(http_endpoints_test, connections_beyond_the_limit_are_closed) {
+  auto o = options();
+  o.max_connections = 1;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle("/x", [] { return http_response{200, "text/plain", "x"}; });
+  const auto ep = start(server);
+  auto first = run_until_done(
+      ioc_, [](tcp::endpoint e) -> asio::awaitable<std::unique_ptr<beast::tcp_stream>> {
+        auto op = connect(e);
+        co_return std::make_unique<beast::tcp_stream>(co_await std::move(op));
+      }(ep));
+  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == 1; }));
+  const auto second = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    co_return co_await read_until_closed(stream);
+  }(ep));
+  EXPECT_EQ(second, "");
+  // The first still works.
+  const auto res = run_until_done(ioc_, request(*first, http::verb::get, "/x"));
+  EXPECT_EQ(res.body, "x");
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, all_interfaces_and_disabled) {
+  {
+    auto o = options();
+    o.bind_address = ":0";
+    http_endpoints server(ioc_.get_executor(), o);
+    server.handle("/x", [] { return http_response{200, "text/plain", "any"}; });
+    const auto ep = start(server);
+    const auto res = run_until_done(
+        ioc_,
+        fetch(tcp::endpoint{asio::ip::address_v4::loopback(), ep.port()}, http::verb::get, "/x"));
+    EXPECT_EQ(res.body, "any");
+    server.stop();
+  }
+  {
+    auto o = options();
+    o.bind_address = "0";
+    http_endpoints server(ioc_.get_executor(), o);
+    const auto ep = server.start();
+    ASSERT_TRUE(ep);
+    EXPECT_FALSE(ep.value().has_value());
+  }
+}
+
+TEST_F(http_endpoints_test, bind_failure_is_an_error_value) {
+  http_endpoints first(ioc_.get_executor(), options());
+  const auto ep = start(first);
+  auto o = options();
+  o.bind_address = "127.0.0.1:" + std::to_string(ep.port());
+  http_endpoints second(ioc_.get_executor(), o);
+  const auto res = second.start();
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, make_error_code(errc::config_invalid));
+  EXPECT_NE(res.err().message.find(o.bind_address), std::string::npos) << res.err().message;
+  first.stop();
+}
+
+TEST(parse_bind_address, accepts_and_rejects) {
+  auto r = parse_bind_address("0");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r.value().has_value());
+
+  r = parse_bind_address(":8080");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r.value()->address().is_unspecified());
+  EXPECT_EQ(r.value()->port(), 8080);
+
+  r = parse_bind_address("127.0.0.1:0");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.value()->address().to_string(), "127.0.0.1");
+  EXPECT_EQ(r.value()->port(), 0);
+
+  r = parse_bind_address("[::1]:9");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.value()->address().to_string(), "::1");
+
+  r = parse_bind_address("localhost:65535");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.value()->address().to_string(), "127.0.0.1");
+  EXPECT_EQ(r.value()->port(), 65535);
+
+  for (const char* bad : {"", "8080", "abc:1", "example.com:80", "1.2.3.4:70000", "1.2.3.4:", ":-1",
+                          ":80x", "::1:80", "[::1:80", "1.2.3:80"}) {
+    const auto b = parse_bind_address(bad);
+    EXPECT_FALSE(b) << bad;
+    if (!b) {
+      EXPECT_EQ(b.err().code, make_error_code(errc::config_invalid));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tec::k8s
