@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "tec/k8s/error.hpp"
 #include "tec/k8s/rest_config.hpp"
@@ -37,12 +38,33 @@ struct client_options {
   int max_retries = 10;  ///< For 429/5xx (Retry-After) and idempotent network errors.
   std::chrono::seconds token_refresh_period{50};
   std::string user_agent = "taint-eviction-controller";
+  /// An idle pooled connection older than this is closed instead of reused (client-go's
+  /// IdleConnTimeout is 90 s; servers close idle connections on their own schedule).
+  std::chrono::milliseconds idle_connection_timeout{90'000};
+  /// Bound on a send() response body (a LIST page of 500 large pods stays well below).
+  std::size_t max_response_bytes = std::size_t{256} << 20U;
+  /// Test seam: maps each Retry-After wait to the wait actually slept (tests record the
+  /// requested value and return zero). Empty = sleep the requested time. Runs on the
+  /// client's executor.
+  std::function<std::chrono::nanoseconds(std::chrono::nanoseconds)> retry_delay;
   /// Called after every HTTP exchange (for metrics): verb, status (0 on a transport error)
   /// and latency. Runs on the client's executor; must be cheap and thread-safe.
   std::function<void(boost::beast::http::verb, unsigned, std::chrono::nanoseconds)> observer;
 };
 
+/// Not an aggregate on purpose: GCC 12 destroys an aggregate-initialised temporary passed to
+/// a coroutine inside a co_await expression twice (`co_await c.send(request{...})` -> double
+/// free). With constructors the same brace syntax is safe.
 struct request {
+  request() = default;
+  request(boost::beast::http::verb method_, std::string target_, std::string body_ = {},
+          std::string content_type_ = "application/json", bool idempotent_ = false)
+      : method(method_),
+        target(std::move(target_)),
+        body(std::move(body_)),
+        content_type(std::move(content_type_)),
+        idempotent(idempotent_) {}
+
   boost::beast::http::verb method = boost::beast::http::verb::get;
   std::string target;  ///< Path and query, e.g. "/api/v1/pods?limit=500".
   std::string body;
@@ -73,11 +95,13 @@ public:
   /// decide what 404/409/410 mean. Errors are transport/config failures only.
   boost::asio::awaitable<result<response>> send(request req);
 
-  /// Sends a request whose response body is a long stream (a watch). Returns once the
-  /// response headers are in: on a 2xx it then feeds every body byte to `sink` until the
-  /// server ends the stream, `sink` returns false, or no byte arrives for `idle_timeout`
-  /// (-> errc::timeout). On a non-2xx status, the (bounded) body is returned in
-  /// response::body and `sink` is not called.
+  /// Sends a request whose response body is a long stream (a watch). The headers are awaited
+  /// under request_timeout (with the same retries as send()); on a 2xx every body byte is
+  /// then fed to `sink` until the server ends the stream (-> the response, empty body),
+  /// `sink` returns false (-> the response; the connection is closed), or no byte arrives
+  /// for `idle_timeout` (-> errc::timeout). A transport error after the first body byte is
+  /// returned, never retried. On a non-2xx status, the (bounded, 1 MiB) body is returned in
+  /// response::body and `sink` is not called. `sink` runs on the client's executor.
   boost::asio::awaitable<result<response>> stream(request req, body_sink sink,
                                                   std::chrono::milliseconds idle_timeout);
 

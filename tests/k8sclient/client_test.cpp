@@ -1,0 +1,531 @@
+#include "tec/k8s/client.hpp"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/run_sync.hpp"
+
+namespace tec::k8s {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using namespace std::chrono_literals;
+using testing::fake_http_server;
+using testing::reply;
+using testing::run_sync;
+
+class client_test : public ::testing::Test {
+protected:
+  rest_config plain_config() const {
+    rest_config cfg;
+    cfg.host = "127.0.0.1";
+    cfg.port = server_.port();
+    cfg.tls = false;
+    return cfg;
+  }
+
+  client_options fast_options() {
+    client_options opts;
+    opts.qps = 0;
+    opts.request_timeout = 5s;
+    opts.retry_delay = [this](std::chrono::nanoseconds wanted) {
+      waits_.push_back(wanted);
+      return std::chrono::nanoseconds::zero();
+    };
+    return opts;
+  }
+
+  result<response> get(client& c, std::string target, bool idempotent = true) {
+    request req;
+    req.target = std::move(target);
+    req.idempotent = idempotent;
+    auto out = run_sync(io_, c.send(std::move(req)));
+    if (!out) {
+      ADD_FAILURE() << "send did not complete";
+      return error{make_error_code(errc::timeout), "test limit", 0};
+    }
+    return std::move(*out);
+  }
+
+  fake_http_server server_;
+  asio::io_context io_;
+  std::vector<std::chrono::nanoseconds> waits_;
+};
+
+TEST_F(client_test, get_returns_status_and_body_with_request_headers) {
+  server_.push(reply::with(200, R"({"major":"1"})"));
+  auto cfg = plain_config();
+  cfg.bearer_token = "s3cret";
+  client c(io_.get_executor(), cfg, fast_options());
+  auto res = get(c, "/version");
+  ASSERT_TRUE(res) << res.err().message;
+  EXPECT_EQ(res->status, 200U);
+  EXPECT_EQ(res->body, R"({"major":"1"})");
+  auto reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 1U);
+  EXPECT_EQ(reqs[0].method, "GET");
+  EXPECT_EQ(reqs[0].target, "/version");
+  EXPECT_EQ(reqs[0].header("authorization"), "Bearer s3cret");
+  EXPECT_EQ(reqs[0].header("accept"), "application/json");
+  EXPECT_EQ(reqs[0].header("host"), "127.0.0.1:" + server_.port());
+}
+
+TEST_F(client_test, post_sends_body_and_content_type) {
+  server_.push(reply::with(201, "{}"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  request req;
+  req.method = http::verb::post;
+  req.target = "/api/v1/namespaces/default/events";
+  req.body = R"({"kind":"Event"})";
+  auto res = run_sync(io_, c.send(req));
+  ASSERT_TRUE(res && *res);
+  EXPECT_EQ((*res)->status, 201U);
+  auto reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 1U);
+  EXPECT_EQ(reqs[0].method, "POST");
+  EXPECT_EQ(reqs[0].body, req.body);
+  EXPECT_EQ(reqs[0].header("content-type"), "application/json");
+}
+
+TEST_F(client_test, non_2xx_is_a_response_not_an_error) {
+  server_.push(reply::with(404, R"({"kind":"Status","code":404})"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  auto res = get(c, "/api/v1/namespaces/x/pods/y");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404U);
+  EXPECT_EQ(res->body, R"({"kind":"Status","code":404})");
+}
+
+TEST_F(client_test, sequential_requests_reuse_one_connection) {
+  server_.set_fallback(reply::with(200, "ok"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  for (int i = 0; i < 5; ++i) {
+    auto res = get(c, "/healthz");
+    ASSERT_TRUE(res) << res.err().message;
+    EXPECT_EQ(res->body, "ok");
+  }
+  EXPECT_EQ(server_.connections(), 1U);
+  for (const auto& r : server_.requests()) {
+    EXPECT_EQ(r.connection, 1U);
+  }
+}
+
+TEST_F(client_test, connection_closed_by_server_while_idle_is_replaced) {
+  server_.push(reply::with(200, "one", {{"Connection", "close"}}).close());
+  server_.push(reply::with(200, "two"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  ASSERT_TRUE(get(c, "/a"));
+  // A POST is not replayable, so it must not be put on the connection the server closed.
+  request req;
+  req.method = http::verb::post;
+  req.target = "/b";
+  req.body = "{}";
+  auto res = run_sync(io_, c.send(req));
+  ASSERT_TRUE(res && *res) << (res ? (*res).err().message : "timeout");
+  EXPECT_EQ((*res)->body, "two");
+  EXPECT_EQ(server_.connections(), 2U);
+}
+
+asio::awaitable<void> send_into(client& c, std::string target, std::atomic<int>* ok) {
+  request req;
+  req.target = std::move(target);
+  req.idempotent = true;
+  auto res = co_await c.send(std::move(req));
+  if (res && res->status == 200) {
+    ++*ok;
+  }
+}
+
+TEST_F(client_test, concurrent_requests_use_several_connections_up_to_the_pool_size) {
+  server_.set_fallback(reply().hold("go").raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
+  auto opts = fast_options();
+  opts.max_connections = 2;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 3; ++i) {
+    asio::co_spawn(io_, send_into(c, "/r" + std::to_string(i), &ok), asio::detached);
+  }
+  std::thread releaser([this] {
+    // Two requests are in flight on two connections; the third waits for one of them.
+    EXPECT_TRUE(server_.wait_for_requests(2, 5s));
+    server_.release("go");
+  });
+  io_.run_for(10s);
+  releaser.join();
+  EXPECT_EQ(ok.load(), 3);
+  EXPECT_EQ(server_.connections(), 2U);
+  EXPECT_EQ(server_.requests().size(), 3U);
+}
+
+TEST_F(client_test, too_many_requests_honours_retry_after) {
+  server_.push(reply::with(429, "slow down", {{"Retry-After", "3"}}));
+  server_.push(reply::with(200, "done"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  auto res = get(c, "/api/v1/pods");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200U);
+  EXPECT_EQ(res->body, "done");
+  ASSERT_EQ(waits_.size(), 1U);
+  EXPECT_EQ(waits_[0], 3s);
+  EXPECT_EQ(server_.requests().size(), 2U);
+}
+
+TEST_F(client_test, retry_after_is_really_slept_when_not_injected) {
+  server_.push(reply::with(503, "", {{"Retry-After", "1"}}));
+  server_.push(reply::with(200, "done"));
+  auto opts = fast_options();
+  opts.retry_delay = nullptr;
+  client c(io_.get_executor(), plain_config(), opts);
+  const auto start = std::chrono::steady_clock::now();
+  auto res = get(c, "/x");
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200U);
+  EXPECT_GE(took, 1s);
+  EXPECT_LT(took, 5s);
+}
+
+TEST_F(client_test, service_unavailable_is_retried_then_succeeds_for_a_post_too) {
+  server_.push(reply::with(503, "", {{"Retry-After", "1"}}));
+  server_.push(reply::with(500, "", {{"Retry-After", "2"}}));
+  server_.push(reply::with(200, "done"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  request req;
+  req.method = http::verb::post;
+  req.target = "/p";
+  req.body = "{}";
+  auto res = run_sync(io_, c.send(req));
+  ASSERT_TRUE(res && *res);
+  EXPECT_EQ((*res)->status, 200U);
+  EXPECT_EQ(waits_, (std::vector<std::chrono::nanoseconds>{1s, 2s}));
+  auto reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 3U);
+  EXPECT_EQ(reqs[2].body, "{}");
+}
+
+TEST_F(client_test, server_error_without_retry_after_is_returned_at_once) {
+  // client-go retries 429/5xx only when the server says when (Retry-After).
+  server_.push(reply::with(500, "boom"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  auto res = get(c, "/x");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 500U);
+  EXPECT_EQ(server_.requests().size(), 1U);
+}
+
+TEST_F(client_test, retries_exhausted_returns_the_last_status) {
+  server_.set_fallback(reply::with(429, "busy", {{"Retry-After", "0"}}));
+  auto opts = fast_options();
+  opts.max_retries = 3;
+  client c(io_.get_executor(), plain_config(), opts);
+  auto res = get(c, "/x");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 429U);
+  EXPECT_EQ(res->body, "busy");
+  EXPECT_EQ(server_.requests().size(), 4U);
+  EXPECT_EQ(waits_.size(), 3U);
+}
+
+TEST_F(client_test, retries_go_through_the_rate_limiter) {
+  server_.push(reply::with(429, "", {{"Retry-After", "0"}}));
+  server_.push(reply::with(200, "ok"));
+  auto opts = fast_options();
+  opts.qps = 5;  // 200 ms per token once the burst of one is spent
+  opts.burst = 1;
+  client c(io_.get_executor(), plain_config(), opts);
+  const auto start = std::chrono::steady_clock::now();
+  auto res = get(c, "/x");
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200U);
+  EXPECT_GE(took, 150ms);
+  EXPECT_LT(took, 3s);
+}
+
+TEST_F(client_test, get_cut_mid_response_is_retried) {
+  server_.push(reply().raw("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial").close());
+  server_.push(reply::with(200, "whole"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  auto res = get(c, "/api/v1/nodes");
+  ASSERT_TRUE(res) << res.err().message;
+  EXPECT_EQ(res->body, "whole");
+  EXPECT_EQ(server_.requests().size(), 2U);
+}
+
+TEST_F(client_test, post_is_not_retried_after_a_network_error) {
+  server_.push(reply::close_now());
+  server_.push(reply::with(200, "should not be reached"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  request req;
+  req.method = http::verb::post;
+  req.target = "/api/v1/namespaces/default/events";
+  req.body = "{}";
+  auto res = run_sync(io_, c.send(req));
+  ASSERT_TRUE(res);
+  ASSERT_FALSE(*res);
+  EXPECT_EQ((*res).err().code, make_error_code(errc::connection_failed));
+  EXPECT_EQ(server_.requests().size(), 1U);
+}
+
+TEST_F(client_test, connection_refused_is_a_clear_error) {
+  rest_config cfg = plain_config();
+  {
+    fake_http_server gone;
+    cfg.port = gone.port();
+  }
+  client c(io_.get_executor(), cfg, fast_options());
+  auto res = get(c, "/x");
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
+  EXPECT_NE(res.err().message.find("cannot connect"), std::string::npos) << res.err().message;
+}
+
+TEST_F(client_test, stalled_server_times_out_within_the_deadline) {
+  server_.push(reply::no_response());
+  auto opts = fast_options();
+  opts.request_timeout = 300ms;
+  client c(io_.get_executor(), plain_config(), opts);
+  const auto start = std::chrono::steady_clock::now();
+  auto res = get(c, "/x");
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, make_error_code(errc::timeout));
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 3s);
+  EXPECT_EQ(server_.requests().size(), 1U);  // timeouts are not retried
+}
+
+TEST_F(client_test, stalled_mid_body_times_out) {
+  server_.push(reply().raw("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc").stall());
+  auto opts = fast_options();
+  opts.request_timeout = 300ms;
+  client c(io_.get_executor(), plain_config(), opts);
+  auto res = get(c, "/x");
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, make_error_code(errc::timeout));
+}
+
+TEST_F(client_test, oversized_response_is_an_error) {
+  server_.push(reply::with(200, std::string(5000, 'x')));
+  auto opts = fast_options();
+  opts.max_response_bytes = 1000;
+  opts.max_retries = 0;
+  client c(io_.get_executor(), plain_config(), opts);
+  auto res = get(c, "/x", false);
+  ASSERT_FALSE(res);
+  EXPECT_NE(res.err().message.find("larger than"), std::string::npos);
+}
+
+TEST_F(client_test, stream_delivers_chunks_split_mid_line_intact) {
+  const std::string a = R"({"type":"ADDED","object":{"metadata":{"na)";
+  const std::string b = "me\":\"n1\"}}}\n{\"type\":\"DEL";
+  const std::string d = "ETED\",\"object\":{}}\n";
+  server_.push(reply::chunked(200).chunk(a).hold("second").chunk(b).chunk(d).end());
+  client c(io_.get_executor(), plain_config(), fast_options());
+  std::string got;
+  int pieces = 0;
+  request req;
+  req.target = "/api/v1/nodes?watch=1";
+  req.idempotent = true;
+  auto res = run_sync(io_, c.stream(
+                               req,
+                               [&](std::string_view bytes) {
+                                 got.append(bytes);
+                                 if (++pieces == 1) {
+                                   server_.release("second");
+                                 }
+                                 return true;
+                               },
+                               5s));
+  ASSERT_TRUE(res && *res) << (res ? (*res).err().message : "limit");
+  EXPECT_EQ((*res)->status, 200U);
+  EXPECT_EQ(got, a + b + d);
+  EXPECT_GE(pieces, 2);
+}
+
+TEST_F(client_test, stream_with_error_status_returns_the_body) {
+  server_.push(reply::with(410, R"({"kind":"Status","code":410})"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  bool called = false;
+  request req;
+  req.target = "/api/v1/pods?watch=1";
+  auto res = run_sync(io_, c.stream(
+                               req,
+                               [&](std::string_view) {
+                                 called = true;
+                                 return true;
+                               },
+                               5s));
+  ASSERT_TRUE(res && *res);
+  EXPECT_EQ((*res)->status, 410U);
+  EXPECT_EQ((*res)->body, R"({"kind":"Status","code":410})");
+  EXPECT_FALSE(called);
+}
+
+TEST_F(client_test, idle_stream_times_out) {
+  server_.push(reply::chunked(200).chunk("{\"type\":\"BOOKMARK\"}\n").stall());
+  client c(io_.get_executor(), plain_config(), fast_options());
+  std::string got;
+  request req;
+  req.target = "/api/v1/pods?watch=1";
+  req.idempotent = true;
+  const auto start = std::chrono::steady_clock::now();
+  auto res = run_sync(io_, c.stream(
+                               req,
+                               [&](std::string_view bytes) {
+                                 got.append(bytes);
+                                 return true;
+                               },
+                               300ms));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(res);
+  ASSERT_FALSE(*res);
+  EXPECT_EQ((*res).err().code, make_error_code(errc::timeout));
+  EXPECT_EQ(got, "{\"type\":\"BOOKMARK\"}\n");
+  EXPECT_LT(took, 3s);
+  EXPECT_EQ(server_.requests().size(), 1U);  // not replayed once bytes were delivered
+}
+
+TEST_F(client_test, stream_stopped_by_the_sink) {
+  server_.push(reply::chunked(200).chunk("a").hold("never").chunk("b").end());
+  client c(io_.get_executor(), plain_config(), fast_options());
+  request req;
+  req.target = "/w";
+  auto res = run_sync(io_, c.stream(
+                               req, [](std::string_view) { return false; }, 5s));
+  ASSERT_TRUE(res && *res);
+  EXPECT_EQ((*res)->status, 200U);
+}
+
+class temp_file {
+public:
+  explicit temp_file(const std::string& content) {
+    path_ = std::filesystem::temp_directory_path() /
+            ("tec-token-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    write(content);
+  }
+  ~temp_file() { std::filesystem::remove(path_); }
+  temp_file(const temp_file&) = delete;
+  temp_file& operator=(const temp_file&) = delete;
+  void write(const std::string& content) const { std::ofstream(path_) << content; }
+  [[nodiscard]] std::string path() const { return path_.string(); }
+
+private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+TEST_F(client_test, unauthorized_rereads_the_token_file_and_retries_once) {
+  temp_file token("old-token\n");
+  server_.push(
+      reply().hold("rotated").raw("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n"));
+  server_.push(reply::with(200, "ok"));
+  auto cfg = plain_config();
+  cfg.token_file = token.path();
+  client c(io_.get_executor(), cfg, fast_options());
+  std::thread rotator([&] {
+    EXPECT_TRUE(server_.wait_for_requests(1, 5s));
+    token.write("new-token\n");
+    server_.release("rotated");
+  });
+  auto res = get(c, "/x");
+  rotator.join();
+  ASSERT_TRUE(res) << res.err().message;
+  EXPECT_EQ(res->status, 200U);
+  auto reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 2U);
+  EXPECT_EQ(reqs[0].header("authorization"), "Bearer old-token");
+  EXPECT_EQ(reqs[1].header("authorization"), "Bearer new-token");
+}
+
+TEST_F(client_test, unauthorized_with_an_unchanged_token_is_returned) {
+  temp_file token("same\n");
+  server_.set_fallback(reply::with(401, ""));
+  auto cfg = plain_config();
+  cfg.token_file = token.path();
+  client c(io_.get_executor(), cfg, fast_options());
+  auto res = get(c, "/x");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401U);
+  EXPECT_EQ(server_.requests().size(), 1U);
+}
+
+TEST_F(client_test, observer_sees_every_attempt) {
+  server_.push(reply::with(503, "", {{"Retry-After", "0"}}));
+  server_.push(reply::with(200, "ok"));
+  std::vector<unsigned> statuses;
+  auto opts = fast_options();
+  opts.observer = [&](http::verb verb, unsigned status, std::chrono::nanoseconds) {
+    EXPECT_EQ(verb, http::verb::get);
+    statuses.push_back(status);
+  };
+  client c(io_.get_executor(), plain_config(), opts);
+  ASSERT_TRUE(get(c, "/x"));
+  EXPECT_EQ(statuses, (std::vector<unsigned>{503, 200}));
+}
+
+TEST_F(client_test, bad_ca_is_a_config_error_not_a_crash) {
+  rest_config cfg = plain_config();
+  cfg.tls = true;
+  cfg.ca_pem = "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n";
+  client c(io_.get_executor(), cfg, fast_options());
+  auto res = get(c, "/x");
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(server_.requests().size(), 0U);
+}
+
+TEST_F(client_test, invalid_port_is_a_config_error) {
+  rest_config cfg = plain_config();
+  cfg.port = "http";
+  client c(io_.get_executor(), cfg, fast_options());
+  auto res = get(c, "/x");
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, make_error_code(errc::config_invalid));
+}
+
+TEST_F(client_test, tls_to_a_plain_server_fails_cleanly) {
+  server_.set_fallback(reply::with(400, "not tls"));
+  rest_config cfg = plain_config();
+  cfg.tls = true;
+  cfg.insecure_skip_tls_verify = true;
+  client c(io_.get_executor(), cfg, fast_options());
+  auto res = get(c, "/x");
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
+  EXPECT_NE(res.err().message.find("TLS handshake"), std::string::npos) << res.err().message;
+}
+
+TEST_F(client_test, shutdown_cancels_a_request_in_flight) {
+  server_.push(reply::no_response());
+  client c(io_.get_executor(), plain_config(), fast_options());
+  std::thread stopper([&] {
+    EXPECT_TRUE(server_.wait_for_requests(1, 5s));
+    c.shutdown();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto res = get(c, "/x");
+  stopper.join();
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, make_error_code(errc::shutting_down));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+  auto again = get(c, "/y");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.err().code, make_error_code(errc::shutting_down));
+}
+
+}  // namespace
+}  // namespace tec::k8s
