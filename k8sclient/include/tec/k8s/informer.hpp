@@ -1,0 +1,153 @@
+#pragma once
+
+// List/watch informers for Pods and Nodes (client-go's Reflector + store, in our words).
+//
+// One coroutine per informer runs the whole session: a paginated LIST (resourceVersion=0,
+// limit=500, following `continue`; an expired continue token -> one full list without a
+// limit), then WATCH from the list's resourceVersion with bookmarks and a random
+// timeoutSeconds in [300, 600). A watch that ends cleanly is re-opened from the last
+// resourceVersion seen (event or bookmark) without a relist. 410 Gone (HTTP status or an
+// in-stream ERROR event with code 410) or 504 "too large resource version" -> LIST again at the
+// last resourceVersion, and only if that LIST is 410 too, at resourceVersion="". After a relist
+// the objects missing from the new list are delivered as deletions. 429, refused connections,
+// 5xx, malformed events and very short empty watches -> jittered backoff (0.8 s doubling to
+// 30 s, reset after 2 minutes without failures), then re-watch from the last resourceVersion
+// (no relist). No byte for `idle_timeout` (~120 s; the server sends bookmarks about every
+// 60 s) -> the watch is dropped and re-opened at once (half-open connections).
+//
+// Deviation from client-go, on purpose: client-go relists after any watch failure other than
+// 429/refused (it returns from ListAndWatch); we resume the watch from the last
+// resourceVersion instead, which loses nothing (the server answers 410 if it cannot resume)
+// and spares the API server a full LIST. Unchanged objects in a relist (equal records) are not
+// delivered as updates.
+//
+// Threading and ownership: the informer borrows the client and the store (both must outlive
+// it). run() is co_spawned on the client's executor; handlers are called on that executor,
+// synchronously, in event order, after the store was updated: they must be quick and must not
+// throw. has_synced(), stats() and stop() may be called from any thread.
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tec/k8s/backoff.hpp"
+#include "tec/k8s/client.hpp"
+#include "tec/k8s/records.hpp"
+#include "tec/k8s/store.hpp"
+
+namespace tec::k8s {
+
+struct informer_options {
+  std::size_t page_size = 500;
+  /// No byte on a watch for this long -> re-watch (the idle guard).
+  std::chrono::milliseconds idle_timeout{120'000};
+  /// timeoutSeconds of each watch is drawn uniformly from [min, max).
+  std::chrono::seconds min_watch_timeout{300};
+  std::chrono::seconds max_watch_timeout{600};
+  backoff_policy backoff;
+  std::size_t max_line_bytes = std::size_t{16} << 20U;
+  /// A watch that ends with no event sooner than this counts as a failure (backoff), so a
+  /// server that closes watches at once does not make us spin (client-go: 1 s).
+  std::chrono::milliseconds short_watch{1'000};
+  /// Seed for the watch timeouts and the backoff jitter; 0 = random.
+  std::uint64_t seed = 0;
+};
+
+/// Counters, for metrics and tests. `relists` excludes the initial list.
+struct informer_stats {
+  std::uint64_t lists = 0;           ///< Completed LISTs, including the first.
+  std::uint64_t relists = 0;         ///< LISTs after the first (410 or too large RV).
+  std::uint64_t watches = 0;         ///< WATCH requests opened.
+  std::uint64_t watch_restarts = 0;  ///< Watches re-opened (any reason).
+  std::uint64_t idle_timeouts = 0;   ///< Watches dropped by the idle guard.
+  std::uint64_t events = 0;          ///< ADDED/MODIFIED/DELETED events applied.
+  std::uint64_t errors = 0;          ///< Failed requests, error events, malformed events.
+};
+
+template <class Record>
+struct informer_traits;
+
+template <>
+struct informer_traits<pod_record> {
+  using store_type = pod_store;
+  static constexpr const char* path = "/api/v1/pods";
+  static constexpr const char* kind = "pods";
+};
+
+template <>
+struct informer_traits<node_record> {
+  using store_type = node_store;
+  static constexpr const char* path = "/api/v1/nodes";
+  static constexpr const char* kind = "nodes";
+};
+
+/// Keeps a store in sync with the API server and reports every change.
+template <class Record>
+class informer {
+public:
+  using store_type = typename informer_traits<Record>::store_type;
+  /// (old, new): old is null on an add, new is null on a delete. Pointers are valid only
+  /// during the call.
+  using handler = std::function<void(const Record* old_object, const Record* new_object)>;
+
+  informer(client& api, store_type& store, handler on_change, informer_options options = {});
+  ~informer();
+  informer(const informer&) = delete;
+  informer& operator=(const informer&) = delete;
+
+  /// The list/watch session; completes after stop() (or client shutdown). Run it once, on
+  /// the client's executor.
+  boost::asio::awaitable<void> run();
+
+  /// Asks run() to finish. It wakes a backoff wait at once; a watch in progress ends at its
+  /// next byte or idle timeout (client::shutdown() ends it at once). Any thread.
+  void stop();
+
+  /// True once the first LIST has been applied to the store.
+  [[nodiscard]] bool has_synced() const noexcept { return synced_.load(); }
+
+  [[nodiscard]] informer_stats stats() const;
+
+  /// The last resourceVersion seen (list, event or bookmark). Any thread.
+  [[nodiscard]] std::string resource_version() const;
+
+private:
+  struct list_outcome;
+  struct watch_outcome;
+  boost::asio::awaitable<list_outcome> list(const std::string& resource_version);
+  boost::asio::awaitable<watch_outcome> watch(const std::string& resource_version,
+                                              std::chrono::seconds timeout);
+  bool apply_line(std::string_view line, watch_outcome& out);
+  void apply_list(std::vector<Record> items);
+  void set_resource_version(const std::string& rv);
+  template <class F>
+  void count(F&& update);
+
+  client& api_;
+  store_type& store_;
+  handler on_change_;
+  informer_options options_;
+  std::atomic<bool> synced_{false};
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mutex_;  // guards stats_, rv_, wake_
+  informer_stats stats_;
+  std::string rv_;
+  std::function<void()> wake_;
+};
+
+using pod_informer = informer<pod_record>;
+using node_informer = informer<node_record>;
+
+extern template class informer<pod_record>;
+extern template class informer<node_record>;
+
+}  // namespace tec::k8s

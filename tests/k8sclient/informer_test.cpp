@@ -1,0 +1,359 @@
+#include "tec/k8s/informer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "k8sclient/support/fake_http_server.hpp"
+
+namespace tec::k8s {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using testing::fake_http_server;
+using testing::reply;
+
+std::string node_json(const std::string& name, const std::string& rv,
+                      const std::string& taint_key = "") {
+  std::string spec = "{}";
+  if (!taint_key.empty()) {
+    spec = R"({"taints":[{"key":")" + taint_key + R"(","effect":"NoExecute"}]})";
+  }
+  return R"({"kind":"Node","apiVersion":"v1","metadata":{"name":")" + name + R"(","uid":"uid-)" +
+         name + R"(","resourceVersion":")" + rv + R"("},"spec":)" + spec + "}";
+}
+
+std::string node_list(const std::vector<std::string>& items, const std::string& rv,
+                      const std::string& cont = "") {
+  std::string body =
+      R"({"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":")" + rv + R"(")";
+  if (!cont.empty()) {
+    body += R"(,"continue":")" + cont + R"(")";
+  }
+  body += R"(},"items":[)";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    body += (i == 0 ? "" : ",") + items[i];
+  }
+  return body + "]}";
+}
+
+std::string event(const std::string& type, const std::string& object) {
+  return R"({"type":")" + type + R"(","object":)" + object + "}\n";
+}
+
+std::string bookmark(const std::string& rv) {
+  return event("BOOKMARK", R"({"kind":"Node","apiVersion":"v1","metadata":{"resourceVersion":")" +
+                               rv + R"("}})");
+}
+
+std::string gone_event() {
+  return event(
+      "ERROR",
+      R"json({"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 5 (20)","reason":"Expired","code":410})json");
+}
+
+/// "add n1", "update n1", "delete n2": what the handlers saw, in order.
+class informer_test : public ::testing::Test {
+protected:
+  informer_test() : api_(io_.get_executor(), config(), fast_client()) {}
+
+  rest_config config() const {
+    rest_config cfg;
+    cfg.host = "127.0.0.1";
+    cfg.port = server_.port();
+    cfg.tls = false;
+    return cfg;
+  }
+
+  static client_options fast_client() {
+    client_options opts;
+    opts.qps = 0;
+    opts.request_timeout = 5s;
+    return opts;
+  }
+
+  informer_options fast_informer() const {
+    informer_options opts;
+    opts.idle_timeout = 5s;
+    opts.backoff.initial = 5ms;
+    opts.backoff.cap = 20ms;
+    opts.short_watch = 0ms;
+    opts.seed = 1;
+    return opts;
+  }
+
+  void start(informer_options opts) {
+    informer_ = std::make_unique<node_informer>(
+        api_, store_,
+        [this](const node_record* old_node, const node_record* new_node) {
+          if (old_node == nullptr) {
+            seen_.push_back("add " + new_node->node.name);
+          } else if (new_node == nullptr) {
+            seen_.push_back("delete " + old_node->node.name);
+          } else {
+            seen_.push_back("update " + new_node->node.name);
+          }
+        },
+        opts);
+    asio::co_spawn(io_, informer_->run(), [this](std::exception_ptr e) {
+      finished_ = true;
+      if (e) {
+        std::rethrow_exception(e);
+      }
+    });
+  }
+
+  /// Runs the io_context until `done` holds (bounded by `limit`; real loopback I/O).
+  bool run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return false;
+      }
+      io_.run_one_for(10ms);
+    }
+    return true;
+  }
+
+  void TearDown() override {
+    if (informer_) {
+      informer_->stop();
+      api_.shutdown();
+      EXPECT_TRUE(run_until([this] { return finished_; }, 5s));
+    }
+  }
+
+  std::vector<std::string> targets() const {
+    std::vector<std::string> out;
+    for (const auto& r : server_.requests()) {
+      out.push_back(r.target);
+    }
+    return out;
+  }
+
+  std::size_t requests() const { return server_.requests().size(); }
+
+  fake_http_server server_;
+  asio::io_context io_;
+  client api_;
+  node_store store_;
+  std::unique_ptr<node_informer> informer_;
+  std::vector<std::string> seen_;
+  bool finished_ = false;
+};
+
+TEST_F(informer_test, pages_then_watches_and_resumes_after_a_clean_end) {
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10", "tok/=1")));
+  server_.push(reply::with(200, node_list({node_json("n2", "9")}, "10")));
+  const std::string added = event("ADDED", node_json("n3", "11"));
+  server_.push(reply::chunked(200)
+                   .chunk(added.substr(0, 30))
+                   .chunk(added.substr(30) + event("MODIFIED", node_json("n1", "12", "t")))
+                   .chunk(event("DELETED", node_json("n2", "13")).substr(0, 7))
+                   .chunk(event("DELETED", node_json("n2", "13")).substr(7) + bookmark("14"))
+                   .end());
+  server_.push(reply::chunked(200).stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return requests() >= 4; }));
+  ASSERT_TRUE(run_until([this] { return seen_.size() >= 5; }));
+
+  EXPECT_TRUE(informer_->has_synced());
+  EXPECT_EQ(seen_,
+            (std::vector<std::string>{"add n1", "add n2", "add n3", "update n1", "delete n2"}));
+  EXPECT_EQ(store_.size(), 2U);
+  ASSERT_TRUE(store_.get("n1"));
+  EXPECT_EQ(store_.get("n1")->node.taints.size(), 1U);
+  EXPECT_FALSE(store_.get("n2"));
+  auto t = targets();
+  EXPECT_EQ(t[0], "/api/v1/nodes?limit=500&resourceVersion=0");
+  EXPECT_EQ(t[1], "/api/v1/nodes?limit=500&continue=tok%2F%3D1");
+  EXPECT_EQ(t[2].rfind("/api/v1/nodes?watch=1&allowWatchBookmarks=true&resourceVersion=10&"
+                       "timeoutSeconds=",
+                       0),
+            0U)
+      << t[2];
+  const int timeout_seconds = std::stoi(t[2].substr(t[2].find("timeoutSeconds=") + 15));
+  EXPECT_GE(timeout_seconds, 300);
+  EXPECT_LT(timeout_seconds, 600);
+  EXPECT_NE(t[3].find("resourceVersion=14&"), std::string::npos) << t[3];  // from the bookmark
+  EXPECT_EQ(informer_->resource_version(), "14");
+  const auto st = informer_->stats();
+  EXPECT_EQ(st.lists, 1U);
+  EXPECT_EQ(st.relists, 0U);
+  EXPECT_EQ(st.watch_restarts, 1U);
+  EXPECT_EQ(st.events, 3U);
+}
+
+TEST_F(informer_test, in_stream_gone_relists_at_the_last_version_and_delivers_deletions) {
+  server_.push(reply::with(200, node_list({node_json("n1", "8"), node_json("n2", "9")}, "10")));
+  server_.push(reply::chunked(200)
+                   .chunk(event("MODIFIED", node_json("n1", "15")))
+                   .chunk(gone_event())
+                   .stall());  // the client must not wait for the server to close
+  server_.push(reply::with(200, node_list({node_json("n1", "15"), node_json("n4", "18")}, "20")));
+  server_.push(reply::chunked(200).stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return requests() >= 4; }));
+  ASSERT_TRUE(run_until([this] { return seen_.size() >= 5; }));
+
+  // n1 is unchanged in the relist (same record): not delivered again.
+  EXPECT_EQ(seen_,
+            (std::vector<std::string>{"add n1", "add n2", "update n1", "add n4", "delete n2"}));
+  auto t = targets();
+  EXPECT_EQ(t[2], "/api/v1/nodes?limit=500&resourceVersion=15");
+  EXPECT_NE(t[3].find("resourceVersion=20&"), std::string::npos) << t[3];
+  EXPECT_EQ(store_.size(), 2U);
+  const auto st = informer_->stats();
+  EXPECT_EQ(st.lists, 2U);
+  EXPECT_EQ(st.relists, 1U);
+}
+
+TEST_F(informer_test, gone_list_at_the_last_version_falls_back_to_the_latest) {
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10")));
+  server_.push(reply::with(410, R"({"kind":"Status","code":410,"reason":"Expired"})"));
+  server_.push(reply::with(410, R"({"kind":"Status","code":410,"reason":"Expired"})"));
+  server_.push(reply::with(200, node_list({}, "30")));
+  server_.push(reply::chunked(200).stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return requests() >= 5; }));
+  ASSERT_TRUE(run_until([this] { return seen_.size() >= 2; }));
+  auto t = targets();
+  EXPECT_NE(t[1].find("watch=1"), std::string::npos);
+  EXPECT_EQ(t[2], "/api/v1/nodes?limit=500&resourceVersion=10");
+  EXPECT_EQ(t[3], "/api/v1/nodes?limit=500&resourceVersion=");
+  EXPECT_NE(t[4].find("resourceVersion=30&"), std::string::npos);
+  EXPECT_EQ(seen_, (std::vector<std::string>{"add n1", "delete n1"}));
+}
+
+TEST_F(informer_test, expired_continue_token_lists_once_in_full) {
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10", "next")));
+  server_.push(reply::with(410, R"({"kind":"Status","code":410,"reason":"Expired"})"));
+  server_.push(reply::with(200, node_list({node_json("n1", "8"), node_json("n2", "9")}, "12")));
+  server_.push(reply::chunked(200).stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return requests() >= 4; }));
+  auto t = targets();
+  EXPECT_EQ(t[1], "/api/v1/nodes?limit=500&continue=next");
+  EXPECT_EQ(t[2], "/api/v1/nodes?resourceVersion=0");
+  EXPECT_NE(t[3].find("resourceVersion=12&"), std::string::npos);
+  EXPECT_EQ(seen_, (std::vector<std::string>{"add n1", "add n2"}));
+  EXPECT_EQ(store_.size(), 2U);
+}
+
+TEST_F(informer_test, stalled_watch_is_dropped_by_the_idle_guard_and_resumed) {
+  server_.push(reply::with(200, node_list({}, "10")));
+  server_.push(reply::chunked(200).chunk(event("ADDED", node_json("n1", "11"))).stall());
+  server_.push(reply::chunked(200).chunk(event("ADDED", node_json("n2", "12"))).stall());
+  auto opts = fast_informer();
+  opts.idle_timeout = 200ms;
+  start(opts);
+  ASSERT_TRUE(run_until([this] { return requests() >= 3; }));
+  auto t = targets();
+  EXPECT_NE(t[2].find("resourceVersion=11&"), std::string::npos) << t[2];
+  ASSERT_TRUE(run_until([this] { return seen_.size() >= 2; }));
+  EXPECT_EQ(seen_, (std::vector<std::string>{"add n1", "add n2"}));
+  const auto st = informer_->stats();
+  EXPECT_GE(st.idle_timeouts, 1U);
+  EXPECT_EQ(st.relists, 0U);
+}
+
+TEST_F(informer_test, watch_errors_back_off_and_rewatch_without_relisting) {
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10")));
+  server_.push(reply::with(429, R"({"kind":"Status","code":429})"));  // no Retry-After
+  server_.push(reply::with(500, R"({"kind":"Status","code":500})"));
+  server_.push(reply::chunked(200).chunk("{not json}\n").stall());
+  server_.push(reply::close_now());  // retried inside the client (an idempotent GET)
+  server_.push(reply::chunked(200).chunk(event("ADDED", node_json("n2", "11"))).stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return seen_.size() >= 2; }));
+  auto t = targets();
+  ASSERT_GE(t.size(), 6U);
+  for (std::size_t i = 1; i < t.size(); ++i) {
+    EXPECT_NE(t[i].find("watch=1"), std::string::npos) << t[i];
+    EXPECT_NE(t[i].find("resourceVersion=10&"), std::string::npos) << t[i];
+  }
+  const auto st = informer_->stats();
+  EXPECT_EQ(st.lists, 1U);
+  EXPECT_EQ(st.errors, 3U);  // 429, 500, malformed event
+}
+
+TEST_F(informer_test, list_failures_are_retried) {
+  server_.push(reply::with(503, "unavailable"));
+  server_.push(reply::with(200, "{not json"));
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10")));
+  server_.push(reply::chunked(200).stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return informer_->has_synced(); }));
+  EXPECT_EQ(seen_, (std::vector<std::string>{"add n1"}));
+  EXPECT_GE(informer_->stats().errors, 2U);
+}
+
+TEST_F(informer_test, stop_ends_a_backoff_wait_at_once) {
+  server_.set_fallback(reply::with(500, "down"));
+  auto opts = fast_informer();
+  opts.backoff.initial = 60s;
+  opts.backoff.cap = 60s;
+  start(opts);
+  ASSERT_TRUE(run_until([this] { return requests() >= 1; }));
+  informer_->stop();
+  const auto start_time = std::chrono::steady_clock::now();
+  ASSERT_TRUE(run_until([this] { return finished_; }, 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start_time, 2s);
+  EXPECT_FALSE(informer_->has_synced());
+}
+
+TEST(pod_informer_test, lists_and_watches_pods) {
+  fake_http_server server;
+  asio::io_context io;
+  rest_config cfg;
+  cfg.host = "127.0.0.1";
+  cfg.port = server.port();
+  cfg.tls = false;
+  client_options copts;
+  copts.qps = 0;
+  client api(io.get_executor(), cfg, copts);
+  const auto pod = [](const std::string& name, const std::string& rv, const std::string& node) {
+    return R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":")" + name +
+           R"(","namespace":"default","uid":"uid-)" + name + R"(","resourceVersion":")" + rv +
+           R"("},"spec":{"nodeName":")" + node + R"("},"status":{"phase":"Running"}})";
+  };
+  server.push(reply::with(
+      200, R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[)" +
+               pod("a", "4", "n1") + "]}"));
+  server.push(reply::chunked(200)
+                  .chunk(event("ADDED", pod("b", "6", "n1")))
+                  .chunk(event("DELETED", pod("a", "7", "n1")))
+                  .stall());
+  pod_store store;
+  std::vector<std::string> seen;
+  pod_informer inf(
+      api, store,
+      [&](const pod_record* o, const pod_record* n) {
+        seen.push_back(std::string(o ? "-" + o->pod.name : "") + (n ? "+" + n->pod.name : ""));
+      },
+      {});
+  bool finished = false;
+  asio::co_spawn(io, inf.run(), [&](std::exception_ptr) { finished = true; });
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (seen.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    io.run_one_for(10ms);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"+a", "+b", "-a"}));
+  EXPECT_EQ(store.pods_on_node("n1").size(), 1U);
+  EXPECT_EQ(server.requests().at(0).target, "/api/v1/pods?limit=500&resourceVersion=0");
+  inf.stop();
+  api.shutdown();
+  while (!finished && std::chrono::steady_clock::now() < deadline) {
+    io.run_one_for(10ms);
+  }
+  EXPECT_TRUE(finished);
+}
+
+}  // namespace
+}  // namespace tec::k8s
