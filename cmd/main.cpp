@@ -1,26 +1,22 @@
 // taint-eviction-controller: evicts pods from nodes with NoExecute taints they do not
-// tolerate. This file only parses flags, wires the libraries together and runs the loop.
-#include <CLI/CLI.hpp>
-
+// tolerate. This file only parses flags, wires the daemon and runs it (see daemon.hpp).
 #include <cstdio>
+#include <string>
+#include <vector>
 
+#include "daemon.hpp"
+#include "options.hpp"
 #include "tec/version.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"taint-eviction-controller: the Kubernetes NoExecute taint manager, standalone",
-               "taint-eviction-controller"};
-  bool show_version = false;
-  app.add_flag("--version", show_version, "Print the version and exit");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const auto parsed = tec::cmd::parse_options(args, tec::version);
+  std::fputs(parsed.out.c_str(), stdout);
+  std::fputs(parsed.err.c_str(), stderr);
+  if (!parsed.opts) {
+    return parsed.exit_code;
   }
-  if (show_version) {
-    std::printf("taint-eviction-controller %s\n", tec::version);
-    return 0;
-  }
-  std::fprintf(stderr, "taint-eviction-controller: the daemon is not wired yet (see issue 6)\n");
-  return 1;
+  tec::cmd::setup_logging(*parsed.opts);
+  tec::cmd::daemon d(*parsed.opts);
+  return d.run();
 }

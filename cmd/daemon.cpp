@@ -1,0 +1,598 @@
+#include "daemon.hpp"
+
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "tec/controller/controller.hpp"
+#include "tec/k8s/client.hpp"
+#include "tec/k8s/config.hpp"
+#include "tec/k8s/event_recorder.hpp"
+#include "tec/k8s/eviction_sink.hpp"
+#include "tec/k8s/http_endpoints.hpp"
+#include "tec/k8s/informer.hpp"
+#include "tec/k8s/leader_election.hpp"
+#include "tec/k8s/metrics.hpp"
+#include "tec/k8s/store.hpp"
+#include "tec/timedqueue/asio_driver.hpp"
+#include "tec/version.hpp"
+
+namespace tec::cmd {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+// Shutdown budget (SIGTERM to exit well within the 10 s a kubelet usually grants).
+constexpr auto release_budget = 4s;        // the lease release PUT
+constexpr auto in_flight_budget = 1500ms;  // evictions already sent
+constexpr auto drain_budget = 2s;          // the I/O thread running out of work
+// /healthz tolerance past the lease duration (kube-controller-manager uses 20 s).
+constexpr auto healthz_tolerance = 20s;
+
+constexpr const char* component_loggers[] = {"client", "watch",  "controller", "timedqueue",
+                                             "evict",  "events", "leader",     "http"};
+
+// %* : the message payload escaped for a JSON string.
+class json_payload_flag final : public spdlog::custom_flag_formatter {
+public:
+  void format(const spdlog::details::log_msg& msg, const std::tm& /*tm*/,
+              spdlog::memory_buf_t& dest) override {
+    static constexpr char hex[] = "0123456789abcdef";
+    for (const char c : msg.payload) {
+      switch (c) {
+        case '"':
+          dest.append(std::string_view("\\\""));
+          break;
+        case '\\':
+          dest.append(std::string_view("\\\\"));
+          break;
+        case '\n':
+          dest.append(std::string_view("\\n"));
+          break;
+        case '\r':
+          dest.append(std::string_view("\\r"));
+          break;
+        case '\t':
+          dest.append(std::string_view("\\t"));
+          break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            const auto u = static_cast<unsigned char>(c);
+            const char esc[] = {'\\', 'u', '0', '0', hex[u >> 4U], hex[u & 0xFU]};
+            dest.append(esc, esc + sizeof esc);
+          } else {
+            dest.push_back(c);
+          }
+      }
+    }
+  }
+  [[nodiscard]] std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<json_payload_flag>();
+  }
+};
+
+std::string describe(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+}  // namespace
+
+void setup_logging(const options& opts) {
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  if (opts.format == log_format::json) {
+    auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+    f->add_flag<json_payload_flag>('*').set_pattern(
+        R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","logger":"%n","msg":"%*"})");
+    sink->set_formatter(std::move(f));
+  } else {
+    sink->set_formatter(std::make_unique<spdlog::pattern_formatter>(
+        "%Y-%m-%dT%H:%M:%S.%eZ %-5l %-10n %v", spdlog::pattern_time_type::utc));
+  }
+  const auto level = spdlog::level::from_str(opts.log_level == "warning" ? "warn" : opts.log_level);
+  auto main_logger = std::make_shared<spdlog::logger>("daemon", sink);
+  main_logger->set_level(level);
+  spdlog::drop("daemon");
+  spdlog::set_default_logger(main_logger);
+  for (const char* name : component_loggers) {
+    spdlog::drop(name);
+    auto l = std::make_shared<spdlog::logger>(name, sink);
+    l->set_level(level);
+    spdlog::register_logger(l);
+  }
+}
+
+struct daemon::impl {
+  explicit impl(options o) : opts(std::move(o)), log(spdlog::default_logger()) {}
+
+  options opts;
+  std::shared_ptr<spdlog::logger> log;
+
+  // Declared first, destroyed last: everything below posts to it or holds its executor.
+  asio::io_context io{1};
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  k8s::registry registry;
+  std::optional<k8s::standard_metrics> metrics;
+  std::optional<k8s::client> api;
+  k8s::pod_store pods;
+  k8s::node_store nodes;
+  std::optional<k8s::pod_informer> pod_informer;
+  std::optional<k8s::node_informer> node_informer;
+  std::optional<timedqueue::asio_driver> driver;
+  std::optional<k8s::event_recorder> recorder;
+  std::optional<k8s::k8s_eviction_sink> sink;
+  std::optional<controller::controller> ctrl;  // borrows pods, sink, driver
+  std::optional<k8s::leader_elector> elector;
+  std::optional<k8s::http_endpoints> health_server;
+  std::optional<k8s::http_endpoints> metrics_server;
+  std::optional<asio::signal_set> signals;
+  std::thread io_thread;
+
+  // Who may act. want_active is I/O-thread only; active gates the informer handlers (set and
+  // cleared on the I/O thread, except that shutdown clears it from the main thread).
+  bool want_active = false;
+  std::atomic<bool> active{false};
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> elector_done{false};
+  std::atomic<bool> io_done{false};
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::optional<int> exit_code;
+
+  // Last values copied into the Prometheus counters (the libraries count; we export deltas).
+  std::mutex collect_mutex;
+  struct {
+    std::uint64_t deletions = 0;
+    std::uint64_t scheduled = 0;
+    std::uint64_t cancelled = 0;
+    std::uint64_t retries = 0;
+    std::map<std::string, std::uint64_t> failures;
+    std::uint64_t watch_restarts[2] = {0, 0};
+    std::uint64_t relists[2] = {0, 0};
+  } last;
+
+  void request_stop(int code) {
+    {
+      const std::lock_guard lock(mutex);
+      if (!exit_code) {
+        exit_code = code;
+      }
+    }
+    cv.notify_all();
+  }
+
+  static void add_delta(k8s::counter& c, std::uint64_t now, std::uint64_t& seen) {
+    if (now > seen) {
+      c.inc(static_cast<double>(now - seen));
+    }
+    seen = now;
+  }
+
+  // Copies the libraries' counters into the registry; runs on the HTTP strand per scrape.
+  void collect() {
+    const std::lock_guard lock(collect_mutex);
+    const auto cs = ctrl->stats();
+    const auto ss = sink->stats();
+    add_delta(metrics->pod_deletions, ss.deletions, last.deletions);
+    add_delta(metrics->scheduled_evictions, cs.evictions_scheduled, last.scheduled);
+    add_delta(metrics->cancelled_evictions, cs.cancellations, last.cancelled);
+    const auto retries = cs.eviction_attempts > cs.evictions_started
+                             ? cs.eviction_attempts - cs.evictions_started
+                             : 0;
+    add_delta(metrics->pod_deletion_retries, retries, last.retries);
+    for (const auto& [reason, count] : ss.failures_by_reason) {
+      add_delta(metrics->pod_deletion_failures.with({reason}), count, last.failures[reason]);
+    }
+    metrics->tainted_nodes.set(static_cast<double>(cs.tainted_nodes));
+    const auto ps = pod_informer->stats();
+    const auto ns = node_informer->stats();
+    add_delta(metrics->watch_restarts.with({"pods"}), ps.watch_restarts, last.watch_restarts[0]);
+    add_delta(metrics->watch_restarts.with({"nodes"}), ns.watch_restarts, last.watch_restarts[1]);
+    add_delta(metrics->relists.with({"pods"}), ps.relists, last.relists[0]);
+    add_delta(metrics->relists.with({"nodes"}), ns.relists, last.relists[1]);
+  }
+
+  void build(const k8s::rest_config& config) {
+    metrics.emplace(k8s::register_standard_metrics(registry, tec::version));
+
+    k8s::client_options copts;
+    copts.qps = opts.kube_api_qps;
+    copts.burst = opts.kube_api_burst;
+    copts.user_agent = std::string("taint-eviction-controller/") + tec::version;
+    copts.observer = [m = *metrics](boost::beast::http::verb verb, unsigned status,
+                                    std::chrono::nanoseconds latency) {
+      const auto v = boost::beast::http::to_string(verb);
+      const std::string_view verb_label(v.data(), v.size());
+      const std::string code = status == 0 ? std::string("<error>") : std::to_string(status);
+      m.api_requests.with({verb_label, code}).inc();
+      m.api_request_duration.with({verb_label})
+          .observe(std::chrono::duration<double>(latency).count());
+    };
+    api.emplace(io.get_executor(), config, std::move(copts));
+
+    pod_informer.emplace(*api, pods,
+                         [this](const k8s::pod_record* old_pod, const k8s::pod_record* new_pod) {
+                           if (active.load()) {
+                             ctrl->pod_updated(old_pod != nullptr ? &old_pod->pod : nullptr,
+                                               new_pod != nullptr ? &new_pod->pod : nullptr);
+                           }
+                         });
+    node_informer.emplace(
+        *api, nodes, [this](const k8s::node_record* old_node, const k8s::node_record* new_node) {
+          if (active.load()) {
+            ctrl->node_updated(old_node != nullptr ? &old_node->node : nullptr,
+                               new_node != nullptr ? &new_node->node : nullptr);
+          }
+        });
+
+    driver.emplace(io.get_executor(), io.get_executor());
+    recorder.emplace(io.get_executor(), *api);
+    sink.emplace(io.get_executor(), *api, &*recorder,
+                 k8s::eviction_sink_options{.disruption_condition = opts.disruption_condition});
+
+    controller::controller_options ctl;
+    ctl.workers = static_cast<std::size_t>(opts.workers);
+    ctl.threaded = true;
+    // pod_deletions counts 2xx DELETEs (from the sink's stats); the histogram every eviction
+    // done, from its due time.
+    ctl.on_deleted = [m = *metrics](std::chrono::nanoseconds due_to_deleted) {
+      m.pod_deletion_duration.observe(std::chrono::duration<double>(due_to_deleted).count());
+    };
+    ctrl.emplace(pods, *sink, *driver, std::move(ctl));
+
+    if (opts.leader_elect) {
+      k8s::leader_election_config le;
+      le.lease_namespace = opts.lease_namespace;
+      le.lease_name = opts.lease_name;
+      le.lease_duration = opts.lease_duration;
+      le.renew_deadline = opts.renew_deadline;
+      le.retry_period = opts.retry_period;
+      le.release_on_cancel = true;
+      le.on_started_leading = [this] {
+        metrics->is_leader.set(1);
+        log->info("became the leader (lease {}/{}); acting once the caches are synced",
+                  opts.lease_namespace, opts.lease_name);
+        want_active = true;
+      };
+      le.on_stopped_leading = [this] { stopped_leading(); };
+      elector.emplace(io.get_executor(), *api, std::move(le));
+    }
+  }
+
+  // I/O thread: the elector gave up the lease (stop()) or lost it.
+  void stopped_leading() {
+    metrics->is_leader.set(0);
+    want_active = false;
+    active = false;
+    if (stopping.load()) {
+      return;
+    }
+    // Stop acting at once: another process may already be leading. Evictions in flight are
+    // abandoned by the shutdown that follows; the next leader decides them afresh.
+    sink->stop();
+    recorder->stop();
+    log->error(
+        "lost the leader lease {}/{}: stopped acting; exiting with status 1 so the "
+        "process restarts as a follower",
+        opts.lease_namespace, opts.lease_name);
+    request_stop(1);
+  }
+
+  // I/O thread: become active once we may lead and both caches hold a full LIST. The replay
+  // runs on the I/O thread, which also runs the informer handlers, so no event slips between
+  // the snapshot and the handlers starting to forward.
+  asio::awaitable<void> activate_when_ready() {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    bool reported_sync = false;
+    while (!stopping.load()) {
+      const bool synced = pod_informer->has_synced() && node_informer->has_synced();
+      if (synced && !reported_sync) {
+        reported_sync = true;
+        log->info("caches synced: {} nodes, {} pods", nodes.size(), pods.size());
+      }
+      if (synced && want_active) {
+        activate();
+        co_return;
+      }
+      timer.expires_after(50ms);
+      boost::system::error_code ec;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+
+  void activate() {
+    ctrl->start();
+    active = true;
+    if (!opts.leader_elect) {
+      metrics->is_leader.set(1);
+    }
+    std::size_t tainted = 0;
+    const auto node_list = nodes.list();
+    for (const auto& n : node_list) {
+      ctrl->node_updated(nullptr, &n.node);
+      if (!controller::no_execute_taints(n.node.taints).empty()) {
+        ++tainted;
+      }
+    }
+    const auto pod_list = pods.list();
+    for (const auto& p : pod_list) {
+      ctrl->pod_updated(nullptr, &p.pod);
+    }
+    log->info("acting: replayed {} nodes ({} with NoExecute taints) and {} pods from the caches",
+              node_list.size(), tainted, pod_list.size());
+  }
+
+  void wait_signal() {
+    signals->async_wait([this](const boost::system::error_code& ec, int signo) {
+      if (ec) {
+        return;
+      }
+      if (stopping.load() || exit_code_set()) {
+        log->warn("received signal {} again during shutdown: exiting at once", signo);
+        std::_Exit(1);
+      }
+      log->info("received {}: shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+      request_stop(0);
+      wait_signal();
+    });
+  }
+
+  bool exit_code_set() {
+    const std::lock_guard lock(mutex);
+    return exit_code.has_value();
+  }
+
+  template <class Pred>
+  static bool wait_until(Pred pred, std::chrono::milliseconds budget) {
+    const auto deadline = steady::now() + budget;
+    while (!pred()) {
+      if (steady::now() >= deadline) {
+        return false;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  }
+
+  // Returns the error message, or empty when both servers (or neither) started.
+  std::string start_servers() {
+    // The same address twice means one server for all three paths (port 0 means two ports).
+    const bool shared = opts.health_probe_bind_address == opts.metrics_bind_address &&
+                        !opts.metrics_bind_address.ends_with(":0");
+    health_server.emplace(io.get_executor(), k8s::http_endpoints_options{
+                                                 .bind_address = opts.health_probe_bind_address});
+    health_server->handle_check("/healthz", [this]() -> k8s::check_result {
+      if (elector && !elector->healthy(healthz_tolerance)) {
+        return {false,
+                "the leader lease has not been renewed for longer than the lease "
+                "duration + 20s"};
+      }
+      return {};
+    });
+    health_server->handle_check("/readyz", [this]() -> k8s::check_result {
+      if (!pod_informer->has_synced()) {
+        return {false, "waiting for the first LIST of pods"};
+      }
+      if (!node_informer->has_synced()) {
+        return {false, "waiting for the first LIST of nodes"};
+      }
+      return {};
+    });
+    const auto metrics_handler = [this] {
+      collect();
+      return k8s::http_response{200, std::string(k8s::metrics_content_type), registry.render()};
+    };
+    if (shared) {
+      health_server->handle("/metrics", metrics_handler);
+    } else {
+      metrics_server.emplace(io.get_executor(), k8s::http_endpoints_options{
+                                                    .bind_address = opts.metrics_bind_address});
+      metrics_server->handle("/metrics", metrics_handler);
+    }
+    const auto start = [this](k8s::http_endpoints& server, const std::string& flag,
+                              const std::string& what) -> std::string {
+      auto bound = server.start();
+      if (!bound) {
+        return flag + ": cannot serve " + what + ": " + bound.err().message;
+      }
+      if (bound.value()) {
+        log->info("serving {} on http://{}:{}", what, bound.value()->address().to_string(),
+                  bound.value()->port());
+      }
+      return {};
+    };
+    if (auto e = start(*health_server, "--health-probe-bind-address",
+                       shared ? "/healthz, /readyz and /metrics" : "/healthz and /readyz");
+        !e.empty()) {
+      return e;
+    }
+    if (metrics_server) {
+      return start(*metrics_server, "--metrics-bind-address", "/metrics");
+    }
+    return {};
+  }
+
+  template <class Informer>
+  void spawn_informer(Informer& informer, const char* what) {
+    asio::co_spawn(io, informer.run(), [this, what](const std::exception_ptr& e) {
+      if (e) {
+        log->error("the {} informer failed: {}; exiting", what, describe(e));
+        request_stop(1);
+      } else if (!stopping.load()) {
+        log->error("the {} informer ended unexpectedly; exiting", what);
+        request_stop(1);
+      }
+    });
+  }
+
+  int run() {
+    const bool in_cluster = opts.kubeconfig.empty();
+    auto config =
+        in_cluster ? k8s::load_in_cluster() : k8s::load_kubeconfig(opts.kubeconfig, opts.context);
+    if (!config) {
+      log->error("cannot load the API server configuration: {}{}", config.err().message,
+                 in_cluster ? " (no --kubeconfig was given, so the in-cluster configuration was "
+                              "tried; pass --kubeconfig when running outside a cluster)"
+                            : "");
+      return 1;
+    }
+    const auto& cfg = config.value();
+    log->info(
+        "taint-eviction-controller {} starting: API server {}://{}:{}{} ({}), {} workers, "
+        "QPS {} burst {}, DisruptionTarget condition {}",
+        tec::version, cfg.tls ? "https" : "http", cfg.host, cfg.port, cfg.base_path, cfg.source,
+        opts.workers, opts.kube_api_qps, opts.kube_api_burst,
+        opts.disruption_condition ? "on" : "off");
+    build(cfg);
+    if (auto e = start_servers(); !e.empty()) {
+      log->error("{}", e);
+      stop_servers();
+      return 1;
+    }
+
+    signals.emplace(io, SIGINT, SIGTERM);
+    wait_signal();
+    recorder->start();
+    spawn_informer(*node_informer, "node");
+    spawn_informer(*pod_informer, "pod");
+    if (elector) {
+      log->info("leader election: lease {}/{} as {} (duration {}, renew deadline {}, retry {})",
+                opts.lease_namespace, opts.lease_name, elector->identity(),
+                format_duration(opts.lease_duration), format_duration(opts.renew_deadline),
+                format_duration(opts.retry_period));
+      asio::co_spawn(io, elector->run(), [this](const std::exception_ptr& e, bool clean) {
+        elector_done = true;
+        if (e) {
+          log->error("leader election failed: {}; exiting", describe(e));
+          request_stop(1);
+        } else if (!clean && !stopping.load()) {
+          request_stop(1);
+        }
+      });
+    } else {
+      log->warn(
+          "leader election is off (--leader-elect=false): acting as soon as the caches "
+          "are synced; run one replica only");
+      want_active = true;
+    }
+    asio::co_spawn(io, activate_when_ready(), [this](const std::exception_ptr& e) {
+      if (e) {
+        log->error("starting the controller failed: {}; exiting", describe(e));
+        request_stop(1);
+      }
+    });
+
+    io_thread = std::thread([this] {
+      try {
+        io.run();
+      } catch (const std::exception& e) {
+        log->critical("the I/O thread failed: {}", e.what());
+        request_stop(1);
+      }
+      io_done = true;
+    });
+
+    int code = 0;
+    {
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [this] { return exit_code.has_value(); });
+      code = *exit_code;
+    }
+    shutdown(code);
+    return code;
+  }
+
+  void stop_servers() {
+    if (health_server) {
+      health_server->stop();
+    }
+    if (metrics_server) {
+      metrics_server->stop();
+    }
+  }
+
+  // Main thread. Stop acting, release the lease, abandon what is left, stop the threads.
+  void shutdown(int code) {
+    const auto started = steady::now();
+    stopping = true;
+    active = false;
+    sink->stop();
+    asio::post(io, [this] { recorder->stop(); });  // the recorder's channel lives on the I/O thread
+    if (elector && !elector_done.load()) {
+      elector->stop();
+      if (!wait_until([this] { return elector_done.load(); }, release_budget)) {
+        log->warn(
+            "could not release the leader lease within {}; another replica takes over "
+            "after the lease duration",
+            format_duration(release_budget));
+      }
+    }
+    if (!wait_until([this] { return sink->stats().in_flight == 0; }, in_flight_budget)) {
+      log->warn(
+          "abandoning {} eviction request(s) in flight; the next leader decides those "
+          "pods again",
+          sink->stats().in_flight);
+    }
+    pod_informer->stop();
+    node_informer->stop();
+    stop_servers();
+    asio::post(io, [this] {
+      boost::system::error_code ignored;
+      signals->cancel(ignored);
+    });
+    api->shutdown();
+    ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
+    work.reset();
+    if (!wait_until([this] { return io_done.load(); }, drain_budget)) {
+      log->warn("the I/O thread still had work after {}; stopping it",
+                format_duration(drain_budget));
+      io.stop();
+    }
+    io_thread.join();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count();
+    log->info("stopped in {} ms (exit status {})", ms, code);
+  }
+};
+
+daemon::daemon(options opts) : impl_(std::make_unique<impl>(std::move(opts))) {}
+
+daemon::~daemon() = default;
+
+int daemon::run() {
+  return impl_->run();
+}
+
+}  // namespace tec::cmd

@@ -1,0 +1,351 @@
+#include "options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <utility>
+
+#include "tec/k8s/http_endpoints.hpp"
+
+namespace tec::cmd {
+namespace {
+
+constexpr std::array<std::string_view, 8> log_levels{"trace",   "debug", "info",     "warn",
+                                                     "warning", "error", "critical", "off"};
+
+// Lowercase DNS-1123 subdomain characters: what a namespace or Lease name may contain.
+bool valid_object_name(std::string_view s) {
+  if (s.empty() || s.size() > 253) {
+    return false;
+  }
+  for (const char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+    if (!ok) {
+      return false;
+    }
+  }
+  return s.front() != '-' && s.back() != '-' && s.front() != '.' && s.back() != '.';
+}
+
+std::string trim(std::string s) {
+  const auto not_space = [](unsigned char c) { return std::isspace(c) == 0; };
+  while (!s.empty() && !not_space(static_cast<unsigned char>(s.back()))) {
+    s.pop_back();
+  }
+  std::size_t i = 0;
+  while (i < s.size() && !not_space(static_cast<unsigned char>(s[i]))) {
+    ++i;
+  }
+  return s.substr(i);
+}
+
+// A duration flag: parsed, and positive.
+std::optional<std::string> parse_duration_flag(const std::string& flag, const std::string& text,
+                                               std::chrono::milliseconds& out) {
+  const auto d = parse_go_duration(text);
+  if (!d) {
+    return flag + ": invalid duration \"" + text +
+           "\" (expected a Go duration such as 15s, 500ms or 1m)";
+  }
+  if (d->count() <= 0) {
+    return flag + ": must be positive, got \"" + text + "\"";
+  }
+  out = *d;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> real_env(const std::string& name) {
+  const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe): before threads
+  if (v == nullptr) {
+    return std::nullopt;
+  }
+  return std::string(v);
+}
+
+std::optional<std::string> real_read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return std::nullopt;
+  }
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    return std::nullopt;
+  }
+  return content;
+}
+
+std::optional<std::chrono::milliseconds> parse_go_duration(std::string_view text) {
+  // Go's time.ParseDuration: [-+]?([0-9]*(\.[0-9]*)?[a-z]+)+, or "0".
+  std::string_view s = text;
+  bool negative = false;
+  if (!s.empty() && (s.front() == '-' || s.front() == '+')) {
+    negative = s.front() == '-';
+    s.remove_prefix(1);
+  }
+  if (s == "0") {
+    return std::chrono::milliseconds{0};
+  }
+  if (s.empty()) {
+    return std::nullopt;
+  }
+  long double total_ns = 0;
+  while (!s.empty()) {
+    std::size_t i = 0;
+    long double value = 0;
+    bool digits = false;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      value = value * 10 + (s[i] - '0');
+      digits = true;
+      ++i;
+    }
+    if (i < s.size() && s[i] == '.') {
+      ++i;
+      long double scale = 0.1L;
+      while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        value += (s[i] - '0') * scale;
+        scale /= 10;
+        digits = true;
+        ++i;
+      }
+    }
+    if (!digits) {
+      return std::nullopt;
+    }
+    std::size_t j = i;
+    while (j < s.size() && !(s[j] >= '0' && s[j] <= '9') && s[j] != '.') {
+      ++j;
+    }
+    const std::string_view unit = s.substr(i, j - i);
+    long double ns_per_unit = 0;
+    if (unit == "ns") {
+      ns_per_unit = 1;
+    } else if (unit == "us" || unit == "\u00b5s" || unit == "\u03bcs") {
+      ns_per_unit = 1e3L;
+    } else if (unit == "ms") {
+      ns_per_unit = 1e6L;
+    } else if (unit == "s") {
+      ns_per_unit = 1e9L;
+    } else if (unit == "m") {
+      ns_per_unit = 60e9L;
+    } else if (unit == "h") {
+      ns_per_unit = 3600e9L;
+    } else {
+      return std::nullopt;  // a missing or unknown unit
+    }
+    total_ns += value * ns_per_unit;
+    s.remove_prefix(j);
+  }
+  // Go's limit is ~292 years in int64 nanoseconds.
+  if (total_ns > 9.2e18L) {
+    return std::nullopt;
+  }
+  const auto ms = static_cast<std::int64_t>(std::llround(static_cast<double>(total_ns / 1e6L)));
+  return std::chrono::milliseconds{negative ? -ms : ms};
+}
+
+std::string format_duration(std::chrono::milliseconds d) {
+  std::int64_t ms = d.count();
+  std::string out;
+  if (ms < 0) {
+    out.push_back('-');
+    ms = -ms;
+  }
+  if (ms == 0) {
+    return "0s";
+  }
+  if (ms < 1000) {
+    return out + std::to_string(ms) + "ms";
+  }
+  const std::int64_t h = ms / 3'600'000;
+  const std::int64_t m = (ms / 60'000) % 60;
+  const std::int64_t s = (ms / 1000) % 60;
+  const std::int64_t rest = ms % 1000;
+  if (h > 0) {
+    out += std::to_string(h) + "h";
+  }
+  if (h > 0 || m > 0) {
+    out += std::to_string(m) + "m";
+  }
+  out += std::to_string(s);
+  if (rest > 0) {
+    std::string frac = std::to_string(rest + 1000).substr(1);
+    while (frac.back() == '0') {
+      frac.pop_back();
+    }
+    out += "." + frac;
+  }
+  return out + "s";
+}
+
+parse_result parse_options(const std::vector<std::string>& args, std::string_view version,
+                           const env_fn& env, const read_file_fn& read_file) {
+  parse_result result;
+  options o;
+  CLI::App app{
+      "taint-eviction-controller: the Kubernetes NoExecute taint manager as a standalone "
+      "daemon.\nDeletes pods that do not tolerate a NoExecute taint of their node (at once, or "
+      "after the\nsmallest tolerationSeconds), with kube-controller-manager's flag names.",
+      "taint-eviction-controller"};
+  app.option_defaults()->always_capture_default();
+
+  std::string lease_duration = "15s";
+  std::string renew_deadline = "10s";
+  std::string retry_period = "2s";
+  std::string lease_namespace;
+  std::string format = "text";
+  bool show_version = false;
+
+  app.add_option("--kubeconfig", o.kubeconfig,
+                 "Path to a kubeconfig file; empty means the in-cluster configuration");
+  app.add_option("--context", o.context, "The kubeconfig context to use (default: current)");
+  app.add_option("--kube-api-qps", o.kube_api_qps,
+                 "Client-side rate limit of API requests per second (0 disables it)");
+  app.add_option("--kube-api-burst", o.kube_api_burst, "Burst of the client-side rate limit");
+  app.add_option("--workers", o.workers, "Workers deciding evictions (sharded by node)");
+  app.add_flag("--leader-elect", o.leader_elect,
+               "Take a coordination.k8s.io Lease before acting (--leader-elect=false: act "
+               "at once; run one replica only)");
+  app.add_option("--leader-elect-lease-duration", lease_duration,
+                 "How long a follower waits after the last renewal before taking over");
+  app.add_option("--leader-elect-renew-deadline", renew_deadline,
+                 "How long the leader retries renewing before it gives up and exits");
+  app.add_option("--leader-elect-retry-period", retry_period,
+                 "Wait between acquire and renew attempts");
+  app.add_option("--leader-elect-resource-namespace", lease_namespace,
+                 "Namespace of the Lease (default: POD_NAMESPACE, else the service-account "
+                 "namespace, else kube-system)");
+  app.add_option("--leader-elect-resource-name", o.lease_name, "Name of the Lease");
+  app.add_option("--metrics-bind-address", o.metrics_bind_address,
+                 "Address of the Prometheus /metrics endpoint (\"0\" disables it)");
+  app.add_option("--health-probe-bind-address", o.health_probe_bind_address,
+                 "Address of /healthz and /readyz (\"0\" disables them)");
+  app.add_flag("--disruption-condition", o.disruption_condition,
+               "Add the DisruptionTarget pod condition before each delete");
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical or off");
+  app.add_option("--log-format", format, "text or json (one JSON object per line)");
+  app.add_flag("--version", show_version, "Print the version and exit");
+
+  std::vector<const char*> argv;
+  argv.reserve(args.size() + 1);
+  argv.push_back("taint-eviction-controller");
+  for (const auto& a : args) {
+    argv.push_back(a.c_str());
+  }
+  std::ostringstream out;
+  std::ostringstream err;
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e, out, err);
+    result.out = out.str();
+    result.err = err.str();
+    result.exit_code = rc == 0 ? 0 : 2;
+    return result;
+  }
+  if (show_version) {
+    result.out = "taint-eviction-controller " + std::string(version) + "\n";
+    return result;
+  }
+
+  std::vector<std::string> problems;
+  const auto check = [&](std::optional<std::string> problem) {
+    if (problem) {
+      problems.push_back(std::move(*problem));
+    }
+  };
+  check(parse_duration_flag("--leader-elect-lease-duration", lease_duration, o.lease_duration));
+  check(parse_duration_flag("--leader-elect-renew-deadline", renew_deadline, o.renew_deadline));
+  check(parse_duration_flag("--leader-elect-retry-period", retry_period, o.retry_period));
+  if (problems.empty() && o.leader_elect) {
+    // client-go's leaderelection.NewLeaderElector checks, in its words.
+    if (o.lease_duration <= o.renew_deadline) {
+      problems.emplace_back(
+          "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline");
+    }
+    if (static_cast<double>(o.renew_deadline.count()) <=
+        1.2 * static_cast<double>(o.retry_period.count())) {
+      problems.emplace_back(
+          "--leader-elect-renew-deadline must be greater than 1.2 x "
+          "--leader-elect-retry-period");
+    }
+  }
+  if (!o.context.empty() && o.kubeconfig.empty()) {
+    problems.emplace_back(
+        "--context needs --kubeconfig (the in-cluster configuration has no "
+        "contexts)");
+  }
+  if (!std::isfinite(o.kube_api_qps) || o.kube_api_qps < 0) {
+    problems.emplace_back("--kube-api-qps must be a number >= 0");
+  }
+  if (o.kube_api_qps > 0 && o.kube_api_burst < 1) {
+    problems.emplace_back("--kube-api-burst must be at least 1 when --kube-api-qps is set");
+  }
+  if (o.workers < 1 || o.workers > 1024) {
+    problems.emplace_back("--workers must be between 1 and 1024");
+  }
+  if (lease_namespace.empty()) {
+    if (auto ns = env("POD_NAMESPACE"); ns && !trim(*ns).empty()) {
+      lease_namespace = trim(*ns);
+    } else if (auto file = read_file(service_account_namespace_file);
+               file && !trim(*file).empty()) {
+      lease_namespace = trim(*file);
+    } else {
+      lease_namespace = "kube-system";
+    }
+  }
+  o.lease_namespace = lease_namespace;
+  if (!valid_object_name(o.lease_namespace)) {
+    problems.push_back("--leader-elect-resource-namespace: \"" + o.lease_namespace +
+                       "\" is not a valid namespace name");
+  }
+  if (!valid_object_name(o.lease_name)) {
+    problems.push_back("--leader-elect-resource-name: \"" + o.lease_name +
+                       "\" is not a valid object name");
+  }
+  const std::array<std::pair<const char*, const std::string*>, 2> addresses{
+      std::pair{"--metrics-bind-address", &o.metrics_bind_address},
+      std::pair{"--health-probe-bind-address", &o.health_probe_bind_address}};
+  for (const auto& [flag, address] : addresses) {
+    if (auto parsed = k8s::parse_bind_address(*address); !parsed) {
+      problems.push_back(std::string(flag) + ": \"" + *address +
+                         "\" is not a valid address (expected :PORT, IP:PORT, [IPv6]:PORT or "
+                         "0): " +
+                         parsed.err().message);
+    }
+  }
+  bool level_ok = false;
+  for (const auto level : log_levels) {
+    level_ok = level_ok || o.log_level == level;
+  }
+  if (!level_ok) {
+    problems.push_back("--log-level: \"" + o.log_level +
+                       "\" is not one of trace, debug, info, warn, error, critical, off");
+  }
+  if (format == "text") {
+    o.format = log_format::text;
+  } else if (format == "json") {
+    o.format = log_format::json;
+  } else {
+    problems.push_back("--log-format: \"" + format + "\" is not one of text, json");
+  }
+
+  if (!problems.empty()) {
+    for (const auto& p : problems) {
+      result.err += "taint-eviction-controller: " + p + "\n";
+    }
+    result.err += "Run with --help for the flags.\n";
+    result.exit_code = 2;
+    return result;
+  }
+  result.opts = std::move(o);
+  return result;
+}
+
+}  // namespace tec::cmd

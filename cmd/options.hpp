@@ -1,0 +1,75 @@
+#pragma once
+
+// The daemon's command line: kube-controller-manager's flag names and defaults, parsed and
+// validated without side effects (no files opened except the service-account namespace file,
+// which is injected), so that tests can drive it.
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tec::cmd {
+
+enum class log_format : unsigned char { text, json };
+
+/// Every setting the daemon takes from its command line, validated.
+struct options {
+  std::string kubeconfig;  ///< Empty: in-cluster configuration.
+  std::string context;     ///< Empty: the kubeconfig's current-context.
+  double kube_api_qps = 20.0;
+  int kube_api_burst = 30;
+  int workers = 8;
+  bool leader_elect = true;
+  std::chrono::milliseconds lease_duration{15'000};
+  std::chrono::milliseconds renew_deadline{10'000};
+  std::chrono::milliseconds retry_period{2'000};
+  /// The Lease's namespace: the flag, else the pod's namespace, else kube-system.
+  std::string lease_namespace;
+  std::string lease_name = "taint-eviction-controller";
+  std::string metrics_bind_address = ":8080";       ///< "0" disables the metrics server.
+  std::string health_probe_bind_address = ":8081";  ///< "0" disables the probe server.
+  bool disruption_condition = true;
+  std::string log_level = "info";  ///< trace, debug, info, warn, error, critical, off.
+  log_format format = log_format::text;
+};
+
+/// What main() should do after parsing.
+struct parse_result {
+  /// The options to run with; nullopt when the process should exit with `exit_code` at once
+  /// (--help, --version, or a bad flag).
+  std::optional<options> opts;
+  int exit_code = 0;  ///< 0 for --help/--version, 2 for a bad flag or value.
+  std::string out;    ///< Text for stdout (help, version).
+  std::string err;    ///< Text for stderr (what is wrong).
+};
+
+/// Looks up an environment variable; nullopt when unset.
+using env_fn = std::function<std::optional<std::string>(const std::string&)>;
+/// Reads a whole file; nullopt when it cannot be read.
+using read_file_fn = std::function<std::optional<std::string>(const std::string&)>;
+
+/// The process environment and the real file system.
+std::optional<std::string> real_env(const std::string& name);
+std::optional<std::string> real_read_file(const std::string& path);
+
+inline constexpr const char* service_account_namespace_file =
+    "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// Parses `args` (without the program name). The default Lease namespace is POD_NAMESPACE
+/// from `env`, else the content of service_account_namespace_file, else "kube-system".
+/// `version` is what --version prints after the program name.
+parse_result parse_options(const std::vector<std::string>& args, std::string_view version,
+                           const env_fn& env = real_env,
+                           const read_file_fn& read_file = real_read_file);
+
+/// A Go time.Duration string ("15s", "500ms", "1m30s", "1.5h", "0"), rounded to
+/// milliseconds; nullopt when malformed, negative or too large.
+std::optional<std::chrono::milliseconds> parse_go_duration(std::string_view text);
+
+/// "1m30s"-style rendering for logs and messages.
+std::string format_duration(std::chrono::milliseconds d);
+
+}  // namespace tec::cmd

@@ -1,0 +1,163 @@
+// Flag parsing: kube-controller-manager's names and defaults, Go durations, clear errors
+// with exit status 2, and the Lease namespace fallback chain.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "options.hpp"
+
+namespace tec::cmd {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::optional<std::string> no_env(const std::string& /*name*/) {
+  return std::nullopt;
+}
+std::optional<std::string> no_file(const std::string& /*path*/) {
+  return std::nullopt;
+}
+
+parse_result parse(const std::vector<std::string>& args, const env_fn& env = no_env,
+                   const read_file_fn& file = no_file) {
+  return parse_options(args, "9.9.9", env, file);
+}
+
+TEST(options, defaults_match_kube_controller_manager) {
+  const auto r = parse({});
+  ASSERT_TRUE(r.opts) << r.err;
+  const auto& o = *r.opts;
+  EXPECT_EQ(o.kubeconfig, "");
+  EXPECT_EQ(o.kube_api_qps, 20.0);
+  EXPECT_EQ(o.kube_api_burst, 30);
+  EXPECT_EQ(o.workers, 8);
+  EXPECT_TRUE(o.leader_elect);
+  EXPECT_EQ(o.lease_duration, 15s);
+  EXPECT_EQ(o.renew_deadline, 10s);
+  EXPECT_EQ(o.retry_period, 2s);
+  EXPECT_EQ(o.lease_namespace, "kube-system");
+  EXPECT_EQ(o.lease_name, "taint-eviction-controller");
+  EXPECT_EQ(o.metrics_bind_address, ":8080");
+  EXPECT_EQ(o.health_probe_bind_address, ":8081");
+  EXPECT_TRUE(o.disruption_condition);
+  EXPECT_EQ(o.log_level, "info");
+  EXPECT_EQ(o.format, log_format::text);
+}
+
+TEST(options, every_flag_is_taken) {
+  const auto r =
+      parse({"--kubeconfig=/k", "--context", "c", "--kube-api-qps=5.5", "--kube-api-burst=7",
+             "--workers=3", "--leader-elect=false", "--leader-elect-lease-duration=1m",
+             "--leader-elect-renew-deadline=30s", "--leader-elect-retry-period=500ms",
+             "--leader-elect-resource-namespace=ops", "--leader-elect-resource-name=l",
+             "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
+             "--disruption-condition=false", "--log-level=debug", "--log-format=json"});
+  ASSERT_TRUE(r.opts) << r.err;
+  const auto& o = *r.opts;
+  EXPECT_EQ(o.kubeconfig, "/k");
+  EXPECT_EQ(o.context, "c");
+  EXPECT_EQ(o.kube_api_qps, 5.5);
+  EXPECT_EQ(o.kube_api_burst, 7);
+  EXPECT_EQ(o.workers, 3);
+  EXPECT_FALSE(o.leader_elect);
+  EXPECT_EQ(o.lease_duration, 60s);
+  EXPECT_EQ(o.renew_deadline, 30s);
+  EXPECT_EQ(o.retry_period, 500ms);
+  EXPECT_EQ(o.lease_namespace, "ops");
+  EXPECT_EQ(o.lease_name, "l");
+  EXPECT_EQ(o.metrics_bind_address, "0");
+  EXPECT_EQ(o.health_probe_bind_address, "127.0.0.1:0");
+  EXPECT_FALSE(o.disruption_condition);
+  EXPECT_EQ(o.log_level, "debug");
+  EXPECT_EQ(o.format, log_format::json);
+}
+
+TEST(options, bare_boolean_flag_means_true) {
+  const auto r = parse({"--leader-elect", "--disruption-condition"});
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_TRUE(r.opts->leader_elect);
+  EXPECT_TRUE(r.opts->disruption_condition);
+}
+
+TEST(options, help_and_version_exit_zero) {
+  const auto h = parse({"--help"});
+  EXPECT_FALSE(h.opts);
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("--leader-elect-lease-duration"), std::string::npos);
+  const auto v = parse({"--version"});
+  EXPECT_FALSE(v.opts);
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out, "taint-eviction-controller 9.9.9\n");
+}
+
+TEST(options, bad_values_exit_two_with_the_flag_named) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--no-such-flag"}, "no-such-flag"},
+      {{"--workers=abc"}, "--workers"},
+      {{"--workers=0"}, "--workers"},
+      {{"--kube-api-qps=-1"}, "--kube-api-qps"},
+      {{"--kube-api-burst=0"}, "--kube-api-burst"},
+      {{"--leader-elect-lease-duration=15"}, "--leader-elect-lease-duration"},
+      {{"--leader-elect-lease-duration=fast"}, "--leader-elect-lease-duration"},
+      {{"--leader-elect-retry-period=-2s"}, "--leader-elect-retry-period"},
+      {{"--leader-elect-renew-deadline=20s"}, "greater than --leader-elect-renew-deadline"},
+      {{"--leader-elect-retry-period=9s"}, "1.2 x"},
+      {{"--leader-elect-resource-namespace=Bad_NS"}, "--leader-elect-resource-namespace"},
+      {{"--metrics-bind-address=nonsense"}, "--metrics-bind-address"},
+      {{"--health-probe-bind-address=:99999"}, "--health-probe-bind-address"},
+      {{"--log-level=loud"}, "--log-level"},
+      {{"--log-format=xml"}, "--log-format"},
+      {{"--context=x"}, "--context needs --kubeconfig"},
+      {{"--leader-elect=maybe"}, "leader-elect"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const auto r = parse(args);
+    EXPECT_FALSE(r.opts) << args.front();
+    EXPECT_EQ(r.exit_code, 2) << args.front();
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args.front() << " -> " << r.err;
+  }
+}
+
+TEST(options, lease_checks_are_skipped_without_leader_election) {
+  const auto r = parse({"--leader-elect=false", "--leader-elect-renew-deadline=20s"});
+  EXPECT_TRUE(r.opts) << r.err;
+}
+
+TEST(options, lease_namespace_falls_back_to_pod_namespace_then_service_account_file) {
+  const auto env = [](const std::string& name) -> std::optional<std::string> {
+    return name == "POD_NAMESPACE" ? std::optional<std::string>("from-env") : std::nullopt;
+  };
+  const auto file = [](const std::string& path) -> std::optional<std::string> {
+    return path == service_account_namespace_file ? std::optional<std::string>("from-file\n")
+                                                  : std::nullopt;
+  };
+  EXPECT_EQ(parse({}, env, file).opts->lease_namespace, "from-env");
+  EXPECT_EQ(parse({}, no_env, file).opts->lease_namespace, "from-file");
+  EXPECT_EQ(parse({"--leader-elect-resource-namespace=flag"}, env, file).opts->lease_namespace,
+            "flag");
+}
+
+TEST(options, go_durations) {
+  EXPECT_EQ(parse_go_duration("15s"), 15s);
+  EXPECT_EQ(parse_go_duration("500ms"), 500ms);
+  EXPECT_EQ(parse_go_duration("1m"), 60s);
+  EXPECT_EQ(parse_go_duration("1h30m"), 90min);
+  EXPECT_EQ(parse_go_duration("1.5s"), 1500ms);
+  EXPECT_EQ(parse_go_duration("0"), 0ms);
+  EXPECT_EQ(parse_go_duration("2000us"), 2ms);
+  EXPECT_EQ(parse_go_duration("-3s"), -3s);
+  EXPECT_FALSE(parse_go_duration(""));
+  EXPECT_FALSE(parse_go_duration("15"));
+  EXPECT_FALSE(parse_go_duration("s"));
+  EXPECT_FALSE(parse_go_duration("1d"));
+  EXPECT_FALSE(parse_go_duration("1.s.5"));
+  EXPECT_FALSE(parse_go_duration("99999999999h"));
+  EXPECT_EQ(format_duration(90s), "1m30s");
+  EXPECT_EQ(format_duration(1500ms), "1.5s");
+  EXPECT_EQ(format_duration(250ms), "250ms");
+}
+
+}  // namespace
+}  // namespace tec::cmd
