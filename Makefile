@@ -50,7 +50,7 @@ demo: build
 	@scripts/demo.sh
 
 demo-down:
-	@$(CLUSTER) down
+	@scripts/demo.sh down
 
 format:
 	@git ls-files '*.cpp' '*.hpp' | xargs -r clang-format -i
