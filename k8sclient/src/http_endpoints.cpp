@@ -279,6 +279,11 @@ http::message_generator http_endpoints::impl::respond(
     return make_response(req.version(), keep_alive, head,
                          {404, "text/plain; charset=utf-8", "404 page not found\n"});
   }
+  if (stopped) {
+    // Handlers may reference objects the owner destroys once stop() has returned.
+    return make_response(req.version(), false, head,
+                         {503, "text/plain; charset=utf-8", "shutting down\n"});
+  }
   http_response r;
   try {
     r = it->second();

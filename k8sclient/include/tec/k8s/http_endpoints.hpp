@@ -91,6 +91,8 @@ public:
   result<std::optional<boost::asio::ip::tcp::endpoint>> start();
 
   /// Stops accepting and closes every connection; a response being written is abandoned.
+  /// No handler is called once stop() has returned, except one already running on another
+  /// thread of the executor (a request still in flight gets 503).
   /// Returns at once; the coroutines end on the executor shortly after, leaving it no work.
   /// Idempotent.
   void stop();
