@@ -47,6 +47,7 @@ cleanup() {
   for pid in "${CONTROLLER_PIDS[@]}"; do
     kill -TERM "$pid" 2>/dev/null
   done
+  if declare -F on_cleanup >/dev/null; then on_cleanup; fi  # a test's own extra cleanup
   for pid in "${CONTROLLER_PIDS[@]}"; do
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null
@@ -227,7 +228,7 @@ pod_uid() { k -n "$NS" get pod "$1" -o jsonpath='{.metadata.uid}'; }
 # wait_event POD MESSAGE_PREFIX SECONDS
 wait_event() {
   local deadline=$((SECONDS + $3))
-  until events "$1" | grep -q "^$2"; do
+  until grep -q "^$2" <<<"$(events "$1")"; do
     [ "$SECONDS" -lt "$deadline" ] || fail "no '$2' event for $NS/$1 within $3 s (events: $(events "$1" | tr '\n' ' '))"
     sleep 0.3
   done

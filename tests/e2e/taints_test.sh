@@ -104,10 +104,10 @@ log "t100, forever and cancel still running $(( ($(now_ms) - t0) / 1000 )) s aft
 for p in none other one-of-two t2 t6; do
   assert_disruption_condition "$p"
   uid=$(pod_uid "$p")
-  events "$p" | grep -qxF "Marking for deletion Pod $NS/$p|$uid|Normal" \
+  grep -qxF "Marking for deletion Pod $NS/$p|$uid|Normal" <<<"$(events "$p")" \
     || fail "no 'Marking for deletion' event with involvedObject.uid for $NS/$p: $(events "$p" | tr '\n' ' ')"
 done
-events cancel | grep -q "^Cancelling deletion of Pod $NS/cancel|$(pod_uid cancel)|Normal$" \
+grep -q "^Cancelling deletion of Pod $NS/cancel|$(pod_uid cancel)|Normal$" <<<"$(events cancel)" \
   || fail "the cancel event lacks the pod's uid: $(events cancel | tr '\n' ' ')"
 log "DisruptionTarget=True and Marking/Cancelling events (with uid) on the right pods"
 
@@ -125,7 +125,8 @@ awk -v d="$tainted" 'BEGIN { exit !(d >= 3) }' || fail "tainted_nodes=$tainted, 
 [ "$leader" = 1 ] || fail "is_leader=$leader, expected 1"
 curl -fsS --max-time 2 "$HEALTH_URL/healthz" >/dev/null || fail "/healthz is not 200"
 curl -fsS --max-time 2 "$HEALTH_URL/readyz" >/dev/null || fail "/readyz is not 200"
-curl -fsS --max-time 5 "$METRICS_URL/metrics" | grep -q '^taint_eviction_controller_api_requests_total{verb="GET",code="200"}' \
+exposition=$(curl -fsS --max-time 5 "$METRICS_URL/metrics") || fail "cannot scrape /metrics"
+grep -q '^taint_eviction_controller_api_requests_total{verb="GET",code="200"}' <<<"$exposition" \
   || fail "api_requests_total has no GET 200 sample"
 
 # 8. SIGTERM: exit 0 within 10 s, lease released.
