@@ -125,8 +125,8 @@ result<std::optional<tcp::endpoint>> parse_bind_address(std::string_view address
 // ---------------------------------------------------------------------------------------------
 
 struct http_endpoints::impl {
-  impl(asio::any_io_executor ex, http_endpoints_options o)
-      : strand(asio::make_strand(std::move(ex))), options(std::move(o)), acceptor(strand) {}
+  impl(const asio::any_io_executor& ex, http_endpoints_options o)
+      : strand(asio::make_strand(ex)), options(std::move(o)), acceptor(strand) {}
 
   static asio::awaitable<void> accept_loop(std::shared_ptr<impl> self);
   static asio::awaitable<void> session(std::shared_ptr<impl> self, tcp::socket socket);
