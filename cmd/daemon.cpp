@@ -333,6 +333,9 @@ struct daemon::impl {
   }
 
   void activate() {
+    if (stopping.load()) {
+      return;  // shutdown began after the last check; never start acting now
+    }
     ctrl->start();
     active = true;
     if (!opts.leader_elect) {
