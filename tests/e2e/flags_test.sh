@@ -37,6 +37,7 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 EOT
 SA_KUBECONFIG="$WORK/dead.kubeconfig"
+: >"$WORK/dead.log"
 "$TEC_BIN" --kubeconfig "$SA_KUBECONFIG" --health-probe-bind-address 127.0.0.1:0 \
   --metrics-bind-address 0 >"$WORK/dead.log" 2>&1 &
 pid=$!

@@ -95,6 +95,7 @@ start_controller() {
   local name=$1
   shift
   CONTROLLER_LOG="$WORK/controller-$name.log"
+  : >"$CONTROLLER_LOG"  # exists before the background child opens it (the sed below reads it)
   "$TEC_BIN" --kubeconfig "$SA_KUBECONFIG" --leader-elect-resource-namespace "$DEPLOY_NS" \
     --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
     --log-level debug "$@" >"$CONTROLLER_LOG" 2>&1 &
@@ -106,8 +107,8 @@ start_controller() {
   while [ -z "$HEALTH_URL" ] || [ -z "$METRICS_URL" ]; do
     kill -0 "$CONTROLLER_PID" 2>/dev/null || fail "controller $name exited early: $(tail -5 "$CONTROLLER_LOG")"
     [ "$SECONDS" -lt "$deadline" ] || fail "controller $name did not start serving within 30 s"
-    HEALTH_URL=$(sed -n 's|.*serving /healthz and /readyz on \(http://[^ ]*\).*|\1|p' "$CONTROLLER_LOG" | head -1)
-    METRICS_URL=$(sed -n 's|.*serving /metrics on \(http://[^ ]*\).*|\1|p' "$CONTROLLER_LOG" | head -1)
+    HEALTH_URL=$(sed -n 's|.*serving /healthz and /readyz on \(http://[^ ]*\).*|\1|p' "$CONTROLLER_LOG" | head -1) || true
+    METRICS_URL=$(sed -n 's|.*serving /metrics on \(http://[^ ]*\).*|\1|p' "$CONTROLLER_LOG" | head -1) || true
     sleep 0.1
   done
   until curl -fsS --max-time 2 "$HEALTH_URL/readyz" >/dev/null 2>&1; do
