@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -494,8 +495,11 @@ TEST(decode_engines, agree_on_fixtures_and_mutations) {
     compare_engines(value);
   }
   static constexpr std::string_view interesting = "\"\\{}[],:0-e.ntfu \x01\xff\xc3\xa9\xed";
-  std::mt19937 rng(1234);
-  for (int i = 0; i < 3000; ++i) {
+  // TEC_DECODE_MUTATIONS raises the count for a longer soak (e.g. under ASan).
+  const char* env = std::getenv("TEC_DECODE_MUTATIONS");
+  const long mutations = env != nullptr ? std::strtol(env, nullptr, 10) : 3000;
+  std::mt19937 rng(env != nullptr ? static_cast<unsigned>(mutations) : 1234U);
+  for (long i = 0; i < mutations; ++i) {
     std::string s = seeds[rng() % seeds.size()];
     const int edits = 1 + static_cast<int>(rng() % 3);
     for (int e = 0; e < edits && !s.empty(); ++e) {
