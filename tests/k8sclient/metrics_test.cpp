@@ -307,7 +307,7 @@ TEST(metrics, concurrent_updates_and_scrapes) {
   EXPECT_EQ(s.count, static_cast<std::uint64_t>(total));
   std::uint64_t per_bucket = 0;
   for (int i = 0; i < iterations; ++i) {
-    per_bucket += (i % 3 == 0) ? 1 : 0;
+    per_bucket += (i % 3 == 0) ? std::uint64_t{1} : std::uint64_t{0};
   }
   EXPECT_EQ(s.counts[0], per_bucket * threads);
   double label_total = 0;
