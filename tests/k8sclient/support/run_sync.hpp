@@ -8,36 +8,53 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <exception>
+#include <memory>
 #include <optional>
 
 namespace tec::k8s::testing {
 
 namespace detail {
+/// Shared with the spawned coroutine and its completion handler, so neither ever writes into
+/// the frame of a run_sync() that has already returned (after a timeout, or when the value is
+/// in but the completion handler has not run yet).
 template <class T>
-boost::asio::awaitable<void> capture(boost::asio::awaitable<T> aw, std::optional<T>* out) {
-  out->emplace(co_await std::move(aw));
+struct sync_state {
+  std::optional<T> out;
+  std::exception_ptr failure;
+  bool done = false;  ///< The completion handler ran.
+};
+
+template <class T>
+boost::asio::awaitable<void> capture(boost::asio::awaitable<T> aw,
+                                     std::shared_ptr<sync_state<T>> state) {
+  state->out.emplace(co_await std::move(aw));
 }
 }  // namespace detail
 
-/// Spawns `aw` on `io`, runs `io` until it completes or `limit` passes; nullopt on the latter.
+/// Spawns `aw` on `io`, runs `io` until the coroutine and its completion handler have both
+/// finished, or `limit` passes; nullopt on the latter.
 template <class T>
 std::optional<T> run_sync(boost::asio::io_context& io, boost::asio::awaitable<T> aw,
                           std::chrono::milliseconds limit = std::chrono::seconds{20}) {
-  std::optional<T> out;
-  std::exception_ptr failure;
-  boost::asio::co_spawn(io, detail::capture(std::move(aw), &out),
-                        [&failure](std::exception_ptr e) { failure = e; });
+  auto state = std::make_shared<detail::sync_state<T>>();
+  boost::asio::co_spawn(io, detail::capture(std::move(aw), state), [state](std::exception_ptr e) {
+    state->failure = e;
+    state->done = true;
+  });
   io.restart();
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!out && !failure && std::chrono::steady_clock::now() < deadline) {
+  while (!state->done && std::chrono::steady_clock::now() < deadline) {
     if (io.run_one_until(deadline) == 0 && io.stopped()) {
       break;
     }
   }
-  if (failure) {
-    std::rethrow_exception(failure);
+  if (state->failure) {
+    std::rethrow_exception(state->failure);
   }
-  return out;
+  if (!state->done) {
+    return std::nullopt;
+  }
+  return std::move(state->out);
 }
 
 }  // namespace tec::k8s::testing
