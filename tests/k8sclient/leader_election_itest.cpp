@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 
+#include "k8sclient/support/run_sync.hpp"
 #include "tec/k8s/config.hpp"
 #include "tec/k8s/leader_election.hpp"
 
@@ -26,37 +27,7 @@ namespace http = boost::beast::http;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-/// Runs `aw` on `io` until its completion handler has run, or `limit` passes (-> nullopt).
-/// (Waiting for the handler, not only for the value, keeps a later run of `io` from
-/// completing into a dead frame.)
-template <class T>
-std::optional<T> run_to_end(asio::io_context& io, asio::awaitable<T> aw,
-                            std::chrono::milliseconds limit = std::chrono::seconds{20}) {
-  struct state {
-    std::optional<T> value;
-    std::exception_ptr failure;
-    bool finished = false;
-  };
-  auto st = std::make_shared<state>();
-  asio::co_spawn(
-      io,
-      [](asio::awaitable<T> inner, std::shared_ptr<state> s) -> asio::awaitable<void> {
-        s->value.emplace(co_await std::move(inner));
-      }(std::move(aw), st),
-      [st](std::exception_ptr e) {
-        st->failure = std::move(e);
-        st->finished = true;
-      });
-  io.restart();
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!st->finished && std::chrono::steady_clock::now() < deadline) {
-    io.run_one_until(deadline);
-  }
-  if (st->failure) {
-    std::rethrow_exception(st->failure);
-  }
-  return st->finished ? std::move(st->value) : std::nullopt;
-}
+using testing::run_sync;
 
 std::string random_suffix() {
   std::random_device rd;
@@ -83,7 +54,7 @@ protected:
       request req;
       req.method = http::verb::delete_;
       req.target = "/apis/coordination.k8s.io/v1/namespaces/default/leases/" + lease_;
-      run_to_end(io_, client_->send(std::move(req)));
+      run_sync(io_, client_->send(std::move(req)));
     }
   }
 
@@ -101,7 +72,7 @@ protected:
   json get_lease() {
     request req;
     req.target = "/apis/coordination.k8s.io/v1/namespaces/default/leases/" + lease_;
-    auto r = run_to_end(io_, client_->send(std::move(req)));
+    auto r = run_sync(io_, client_->send(std::move(req)));
     if (!r || !*r || (*r)->status != 200) {
       ADD_FAILURE() << "GET lease failed";
       return {};
@@ -181,7 +152,7 @@ TEST_F(leader_election_itest, a_vanished_leader_is_replaced_after_the_lease_expi
   auto ca = config("itest-gone");
   ca.release_on_cancel = false;  // Like a crash: the lease is left as it was.
   leader_elector a(io_.get_executor(), *client_, ca);
-  ASSERT_EQ(run_to_end(io_, a.try_acquire_or_renew()), std::optional<bool>(true));
+  ASSERT_EQ(run_sync(io_, a.try_acquire_or_renew()), std::optional<bool>(true));
 
   leader_elector b(io_.get_executor(), *client_, config("itest-next"));
   std::optional<bool> b_done;

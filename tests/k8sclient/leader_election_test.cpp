@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/run_sync.hpp"
 
 namespace tec::k8s {
 namespace {
@@ -23,37 +24,7 @@ using nlohmann::json;
 using testing::fake_http_server;
 using testing::reply;
 
-/// Runs `aw` on `io` until its completion handler has run, or `limit` passes (-> nullopt).
-/// (Waiting for the handler, not only for the value, keeps a later run of `io` from
-/// completing into a dead frame.)
-template <class T>
-std::optional<T> run_to_end(asio::io_context& io, asio::awaitable<T> aw,
-                            std::chrono::milliseconds limit = std::chrono::seconds{20}) {
-  struct state {
-    std::optional<T> value;
-    std::exception_ptr failure;
-    bool finished = false;
-  };
-  auto st = std::make_shared<state>();
-  asio::co_spawn(
-      io,
-      [](asio::awaitable<T> inner, std::shared_ptr<state> s) -> asio::awaitable<void> {
-        s->value.emplace(co_await std::move(inner));
-      }(std::move(aw), st),
-      [st](std::exception_ptr e) {
-        st->failure = std::move(e);
-        st->finished = true;
-      });
-  io.restart();
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!st->finished && std::chrono::steady_clock::now() < deadline) {
-    io.run_one_until(deadline);
-  }
-  if (st->failure) {
-    std::rethrow_exception(st->failure);
-  }
-  return st->finished ? std::move(st->value) : std::nullopt;
-}
+using testing::run_sync;
 
 constexpr const char* lease_path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/tec";
 constexpr const char* leases_path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
@@ -111,7 +82,7 @@ protected:
   }
 
   bool step(leader_elector& e) {
-    auto r = run_to_end(io_, e.try_acquire_or_renew());
+    auto r = run_sync(io_, e.try_acquire_or_renew());
     EXPECT_TRUE(r) << "step did not complete";
     return r.value_or(false);
   }
@@ -268,7 +239,7 @@ TEST_F(leader_election_test, another_holder_seen_while_leading_ends_leadership) 
 
 TEST_F(leader_election_test, release_clears_the_holder_and_shortens_the_lease) {
   leader_elector e(io_.get_executor(), client_, election_config(), manual());
-  EXPECT_EQ(run_to_end(io_, e.release()), std::optional<bool>(true));
+  EXPECT_EQ(run_sync(io_, e.release()), std::optional<bool>(true));
   EXPECT_TRUE(server_.requests().empty());  // Not ours: nothing to release.
 
   server_.push(reply::with(200, lease_body("", 1, "r", 2, "60")));
@@ -276,7 +247,7 @@ TEST_F(leader_election_test, release_clears_the_holder_and_shortens_the_lease) {
   ASSERT_TRUE(step(e));
   server_.push(reply::with(200, lease_body("", 1, "r", 3, "62")));
   wall_ += 5s;
-  EXPECT_EQ(run_to_end(io_, e.release()), std::optional<bool>(true));
+  EXPECT_EQ(run_sync(io_, e.release()), std::optional<bool>(true));
   EXPECT_FALSE(e.is_leader());
   const json put = request_body(2);
   EXPECT_EQ(server_.requests()[2].method, "PUT");
@@ -345,7 +316,7 @@ TEST_F(leader_run_test, acquires_renews_and_releases_on_stop) {
     server_.wait_for_requests(8, 10s);
     self->stop();
   });
-  auto r = run_to_end(io_, e.run());
+  auto r = run_sync(io_, e.run());
   stopper.join();
   ASSERT_TRUE(r);
   EXPECT_TRUE(*r);
@@ -366,7 +337,7 @@ TEST_F(leader_run_test, loses_leadership_when_renewals_keep_failing) {
   leader_election_config cfg = fast_config();
   cfg.on_stopped_leading = [&] { ++stopped; };
   leader_elector e(io_.get_executor(), client_, cfg);
-  auto r = run_to_end(io_, e.run());
+  auto r = run_sync(io_, e.run());
   ASSERT_TRUE(r);
   EXPECT_FALSE(*r);
   EXPECT_EQ(stopped, 1);
@@ -384,7 +355,7 @@ TEST_F(leader_run_test, loses_leadership_at_once_when_the_lease_has_another_hold
   cfg.on_stopped_leading = [&] { ++stopped; };
   leader_elector e(io_.get_executor(), client_, cfg);
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = run_to_end(io_, e.run());
+  auto r = run_sync(io_, e.run());
   ASSERT_TRUE(r);
   EXPECT_FALSE(*r);
   EXPECT_EQ(stopped, 1);
@@ -402,7 +373,7 @@ TEST_F(leader_run_test, a_hung_renewal_still_loses_leadership_at_the_deadline) {
     lost_in_time = std::chrono::steady_clock::now() - t0 < 3s;  // Request timeout is 5 s.
   };
   leader_elector e(io_.get_executor(), client_, cfg);
-  auto r = run_to_end(io_, e.run());
+  auto r = run_sync(io_, e.run());
   ASSERT_TRUE(r);
   EXPECT_FALSE(*r);
   EXPECT_TRUE(lost_in_time);

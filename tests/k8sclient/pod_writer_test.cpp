@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/run_sync.hpp"
 #include "tec/k8s/eviction_sink.hpp"
 
 namespace tec::k8s {
@@ -29,37 +30,7 @@ using nlohmann::json;
 using testing::fake_http_server;
 using testing::reply;
 
-/// Runs `aw` on `io` until its completion handler has run, or `limit` passes (-> nullopt).
-/// (Waiting for the handler, not only for the value, keeps a later run of `io` from
-/// completing into a dead frame.)
-template <class T>
-std::optional<T> run_to_end(asio::io_context& io, asio::awaitable<T> aw,
-                            std::chrono::milliseconds limit = std::chrono::seconds{20}) {
-  struct state {
-    std::optional<T> value;
-    std::exception_ptr failure;
-    bool finished = false;
-  };
-  auto st = std::make_shared<state>();
-  asio::co_spawn(
-      io,
-      [](asio::awaitable<T> inner, std::shared_ptr<state> s) -> asio::awaitable<void> {
-        s->value.emplace(co_await std::move(inner));
-      }(std::move(aw), st),
-      [st](std::exception_ptr e) {
-        st->failure = std::move(e);
-        st->finished = true;
-      });
-  io.restart();
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!st->finished && std::chrono::steady_clock::now() < deadline) {
-    io.run_one_until(deadline);
-  }
-  if (st->failure) {
-    std::rethrow_exception(st->failure);
-  }
-  return st->finished ? std::move(st->value) : std::nullopt;
-}
+using testing::run_sync;
 
 constexpr const char* pod_path = "/api/v1/namespaces/ns1/pods/web-0";
 
@@ -99,7 +70,7 @@ protected:
 
   result<delete_outcome> del(const std::string& uid = "uid-1") {
     pod_writer w(client_);
-    auto out = run_to_end(io_, w.delete_pod("ns1", "web-0", uid));
+    auto out = run_sync(io_, w.delete_pod("ns1", "web-0", uid));
     if (!out) {
       ADD_FAILURE() << "delete did not complete";
       return make_error(errc::timeout, "test limit");
@@ -109,7 +80,7 @@ protected:
 
   result<patch_outcome> patch(const std::string& uid = "uid-1") {
     pod_writer w(client_, [] { return fixed_wall; });
-    auto out = run_to_end(io_, w.add_disruption_condition("ns1", "web-0", uid));
+    auto out = run_sync(io_, w.add_disruption_condition("ns1", "web-0", uid));
     if (!out) {
       ADD_FAILURE() << "patch did not complete";
       return make_error(errc::timeout, "test limit");

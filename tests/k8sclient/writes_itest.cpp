@@ -17,6 +17,7 @@
 #include <random>
 #include <string>
 
+#include "k8sclient/support/run_sync.hpp"
 #include "tec/k8s/config.hpp"
 #include "tec/k8s/event_recorder.hpp"
 #include "tec/k8s/eviction_sink.hpp"
@@ -34,37 +35,7 @@ using controller::eviction_status;
 using controller::pod_ref;
 using nlohmann::json;
 
-/// Runs `aw` on `io` until its completion handler has run, or `limit` passes (-> nullopt).
-/// (Waiting for the handler, not only for the value, keeps a later run of `io` from
-/// completing into a dead frame.)
-template <class T>
-std::optional<T> run_to_end(asio::io_context& io, asio::awaitable<T> aw,
-                            std::chrono::milliseconds limit = std::chrono::seconds{20}) {
-  struct state {
-    std::optional<T> value;
-    std::exception_ptr failure;
-    bool finished = false;
-  };
-  auto st = std::make_shared<state>();
-  asio::co_spawn(
-      io,
-      [](asio::awaitable<T> inner, std::shared_ptr<state> s) -> asio::awaitable<void> {
-        s->value.emplace(co_await std::move(inner));
-      }(std::move(aw), st),
-      [st](std::exception_ptr e) {
-        st->failure = std::move(e);
-        st->finished = true;
-      });
-  io.restart();
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!st->finished && std::chrono::steady_clock::now() < deadline) {
-    io.run_one_until(deadline);
-  }
-  if (st->failure) {
-    std::rethrow_exception(st->failure);
-  }
-  return st->finished ? std::move(st->value) : std::nullopt;
-}
+using testing::run_sync;
 
 std::string random_suffix() {
   std::random_device rd;
@@ -132,7 +103,7 @@ protected:
     if (!body.is_null()) {
       req.body = body.dump();
     }
-    auto r = run_to_end(io_, client_->send(std::move(req)));
+    auto r = run_sync(io_, client_->send(std::move(req)));
     if (!r || !*r) {
       ADD_FAILURE() << "request " << target << " failed: " << (r ? r->err().message : "hung");
       return {};
@@ -184,7 +155,7 @@ protected:
 TEST_F(writes_itest, delete_with_a_stale_uid_is_a_uid_mismatch_and_leaves_the_pod) {
   const pod_ref pod = create_pod("web-0");
   pod_writer w(*client_);
-  auto r = run_to_end(io_, w.delete_pod(ns_, pod.name, "00000000-0000-0000-0000-000000000000"));
+  auto r = run_sync(io_, w.delete_pod(ns_, pod.name, "00000000-0000-0000-0000-000000000000"));
   ASSERT_TRUE(r && *r) << (r ? r->err().message : "hung");
   EXPECT_EQ(r->value(), delete_outcome::uid_mismatch);
   const json live = get_pod(pod.name);
@@ -194,21 +165,20 @@ TEST_F(writes_itest, delete_with_a_stale_uid_is_a_uid_mismatch_and_leaves_the_po
 TEST_F(writes_itest, delete_with_the_right_uid_marks_the_pod_terminating) {
   const pod_ref pod = create_pod("web-1");
   pod_writer w(*client_);
-  auto r = run_to_end(io_, w.delete_pod(ns_, pod.name, pod.uid));
+  auto r = run_sync(io_, w.delete_pod(ns_, pod.name, pod.uid));
   ASSERT_TRUE(r && *r) << (r ? r->err().message : "hung");
   EXPECT_EQ(r->value(), delete_outcome::deleted);
   const json live = get_pod(pod.name);
   EXPECT_TRUE(live["metadata"].contains("deletionTimestamp")) << live.dump();
   // Deleting again while Terminating is still accepted (idempotent for the controller).
-  auto again = run_to_end(io_, w.delete_pod(ns_, pod.name, pod.uid));
+  auto again = run_sync(io_, w.delete_pod(ns_, pod.name, pod.uid));
   ASSERT_TRUE(again && *again);
   EXPECT_EQ(again->value(), delete_outcome::deleted);
 }
 
 TEST_F(writes_itest, delete_of_a_missing_pod_is_not_found) {
   pod_writer w(*client_);
-  auto r =
-      run_to_end(io_, w.delete_pod(ns_, "no-such-pod", "00000000-0000-0000-0000-000000000001"));
+  auto r = run_sync(io_, w.delete_pod(ns_, "no-such-pod", "00000000-0000-0000-0000-000000000001"));
   ASSERT_TRUE(r && *r) << (r ? r->err().message : "hung");
   EXPECT_EQ(r->value(), delete_outcome::not_found);
 }
@@ -216,7 +186,7 @@ TEST_F(writes_itest, delete_of_a_missing_pod_is_not_found) {
 TEST_F(writes_itest, the_condition_patch_is_visible_on_the_pod) {
   const pod_ref pod = create_pod("web-2");
   pod_writer w(*client_);
-  auto r = run_to_end(io_, w.add_disruption_condition(ns_, pod.name, pod.uid));
+  auto r = run_sync(io_, w.add_disruption_condition(ns_, pod.name, pod.uid));
   ASSERT_TRUE(r && *r) << (r ? r->err().message : "hung");
   EXPECT_EQ(r->value(), patch_outcome::patched);
   const json live = get_pod(pod.name);
@@ -231,7 +201,7 @@ TEST_F(writes_itest, the_condition_patch_is_visible_on_the_pod) {
 TEST_F(writes_itest, a_condition_patch_for_a_replaced_pod_is_refused_by_uid) {
   const pod_ref pod = create_pod("web-3");
   pod_writer w(*client_);
-  auto r = run_to_end(
+  auto r = run_sync(
       io_, w.add_disruption_condition(ns_, pod.name, "00000000-0000-0000-0000-000000000002"));
   ASSERT_TRUE(r && *r) << (r ? r->err().message : "hung");
   EXPECT_EQ(r->value(), patch_outcome::uid_mismatch);
@@ -303,7 +273,7 @@ TEST_F(writes_itest, a_service_account_without_rbac_gets_a_clear_403) {
   const pod_ref pod = create_pod("web-6");
   client weak(io_.get_executor(), sa.value());
   pod_writer w(weak);
-  auto r = run_to_end(io_, w.delete_pod(ns_, pod.name, pod.uid));
+  auto r = run_sync(io_, w.delete_pod(ns_, pod.name, pod.uid));
   ASSERT_TRUE(r);
   ASSERT_FALSE(*r);
   EXPECT_EQ(r->err().code, make_error_code(errc::forbidden));
