@@ -1,0 +1,522 @@
+// k8sclient_sync_bench: the time a fresh pod informer needs for its initial sync of N pods from
+// a real kube-apiserver (issue 5), and the memory the synced cache costs.
+//
+//   k8sclient_sync_bench --kubeconfig PATH [--pods N] [--nodes M] [--namespace NS]
+//                        [--concurrency C] [--reps R]
+//
+// 1. Seeds the namespace with N pods bound (spec.nodeName) to M nodes, unless it already holds
+//    N pods: the nodes, then the pods, created by C concurrent POSTs without client-side rate
+//    limiting. Every pod has two tolerations of its own; DefaultTolerationSeconds admission adds
+//    the not-ready/unreachable ones, so a pod looks like a real one to the controller's cache.
+// 2. R times: a fresh client, store and pod_informer; the wall time from starting the informer
+//    until has_synced(), and the growth of VmRSS (/proc/self/status) across it.
+//
+// A benchmark program, not a test: it writes to the cluster it is pointed at and is not
+// registered with ctest. Single-threaded: everything runs on one io_context. Every wait is
+// bounded; failures are reported on stderr with exit status 1 (2 for bad usage).
+
+#include <spdlog/spdlog.h>
+#include <algorithm>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tec/k8s/client.hpp"
+#include "tec/k8s/config.hpp"
+#include "tec/k8s/informer.hpp"
+#include "tec/k8s/store.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+namespace k8s = tec::k8s;
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+struct options {
+  std::string kubeconfig;
+  long pods = 50'000;
+  long nodes = 500;
+  std::string namespace_ = "tec-sync-bench";
+  long concurrency = 32;
+  long reps = 3;
+};
+
+void usage(std::FILE* out) {
+  std::fputs(
+      "usage: k8sclient_sync_bench --kubeconfig PATH [--pods N] [--nodes M] [--namespace NS]\n"
+      "                            [--concurrency C] [--reps R]\n"
+      "  --pods N         pods to seed and sync (default 50000)\n"
+      "  --nodes M        nodes the pods are spread over (default 500)\n"
+      "  --namespace NS   namespace of the seeded pods (default tec-sync-bench)\n"
+      "  --concurrency C  POSTs in flight while seeding (default 32)\n"
+      "  --reps R         timed initial syncs (default 3)\n",
+      out);
+}
+
+std::optional<long> parse_count(const std::string& text, long min, long max) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || end == nullptr || *end != '\0' || v < min || v > max) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<options> parse_args(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      usage(stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "error: %s needs a value\n", argv[i]);
+      return std::nullopt;
+    }
+    const std::string value = argv[++i];
+    std::optional<long> n;
+    if (flag == "--kubeconfig") {
+      o.kubeconfig = value;
+      continue;
+    }
+    if (flag == "--namespace") {
+      o.namespace_ = value;
+      continue;
+    }
+    if (flag == "--pods") {
+      n = parse_count(value, 1, 10'000'000);
+      o.pods = n.value_or(0);
+    } else if (flag == "--nodes") {
+      n = parse_count(value, 1, 100'000);
+      o.nodes = n.value_or(0);
+    } else if (flag == "--concurrency") {
+      n = parse_count(value, 1, 1'024);
+      o.concurrency = n.value_or(0);
+    } else if (flag == "--reps") {
+      n = parse_count(value, 1, 100);
+      o.reps = n.value_or(0);
+    } else {
+      std::fprintf(stderr, "error: unknown flag %s\n", argv[i - 1]);
+      return std::nullopt;
+    }
+    if (!n) {
+      std::fprintf(stderr, "error: bad value for %s: '%s'\n", argv[i - 1], value.c_str());
+      return std::nullopt;
+    }
+  }
+  if (o.kubeconfig.empty()) {
+    std::fputs("error: --kubeconfig is required\n", stderr);
+    return std::nullopt;
+  }
+  return o;
+}
+
+/// VmRSS of this process in bytes; 0 if /proc is not readable.
+std::uint64_t rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024U;
+    }
+  }
+  return 0;
+}
+
+double seconds_since(steady::time_point start) {
+  return std::chrono::duration<double>(steady::now() - start).count();
+}
+
+/// Runs `io` until `done()` or `deadline`; false on the latter.
+bool run_until(asio::io_context& io, const std::function<bool()>& done,
+               steady::time_point deadline) {
+  io.restart();
+  while (!done()) {
+    if (steady::now() >= deadline) {
+      return false;
+    }
+    io.run_one_for(20ms);
+  }
+  return true;
+}
+
+/// Shuts `api` down and lets its cancelled operations finish (bounded) before it is destroyed.
+void shut_down(asio::io_context& io, k8s::client& api) {
+  api.shutdown();
+  run_until(
+      io, [] { return false; }, steady::now() + 200ms);
+}
+
+/// Sends one request on `io`, bounded by `limit`. A timeout is reported as an error.
+k8s::result<k8s::response> call(asio::io_context& io, k8s::client& api, http::verb verb,
+                                std::string target, std::string body = {},
+                                std::chrono::milliseconds limit = 30s) {
+  struct state {
+    std::optional<k8s::result<k8s::response>> out;
+    std::exception_ptr failure;
+    bool done = false;
+  };
+  auto st = std::make_shared<state>();
+  asio::co_spawn(
+      io,
+      [](k8s::client& c, k8s::request req, std::shared_ptr<state> s) -> asio::awaitable<void> {
+        s->out.emplace(co_await c.send(std::move(req)));
+      }(api, k8s::request(verb, std::move(target), std::move(body)), st),
+      [st](std::exception_ptr e) {
+        st->failure = std::move(e);
+        st->done = true;
+      });
+  if (!run_until(
+          io, [&] { return st->done; }, steady::now() + limit)) {
+    return k8s::make_error(k8s::errc::timeout, "no answer within the benchmark's limit");
+  }
+  if (st->failure) {
+    std::rethrow_exception(st->failure);
+  }
+  return std::move(*st->out);
+}
+
+std::string node_body(const std::string& name) {
+  return R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name +
+         R"(","labels":{"tec-sync-bench":"true"}}})";
+}
+
+std::string pod_body(const std::string& name, const std::string& node) {
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+         R"(","labels":{"app":"tec-sync-bench"}},"spec":{"nodeName":")" + node +
+         R"(","containers":[{"name":"pause","image":"registry.k8s.io/pause:3.9"}],)"
+         R"("tolerations":[{"key":"example.com/maintenance","operator":"Exists",)"
+         R"("effect":"NoExecute","tolerationSeconds":600},)"
+         R"({"key":"example.com/dedicated","operator":"Equal","value":"bench",)"
+         R"("effect":"NoSchedule"}]}})";
+}
+
+std::string pod_name(long i) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "sync-bench-%07ld", i);
+  return buf;
+}
+
+std::string node_name(long i) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "sync-bench-node-%05ld", i);
+  return buf;
+}
+
+/// Pods in the namespace: one item plus metadata.remainingItemCount (a consistent etcd read).
+k8s::result<long> count_pods(asio::io_context& io, k8s::client& api, const std::string& ns) {
+  auto res = call(io, api, http::verb::get, "/api/v1/namespaces/" + ns + "/pods?limit=1");
+  if (!res) {
+    return res.err();
+  }
+  if (res->status != 200) {
+    return k8s::make_error(
+        k8s::errc::http_status,
+        "listing pods: HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300),
+        static_cast<int>(res->status));
+  }
+  try {
+    const auto doc = nlohmann::json::parse(res->body);
+    long n = static_cast<long>(doc.at("items").size());
+    const auto& meta = doc.at("metadata");
+    if (meta.contains("remainingItemCount")) {
+      n += meta.at("remainingItemCount").get<long>();
+    }
+    return n;
+  } catch (const nlohmann::json::exception& e) {
+    return k8s::make_error(k8s::errc::malformed_json, std::string("pod list: ") + e.what());
+  }
+}
+
+/// Outcome of concurrent creation.
+struct create_tally {
+  long created = 0;
+  long existed = 0;
+  long failed = 0;
+  std::string first_failure;
+};
+
+/// Creates objects [0, count) with `c` POSTs in flight; 409 counts as "existed".
+create_tally create_all(asio::io_context& io, k8s::client& api, long count, long c,
+                        const std::function<std::string(long)>& target,
+                        const std::function<std::string(long)>& body, steady::time_point deadline,
+                        const char* what) {
+  struct shared {
+    long next = 0;
+    long workers_left = 0;
+    create_tally tally;
+  };
+  auto s = std::make_shared<shared>();
+  s->workers_left = std::min(c, count);
+  const auto start = steady::now();
+  for (long w = 0; w < s->workers_left; ++w) {
+    asio::co_spawn(
+        io,
+        [](k8s::client& api_, std::shared_ptr<shared> sh, long count_,
+           std::function<std::string(long)> target_,
+           std::function<std::string(long)> body_) -> asio::awaitable<void> {
+          while (sh->next < count_) {
+            const long i = sh->next++;
+            auto res = co_await api_.send(k8s::request(http::verb::post, target_(i), body_(i)));
+            if (res && (res->status == 201 || res->status == 200)) {
+              ++sh->tally.created;
+            } else if (res && res->status == 409) {
+              ++sh->tally.existed;
+            } else {
+              ++sh->tally.failed;
+              if (sh->tally.first_failure.empty()) {
+                sh->tally.first_failure =
+                    res ? "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300)
+                        : res.err().message;
+              }
+              if (!res && res.err().code == k8s::make_error_code(k8s::errc::shutting_down)) {
+                co_return;
+              }
+            }
+          }
+        }(api, s, count, target, body),
+        [s](std::exception_ptr e) {
+          --s->workers_left;
+          if (e) {
+            ++s->tally.failed;
+            try {
+              std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+              s->tally.first_failure = ex.what();
+            }
+          }
+        });
+  }
+  auto last_report = start;
+  const bool finished = run_until(
+      io,
+      [&] {
+        if (count >= 5'000 && steady::now() - last_report >= 10s) {
+          last_report = steady::now();
+          const long done = s->tally.created + s->tally.existed + s->tally.failed;
+          std::printf("  %s: %ld/%ld (%.0f/s)\n", what, done, count,
+                      static_cast<double>(done) / seconds_since(start));
+          std::fflush(stdout);
+        }
+        return s->workers_left == 0;
+      },
+      deadline);
+  if (!finished) {
+    // Abandon the rest deliberately: shutdown() cancels the POSTs in flight, and the workers
+    // end at their next send (shutting_down).
+    api.shutdown();
+    run_until(
+        io, [&] { return s->workers_left == 0; }, steady::now() + 10s);
+    s->tally.first_failure = "gave up at the seeding deadline; " + s->tally.first_failure;
+    ++s->tally.failed;
+  }
+  return s->tally;
+}
+
+int seed(asio::io_context& io, const k8s::rest_config& config, const options& o) {
+  k8s::client_options copts;
+  copts.qps = 0;
+  copts.max_connections = static_cast<std::size_t>(o.concurrency);
+  copts.dial_timeout = 10s;
+  copts.max_retries = 3;
+  k8s::client api(io.get_executor(), config, copts);
+
+  auto ns = call(
+      io, api, http::verb::post, "/api/v1/namespaces",
+      R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + o.namespace_ + R"("}})");
+  if (!ns || (ns->status != 201 && ns->status != 409)) {
+    std::fprintf(stderr, "error: creating namespace %s: %s\n", o.namespace_.c_str(),
+                 ns ? ("HTTP " + std::to_string(ns->status) + ": " + ns->body).c_str()
+                    : ns.err().message.c_str());
+    return 1;
+  }
+  auto have = count_pods(io, api, o.namespace_);
+  if (!have) {
+    std::fprintf(stderr, "error: counting pods in %s: %s\n", o.namespace_.c_str(),
+                 have.err().message.c_str());
+    return 1;
+  }
+  if (have.value() >= o.pods) {
+    std::printf("seed: namespace %s already holds %ld pods (>= %ld), not seeding\n",
+                o.namespace_.c_str(), have.value(), o.pods);
+    shut_down(io, api);
+    return 0;
+  }
+  std::printf(
+      "seed: namespace %s holds %ld pods; creating %ld nodes and %ld pods, %ld in "
+      "flight\n",
+      o.namespace_.c_str(), have.value(), o.nodes, o.pods, o.concurrency);
+  std::fflush(stdout);
+
+  const auto node_start = steady::now();
+  const auto nodes = create_all(
+      io, api, o.nodes, o.concurrency, [](long) { return std::string("/api/v1/nodes"); },
+      [](long i) { return node_body(node_name(i)); }, node_start + 60s + o.nodes * 100ms, "nodes");
+  std::printf("seed: nodes: %ld created, %ld existed, %ld failed in %.1f s\n", nodes.created,
+              nodes.existed, nodes.failed, seconds_since(node_start));
+  if (nodes.failed > 0) {
+    std::fprintf(stderr, "error: creating nodes: %s\n", nodes.first_failure.c_str());
+    return 1;
+  }
+
+  const std::string target = "/api/v1/namespaces/" + o.namespace_ + "/pods";
+  const long node_count = o.nodes;
+  const auto pod_start = steady::now();
+  const auto pods = create_all(
+      io, api, o.pods, o.concurrency, [target](long) { return target; },
+      [node_count](long i) { return pod_body(pod_name(i), node_name(i % node_count)); },
+      pod_start + 60s + o.pods * 20ms, "pods");
+  const double secs = seconds_since(pod_start);
+  std::printf("seed: pods: %ld created, %ld existed, %ld failed in %.1f s: %.0f pods/s created\n",
+              pods.created, pods.existed, pods.failed, secs,
+              static_cast<double>(pods.created) / secs);
+  shut_down(io, api);
+  if (pods.failed > 0) {
+    std::fprintf(stderr, "error: creating pods: %s\n", pods.first_failure.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+struct sync_sample {
+  double seconds = 0;
+  std::size_t store_size = 0;
+  std::size_t handler_adds = 0;
+  std::int64_t rss_growth = 0;
+};
+
+/// One initial sync with a fresh client, store and informer; nullopt on timeout.
+std::optional<sync_sample> measure_sync(const k8s::rest_config& config,
+                                        std::chrono::seconds limit) {
+  asio::io_context io;
+  const auto rss_before = rss_bytes();
+  const auto start = steady::now();
+  auto api = std::make_unique<k8s::client>(io.get_executor(), config, k8s::client_options{});
+  auto store = std::make_unique<k8s::pod_store>();
+  std::size_t adds = 0;
+  auto informer = std::make_unique<k8s::pod_informer>(
+      *api, *store,
+      [&adds](const k8s::pod_record* old_object, const k8s::pod_record*) {
+        if (old_object == nullptr) {
+          ++adds;
+        }
+      },
+      k8s::informer_options{});
+  bool finished = false;
+  asio::co_spawn(io, informer->run(), [&finished](const std::exception_ptr&) { finished = true; });
+  const bool synced = run_until(
+      io, [&] { return informer->has_synced(); }, start + limit);
+  sync_sample sample;
+  sample.seconds = seconds_since(start);
+  sample.store_size = store->size();
+  sample.handler_adds = adds;
+  sample.rss_growth =
+      static_cast<std::int64_t>(rss_bytes()) - static_cast<std::int64_t>(rss_before);
+  informer->stop();
+  api->shutdown();
+  run_until(
+      io, [&] { return finished; }, steady::now() + 10s);
+  if (!synced) {
+    const auto stats = informer->stats();
+    std::fprintf(stderr, "error: no initial sync within %lld s (lists %llu, errors %llu)\n",
+                 static_cast<long long>(limit.count()),
+                 static_cast<unsigned long long>(stats.lists),
+                 static_cast<unsigned long long>(stats.errors));
+    return std::nullopt;
+  }
+  return sample;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto opts = parse_args(argc, argv);
+  if (!opts) {
+    usage(stderr);
+    return 2;
+  }
+  // The informer's "listed N pods" lines would break up the table; warnings still show.
+  spdlog::set_level(spdlog::level::warn);
+  auto config = k8s::load_kubeconfig(opts->kubeconfig);
+  if (!config) {
+    std::fprintf(stderr, "error: %s\n", config.err().message.c_str());
+    return 1;
+  }
+  const std::string server = (config->tls ? "https://" : "http://") + config->host + ":" +
+                             config->port + config->base_path;
+
+  asio::io_context io;
+  {
+    k8s::client_options copts;
+    copts.dial_timeout = 5s;
+    copts.request_timeout = 10s;
+    copts.max_retries = 1;
+    k8s::client probe(io.get_executor(), config.value(), copts);
+    auto version = call(io, probe, http::verb::get, "/version", {}, 20s);
+    shut_down(io, probe);
+    if (!version || version->status != 200) {
+      std::fprintf(stderr, "error: API server %s is not reachable: %s\n", server.c_str(),
+                   version ? ("HTTP " + std::to_string(version->status) + ": " +
+                              version->body.substr(0, 300))
+                                 .c_str()
+                           : version.err().message.c_str());
+      return 1;
+    }
+    std::string git_version = "?";
+    try {
+      git_version = nlohmann::json::parse(version->body).value("gitVersion", "?");
+    } catch (const nlohmann::json::exception& e) {
+      git_version = std::string("(unparsable /version: ") + e.what() + ")";
+    }
+    std::printf("API server %s, %s\n", server.c_str(), git_version.c_str());
+  }
+
+  if (const int rc = seed(io, config.value(), opts.value()); rc != 0) {
+    return rc;
+  }
+
+  const auto limit = std::chrono::seconds{120 + opts->pods / 100};
+  std::printf("\ninitial sync of a fresh pod_informer (all namespaces), %ld repetitions\n",
+              opts->reps);
+  std::printf("%4s %10s %10s %10s %10s %12s %10s\n", "rep", "pods", "adds", "seconds", "pods/s",
+              "RSS growth", "B/pod");
+  for (long rep = 1; rep <= opts->reps; ++rep) {
+    const auto s = measure_sync(config.value(), limit);
+    if (!s) {
+      return 1;
+    }
+    const double per_pod = s->store_size == 0 ? 0.0
+                                              : static_cast<double>(s->rss_growth) /
+                                                    static_cast<double>(s->store_size);
+    std::printf("%4ld %10zu %10zu %10.3f %10.0f %9.1f MiB %10.0f\n", rep, s->store_size,
+                s->handler_adds, s->seconds, static_cast<double>(s->store_size) / s->seconds,
+                static_cast<double>(s->rss_growth) / (1024.0 * 1024.0), per_pod);
+    std::fflush(stdout);
+    if (s->store_size < static_cast<std::size_t>(opts->pods)) {
+      std::fprintf(stderr, "warning: the store holds fewer pods than --pods\n");
+    }
+  }
+  std::printf(
+      "(RSS growth: VmRSS after has_synced() minus before the client was created, the "
+      "store still alive; later repetitions reuse heap the previous one freed)\n");
+  return 0;
+}
