@@ -9,7 +9,8 @@ packages=(
   libboost1.81-dev libssl-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcli11-dev
   clang-format clang-tidy
-  etcd-server etcd-client golang-go rsync dpkg-dev iproute2 procps psmisc
+  etcd-server etcd-client golang-go golang-github-modern-go-reflect2-dev rsync dpkg-dev
+  iproute2 procps psmisc
 )
 
 missing=()

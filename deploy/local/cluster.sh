@@ -221,9 +221,39 @@ fetch_kubernetes_source() {
   printf '%s\n' "$src"
 }
 
+# Bumped whenever the way we build changes, so binaries built the old way are rebuilt.
+# 2: vendored reflect2 replaced by Debian's 1.0.2 (see use_debian_reflect2).
+readonly BUILD_RECIPE=2
+readonly REFLECT2_PKG=golang-github-modern-go-reflect2-dev
+readonly REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
+
 cached_binary_ok() {
   local bin="$BIN_DIR/$1"
-  [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "Kubernetes $K8S_VERSION\$"
+  [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "Kubernetes $K8S_VERSION\$" \
+    && [ "$(cat "$BIN_DIR/.$1.recipe" 2>/dev/null)" = "$BUILD_RECIPE" ]
+}
+
+# Kubernetes 1.20 vendors github.com/modern-go/reflect2 v1.0.1, whose unsafe map iteration
+# breaks on Go 1.18+ (modern-go/reflect2 #26): built with bookworm's Go 1.19, kube-apiserver
+# now and then dies with SIGSEGV while encoding objects that carry labels or annotations
+# (seen while listing 50,000 pods). Debian packages reflect2 1.0.2, which fixes it; put it in
+# place of the vendored copy. Idempotent.
+use_debian_reflect2() {
+  local src=$1 dst="$1/vendor/github.com/modern-go/reflect2"
+  [ -f "$src/.tec-reflect2-debian" ] && return 0
+  if [ ! -f "$REFLECT2_SRC/reflect2.go" ]; then
+    if ! is_root || ! command -v apt-get >/dev/null 2>&1; then
+      die "$REFLECT2_SRC missing; install the Debian package '$REFLECT2_PKG'"
+    fi
+    log "installing $REFLECT2_PKG (reflect2 1.0.2 for Go 1.19)"
+    apt_update_once
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$REFLECT2_PKG" >&2 \
+      || die "apt-get install $REFLECT2_PKG failed"
+  fi
+  [ -d "$dst" ] || die "$dst not found in the Kubernetes source tree"
+  rsync -a --delete --exclude '*_test.go' "$REFLECT2_SRC/" "$dst/" \
+    || die "could not copy $REFLECT2_SRC into $dst"
+  touch "$src/.tec-reflect2-debian"
 }
 
 # build_component NAME: make sure $BIN_DIR/NAME exists, building it if not cached.
@@ -251,6 +281,7 @@ build_component() {
   need_cmd rsync rsync
   local src buildlog="$BUILD_LOG_DIR/build-$name.log" start end
   src=$(fetch_kubernetes_source)
+  use_debian_reflect2 "$src"
   log "building $name $K8S_VERSION from $src (${BUILD_JOBS} jobs; usually 5-10 minutes; log: $buildlog)"
   start=$(date +%s)
   # What debian/rules does: GOPATH=<src>/.go with a k8s.io/kubernetes symlink to the tree,
@@ -274,6 +305,7 @@ build_component() {
   [ -x "$out" ] || die "build finished but $out is missing (log: $buildlog)"
   install -m 0755 "$out" "$BIN_DIR/.$name.tmp"
   mv -f "$BIN_DIR/.$name.tmp" "$BIN_DIR/$name"
+  echo "$BUILD_RECIPE" >"$BIN_DIR/.$name.recipe"
   cached_binary_ok "$name" || die "$BIN_DIR/$name does not report Kubernetes $K8S_VERSION"
   log "built $BIN_DIR/$name in $((end - start)) s"
   exec {lock_fd}>&-
