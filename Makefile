@@ -42,8 +42,11 @@ test-tsan: deps
 	@cmake --build --preset tsan -j $(JOBS)
 	@ctest --preset tsan -j $(JOBS)
 
+# The microbenchmarks. k8sclient_sync_bench needs an API server: see README.md.
 bench: build
-	@for b in build/bin/*_bench; do echo "== $$b"; "$$b"; done
+	@for b in build/bin/*_bench; do \
+	  case "$$b" in *k8sclient_sync_bench) continue ;; esac; \
+	  echo "== $$b"; "$$b" || exit 1; done
 
 # The demo: a local control plane you can poke at with kubectl.
 demo: build
