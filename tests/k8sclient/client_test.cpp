@@ -16,6 +16,7 @@
 
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/run_sync.hpp"
+#include "k8sclient/support/test_client.hpp"
 
 namespace tec::k8s {
 namespace {
@@ -29,13 +30,7 @@ using testing::run_sync;
 
 class client_test : public ::testing::Test {
 protected:
-  rest_config plain_config() const {
-    rest_config cfg;
-    cfg.host = "127.0.0.1";
-    cfg.port = server_.port();
-    cfg.tls = false;
-    return cfg;
-  }
+  rest_config plain_config() const { return testing::plain_config(server_); }
 
   client_options fast_options() {
     client_options opts;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/test_client.hpp"
 
 namespace tec::k8s {
 namespace {
@@ -63,22 +64,9 @@ class event_recorder_test : public ::testing::Test {
 protected:
   event_recorder_test() : client_(io_.get_executor(), config(), options()) {}
 
-  rest_config config() const {
-    rest_config cfg;
-    cfg.host = "127.0.0.1";
-    cfg.port = server_.port();
-    cfg.tls = false;
-    return cfg;
-  }
+  rest_config config() const { return testing::plain_config(server_); }
 
-  static client_options options() {
-    client_options opts;
-    opts.qps = 0;
-    opts.request_timeout = 5s;
-    opts.max_retries = 1;
-    opts.retry_delay = [](std::chrono::nanoseconds) { return std::chrono::nanoseconds::zero(); };
-    return opts;
-  }
+  static client_options options() { return testing::quick_options(1); }
 
   event_recorder_options recorder_options() const {
     event_recorder_options opts;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/test_client.hpp"
 
 namespace tec::k8s {
 namespace {
@@ -63,13 +64,7 @@ class informer_test : public ::testing::Test {
 protected:
   informer_test() : api_(io_.get_executor(), config(), fast_client()) {}
 
-  rest_config config() const {
-    rest_config cfg;
-    cfg.host = "127.0.0.1";
-    cfg.port = server_.port();
-    cfg.tls = false;
-    return cfg;
-  }
+  rest_config config() const { return testing::plain_config(server_); }
 
   static client_options fast_client() {
     client_options opts;

@@ -14,6 +14,7 @@
 
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/run_sync.hpp"
+#include "k8sclient/support/test_client.hpp"
 
 namespace tec::k8s {
 namespace {
@@ -52,22 +53,9 @@ class leader_election_test : public ::testing::Test {
 protected:
   leader_election_test() : client_(io_.get_executor(), config(), options()) {}
 
-  rest_config config() const {
-    rest_config cfg;
-    cfg.host = "127.0.0.1";
-    cfg.port = server_.port();
-    cfg.tls = false;
-    return cfg;
-  }
+  rest_config config() const { return testing::plain_config(server_); }
 
-  static client_options options() {
-    client_options opts;
-    opts.qps = 0;
-    opts.request_timeout = 5s;
-    opts.max_retries = 1;
-    opts.retry_delay = [](std::chrono::nanoseconds) { return std::chrono::nanoseconds::zero(); };
-    return opts;
-  }
+  static client_options options() { return testing::quick_options(1); }
 
   static leader_election_config election_config() {
     leader_election_config cfg;

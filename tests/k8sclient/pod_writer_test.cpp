@@ -16,6 +16,7 @@
 
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/run_sync.hpp"
+#include "k8sclient/support/test_client.hpp"
 #include "tec/k8s/eviction_sink.hpp"
 
 namespace tec::k8s {
@@ -51,22 +52,9 @@ class pod_writer_test : public ::testing::Test {
 protected:
   pod_writer_test() : client_(io_.get_executor(), config(), options()) {}
 
-  rest_config config() const {
-    rest_config cfg;
-    cfg.host = "127.0.0.1";
-    cfg.port = server_.port();
-    cfg.tls = false;
-    return cfg;
-  }
+  rest_config config() const { return testing::plain_config(server_); }
 
-  static client_options options() {
-    client_options opts;
-    opts.qps = 0;
-    opts.request_timeout = 5s;
-    opts.max_retries = 2;
-    opts.retry_delay = [](std::chrono::nanoseconds) { return std::chrono::nanoseconds::zero(); };
-    return opts;
-  }
+  static client_options options() { return testing::quick_options(2); }
 
   result<delete_outcome> del(const std::string& uid = "uid-1") {
     pod_writer w(client_);
