@@ -221,12 +221,7 @@ struct controller::impl {
         fresh = true;
       }
     }
-    bump(ctr_->node_updates);
-    if (fresh) {
-      w.cv.notify_one();
-    } else {
-      bump(ctr_->coalesced);
-    }
+    enqueued(w, ctr_->node_updates, fresh);
     return true;
   }
 
@@ -250,13 +245,19 @@ struct controller::impl {
         fresh = true;
       }
     }
-    bump(ctr_->pod_updates);
+    enqueued(w, ctr_->pod_updates, fresh);
+    return true;
+  }
+
+  // After an update was put on (fresh) or merged into (coalesced) worker w's queue, outside
+  // its lock: count it and wake the worker only when there is something new to do.
+  void enqueued(worker& w, std::atomic<std::uint64_t>& counter, bool fresh) {
+    bump(counter);
     if (fresh) {
       w.cv.notify_one();
     } else {
       bump(ctr_->coalesced);
     }
-    return true;
   }
 
   // --- workers ---

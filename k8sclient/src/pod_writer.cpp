@@ -239,6 +239,14 @@ request make_disruption_condition_request(std::string_view ns, std::string_view 
   return req;
 }
 
+namespace {
+/// A transport error, its message prefixed with the request it failed (no secrets in either).
+error with_context(const std::string& what, error err) {
+  err.message = what + ": " + err.message;
+  return err;
+}
+}  // namespace
+
 pod_writer::pod_writer(client& c, wall_clock now) : client_(c), now_(std::move(now)) {}
 
 boost::asio::awaitable<result<delete_outcome>> pod_writer::delete_pod(std::string ns,
@@ -247,9 +255,7 @@ boost::asio::awaitable<result<delete_outcome>> pod_writer::delete_pod(std::strin
   auto resp = co_await client_.send(make_delete_pod_request(ns, name, uid));
   const std::string what = "DELETE pod " + ns + "/" + name;
   if (!resp) {
-    error err = resp.err();
-    err.message = what + ": " + err.message;
-    co_return err;
+    co_return with_context(what, resp.err());
   }
   const unsigned status = resp->status;
   if (is_2xx(status)) {
@@ -271,9 +277,7 @@ boost::asio::awaitable<result<patch_outcome>> pod_writer::add_disruption_conditi
   auto resp = co_await client_.send(make_disruption_condition_request(ns, name, uid, now_()));
   const std::string what = "PATCH pod status " + ns + "/" + name;
   if (!resp) {
-    error err = resp.err();
-    err.message = what + ": " + err.message;
-    co_return err;
+    co_return with_context(what, resp.err());
   }
   const unsigned status = resp->status;
   if (is_2xx(status)) {
