@@ -20,31 +20,15 @@
 set -euo pipefail
 
 readonly TEST_NAME=manifests_test
-readonly REQ_TIMEOUT=20s   # per kubectl request
-readonly CMD_TIMEOUT=60    # seconds, hard cap per kubectl invocation
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 readonly LEASE_NAME=taint-eviction-controller
 
-fail() {
-  echo "FAIL: $TEST_NAME: $*" >&2
-  exit 1
-}
-
-if [ -z "${KUBECONFIG:-}" ]; then
-  echo "FAIL: $TEST_NAME: KUBECONFIG is not set (run deploy/local/cluster.sh up and export the path it prints)" >&2
-  exit 2
-fi
-[ -r "$KUBECONFIG" ] || fail "KUBECONFIG=$KUBECONFIG is not readable"
-command -v kubectl >/dev/null 2>&1 || fail "kubectl not found on PATH"
-command -v timeout >/dev/null 2>&1 || fail "timeout (coreutils) not found on PATH"
 command -v realpath >/dev/null 2>&1 || fail "realpath (coreutils) not found on PATH"
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 DEPLOY_DIR=$(cd "$SCRIPT_DIR/../../deploy" && pwd -P)
 readonly SCRIPT_DIR DEPLOY_DIR
-
-k() {
-  timeout "$CMD_TIMEOUT" kubectl --request-timeout="$REQ_TIMEOUT" "$@"
-}
 
 suffix="$(date +%s)-$$-$RANDOM"
 NS="tec-it-manifests-$suffix"
