@@ -4,7 +4,7 @@ JOBS ?= 2
 CLUSTER := deploy/local/cluster.sh
 
 .PHONY: all deps configure build test test-unit test-integration test-asan test-tsan \
-        sanitizers bench demo demo-down format format-check clean
+        sanitizers bench bench-micro bench-compare bench-quick demo demo-down format format-check clean
 
 all: build
 
@@ -42,11 +42,23 @@ test-tsan: deps
 	@cmake --build --preset tsan -j $(JOBS)
 	@ctest --preset tsan -j $(JOBS)
 
-# The microbenchmarks. k8sclient_sync_bench needs an API server: see README.md.
-bench: build
+# All benchmarks: the microbenchmarks, then kube-controller-manager and ours side by side on a
+# local API server (bench/compare.sh; about 30 minutes; results in build/bench/). Run it on an
+# idle machine.
+bench: bench-micro bench-compare
+
+# The microbenchmarks (Google Benchmark). k8sclient_sync_bench needs an API server: see README.md.
+bench-micro: build
 	@for b in build/bin/*_bench; do \
 	  case "$$b" in *k8sclient_sync_bench) continue ;; esac; \
 	  echo "== $$b"; "$$b" || exit 1; done
+
+bench-compare: build
+	@bench/compare.sh
+
+# The side-by-side comparison at a small scale (a few minutes): checks that it all works.
+bench-quick: build
+	@bench/compare.sh --quick
 
 # The demo: a local control plane you can poke at with kubectl.
 demo: build

@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "tec/k8s/client.hpp"
 #include "tec/k8s/config.hpp"
 #include "tec/k8s/informer.hpp"
@@ -48,7 +49,11 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 namespace k8s = tec::k8s;
 using namespace std::chrono_literals;
+namespace tb = tec::bench;
 using steady = std::chrono::steady_clock;
+using tb::run_until;
+using tb::seconds_since;
+using tb::shut_down;
 
 struct options {
   std::string kubeconfig;
@@ -142,59 +147,6 @@ std::uint64_t rss_bytes() {
   return 0;
 }
 
-double seconds_since(steady::time_point start) {
-  return std::chrono::duration<double>(steady::now() - start).count();
-}
-
-/// Runs `io` until `done()` or `deadline`; false on the latter.
-bool run_until(asio::io_context& io, const std::function<bool()>& done,
-               steady::time_point deadline) {
-  io.restart();
-  while (!done()) {
-    if (steady::now() >= deadline) {
-      return false;
-    }
-    io.run_one_for(20ms);
-  }
-  return true;
-}
-
-/// Shuts `api` down and lets its cancelled operations finish (bounded) before it is destroyed.
-void shut_down(asio::io_context& io, k8s::client& api) {
-  api.shutdown();
-  run_until(
-      io, [] { return false; }, steady::now() + 200ms);
-}
-
-/// Sends one request on `io`, bounded by `limit`. A timeout is reported as an error.
-k8s::result<k8s::response> call(asio::io_context& io, k8s::client& api, http::verb verb,
-                                std::string target, std::string body = {},
-                                std::chrono::milliseconds limit = 30s) {
-  struct state {
-    std::optional<k8s::result<k8s::response>> out;
-    std::exception_ptr failure;
-    bool done = false;
-  };
-  auto st = std::make_shared<state>();
-  asio::co_spawn(
-      io,
-      [](k8s::client& c, k8s::request req, std::shared_ptr<state> s) -> asio::awaitable<void> {
-        s->out.emplace(co_await c.send(std::move(req)));
-      }(api, k8s::request(verb, std::move(target), std::move(body)), st),
-      [st](std::exception_ptr e) {
-        st->failure = std::move(e);
-        st->done = true;
-      });
-  if (!run_until(
-          io, [&] { return st->done; }, steady::now() + limit)) {
-    return k8s::make_error(k8s::errc::timeout, "no answer within the benchmark's limit");
-  }
-  if (st->failure) {
-    std::rethrow_exception(st->failure);
-  }
-  return std::move(*st->out);
-}
-
 std::string node_body(const std::string& name) {
   return R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name +
          R"(","labels":{"tec-sync-bench":"true"}}})";
@@ -224,7 +176,8 @@ std::string node_name(long i) {
 
 /// Pods in the namespace: one item plus metadata.remainingItemCount (a consistent etcd read).
 k8s::result<long> count_pods(asio::io_context& io, k8s::client& api, const std::string& ns) {
-  auto res = call(io, api, http::verb::get, "/api/v1/namespaces/" + ns + "/pods?limit=1");
+  auto res = tb::call(io, api,
+                      k8s::request(http::verb::get, "/api/v1/namespaces/" + ns + "/pods?limit=1"));
   if (!res) {
     return res.err();
   }
@@ -247,89 +200,22 @@ k8s::result<long> count_pods(asio::io_context& io, k8s::client& api, const std::
   }
 }
 
-/// Outcome of concurrent creation.
-struct create_tally {
-  long created = 0;
-  long existed = 0;
-  long failed = 0;
-  std::string first_failure;
-};
-
 /// Creates objects [0, count) with `c` POSTs in flight; 409 counts as "existed".
-create_tally create_all(asio::io_context& io, k8s::client& api, long count, long c,
-                        const std::function<std::string(long)>& target,
-                        const std::function<std::string(long)>& body, steady::time_point deadline,
-                        const char* what) {
-  struct shared {
-    long next = 0;
-    long workers_left = 0;
-    create_tally tally;
-  };
-  auto s = std::make_shared<shared>();
-  s->workers_left = std::min(c, count);
-  const auto start = steady::now();
-  for (long w = 0; w < s->workers_left; ++w) {
-    asio::co_spawn(
-        io,
-        [](k8s::client& api_, std::shared_ptr<shared> sh, long count_,
-           std::function<std::string(long)> target_,
-           std::function<std::string(long)> body_) -> asio::awaitable<void> {
-          while (sh->next < count_) {
-            const long i = sh->next++;
-            auto res = co_await api_.send(k8s::request(http::verb::post, target_(i), body_(i)));
-            if (res && (res->status == 201 || res->status == 200)) {
-              ++sh->tally.created;
-            } else if (res && res->status == 409) {
-              ++sh->tally.existed;
-            } else {
-              ++sh->tally.failed;
-              if (sh->tally.first_failure.empty()) {
-                sh->tally.first_failure =
-                    res ? "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300)
-                        : res.err().message;
-              }
-              if (!res && res.err().code == k8s::make_error_code(k8s::errc::shutting_down)) {
-                co_return;
-              }
-            }
-          }
-        }(api, s, count, target, body),
-        [s](std::exception_ptr e) {
-          --s->workers_left;
-          if (e) {
-            ++s->tally.failed;
-            try {
-              std::rethrow_exception(e);
-            } catch (const std::exception& ex) {
-              s->tally.first_failure = ex.what();
-            }
-          }
-        });
-  }
-  auto last_report = start;
-  const bool finished = run_until(
-      io,
-      [&] {
-        if (count >= 5'000 && steady::now() - last_report >= 10s) {
-          last_report = steady::now();
-          const long done = s->tally.created + s->tally.existed + s->tally.failed;
-          std::printf("  %s: %ld/%ld (%.0f/s)\n", what, done, count,
-                      static_cast<double>(done) / seconds_since(start));
-          std::fflush(stdout);
-        }
-        return s->workers_left == 0;
+tb::tally create_all(asio::io_context& io, k8s::client& api, long count, long c,
+                     const std::function<std::string(long)>& target,
+                     const std::function<std::string(long)>& body, steady::time_point deadline,
+                     const char* what) {
+  tb::batch_options b;
+  b.concurrency = c;
+  b.tolerated = {409};
+  b.deadline = deadline;
+  b.what = what;
+  return tb::run_batch(
+      io, api, count,
+      [&](long i) {
+        return std::vector<k8s::request>{k8s::request(http::verb::post, target(i), body(i))};
       },
-      deadline);
-  if (!finished) {
-    // Abandon the rest deliberately: shutdown() cancels the POSTs in flight, and the workers
-    // end at their next send (shutting_down).
-    api.shutdown();
-    run_until(
-        io, [&] { return s->workers_left == 0; }, steady::now() + 10s);
-    s->tally.first_failure = "gave up at the seeding deadline; " + s->tally.first_failure;
-    ++s->tally.failed;
-  }
-  return s->tally;
+      b);
 }
 
 int seed(asio::io_context& io, const k8s::rest_config& config, const options& o) {
@@ -340,9 +226,10 @@ int seed(asio::io_context& io, const k8s::rest_config& config, const options& o)
   copts.max_retries = 3;
   k8s::client api(io.get_executor(), config, copts);
 
-  auto ns = call(
-      io, api, http::verb::post, "/api/v1/namespaces",
-      R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + o.namespace_ + R"("}})");
+  auto ns = tb::call(io, api,
+                     k8s::request(http::verb::post, "/api/v1/namespaces",
+                                  R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" +
+                                      o.namespace_ + R"("}})"));
   if (!ns || (ns->status != 201 && ns->status != 409)) {
     std::fprintf(stderr, "error: creating namespace %s: %s\n", o.namespace_.c_str(),
                  ns ? ("HTTP " + std::to_string(ns->status) + ": " + ns->body).c_str()
@@ -371,8 +258,8 @@ int seed(asio::io_context& io, const k8s::rest_config& config, const options& o)
   const auto nodes = create_all(
       io, api, o.nodes, o.concurrency, [](long) { return std::string("/api/v1/nodes"); },
       [](long i) { return node_body(node_name(i)); }, node_start + 60s + o.nodes * 100ms, "nodes");
-  std::printf("seed: nodes: %ld created, %ld existed, %ld failed in %.1f s\n", nodes.created,
-              nodes.existed, nodes.failed, seconds_since(node_start));
+  std::printf("seed: nodes: %ld created, %ld existed, %ld failed in %.1f s\n", nodes.ok,
+              nodes.tolerated, nodes.failed, seconds_since(node_start));
   if (nodes.failed > 0) {
     std::fprintf(stderr, "error: creating nodes: %s\n", nodes.first_failure.c_str());
     return 1;
@@ -387,8 +274,7 @@ int seed(asio::io_context& io, const k8s::rest_config& config, const options& o)
       pod_start + 60s + o.pods * 20ms, "pods");
   const double secs = seconds_since(pod_start);
   std::printf("seed: pods: %ld created, %ld existed, %ld failed in %.1f s: %.0f pods/s created\n",
-              pods.created, pods.existed, pods.failed, secs,
-              static_cast<double>(pods.created) / secs);
+              pods.ok, pods.tolerated, pods.failed, secs, static_cast<double>(pods.ok) / secs);
   shut_down(io, api);
   if (pods.failed > 0) {
     std::fprintf(stderr, "error: creating pods: %s\n", pods.first_failure.c_str());
@@ -471,7 +357,7 @@ int main(int argc, char** argv) {
     copts.request_timeout = 10s;
     copts.max_retries = 1;
     k8s::client probe(io.get_executor(), config.value(), copts);
-    auto version = call(io, probe, http::verb::get, "/version", {}, 20s);
+    auto version = tb::call(io, probe, k8s::request(http::verb::get, "/version"), 20s);
     shut_down(io, probe);
     if (!version || version->status != 200) {
       std::fprintf(stderr, "error: API server %s is not reachable: %s\n", server.c_str(),

@@ -230,6 +230,7 @@ struct daemon::impl {
     k8s::client_options copts;
     copts.qps = opts.kube_api_qps;
     copts.burst = opts.kube_api_burst;
+    copts.max_connections = static_cast<std::size_t>(opts.kube_api_connections);
     copts.user_agent = std::string("taint-eviction-controller/") + tec::version;
     copts.observer = [m = *metrics](boost::beast::http::verb verb, unsigned status,
                                     std::chrono::nanoseconds latency) {

@@ -208,6 +208,8 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   app.add_option("--kube-api-qps", o.kube_api_qps,
                  "Client-side rate limit of API requests per second (0 disables it)");
   app.add_option("--kube-api-burst", o.kube_api_burst, "Burst of the client-side rate limit");
+  app.add_option("--kube-api-connections", o.kube_api_connections,
+                 "Most HTTP/1.1 connections to the API server at once (two hold the watches)");
   app.add_option("--workers", o.workers, "Workers deciding evictions (sharded by node)");
   app.add_flag("--leader-elect", o.leader_elect,
                "Take a coordination.k8s.io Lease before acting (--leader-elect=false: act "
@@ -286,6 +288,9 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   }
   if (o.kube_api_qps > 0 && o.kube_api_burst < 1) {
     problems.emplace_back("--kube-api-burst must be at least 1 when --kube-api-qps is set");
+  }
+  if (o.kube_api_connections < 3 || o.kube_api_connections > 1024) {
+    problems.emplace_back("--kube-api-connections must be between 3 and 1024");
   }
   if (o.workers < 1 || o.workers > 1024) {
     problems.emplace_back("--workers must be between 1 and 1024");

@@ -32,6 +32,7 @@ TEST(options, defaults_match_kube_controller_manager) {
   EXPECT_EQ(o.kubeconfig, "");
   EXPECT_EQ(o.kube_api_qps, 20.0);
   EXPECT_EQ(o.kube_api_burst, 30);
+  EXPECT_EQ(o.kube_api_connections, 32);
   EXPECT_EQ(o.workers, 8);
   EXPECT_TRUE(o.leader_elect);
   EXPECT_EQ(o.lease_duration, 15s);
@@ -47,19 +48,20 @@ TEST(options, defaults_match_kube_controller_manager) {
 }
 
 TEST(options, every_flag_is_taken) {
-  const auto r =
-      parse({"--kubeconfig=/k", "--context", "c", "--kube-api-qps=5.5", "--kube-api-burst=7",
-             "--workers=3", "--leader-elect=false", "--leader-elect-lease-duration=1m",
-             "--leader-elect-renew-deadline=30s", "--leader-elect-retry-period=500ms",
-             "--leader-elect-resource-namespace=ops", "--leader-elect-resource-name=l",
-             "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
-             "--disruption-condition=false", "--log-level=debug", "--log-format=json"});
+  const auto r = parse({"--kubeconfig=/k", "--context", "c", "--kube-api-qps=5.5",
+                        "--kube-api-burst=7", "--kube-api-connections=12", "--workers=3",
+                        "--leader-elect=false", "--leader-elect-lease-duration=1m",
+                        "--leader-elect-renew-deadline=30s", "--leader-elect-retry-period=500ms",
+                        "--leader-elect-resource-namespace=ops", "--leader-elect-resource-name=l",
+                        "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
+                        "--disruption-condition=false", "--log-level=debug", "--log-format=json"});
   ASSERT_TRUE(r.opts) << r.err;
   const auto& o = *r.opts;
   EXPECT_EQ(o.kubeconfig, "/k");
   EXPECT_EQ(o.context, "c");
   EXPECT_EQ(o.kube_api_qps, 5.5);
   EXPECT_EQ(o.kube_api_burst, 7);
+  EXPECT_EQ(o.kube_api_connections, 12);
   EXPECT_EQ(o.workers, 3);
   EXPECT_FALSE(o.leader_elect);
   EXPECT_EQ(o.lease_duration, 60s);
@@ -99,6 +101,7 @@ TEST(options, bad_values_exit_two_with_the_flag_named) {
       {{"--workers=0"}, "--workers"},
       {{"--kube-api-qps=-1"}, "--kube-api-qps"},
       {{"--kube-api-burst=0"}, "--kube-api-burst"},
+      {{"--kube-api-connections=2"}, "--kube-api-connections"},
       {{"--leader-elect-lease-duration=15"}, "--leader-elect-lease-duration"},
       {{"--leader-elect-lease-duration=fast"}, "--leader-elect-lease-duration"},
       {{"--leader-elect-retry-period=-2s"}, "--leader-elect-retry-period"},

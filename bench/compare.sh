@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# kube-controller-manager's taint manager and ours, side by side, on one local API server
+# (issue 7; BENCHMARKS.md). Builds kube-controller-manager v1.20.2 from Debian's source package
+# (cached like kube-apiserver), brings up a cluster of its own in build/bench-cluster, runs
+# build/bin/eviction_compare against it, and wipes the cluster afterwards. Arguments go to
+# eviction_compare (e.g. --quick, --scenarios mass,floor). Results: build/bench/.
+#
+# Run it on an idle machine: the controllers, the API server and etcd share its cores.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cluster="$root/deploy/local/cluster.sh"
+export TEC_CLUSTER_DIR=${TEC_BENCH_CLUSTER_DIR:-$root/build/bench-cluster}
+out=${TEC_BENCH_OUT:-$root/build/bench}
+
+for bin in eviction_compare taint-eviction-controller; do
+  [ -x "$root/build/bin/$bin" ] || { echo "compare.sh: build/bin/$bin is missing; run 'make build'" >&2; exit 2; }
+done
+
+kcm=$("$cluster" build kube-controller-manager | tail -n 1)
+[ -x "$kcm" ] || { echo "compare.sh: no kube-controller-manager binary ('$kcm')" >&2; exit 1; }
+
+"$cluster" down --wipe >/dev/null 2>&1 || true
+"$cluster" up
+trap '"$cluster" down --wipe >/dev/null 2>&1 || true' EXIT
+
+mkdir -p "$out"
+"$root/build/bin/eviction_compare" --kubeconfig "$TEC_CLUSTER_DIR/admin.kubeconfig" \
+  --kcm "$kcm" --tec "$root/build/bin/taint-eviction-controller" --out-dir "$out" "$@"

@@ -1,0 +1,1299 @@
+// eviction_compare: kube-controller-manager's NoExecute taint manager and ours, side by side,
+// one after the other on one API server, in one run (issue 7). BENCHMARKS.md explains the
+// scenarios and the figures; bench/compare.sh brings up the cluster and calls this program.
+//
+//   eviction_compare --kubeconfig PATH --kcm PATH --tec PATH [--out-dir DIR] [--quick] ...
+//
+// The program is the only client that writes: it seeds nodes and pods, starts one controller
+// at a time as a child process, writes the taints, and watches pods (one informer) to time
+// the moment each pod gets its deletionTimestamp. A controller counts as started once it has
+// evicted a canary pod on a tainted node (so its caches are synced and it acts). Between
+// scenarios everything it created is deleted (pods with gracePeriodSeconds=0: there is no
+// kubelet).
+//
+// Single-threaded: the informer, the requests and the bookkeeping run on one io_context on
+// the main thread. Every wait is bounded; a scenario that fails is reported as such and the
+// run goes on. Exit status: 0 all scenarios ran, 1 one failed, 2 bad usage.
+
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "bench_support.hpp"
+#include "tec/k8s/client.hpp"
+#include "tec/k8s/config.hpp"
+#include "tec/k8s/event_recorder.hpp"
+#include "tec/k8s/informer.hpp"
+#include "tec/k8s/pod_writer.hpp"
+#include "tec/k8s/store.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+namespace k8s = tec::k8s;
+namespace tb = tec::bench;
+using nlohmann::json;
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+constexpr const char* bench_label = "tec-bench";
+constexpr const char* canary_taint = "tec-bench/canary";
+
+struct options {
+  std::string kubeconfig;
+  std::string kcm;
+  std::string tec;
+  std::vector<std::string> tec_args;  ///< Appended to every taint-eviction-controller command.
+  std::string out_dir = "build/bench";
+  std::string ns = "tec-bench";
+  std::vector<std::string> scenarios{"latency", "mass", "timer", "memory", "floor"};
+  std::vector<std::string> controllers{"kcm", "tec"};
+  double default_qps = 20;
+  int default_burst = 30;
+  double lifted_qps = 100'000;
+  int lifted_burst = 100'000;
+  int latency_runs = 30;
+  int mass_nodes = 50;
+  int mass_pods_per_node = 100;
+  int default_qps_pods_per_node = 100;
+  // One pod per node and the taints 10 ms apart: 500 due times spread over 5 s, so the figure
+  // is the timer's error and not the API server's time to clear a burst (scenario 2 does that).
+  int timer_nodes = 500;
+  int timer_pods_per_node = 1;
+  int timer_seconds = 5;
+  int timer_spacing_ms = 10;
+  int memory_nodes = 500;
+  std::vector<long> memory_pods{5'000, 50'000};
+  int memory_settle_seconds = 10;
+  std::vector<long> floor_concurrency{8, 32, 128};
+  long seed_concurrency = 32;
+  bool quick = false;
+};
+
+/// One way of running a controller.
+struct variant {
+  std::string id;     ///< "kcm", "tec", "tec+cond"
+  std::string label;  ///< For the table.
+};
+
+std::string ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1e3);
+  return buf;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+/// prefix + "0" ... prefix + (count - 1).
+std::vector<std::string> names(const std::string& prefix, long count, long first = 0) {
+  std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(std::max(count - first, 0L)));
+  for (long i = first; i < count; ++i) {
+    out.push_back(prefix + std::to_string(i));
+  }
+  return out;
+}
+
+json summary(const std::vector<double>& seconds) {
+  return {
+      {"count", seconds.size()},
+      {"p50_ms", tb::percentile(seconds, 50) * 1e3},
+      {"p90_ms", tb::percentile(seconds, 90) * 1e3},
+      {"p99_ms", tb::percentile(seconds, 99) * 1e3},
+      {"min_ms", seconds.empty() ? 0.0 : *std::min_element(seconds.begin(), seconds.end()) * 1e3},
+      {"max_ms", seconds.empty() ? 0.0 : *std::max_element(seconds.begin(), seconds.end()) * 1e3}};
+}
+
+class runner {
+public:
+  explicit runner(options o) : o_(std::move(o)) {}
+
+  int run();
+
+private:
+  // --- plumbing -------------------------------------------------------------------------
+  bool connect();
+  k8s::result<k8s::response> call(http::verb verb, std::string target, std::string body = {},
+                                  std::string content_type = "application/json",
+                                  std::chrono::milliseconds limit = 30s) {
+    return tb::call(io_, *api_,
+                    k8s::request(verb, std::move(target), std::move(body), std::move(content_type)),
+                    limit);
+  }
+  std::string pods_path() const { return "/api/v1/namespaces/" + o_.ns + "/pods"; }
+  bool create_nodes(const std::vector<std::string>& names);
+  bool create_pods(const std::vector<std::string>& names,
+                   const std::function<std::string(std::size_t)>& node_of,
+                   const std::string& extra_toleration);
+  bool wait_seen(const std::vector<std::string>& names, std::chrono::seconds limit);
+  bool wait_terminating(const std::vector<std::string>& names, steady::time_point deadline,
+                        tb::child_process* controller);
+  bool taint_nodes(const std::vector<std::string>& nodes, const std::string& key, long concurrency);
+  bool cleanup();
+  /// Events in the bench namespace (a consistent count: one item plus remainingItemCount).
+  std::optional<long> count_events();
+  /// Polls count_events() every 100 ms until it reaches `target` or stops growing for 3 s;
+  /// the time it was first seen at `target` (steady clock), and the last count.
+  std::pair<std::optional<steady::time_point>, long> wait_events(long target);
+  std::string pod_body(const std::string& name, const std::string& node,
+                       const std::string& extra_toleration) const;
+
+  // --- controllers ----------------------------------------------------------------------
+  std::vector<std::string> command(const variant& v, double qps, int burst) const;
+  /// Starts `v` and waits until it has evicted a canary pod; the seconds that took.
+  std::optional<double> start(const variant& v, double qps, int burst, tb::child_process& child,
+                              std::string& error);
+  std::string log_tail(const std::string& path) const;
+  std::string log_path(const variant& v) const { return o_.out_dir + "/" + v.id + ".log"; }
+
+  // --- scenarios ------------------------------------------------------------------------
+  json latency(const variant& v);
+  json mass(const variant& v, double qps, int burst, int pods_per_node);
+  json timer(const variant& v);
+  json memory(const std::vector<variant>& vs);
+  json floor();
+
+  void report(const json& results) const;
+
+  options o_;
+  asio::io_context io_;
+  std::optional<k8s::rest_config> config_;
+  std::optional<k8s::client> watch_api_;  // the informer's (streams)
+  std::optional<k8s::client> api_;        // everything else, unthrottled
+  k8s::pod_store store_;
+  std::optional<k8s::pod_informer> informer_;
+  k8s::node_store node_store_;
+  std::optional<k8s::node_informer> node_informer_;
+  // Nodes by name: the first time the watch saw them carry a NoExecute taint (the moment a
+  // controller's own watch learns of it, give or take the delivery jitter).
+  std::unordered_map<std::string, steady::time_point> node_tainted_;
+  bool informer_done_ = false;
+
+  // Pods of the bench namespace, by name: first seen, first seen terminating, UID.
+  std::unordered_map<std::string, steady::time_point> seen_;
+  std::unordered_map<std::string, steady::time_point> terminating_;
+  std::unordered_map<std::string, std::string> uid_;
+  std::vector<std::string> nodes_;  // created by us, to delete at cleanup
+  int canary_seq_ = 0;
+  int round_ = 0;
+};
+
+bool runner::connect() {
+  auto config = k8s::load_kubeconfig(o_.kubeconfig);
+  if (!config) {
+    std::fprintf(stderr, "error: %s\n", config.err().message.c_str());
+    return false;
+  }
+  config_ = std::move(config.value());
+  k8s::client_options wopts;
+  wopts.qps = 0;
+  watch_api_.emplace(io_.get_executor(), *config_, wopts);
+  k8s::client_options copts;
+  copts.qps = 0;
+  copts.max_connections = 160;
+  copts.max_retries = 3;
+  api_.emplace(io_.get_executor(), *config_, copts);
+
+  auto version = call(http::verb::get, "/version", {}, "application/json", 20s);
+  if (!tb::ok(version)) {
+    std::fprintf(stderr, "error: API server not reachable: %s\n", tb::describe(version).c_str());
+    return false;
+  }
+  std::printf("API server %s:%s, %s\n", config_->host.c_str(), config_->port.c_str(),
+              json::parse(version->body, nullptr, false).value("gitVersion", "?").c_str());
+  auto ns =
+      call(http::verb::post, "/api/v1/namespaces",
+           R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + o_.ns + R"("}})");
+  if (!tb::ok(ns) && !(ns && ns->status == 409)) {
+    std::fprintf(stderr, "error: creating namespace %s: %s\n", o_.ns.c_str(),
+                 tb::describe(ns).c_str());
+    return false;
+  }
+  auto canary = call(http::verb::post, "/api/v1/nodes",
+                     std::string(R"({"apiVersion":"v1","kind":"Node","metadata":{"name":)") +
+                         R"("tec-bench-canary","labels":{")" + bench_label +
+                         R"(":"canary"}},"spec":{"taints":[{"key":")" + canary_taint +
+                         R"(","effect":"NoExecute"}]}})");
+  if (!tb::ok(canary) && !(canary && canary->status == 409)) {
+    std::fprintf(stderr, "error: creating the canary node: %s\n", tb::describe(canary).c_str());
+    return false;
+  }
+
+  informer_.emplace(*watch_api_, store_,
+                    [this](const k8s::pod_record* old_pod, const k8s::pod_record* new_pod) {
+                      const auto now = steady::now();
+                      const auto* p = new_pod != nullptr ? new_pod : old_pod;
+                      if (p->pod.namespace_ != o_.ns) {
+                        return;
+                      }
+                      if (new_pod == nullptr) {
+                        seen_.erase(p->pod.name);
+                        terminating_.erase(p->pod.name);
+                        uid_.erase(p->pod.name);
+                        return;
+                      }
+                      seen_.try_emplace(p->pod.name, now);
+                      uid_[p->pod.name] = p->pod.uid;
+                      if (p->pod.terminating) {
+                        terminating_.try_emplace(p->pod.name, now);
+                      }
+                    });
+  node_informer_.emplace(
+      *watch_api_, node_store_,
+      [this](const k8s::node_record* old_node, const k8s::node_record* new_node) {
+        if (new_node == nullptr) {
+          node_tainted_.erase(old_node->node.name);
+          return;
+        }
+        for (const auto& t : new_node->node.taints) {
+          if (t.effect == tec::controller::taint_effect::no_execute) {
+            node_tainted_.try_emplace(new_node->node.name, steady::now());
+          }
+        }
+      });
+  asio::co_spawn(io_, node_informer_->run(), [](const std::exception_ptr&) {});
+  asio::co_spawn(io_, informer_->run(),
+                 [this](const std::exception_ptr&) { informer_done_ = true; });
+  if (!tb::run_until(
+          io_, [this] { return informer_->has_synced() && node_informer_->has_synced(); },
+          steady::now() + 120s)) {
+    std::fprintf(stderr, "error: the pod watch did not sync within 120 s\n");
+    return false;
+  }
+  return cleanup();
+}
+
+std::string runner::pod_body(const std::string& name, const std::string& node,
+                             const std::string& extra_toleration) const {
+  std::string tolerations =
+      R"([{"key":"example.com/maintenance","operator":"Exists","effect":"NoExecute",)"
+      R"("tolerationSeconds":600},{"key":"example.com/dedicated","operator":"Equal",)"
+      R"("value":"bench","effect":"NoSchedule"})";
+  if (!extra_toleration.empty()) {
+    tolerations += "," + extra_toleration;
+  }
+  tolerations += "]";
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+         R"(","labels":{"app":"tec-bench"}},"spec":{"nodeName":")" + node +
+         R"(","containers":[{"name":"pause","image":"registry.k8s.io/pause:3.9"}],)"
+         R"("tolerations":)" +
+         tolerations + "}}";
+}
+
+bool runner::create_nodes(const std::vector<std::string>& names) {
+  tb::batch_options b;
+  b.concurrency = o_.seed_concurrency;
+  b.deadline = steady::now() + 60s + names.size() * 100ms;
+  b.what = "nodes";
+  const auto t = tb::run_batch(
+      io_, *api_, static_cast<long>(names.size()),
+      [&](long i) {
+        const auto& n = names[static_cast<std::size_t>(i)];
+        return std::vector<k8s::request>{
+            k8s::request(http::verb::post, "/api/v1/nodes",
+                         R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + n +
+                             R"(","labels":{")" + bench_label + R"(":"true"}}})")};
+      },
+      b);
+  nodes_.insert(nodes_.end(), names.begin(), names.end());
+  if (t.failed > 0) {
+    std::fprintf(stderr, "error: creating nodes: %s\n", t.first_failure.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool runner::create_pods(const std::vector<std::string>& names,
+                         const std::function<std::string(std::size_t)>& node_of,
+                         const std::string& extra_toleration) {
+  tb::batch_options b;
+  b.concurrency = o_.seed_concurrency;
+  b.deadline = steady::now() + 60s + names.size() * 20ms;
+  b.what = "pods created";
+  const auto t = tb::run_batch(
+      io_, *api_, static_cast<long>(names.size()),
+      [&](long i) {
+        const auto idx = static_cast<std::size_t>(i);
+        return std::vector<k8s::request>{k8s::request(
+            http::verb::post, pods_path(), pod_body(names[idx], node_of(idx), extra_toleration))};
+      },
+      b);
+  if (t.failed > 0) {
+    std::fprintf(stderr, "error: creating pods: %s\n", t.first_failure.c_str());
+    return false;
+  }
+  return wait_seen(names, 60s + std::chrono::seconds{names.size() / 1000});
+}
+
+bool runner::wait_seen(const std::vector<std::string>& names, std::chrono::seconds limit) {
+  std::size_t next = 0;
+  const bool done = tb::run_until(
+      io_,
+      [&] {
+        while (next < names.size() && seen_.contains(names[next])) {
+          ++next;
+        }
+        return next == names.size();
+      },
+      steady::now() + limit);
+  if (!done) {
+    std::fprintf(stderr, "error: the watch saw %zu of %zu pods within %lld s\n", next, names.size(),
+                 static_cast<long long>(limit.count()));
+  }
+  return done;
+}
+
+bool runner::wait_terminating(const std::vector<std::string>& names, steady::time_point deadline,
+                              tb::child_process* controller) {
+  std::size_t next = 0;
+  auto last_check = steady::now();
+  bool alive = true;
+  const bool done = tb::run_until(
+      io_,
+      [&] {
+        while (next < names.size() && terminating_.contains(names[next])) {
+          ++next;
+        }
+        if (controller != nullptr && steady::now() - last_check > 1s) {
+          last_check = steady::now();
+          alive = controller->running();
+        }
+        return next == names.size() || !alive;
+      },
+      deadline);
+  if (!done || !alive) {
+    std::fprintf(stderr, "error: %zu of %zu pods terminating when the wait ended (%s)\n", next,
+                 names.size(),
+                 alive ? "deadline" : ("controller exited: " + controller->exit_text()).c_str());
+    return false;
+  }
+  return true;
+}
+
+bool runner::taint_nodes(const std::vector<std::string>& nodes, const std::string& key,
+                         long concurrency) {
+  tb::batch_options b;
+  b.concurrency = concurrency;
+  b.deadline = steady::now() + 60s;
+  b.tolerated = {};
+  b.what = "taints";
+  const std::string patch =
+      R"({"spec":{"taints":[{"key":")" + key + R"(","value":"bench","effect":"NoExecute"}]}})";
+  const auto t = tb::run_batch(
+      io_, *api_, static_cast<long>(nodes.size()),
+      [&](long i) {
+        return std::vector<k8s::request>{
+            k8s::request(http::verb::patch, "/api/v1/nodes/" + nodes[static_cast<std::size_t>(i)],
+                         patch, "application/merge-patch+json")};
+      },
+      b);
+  if (t.failed > 0) {
+    std::fprintf(stderr, "error: tainting nodes: %s\n", t.first_failure.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool runner::cleanup() {
+  // Pods first (gracePeriodSeconds=0 removes them at once, terminating or not), then nodes.
+  std::vector<std::string> pods;
+  pods.reserve(seen_.size());
+  for (const auto& [name, _] : seen_) {
+    pods.push_back(name);
+  }
+  tb::batch_options b;
+  b.concurrency = 64;
+  b.deadline = steady::now() + 60s + pods.size() * 10ms;
+  b.what = "pods deleted";
+  auto t = tb::run_batch(
+      io_, *api_, static_cast<long>(pods.size()),
+      [&](long i) {
+        return std::vector<k8s::request>{
+            k8s::request(http::verb::delete_, pods_path() + "/" + pods[static_cast<std::size_t>(i)],
+                         R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})")};
+      },
+      b);
+  if (t.failed > 0) {
+    std::fprintf(stderr, "error: deleting pods: %s\n", t.first_failure.c_str());
+    return false;
+  }
+  if (!tb::run_until(
+          io_, [this] { return seen_.empty(); }, steady::now() + 60s)) {
+    std::fprintf(stderr, "error: %zu pods still seen after the cleanup\n", seen_.size());
+    return false;
+  }
+  auto events = call(http::verb::delete_, "/api/v1/namespaces/" + o_.ns + "/events", {},
+                     "application/json", 120s);
+  if (!tb::ok(events)) {
+    std::fprintf(stderr, "error: deleting events: %s\n", tb::describe(events).c_str());
+    return false;
+  }
+  b.what = "nodes deleted";
+  b.deadline = steady::now() + 60s + nodes_.size() * 10ms;
+  t = tb::run_batch(
+      io_, *api_, static_cast<long>(nodes_.size()),
+      [&](long i) {
+        return std::vector<k8s::request>{k8s::request(
+            http::verb::delete_, "/api/v1/nodes/" + nodes_[static_cast<std::size_t>(i)])};
+      },
+      b);
+  nodes_.clear();
+  if (t.failed > 0) {
+    std::fprintf(stderr, "error: deleting nodes: %s\n", t.first_failure.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::optional<long> runner::count_events() {
+  auto res = call(http::verb::get, "/api/v1/namespaces/" + o_.ns + "/events?limit=1");
+  if (!tb::ok(res)) {
+    return std::nullopt;
+  }
+  const auto doc = json::parse(res->body, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("items") || !doc["items"].is_array()) {
+    return std::nullopt;
+  }
+  long n = static_cast<long>(doc["items"].size());
+  if (doc.contains("metadata") && doc["metadata"].contains("remainingItemCount")) {
+    n += doc["metadata"]["remainingItemCount"].get<long>();
+  }
+  return n;
+}
+
+std::pair<std::optional<steady::time_point>, long> runner::wait_events(long target) {
+  long last = -1;
+  auto last_change = steady::now();
+  const auto deadline = steady::now() + 300s;
+  while (steady::now() < deadline) {
+    const auto now = steady::now();
+    const auto n = count_events();
+    if (n && *n >= target) {
+      return {now, *n};
+    }
+    if (n && *n != last) {
+      last = *n;
+      last_change = now;
+    } else if (now - last_change > 3s) {
+      break;
+    }
+    tb::run_for(io_, 100ms);
+  }
+  return {std::nullopt, last};
+}
+
+std::vector<std::string> runner::command(const variant& v, double qps, int burst) const {
+  const std::string q = "--kube-api-qps=" + fixed(qps, 0);
+  const std::string b = "--kube-api-burst=" + std::to_string(burst);
+  if (v.id == "kcm") {
+    return {o_.kcm,
+            "--kubeconfig=" + o_.kubeconfig,
+            "--controllers=nodelifecycle",
+            "--leader-elect=false",
+            "--node-monitor-grace-period=1h",
+            "--node-startup-grace-period=1h",
+            "--port=0",
+            "--secure-port=0",
+            q,
+            b};
+  }
+  std::vector<std::string> argv{
+      o_.tec,
+      "--kubeconfig=" + o_.kubeconfig,
+      "--leader-elect=false",
+      v.id == "tec+cond" ? "--disruption-condition=true" : "--disruption-condition=false",
+      "--metrics-bind-address=0",
+      "--health-probe-bind-address=0",
+      q,
+      b};
+  argv.insert(argv.end(), o_.tec_args.begin(), o_.tec_args.end());
+  return argv;
+}
+
+std::string runner::log_tail(const std::string& path) const {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (lines.size() > 8) {
+      lines.erase(lines.begin());
+    }
+  }
+  std::string out;
+  for (const auto& l : lines) {
+    out += "    " + l + "\n";
+  }
+  return out;
+}
+
+std::optional<double> runner::start(const variant& v, double qps, int burst,
+                                    tb::child_process& child, std::string& error) {
+  const std::string canary = "canary-" + std::to_string(++canary_seq_);
+  auto res = call(http::verb::post, pods_path(), pod_body(canary, "tec-bench-canary", {}));
+  if (!tb::ok(res)) {
+    error = "creating the canary pod: " + tb::describe(res);
+    return std::nullopt;
+  }
+  const auto argv = command(v, qps, burst);
+  {
+    std::ofstream log(log_path(v), std::ios::app);
+    log << "\n=== eviction_compare: starting";
+    for (const auto& a : argv) {
+      log << ' ' << a;
+    }
+    log << '\n';
+  }
+  const auto t0 = steady::now();
+  if (!child.start(argv, log_path(v), error)) {
+    return std::nullopt;
+  }
+  const auto limit = 120s + std::chrono::seconds{seen_.size() / 500};
+  const std::vector<std::string> names{canary};
+  if (!wait_terminating(names, t0 + limit, &child)) {
+    error = v.label + " did not evict the canary pod (log " + log_path(v) + "):\n" +
+            log_tail(log_path(v));
+    child.stop(5s);
+    return std::nullopt;
+  }
+  const double ready = tb::seconds_since(t0);
+  // Remove the canary so it does not count anywhere else.
+  call(http::verb::delete_, pods_path() + "/" + canary,
+       R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})");
+  tb::run_until(
+      io_, [&] { return !seen_.contains(canary); }, steady::now() + 10s);
+  return ready;
+}
+
+// --- scenario 1 ---------------------------------------------------------------------------
+
+json runner::latency(const variant& v) {
+  std::printf("[latency] %s: %d runs, QPS %.0f/%d\n", v.label.c_str(), o_.latency_runs,
+              o_.default_qps, o_.default_burst);
+  std::fflush(stdout);
+  tb::child_process child;
+  std::string error;
+  if (!start(v, o_.default_qps, o_.default_burst, child, error)) {
+    return {{"error", error}};
+  }
+  const int round = ++round_;
+  std::vector<double> latencies;
+  std::vector<double> writes;
+  for (int i = 0; i < o_.latency_runs; ++i) {
+    const std::string node = "lat-" + std::to_string(round) + "-" + std::to_string(i);
+    const std::string pod = node + "-pod";
+    if (!create_nodes({node}) || !create_pods({pod}, [&](std::size_t) { return node; }, {})) {
+      return {{"error", "seeding run " + std::to_string(i)}};
+    }
+    tb::run_for(io_, 200ms);  // the controller sees the pod first
+    const auto t0 = steady::now();
+    if (!taint_nodes({node}, "tec-bench/latency", 1)) {
+      return {{"error", "tainting run " + std::to_string(i)}};
+    }
+    writes.push_back(tb::seconds_since(t0));
+    if (!wait_terminating({pod}, steady::now() + 30s, &child)) {
+      return {{"error", "run " + std::to_string(i) + ": pod not evicted within 30 s"}};
+    }
+    latencies.push_back(std::chrono::duration<double>(terminating_.at(pod) - t0).count());
+    if (!cleanup()) {
+      return {{"error", "cleanup after run " + std::to_string(i)}};
+    }
+  }
+  child.stop(10s);
+  json out = summary(latencies);
+  out["taint_write"] = summary(writes);
+  out["samples_ms"] = json::array();
+  for (const double l : latencies) {
+    out["samples_ms"].push_back(l * 1e3);
+  }
+  std::printf("  p50 %s p99 %s (taint PATCH p50 %s)\n", ms(tb::percentile(latencies, 50)).c_str(),
+              ms(tb::percentile(latencies, 99)).c_str(), ms(tb::percentile(writes, 50)).c_str());
+  return out;
+}
+
+// --- scenarios 2 and 5 ----------------------------------------------------------------------
+
+json runner::mass(const variant& v, double qps, int burst, int pods_per_node) {
+  const int round = ++round_;
+  const auto nodes = names("mass-" + std::to_string(round) + "-node-", o_.mass_nodes);
+  const auto pods = names("mass-" + std::to_string(round) + "-", o_.mass_nodes * pods_per_node);
+  std::printf("[mass] %s: %zu nodes x %d pods, QPS %.0f/%d\n", v.label.c_str(), nodes.size(),
+              pods_per_node, qps, burst);
+  std::fflush(stdout);
+  if (!create_nodes(nodes) ||
+      !create_pods(pods, [&](std::size_t i) { return nodes[i % nodes.size()]; }, {})) {
+    cleanup();
+    return {{"error", "seeding"}};
+  }
+  tb::child_process child;
+  std::string error;
+  const auto ready = start(v, qps, burst, child, error);
+  if (!ready) {
+    cleanup();
+    return {{"error", error}};
+  }
+  tb::run_for(io_, 2s);
+  const long events_before = count_events().value_or(0);
+  const auto before = tb::sample_process(child.pid());
+  const auto t0 = steady::now();
+  const bool tainted = taint_nodes(nodes, "tec-bench/mass", static_cast<long>(nodes.size()));
+  const double taint_seconds = tb::seconds_since(t0);
+  // The slowest honest pace is two requests (event, DELETE) per pod at the QPS.
+  const auto limit = std::chrono::seconds{
+      120 + static_cast<long>(static_cast<double>(pods.size()) * 2 / std::max(qps, 1.0) * 1.5)};
+  const bool done = tainted && wait_terminating(pods, t0 + limit, &child);
+  const auto after = tb::sample_process(child.pid());
+  // The events trail the deletions (both controllers send them one at a time).
+  const auto [events_done, events] =
+      done ? wait_events(events_before + static_cast<long>(pods.size()))
+           : std::pair<std::optional<steady::time_point>, long>{std::nullopt, 0};
+  const auto end = tb::sample_process(child.pid());
+  child.stop(10s);
+  json out;
+  if (!done) {
+    out["error"] = "not all pods evicted within " + std::to_string(limit.count()) + " s";
+  }
+  out["events"] = events - events_before;
+  if (events_done) {
+    out["events_seconds"] = std::chrono::duration<double>(*events_done - t0).count();
+  }
+  if (before && end) {
+    out["cpu_seconds_with_events"] = end->cpu_seconds - before->cpu_seconds;
+  }
+  std::vector<double> at;
+  at.reserve(pods.size());
+  for (const auto& p : pods) {
+    if (const auto it = terminating_.find(p); it != terminating_.end()) {
+      at.push_back(std::chrono::duration<double>(it->second - t0).count());
+    }
+  }
+  const double seconds = at.empty() ? 0 : *std::max_element(at.begin(), at.end());
+  out["pods"] = pods.size();
+  out["evicted"] = at.size();
+  out["seconds"] = seconds;
+  out["pods_per_second"] = seconds > 0 ? static_cast<double>(at.size()) / seconds : 0;
+  out["first_ms"] = at.empty() ? 0 : *std::min_element(at.begin(), at.end()) * 1e3;
+  out["p50_ms"] = tb::percentile(at, 50) * 1e3;
+  out["taint_writes_seconds"] = taint_seconds;
+  out["ready_seconds"] = *ready;
+  if (before && after) {
+    out["cpu_seconds"] = after->cpu_seconds - before->cpu_seconds;
+    out["rss_mib"] = static_cast<double>(after->rss_bytes) / (1 << 20);
+  }
+  if (events_done) {
+    const double all = std::max(seconds, out["events_seconds"].get<double>());
+    out["complete_seconds"] = all;
+    out["complete_per_second"] = static_cast<double>(pods.size()) / all;
+  }
+  std::printf(
+      "  %zu/%zu pods in %.2f s: %.0f pods/s, CPU %.2f s; %ld events, all written after %.2f s\n",
+      at.size(), pods.size(), seconds, out["pods_per_second"].get<double>(),
+      out.value("cpu_seconds", 0.0), events - events_before, out.value("events_seconds", -1.0));
+  if (!cleanup()) {
+    out["error"] = "cleanup failed";
+  }
+  return out;
+}
+
+// --- scenario 3 -----------------------------------------------------------------------------
+
+json runner::timer(const variant& v) {
+  const int round = ++round_;
+  const auto nodes = names("timer-" + std::to_string(round) + "-node-", o_.timer_nodes);
+  const auto pods =
+      names("timer-" + std::to_string(round) + "-", o_.timer_nodes * o_.timer_pods_per_node);
+  std::printf("[timer] %s: %zu pods tolerating %d s, %zu taints %d ms apart, QPS %.0f/%d\n",
+              v.label.c_str(), pods.size(), o_.timer_seconds, nodes.size(), o_.timer_spacing_ms,
+              o_.lifted_qps, o_.lifted_burst);
+  std::fflush(stdout);
+  const std::string toleration =
+      R"({"key":"tec-bench/timer","operator":"Exists","effect":"NoExecute","tolerationSeconds":)" +
+      std::to_string(o_.timer_seconds) + "}";
+  if (!create_nodes(nodes) ||
+      !create_pods(
+          pods, [&](std::size_t i) { return nodes[i % nodes.size()]; }, toleration)) {
+    cleanup();
+    return {{"error", "seeding"}};
+  }
+  tb::child_process child;
+  std::string error;
+  if (!start(v, o_.lifted_qps, o_.lifted_burst, child, error)) {
+    cleanup();
+    return {{"error", error}};
+  }
+  tb::run_for(io_, 1s);
+  // Each taint PATCH goes out on its own schedule; the due time of a node's pods is the
+  // moment its PATCH was sent plus the toleration.
+  struct taint_times {
+    std::vector<steady::time_point> sent;
+    std::vector<steady::time_point> answered;
+    std::size_t answers = 0;
+    std::size_t failures = 0;
+  };
+  // Shared with the PATCH completions, which may outlive this function after a timeout.
+  auto tt = std::make_shared<taint_times>();
+  tt->sent.resize(nodes.size());
+  tt->answered.resize(nodes.size());
+  const std::string patch =
+      R"({"spec":{"taints":[{"key":"tec-bench/timer","value":"bench","effect":"NoExecute"}]}})";
+  const auto t0 = steady::now();
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const auto due = t0 + n * std::chrono::milliseconds{o_.timer_spacing_ms};
+    tb::run_until(
+        io_, [&] { return steady::now() >= due; }, due + 1s);
+    tt->sent[n] = steady::now();
+    asio::co_spawn(
+        io_,
+        [](k8s::client& c, k8s::request req) -> asio::awaitable<bool> {
+          co_return tb::ok(co_await c.send(std::move(req)));
+        }(*api_, k8s::request(http::verb::patch, "/api/v1/nodes/" + nodes[n], patch,
+                              "application/merge-patch+json")),
+        [tt, n](const std::exception_ptr& e, bool good) {
+          tt->answered[n] = steady::now();
+          ++tt->answers;
+          tt->failures += (e || !good) ? 1U : 0U;
+        });
+  }
+  const auto deadline = steady::now() + std::chrono::seconds{o_.timer_seconds} + 60s;
+  const bool answered_all = tb::run_until(
+      io_, [&] { return tt->answers == nodes.size(); }, deadline);
+  const std::size_t failures = tt->failures;
+  const bool done = answered_all && failures == 0 && wait_terminating(pods, deadline, &child);
+  const auto& sent = tt->sent;
+  const auto& answered = tt->answered;
+  child.stop(10s);
+  json out;
+  if (!done) {
+    out["error"] = failures > 0 ? "a taint PATCH failed" : "not all pods evicted in time";
+  }
+  std::vector<double> errors;  // from the moment our watch saw the taint
+  std::vector<double> errors_from_sent;
+  std::vector<double> errors_from_answer;
+  const auto toleration_time = std::chrono::seconds{o_.timer_seconds};
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    if (const auto it = terminating_.find(pods[i]); it != terminating_.end()) {
+      const auto n = i % nodes.size();
+      const auto tainted = node_tainted_.find(nodes[n]);
+      if (tainted == node_tainted_.end()) {
+        continue;
+      }
+      errors.push_back(
+          std::chrono::duration<double>(it->second - (tainted->second + toleration_time)).count());
+      errors_from_sent.push_back(
+          std::chrono::duration<double>(it->second - (sent[n] + toleration_time)).count());
+      errors_from_answer.push_back(
+          std::chrono::duration<double>(it->second - (answered[n] + toleration_time)).count());
+    }
+  }
+  out.update(summary(errors));
+  out["from_patch_sent"] = summary(errors_from_sent);
+  out["from_patch_answer"] = summary(errors_from_answer);
+  out["early"] = std::count_if(errors.begin(), errors.end(), [](double e) { return e < 0; });
+  std::printf("  error p50 %s p99 %s max %s (%zu pods)\n", ms(tb::percentile(errors, 50)).c_str(),
+              ms(tb::percentile(errors, 99)).c_str(),
+              ms(errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end())).c_str(),
+              errors.size());
+  if (!cleanup()) {
+    out["error"] = "cleanup failed";
+  }
+  return out;
+}
+
+// --- scenario 4 -----------------------------------------------------------------------------
+
+json runner::memory(const std::vector<variant>& vs) {
+  json out = json::object();
+  const auto nodes = names("mem-node-", o_.memory_nodes);
+  std::printf("[memory] %zu nodes\n", nodes.size());
+  if (!create_nodes(nodes)) {
+    cleanup();
+    return {{"error", "seeding nodes"}};
+  }
+  std::size_t have = 0;
+  for (const long target : o_.memory_pods) {
+    const auto pods = names("mem-", target, static_cast<long>(have));
+    std::printf("[memory] seeding to %ld pods\n", target);
+    std::fflush(stdout);
+    const std::size_t base = have;
+    if (!create_pods(pods, [&](std::size_t i) { return nodes[(base + i) % nodes.size()]; }, {})) {
+      out["error"] = "seeding pods";
+      break;
+    }
+    have = static_cast<std::size_t>(target);
+    for (const auto& v : vs) {
+      tb::child_process child;
+      std::string error;
+      const auto ready = start(v, o_.default_qps, o_.default_burst, child, error);
+      if (!ready) {
+        out[std::to_string(target)][v.id] = {{"error", error}};
+        continue;
+      }
+      // Settle: let start-up garbage be collected, keep the watches running.
+      tb::run_for(io_, std::chrono::seconds{o_.memory_settle_seconds});
+      const auto s = tb::sample_process(child.pid());
+      child.stop(10s);
+      if (!s) {
+        out[std::to_string(target)][v.id] = {{"error", "no /proc sample"}};
+        continue;
+      }
+      out[std::to_string(target)][v.id] = {
+          {"rss_mib", static_cast<double>(s->rss_bytes) / (1 << 20)},
+          {"peak_rss_mib", static_cast<double>(s->rss_peak_bytes) / (1 << 20)},
+          {"ready_seconds", *ready},
+          {"cpu_seconds_to_settle", s->cpu_seconds}};
+      std::printf("  %s with %ld pods: RSS %.1f MiB (peak %.1f MiB), synced and acting in %.2f s\n",
+                  v.label.c_str(), target, static_cast<double>(s->rss_bytes) / (1 << 20),
+                  static_cast<double>(s->rss_peak_bytes) / (1 << 20), *ready);
+      std::fflush(stdout);
+    }
+  }
+  if (!cleanup()) {
+    out["error"] = "cleanup failed";
+  }
+  return out;
+}
+
+// --- scenario 6 -----------------------------------------------------------------------------
+
+json runner::floor() {
+  json out = json::object();
+  const auto one = [&](long concurrency, bool with_patch) -> json {
+    const int round = ++round_;
+    const auto nodes = names("floor-" + std::to_string(round) + "-node-", o_.mass_nodes);
+    const auto pods =
+        names("floor-" + std::to_string(round) + "-", o_.mass_nodes * o_.mass_pods_per_node);
+    std::printf("[floor] %zu pods, %ld in flight, %s\n", pods.size(), concurrency,
+                with_patch ? "status patch + event POST + DELETE" : "event POST + DELETE");
+    std::fflush(stdout);
+    if (!create_nodes(nodes) ||
+        !create_pods(pods, [&](std::size_t i) { return nodes[i % nodes.size()]; }, {})) {
+      cleanup();
+      return {{"error", "seeding"}};
+    }
+    k8s::event_recorder_options eopts;
+    eopts.component = "eviction-compare";
+    eopts.reporting_instance = "bench";
+    // Every request is an item of its own, interleaved pod by pod, so the client keeps
+    // `concurrency` requests in flight whatever their kind (as a controller that sends events
+    // beside its deletes).
+    const std::size_t per_pod = with_patch ? 3 : 2;
+    tb::batch_options b;
+    b.concurrency = concurrency;
+    b.deadline = steady::now() + 300s;
+    b.tolerated = {};
+    b.what = "requests";
+    const auto t0 = steady::now();
+    const auto t = tb::run_batch(
+        io_, *api_, static_cast<long>(pods.size() * per_pod),
+        [&](long i) {
+          const auto k = static_cast<std::size_t>(i);
+          const auto& name = pods[k / per_pod];
+          const auto& uid = uid_[name];
+          const auto now = std::chrono::system_clock::now();
+          std::vector<k8s::request> reqs;
+          switch (per_pod - 1 - k % per_pod) {
+            case 2:
+              reqs.push_back(k8s::make_disruption_condition_request(o_.ns, name, uid, now));
+              break;
+            case 1:
+              reqs.emplace_back(
+                  http::verb::post, "/api/v1/namespaces/" + o_.ns + "/events",
+                  k8s::make_event_body(tec::controller::pod_ref{o_.ns, name, uid},
+                                       tec::controller::event_kind::marking_for_deletion,
+                                       name + ".bench" + std::to_string(round), eopts, now));
+              break;
+            default:
+              reqs.push_back(k8s::make_delete_pod_request(o_.ns, name, uid));
+          }
+          return reqs;
+        },
+        b);
+    const double requests_seconds = tb::seconds_since(t0);
+    const bool done = t.failed == 0 && wait_terminating(pods, steady::now() + 60s, nullptr);
+    std::vector<double> at;
+    for (const auto& p : pods) {
+      if (const auto it = terminating_.find(p); it != terminating_.end()) {
+        at.push_back(std::chrono::duration<double>(it->second - t0).count());
+      }
+    }
+    const double seconds = at.empty() ? 0 : *std::max_element(at.begin(), at.end());
+    const double complete = std::max(seconds, requests_seconds);
+    json r = {{"concurrency", concurrency},
+              {"with_patch", with_patch},
+              {"pods", pods.size()},
+              {"evicted", at.size()},
+              {"seconds", seconds},
+              {"requests_seconds", requests_seconds},
+              {"pods_per_second", seconds > 0 ? static_cast<double>(at.size()) / seconds : 0},
+              {"complete_seconds", complete},
+              {"complete_per_second", static_cast<double>(pods.size()) / complete}};
+    if (!done) {
+      r["error"] = t.failed > 0 ? t.first_failure : "not all pods seen terminating";
+    }
+    std::printf("  all requests answered in %.2f s: %.0f evictions/s\n", complete,
+                r["complete_per_second"].get<double>());
+    if (!cleanup()) {
+      r["error"] = "cleanup failed";
+    }
+    return r;
+  };
+  json best;
+  for (const long c : o_.floor_concurrency) {
+    auto r = one(c, false);
+    if (!r.contains("error") && (best.is_null() || r["complete_per_second"].get<double>() >
+                                                       best["complete_per_second"].get<double>())) {
+      best = r;
+    }
+    out["runs"].push_back(std::move(r));
+  }
+  out["best"] = best;
+  if (!best.is_null()) {
+    out["with_patch"] = one(best["concurrency"].get<long>(), true);
+  }
+  return out;
+}
+
+/// What the figures were measured on: CPU model and count, memory, kernel, load average.
+json machine() {
+  json m;
+  std::ifstream cpu("/proc/cpuinfo");
+  std::string line;
+  int cpus = 0;
+  while (std::getline(cpu, line)) {
+    if (line.rfind("processor", 0) == 0) {
+      ++cpus;
+    } else if (line.rfind("model name", 0) == 0 && !m.contains("cpu")) {
+      m["cpu"] = line.substr(line.find(':') + 2);
+    }
+  }
+  m["cpus"] = cpus;
+  std::ifstream mem("/proc/meminfo");
+  if (std::getline(mem, line)) {
+    m["memory"] = line.substr(line.find_first_not_of(' ', line.find(':') + 1));
+  }
+  std::ifstream kernel("/proc/sys/kernel/osrelease");
+  if (std::getline(kernel, line)) {
+    m["kernel"] = line;
+  }
+  std::ifstream load("/proc/loadavg");
+  if (std::getline(load, line)) {
+    m["loadavg_at_start"] = line;
+  }
+  return m;
+}
+
+// --- the run --------------------------------------------------------------------------------
+
+int runner::run() {
+  std::filesystem::create_directories(o_.out_dir);
+  if (!connect()) {
+    return 1;
+  }
+  const auto wanted = [&](const std::string& s) {
+    return std::find(o_.scenarios.begin(), o_.scenarios.end(), s) != o_.scenarios.end();
+  };
+  std::vector<variant> vs;
+  for (const auto& c : o_.controllers) {
+    if (c == "kcm") {
+      vs.push_back({"kcm", "kube-controller-manager v1.20.2"});
+    } else if (c == "tec") {
+      vs.push_back({"tec", "taint-eviction-controller"});
+    }
+  }
+  const variant with_cond{"tec+cond", "taint-eviction-controller --disruption-condition"};
+  const bool have_tec =
+      std::find(o_.controllers.begin(), o_.controllers.end(), "tec") != o_.controllers.end();
+
+  json results;
+  results["machine"] = machine();
+  results["config"] = {
+      {"default_qps", o_.default_qps},     {"default_burst", o_.default_burst},
+      {"lifted_qps", o_.lifted_qps},       {"lifted_burst", o_.lifted_burst},
+      {"mass_nodes", o_.mass_nodes},       {"mass_pods_per_node", o_.mass_pods_per_node},
+      {"latency_runs", o_.latency_runs},   {"timer_pods", o_.timer_nodes * o_.timer_pods_per_node},
+      {"timer_seconds", o_.timer_seconds}, {"memory_nodes", o_.memory_nodes},
+      {"memory_pods", o_.memory_pods}};
+  const auto save = [&] {
+    std::ofstream(o_.out_dir + "/eviction_compare.json") << results.dump(2) << '\n';
+  };
+  if (wanted("latency")) {
+    for (const auto& v : vs) {
+      results["latency"][v.id] = latency(v);
+      save();
+    }
+    if (have_tec) {
+      results["latency"][with_cond.id] = latency(with_cond);
+      save();
+    }
+  }
+  if (wanted("mass")) {
+    for (const auto& v : vs) {
+      results["mass_lifted"][v.id] = mass(v, o_.lifted_qps, o_.lifted_burst, o_.mass_pods_per_node);
+      save();
+    }
+    if (have_tec) {
+      results["mass_lifted"][with_cond.id] =
+          mass(with_cond, o_.lifted_qps, o_.lifted_burst, o_.mass_pods_per_node);
+      save();
+    }
+  }
+  if (wanted("floor")) {
+    results["floor"] = floor();
+    save();
+  }
+  if (wanted("timer")) {
+    for (const auto& v : vs) {
+      results["timer"][v.id] = timer(v);
+      save();
+    }
+  }
+  if (wanted("mass")) {
+    for (const auto& v : vs) {
+      results["mass_default"][v.id] =
+          mass(v, o_.default_qps, o_.default_burst, o_.default_qps_pods_per_node);
+      save();
+    }
+  }
+  if (wanted("memory")) {
+    results["memory"] = memory(vs);
+    save();
+  }
+  call(http::verb::delete_, "/api/v1/nodes/tec-bench-canary");
+  informer_->stop();
+  node_informer_->stop();
+  tb::shut_down(io_, *watch_api_);
+  tb::shut_down(io_, *api_);
+  report(results);
+  bool failed = false;
+  const std::function<void(const json&)> scan = [&](const json& j) {
+    if (j.is_object()) {
+      if (j.contains("error")) {
+        failed = true;
+      }
+      for (const auto& [_, child] : j.items()) {
+        scan(child);
+      }
+    } else if (j.is_array()) {
+      for (const auto& child : j) {
+        scan(child);
+      }
+    }
+  };
+  scan(results);
+  return failed ? 1 : 0;
+}
+
+// --- the table ------------------------------------------------------------------------------
+
+void runner::report(const json& r) const {
+  std::ostringstream md;
+  const auto num = [](const json& j, const char* key) -> std::optional<double> {
+    if (!j.is_object() || j.contains("error") || !j.contains(key)) {
+      return std::nullopt;
+    }
+    return j[key].get<double>();
+  };
+  const auto cell = [](std::optional<double> v, int decimals, const char* unit) {
+    return v ? fixed(*v, decimals) + unit : std::string("n/a");
+  };
+  // ratio: how many times better ours is (for "lower is better" pass invert=true).
+  const auto ratio = [](std::optional<double> kcm, std::optional<double> ours, bool lower_better) {
+    if (!kcm || !ours || *kcm <= 0 || *ours <= 0) {
+      return std::string("n/a");
+    }
+    return fixed(lower_better ? *kcm / *ours : *ours / *kcm, 2) + "x";
+  };
+  const auto at = [&](const char* a, const char* b) -> const json& {
+    static const json none;
+    if (!r.contains(a) || !r[a].contains(b)) {
+      return none;
+    }
+    return r[a][b];
+  };
+  md << "| # | scenario | kube-controller-manager | taint-eviction-controller | ours vs KCM |\n"
+     << "|---|---|---|---|---|\n";
+  const auto row = [&](const char* id, const std::string& name, std::optional<double> kcm,
+                       std::optional<double> ours, int decimals, const char* unit,
+                       bool lower_better) {
+    md << "| " << id << " | " << name << " | " << cell(kcm, decimals, unit) << " | "
+       << cell(ours, decimals, unit) << " | " << ratio(kcm, ours, lower_better) << " |\n";
+  };
+  row("1", "single-pod eviction latency p50", num(at("latency", "kcm"), "p50_ms"),
+      num(at("latency", "tec"), "p50_ms"), 1, " ms", true);
+  row("1", "single-pod eviction latency p99", num(at("latency", "kcm"), "p99_ms"),
+      num(at("latency", "tec"), "p99_ms"), 1, " ms", true);
+  const auto mass_rows = [&](const char* key, const std::string& what) {
+    row("2", what + ": time to evict all", num(at(key, "kcm"), "seconds"),
+        num(at(key, "tec"), "seconds"), 2, " s", true);
+    row("2", what + ": throughput", num(at(key, "kcm"), "pods_per_second"),
+        num(at(key, "tec"), "pods_per_second"), 0, " pods/s", false);
+    row("2", what + ": until the last event is written too",
+        num(at(key, "kcm"), "complete_seconds"), num(at(key, "tec"), "complete_seconds"), 2, " s",
+        true);
+    row("5", what + ": controller CPU", num(at(key, "kcm"), "cpu_seconds"),
+        num(at(key, "tec"), "cpu_seconds"), 2, " s", true);
+  };
+  const auto mass_pods = std::to_string(o_.mass_nodes * o_.mass_pods_per_node);
+  mass_rows("mass_lifted", "mass eviction, " + mass_pods + " pods, limits lifted");
+  mass_rows("mass_default",
+            "mass eviction, " + std::to_string(o_.mass_nodes * o_.default_qps_pods_per_node) +
+                " pods, QPS " + fixed(o_.default_qps, 0) + "/" + std::to_string(o_.default_burst));
+  row("3", "timer error p50", num(at("timer", "kcm"), "p50_ms"), num(at("timer", "tec"), "p50_ms"),
+      1, " ms", true);
+  row("3", "timer error p99", num(at("timer", "kcm"), "p99_ms"), num(at("timer", "tec"), "p99_ms"),
+      1, " ms", true);
+  for (const long pods : o_.memory_pods) {
+    const auto& m = r.contains("memory") && r["memory"].contains(std::to_string(pods))
+                        ? r["memory"][std::to_string(pods)]
+                        : json();
+    const json none;
+    row("4",
+        "RSS, " + std::to_string(pods) + " pods + " + std::to_string(o_.memory_nodes) +
+            " nodes cached",
+        num(m.contains("kcm") ? m["kcm"] : none, "rss_mib"),
+        num(m.contains("tec") ? m["tec"] : none, "rss_mib"), 1, " MiB", true);
+  }
+  md << "\n";
+  if (r.contains("floor") && r["floor"].contains("best") && !r["floor"]["best"].is_null()) {
+    const auto& f = r["floor"];
+    const double floor_rate = f["best"]["complete_per_second"].get<double>();
+    md << "Floor (6): a tight C++ client sending an event POST and a DELETE per pod answers all "
+          "of them at "
+       << fixed(floor_rate, 0) << " evictions/s with " << f["best"]["concurrency"].get<long>()
+       << " requests in flight (runs:";
+    for (const auto& run : f["runs"]) {
+      md << " " << run.value("concurrency", 0L) << " -> "
+         << (run.contains("error") ? std::string("failed")
+                                   : fixed(run["complete_per_second"].get<double>(), 0));
+    }
+    md << ")";
+    if (const auto p =
+            num(f.contains("with_patch") ? f["with_patch"] : json(), "complete_per_second")) {
+      md << "; with the status patch as well: " << fixed(*p, 0) << " pods/s";
+    }
+    md << ".\n";
+    // Like for like: a controller is done when its last DELETE and its last event are in.
+    if (const auto ours = num(at("mass_lifted", "tec"), "complete_per_second")) {
+      md << "Ours, limits lifted, deletes and events all written: " << fixed(*ours, 0)
+         << " evictions/s, " << fixed(*ours / floor_rate * 100, 0) << "% of the floor.";
+    }
+    if (const auto kcm = num(at("mass_lifted", "kcm"), "complete_per_second")) {
+      md << " kube-controller-manager: " << fixed(*kcm, 0) << " evictions/s, "
+         << fixed(*kcm / floor_rate * 100, 0) << "%.";
+    }
+    md << "\n";
+  }
+  const auto cond = at("mass_lifted", "tec+cond");
+  if (const auto c = num(cond, "pods_per_second")) {
+    md << "\nDisruptionTarget condition on (one more request per pod), limits lifted: "
+       << fixed(*c, 0) << " pods/s";
+    if (const auto off = num(at("mass_lifted", "tec"), "pods_per_second")) {
+      md << " against " << fixed(*off, 0) << " off (" << fixed(*c / *off * 100, 0) << "%)";
+    }
+    if (const auto l = num(at("latency", "tec+cond"), "p50_ms")) {
+      md << "; single-pod latency p50 " << fixed(*l, 1) << " ms";
+    }
+    if (const auto cpu = num(cond, "cpu_seconds")) {
+      md << "; CPU " << fixed(*cpu, 2) << " s";
+    }
+    md << ".\n";
+  }
+  for (const auto& [scenario, per] : r.items()) {
+    if (!per.is_object()) {
+      continue;
+    }
+    for (const auto& [who, res] : per.items()) {
+      if (res.is_object() && res.contains("error")) {
+        md << "\nFAILED: " << scenario << " / " << who << ": " << res["error"].get<std::string>()
+           << "\n";
+      }
+    }
+  }
+  if (r.contains("machine")) {
+    const auto& m = r["machine"];
+    md << "\nMachine: " << m.value("cpu", "?") << ", " << m.value("cpus", 0) << " CPUs, "
+       << m.value("memory", "?") << ", Linux " << m.value("kernel", "?")
+       << "; load average at the start: " << m.value("loadavg_at_start", "?") << ".\n";
+  }
+  std::ofstream(o_.out_dir + "/eviction_compare.md") << md.str();
+  std::printf("\n%s\nresults: %s/eviction_compare.{md,json}; controller logs in %s\n",
+              md.str().c_str(), o_.out_dir.c_str(), o_.out_dir.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  CLI::App app{"kube-controller-manager's taint manager and ours, side by side (BENCHMARKS.md)"};
+  app.add_option("--kubeconfig", o.kubeconfig, "Admin kubeconfig of the API server")->required();
+  app.add_option("--kcm", o.kcm, "kube-controller-manager binary");
+  app.add_option("--tec", o.tec, "taint-eviction-controller binary");
+  app.add_option("--tec-arg", o.tec_args, "An extra flag for taint-eviction-controller (repeat)")
+      ->allow_extra_args(false);
+  app.add_option("--out-dir", o.out_dir, "Where results and controller logs go");
+  app.add_option("--namespace", o.ns, "Namespace of the bench pods");
+  app.add_option("--scenarios", o.scenarios, "latency, mass, timer, memory, floor")->delimiter(',');
+  app.add_option("--controllers", o.controllers, "kcm, tec")->delimiter(',');
+  app.add_option("--latency-runs", o.latency_runs)->check(CLI::Range(1, 10'000));
+  app.add_option("--mass-nodes", o.mass_nodes)->check(CLI::Range(1, 10'000));
+  app.add_option("--mass-pods-per-node", o.mass_pods_per_node)->check(CLI::Range(1, 10'000));
+  app.add_option("--default-qps-pods-per-node", o.default_qps_pods_per_node,
+                 "Pods per node of the mass eviction at the default QPS")
+      ->check(CLI::Range(1, 10'000));
+  app.add_option("--timer-nodes", o.timer_nodes)->check(CLI::Range(1, 10'000));
+  app.add_option("--timer-pods-per-node", o.timer_pods_per_node)->check(CLI::Range(1, 10'000));
+  app.add_option("--memory-nodes", o.memory_nodes)->check(CLI::Range(1, 100'000));
+  app.add_option("--memory-pods", o.memory_pods, "Pod counts, ascending")->delimiter(',');
+  app.add_option("--floor-concurrency", o.floor_concurrency)->delimiter(',');
+  app.add_flag("--quick", o.quick, "A small run to check that everything works (minutes)");
+  CLI11_PARSE(app, argc, argv);
+  const auto needs = [&](const char* c) {
+    return std::find(o.controllers.begin(), o.controllers.end(), c) != o.controllers.end();
+  };
+  if ((needs("kcm") && o.kcm.empty()) || (needs("tec") && o.tec.empty())) {
+    std::fputs("error: --kcm and --tec name the binaries of the controllers compared\n", stderr);
+    return 2;
+  }
+  if (!std::is_sorted(o.memory_pods.begin(), o.memory_pods.end())) {
+    std::fputs("error: --memory-pods must be ascending\n", stderr);
+    return 2;
+  }
+  if (o.quick) {
+    o.latency_runs = 5;
+    o.mass_nodes = 10;
+    o.mass_pods_per_node = 20;
+    o.default_qps_pods_per_node = 5;
+    o.timer_nodes = 50;
+    o.memory_nodes = 20;
+    o.memory_pods = {200, 1'000};
+    o.memory_settle_seconds = 2;
+    o.floor_concurrency = {32};
+  }
+  spdlog::set_level(spdlog::level::warn);
+  runner r(std::move(o));
+  return r.run();
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The side-by-side benchmark (bench/eviction_compare, issue 7) at its --quick scale against the
+# test cluster: kube-controller-manager v1.20.2 (built and cached by cluster.sh) and ours run
+# every scenario, and every scenario must produce a figure for both. Checks that `make bench`
+# works; the figures themselves are not judged here (BENCHMARKS.md has the real run).
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+[ -n "${TEC_COMPARE_BIN:-}" ] && [ -x "$TEC_COMPARE_BIN" ] \
+  || fail "TEC_COMPARE_BIN (bench/eviction_compare) is not set or not executable"
+
+kcm=$("$REPO_ROOT/deploy/local/cluster.sh" build kube-controller-manager | tail -n 1)
+[ -x "$kcm" ] || fail "no kube-controller-manager binary ('$kcm')"
+
+out="$WORK/out"
+log "running eviction_compare --quick (a few minutes)"
+rc=0
+timeout 900 "$TEC_COMPARE_BIN" --kubeconfig "$KUBECONFIG" --kcm "$kcm" --tec "$TEC_BIN" \
+  --namespace "$NS" --out-dir "$out" --quick >"$WORK/compare.out" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ]; then
+  tail -n 60 "$WORK/compare.out" >&2
+  fail "eviction_compare exited $rc"
+fi
+table="$out/eviction_compare.md"
+[ -s "$table" ] || fail "no $table"
+if grep -q 'FAILED' "$table"; then
+  cat "$table" >&2
+  fail "a scenario failed"
+fi
+# Every scenario row has a figure for both controllers (the ratio may be n/a at this scale).
+for row in 'latency p50' 'limits lifted: throughput' 'QPS 20/30: throughput' 'timer error p99' \
+  'RSS, 1000 pods'; do
+  grep -E "^\| [0-9] \| [^|]*$row[^|]* \| [0-9.]+ [^|]+ \| [0-9.]+ [^|]+ \|" "$table" >/dev/null \
+    || { cat "$table" >&2; fail "no figures for both controllers in the row '$row'"; }
+done
+grep -q '^Floor (6)' "$table" || fail "no floor line in $table"
+cat "$table"
+log "ok"
