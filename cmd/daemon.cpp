@@ -21,10 +21,12 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -54,6 +56,16 @@ constexpr auto in_flight_budget = 1500ms;  // evictions already sent
 constexpr auto drain_budget = 2s;          // the I/O thread running out of work
 // /healthz tolerance past the lease duration (kube-controller-manager uses 20 s).
 constexpr auto healthz_tolerance = 20s;
+
+// The event recorder's counters behind taint_eviction_controller_events_total{result}.
+using event_result = std::pair<std::string_view, std::uint64_t k8s::event_recorder_stats::*>;
+constexpr event_result event_results[] = {
+    {"sent", &k8s::event_recorder_stats::sent},
+    {"failed", &k8s::event_recorder_stats::failed},
+    {"dropped_spam", &k8s::event_recorder_stats::dropped_spam},
+    {"dropped_full", &k8s::event_recorder_stats::dropped_full},
+    {"dropped_stopped", &k8s::event_recorder_stats::dropped_stopped},
+};
 
 constexpr const char* component_loggers[] = {"client", "watch",  "controller", "timedqueue",
                                              "evict",  "events", "leader",     "http"};
@@ -181,6 +193,7 @@ struct daemon::impl {
     std::map<std::string, std::uint64_t> failures;
     std::uint64_t watch_restarts[2] = {0, 0};
     std::uint64_t relists[2] = {0, 0};
+    std::uint64_t events[std::size(event_results)] = {};
   } last;
 
   void request_stop(int code) {
@@ -222,6 +235,11 @@ struct daemon::impl {
     add_delta(metrics->watch_restarts.with({"nodes"}), ns.watch_restarts, last.watch_restarts[1]);
     add_delta(metrics->relists.with({"pods"}), ps.relists, last.relists[0]);
     add_delta(metrics->relists.with({"nodes"}), ns.relists, last.relists[1]);
+    const auto es = recorder->stats();
+    for (std::size_t i = 0; i < std::size(event_results); ++i) {
+      const auto& [result, field] = event_results[i];
+      add_delta(metrics->events.with({result}), es.*field, last.events[i]);
+    }
   }
 
   void build(const k8s::rest_config& config) {

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -56,6 +57,18 @@ std::string event_name(std::string_view pod_name, std::uint64_t nanos) {
     base.pop_back();
   }
   return base + suffix;
+}
+
+/// Logs the exception (if any) that ended a coroutine of the recorder.
+void log_unexpected(const std::exception_ptr& ep, std::string_view what) {
+  if (!ep) {
+    return;
+  }
+  try {
+    std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    logger()->error("{} stopped by an unexpected exception: {}", what, e.what());
+  }
 }
 
 struct pending_event {
@@ -115,8 +128,7 @@ struct event_recorder::impl {
         api(c),
         options(std::move(opts)),
         clock(std::move(clk)),
-        wake(executor, 1),
-        retry_timer(executor) {
+        wake(executor, 1) {
     if (options.reporting_instance.empty()) {
       options.reporting_instance = local_hostname();
     }
@@ -164,14 +176,26 @@ struct event_recorder::impl {
     return event_name(pod_name, value);
   }
 
+  /// The next event to deliver, counted as in flight; none when stopped, when the queue is
+  /// empty or when max_in_flight deliveries run already.
   std::optional<pending_event> pop() {
     const std::lock_guard lock(mutex);
-    if (stopped || queue.empty()) {
+    if (stopped || queue.empty() || in_flight >= std::max<std::size_t>(options.max_in_flight, 1)) {
       return std::nullopt;
     }
     pending_event ev = std::move(queue.front());
     queue.pop_front();
+    ++in_flight;
     return ev;
+  }
+
+  /// A delivery ended: its slot is free, the drainer may start the next one.
+  void delivered() {
+    {
+      const std::lock_guard lock(mutex);
+      --in_flight;
+    }
+    wake.try_send(boost::system::error_code{});
   }
 
   bool is_stopped() const {
@@ -184,7 +208,9 @@ struct event_recorder::impl {
     ++(counters.*field);
   }
 
-  asio::awaitable<void> deliver(pending_event ev) {
+  /// One event's attempts. `retry_timer` is this delivery's own (in retry_timers, so that
+  /// stop() can cancel its wait).
+  asio::awaitable<void> deliver(pending_event ev, asio::steady_timer& retry_timer) {
     const std::string body = make_event_body(ev.pod, ev.kind, ev.name, options, ev.at);
     const std::string pod = ev.pod.namespace_ + "/" + ev.pod.name;
     for (int attempt = 1;; ++attempt) {
@@ -217,20 +243,31 @@ struct event_recorder::impl {
     }
   }
 
+  static asio::awaitable<void> deliver_one(std::shared_ptr<impl> self, pending_event ev,
+                                           asio::steady_timer& retry_timer) {
+    co_await self->deliver(std::move(ev), retry_timer);
+  }
+
+  /// Starts deliveries in queue order while slots are free, then waits for a record() or a
+  /// finished delivery. Each delivery owns a reference to the state, so none outlives it.
   static asio::awaitable<void> drain(std::shared_ptr<impl> self) {
     for (;;) {
-      auto next = self->pop();
-      if (!next) {
-        if (self->is_stopped()) {
-          co_return;
-        }
-        auto [ec] = co_await self->wake.async_receive(asio::as_tuple(asio::use_awaitable));
-        if (ec) {
-          co_return;  // Closed by stop().
-        }
-        continue;
+      while (auto next = self->pop()) {
+        const auto timer = self->retry_timers.emplace(self->retry_timers.end(), self->executor);
+        asio::co_spawn(self->executor, deliver_one(self, std::move(*next), *timer),
+                       [self, timer](const std::exception_ptr& ep) {
+                         self->retry_timers.erase(timer);
+                         self->delivered();
+                         log_unexpected(ep, "an event's delivery");
+                       });
       }
-      co_await self->deliver(std::move(*next));
+      if (self->is_stopped()) {
+        co_return;
+      }
+      auto [ec] = co_await self->wake.async_receive(asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        co_return;  // Closed by stop().
+      }
     }
   }
 
@@ -245,13 +282,15 @@ struct event_recorder::impl {
   std::unordered_map<std::string, bucket> buckets;
   event_recorder_stats counters;
   std::uint64_t last_name_nanos = 0;
+  std::size_t in_flight = 0;  // Deliveries started and not yet ended.
   bool started = false;
   bool stopped = false;
 
-  // Thread-safe by itself: record() signals from any thread.
+  // Thread-safe by itself: record() and finished deliveries signal from any thread.
   asio::experimental::concurrent_channel<void(boost::system::error_code)> wake;
-  // Used only by the drainer, on the executor.
-  asio::steady_timer retry_timer;
+  // One retry timer per delivery in flight, removed when it ends; only touched on the
+  // executor.
+  std::list<asio::steady_timer> retry_timers;
 };
 
 event_recorder::event_recorder(asio::any_io_executor executor, client& c,
@@ -270,16 +309,8 @@ void event_recorder::start() {
     }
     impl_->started = true;
   }
-  asio::co_spawn(impl_->executor, impl::drain(impl_), [](const std::exception_ptr& ep) {
-    if (!ep) {
-      return;
-    }
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      logger()->error("event delivery stopped by an unexpected exception: {}", e.what());
-    }
-  });
+  asio::co_spawn(impl_->executor, impl::drain(impl_),
+                 [](const std::exception_ptr& ep) { log_unexpected(ep, "event delivery"); });
 }
 
 void event_recorder::stop() {
@@ -293,7 +324,11 @@ void event_recorder::stop() {
     impl_->queue.clear();
   }
   impl_->wake.close();
-  asio::post(impl_->executor, [self = impl_] { self->retry_timer.cancel(); });
+  asio::post(impl_->executor, [self = impl_] {
+    for (auto& timer : self->retry_timers) {
+      timer.cancel();
+    }
+  });
 }
 
 bool event_recorder::record(const pod_ref& pod, event_kind kind) {

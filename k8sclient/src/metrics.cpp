@@ -385,6 +385,9 @@ standard_metrics register_standard_metrics(registry& r, std::string_view version
       .api_request_duration = r.add_histogram(
           n("api_request_duration_seconds"), "Kubernetes API request latency in seconds, by verb.",
           {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}, {"verb"}),
+      .events = r.add_counter(n("events_total"),
+                              "Pod events (reason TaintManagerEviction), by what became of them.",
+                              {"result"}),
       .is_leader = r.add_gauge(n("is_leader"),
                                "1 while this process holds the leader election lease, else 0.")
                        .with({}),

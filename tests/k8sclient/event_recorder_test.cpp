@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -38,6 +42,27 @@ struct manual_clock {
 };
 
 const pod_ref web{"ns1", "web-0", "uid-1"};
+
+/// A pod whose name and uid are both `name`.
+pod_ref pod(const std::string& name) {
+  return pod_ref{"ns1", name, name};
+}
+
+/// The involvedObject name of each request, in arrival order.
+std::vector<std::string> pod_names(const std::vector<testing::recorded_request>& reqs) {
+  std::vector<std::string> names;
+  for (const auto& r : reqs) {
+    names.push_back(json::parse(r.body)["involvedObject"]["name"]);
+  }
+  return names;
+}
+
+/// 201 Created, written only once the test releases the gate "answer".
+reply created_when_released() {
+  reply r;
+  r.hold("answer").raw("HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}");
+  return r;
+}
 
 TEST(event_body, has_exactly_the_upstream_fields_plus_the_uid) {
   event_recorder_options opts;
@@ -86,6 +111,51 @@ protected:
     return done();
   }
 
+  /// Runs the io_context until the server has received `n` requests (bounded). For replies
+  /// held at a gate, when the io_context has nothing to do until the server answers.
+  bool run_until_requests(std::size_t n) {
+    io_.restart();
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      io_.poll();
+      if (server_.wait_for_requests(n, 1ms)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Deliveries started and not ended yet (nothing is dropped from the queue in these tests).
+  static std::size_t in_flight(const event_recorder& rec) {
+    const auto st = rec.stats();
+    return static_cast<std::size_t>(st.recorded - st.sent - st.failed) - rec.queued();
+  }
+
+  /// Records `n` events for pods p0, p1, ...
+  static void record_pods(event_recorder& rec, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_TRUE(rec.record(pod("p" + std::to_string(i)), event_kind::marking_for_deletion));
+    }
+  }
+
+  /// Holds every answer until `started` deliveries are at the server, checks that no other
+  /// delivery started meanwhile, then releases them and runs until all `n` queued events are
+  /// sent. Returns the most deliveries seen in flight at once.
+  std::size_t deliver_held(event_recorder& rec, std::size_t n, std::size_t started) {
+    EXPECT_TRUE(run_until_requests(started));
+    io_.poll();
+    EXPECT_EQ(in_flight(rec), started);
+    EXPECT_EQ(rec.queued(), n - started);
+    EXPECT_EQ(server_.requests().size(), started);
+    server_.release("answer");
+    std::size_t most = 0;
+    EXPECT_TRUE(run_until([&] {
+      most = std::max(most, in_flight(rec));
+      return rec.stats().sent == n;
+    }));
+    return most;
+  }
+
   fake_http_server server_;
   asio::io_context io_;
   client client_;
@@ -121,7 +191,12 @@ TEST_F(event_recorder_test, names_are_unique_when_the_clock_stands_still) {
   ASSERT_EQ(reqs.size(), 2U);
   EXPECT_NE(json::parse(reqs[0].body)["metadata"]["name"],
             json::parse(reqs[1].body)["metadata"]["name"]);
-  EXPECT_EQ(json::parse(reqs[1].body)["message"], "Cancelling deletion of Pod ns1/web-0");
+  // Sent concurrently: either may arrive first.
+  std::vector<std::string> messages{json::parse(reqs[0].body)["message"],
+                                    json::parse(reqs[1].body)["message"]};
+  std::sort(messages.begin(), messages.end());
+  EXPECT_EQ(messages, (std::vector<std::string>{"Cancelling deletion of Pod ns1/web-0",
+                                                "Marking for deletion Pod ns1/web-0"}));
   rec.stop();
 }
 
@@ -165,10 +240,9 @@ TEST_F(event_recorder_test, full_queue_drops_the_oldest) {
   EXPECT_EQ(rec.stats().dropped_full, 1U);
   rec.start();
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 2; }));
-  const auto reqs = server_.requests();
-  ASSERT_EQ(reqs.size(), 2U);
-  EXPECT_EQ(json::parse(reqs[0].body)["involvedObject"]["name"], "b");
-  EXPECT_EQ(json::parse(reqs[1].body)["involvedObject"]["name"], "c");
+  auto names = pod_names(server_.requests());
+  std::sort(names.begin(), names.end());  // Sent concurrently: either may arrive first.
+  EXPECT_EQ(names, (std::vector<std::string>{"b", "c"}));
   rec.stop();
 }
 
@@ -244,6 +318,87 @@ TEST_F(event_recorder_test, record_is_safe_from_many_threads_while_draining) {
   EXPECT_TRUE(all_sent);
   EXPECT_EQ(server_.requests().size(), static_cast<std::size_t>(threads * per_thread));
   rec.stop();
+}
+
+TEST_F(event_recorder_test, keeps_up_to_max_in_flight_posts_at_once_in_queue_order) {
+  server_.set_fallback(created_when_released());
+  const event_recorder_options opts = recorder_options();
+  ASSERT_EQ(opts.max_in_flight, 4U);
+  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
+  rec.start();
+  record_pods(rec, 10);
+  EXPECT_EQ(deliver_held(rec, 10, 4), 4U);
+  const auto reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 10U);
+  // The first four are the oldest four, each on its own connection.
+  auto first = pod_names(std::vector<testing::recorded_request>(reqs.begin(), reqs.begin() + 4));
+  std::sort(first.begin(), first.end());
+  EXPECT_EQ(first, (std::vector<std::string>{"p0", "p1", "p2", "p3"}));
+  std::vector<std::uint64_t> connections;
+  for (std::size_t i = 0; i < 4; ++i) {
+    connections.push_back(reqs[i].connection);
+  }
+  std::sort(connections.begin(), connections.end());
+  EXPECT_EQ(std::unique(connections.begin(), connections.end()), connections.end());
+  rec.stop();
+}
+
+TEST_F(event_recorder_test, max_in_flight_1_delivers_one_at_a_time_in_queue_order) {
+  server_.set_fallback(created_when_released());
+  event_recorder_options opts = recorder_options();
+  opts.max_in_flight = 1;
+  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
+  rec.start();
+  record_pods(rec, 5);
+  EXPECT_EQ(deliver_held(rec, 5, 1), 1U);
+  EXPECT_EQ(pod_names(server_.requests()),
+            (std::vector<std::string>{"p0", "p1", "p2", "p3", "p4"}));
+  rec.stop();
+}
+
+TEST_F(event_recorder_test, a_burst_of_5000_events_is_sent_in_full_with_the_default_options) {
+  server_.set_fallback(reply::with(201, "{}"));
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  rec.start();
+  constexpr std::size_t burst = 5000;  // A mass eviction: more than upstream's queue of 1000.
+  record_pods(rec, burst);
+  EXPECT_EQ(rec.queued(), burst);
+  ASSERT_TRUE(run_until([&] { return rec.stats().sent == burst; }));
+  const auto st = rec.stats();
+  EXPECT_EQ(st.dropped_full, 0U);
+  EXPECT_EQ(st.failed, 0U);
+  EXPECT_EQ(server_.requests().size(), burst);
+  rec.stop();
+}
+
+TEST_F(event_recorder_test, stop_cancels_the_retry_wait_of_every_delivery_in_flight) {
+  server_.set_fallback(reply::close_now());
+  std::size_t transport_errors = 0;
+  client_options copts = options();
+  copts.observer = [&transport_errors](boost::beast::http::verb, unsigned status,
+                                       std::chrono::nanoseconds) {
+    transport_errors += status == 0 ? 1 : 0;
+  };
+  client c(io_.get_executor(), config(), copts);
+  event_recorder_options opts = recorder_options();
+  opts.max_attempts = 3;
+  opts.retry_delay = std::chrono::hours{1};
+  event_recorder rec(io_.get_executor(), c, opts, clock_.clock());
+  rec.start();
+  record_pods(rec, 6);
+  // Four first attempts fail; each delivery then waits an hour on its own timer.
+  ASSERT_TRUE(run_until([&] { return transport_errors == 4; }));
+  while (io_.poll() > 0) {
+  }
+  EXPECT_EQ(in_flight(rec), 4U);
+  EXPECT_EQ(server_.requests().size(), 4U);  // No wait ended early.
+  rec.stop();
+  // Each wait ends at once; the attempt after it fails and, stopped, is not retried.
+  ASSERT_TRUE(run_until([&] { return rec.stats().failed == 4; }));
+  const auto st = rec.stats();
+  EXPECT_EQ(st.dropped_stopped, 2U);
+  EXPECT_EQ(st.sent, 0U);
+  EXPECT_EQ(server_.requests().size(), 8U);
 }
 
 TEST_F(event_recorder_test, stop_drops_what_is_queued_and_refuses_more) {

@@ -225,6 +225,7 @@ TEST(metrics, standard_set) {
   m.api_request_duration.with({"DELETE"}).observe(0.01);
   m.watch_restarts.with({"pods"}).inc();
   m.relists.with({"nodes"}).inc();
+  m.events.with({"dropped_full"}).inc();
   m.tainted_nodes.set(3);
   m.is_leader.set(1);
   const auto text = r.render();
@@ -245,6 +246,8 @@ TEST(metrics, standard_set) {
            "taint_eviction_controller_api_requests_total{verb=\"DELETE\",code=\"200\"} 1\n",
            "taint_eviction_controller_api_request_duration_seconds_bucket{verb=\"DELETE\","
            "le=\"0.025\"} 1\n",
+           "# TYPE taint_eviction_controller_events_total counter\n",
+           "taint_eviction_controller_events_total{result=\"dropped_full\"} 1\n",
            "taint_eviction_controller_is_leader 1\n",
            "# TYPE taint_eviction_controller_build_info gauge\n",
            "taint_eviction_controller_build_info{version=\"1.2.3\"} 1\n",

@@ -6,8 +6,10 @@
 //
 // record() applies client-go's per-object spam filter (EventSourceObjectSpamFilter: a token
 // bucket per source+object, burst 25, then one token every 300 s) and puts the event on a
-// bounded queue. One coroutine drains the queue with POST /api/v1/namespaces/{ns}/events.
-// Unlike upstream, involvedObject carries the pod's uid, so `kubectl describe pod` shows them.
+// bounded queue. One coroutine drains the queue in FIFO order and keeps up to
+// `max_in_flight` POST /api/v1/namespaces/{ns}/events at once, so a mass eviction's events
+// keep up with its deletions. Unlike upstream, involvedObject carries the pod's uid, so
+// `kubectl describe pod` shows them.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -29,8 +31,10 @@ struct event_recorder_options {
   std::string component = "taint-eviction-controller";
   /// reportingInstance; empty means this host's name.
   std::string reporting_instance;
-  /// Events waiting for delivery beyond this are dropped (see drop_oldest).
-  std::size_t queue_capacity = 1000;
+  /// Events waiting for delivery beyond this are dropped (see drop_oldest). Room for the
+  /// events of a mass eviction of thousands of pods (upstream's broadcaster keeps 1000 and
+  /// drops the rest); a queued event takes about 200 bytes, so the worst case is about 4 MB.
+  std::size_t queue_capacity = 20000;
   /// When full: true drops the oldest queued event (the newest tells the current state),
   /// false drops the new one.
   bool drop_oldest = true;
@@ -40,8 +44,12 @@ struct event_recorder_options {
   /// Objects the spam filter remembers (least recently used forgotten first, as client-go's
   /// LRU of 4096).
   std::size_t spam_cache_size = 4096;
+  /// Event POSTs in flight at once (0 counts as 1). They start in queue order; events of one
+  /// pod may complete out of order (their names are unique, nothing depends on the order).
+  std::size_t max_in_flight = 4;
   /// Delivery attempts per event for transport failures (the client already retries 429/5xx).
   int max_attempts = 3;
+  /// Wait between two attempts of one event (each delivery waits on its own).
   std::chrono::milliseconds retry_delay{1000};
 };
 
@@ -78,12 +86,15 @@ std::string local_hostname();
 /// Records pod events in the background.
 ///
 /// Thread/ownership: record() and stats() may be called from any thread and never block on
-/// I/O. The draining coroutine runs on `executor` (the client's executor); start() spawns it,
-/// stop() ends it (queued events are dropped and counted: at shutdown we do not wait for the
-/// API server). `client` must outlive the drainer: call stop() and let the executor run until
-/// idle before destroying the client. The recorder's state is shared with the drainer, so
-/// destroying the recorder object while it runs is safe (it stops it). The executor's
-/// execution context must outlive the recorder (stop() posts to it).
+/// I/O. The draining coroutine and its deliveries run on `executor` (the client's executor,
+/// which must not run handlers concurrently); start() spawns the drainer, stop() ends it
+/// (queued events are dropped and counted: at shutdown we do not wait for the API server) and
+/// cancels the retry waits of the deliveries in flight, which then finish or fail as their
+/// current request does. `client` must outlive the deliveries: call stop() and let the
+/// executor run until idle before destroying the client. The recorder's state is shared with
+/// the drainer and the deliveries, so destroying the recorder object while they run is safe
+/// (it stops them). The executor's execution context must outlive the recorder (stop() posts
+/// to it).
 class event_recorder {
 public:
   event_recorder(boost::asio::any_io_executor executor, client& c,
@@ -94,7 +105,8 @@ public:
 
   /// Spawns the draining coroutine on the executor. Call once.
   void start();
-  /// Stops the drainer after the request in flight (if any); further record() calls drop.
+  /// Stops the drainer; the requests in flight (if any) end as above, without retries.
+  /// Further record() calls drop.
   void stop();
 
   /// Queues the event unless the spam filter refuses it or the recorder is stopped. Returns

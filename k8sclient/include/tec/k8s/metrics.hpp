@@ -268,6 +268,9 @@ struct standard_metrics {
   counter_family& api_requests;
   /// API request latency in seconds, by verb (to the response headers for watches).
   histogram_family& api_request_duration;
+  /// Pod events by result: "sent", "failed" (given up), "dropped_spam" (per-object spam
+  /// filter), "dropped_full" (queue full), "dropped_stopped" (at or after shutdown).
+  counter_family& events;
   /// 1 while this process holds the leader lease, else 0.
   gauge& is_leader;
   /// Always 1, labelled with the version.
