@@ -65,9 +65,10 @@ struct options {
   std::string tec;
   std::vector<std::string> tec_args;  ///< Appended to every taint-eviction-controller command.
   std::string out_dir = "build/bench";
+  std::string cluster_dir;  ///< deploy/local/cluster.sh state: kube-apiserver.pid, etcd.pid
   std::string ns = "tec-bench";
   std::vector<std::string> scenarios{"latency", "mass", "timer", "memory", "floor"};
-  std::vector<std::string> controllers{"kcm", "tec"};
+  std::vector<std::string> controllers{"kcm", "tec", "tec+cond"};
   double default_qps = 20;
   int default_burst = 30;
   double lifted_qps = 100'000;
@@ -75,6 +76,7 @@ struct options {
   int latency_runs = 30;
   int mass_nodes = 50;
   int mass_pods_per_node = 100;
+  int mass_repeat = 3;  ///< Interleaved repetitions of the mass eviction with limits lifted
   int default_qps_pods_per_node = 100;
   // One pod per node and the taints 10 ms apart: 500 due times spread over 5 s, so the figure
   // is the timer's error and not the API server's time to clear a burst (scenario 2 does that).
@@ -106,6 +108,26 @@ std::string fixed(double v, int decimals) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+/// The run with the median `key` (the lower middle one for an even count; failed runs sort
+/// first), with every run's `key` listed under "runs".
+json median_run(const std::vector<json>& runs, const char* key) {
+  std::vector<std::pair<double, std::size_t>> order;
+  json values = json::array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const bool good = !runs[i].contains("error") && runs[i].contains(key);
+    const double v = good ? runs[i][key].get<double>() : -1;
+    order.emplace_back(v, i);
+    values.push_back(good ? json(v) : json("failed"));
+  }
+  if (order.empty()) {
+    return {{"error", "no runs"}};
+  }
+  std::sort(order.begin(), order.end());
+  json out = runs[order[(order.size() - 1) / 2].second];
+  out["runs"] = values;
+  return out;
 }
 
 /// prefix + "0" ... prefix + (count - 1).
@@ -176,8 +198,11 @@ private:
   json timer(const variant& v);
   json memory(const std::vector<variant>& vs);
   json floor();
+  json floor_run(long concurrency, std::size_t per_pod);
 
   void report(const json& results) const;
+  /// CPU seconds of kube-apiserver + etcd so far (0 without --cluster-dir).
+  double server_cpu_seconds() const;
 
   options o_;
   asio::io_context io_;
@@ -530,6 +555,14 @@ std::vector<std::string> runner::command(const variant& v, double qps, int burst
       "--health-probe-bind-address=0",
       q,
       b};
+  // A --tec-arg replaces our default of the same flag.
+  const auto overridden = [&](const std::string& arg) {
+    const auto flag = arg.substr(0, arg.find('='));
+    return std::any_of(o_.tec_args.begin(), o_.tec_args.end(), [&](const std::string& extra) {
+      return extra.substr(0, extra.find('=')) == flag;
+    });
+  };
+  argv.erase(std::remove_if(argv.begin() + 1, argv.end(), overridden), argv.end());
   argv.insert(argv.end(), o_.tec_args.begin(), o_.tec_args.end());
   return argv;
 }
@@ -659,6 +692,7 @@ json runner::mass(const variant& v, double qps, int burst, int pods_per_node) {
   tb::run_for(io_, 2s);
   const long events_before = count_events().value_or(0);
   const auto before = tb::sample_process(child.pid());
+  const double server_before = server_cpu_seconds();
   const auto t0 = steady::now();
   const bool tainted = taint_nodes(nodes, "tec-bench/mass", static_cast<long>(nodes.size()));
   const double taint_seconds = tb::seconds_since(t0);
@@ -667,6 +701,8 @@ json runner::mass(const variant& v, double qps, int burst, int pods_per_node) {
       120 + static_cast<long>(static_cast<double>(pods.size()) * 2 / std::max(qps, 1.0) * 1.5)};
   const bool done = tainted && wait_terminating(pods, t0 + limit, &child);
   const auto after = tb::sample_process(child.pid());
+  const double server_cpu = server_cpu_seconds() - server_before;
+  const double window = tb::seconds_since(t0);
   // The events trail the deletions (both controllers send them one at a time).
   const auto [events_done, events] =
       done ? wait_events(events_before + static_cast<long>(pods.size()))
@@ -683,6 +719,10 @@ json runner::mass(const variant& v, double qps, int burst, int pods_per_node) {
   }
   if (before && end) {
     out["cpu_seconds_with_events"] = end->cpu_seconds - before->cpu_seconds;
+  }
+  if (!o_.cluster_dir.empty()) {
+    out["server_cpu_seconds"] = server_cpu;  // kube-apiserver + etcd, same window as cpu_seconds
+    out["server_cpu_share"] = server_cpu / window;
   }
   std::vector<double> at;
   at.reserve(pods.size());
@@ -812,6 +852,11 @@ json runner::timer(const variant& v) {
   out.update(summary(errors));
   out["from_patch_sent"] = summary(errors_from_sent);
   out["from_patch_answer"] = summary(errors_from_answer);
+  std::vector<double> patch_latency;
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    patch_latency.push_back(std::chrono::duration<double>(answered[n] - sent[n]).count());
+  }
+  out["taint_patch_latency"] = summary(patch_latency);
   out["early"] = std::count_if(errors.begin(), errors.end(), [](double e) { return e < 0; });
   std::printf("  error p50 %s p99 %s max %s (%zu pods)\n", ms(tb::percentile(errors, 50)).c_str(),
               ms(tb::percentile(errors, 99)).c_str(),
@@ -879,91 +924,99 @@ json runner::memory(const std::vector<variant>& vs) {
 
 // --- scenario 6 -----------------------------------------------------------------------------
 
+// requests per pod: 1 = DELETE, 2 = event POST + DELETE, 3 = status patch + both.
+json runner::floor_run(long concurrency, std::size_t per_pod) {
+  const int round = ++round_;
+  const auto nodes = names("floor-" + std::to_string(round) + "-node-", o_.mass_nodes);
+  const auto pods =
+      names("floor-" + std::to_string(round) + "-", o_.mass_nodes * o_.mass_pods_per_node);
+  static constexpr const char* kinds[] = {"", "DELETE", "event POST + DELETE",
+                                          "status patch + event POST + DELETE"};
+  std::printf("[floor] %zu pods, %ld in flight, %s\n", pods.size(), concurrency, kinds[per_pod]);
+  std::fflush(stdout);
+  if (!create_nodes(nodes) ||
+      !create_pods(pods, [&](std::size_t i) { return nodes[i % nodes.size()]; }, {})) {
+    cleanup();
+    return {{"error", "seeding"}};
+  }
+  k8s::event_recorder_options eopts;
+  eopts.component = "eviction-compare";
+  eopts.reporting_instance = "bench";
+  // Every request is an item of its own, interleaved pod by pod, so the client keeps
+  // `concurrency` requests in flight whatever their kind (as a controller that sends events
+  // beside its deletes).
+  tb::batch_options b;
+  b.concurrency = concurrency;
+  b.deadline = steady::now() + 300s;
+  b.tolerated = {};
+  b.what = "requests";
+  const double server_before = server_cpu_seconds();
+  const auto t0 = steady::now();
+  const auto t = tb::run_batch(
+      io_, *api_, static_cast<long>(pods.size() * per_pod),
+      [&](long i) {
+        const auto k = static_cast<std::size_t>(i);
+        const auto& name = pods[k / per_pod];
+        const auto& uid = uid_[name];
+        const auto now = std::chrono::system_clock::now();
+        std::vector<k8s::request> reqs;
+        switch (per_pod - 1 - k % per_pod) {
+          case 2:
+            reqs.push_back(k8s::make_disruption_condition_request(o_.ns, name, uid, now));
+            break;
+          case 1:
+            reqs.emplace_back(
+                http::verb::post, "/api/v1/namespaces/" + o_.ns + "/events",
+                k8s::make_event_body(tec::controller::pod_ref{o_.ns, name, uid},
+                                     tec::controller::event_kind::marking_for_deletion,
+                                     name + ".bench" + std::to_string(round), eopts, now));
+            break;
+          default:
+            reqs.push_back(k8s::make_delete_pod_request(o_.ns, name, uid));
+        }
+        return reqs;
+      },
+      b);
+  const double requests_seconds = tb::seconds_since(t0);
+  const double server_cpu = server_cpu_seconds() - server_before;
+  const bool done = t.failed == 0 && wait_terminating(pods, steady::now() + 60s, nullptr);
+  std::vector<double> at;
+  for (const auto& p : pods) {
+    if (const auto it = terminating_.find(p); it != terminating_.end()) {
+      at.push_back(std::chrono::duration<double>(it->second - t0).count());
+    }
+  }
+  const double seconds = at.empty() ? 0 : *std::max_element(at.begin(), at.end());
+  const double complete = std::max(seconds, requests_seconds);
+  json r = {{"concurrency", concurrency},
+            {"requests_per_pod", per_pod},
+            {"pods", pods.size()},
+            {"evicted", at.size()},
+            {"seconds", seconds},
+            {"requests_seconds", requests_seconds},
+            {"pods_per_second", seconds > 0 ? static_cast<double>(at.size()) / seconds : 0},
+            {"complete_seconds", complete},
+            {"complete_per_second", static_cast<double>(pods.size()) / complete}};
+  if (!o_.cluster_dir.empty()) {
+    r["server_cpu_seconds"] = server_cpu;
+    r["server_cpu_share"] = server_cpu / requests_seconds;
+  }
+  if (!done) {
+    r["error"] = t.failed > 0 ? t.first_failure : "not all pods seen terminating";
+  }
+  std::printf("  all requests answered in %.2f s: %.0f evictions/s\n", complete,
+              r["complete_per_second"].get<double>());
+  if (!cleanup()) {
+    r["error"] = "cleanup failed";
+  }
+  return r;
+}
+
 json runner::floor() {
   json out = json::object();
-  const auto one = [&](long concurrency, bool with_patch) -> json {
-    const int round = ++round_;
-    const auto nodes = names("floor-" + std::to_string(round) + "-node-", o_.mass_nodes);
-    const auto pods =
-        names("floor-" + std::to_string(round) + "-", o_.mass_nodes * o_.mass_pods_per_node);
-    std::printf("[floor] %zu pods, %ld in flight, %s\n", pods.size(), concurrency,
-                with_patch ? "status patch + event POST + DELETE" : "event POST + DELETE");
-    std::fflush(stdout);
-    if (!create_nodes(nodes) ||
-        !create_pods(pods, [&](std::size_t i) { return nodes[i % nodes.size()]; }, {})) {
-      cleanup();
-      return {{"error", "seeding"}};
-    }
-    k8s::event_recorder_options eopts;
-    eopts.component = "eviction-compare";
-    eopts.reporting_instance = "bench";
-    // Every request is an item of its own, interleaved pod by pod, so the client keeps
-    // `concurrency` requests in flight whatever their kind (as a controller that sends events
-    // beside its deletes).
-    const std::size_t per_pod = with_patch ? 3 : 2;
-    tb::batch_options b;
-    b.concurrency = concurrency;
-    b.deadline = steady::now() + 300s;
-    b.tolerated = {};
-    b.what = "requests";
-    const auto t0 = steady::now();
-    const auto t = tb::run_batch(
-        io_, *api_, static_cast<long>(pods.size() * per_pod),
-        [&](long i) {
-          const auto k = static_cast<std::size_t>(i);
-          const auto& name = pods[k / per_pod];
-          const auto& uid = uid_[name];
-          const auto now = std::chrono::system_clock::now();
-          std::vector<k8s::request> reqs;
-          switch (per_pod - 1 - k % per_pod) {
-            case 2:
-              reqs.push_back(k8s::make_disruption_condition_request(o_.ns, name, uid, now));
-              break;
-            case 1:
-              reqs.emplace_back(
-                  http::verb::post, "/api/v1/namespaces/" + o_.ns + "/events",
-                  k8s::make_event_body(tec::controller::pod_ref{o_.ns, name, uid},
-                                       tec::controller::event_kind::marking_for_deletion,
-                                       name + ".bench" + std::to_string(round), eopts, now));
-              break;
-            default:
-              reqs.push_back(k8s::make_delete_pod_request(o_.ns, name, uid));
-          }
-          return reqs;
-        },
-        b);
-    const double requests_seconds = tb::seconds_since(t0);
-    const bool done = t.failed == 0 && wait_terminating(pods, steady::now() + 60s, nullptr);
-    std::vector<double> at;
-    for (const auto& p : pods) {
-      if (const auto it = terminating_.find(p); it != terminating_.end()) {
-        at.push_back(std::chrono::duration<double>(it->second - t0).count());
-      }
-    }
-    const double seconds = at.empty() ? 0 : *std::max_element(at.begin(), at.end());
-    const double complete = std::max(seconds, requests_seconds);
-    json r = {{"concurrency", concurrency},
-              {"with_patch", with_patch},
-              {"pods", pods.size()},
-              {"evicted", at.size()},
-              {"seconds", seconds},
-              {"requests_seconds", requests_seconds},
-              {"pods_per_second", seconds > 0 ? static_cast<double>(at.size()) / seconds : 0},
-              {"complete_seconds", complete},
-              {"complete_per_second", static_cast<double>(pods.size()) / complete}};
-    if (!done) {
-      r["error"] = t.failed > 0 ? t.first_failure : "not all pods seen terminating";
-    }
-    std::printf("  all requests answered in %.2f s: %.0f evictions/s\n", complete,
-                r["complete_per_second"].get<double>());
-    if (!cleanup()) {
-      r["error"] = "cleanup failed";
-    }
-    return r;
-  };
   json best;
   for (const long c : o_.floor_concurrency) {
-    auto r = one(c, false);
+    auto r = floor_run(c, 2);
     if (!r.contains("error") && (best.is_null() || r["complete_per_second"].get<double>() >
                                                        best["complete_per_second"].get<double>())) {
       best = r;
@@ -972,9 +1025,27 @@ json runner::floor() {
   }
   out["best"] = best;
   if (!best.is_null()) {
-    out["with_patch"] = one(best["concurrency"].get<long>(), true);
+    out["delete_only"] = floor_run(best["concurrency"].get<long>(), 1);
+    out["with_patch"] = floor_run(best["concurrency"].get<long>(), 3);
   }
   return out;
+}
+
+double runner::server_cpu_seconds() const {
+  if (o_.cluster_dir.empty()) {
+    return 0;
+  }
+  double total = 0;
+  for (const char* name : {"kube-apiserver.pid", "etcd.pid"}) {
+    std::ifstream in(o_.cluster_dir + "/" + name);
+    long pid = 0;
+    if (in >> pid && pid > 0) {
+      if (const auto s = tb::sample_process(static_cast<pid_t>(pid))) {
+        total += s->cpu_seconds;
+      }
+    }
+  }
+  return total;
 }
 
 /// What the figures were measured on: CPU model and count, memory, kernel, load average.
@@ -1025,8 +1096,9 @@ int runner::run() {
     }
   }
   const variant with_cond{"tec+cond", "taint-eviction-controller --disruption-condition"};
+  // The DisruptionTarget variant runs in scenarios 1 and 2 (limits lifted) only.
   const bool have_tec =
-      std::find(o_.controllers.begin(), o_.controllers.end(), "tec") != o_.controllers.end();
+      std::find(o_.controllers.begin(), o_.controllers.end(), "tec+cond") != o_.controllers.end();
 
   json results;
   results["machine"] = machine();
@@ -1050,19 +1122,33 @@ int runner::run() {
       save();
     }
   }
-  if (wanted("mass")) {
-    for (const auto& v : vs) {
-      results["mass_lifted"][v.id] = mass(v, o_.lifted_qps, o_.lifted_burst, o_.mass_pods_per_node);
-      save();
-    }
-    if (have_tec) {
-      results["mass_lifted"][with_cond.id] =
-          mass(with_cond, o_.lifted_qps, o_.lifted_burst, o_.mass_pods_per_node);
-      save();
-    }
-  }
   if (wanted("floor")) {
     results["floor"] = floor();
+    save();
+  }
+  if (wanted("mass")) {
+    // Interleaved repetitions (KCM, ours, ours with the condition, the floor again), so a
+    // slow spell of the machine hits every contender; the median run is reported.
+    auto lifted = vs;
+    if (have_tec) {
+      lifted.push_back(with_cond);
+    }
+    std::map<std::string, std::vector<json>> runs;
+    for (int rep = 0; rep < o_.mass_repeat; ++rep) {
+      for (const auto& v : lifted) {
+        runs[v.id].push_back(mass(v, o_.lifted_qps, o_.lifted_burst, o_.mass_pods_per_node));
+      }
+      if (wanted("floor") && results["floor"].contains("best") &&
+          !results["floor"]["best"].is_null()) {
+        runs["floor"].push_back(floor_run(results["floor"]["best"]["concurrency"].get<long>(), 2));
+      }
+      results["mass_lifted_runs"] = runs;
+      save();
+    }
+    for (auto& [id, list] : runs) {
+      results[id == "floor" ? "floor_repeated" : "mass_lifted"][id == "floor" ? "median" : id] =
+          median_run(list, id == "floor" ? "complete_per_second" : "pods_per_second");
+    }
     save();
   }
   if (wanted("timer")) {
@@ -1180,7 +1266,10 @@ void runner::report(const json& r) const {
   md << "\n";
   if (r.contains("floor") && r["floor"].contains("best") && !r["floor"]["best"].is_null()) {
     const auto& f = r["floor"];
-    const double floor_rate = f["best"]["complete_per_second"].get<double>();
+    // The repeated floor runs (interleaved with the mass evictions) give the median.
+    const json& repeated = r.contains("floor_repeated") ? r["floor_repeated"]["median"] : json();
+    const double floor_rate = num(repeated, "complete_per_second")
+                                  .value_or(f["best"]["complete_per_second"].get<double>());
     md << "Floor (6): a tight C++ client sending an event POST and a DELETE per pod answers all "
           "of them at "
        << fixed(floor_rate, 0) << " evictions/s with " << f["best"]["concurrency"].get<long>()
@@ -1191,6 +1280,14 @@ void runner::report(const json& r) const {
                                    : fixed(run["complete_per_second"].get<double>(), 0));
     }
     md << ")";
+    if (repeated.is_object() && repeated.contains("runs")) {
+      md << "; repeated beside the mass evictions: median " << fixed(floor_rate, 0) << " (runs "
+         << repeated["runs"].dump() << ")";
+    }
+    if (const auto d =
+            num(f.contains("delete_only") ? f["delete_only"] : json(), "complete_per_second")) {
+      md << "; DELETE alone: " << fixed(*d, 0) << " pods/s";
+    }
     if (const auto p =
             num(f.contains("with_patch") ? f["with_patch"] : json(), "complete_per_second")) {
       md << "; with the status patch as well: " << fixed(*p, 0) << " pods/s";
@@ -1206,6 +1303,34 @@ void runner::report(const json& r) const {
          << fixed(*kcm / floor_rate * 100, 0) << "%.";
     }
     md << "\n";
+  }
+  if (const auto k = num(at("mass_lifted", "kcm"), "server_cpu_share")) {
+    if (const auto t = num(at("mass_lifted", "tec"), "server_cpu_share")) {
+      md << "kube-apiserver + etcd during the mass eviction with limits lifted: " << fixed(*k, 2)
+         << " cores busy under kube-controller-manager, " << fixed(*t, 2) << " under ours";
+      if (r.contains("machine")) {
+        md << " (of " << r["machine"].value("cpus", 0) << ")";
+      }
+      md << ".\n";
+    }
+  }
+  if (r.contains("mass_lifted_runs")) {
+    md << "Mass eviction with limits lifted, pods/s of each interleaved repetition (the table "
+          "shows the median run):";
+    for (const auto& [id, list] : r["mass_lifted_runs"].items()) {
+      md << " " << id << " [";
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const auto& run = list[i];
+        md << (i > 0 ? ", " : "")
+           << (run.contains("error")
+                   ? std::string("failed")
+                   : fixed(
+                         run.value(id == "floor" ? "complete_per_second" : "pods_per_second", 0.0),
+                         0));
+      }
+      md << "]";
+    }
+    md << ".\n";
   }
   const auto cond = at("mass_lifted", "tec+cond");
   if (const auto c = num(cond, "pods_per_second")) {
@@ -1254,13 +1379,17 @@ int main(int argc, char** argv) {
   app.add_option("--tec", o.tec, "taint-eviction-controller binary");
   app.add_option("--tec-arg", o.tec_args, "An extra flag for taint-eviction-controller (repeat)")
       ->allow_extra_args(false);
+  app.add_option("--cluster-dir", o.cluster_dir,
+                 "cluster.sh state directory: the API server's and etcd's CPU time is reported");
   app.add_option("--out-dir", o.out_dir, "Where results and controller logs go");
   app.add_option("--namespace", o.ns, "Namespace of the bench pods");
   app.add_option("--scenarios", o.scenarios, "latency, mass, timer, memory, floor")->delimiter(',');
-  app.add_option("--controllers", o.controllers, "kcm, tec")->delimiter(',');
+  app.add_option("--controllers", o.controllers, "kcm, tec, tec+cond (--disruption-condition)")
+      ->delimiter(',');
   app.add_option("--latency-runs", o.latency_runs)->check(CLI::Range(1, 10'000));
   app.add_option("--mass-nodes", o.mass_nodes)->check(CLI::Range(1, 10'000));
   app.add_option("--mass-pods-per-node", o.mass_pods_per_node)->check(CLI::Range(1, 10'000));
+  app.add_option("--mass-repeat", o.mass_repeat)->check(CLI::Range(1, 100));
   app.add_option("--default-qps-pods-per-node", o.default_qps_pods_per_node,
                  "Pods per node of the mass eviction at the default QPS")
       ->check(CLI::Range(1, 10'000));
@@ -1274,7 +1403,7 @@ int main(int argc, char** argv) {
   const auto needs = [&](const char* c) {
     return std::find(o.controllers.begin(), o.controllers.end(), c) != o.controllers.end();
   };
-  if ((needs("kcm") && o.kcm.empty()) || (needs("tec") && o.tec.empty())) {
+  if ((needs("kcm") && o.kcm.empty()) || ((needs("tec") || needs("tec+cond")) && o.tec.empty())) {
     std::fputs("error: --kcm and --tec name the binaries of the controllers compared\n", stderr);
     return 2;
   }
@@ -1292,6 +1421,7 @@ int main(int argc, char** argv) {
     o.memory_pods = {200, 1'000};
     o.memory_settle_seconds = 2;
     o.floor_concurrency = {32};
+    o.mass_repeat = 1;
   }
   spdlog::set_level(spdlog::level::warn);
   runner r(std::move(o));

@@ -22,7 +22,7 @@ struct options {
   double kube_api_qps = 20.0;
   int kube_api_burst = 30;
   /// HTTP/1.1 connections to the API server (two hold the watches; the rest carry writes).
-  int kube_api_connections = 32;
+  int kube_api_connections = 128;
   int workers = 8;
   bool leader_elect = true;
   std::chrono::milliseconds lease_duration{15'000};

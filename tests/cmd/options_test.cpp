@@ -32,7 +32,7 @@ TEST(options, defaults_match_kube_controller_manager) {
   EXPECT_EQ(o.kubeconfig, "");
   EXPECT_EQ(o.kube_api_qps, 20.0);
   EXPECT_EQ(o.kube_api_burst, 30);
-  EXPECT_EQ(o.kube_api_connections, 32);
+  EXPECT_EQ(o.kube_api_connections, 128);
   EXPECT_EQ(o.workers, 8);
   EXPECT_TRUE(o.leader_elect);
   EXPECT_EQ(o.lease_duration, 15s);

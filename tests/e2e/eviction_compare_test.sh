@@ -15,7 +15,7 @@ kcm=$("$REPO_ROOT/deploy/local/cluster.sh" build kube-controller-manager | tail 
 out="$WORK/out"
 log "running eviction_compare --quick (a few minutes)"
 rc=0
-timeout 900 "$TEC_COMPARE_BIN" --kubeconfig "$KUBECONFIG" --kcm "$kcm" --tec "$TEC_BIN" \
+timeout 900 "$TEC_COMPARE_BIN" --kubeconfig "$KUBECONFIG" --cluster-dir "$TEC_CLUSTER_DIR" --kcm "$kcm" --tec "$TEC_BIN" \
   --namespace "$NS" --out-dir "$out" --quick >"$WORK/compare.out" 2>&1 || rc=$?
 if [ "$rc" -ne 0 ]; then
   tail -n 60 "$WORK/compare.out" >&2
