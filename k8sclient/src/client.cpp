@@ -215,10 +215,20 @@ struct client::impl : std::enable_shared_from_this<impl> {
 
   // ---- the pool -----------------------------------------------------------------------
 
-  asio::awaitable<result<std::unique_ptr<connection>>> acquire(steady::time_point deadline) {
+  asio::awaitable<result<std::unique_ptr<connection>>> acquire(steady::time_point deadline,
+                                                               bool background) {
     for (;;) {
       if (stopping_) {
         co_return shutting_down_error();
+      }
+      // A background request waits its turn behind every other waiter (wake_one_waiter()
+      // wakes it once none is left).
+      if (background && !waiters_.empty()) {
+        asio::steady_timer timer(ex_, steady::time_point::max());
+        auto pos = background_waiters_.insert(background_waiters_.end(), &timer);
+        co_await timer.async_wait(use_tuple);
+        background_waiters_.erase(pos);
+        continue;
       }
       while (!idle_.empty()) {
         std::unique_ptr<connection> c = std::move(idle_.back());
@@ -239,10 +249,20 @@ struct client::impl : std::enable_shared_from_this<impl> {
         }
         co_return made;
       }
+      if (background) {
+        asio::steady_timer timer(ex_, steady::time_point::max());
+        auto pos = background_waiters_.insert(background_waiters_.end(), &timer);
+        co_await timer.async_wait(use_tuple);
+        background_waiters_.erase(pos);
+        continue;
+      }
       asio::steady_timer timer(ex_, deadline);
       auto pos = waiters_.insert(waiters_.end(), &timer);
       auto [ec] = co_await timer.async_wait(use_tuple);
       waiters_.erase(pos);
+      if (waiters_.empty()) {
+        wake_one_waiter();  // the background ones, if a connection is left for them
+      }
       if (!ec) {
         co_return fail(errc::timeout, "no free connection to " + endpoint_text() + " within the " +
                                           "request timeout (pool of " +
@@ -264,9 +284,15 @@ struct client::impl : std::enable_shared_from_this<impl> {
     wake_one_waiter();
   }
 
+  /// The first foreground waiter; when there is none, every background waiter (at most a
+  /// handful: they look again and queue up anew if the pool is still full).
   void wake_one_waiter() {
     if (!waiters_.empty()) {
       waiters_.front()->cancel();
+      return;
+    }
+    for (auto* t : background_waiters_) {
+      t->cancel();
     }
   }
 
@@ -500,7 +526,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       auto msg = build(req, token);
 
       const auto start = steady::now();
-      auto acquired = co_await acquire(start + opts_.request_timeout);
+      auto acquired = co_await acquire(start + opts_.request_timeout, req.background);
       if (!acquired) {
         observe(req.method, 0, start);
         co_return acquired.err();
@@ -586,6 +612,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
     for (auto* t : waiters_) {
       t->cancel();
     }
+    for (auto* t : background_waiters_) {
+      t->cancel();
+    }
     for (auto* c : busy_) {
       c->close();
     }
@@ -612,6 +641,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
   std::size_t open_ = 0;
   std::uint64_t next_id_ = 0;
   std::list<asio::steady_timer*> waiters_;
+  std::list<asio::steady_timer*> background_waiters_;  // request::background, served last
   std::set<asio::steady_timer*> sleepers_;
 };
 

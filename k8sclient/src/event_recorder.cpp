@@ -218,6 +218,7 @@ struct event_recorder::impl {
       req.method = boost::beast::http::verb::post;
       req.target = "/api/v1/namespaces/" + escape_path_segment(ev.pod.namespace_) + "/events";
       req.body = body;
+      req.background = true;  // evictions first, their record right after
       auto resp = co_await api.send(std::move(req));
       if (resp && resp->status >= 200 && resp->status < 300) {
         count(&event_recorder_stats::sent);

@@ -165,6 +165,51 @@ TEST_F(client_test, concurrent_requests_use_several_connections_up_to_the_pool_s
   EXPECT_EQ(server_.requests().size(), 3U);
 }
 
+namespace {
+asio::awaitable<void> send_recorded(client& c, std::string target, bool background,
+                                    std::vector<std::string>* done) {
+  request req(http::verb::get, target);
+  req.background = background;
+  auto res = co_await c.send(std::move(req));
+  if (res && res->status == 200) {
+    done->push_back(target);
+  }
+}
+}  // namespace
+
+TEST_F(client_test, background_requests_wait_for_every_other_waiter) {
+  server_.set_fallback(reply().hold("go").raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
+  auto opts = fast_options();
+  opts.max_connections = 1;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::vector<std::string> done;
+  // /first holds the only connection; then a background request and two normal ones queue.
+  asio::co_spawn(io_, send_recorded(c, "/first", false, &done), asio::detached);
+  io_.run_for(200ms);
+  asio::co_spawn(io_, send_recorded(c, "/event", true, &done), asio::detached);
+  asio::co_spawn(io_, send_recorded(c, "/delete-1", false, &done), asio::detached);
+  asio::co_spawn(io_, send_recorded(c, "/delete-2", false, &done), asio::detached);
+  std::thread releaser([this] {
+    EXPECT_TRUE(server_.wait_for_requests(1, 5s));
+    server_.release("go");
+  });
+  io_.run_for(3s);
+  releaser.join();
+  EXPECT_EQ(done, (std::vector<std::string>{"/first", "/delete-1", "/delete-2", "/event"}));
+}
+
+TEST_F(client_test, background_requests_alone_go_at_once) {
+  server_.set_fallback(reply().raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
+  auto opts = fast_options();
+  opts.max_connections = 1;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::vector<std::string> done;
+  asio::co_spawn(io_, send_recorded(c, "/event-1", true, &done), asio::detached);
+  asio::co_spawn(io_, send_recorded(c, "/event-2", true, &done), asio::detached);
+  io_.run_for(2s);
+  EXPECT_EQ(done, (std::vector<std::string>{"/event-1", "/event-2"}));
+}
+
 TEST_F(client_test, too_many_requests_honours_retry_after) {
   server_.push(reply::with(429, "slow down", {{"Retry-After", "3"}}));
   server_.push(reply::with(200, "done"));

@@ -72,6 +72,11 @@ struct request {
   /// Safe to resend after a network error (GET, DELETE with a UID precondition, PUT with a
   /// resourceVersion). Retries on 429/5xx happen for every request.
   bool idempotent = false;
+  /// Yields to the other requests for a pooled connection: waits while any other request is
+  /// waiting for one, and that wait has no deadline (shutdown ends it; the request timeout
+  /// runs from when it has a connection). For the Events, so a burst of evictions reaches the
+  /// API server first and its record follows; nothing is dropped for it.
+  bool background = false;
 };
 
 struct response {
