@@ -130,6 +130,16 @@ json median_run(const std::vector<json>& runs, const char* key) {
   return out;
 }
 
+/// The status patch that makes a node Ready, as a kubelet reports it.
+k8s::request ready_request(const std::string& node) {
+  const std::string stamp = k8s::format_rfc3339(std::chrono::system_clock::now());
+  return {http::verb::patch, "/api/v1/nodes/" + node + "/status",
+          R"({"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady",)"
+          R"("message":"eviction_compare","lastHeartbeatTime":")" +
+              stamp + R"(","lastTransitionTime":")" + stamp + R"("}]}})",
+          "application/merge-patch+json"};
+}
+
 /// prefix + "0" ... prefix + (count - 1).
 std::vector<std::string> names(const std::string& prefix, long count, long first = 0) {
   std::vector<std::string> out;
@@ -263,7 +273,10 @@ bool runner::connect() {
                          R"("tec-bench-canary","labels":{")" + bench_label +
                          R"(":"canary"}},"spec":{"taints":[{"key":")" + canary_taint +
                          R"(","effect":"NoExecute"}]}})");
-  if (!tb::ok(canary) && !(canary && canary->status == 409)) {
+  if (tb::ok(canary) || (canary && canary->status == 409)) {
+    canary = tb::call(io_, *api_, ready_request("tec-bench-canary"));
+  }
+  if (!tb::ok(canary)) {
     std::fprintf(stderr, "error: creating the canary node: %s\n", tb::describe(canary).c_str());
     return false;
   }
@@ -338,10 +351,16 @@ bool runner::create_nodes(const std::vector<std::string>& names) {
       io_, *api_, static_cast<long>(names.size()),
       [&](long i) {
         const auto& n = names[static_cast<std::size_t>(i)];
-        return std::vector<k8s::request>{
-            k8s::request(http::verb::post, "/api/v1/nodes",
-                         R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + n +
-                             R"(","labels":{")" + bench_label + R"(":"true"}}})")};
+        // Ready, as a kubelet would report it: without a Ready condition kube-controller-
+        // manager's node lifecycle controller adds and removes its own not-ready NoSchedule
+        // taint, and its taint patches, computed from a cached copy, can wipe the bench's
+        // NoExecute taint written meanwhile (seen: 100 pods never evicted).
+        std::vector<k8s::request> reqs;
+        reqs.emplace_back(http::verb::post, "/api/v1/nodes",
+                          R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + n +
+                              R"(","labels":{")" + bench_label + R"(":"true"}}})");
+        reqs.push_back(ready_request(n));
+        return reqs;
       },
       b);
   nodes_.insert(nodes_.end(), names.begin(), names.end());
@@ -1423,7 +1442,9 @@ int main(int argc, char** argv) {
     o.floor_concurrency = {32};
     o.mass_repeat = 1;
   }
-  spdlog::set_level(spdlog::level::warn);
+  // The informers' warnings (an idle watch re-opened) would break up the progress lines.
+  spdlog::set_level(spdlog::level::err);
+  tb::stop_children_on_signals();
   runner r(std::move(o));
   return r.run();
 }

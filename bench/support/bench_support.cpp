@@ -25,6 +25,27 @@ extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX decl
 
 namespace tec::bench {
 
+namespace {
+// The running child, for the signal handler: a benchmark stopped with ^C or SIGTERM must not
+// leave a controller running against the cluster.
+volatile sig_atomic_t current_child = -1;
+
+extern "C" void stop_child_and_exit(int sig) {
+  if (current_child > 0) {
+    ::kill(static_cast<pid_t>(current_child), SIGKILL);
+  }
+  ::_exit(128 + sig);
+}
+}  // namespace
+
+void stop_children_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = stop_child_and_exit;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
@@ -260,6 +281,7 @@ bool child_process::start(const std::vector<std::string>& argv, const std::strin
     return false;
   }
   pid_ = pid;
+  current_child = pid;
   exit_text_.clear();
   return true;
 }
@@ -272,6 +294,9 @@ bool child_process::running() {
   const pid_t r = ::waitpid(pid_, &status, WNOHANG);
   if (r == 0) {
     return true;
+  }
+  if (current_child == pid_) {
+    current_child = -1;
   }
   if (r == pid_) {
     exit_text_ = WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))

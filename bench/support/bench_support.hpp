@@ -80,6 +80,9 @@ struct process_sample {
 };
 std::optional<process_sample> sample_process(pid_t pid);
 
+/// SIGINT and SIGTERM kill the child_process started last (if it runs) and exit 128+signal.
+void stop_children_on_signals();
+
 /// A child process with stdout and stderr appended to a log file. The destructor kills it
 /// (SIGKILL) and reaps it if it still runs.
 class child_process {
