@@ -215,19 +215,37 @@ struct client::impl : std::enable_shared_from_this<impl> {
 
   // ---- the pool -----------------------------------------------------------------------
 
+  /// A request waiting for a pooled connection. wake_one_waiter() takes it off its list
+  /// before cancelling its timer, so two releases in a row wake two waiters (a wake-up
+  /// aimed at a waiter already woken but not yet resumed would be lost, leaving a
+  /// connection idle while requests wait).
+  struct waiter {
+    waiter(const asio::any_io_executor& ex, steady::time_point deadline) : timer(ex, deadline) {}
+    asio::steady_timer timer;
+    bool woken = false;
+  };
+
+  /// Waits on `list` until woken (true), or the deadline or shutdown (false).
+  asio::awaitable<bool> wait_in(std::list<waiter*>& list, steady::time_point deadline) {
+    waiter w(ex_, deadline);
+    auto pos = list.insert(list.end(), &w);
+    co_await w.timer.async_wait(use_tuple);
+    if (!w.woken) {
+      list.erase(pos);
+    }
+    co_return w.woken;
+  }
+
   asio::awaitable<result<std::unique_ptr<connection>>> acquire(steady::time_point deadline,
                                                                bool background) {
     for (;;) {
       if (stopping_) {
         co_return shutting_down_error();
       }
-      // A background request waits its turn behind every other waiter (wake_one_waiter()
-      // wakes it once none is left).
-      if (background && !waiters_.empty()) {
-        asio::steady_timer timer(ex_, steady::time_point::max());
-        auto pos = background_waiters_.insert(background_waiters_.end(), &timer);
-        co_await timer.async_wait(use_tuple);
-        background_waiters_.erase(pos);
+      // A background request waits its turn behind every other waiter, including those
+      // woken and on their way to the connection freed for them.
+      if (background && (!waiters_.empty() || handoffs_ > 0)) {
+        co_await wait_in(background_waiters_, steady::time_point::max());
         continue;
       }
       while (!idle_.empty()) {
@@ -250,24 +268,22 @@ struct client::impl : std::enable_shared_from_this<impl> {
         co_return made;
       }
       if (background) {
-        asio::steady_timer timer(ex_, steady::time_point::max());
-        auto pos = background_waiters_.insert(background_waiters_.end(), &timer);
-        co_await timer.async_wait(use_tuple);
-        background_waiters_.erase(pos);
+        co_await wait_in(background_waiters_, steady::time_point::max());
         continue;
       }
-      asio::steady_timer timer(ex_, deadline);
-      auto pos = waiters_.insert(waiters_.end(), &timer);
-      auto [ec] = co_await timer.async_wait(use_tuple);
-      waiters_.erase(pos);
-      if (waiters_.empty()) {
-        wake_one_waiter();  // the background ones, if a connection is left for them
+      if (co_await wait_in(waiters_, deadline)) {
+        --handoffs_;
+        if (waiters_.empty() && handoffs_ == 0) {
+          wake_one_waiter();  // the background ones: what this one leaves is theirs
+        }
+        continue;
       }
-      if (!ec) {
-        co_return fail(errc::timeout, "no free connection to " + endpoint_text() + " within the " +
-                                          "request timeout (pool of " +
-                                          std::to_string(opts_.max_connections) + ")");
+      if (stopping_) {
+        co_return shutting_down_error();
       }
+      co_return fail(errc::timeout, "no free connection to " + endpoint_text() + " within the " +
+                                        "request timeout (pool of " +
+                                        std::to_string(opts_.max_connections) + ")");
     }
   }
 
@@ -284,15 +300,25 @@ struct client::impl : std::enable_shared_from_this<impl> {
     wake_one_waiter();
   }
 
-  /// The first foreground waiter; when there is none, every background waiter (at most a
-  /// handful: they look again and queue up anew if the pool is still full).
+  /// The first foreground waiter; when there is none (and none on its way), every background
+  /// waiter (at most a handful: they look again and queue up anew if the pool is still full).
   void wake_one_waiter() {
     if (!waiters_.empty()) {
-      waiters_.front()->cancel();
+      waiter* w = waiters_.front();
+      waiters_.pop_front();
+      w->woken = true;
+      ++handoffs_;
+      w->timer.cancel();
       return;
     }
-    for (auto* t : background_waiters_) {
-      t->cancel();
+    if (handoffs_ > 0) {
+      return;
+    }
+    while (!background_waiters_.empty()) {
+      waiter* w = background_waiters_.front();
+      background_waiters_.pop_front();
+      w->woken = true;
+      w->timer.cancel();
     }
   }
 
@@ -609,11 +635,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
     for (auto* t : sleepers_) {
       t->cancel();
     }
-    for (auto* t : waiters_) {
-      t->cancel();
+    for (auto* w : waiters_) {
+      w->timer.cancel();
     }
-    for (auto* t : background_waiters_) {
-      t->cancel();
+    for (auto* w : background_waiters_) {
+      w->timer.cancel();
     }
     for (auto* c : busy_) {
       c->close();
@@ -640,8 +666,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
   std::set<connection*> busy_;
   std::size_t open_ = 0;
   std::uint64_t next_id_ = 0;
-  std::list<asio::steady_timer*> waiters_;
-  std::list<asio::steady_timer*> background_waiters_;  // request::background, served last
+  std::list<waiter*> waiters_;
+  std::list<waiter*> background_waiters_;  // request::background, served last
+  std::size_t handoffs_ = 0;               // waiters woken, not yet back in acquire()
   std::set<asio::steady_timer*> sleepers_;
 };
 

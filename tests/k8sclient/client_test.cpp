@@ -177,6 +177,36 @@ asio::awaitable<void> send_recorded(client& c, std::string target, bool backgrou
 }
 }  // namespace
 
+TEST_F(client_test, two_connections_freed_at_once_wake_two_waiters) {
+  // Regression: a second wake-up aimed at the waiter already woken was lost, so the pool
+  // ran with one connection idle while requests waited.
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  server_.push(reply().hold("a").raw(ok));
+  server_.push(reply().hold("a").raw(ok));
+  server_.push(reply().hold("b").raw(ok));
+  server_.push(reply().hold("b").raw(ok));
+  auto opts = fast_options();
+  opts.max_connections = 2;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::vector<std::string> done;
+  for (int i = 0; i < 4; ++i) {
+    asio::co_spawn(io_, send_recorded(c, "/r" + std::to_string(i), false, &done), asio::detached);
+  }
+  std::atomic<bool> both_waiters_sent{false};
+  std::thread releaser([&] {
+    EXPECT_TRUE(server_.wait_for_requests(2, 5s));
+    server_.release("a");
+    // Both freed connections carry the two waiting requests, before anything else happens.
+    both_waiters_sent = server_.wait_for_requests(4, 3s);
+    server_.release("b");
+  });
+  io_.run_for(5s);
+  releaser.join();
+  EXPECT_TRUE(both_waiters_sent.load());
+  EXPECT_EQ(done.size(), 4U);
+  EXPECT_EQ(server_.connections(), 2U);
+}
+
 TEST_F(client_test, background_requests_wait_for_every_other_waiter) {
   server_.set_fallback(reply().hold("go").raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
   auto opts = fast_options();
