@@ -322,8 +322,8 @@ TEST_F(event_recorder_test, record_is_safe_from_many_threads_while_draining) {
 
 TEST_F(event_recorder_test, keeps_up_to_max_in_flight_posts_at_once_in_queue_order) {
   server_.set_fallback(created_when_released());
-  const event_recorder_options opts = recorder_options();
-  ASSERT_EQ(opts.max_in_flight, 4U);
+  event_recorder_options opts = recorder_options();
+  opts.max_in_flight = 4;
   event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
   rec.start();
   record_pods(rec, 10);
@@ -381,6 +381,7 @@ TEST_F(event_recorder_test, stop_cancels_the_retry_wait_of_every_delivery_in_fli
   };
   client c(io_.get_executor(), config(), copts);
   event_recorder_options opts = recorder_options();
+  opts.max_in_flight = 4;
   opts.max_attempts = 3;
   opts.retry_delay = std::chrono::hours{1};
   event_recorder rec(io_.get_executor(), c, opts, clock_.clock());

@@ -7,9 +7,10 @@
 // record() applies client-go's per-object spam filter (EventSourceObjectSpamFilter: a token
 // bucket per source+object, burst 25, then one token every 300 s) and puts the event on a
 // bounded queue. One coroutine drains the queue in FIFO order and keeps up to
-// `max_in_flight` POST /api/v1/namespaces/{ns}/events at once, so a mass eviction's events
-// keep up with its deletions. Unlike upstream, involvedObject carries the pod's uid, so
-// `kubectl describe pod` shows them.
+// `max_in_flight` POST /api/v1/namespaces/{ns}/events at once. The POSTs are background
+// requests: they take only the pooled connections no DELETE is waiting for, so a mass
+// eviction's deletions go first and its events follow at the API server's pace. Unlike upstream,
+// involvedObject carries the pod's uid, so `kubectl describe pod` shows them.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -46,7 +47,7 @@ struct event_recorder_options {
   std::size_t spam_cache_size = 4096;
   /// Event POSTs in flight at once (0 counts as 1). They start in queue order; events of one
   /// pod may complete out of order (their names are unique, nothing depends on the order).
-  std::size_t max_in_flight = 4;
+  std::size_t max_in_flight = 32;
   /// Delivery attempts per event for transport failures (the client already retries 429/5xx).
   int max_attempts = 3;
   /// Wait between two attempts of one event (each delivery waits on its own).
