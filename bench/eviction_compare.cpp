@@ -514,19 +514,8 @@ bool runner::cleanup() {
 }
 
 std::optional<long> runner::count_events() {
-  auto res = call(http::verb::get, "/api/v1/namespaces/" + o_.ns + "/events?limit=1");
-  if (!tb::ok(res)) {
-    return std::nullopt;
-  }
-  const auto doc = json::parse(res->body, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("items") || !doc["items"].is_array()) {
-    return std::nullopt;
-  }
-  long n = static_cast<long>(doc["items"].size());
-  if (doc.contains("metadata") && doc["metadata"].contains("remainingItemCount")) {
-    n += doc["metadata"]["remainingItemCount"].get<long>();
-  }
-  return n;
+  auto n = tb::count_objects(io_, *api_, "/api/v1/namespaces/" + o_.ns + "/events");
+  return n ? std::optional<long>(n.value()) : std::nullopt;
 }
 
 std::pair<std::optional<steady::time_point>, long> runner::wait_events(long target) {

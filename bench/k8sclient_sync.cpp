@@ -16,6 +16,7 @@
 // bounded; failures are reported on stderr with exit status 1 (2 for bad usage).
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 #include <algorithm>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -27,7 +28,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -137,14 +137,8 @@ std::optional<options> parse_args(int argc, char** argv) {
 
 /// VmRSS of this process in bytes; 0 if /proc is not readable.
 std::uint64_t rss_bytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024U;
-    }
-  }
-  return 0;
+  const auto s = tb::sample_process(::getpid());
+  return s ? s->rss_bytes : 0;
 }
 
 std::string node_body(const std::string& name) {
@@ -172,32 +166,6 @@ std::string node_name(long i) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "sync-bench-node-%05ld", i);
   return buf;
-}
-
-/// Pods in the namespace: one item plus metadata.remainingItemCount (a consistent etcd read).
-k8s::result<long> count_pods(asio::io_context& io, k8s::client& api, const std::string& ns) {
-  auto res = tb::call(io, api,
-                      k8s::request(http::verb::get, "/api/v1/namespaces/" + ns + "/pods?limit=1"));
-  if (!res) {
-    return res.err();
-  }
-  if (res->status != 200) {
-    return k8s::make_error(
-        k8s::errc::http_status,
-        "listing pods: HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300),
-        static_cast<int>(res->status));
-  }
-  try {
-    const auto doc = nlohmann::json::parse(res->body);
-    long n = static_cast<long>(doc.at("items").size());
-    const auto& meta = doc.at("metadata");
-    if (meta.contains("remainingItemCount")) {
-      n += meta.at("remainingItemCount").get<long>();
-    }
-    return n;
-  } catch (const nlohmann::json::exception& e) {
-    return k8s::make_error(k8s::errc::malformed_json, std::string("pod list: ") + e.what());
-  }
 }
 
 /// Creates objects [0, count) with `c` POSTs in flight; 409 counts as "existed".
@@ -236,7 +204,7 @@ int seed(asio::io_context& io, const k8s::rest_config& config, const options& o)
                     : ns.err().message.c_str());
     return 1;
   }
-  auto have = count_pods(io, api, o.namespace_);
+  auto have = tb::count_objects(io, api, "/api/v1/namespaces/" + o.namespace_ + "/pods");
   if (!have) {
     std::fprintf(stderr, "error: counting pods in %s: %s\n", o.namespace_.c_str(),
                  have.err().message.c_str());

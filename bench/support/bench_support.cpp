@@ -17,6 +17,7 @@
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -111,6 +112,28 @@ std::string describe(const k8s::result<k8s::response>& res) {
 
 bool ok(const k8s::result<k8s::response>& res) {
   return res && res->status >= 200 && res->status < 300;
+}
+
+k8s::result<long> count_objects(asio::io_context& io, k8s::client& api, const std::string& path) {
+  auto res = call(io, api, k8s::request(boost::beast::http::verb::get, path + "?limit=1"));
+  if (!res) {
+    return res.err();
+  }
+  if (res->status != 200) {
+    return k8s::make_error(k8s::errc::http_status, "listing " + path + ": " + describe(res),
+                           static_cast<int>(res->status));
+  }
+  try {
+    const auto doc = nlohmann::json::parse(res->body);
+    long n = static_cast<long>(doc.at("items").size());
+    const auto& meta = doc.at("metadata");
+    if (meta.contains("remainingItemCount")) {
+      n += meta.at("remainingItemCount").get<long>();
+    }
+    return n;
+  } catch (const nlohmann::json::exception& e) {
+    return k8s::make_error(k8s::errc::malformed_json, "listing " + path + ": " + e.what());
+  }
 }
 
 namespace {

@@ -46,6 +46,11 @@ std::string describe(const k8s::result<k8s::response>& res);
 /// True for a 2xx answer.
 bool ok(const k8s::result<k8s::response>& res);
 
+/// Objects in a collection (`path`, e.g. "/api/v1/namespaces/ns/pods"), by a consistent
+/// read of one item plus metadata.remainingItemCount.
+k8s::result<long> count_objects(boost::asio::io_context& io, k8s::client& api,
+                                const std::string& path);
+
 /// Outcome of a batch: 2xx are `ok`; the `tolerated` statuses (409 for a create that exists,
 /// 404 for a delete of what is gone) are `tolerated`; anything else is `failed`.
 struct tally {

@@ -244,11 +244,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
       }
       // A background request waits its turn behind every other waiter, including those
       // woken and on their way to the connection freed for them.
-      if (background && (!waiters_.empty() || handoffs_ > 0)) {
-        co_await wait_in(background_waiters_, steady::time_point::max());
-        continue;
-      }
-      while (!idle_.empty()) {
+      const bool yield = background && (!waiters_.empty() || handoffs_ > 0);
+      while (!yield && !idle_.empty()) {
         std::unique_ptr<connection> c = std::move(idle_.back());
         idle_.pop_back();
         if (steady::now() - c->idle_since < opts_.idle_connection_timeout && c->still_usable()) {
@@ -258,7 +255,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         c->close();
         --open_;
       }
-      if (open_ < opts_.max_connections) {
+      if (!yield && open_ < opts_.max_connections) {
         ++open_;
         auto made = co_await connect();
         if (!made) {
