@@ -152,14 +152,15 @@ private:
 
 class noop_sink final : public eviction_sink {
 public:
-  void evict(const pod_ref& /*pod*/, std::function<void(eviction_result)> done) override {
+  void evict(eviction_request /*request*/, std::function<void(eviction_result)> done) override {
     done(eviction_result{});
     if (evicted_.fetch_add(1) + 1 == target_.load()) {
       std::lock_guard lock(mu_);
       cv_.notify_all();
     }
   }
-  void record_event(const pod_ref& /*pod*/, event_kind /*kind*/) override {}
+  void record_event(const pod_ref& /*pod*/, event_kind /*kind*/,
+                    std::string_view /*detail*/) override {}
 
   void expect(std::uint64_t n) { target_ = n; }
   bool wait(std::chrono::seconds timeout) {

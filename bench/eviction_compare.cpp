@@ -976,7 +976,7 @@ json runner::floor_run(long concurrency, std::size_t per_pod) {
             reqs.emplace_back(
                 http::verb::post, "/api/v1/namespaces/" + o_.ns + "/events",
                 k8s::make_event_body(tec::controller::pod_ref{o_.ns, name, uid},
-                                     tec::controller::event_kind::marking_for_deletion,
+                                     tec::controller::event_kind::marking_for_deletion, {},
                                      name + ".bench" + std::to_string(round), eopts, now));
             break;
           default:

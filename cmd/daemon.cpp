@@ -193,6 +193,8 @@ struct daemon::impl {
     std::map<std::string, std::uint64_t> failures;
     std::uint64_t watch_restarts[2] = {0, 0};
     std::uint64_t relists[2] = {0, 0};
+    std::uint64_t decode_errors[2] = {0, 0};
+    std::map<std::string, std::uint64_t> condition_failures;
     std::uint64_t events[std::size(event_results)] = {};
   } last;
 
@@ -228,13 +230,21 @@ struct daemon::impl {
     for (const auto& [reason, count] : ss.failures_by_reason) {
       add_delta(metrics->pod_deletion_failures.with({reason}), count, last.failures[reason]);
     }
+    for (const auto& [reason, count] : ss.condition_failures_by_reason) {
+      add_delta(metrics->disruption_condition_failures.with({reason}), count,
+                last.condition_failures[reason]);
+    }
     metrics->tainted_nodes.set(static_cast<double>(cs.tainted_nodes));
+    metrics->stuck_evictions.set(static_cast<double>(cs.stuck_evictions));
     const auto ps = pod_informer->stats();
     const auto ns = node_informer->stats();
     add_delta(metrics->watch_restarts.with({"pods"}), ps.watch_restarts, last.watch_restarts[0]);
     add_delta(metrics->watch_restarts.with({"nodes"}), ns.watch_restarts, last.watch_restarts[1]);
     add_delta(metrics->relists.with({"pods"}), ps.relists, last.relists[0]);
     add_delta(metrics->relists.with({"nodes"}), ns.relists, last.relists[1]);
+    add_delta(metrics->watch_decode_errors.with({"pods"}), ps.decode_errors, last.decode_errors[0]);
+    add_delta(metrics->watch_decode_errors.with({"nodes"}), ns.decode_errors,
+              last.decode_errors[1]);
     const auto es = recorder->stats();
     for (std::size_t i = 0; i < std::size(event_results); ++i) {
       const auto& [result, field] = event_results[i];

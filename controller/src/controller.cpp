@@ -378,7 +378,7 @@ struct controller::impl {
       if (entry && queue_.cancel(key)) {
         bump(ctr_->cancellations);
         sink_.record_event(pod_ref{std::string(ns), std::string(name), entry->payload},
-                           event_kind::cancelling_deletion);
+                           event_kind::cancelling_deletion, {});
         log_->info("cancelled eviction of deleted pod pod=\"{}\" uid={}", key, entry->payload);
       }
       return;
@@ -481,7 +481,7 @@ struct controller::impl {
     if (queue_.cancel(key)) {
       bump(ctr_->cancellations);
       sink_.record_event(pod_ref{pod.namespace_, pod.name, pod.uid},
-                         event_kind::cancelling_deletion);
+                         event_kind::cancelling_deletion, {});
       log_->info("cancelled eviction pod=\"{}\"", key);
     }
   }
@@ -533,7 +533,7 @@ struct controller::impl {
     if (info.attempt == 1) {
       bump(ctr_->started);
       log_->info("deleting pod pod=\"{}\" uid={}", info.key, info.payload);
-      sink_.record_event(ref, event_kind::marking_for_deletion);
+      sink_.record_event(ref, event_kind::marking_for_deletion, {});
     } else {
       log_->info("retrying deletion pod=\"{}\" uid={} attempt={}", info.key, info.payload,
                  info.attempt);
@@ -541,24 +541,38 @@ struct controller::impl {
     bump(ctr_->attempts);
     auto holder = std::make_shared<pending_done>(std::move(*slot));
     slot.reset();
-    sink_.evict(
-        ref, [holder, ctr = ctr_, drv = &drv_, fire_at = info.fire_at](eviction_result result) {
-          if (holder->called.exchange(true)) {
-            return;  // A sink calling `done` twice: the first call counts.
+    // The check must not own the completion: a sink may keep the request after calling done,
+    // and a completion kept alive would make the queue's shutdown wait for it forever. Once
+    // the attempt is over (holder gone) nothing more may be sent for it.
+    eviction_request request{std::move(ref), [weak = std::weak_ptr<pending_done>(holder)] {
+                               const auto h = weak.lock();
+                               return !h || h->called.load() || h->done.cancelled();
+                             }};
+    sink_.evict(std::move(request), [holder, ctr = ctr_, drv = &drv_,
+                                     fire_at = info.fire_at](eviction_result result) {
+      if (holder->called.exchange(true)) {
+        return;  // A sink calling `done` twice: the first call counts.
+      }
+      switch (result.status) {
+        case eviction_status::deleted:
+          bump(ctr->succeeded);
+          if (ctr->on_deleted) {
+            ctr->on_deleted(std::max(
+                std::chrono::nanoseconds::zero(),
+                std::chrono::duration_cast<std::chrono::nanoseconds>(drv->now() - fire_at)));
           }
-          if (result.status == eviction_status::deleted) {
-            bump(ctr->succeeded);
-            if (ctr->on_deleted) {
-              ctr->on_deleted(std::max(
-                  std::chrono::nanoseconds::zero(),
-                  std::chrono::duration_cast<std::chrono::nanoseconds>(drv->now() - fire_at)));
-            }
-            holder->done.complete(timedqueue::outcome::success());
-          } else {
-            bump(ctr->failed);
-            holder->done.complete(timedqueue::outcome::failure(std::move(result.error)));
-          }
-        });
+          holder->done.complete(timedqueue::outcome::success());
+          break;
+        case eviction_status::gone:
+          bump(ctr->succeeded);
+          holder->done.complete(timedqueue::outcome::success());
+          break;
+        case eviction_status::failed:
+          bump(ctr->failed);
+          holder->done.complete(timedqueue::outcome::failure(std::move(result.error)));
+          break;
+      }
+    });
   }
 
   // --- lifecycle ---

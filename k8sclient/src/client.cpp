@@ -200,6 +200,18 @@ struct client::impl : std::enable_shared_from_this<impl> {
     return fail(errc::shutting_down, "client to " + endpoint_text() + " is shutting down");
   }
 
+  static error cancelled_error() {
+    return fail(errc::cancelled, "the request was cancelled before it was sent");
+  }
+
+  static bool withdrawn(const request& req) { return req.cancelled && req.cancelled(); }
+
+  /// The wait actually slept for a wait of `wanted` (the test seam, when set).
+  [[nodiscard]] std::chrono::nanoseconds delay(wait_reason why,
+                                               std::chrono::nanoseconds wanted) const {
+    return opts_.delay ? opts_.delay(why, wanted) : wanted;
+  }
+
   // ---- waiting -------------------------------------------------------------------------
 
   /// Sleeps unless shut down; false when the client is shutting down.
@@ -535,8 +547,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
       if (stopping_) {
         co_return shutting_down_error();
       }
-      if (!co_await sleep_for(limiter_.reserve())) {
+      if (!co_await sleep_for(delay(wait_reason::rate_limit, limiter_.reserve()))) {
         co_return shutting_down_error();
+      }
+      if (withdrawn(req)) {
+        co_return cancelled_error();
       }
       std::string token;
       if (tokens_) {
@@ -555,6 +570,10 @@ struct client::impl : std::enable_shared_from_this<impl> {
         co_return acquired.err();
       }
       std::unique_ptr<connection> conn = std::move(acquired.value());
+      if (withdrawn(req)) {
+        release(std::move(conn), true);
+        co_return cancelled_error();
+      }
       const bool reused = conn->exchanges > 0;
       // Not a ?: with two co_awaits: GCC 12 miscompiles that (double destruction).
       attempt_outcome out;
@@ -606,9 +625,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         wait = std::min<std::chrono::nanoseconds>(
             wait,
             std::max<std::chrono::nanoseconds>(std::chrono::seconds{1}, opts_.request_timeout));
-        if (opts_.retry_delay) {
-          wait = opts_.retry_delay(wait);
-        }
+        wait = delay(wait_reason::retry_after, wait);
         client_log()->debug("{} {}: status {}, retrying in {} ({}/{})",
                             std::string(http::to_string(req.method)), req.target, out.status,
                             millis(wait), retries, opts_.max_retries);

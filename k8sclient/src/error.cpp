@@ -41,6 +41,8 @@ public:
         return "timed out";
       case errc::connection_failed:
         return "connection failed";
+      case errc::cancelled:
+        return "the request was cancelled before it was sent";
       case errc::shutting_down:
         return "client shutting down";
     }

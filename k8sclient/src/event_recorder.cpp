@@ -74,6 +74,7 @@ void log_unexpected(const std::exception_ptr& ep, std::string_view what) {
 struct pending_event {
   pod_ref pod;
   event_kind kind;
+  std::string detail;
   std::string name;
   std::chrono::system_clock::time_point at;
 };
@@ -95,8 +96,8 @@ std::string local_hostname() {
   return buf.data();
 }
 
-std::string make_event_body(const pod_ref& pod, event_kind kind, const std::string& name,
-                            const event_recorder_options& options,
+std::string make_event_body(const pod_ref& pod, event_kind kind, std::string_view detail,
+                            const std::string& name, const event_recorder_options& options,
                             std::chrono::system_clock::time_point now) {
   const std::string stamp = format_rfc3339(now);
   const json body = {
@@ -109,9 +110,9 @@ std::string make_event_body(const pod_ref& pod, event_kind kind, const std::stri
         {"namespace", pod.namespace_},
         {"name", pod.name},
         {"uid", pod.uid}}},
-      {"type", controller::event_type},
-      {"reason", controller::event_reason},
-      {"message", controller::event_message(pod, kind)},
+      {"type", controller::event_type_of(kind)},
+      {"reason", controller::event_reason_of(kind)},
+      {"message", controller::event_message(pod, kind, detail)},
       {"source", {{"component", options.component}}},
       {"reportingComponent", options.component},
       {"reportingInstance", options.reporting_instance},
@@ -211,7 +212,7 @@ struct event_recorder::impl {
   /// One event's attempts. `retry_timer` is this delivery's own (in retry_timers, so that
   /// stop() can cancel its wait).
   asio::awaitable<void> deliver(pending_event ev, asio::steady_timer& retry_timer) {
-    const std::string body = make_event_body(ev.pod, ev.kind, ev.name, options, ev.at);
+    const std::string body = make_event_body(ev.pod, ev.kind, ev.detail, ev.name, options, ev.at);
     const std::string pod = ev.pod.namespace_ + "/" + ev.pod.name;
     for (int attempt = 1;; ++attempt) {
       request req;
@@ -332,7 +333,7 @@ void event_recorder::stop() {
   });
 }
 
-bool event_recorder::record(const pod_ref& pod, event_kind kind) {
+bool event_recorder::record(const pod_ref& pod, event_kind kind, std::string_view detail) {
   std::string key = impl_->options.component;
   key += '\0';
   key += pod.namespace_;
@@ -358,7 +359,8 @@ bool event_recorder::record(const pod_ref& pod, event_kind kind) {
       impl_->queue.pop_front();
     }
     const auto at = impl_->clock.wall();
-    impl_->queue.push_back(pending_event{pod, kind, impl_->next_name(pod.name, at), at});
+    impl_->queue.push_back(
+        pending_event{pod, kind, std::string(detail), impl_->next_name(pod.name, at), at});
     ++impl_->counters.recorded;
   }
   // A full channel means a wake-up is already pending: nothing to do.

@@ -53,16 +53,19 @@ struct k8s_eviction_sink::impl {
     ++counters.duration_count;
   }
 
-  asio::awaitable<eviction_result> run(pod_ref pod, std::chrono::steady_clock::time_point start) {
+  asio::awaitable<eviction_result> run(controller::eviction_request req,
+                                       std::chrono::steady_clock::time_point start) {
+    const pod_ref& pod = req.pod;
     const std::string who = pod.namespace_ + "/" + pod.name;
     if (options.disruption_condition) {
-      auto patched = co_await writer.add_disruption_condition(pod.namespace_, pod.name, pod.uid);
+      auto patched = co_await writer.add_disruption_condition(pod.namespace_, pod.name, pod.uid,
+                                                              req.cancelled);
       if (patched && patched.value() != patch_outcome::patched) {
         logger()->info("pod=\"{}\" uid={} is already gone ({}), nothing to delete", who, pod.uid,
                        patched.value() == patch_outcome::not_found ? "404" : "UID mismatch");
         const std::lock_guard lock(mutex);
         ++counters.already_gone;
-        co_return eviction_result{eviction_status::deleted, {}};
+        co_return eviction_result{eviction_status::gone, {}};
       }
       if (!patched) {
         logger()->warn(
@@ -73,27 +76,24 @@ struct k8s_eviction_sink::impl {
         ++counters.condition_failures;
       }
     }
-    auto deleted = co_await writer.delete_pod(pod.namespace_, pod.name, pod.uid);
+    auto deleted = co_await writer.delete_pod(pod.namespace_, pod.name, pod.uid, req.cancelled);
     if (!deleted) {
       logger()->warn("pod=\"{}\": delete failed: {}", who, deleted.err().message);
       record_failure(deleted.err());
       co_return eviction_result{eviction_status::failed, deleted.err().message};
     }
-    switch (deleted.value()) {
-      case delete_outcome::deleted:
-        logger()->info("pod=\"{}\" uid={} deleted", who, pod.uid);
-        record_deleted(now() - start);
-        break;
-      case delete_outcome::not_found:
-      case delete_outcome::uid_mismatch: {
-        logger()->info("pod=\"{}\" uid={} is already gone ({})", who, pod.uid,
-                       deleted.value() == delete_outcome::not_found ? "404" : "409 UID mismatch");
-        const std::lock_guard lock(mutex);
-        ++counters.already_gone;
-        break;
-      }
+    if (deleted.value() == delete_outcome::deleted) {
+      logger()->info("pod=\"{}\" uid={} deleted", who, pod.uid);
+      record_deleted(now() - start);
+      co_return eviction_result{eviction_status::deleted, {}};
     }
-    co_return eviction_result{eviction_status::deleted, {}};
+    logger()->info("pod=\"{}\" uid={} is already gone ({})", who, pod.uid,
+                   deleted.value() == delete_outcome::not_found ? "404" : "409 UID mismatch");
+    {
+      const std::lock_guard lock(mutex);
+      ++counters.already_gone;
+    }
+    co_return eviction_result{eviction_status::gone, {}};
   }
 
   asio::any_io_executor executor;
@@ -116,7 +116,8 @@ k8s_eviction_sink::~k8s_eviction_sink() {
   stop();
 }
 
-void k8s_eviction_sink::evict(const pod_ref& pod, std::function<void(eviction_result)> done) {
+void k8s_eviction_sink::evict(controller::eviction_request request,
+                              std::function<void(eviction_result)> done) {
   {
     const std::lock_guard lock(impl_->mutex);
     if (!impl_->stopped) {
@@ -129,8 +130,9 @@ void k8s_eviction_sink::evict(const pod_ref& pod, std::function<void(eviction_re
     }
   }
   auto self = impl_;
+  pod_ref pod = request.pod;
   asio::co_spawn(
-      self->executor, self->run(pod, self->now()),
+      self->executor, self->run(std::move(request), self->now()),
       [self, pod, done = std::move(done)](const std::exception_ptr& ep, eviction_result r) {
         if (ep) {
           // Only a bug (or bad_alloc) gets here: report it as a failure so the queue retries.
@@ -150,9 +152,10 @@ void k8s_eviction_sink::evict(const pod_ref& pod, std::function<void(eviction_re
       });
 }
 
-void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind kind) {
+void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind kind,
+                                     std::string_view detail) {
   if (impl_->events != nullptr) {
-    impl_->events->record(pod, kind);
+    impl_->events->record(pod, kind, detail);
   }
 }
 

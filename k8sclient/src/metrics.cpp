@@ -388,6 +388,20 @@ standard_metrics register_standard_metrics(registry& r, std::string_view version
       .events = r.add_counter(n("events_total"),
                               "Pod events (reason TaintManagerEviction), by what became of them.",
                               {"result"}),
+      .stuck_evictions =
+          r.add_gauge(n("stuck_evictions"),
+                      "Evictions that failed at least 5 times in a row and are still retried.")
+              .with({}),
+      .disruption_condition_failures =
+          r.add_counter(n("disruption_condition_failures_total"),
+                        "DisruptionTarget condition patches that failed permanently (the "
+                        "DELETE went ahead without the condition), by reason.",
+                        {"reason"}),
+      .watch_decode_errors = r.add_counter(
+          n("watch_decode_errors_total"),
+          "Objects in watch events or LIST pages that could not be decoded and were skipped, "
+          "by resource.",
+          {"resource"}),
       .is_leader = r.add_gauge(n("is_leader"),
                                "1 while this process holds the leader election lease, else 0.")
                        .with({}),

@@ -159,6 +159,8 @@ std::string error_reason(const error& err) {
       return "connection_failed";
     case errc::shutting_down:
       return "shutting_down";
+    case errc::cancelled:
+      return "cancelled";
   }
   return "other";
 }
@@ -249,10 +251,11 @@ error with_context(const std::string& what, error err) {
 
 pod_writer::pod_writer(client& c, wall_clock now) : client_(c), now_(std::move(now)) {}
 
-boost::asio::awaitable<result<delete_outcome>> pod_writer::delete_pod(std::string ns,
-                                                                      std::string name,
-                                                                      std::string uid) {
-  auto resp = co_await client_.send(make_delete_pod_request(ns, name, uid));
+boost::asio::awaitable<result<delete_outcome>> pod_writer::delete_pod(
+    std::string ns, std::string name, std::string uid, std::function<bool()> cancelled) {
+  request req = make_delete_pod_request(ns, name, uid);
+  req.cancelled = std::move(cancelled);
+  auto resp = co_await client_.send(std::move(req));
   const std::string what = "DELETE pod " + ns + "/" + name;
   if (!resp) {
     co_return with_context(what, resp.err());
@@ -273,8 +276,10 @@ boost::asio::awaitable<result<delete_outcome>> pod_writer::delete_pod(std::strin
 }
 
 boost::asio::awaitable<result<patch_outcome>> pod_writer::add_disruption_condition(
-    std::string ns, std::string name, std::string uid) {
-  auto resp = co_await client_.send(make_disruption_condition_request(ns, name, uid, now_()));
+    std::string ns, std::string name, std::string uid, std::function<bool()> cancelled) {
+  request req = make_disruption_condition_request(ns, name, uid, now_());
+  req.cancelled = std::move(cancelled);
+  auto resp = co_await client_.send(std::move(req));
   const std::string what = "PATCH pod status " + ns + "/" + name;
   if (!resp) {
     co_return with_context(what, resp.err());

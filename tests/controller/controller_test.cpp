@@ -475,14 +475,14 @@ TEST(Seconds, FirstMatchingTolerationDecides) {
 class throwing_sink final : public eviction_sink {
 public:
   throwing_sink(eviction_sink& inner, int throws) : inner_(inner), throws_(throws) {}
-  void evict(const pod_ref& pod, std::function<void(eviction_result)> done) override {
+  void evict(eviction_request request, std::function<void(eviction_result)> done) override {
     if (throws_-- > 0) {
       throw std::runtime_error("sink exploded");
     }
-    inner_.evict(pod, std::move(done));
+    inner_.evict(std::move(request), std::move(done));
   }
-  void record_event(const pod_ref& pod, event_kind kind) override {
-    inner_.record_event(pod, kind);
+  void record_event(const pod_ref& pod, event_kind kind, std::string_view detail) override {
+    inner_.record_event(pod, kind, detail);
   }
 
 private:

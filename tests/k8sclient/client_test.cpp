@@ -36,7 +36,10 @@ protected:
     client_options opts;
     opts.qps = 0;
     opts.request_timeout = 5s;
-    opts.retry_delay = [this](std::chrono::nanoseconds wanted) {
+    opts.delay = [this](wait_reason why, std::chrono::nanoseconds wanted) {
+      if (why != wait_reason::retry_after) {
+        return wanted;
+      }
       waits_.push_back(wanted);
       return std::chrono::nanoseconds::zero();
     };
@@ -257,7 +260,7 @@ TEST_F(client_test, retry_after_is_really_slept_when_not_injected) {
   server_.push(reply::with(503, "", {{"Retry-After", "1"}}));
   server_.push(reply::with(200, "done"));
   auto opts = fast_options();
-  opts.retry_delay = nullptr;
+  opts.delay = nullptr;
   client c(io_.get_executor(), plain_config(), opts);
   const auto start = std::chrono::steady_clock::now();
   auto res = get(c, "/x");

@@ -16,7 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path testdata = fs::path(__FILE__).parent_path() / "testdata" / "kubeconfig";
+const fs::path testdata =
+    fs::path(TEC_SOURCE_DIR) / "tests" / "k8sclient" / "testdata" / "kubeconfig";
 
 /// A fresh directory under the system temp dir, removed at the end of the test.
 class temp_dir {

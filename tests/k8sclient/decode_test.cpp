@@ -19,7 +19,7 @@ using controller::taint_effect;
 using controller::toleration_operator;
 
 std::string fixture(const std::string& name) {
-  const fs::path p = fs::path(__FILE__).parent_path() / "testdata" / name;
+  const fs::path p = fs::path(TEC_SOURCE_DIR) / "tests" / "k8sclient" / "testdata" / name;
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();

@@ -68,7 +68,7 @@ TEST(event_body, has_exactly_the_upstream_fields_plus_the_uid) {
   event_recorder_options opts;
   opts.reporting_instance = "host-a";
   const json body = json::parse(
-      make_event_body(web, event_kind::marking_for_deletion, "web-0.abc", opts, fixed_wall));
+      make_event_body(web, event_kind::marking_for_deletion, {}, "web-0.abc", opts, fixed_wall));
   EXPECT_EQ(body, json::parse(R"({
     "kind": "Event", "apiVersion": "v1",
     "metadata": {"name": "web-0.abc", "namespace": "ns1"},
@@ -81,7 +81,7 @@ TEST(event_body, has_exactly_the_upstream_fields_plus_the_uid) {
     "firstTimestamp": "2024-05-01T12:00:00Z", "lastTimestamp": "2024-05-01T12:00:00Z",
     "count": 1})"));
   const json cancel = json::parse(
-      make_event_body(web, event_kind::cancelling_deletion, "web-0.abd", opts, fixed_wall));
+      make_event_body(web, event_kind::cancelling_deletion, {}, "web-0.abd", opts, fixed_wall));
   EXPECT_EQ(cancel["message"], "Cancelling deletion of Pod ns1/web-0");
 }
 

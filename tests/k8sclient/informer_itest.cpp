@@ -291,7 +291,7 @@ private:
 class private_cluster {
 public:
   private_cluster() {
-    const auto repo = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+    const auto repo = std::filesystem::path(TEC_SOURCE_DIR);
     script_ = (repo / "deploy" / "local" / "cluster.sh").string();
     dir_ = (std::filesystem::temp_directory_path() / ("tec-informer-itest-" + unique_suffix()))
                .string();

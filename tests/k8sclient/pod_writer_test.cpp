@@ -243,7 +243,8 @@ TEST_F(pod_writer_test, sink_patches_then_deletes) {
   server_.push(reply::with(200, "{}"));
   k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
   std::optional<eviction_result> got;
-  sink.evict(pod_ref{"ns1", "web-0", "uid-1"}, [&](eviction_result r) { got = std::move(r); });
+  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, {}},
+             [&](eviction_result r) { got = std::move(r); });
   run_until(got);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->status, eviction_status::deleted);
@@ -261,10 +262,11 @@ TEST_F(pod_writer_test, sink_skips_the_delete_when_the_patch_finds_no_pod) {
   server_.push(reply::with(404, status_body(404, "NotFound", "gone")));
   k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
   std::optional<eviction_result> got;
-  sink.evict(pod_ref{"ns1", "web-0", "uid-1"}, [&](eviction_result r) { got = std::move(r); });
+  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, {}},
+             [&](eviction_result r) { got = std::move(r); });
   run_until(got);
   ASSERT_TRUE(got);
-  EXPECT_EQ(got->status, eviction_status::deleted);
+  EXPECT_EQ(got->status, eviction_status::gone);
   EXPECT_EQ(server_.requests().size(), 1U);
   EXPECT_EQ(sink.stats().already_gone, 1U);
   EXPECT_EQ(sink.stats().deletions, 0U);
@@ -275,7 +277,8 @@ TEST_F(pod_writer_test, sink_deletes_even_when_the_patch_fails) {
   server_.push(reply::with(200, "{}"));
   k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
   std::optional<eviction_result> got;
-  sink.evict(pod_ref{"ns1", "web-0", "uid-1"}, [&](eviction_result r) { got = std::move(r); });
+  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, {}},
+             [&](eviction_result r) { got = std::move(r); });
   run_until(got);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->status, eviction_status::deleted);
@@ -287,14 +290,16 @@ TEST_F(pod_writer_test, sink_reports_409_as_done_and_500_as_failed) {
   k8s_eviction_sink sink(io_.get_executor(), client_, nullptr, {.disruption_condition = false});
   server_.push(reply::with(409, status_body(409, "Conflict", "Precondition failed")));
   std::optional<eviction_result> first;
-  sink.evict(pod_ref{"ns1", "web-0", "uid-1"}, [&](eviction_result r) { first = std::move(r); });
+  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, {}},
+             [&](eviction_result r) { first = std::move(r); });
   run_until(first);
   ASSERT_TRUE(first);
-  EXPECT_EQ(first->status, eviction_status::deleted);
+  EXPECT_EQ(first->status, eviction_status::gone);
 
   server_.set_fallback(reply::with(500, status_body(500, "InternalError", "boom")));
   std::optional<eviction_result> second;
-  sink.evict(pod_ref{"ns1", "web-0", "uid-1"}, [&](eviction_result r) { second = std::move(r); });
+  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, {}},
+             [&](eviction_result r) { second = std::move(r); });
   run_until(second);
   ASSERT_TRUE(second);
   EXPECT_EQ(second->status, eviction_status::failed);
@@ -319,7 +324,7 @@ TEST_F(pod_writer_test, sink_accepts_evictions_from_many_threads) {
     callers.emplace_back([&sink, &done, t] {
       for (int i = 0; i < per_thread; ++i) {
         const std::string name = "p" + std::to_string(t) + "-" + std::to_string(i);
-        sink.evict(pod_ref{"ns1", name, name}, [&done](const eviction_result& r) {
+        sink.evict({pod_ref{"ns1", name, name}, {}}, [&done](const eviction_result& r) {
           EXPECT_EQ(r.status, eviction_status::deleted);
           done.fetch_add(1);
         });
@@ -343,7 +348,8 @@ TEST_F(pod_writer_test, sink_refuses_work_after_stop) {
   k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
   sink.stop();
   std::optional<eviction_result> got;
-  sink.evict(pod_ref{"ns1", "web-0", "uid-1"}, [&](eviction_result r) { got = std::move(r); });
+  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, {}},
+             [&](eviction_result r) { got = std::move(r); });
   EXPECT_FALSE(got);  // Never called inline.
   run_until(got);
   ASSERT_TRUE(got);

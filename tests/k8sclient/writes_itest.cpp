@@ -212,7 +212,7 @@ TEST_F(writes_itest, the_eviction_sink_patches_and_deletes) {
   const pod_ref pod = create_pod("web-4");
   k8s_eviction_sink sink(io_.get_executor(), *client_, nullptr);
   std::optional<eviction_result> got;
-  sink.evict(pod, [&](eviction_result res) { got = std::move(res); });
+  sink.evict({pod, {}}, [&](eviction_result res) { got = std::move(res); });
   io_.restart();
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   while (!got && std::chrono::steady_clock::now() < deadline) {
@@ -257,7 +257,7 @@ TEST_F(writes_itest, a_recorded_event_is_found_by_the_pods_uid) {
 
 TEST_F(writes_itest, a_service_account_without_rbac_gets_a_clear_403) {
   const std::filesystem::path script =
-      std::filesystem::path(__FILE__).parent_path() / "../../deploy/local/cluster.sh";
+      std::filesystem::path(TEC_SOURCE_DIR) / "deploy/local/cluster.sh";
   const std::filesystem::path cluster_dir =
       std::filesystem::path(std::getenv("KUBECONFIG")).parent_path();
   const std::filesystem::path out = cluster_dir / ("sa-" + ns_ + ".kubeconfig");

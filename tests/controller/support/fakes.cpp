@@ -69,7 +69,8 @@ std::optional<pod_view> fake_index::get_pod(std::string_view ns, std::string_vie
 
 // --- recording_sink ---
 
-void recording_sink::evict(const pod_ref& pod, std::function<void(eviction_result)> done) {
+void recording_sink::evict(eviction_request request, std::function<void(eviction_result)> done) {
+  const pod_ref& pod = request.pod;
   bool current = false;
   if (api_ != nullptr) {
     const auto p = api_->get_pod(pod.namespace_, pod.name);
@@ -78,7 +79,7 @@ void recording_sink::evict(const pod_ref& pod, std::function<void(eviction_resul
   std::optional<eviction_status> now;
   {
     std::lock_guard lock(mu_);
-    calls_.push_back(call{pod, current});
+    calls_.push_back(call{pod, current, request.cancelled});
     if (hold_) {
       held_.emplace_back(pod, std::move(done));
     } else if (!script_.empty()) {
@@ -94,10 +95,11 @@ void recording_sink::evict(const pod_ref& pod, std::function<void(eviction_resul
   }
 }
 
-void recording_sink::record_event(const pod_ref& pod, event_kind kind) {
+void recording_sink::record_event(const pod_ref& pod, event_kind kind, std::string_view detail) {
   {
     std::lock_guard lock(mu_);
     events_.emplace_back(pod, kind);
+    event_details_.emplace_back(detail);
   }
   cv_.notify_all();
 }
@@ -171,6 +173,11 @@ std::vector<recording_sink::call> recording_sink::calls() const {
 std::vector<std::pair<pod_ref, event_kind>> recording_sink::events() const {
   std::lock_guard lock(mu_);
   return events_;
+}
+
+std::vector<std::string> recording_sink::event_details() const {
+  std::lock_guard lock(mu_);
+  return event_details_;
 }
 
 std::size_t recording_sink::evictions_of(std::string_view name) const {

@@ -49,13 +49,14 @@ class recording_sink final : public eviction_sink {
 public:
   struct call {
     pod_ref pod;
-    bool pod_current = false;  ///< The index held this very UID when evict() was called.
+    bool pod_current = false;         ///< The index held this very UID when evict() was called.
+    std::function<bool()> cancelled;  ///< The request's cancellation check.
   };
 
   explicit recording_sink(fake_index* api = nullptr) : api_(api) {}
 
-  void evict(const pod_ref& pod, std::function<void(eviction_result)> done) override;
-  void record_event(const pod_ref& pod, event_kind kind) override;
+  void evict(eviction_request request, std::function<void(eviction_result)> done) override;
+  void record_event(const pod_ref& pod, event_kind kind, std::string_view detail) override;
 
   /// true: hold `done`; false: call it at once with the next scripted result (default ok).
   void set_hold(bool hold);
@@ -72,6 +73,8 @@ public:
 
   [[nodiscard]] std::vector<call> calls() const;
   [[nodiscard]] std::vector<std::pair<pod_ref, event_kind>> events() const;
+  /// The detail of every recorded event, in the order of events().
+  [[nodiscard]] std::vector<std::string> event_details() const;
   /// Evict calls for the pod named `name` (any namespace, any UID).
   [[nodiscard]] std::size_t evictions_of(std::string_view name) const;
   [[nodiscard]] bool evicted_uid(std::string_view uid) const;
@@ -94,6 +97,7 @@ private:
   std::deque<eviction_status> script_;
   std::vector<call> calls_;
   std::vector<std::pair<pod_ref, event_kind>> events_;
+  std::vector<std::string> event_details_;
   std::deque<std::pair<pod_ref, std::function<void(eviction_result)>>> held_;
 };
 

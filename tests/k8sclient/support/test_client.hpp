@@ -26,7 +26,9 @@ inline client_options quick_options(int max_retries) {
   opts.qps = 0;
   opts.request_timeout = std::chrono::seconds{5};
   opts.max_retries = max_retries;
-  opts.retry_delay = [](std::chrono::nanoseconds) { return std::chrono::nanoseconds::zero(); };
+  opts.delay = [](wait_reason why, std::chrono::nanoseconds wanted) {
+    return why == wait_reason::retry_after ? std::chrono::nanoseconds::zero() : wanted;
+  };
   return opts;
 }
 

@@ -124,6 +124,8 @@ struct controller_stats {
   std::uint64_t cancellations = 0;          ///< Pending evictions cancelled (cancel events).
   std::uint64_t stale_entries_dropped = 0;  ///< Entries dropped for a UID mismatch.
   std::size_t tainted_nodes = 0;
+  /// Evictions that failed at least 5 times in a row and are still retried (a gauge).
+  std::size_t stuck_evictions = 0;
   std::vector<std::size_t> worker_queue_depth;  ///< Updates waiting, per worker.
   timedqueue::queue_stats queue;
 };

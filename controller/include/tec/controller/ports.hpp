@@ -3,6 +3,7 @@
 // The controller's two seams to the outside world. The informers implement pod_index; the
 // daemon implements eviction_sink on top of the API client. Tests substitute fakes.
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -36,34 +37,76 @@ struct pod_ref {
 };
 
 enum class event_kind : std::uint8_t {
-  marking_for_deletion,  ///< "Marking for deletion Pod <ns>/<name>"
-  cancelling_deletion,   ///< "Cancelling deletion of Pod <ns>/<name>"
+  marking_for_deletion,  ///< Normal TaintManagerEviction "Marking for deletion Pod <ns>/<name>"
+  cancelling_deletion,   ///< Normal TaintManagerEviction "Cancelling deletion of Pod <ns>/<name>"
+  /// Warning TaintEvictionFailed: an eviction keeps failing; the detail is the API's message.
+  eviction_failed,
 };
 
-/// The Event fields the sink writes (core/v1 Event, compatible with upstream's): type
-/// `Normal`, reason `TaintManagerEviction`, involvedObject {apiVersion v1, kind Pod,
-/// namespace, name, uid} and the message below.
+/// The Event fields the sink writes (core/v1 Event). The first two kinds are upstream's, so
+/// operators' filters keep working: type `Normal`, reason `TaintManagerEviction`,
+/// involvedObject {apiVersion v1, kind Pod, namespace, name, uid} and the messages below.
 inline constexpr std::string_view event_type = "Normal";
 inline constexpr std::string_view event_reason = "TaintManagerEviction";
+inline constexpr std::string_view warning_event_type = "Warning";
+inline constexpr std::string_view eviction_failed_reason = "TaintEvictionFailed";
 
-/// "Marking for deletion Pod <ns>/<name>" or "Cancelling deletion of Pod <ns>/<name>".
-[[nodiscard]] inline std::string event_message(const pod_ref& pod, event_kind kind) {
-  std::string msg(kind == event_kind::marking_for_deletion ? "Marking for deletion Pod "
-                                                           : "Cancelling deletion of Pod ");
+/// The Event type of `kind`: "Normal" or "Warning".
+[[nodiscard]] inline std::string_view event_type_of(event_kind kind) {
+  return kind == event_kind::eviction_failed ? warning_event_type : event_type;
+}
+
+/// The Event reason of `kind`.
+[[nodiscard]] inline std::string_view event_reason_of(event_kind kind) {
+  return kind == event_kind::eviction_failed ? eviction_failed_reason : event_reason;
+}
+
+/// "Marking for deletion Pod <ns>/<name>", "Cancelling deletion of Pod <ns>/<name>", or
+/// "Cannot delete Pod <ns>/<name>: <detail>" (eviction_failed; `detail` is the last error).
+[[nodiscard]] inline std::string event_message(const pod_ref& pod, event_kind kind,
+                                               std::string_view detail = {}) {
+  std::string msg;
+  switch (kind) {
+    case event_kind::marking_for_deletion:
+      msg = "Marking for deletion Pod ";
+      break;
+    case event_kind::cancelling_deletion:
+      msg = "Cancelling deletion of Pod ";
+      break;
+    case event_kind::eviction_failed:
+      msg = "Cannot delete Pod ";
+      break;
+  }
   msg.append(pod.namespace_).push_back('/');
   msg.append(pod.name);
+  if (kind == event_kind::eviction_failed) {
+    msg.append(": ");
+    msg.append(detail);
+  }
   return msg;
 }
 
 /// The result of one eviction attempt.
 enum class eviction_status : std::uint8_t {
-  deleted,  ///< The DELETE was accepted (or the pod was already gone: 404, or UID mismatch: 409).
-  failed,   ///< Transient failure; the timed queue retries with backoff.
+  deleted,  ///< The DELETE was accepted (2xx): the pod is terminating or gone.
+  gone,     ///< Nothing to delete: the pod is already gone (404) or the name belongs to
+            ///< another pod now (409 / UID mismatch). Done, but no deletion of ours.
+  failed,   ///< The attempt failed; the timed queue retries with backoff.
 };
 
 struct eviction_result {
   eviction_status status = eviction_status::deleted;
   std::string error;  ///< For failed: why.
+};
+
+/// One eviction attempt as the sink receives it.
+struct eviction_request {
+  pod_ref pod;
+  /// True once the eviction was cancelled (taint removed, pod gone) or the controller stops.
+  /// The sink checks it before every request it sends (after any wait for the rate limiter
+  /// or a connection): a cancelled eviction sends nothing more. Empty means never cancelled.
+  /// Callable from any thread.
+  std::function<bool()> cancelled;
 };
 
 /// Where the controller's decisions go. Called from the controller's worker threads and from
@@ -74,9 +117,10 @@ public:
   virtual ~eviction_sink() = default;
   /// Evict (status condition + DELETE with preconditions.uid) the pod; call `done` once, from
   /// any thread, when the attempt finished.
-  virtual void evict(const pod_ref& pod, std::function<void(eviction_result)> done) = 0;
-  /// Record a core/v1 Event (type Normal, reason TaintManagerEviction) for the pod.
-  virtual void record_event(const pod_ref& pod, event_kind kind) = 0;
+  virtual void evict(eviction_request request, std::function<void(eviction_result)> done) = 0;
+  /// Record a core/v1 Event for the pod (see event_kind; `detail` feeds eviction_failed's
+  /// message and is empty otherwise).
+  virtual void record_event(const pod_ref& pod, event_kind kind, std::string_view detail) = 0;
 };
 
 }  // namespace tec::controller

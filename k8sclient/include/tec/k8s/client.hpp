@@ -15,6 +15,7 @@
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,13 @@
 #include "tec/k8s/result.hpp"
 
 namespace tec::k8s {
+
+/// Why the client waits before (re)sending a request.
+enum class wait_reason : std::uint8_t {
+  rate_limit,     ///< The client-side token bucket (QPS/burst).
+  retry_after,    ///< A 429/5xx answer's Retry-After.
+  network_retry,  ///< Backoff before resending after a network error.
+};
 
 struct client_options {
   double qps = 20.0;  ///< Token bucket refill rate; <= 0 disables client-side limiting.
@@ -43,10 +51,10 @@ struct client_options {
   std::chrono::milliseconds idle_connection_timeout{90'000};
   /// Bound on a send() response body (a LIST page of 500 large pods stays well below).
   std::size_t max_response_bytes = std::size_t{256} << 20U;
-  /// Test seam: maps each Retry-After wait to the wait actually slept (tests record the
-  /// requested value and return zero). Empty = sleep the requested time. Runs on the
-  /// client's executor.
-  std::function<std::chrono::nanoseconds(std::chrono::nanoseconds)> retry_delay;
+  /// Test seam: maps each wait the client makes (its reason and the time wanted) to the wait
+  /// actually slept; tests record the requested values and return zero. Empty = sleep the
+  /// requested time. Runs on the client's executor.
+  std::function<std::chrono::nanoseconds(wait_reason, std::chrono::nanoseconds)> delay;
   /// Called after every HTTP exchange (for metrics): verb, status (0 on a transport error)
   /// and latency. Runs on the client's executor; must be cheap and thread-safe.
   std::function<void(boost::beast::http::verb, unsigned, std::chrono::nanoseconds)> observer;
@@ -77,6 +85,11 @@ struct request {
   /// runs from when it has a connection). For the Events, so a burst of evictions reaches the
   /// API server first and its record follows; nothing is dropped for it.
   bool background = false;
+  /// Checked just before the request is written: after its wait for the rate limiter and
+  /// for a pooled connection (and before each retry). When it returns true, nothing is sent
+  /// and the result is errc::cancelled. For evictions withdrawn while their requests waited.
+  /// Empty = never cancelled. Called on the client's executor.
+  std::function<bool()> cancelled;
 };
 
 struct response {

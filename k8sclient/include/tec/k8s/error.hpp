@@ -25,6 +25,7 @@ enum class errc {
   timeout,             ///< A deadline expired (connect, handshake, read, write, idle).
   connection_failed,   ///< Could not connect or the connection broke.
   shutting_down,       ///< The client is stopping.
+  cancelled,           ///< The caller withdrew the request (request::cancelled) before it was sent.
 };
 
 const std::error_category& error_category() noexcept;

@@ -78,7 +78,8 @@ struct event_recorder_stats {
 /// The JSON body of the Event to POST (pure; exposed for tests). `name` is the generated
 /// metadata.name, `now` gives firstTimestamp/lastTimestamp.
 std::string make_event_body(const controller::pod_ref& pod, controller::event_kind kind,
-                            const std::string& name, const event_recorder_options& options,
+                            std::string_view detail, const std::string& name,
+                            const event_recorder_options& options,
                             std::chrono::system_clock::time_point now);
 
 /// This host's name (gethostname), "unknown" when it cannot be read.
@@ -112,7 +113,8 @@ public:
 
   /// Queues the event unless the spam filter refuses it or the recorder is stopped. Returns
   /// whether it was queued (it may still be dropped later to make room when drop_oldest).
-  bool record(const controller::pod_ref& pod, controller::event_kind kind);
+  bool record(const controller::pod_ref& pod, controller::event_kind kind,
+              std::string_view detail = {});
 
   [[nodiscard]] event_recorder_stats stats() const;
   /// Events waiting in the queue.

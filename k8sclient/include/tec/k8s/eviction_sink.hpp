@@ -36,6 +36,8 @@ struct eviction_sink_stats {
   std::uint64_t already_gone = 0;        ///< Done without a delete: 404 or UID mismatch.
   std::uint64_t failures = 0;            ///< Attempts reported as failed.
   std::uint64_t condition_failures = 0;  ///< Condition patches that failed (delete went on).
+  /// Permanent condition patch failures, by error_reason() (the DELETE went ahead).
+  std::map<std::string, std::uint64_t> condition_failures_by_reason;
   std::map<std::string, std::uint64_t> failures_by_reason;  ///< error_reason() -> count.
   /// Seconds from evict() to the accepted DELETE: counts per bucket of
   /// deletion_duration_buckets (not cumulative; the last slot is +Inf), sum and count.
@@ -70,11 +72,12 @@ public:
   /// patch). A failed condition patch is logged and counted, and the DELETE still goes out:
   /// the condition is informational and must not block an eviction (upstream gives up the
   /// whole attempt instead). Anything else is `failed` with the error message.
-  void evict(const controller::pod_ref& pod,
+  void evict(controller::eviction_request request,
              std::function<void(controller::eviction_result)> done) override;
 
   /// Hands the event to the recorder (never blocks); dropped when there is none.
-  void record_event(const controller::pod_ref& pod, controller::event_kind kind) override;
+  void record_event(const controller::pod_ref& pod, controller::event_kind kind,
+                    std::string_view detail) override;
 
   /// Refuses new evictions from now on (done() is called with failed, "shutting down").
   void stop();

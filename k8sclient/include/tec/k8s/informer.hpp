@@ -71,6 +71,7 @@ struct informer_stats {
   std::uint64_t idle_timeouts = 0;   ///< Watches dropped by the idle guard.
   std::uint64_t events = 0;          ///< ADDED/MODIFIED/DELETED events applied.
   std::uint64_t errors = 0;          ///< Failed requests, error events, malformed events.
+  std::uint64_t decode_errors = 0;   ///< Undecodable objects skipped (watch events, list items).
 };
 
 template <class Record>

@@ -271,6 +271,13 @@ struct standard_metrics {
   /// Pod events by result: "sent", "failed" (given up), "dropped_spam" (per-object spam
   /// filter), "dropped_full" (queue full), "dropped_stopped" (at or after shutdown).
   counter_family& events;
+  /// Evictions that failed at least 5 times in a row and are still being retried.
+  gauge& stuck_evictions;
+  /// DisruptionTarget patches that failed permanently (403, 422, 404), by reason; the DELETE
+  /// went ahead without the condition.
+  counter_family& disruption_condition_failures;
+  /// Undecodable objects skipped in watch events and LIST pages, by resource.
+  counter_family& watch_decode_errors;
   /// 1 while this process holds the leader lease, else 0.
   gauge& is_leader;
   /// Always 1, labelled with the version.

@@ -80,15 +80,16 @@ public:
 
   /// DELETE with preconditions.uid. 2xx, 404 and 409 are outcomes; any other status or a
   /// transport failure is an error value (status, and the server's Status message).
+  /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
   boost::asio::awaitable<result<delete_outcome>> delete_pod(std::string ns, std::string name,
-                                                            std::string uid);
+                                                            std::string uid,
+                                                            std::function<bool()> cancelled = {});
 
   /// Adds the DisruptionTarget condition (see make_disruption_condition_request). Upstream
   /// GETs the pod first to skip an unchanged condition; we do not (one request less per
   /// eviction): a retried eviction re-patches and moves lastTransitionTime, which is harmless.
-  boost::asio::awaitable<result<patch_outcome>> add_disruption_condition(std::string ns,
-                                                                         std::string name,
-                                                                         std::string uid);
+  boost::asio::awaitable<result<patch_outcome>> add_disruption_condition(
+      std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {});
 
 private:
   client& client_;
