@@ -221,21 +221,21 @@ can_i() {
 # What the controller does.
 can_i yes list nodes
 can_i yes watch nodes
-can_i yes get nodes/some-node
 can_i yes list pods --all-namespaces
 can_i yes watch pods --all-namespaces
-can_i yes get pods -n "$OTHER_NS"
 can_i yes delete pods -n "$OTHER_NS"
 can_i yes delete pods -n kube-system
 can_i yes patch pods --subresource=status -n "$OTHER_NS"
 can_i yes create events -n "$OTHER_NS"
 can_i yes patch events -n "$OTHER_NS"
-can_i yes create events.events.k8s.io -n "$OTHER_NS"
 can_i yes create leases.coordination.k8s.io -n "$NS"
 can_i yes get "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
 can_i yes update "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
 
 # What it must not.
+can_i no get nodes/some-node
+can_i no get pods -n "$OTHER_NS"
+can_i no create events.events.k8s.io -n "$OTHER_NS"
 can_i no delete nodes
 can_i no update nodes
 can_i no patch nodes
