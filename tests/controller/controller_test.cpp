@@ -413,12 +413,17 @@ std::size_t stuck_events(const testing::harness& h, std::string_view name) {
   return h.sink.events_of(name, event_kind::eviction_failed);
 }
 
-TEST(Stuck, FiveFailuresInARowMakeAWarningEventAndCountAsStuck) {
-  harness h;
-  h.sink.script(std::vector<eviction_status>(1000, eviction_status::failed));
-  h.sink.set_failure_message("DELETE pod default/pod1: 403 Forbidden: denied by webhook");
+// The next `failures` attempts fail; pod1 (no tolerations) starts evicting from node1, tainted.
+void evict_failing(harness& h, std::size_t failures = 1000) {
+  h.sink.script(std::vector<eviction_status>(failures, eviction_status::failed));
   h.add_node(make_node("node1", {make_taint(1)}));
   h.add_pod(make_pod("pod1", "node1"));
+}
+
+TEST(Stuck, FiveFailuresInARowMakeAWarningEventAndCountAsStuck) {
+  harness h;
+  h.sink.set_failure_message("DELETE pod default/pod1: 403 Forbidden: denied by webhook");
+  evict_failing(h);
   h.advance(fifth_attempt - 1s);
   EXPECT_EQ(h.sink.evictions_of("pod1"), 4U);
   EXPECT_EQ(stuck_events(h, "pod1"), 0U);
@@ -452,9 +457,7 @@ TEST(Stuck, FiveFailuresInARowMakeAWarningEventAndCountAsStuck) {
 
 TEST(Stuck, TheWarningEventRepeatsAtMostEveryTenMinutes) {
   harness h;
-  h.sink.script(std::vector<eviction_status>(1000, eviction_status::failed));
-  h.add_node(make_node("node1", {make_taint(1)}));
-  h.add_pod(make_pod("pod1", "node1"));
+  evict_failing(h);
   h.advance(fifth_attempt);
   ASSERT_EQ(stuck_events(h, "pod1"), 1U);
   const std::size_t attempts_at_first_report = h.sink.evictions_of("pod1");
@@ -479,9 +482,7 @@ TEST(Stuck, TheWarningEventRepeatsAtMostEveryTenMinutes) {
 
 TEST(Stuck, ASucceedingAttemptLeavesTheStuckCountAtOnce) {
   harness h;
-  h.sink.script(std::vector<eviction_status>(6, eviction_status::failed));
-  h.add_node(make_node("node1", {make_taint(1)}));
-  h.add_pod(make_pod("pod1", "node1"));
+  evict_failing(h, 6);
   h.advance(fifth_attempt);
   EXPECT_EQ(h.ctl.stats().stuck_evictions, 1U);
   h.advance(8s);  // the 6th attempt fails
@@ -494,9 +495,7 @@ TEST(Stuck, ASucceedingAttemptLeavesTheStuckCountAtOnce) {
 
 TEST(Stuck, ACancelledStuckEvictionLeavesTheStuckCountAtOnce) {
   harness h;
-  h.sink.script(std::vector<eviction_status>(1000, eviction_status::failed));
-  h.add_node(make_node("node1", {make_taint(1)}));
-  h.add_pod(make_pod("pod1", "node1"));
+  evict_failing(h);
   h.add_pod(make_pod("pod2", "node1"));
   h.advance(fifth_attempt);
   EXPECT_EQ(h.ctl.stats().stuck_evictions, 2U);
@@ -512,9 +511,7 @@ TEST(Stuck, ACancelledStuckEvictionLeavesTheStuckCountAtOnce) {
 
 TEST(Stuck, ANewEvictionOfTheSameKeyStartsItsCountAfresh) {
   harness h;
-  h.sink.script(std::vector<eviction_status>(1000, eviction_status::failed));
-  h.add_node(make_node("node1", {make_taint(1)}));
-  h.add_pod(make_pod("pod1", "node1"));
+  evict_failing(h);
   h.advance(fifth_attempt);
   ASSERT_EQ(stuck_events(h, "pod1"), 1U);
   h.update_node(make_node("node1"));
@@ -529,12 +526,10 @@ TEST(Stuck, ANewEvictionOfTheSameKeyStartsItsCountAfresh) {
 
 TEST(Stuck, TheEventCarriesTheMessageCleanedAndClipped) {
   harness h;
-  h.sink.script(std::vector<eviction_status>(1000, eviction_status::failed));
   std::string message = "denied\r\nforged log line\x1b[31m";
   message += std::string(5000, 'x');
   h.sink.set_failure_message(message);
-  h.add_node(make_node("node1", {make_taint(1)}));
-  h.add_pod(make_pod("pod1", "node1"));
+  evict_failing(h);
   h.advance(fifth_attempt);
   const auto details = h.sink.event_details();
   ASSERT_FALSE(details.empty());

@@ -261,13 +261,7 @@ TEST_F(writes_itest, a_condition_patch_for_a_replaced_pod_is_refused_by_uid) {
 TEST_F(writes_itest, the_eviction_sink_patches_and_deletes) {
   const pod_ref pod = create_pod("web-4");
   k8s_eviction_sink sink(io_.get_executor(), *client_, nullptr);
-  std::optional<eviction_result> got;
-  sink.evict({pod, {}}, [&](eviction_result res) { got = std::move(res); });
-  io_.restart();
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!got && std::chrono::steady_clock::now() < deadline) {
-    io_.run_one_until(deadline);
-  }
+  const auto got = evict(sink, pod);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->status, eviction_status::deleted) << got->error;
   const json live = get_pod(pod.name);
