@@ -289,13 +289,14 @@ struct daemon::impl {
     driver.emplace(io.get_executor(), io.get_executor());
     recorder.emplace(io.get_executor(), *api);
     sink.emplace(io.get_executor(), *api, &*recorder,
-                 k8s::eviction_sink_options{.disruption_condition = opts.disruption_condition});
+                 k8s::eviction_sink_options{.disruption_condition = opts.disruption_condition,
+                                            .pods = &pods});
 
     controller::controller_options ctl;
     ctl.workers = static_cast<std::size_t>(opts.workers);
     ctl.threaded = true;
-    // pod_deletions counts 2xx DELETEs (from the sink's stats); the histogram every eviction
-    // done, from its due time.
+    // pod_deletions counts 2xx DELETEs (from the sink's stats); the histogram the same
+    // accepted DELETEs (not pods found already gone), from their due time.
     ctl.on_deleted = [m = *metrics](std::chrono::nanoseconds due_to_deleted) {
       m.pod_deletion_duration.observe(std::chrono::duration<double>(due_to_deleted).count());
     };

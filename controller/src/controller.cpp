@@ -40,6 +40,29 @@ std::vector<taint> no_execute_taints(const std::vector<taint>& taints) {
   return out;
 }
 
+std::string event_detail(std::string_view text) {
+  constexpr std::string_view ellipsis = "...";
+  std::string out;
+  const bool clipped = text.size() > max_event_detail;
+  if (clipped) {
+    // Cut at a UTF-8 character boundary: never before a continuation byte (10xxxxxx).
+    std::size_t cut = max_event_detail - ellipsis.size();
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0U) == 0x80U) {
+      --cut;
+    }
+    text = text.substr(0, cut);
+  }
+  out.reserve(text.size() + (clipped ? ellipsis.size() : 0));
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    out.push_back(u < 0x20U || u == 0x7FU ? ' ' : c);
+  }
+  if (clipped) {
+    out.append(ellipsis);
+  }
+  return out;
+}
+
 namespace {
 
 using timedqueue::time_point;
@@ -91,7 +114,7 @@ std::shared_ptr<spdlog::logger> controller_logger() {
   return created;
 }
 
-// Shared with the sink's `done` callbacks, which may outlive the controller object.
+// The controller's counters (read by stats() from any thread).
 struct counters {
   std::atomic<std::uint64_t> node_updates{0};
   std::atomic<std::uint64_t> pod_updates{0};
@@ -113,12 +136,88 @@ void bump(std::atomic<std::uint64_t>& c) {
   c.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Lets the tainted table be searched by string_view.
+// Lets the tainted table (and the stuck table) be searched by string_view.
 struct string_hash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const noexcept {
     return std::hash<std::string_view>{}(s);
   }
+};
+
+// The evictions that failed `stuck_after` times in a row and are still retried, by key. An
+// entry belongs to one queue entry (its generation); it goes when that eviction succeeds or is
+// cancelled. Thread-safe.
+class stuck_table {
+public:
+  // A failed attempt `attempt` of the eviction of `key` (generation `generation`) at `now`.
+  // Returns true when a stuck report (event + warning) is due: on its `stuck_after`-th
+  // failure in a row, then once `interval` passed since the last report. `cancelled` is
+  // checked under the lock, so a cancel (which forgets the key after cancelling the entry)
+  // never leaves a record behind.
+  bool failed(std::string_view key, std::uint64_t generation, std::uint32_t attempt,
+              std::uint32_t stuck_after, time_point now, timedqueue::duration interval,
+              const std::function<bool()>& cancelled) {
+    if (attempt < stuck_after) {
+      return false;
+    }
+    std::lock_guard lock(mu_);
+    if (cancelled()) {
+      return false;
+    }
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      entries_.emplace(std::string(key), record{generation, now});
+      count_.store(entries_.size());
+      return true;
+    }
+    if (it->second.generation != generation) {
+      it->second = record{generation, now};
+      return true;
+    }
+    if (now - it->second.last_report >= interval) {
+      it->second.last_report = now;
+      return true;
+    }
+    return false;
+  }
+
+  // The eviction of `key` with `generation` succeeded (or found nothing to do). The record it
+  // may remove was made by an earlier attempt of the same entry, which completed before this
+  // one started: the shortcut cannot miss it.
+  void succeeded(std::string_view key, std::uint64_t generation) {
+    if (count_.load() == 0) {
+      return;
+    }
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it != entries_.end() && it->second.generation == generation) {
+      entries_.erase(it);
+      count_.store(entries_.size());
+    }
+  }
+
+  // The queue entry of `key` was cancelled (whatever its generation). Always takes the lock
+  // (no shortcut on an empty table): an attempt's failed() may be between its cancelled()
+  // check and its insert.
+  void cancelled(std::string_view key) {
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      entries_.erase(it);
+      count_.store(entries_.size());
+    }
+  }
+
+  [[nodiscard]] std::size_t size() const { return count_.load(); }
+
+private:
+  struct record {
+    std::uint64_t generation = 0;
+    time_point last_report;
+  };
+  std::mutex mu_;
+  std::unordered_map<std::string, record, string_hash, std::equal_to<>> entries_;
+  std::atomic<std::size_t> count_{0};  // entries_.size(), readable without the lock
 };
 
 // One waiting pod update: "<node>/<namespace>/<name>" (node names contain no '/').
@@ -187,6 +286,8 @@ struct controller::impl {
         sink_(sink),
         drv_(drv),
         threaded_(options.threaded),
+        stuck_after_(std::max<std::uint32_t>(options.stuck_after, 1)),
+        stuck_event_interval_(options.stuck_event_interval),
         log_(controller_logger()),
         ctr_(std::make_shared<counters>()),
         queue_(
@@ -375,7 +476,7 @@ struct controller::impl {
     if (!pod) {
       // Section 5.1, upstream's event included (it names the UID the eviction was for).
       const auto entry = queue_.lookup(key);
-      if (entry && queue_.cancel(key)) {
+      if (entry && cancel_entry(key)) {
         bump(ctr_->cancellations);
         sink_.record_event(pod_ref{std::string(ns), std::string(name), entry->payload},
                            event_kind::cancelling_deletion, {});
@@ -455,7 +556,7 @@ struct controller::impl {
   }
 
   void drop_foreign(std::string_view key, std::string_view old_uid, std::string_view uid) {
-    queue_.cancel(key);
+    cancel_entry(key);
     bump(ctr_->stale);
     log_->info("dropped eviction made for replaced pod pod=\"{}\" old_uid={} uid={}", key, old_uid,
                uid);
@@ -477,8 +578,15 @@ struct controller::impl {
     return true;
   }
 
+  // Every cancel goes through here: the entry's eviction also leaves the stuck table.
+  bool cancel_entry(std::string_view key) {
+    const bool was_pending = queue_.cancel(key);
+    stuck_.cancelled(key);
+    return was_pending;
+  }
+
   void cancel_with_event(std::string_view key, const pod_view& pod) {
-    if (queue_.cancel(key)) {
+    if (cancel_entry(key)) {
       bump(ctr_->cancellations);
       sink_.record_event(pod_ref{pod.namespace_, pod.name, pod.uid},
                          event_kind::cancelling_deletion, {});
@@ -505,6 +613,10 @@ struct controller::impl {
       if (slot) {
         log_->error("eviction attempt failed pod=\"{}\" uid={}: {}", info.key, info.payload,
                     e.what());
+        const auto [ns, name] = split_key(info.key);
+        attempt_failed(info.key, info.generation, info.attempt,
+                       pod_ref{std::string(ns), std::string(name), std::string(info.payload)},
+                       e.what(), [&slot] { return slot->cancelled(); });
         slot->complete(timedqueue::outcome::failure(e.what()));
       } else {
         log_->error("eviction sink threw after taking the request: {}", e.what());
@@ -525,18 +637,22 @@ struct controller::impl {
       // Gone or replaced since the decision: nothing to delete (and the DELETE would fail
       // its UID precondition anyway). No Marking event for a pod we do not delete.
       bump(ctr_->skipped);
+      stuck_.succeeded(info.key, info.generation);
       slot->complete(timedqueue::outcome::success());
       slot.reset();
       return;
     }
     pod_ref ref{std::string(ns), std::string(name), std::string(info.payload)};
+    const bool stuck = info.attempt > stuck_after_;
     if (info.attempt == 1) {
       bump(ctr_->started);
       log_->info("deleting pod pod=\"{}\" uid={}", info.key, info.payload);
       sink_.record_event(ref, event_kind::marking_for_deletion, {});
     } else {
-      log_->info("retrying deletion pod=\"{}\" uid={} attempt={}", info.key, info.payload,
-                 info.attempt);
+      // Once stuck, its warnings come with its events (at most every stuck_event_interval).
+      log_->log(stuck ? spdlog::level::debug : spdlog::level::info,
+                "retrying deletion pod=\"{}\" uid={} attempt={}", info.key, info.payload,
+                info.attempt);
     }
     bump(ctr_->attempts);
     auto holder = std::make_shared<pending_done>(std::move(*slot));
@@ -544,35 +660,73 @@ struct controller::impl {
     // The check must not own the completion: a sink may keep the request after calling done,
     // and a completion kept alive would make the queue's shutdown wait for it forever. Once
     // the attempt is over (holder gone) nothing more may be sent for it.
-    eviction_request request{std::move(ref), [weak = std::weak_ptr<pending_done>(holder)] {
+    eviction_request request{ref,
+                             [weak = std::weak_ptr<pending_done>(holder)] {
                                const auto h = weak.lock();
                                return !h || h->called.load() || h->done.cancelled();
-                             }};
-    sink_.evict(std::move(request), [holder, ctr = ctr_, drv = &drv_,
-                                     fire_at = info.fire_at](eviction_result result) {
-      if (holder->called.exchange(true)) {
-        return;  // A sink calling `done` twice: the first call counts.
-      }
-      switch (result.status) {
-        case eviction_status::deleted:
-          bump(ctr->succeeded);
-          if (ctr->on_deleted) {
-            ctr->on_deleted(std::max(
-                std::chrono::nanoseconds::zero(),
-                std::chrono::duration_cast<std::chrono::nanoseconds>(drv->now() - fire_at)));
+                             },
+                             stuck};
+    // The callback uses `this` only before complete(): until then the queue's shutdown, and
+    // so the controller's, waits for this run. A second call returns before touching it.
+    sink_.evict(
+        std::move(request), [this, holder, ref = std::move(ref), key = std::string(info.key),
+                             generation = info.generation, attempt = info.attempt,
+                             fire_at = info.fire_at](eviction_result result) {
+          if (holder->called.exchange(true)) {
+            return;  // A sink calling `done` twice: the first call counts.
           }
-          holder->done.complete(timedqueue::outcome::success());
-          break;
-        case eviction_status::gone:
-          bump(ctr->succeeded);
-          holder->done.complete(timedqueue::outcome::success());
-          break;
-        case eviction_status::failed:
-          bump(ctr->failed);
-          holder->done.complete(timedqueue::outcome::failure(std::move(result.error)));
-          break;
-      }
-    });
+          finish_attempt(*holder, key, generation, attempt, fire_at, ref, std::move(result));
+        });
+  }
+
+  void finish_attempt(pending_done& holder, std::string_view key, std::uint64_t generation,
+                      std::uint32_t attempt, time_point fire_at, const pod_ref& pod,
+                      eviction_result result) {
+    switch (result.status) {
+      case eviction_status::deleted:
+        bump(ctr_->succeeded);
+        stuck_.succeeded(key, generation);
+        // Only a DELETE of ours that was accepted is a deletion for the histogram.
+        if (ctr_->on_deleted) {
+          ctr_->on_deleted(
+              std::max(std::chrono::nanoseconds::zero(),
+                       std::chrono::duration_cast<std::chrono::nanoseconds>(drv_.now() - fire_at)));
+        }
+        holder.done.complete(timedqueue::outcome::success());
+        return;
+      case eviction_status::gone:
+        bump(ctr_->succeeded);
+        stuck_.succeeded(key, generation);
+        holder.done.complete(timedqueue::outcome::success());
+        return;
+      case eviction_status::failed:
+        if (holder.done.cancelled()) {
+          // Withdrawn (cancelled, or shutting down): not retried, not a failure to report.
+          holder.done.complete(timedqueue::outcome::failure(std::move(result.error)));
+          return;
+        }
+        bump(ctr_->failed);
+        attempt_failed(key, generation, attempt, pod, result.error,
+                       [&holder] { return holder.done.cancelled(); });
+        holder.done.complete(timedqueue::outcome::failure(std::move(result.error)));
+        return;
+    }
+  }
+
+  // A failed attempt, before its completion is called: reports the eviction as stuck when
+  // it is due (see controller_options::stuck_after).
+  void attempt_failed(std::string_view key, std::uint64_t generation, std::uint32_t attempt,
+                      const pod_ref& pod, std::string_view error,
+                      const std::function<bool()>& cancelled) {
+    if (!stuck_.failed(key, generation, attempt, stuck_after_, drv_.now(), stuck_event_interval_,
+                       cancelled)) {
+      return;
+    }
+    const std::string detail = event_detail(error);
+    log_->warn(
+        "eviction is stuck pod=\"{}\" uid={}: {} attempts failed in a row, still retrying: {}", key,
+        pod.uid, attempt, detail);
+    sink_.record_event(pod, event_kind::eviction_failed, detail);
   }
 
   // --- lifecycle ---
@@ -643,8 +797,11 @@ struct controller::impl {
   eviction_sink& sink_;
   timedqueue::driver& drv_;
   const bool threaded_;
+  const std::uint32_t stuck_after_;
+  const timedqueue::duration stuck_event_interval_;
   std::shared_ptr<spdlog::logger> log_;
   std::shared_ptr<counters> ctr_;
+  stuck_table stuck_;
   std::vector<std::unique_ptr<worker>> workers_;
   std::array<std::mutex, key_lock_count> key_locks_;
   std::atomic<bool> stopping_{false};
@@ -759,6 +916,7 @@ controller_stats controller::stats() const {
   s.cancellations = get(c.cancellations);
   s.stale_entries_dropped = get(c.stale);
   s.tainted_nodes = impl_->tainted_count_.load();
+  s.stuck_evictions = impl_->stuck_.size();
   s.worker_queue_depth.reserve(impl_->workers_.size());
   for (const auto& w : impl_->workers_) {
     std::lock_guard lock(w->mu);

@@ -34,6 +34,8 @@ enum class frame_kind : std::uint8_t {
   tolerations,  // [toleration, ...]
   toleration,
   pod_status,
+  conditions,  // [condition, ...] (pod status)
+  condition,
   node_spec,
   taints,  // [taint, ...]
   taint,
@@ -72,6 +74,8 @@ enum class field : std::uint8_t {
   phase,
   taints,
   time_added,
+  conditions,
+  condition_status,  // a pod condition's "status" (a string, unlike an object's "status")
 };
 
 constexpr std::string_view json_name(field f) noexcept {
@@ -138,6 +142,10 @@ constexpr std::string_view json_name(field f) noexcept {
       return "taints";
     case field::time_added:
       return "timeAdded";
+    case field::conditions:
+      return "conditions";
+    case field::condition_status:
+      return "status";
   }
   return "";
 }
@@ -156,6 +164,7 @@ constexpr shape shape_of(field f) noexcept {
     case field::owner_references:
     case field::tolerations:
     case field::taints:
+    case field::conditions:
       return shape::array;
     case field::code:
     case field::toleration_seconds:
@@ -189,7 +198,7 @@ constexpr std::string_view describe(shape s) noexcept {
 
 constexpr bool is_array(frame_kind k) noexcept {
   return k == frame_kind::items || k == frame_kind::owner_refs || k == frame_kind::tolerations ||
-         k == frame_kind::taints;
+         k == frame_kind::taints || k == frame_kind::conditions;
 }
 
 constexpr frame_kind element_of(frame_kind array) noexcept {
@@ -200,6 +209,8 @@ constexpr frame_kind element_of(frame_kind array) noexcept {
       return frame_kind::owner_ref;
     case frame_kind::tolerations:
       return frame_kind::toleration;
+    case frame_kind::conditions:
+      return frame_kind::condition;
     default:
       return frame_kind::taint;
   }
@@ -389,6 +400,17 @@ public:
       case frame_kind::taint:
         if constexpr (!is_pod) {
           cur_.node.taints.push_back(std::move(taint_));
+        }
+        break;
+      case frame_kind::condition:
+        if constexpr (is_pod) {
+          // The first DisruptionTarget condition counts (upstream's GetPodCondition).
+          if (condition_.target && cur_.disruption == disruption_state::absent) {
+            cur_.disruption = !condition_.is_true ? disruption_state::not_true
+                              : condition_.reason_ours && condition_.message_ours
+                                  ? disruption_state::true_ours
+                                  : disruption_state::true_other;
+          }
         }
         break;
       case frame_kind::object_root:
@@ -589,8 +611,31 @@ private:
         return assign_toleration(f, v);
       case frame_kind::taint:
         return assign_taint(f, v);
+      case frame_kind::condition:
+        assign_condition(f, v);
+        return true;
       default:
         return true;
+    }
+  }
+
+  // Compared on the fly: a condition's strings are never copied.
+  void assign_condition(field f, std::string_view v) noexcept {
+    switch (f) {
+      case field::type:
+        condition_.target = v == disruption_target_type;
+        break;
+      case field::condition_status:
+        condition_.is_true = v == "True";
+        break;
+      case field::reason:
+        condition_.reason_ours = v == taint_manager_reason;
+        break;
+      case field::message:
+        condition_.message_ours = v == taint_manager_message;
+        break;
+      default:
+        break;
     }
   }
 
@@ -695,6 +740,9 @@ private:
         // The model defaults to NoExecute; a taint without an effect must not evict.
         taint_.effect = controller::taint_effect::unknown;
         break;
+      case frame_kind::condition:
+        condition_ = condition_flags{};
+        break;
       default:
         break;
     }
@@ -731,6 +779,8 @@ private:
         return frame_kind::tolerations;
       case field::taints:
         return frame_kind::taints;
+      case field::conditions:
+        return frame_kind::conditions;
       default:
         return std::nullopt;
     }
@@ -811,7 +861,18 @@ private:
         }
         return k == "tolerationSeconds" ? field::toleration_seconds : field::none;
       case frame_kind::pod_status:
-        return k == "phase" ? field::phase : field::none;
+        return k == "phase" ? field::phase : k == "conditions" ? field::conditions : field::none;
+      case frame_kind::condition:
+        if (k == "type") {
+          return field::type;
+        }
+        if (k == "status") {
+          return field::condition_status;
+        }
+        if (k == "reason") {
+          return field::reason;
+        }
+        return k == "message" ? field::message : field::none;
       case frame_kind::node_spec:
         return k == "taints" ? field::taints : field::none;
       case frame_kind::taint:
@@ -913,6 +974,14 @@ private:
   std::vector<Record> items_;
   controller::toleration toleration_{};
   controller::taint taint_{};
+  // The condition being read (pods): what matters of it, as flags.
+  struct condition_flags {
+    bool target = false;  // type DisruptionTarget
+    bool is_true = false;
+    bool reason_ours = false;
+    bool message_ours = false;
+  };
+  condition_flags condition_{};
   std::string owner_kind_;
   bool owner_controller_ = false;
   bool have_controller_ = false;

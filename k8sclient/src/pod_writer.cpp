@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "tec/k8s/records.hpp"
+
 namespace tec::k8s {
 namespace {
 
@@ -221,14 +223,16 @@ request make_delete_pod_request(std::string_view ns, std::string_view name, std:
   return req;
 }
 
-request make_disruption_condition_request(std::string_view ns, std::string_view name,
-                                          std::string_view uid,
-                                          std::chrono::system_clock::time_point now) {
-  const json condition = {{"type", "DisruptionTarget"},
-                          {"status", "True"},
-                          {"reason", "DeletionByTaintManager"},
-                          {"message", "Taint manager: deleting due to NoExecute taint"},
-                          {"lastTransitionTime", format_rfc3339(now)}};
+request make_disruption_condition_request(
+    std::string_view ns, std::string_view name, std::string_view uid,
+    std::optional<std::chrono::system_clock::time_point> transition_time) {
+  json condition = {{"type", disruption_target_type},
+                    {"status", "True"},
+                    {"reason", taint_manager_reason},
+                    {"message", taint_manager_message}};
+  if (transition_time) {
+    condition["lastTransitionTime"] = format_rfc3339(*transition_time);
+  }
   const json body = {{"metadata", {{"uid", std::string(uid)}}},
                      {"status", {{"conditions", json::array({condition})}}}};
   request req;
@@ -276,8 +280,12 @@ boost::asio::awaitable<result<delete_outcome>> pod_writer::delete_pod(
 }
 
 boost::asio::awaitable<result<patch_outcome>> pod_writer::add_disruption_condition(
-    std::string ns, std::string name, std::string uid, std::function<bool()> cancelled) {
-  request req = make_disruption_condition_request(ns, name, uid, now_());
+    std::string ns, std::string name, std::string uid, std::function<bool()> cancelled,
+    bool keep_transition_time) {
+  request req = make_disruption_condition_request(
+      ns, name, uid,
+      keep_transition_time ? std::nullopt
+                           : std::optional<std::chrono::system_clock::time_point>(now_()));
   req.cancelled = std::move(cancelled);
   auto resp = co_await client_.send(std::move(req));
   const std::string what = "PATCH pod status " + ns + "/" + name;

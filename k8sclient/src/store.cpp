@@ -123,7 +123,11 @@ struct pod_store::impl {
     controller::pod_phase phase = controller::pod_phase::unknown;
     bool terminating = false;
     bool mirror = false;
+    disruption_state disruption = disruption_state::absent;
   };
+  // The small fields share one word after the pointers (the DisruptionTarget state fills what
+  // was padding): per-pod memory is what it was before the condition was cached.
+  static_assert(sizeof(void*) != 8 || sizeof(entry) == 2 * sizeof(std::string) + 4 * sizeof(void*));
 
   mutable std::shared_mutex mutex;
   pod_map pods;
@@ -163,7 +167,7 @@ struct pod_store::impl {
   }
 
   [[nodiscard]] pod_record record_of(const slot& s) const {
-    return pod_record{view_of(s), s.second.resource_version};
+    return pod_record{view_of(s), s.second.resource_version, s.second.disruption};
   }
 
   void attach_node(slot& s, std::string_view node) {
@@ -207,6 +211,7 @@ struct pod_store::impl {
     e.phase = r.pod.phase;
     e.terminating = r.pod.terminating;
     e.mirror = r.pod.mirror;
+    e.disruption = r.disruption;
 
     string_pool::node* owner = acquire_string(owner_kinds, r.pod.owner_kind);
     release_string(owner_kinds, e.owner_kind);

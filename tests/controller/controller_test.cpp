@@ -403,6 +403,203 @@ TEST(Retry, DroppedDoneCallbackIsRetried) {
   EXPECT_FALSE(h.scheduled("pod1"));
 }
 
+// --- stuck evictions (issue 11, item 5) ---
+
+// With manual_options' backoff (1 s doubling to 8 s, no jitter) the attempts of an eviction
+// due at t=0 run at t = 0, 1, 3, 7, 15, 23, 31, ...: the 5th one fails at t=15.
+constexpr auto fifth_attempt = 15s;
+
+std::size_t stuck_events(const testing::harness& h, std::string_view name) {
+  return h.sink.events_of(name, event_kind::eviction_failed);
+}
+
+// The next `failures` attempts fail; pod1 (no tolerations) starts evicting from node1, tainted.
+void evict_failing(harness& h, std::size_t failures = 1000) {
+  h.sink.script(std::vector<eviction_status>(failures, eviction_status::failed));
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+}
+
+TEST(Stuck, FiveFailuresInARowMakeAWarningEventAndCountAsStuck) {
+  harness h;
+  h.sink.set_failure_message("DELETE pod default/pod1: 403 Forbidden: denied by webhook");
+  evict_failing(h);
+  h.advance(fifth_attempt - 1s);
+  EXPECT_EQ(h.sink.evictions_of("pod1"), 4U);
+  EXPECT_EQ(stuck_events(h, "pod1"), 0U);
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 0U);
+  for (const auto& c : h.sink.calls()) {
+    EXPECT_FALSE(c.stuck);
+  }
+
+  h.advance(1s);
+  EXPECT_EQ(h.sink.evictions_of("pod1"), 5U);
+  ASSERT_EQ(stuck_events(h, "pod1"), 1U);
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 1U);
+  const auto events = h.sink.events();
+  const auto details = h.sink.event_details();
+  ASSERT_EQ(events.back().second, event_kind::eviction_failed);
+  EXPECT_EQ(events.back().first.uid, h.sink.calls().front().pod.uid);
+  EXPECT_EQ(details.back(), "DELETE pod default/pod1: 403 Forbidden: denied by webhook");
+  EXPECT_EQ(event_message(events.back().first, event_kind::eviction_failed, details.back()),
+            "Cannot delete Pod default/pod1: DELETE pod default/pod1: 403 Forbidden: denied by "
+            "webhook");
+
+  // Still retried (every 8 s), quietly: the next attempts carry `stuck`.
+  h.advance(8s);
+  const auto calls = h.sink.calls();
+  ASSERT_EQ(calls.size(), 6U);
+  EXPECT_FALSE(calls[4].stuck);
+  EXPECT_TRUE(calls[5].stuck);
+  EXPECT_EQ(stuck_events(h, "pod1"), 1U);
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 1U);
+}
+
+TEST(Stuck, TheWarningEventRepeatsAtMostEveryTenMinutes) {
+  harness h;
+  evict_failing(h);
+  h.advance(fifth_attempt);
+  ASSERT_EQ(stuck_events(h, "pod1"), 1U);
+  const std::size_t attempts_at_first_report = h.sink.evictions_of("pod1");
+  // 9 min 59 s later: about 75 more attempts, no second event.
+  for (int i = 0; i < 599; ++i) {
+    h.advance(1s);
+  }
+  EXPECT_EQ(stuck_events(h, "pod1"), 1U);
+  EXPECT_GE(h.sink.evictions_of("pod1"), attempts_at_first_report + 70);
+  // The first failure 10 minutes (or more) after the first report reports again.
+  h.advance(8s);
+  EXPECT_EQ(stuck_events(h, "pod1"), 2U);
+  for (int i = 0; i < 590; ++i) {
+    h.advance(1s);
+  }
+  EXPECT_EQ(stuck_events(h, "pod1"), 2U);
+  h.advance(20s);
+  EXPECT_EQ(stuck_events(h, "pod1"), 3U);
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 1U);
+  EXPECT_TRUE(h.scheduled("pod1"));
+}
+
+TEST(Stuck, ASucceedingAttemptLeavesTheStuckCountAtOnce) {
+  harness h;
+  evict_failing(h, 6);
+  h.advance(fifth_attempt);
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 1U);
+  h.advance(8s);  // the 6th attempt fails
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 1U);
+  h.advance(8s);  // the 7th succeeds
+  EXPECT_FALSE(h.scheduled("pod1"));
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 0U);
+  EXPECT_EQ(stuck_events(h, "pod1"), 1U);
+}
+
+TEST(Stuck, ACancelledStuckEvictionLeavesTheStuckCountAtOnce) {
+  harness h;
+  evict_failing(h);
+  h.add_pod(make_pod("pod2", "node1"));
+  h.advance(fifth_attempt);
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 2U);
+  h.delete_pod("pod2");  // pod gone: its eviction is cancelled
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 1U);
+  h.update_node(make_node("node1"));  // taint removed: cancelled
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 0U);
+  const std::size_t attempts = h.sink.calls().size();
+  h.advance(ten_days);
+  EXPECT_EQ(h.sink.calls().size(), attempts);
+  EXPECT_EQ(stuck_events(h, "pod1"), 1U);
+}
+
+TEST(Stuck, ANewEvictionOfTheSameKeyStartsItsCountAfresh) {
+  harness h;
+  evict_failing(h);
+  h.advance(fifth_attempt);
+  ASSERT_EQ(stuck_events(h, "pod1"), 1U);
+  h.update_node(make_node("node1"));
+  h.update_node(make_node("node1", {make_taint(1)}));  // a new eviction, attempt 1 at once
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 0U);
+  h.advance(fifth_attempt - 1s);
+  EXPECT_EQ(stuck_events(h, "pod1"), 1U);
+  h.advance(1s);
+  EXPECT_EQ(stuck_events(h, "pod1"), 2U);  // its own 5th failure
+  EXPECT_EQ(h.ctl.stats().stuck_evictions, 1U);
+}
+
+TEST(Stuck, TheEventCarriesTheMessageCleanedAndClipped) {
+  harness h;
+  std::string message = "denied\r\nforged log line\x1b[31m";
+  message += std::string(5000, 'x');
+  h.sink.set_failure_message(message);
+  evict_failing(h);
+  h.advance(fifth_attempt);
+  const auto details = h.sink.event_details();
+  ASSERT_FALSE(details.empty());
+  EXPECT_EQ(details.back(), event_detail(message));
+  EXPECT_LE(details.back().size(), max_event_detail);
+  EXPECT_EQ(details.back().rfind("denied  forged log line [31mxxx", 0), 0U) << details.back();
+}
+
+TEST(EventDetail, ControlCharactersBecomeSpacesAndLongTextIsClippedOnACharacter) {
+  EXPECT_EQ(event_detail("a\nb\tc\x7f"
+                         "d"),
+            "a b c d");
+  EXPECT_EQ(event_detail(""), "");
+  const std::string exact(max_event_detail, 'y');
+  EXPECT_EQ(event_detail(exact), exact);
+  const std::string longer(max_event_detail + 1, 'y');
+  const std::string clipped = event_detail(longer);
+  EXPECT_EQ(clipped.size(), max_event_detail);
+  EXPECT_EQ(clipped.substr(clipped.size() - 3), "...");
+  // A 2-byte character (U+00E9) straddling the cut is not split.
+  std::string accents(max_event_detail - 4, 'z');
+  accents += "\xc3\xa9\xc3\xa9\xc3\xa9";
+  const std::string cut = event_detail(accents);
+  EXPECT_LE(cut.size(), max_event_detail);
+  EXPECT_EQ(cut.substr(cut.size() - 3), "...");
+  const std::string body = cut.substr(0, cut.size() - 3);
+  EXPECT_NE(static_cast<unsigned char>(body.back()), 0xC3U);
+}
+
+// --- cancellation reaches the sink (issue 11, item 6) ---
+
+TEST(Cancel, CancellingARunningEvictionMakesItsRequestCancelled) {
+  harness h;
+  h.sink.set_hold(true);
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  h.add_pod(make_pod("pod2", "node1"));
+  const auto calls = h.sink.calls();
+  ASSERT_EQ(calls.size(), 2U);
+  ASSERT_TRUE(calls[0].cancelled);
+  ASSERT_TRUE(calls[1].cancelled);
+  EXPECT_FALSE(calls[0].cancelled());
+  EXPECT_FALSE(calls[1].cancelled());
+  h.delete_pod(calls[0].pod.name);  // the pod is gone: its running eviction is cancelled
+  EXPECT_TRUE(calls[0].cancelled());
+  EXPECT_FALSE(calls[1].cancelled());
+  h.update_node(make_node("node1"));  // taint removed: the other one too
+  EXPECT_TRUE(calls[1].cancelled());
+  // A withdrawn attempt reported as failed is neither counted nor retried.
+  h.sink.set_hold(false);
+  h.sink.release_oldest(eviction_status::failed);
+  h.sink.release_oldest(eviction_status::failed);
+  h.advance(ten_days);
+  EXPECT_EQ(h.sink.calls().size(), 2U);
+  EXPECT_EQ(h.ctl.stats().evictions_failed, 0U);
+}
+
+TEST(Cancel, AnAttemptThatIsOverReadsAsCancelled) {
+  harness h;
+  h.sink.set_hold(true);
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  const auto calls = h.sink.calls();
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_FALSE(calls[0].cancelled());
+  h.sink.release_oldest(eviction_status::failed);
+  // A sink must not send more for an attempt it has reported on; the retry is a new request.
+  EXPECT_TRUE(calls[0].cancelled());
+}
+
 TEST(Metrics, DeletionLatencyIsMeasuredFromFireTime) {
   std::vector<std::chrono::nanoseconds> seen;
   auto options = manual_options();
@@ -416,6 +613,21 @@ TEST(Metrics, DeletionLatencyIsMeasuredFromFireTime) {
   h.sink.release_oldest(eviction_status::deleted);
   ASSERT_EQ(seen.size(), 1U);
   EXPECT_EQ(seen[0], std::chrono::seconds(2));
+}
+
+TEST(Metrics, OnlyAnAcceptedDeleteReachesTheDeletionHistogram) {
+  std::vector<std::chrono::nanoseconds> seen;
+  auto options = manual_options();
+  options.on_deleted = [&](std::chrono::nanoseconds d) { seen.push_back(d); };
+  harness h(options);
+  h.sink.script({eviction_status::gone, eviction_status::deleted});
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));  // 404 or UID mismatch: done, but no deletion of ours
+  EXPECT_FALSE(h.scheduled("pod1"));
+  EXPECT_TRUE(seen.empty());
+  h.add_pod(make_pod("pod2", "node1"));
+  EXPECT_EQ(seen.size(), 1U);
+  EXPECT_EQ(h.ctl.stats().evictions_succeeded, 2U);
 }
 
 TEST(Metrics, CountersAndDepths) {

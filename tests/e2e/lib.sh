@@ -243,3 +243,29 @@ wait_event() {
 metric() {
   curl -fsS --max-time 5 "$METRICS_URL/metrics" | awk -v n="$1" '$1 == n { print $2; found=1 } END { if (!found) print "absent" }'
 }
+
+# events_with_reason POD REASON: "type|message|involvedObject.uid" lines of the pod's events
+# with that reason.
+events_with_reason() {
+  k -n "$NS" get events --field-selector "reason=$2,involvedObject.name=$1" \
+    -o jsonpath='{range .items[*]}{.type}|{.message}|{.involvedObject.uid}{"\n"}{end}'
+}
+
+# wait_metric NAME_WITH_LABELS AWK_CONDITION SECONDS: until the sample's value v satisfies the
+# condition (e.g. 'v >= 1'); sets METRIC_VALUE. Not for $(...): it fails the test itself.
+wait_metric() {
+  local deadline=$((SECONDS + $3))
+  while :; do
+    METRIC_VALUE=$(metric "$1") || METRIC_VALUE=absent
+    if [ "$METRIC_VALUE" != absent ] && awk -v v="$METRIC_VALUE" "BEGIN { exit !($2) }"; then
+      return 0
+    fi
+    [ "$SECONDS" -lt "$deadline" ] || fail "metric $1 is $METRIC_VALUE, not '$2', after $3 s"
+    sleep 0.5
+  done
+}
+
+# condition_time POD TYPE: the lastTransitionTime of the pod's condition TYPE ("" if none).
+condition_time() {
+  k -n "$NS" get pod "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].lastTransitionTime}"
+}

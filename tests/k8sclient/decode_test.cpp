@@ -60,6 +60,82 @@ TEST(decode_pod, realistic_fixture) {
   EXPECT_EQ(v.tolerations[2],
             (controller::toleration{"dedicated", toleration_operator::equal, "web",
                                     taint_effect::no_schedule, std::nullopt}));
+  EXPECT_EQ(pod->disruption, disruption_state::absent);  // Initialized and Ready only
+}
+
+/// A pod whose status.conditions is `conditions` (a JSON array).
+std::string pod_with_conditions(const std::string& conditions) {
+  return R"({"metadata":{"name":"p","uid":"u"},"status":{"phase":"Running","conditions":)" +
+         conditions + "}}";
+}
+
+TEST(decode_pod, disruption_target_condition) {
+  const std::string ours =
+      R"({"type":"DisruptionTarget","status":"True","reason":"DeletionByTaintManager",)"
+      R"("message":"Taint manager: deleting due to NoExecute taint",)"
+      R"("lastTransitionTime":"2024-05-01T12:00:00Z","lastProbeTime":null})";
+  const std::string ready = R"({"type":"Ready","status":"True","reason":"x","message":"y"})";
+  const std::vector<std::pair<std::string, disruption_state>> cases{
+      {"[]", disruption_state::absent},
+      {"null", disruption_state::absent},
+      {"[" + ready + "]", disruption_state::absent},
+      {"[" + ready + "," + ours + "]", disruption_state::true_ours},
+      // Keys in any order.
+      {R"([{"message":"Taint manager: deleting due to NoExecute taint","status":"True",)"
+       R"("reason":"DeletionByTaintManager","type":"DisruptionTarget"}])",
+       disruption_state::true_ours},
+      {R"([{"type":"DisruptionTarget","status":"True","reason":"PreemptionByScheduler",)"
+       R"("message":"Taint manager: deleting due to NoExecute taint"}])",
+       disruption_state::true_other},
+      {R"([{"type":"DisruptionTarget","status":"True","reason":"DeletionByTaintManager",)"
+       R"("message":"another message"}])",
+       disruption_state::true_other},
+      {R"([{"type":"DisruptionTarget","status":"True"}])", disruption_state::true_other},
+      {R"([{"type":"DisruptionTarget","status":"False","reason":"DeletionByTaintManager",)"
+       R"("message":"Taint manager: deleting due to NoExecute taint"}])",
+       disruption_state::not_true},
+      {R"([{"type":"DisruptionTarget","status":"Unknown"}])", disruption_state::not_true},
+      {R"([{"type":"DisruptionTarget"}])", disruption_state::not_true},
+      // The first DisruptionTarget condition counts, as upstream's GetPodCondition.
+      {R"([{"type":"DisruptionTarget","status":"False"},)" + ours + "]",
+       disruption_state::not_true},
+      // Another condition's fields never leak into it.
+      {R"([{"type":"Ready","status":"True","reason":"DeletionByTaintManager",)"
+       R"("message":"Taint manager: deleting due to NoExecute taint"},)"
+       R"({"type":"DisruptionTarget","status":"True"}])",
+       disruption_state::true_other},
+  };
+  for (const auto& [conditions, expected] : cases) {
+    const std::string json = pod_with_conditions(conditions);
+    for (const auto engine : {json_engine::fast, json_engine::nlohmann}) {
+      auto pod = decode_pod(json, engine);
+      ASSERT_TRUE(pod) << pod.err().message << "\n" << json;
+      EXPECT_EQ(pod->disruption, expected) << json;
+      EXPECT_EQ(pod->pod.phase, pod_phase::running);
+    }
+  }
+  // In a list and in a watch event too.
+  auto page = decode_pod_list(R"({"metadata":{"resourceVersion":"5"},"items":[)" +
+                              pod_with_conditions("[" + ours + "]") + "," +
+                              pod_with_conditions("[]") + "]}");
+  ASSERT_TRUE(page) << page.err().message;
+  ASSERT_EQ(page->items.size(), 2U);
+  EXPECT_EQ(page->items[0].disruption, disruption_state::true_ours);
+  EXPECT_EQ(page->items[1].disruption, disruption_state::absent);
+  auto event = decode_pod_event(event_line("MODIFIED", pod_with_conditions("[" + ours + "]")));
+  ASSERT_TRUE(event) << event.err().message;
+  EXPECT_EQ(event->object.disruption, disruption_state::true_ours);
+}
+
+TEST(decode_pod, malformed_conditions_name_the_path) {
+  expect_shape_error(decode_pod(pod_with_conditions("{}")).err(),
+                     "status.conditions: expected an array");
+  expect_shape_error(decode_pod(pod_with_conditions("[1]")).err(), "status.conditions[0]");
+  expect_shape_error(
+      decode_pod(pod_with_conditions(R"([{"type":"DisruptionTarget","status":{}}])")).err(),
+      "status.conditions[0].status: expected a string");
+  expect_shape_error(decode_pod(pod_with_conditions(R"([{"type":"Ready","reason":7}])")).err(),
+                     "status.conditions[0].reason: expected a string");
 }
 
 TEST(decode_node, realistic_fixture) {
@@ -429,6 +505,10 @@ void compare_engines(const std::string& input) {
 TEST(decode_engines, agree_on_fixtures_and_mutations) {
   std::vector<std::string> seeds{
       fixture("pod.json"),
+      pod_with_conditions(
+          R"([{"type":"Ready","status":"True"},{"type":"DisruptionTarget","status":"True",)"
+          R"("reason":"DeletionByTaintManager",)"
+          R"("message":"Taint manager: deleting due to NoExecute taint"}])"),
       fixture("node.json"),
       fixture("pod_list_page.json"),
       fixture("watch_error_410.json"),

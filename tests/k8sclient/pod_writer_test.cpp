@@ -4,12 +4,16 @@
 
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <exception>
+#include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +22,7 @@
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/test_client.hpp"
 #include "tec/k8s/eviction_sink.hpp"
+#include "tec/k8s/store.hpp"
 
 namespace tec::k8s {
 namespace {
@@ -32,6 +37,7 @@ using testing::fake_http_server;
 using testing::reply;
 
 using testing::run_sync;
+constexpr auto http_get = boost::beast::http::verb::get;
 
 constexpr const char* pod_path = "/api/v1/namespaces/ns1/pods/web-0";
 
@@ -83,6 +89,26 @@ protected:
     while (!r && std::chrono::steady_clock::now() < deadline) {
       io_.run_one_until(deadline);
     }
+  }
+
+  /// One eviction of ns1/web-0 (`uid`) through `sink`, run to its end (bounded).
+  std::optional<eviction_result> evict(k8s_eviction_sink& sink, const std::string& uid = "uid-1",
+                                       std::function<bool()> cancelled = {}) {
+    std::optional<eviction_result> got;
+    sink.evict({pod_ref{"ns1", "web-0", uid}, std::move(cancelled)},
+               [&](eviction_result r) { got = std::move(r); });
+    run_until(got);
+    EXPECT_TRUE(got) << "the eviction did not end";
+    return got;
+  }
+
+  /// The methods of the requests the server received, in order.
+  std::vector<std::string> methods() const {
+    std::vector<std::string> out;
+    for (const auto& r : server_.requests()) {
+      out.push_back(r.method);
+    }
+    return out;
   }
 
   fake_http_server server_;
@@ -200,6 +226,15 @@ TEST_F(pod_writer_test, patch_adds_the_condition_guarded_by_uid) {
       "lastTransitionTime": "2024-05-01T12:00:00Z"}]}})"));
 }
 
+TEST(pod_writer_format, a_condition_kept_true_leaves_its_transition_time_to_the_merge) {
+  const request req = make_disruption_condition_request("ns1", "web-0", "uid-1", std::nullopt);
+  EXPECT_EQ(json::parse(req.body), json::parse(R"({
+    "metadata": {"uid": "uid-1"},
+    "status": {"conditions": [{
+      "type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
+      "message": "Taint manager: deleting due to NoExecute taint"}]}})"));
+}
+
 TEST_F(pod_writer_test, patch_404_is_not_found) {
   server_.push(reply::with(404, status_body(404, "NotFound", "gone")));
   auto r = patch();
@@ -272,18 +307,330 @@ TEST_F(pod_writer_test, sink_skips_the_delete_when_the_patch_finds_no_pod) {
   EXPECT_EQ(sink.stats().deletions, 0U);
 }
 
-TEST_F(pod_writer_test, sink_deletes_even_when_the_patch_fails) {
-  server_.push(reply::with(403, status_body(403, "Forbidden", "no pods/status")).match("/status"));
+// --- the condition patch refused for good: the DELETE goes on (issue 11, item 4) ---
+
+struct permanent_case {
+  unsigned status;
+  std::string body;
+  std::string reason;  // the condition_failures_by_reason label
+
+  friend void PrintTo(const permanent_case& c, std::ostream* os) { *os << c.status; }
+};
+
+class sink_permanent_patch_failure : public pod_writer_test,
+                                     public ::testing::WithParamInterface<permanent_case> {};
+
+TEST_P(sink_permanent_patch_failure, is_counted_and_the_pod_deleted_without_the_condition) {
+  const permanent_case& c = GetParam();
+  server_.push(reply::with(c.status, c.body).match("/status"));
   server_.push(reply::with(200, "{}"));
   k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
-  std::optional<eviction_result> got;
-  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, {}},
-             [&](eviction_result r) { got = std::move(r); });
-  run_until(got);
+  const auto got = evict(sink);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->status, eviction_status::deleted);
-  EXPECT_EQ(sink.stats().condition_failures, 1U);
-  EXPECT_EQ(sink.stats().deletions, 1U);
+  EXPECT_EQ(methods(), (std::vector<std::string>{"PATCH", "DELETE"}));
+  const auto st = sink.stats();
+  EXPECT_EQ(st.condition_failures, 1U);
+  EXPECT_EQ(st.condition_failures_by_reason, (std::map<std::string, std::uint64_t>{{c.reason, 1}}));
+  EXPECT_EQ(st.deletions, 1U);
+  EXPECT_EQ(st.failures, 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    statuses, sink_permanent_patch_failure,
+    ::testing::Values(
+        permanent_case{403, status_body(403, "Forbidden", "no pods/status"), "forbidden"},
+        permanent_case{422,
+                       status_body(422, "Invalid", "bad condition",
+                                   json{{"causes", {{{"field", "status.conditions"}}}}}),
+                       "http_422"},
+        permanent_case{400, status_body(400, "BadRequest", "bad patch"), "http_400"}),
+    [](const auto& param_info) { return std::to_string(param_info.param.status); });
+
+// --- the condition patch failed transiently: no DELETE, the attempt fails (item 4) ---
+
+struct transient_case {
+  std::string name;
+  reply answer;        // the fallback for every request
+  std::string reason;  // the failures_by_reason label
+
+  friend void PrintTo(const transient_case& c, std::ostream* os) { *os << c.name; }
+};
+
+class sink_transient_patch_failure : public pod_writer_test,
+                                     public ::testing::WithParamInterface<transient_case> {};
+
+TEST_P(sink_transient_patch_failure, fails_the_attempt_without_a_delete) {
+  server_.set_fallback(GetParam().answer);
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
+  const auto got = evict(sink);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::failed);
+  EXPECT_NE(got->error.find("PATCH pod status ns1/web-0"), std::string::npos) << got->error;
+  for (const auto& m : methods()) {
+    EXPECT_EQ(m, "PATCH");  // the client's own retries, never a DELETE
+  }
+  const auto st = sink.stats();
+  EXPECT_EQ(st.condition_failures, 0U);
+  EXPECT_TRUE(st.condition_failures_by_reason.empty());
+  EXPECT_EQ(st.failures, 1U);
+  EXPECT_EQ(st.failures_by_reason, (std::map<std::string, std::uint64_t>{{GetParam().reason, 1}}));
+  EXPECT_EQ(st.deletions, 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    answers, sink_transient_patch_failure,
+    ::testing::Values(
+        transient_case{"status_503", reply::with(503, status_body(503, "ServiceUnavailable", "x")),
+                       "server_error"},
+        transient_case{"status_500", reply::with(500, status_body(500, "InternalError", "etcd")),
+                       "server_error"},
+        transient_case{"status_429",
+                       reply::with(429, status_body(429, "TooManyRequests", "slow down")),
+                       "too_many_requests"},
+        transient_case{"status_401", reply::with(401, status_body(401, "Unauthorized", "token")),
+                       "unauthorized"},
+        transient_case{"status_409", reply::with(409, status_body(409, "Conflict", "retry")),
+                       "conflict"},
+        transient_case{"status_408", reply::with(408, status_body(408, "Timeout", "slow")),
+                       "http_408"},
+        transient_case{"connection_closed", reply::close_now(), "connection_failed"}),
+    [](const auto& param_info) { return param_info.param.name; });
+
+TEST_F(pod_writer_test, sink_patch_timeout_fails_the_attempt_without_a_delete) {
+  server_.set_fallback(reply::no_response());
+  auto opts = testing::quick_options(0);
+  opts.request_timeout = 200ms;  // the test waits for it once; nothing is asserted on time
+  client c(io_.get_executor(), config(), opts);
+  k8s_eviction_sink sink(io_.get_executor(), c, nullptr);
+  const auto got = evict(sink);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::failed);
+  EXPECT_EQ(methods(), (std::vector<std::string>{"PATCH"}));
+  EXPECT_EQ(sink.stats().failures_by_reason.at("timeout"), 1U);
+  EXPECT_EQ(sink.stats().condition_failures, 0U);
+}
+
+// --- an idempotent condition (issue 11, item 3) ---
+
+pod_record cached(const std::string& uid, disruption_state state) {
+  pod_record r;
+  r.pod.namespace_ = "ns1";
+  r.pod.name = "web-0";
+  r.pod.uid = uid;
+  r.pod.node_name = "node-1";
+  r.resource_version = "7";
+  r.disruption = state;
+  return r;
+}
+
+/// The condition the PATCH sent, or a discarded json when no PATCH was sent.
+json patched_condition(const std::vector<testing::recorded_request>& reqs) {
+  for (const auto& r : reqs) {
+    if (r.method == "PATCH") {
+      return json::parse(r.body)["status"]["conditions"][0];
+    }
+  }
+  return json(json::value_t::discarded);
+}
+
+TEST_F(pod_writer_test, sink_skips_the_patch_when_the_cached_pod_has_our_condition) {
+  pod_store pods;
+  pods.upsert(cached("uid-1", disruption_state::true_ours));
+  server_.set_fallback(reply::with(200, "{}"));
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr, {.pods = &pods});
+  const auto got = evict(sink);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::deleted);
+  EXPECT_EQ(methods(), (std::vector<std::string>{"DELETE"}));
+  EXPECT_EQ(sink.stats().conditions_unchanged, 1U);
+  EXPECT_EQ(sink.stats().conditions_patched, 0U);
+}
+
+TEST_F(pod_writer_test, sink_keeps_the_transition_time_of_another_true_condition) {
+  pod_store pods;
+  pods.upsert(cached("uid-1", disruption_state::true_other));
+  server_.set_fallback(reply::with(200, "{}"));
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr, {.pods = &pods});
+  ASSERT_TRUE(evict(sink));
+  EXPECT_EQ(methods(), (std::vector<std::string>{"PATCH", "DELETE"}));
+  const json cond = patched_condition(server_.requests());
+  ASSERT_TRUE(cond.is_object());
+  EXPECT_EQ(cond["reason"], "DeletionByTaintManager");
+  EXPECT_FALSE(cond.contains("lastTransitionTime")) << cond.dump();
+}
+
+TEST_F(pod_writer_test, sink_patches_with_a_new_time_when_absent_false_or_another_uid) {
+  for (const auto& [uid, state] : std::vector<std::pair<std::string, disruption_state>>{
+           {"uid-1", disruption_state::absent},
+           {"uid-1", disruption_state::not_true},
+           {"uid-other", disruption_state::true_ours}}) {
+    fake_http_server server;
+    server.set_fallback(reply::with(200, "{}"));
+    client c(io_.get_executor(), testing::plain_config(server), options());
+    pod_store pods;
+    pods.upsert(cached(uid, state));
+    k8s_eviction_sink sink(io_.get_executor(), c, nullptr, {.pods = &pods});
+    ASSERT_TRUE(evict(sink));
+    const auto reqs = server.requests();
+    ASSERT_EQ(reqs.size(), 2U) << static_cast<int>(state);
+    const json cond = patched_condition(reqs);
+    ASSERT_TRUE(cond.is_object());
+    EXPECT_TRUE(cond["lastTransitionTime"].is_string()) << cond.dump();
+  }
+}
+
+TEST_F(pod_writer_test, sink_does_not_repatch_on_a_retry_after_a_failed_delete) {
+  // No cache: the watch has not shown the condition yet when the retry comes.
+  server_.push(reply::with(200, "{}").match("/status"));
+  server_.push(reply::with(403, status_body(403, "Forbidden", "denied by webhook")));
+  server_.push(reply::with(200, "{}"));
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
+  const auto first = evict(sink);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, eviction_status::failed);
+  EXPECT_NE(first->error.find("denied by webhook"), std::string::npos);
+  const auto second = evict(sink);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, eviction_status::deleted);
+  EXPECT_EQ(methods(), (std::vector<std::string>{"PATCH", "DELETE", "DELETE"}));
+  EXPECT_EQ(sink.stats().conditions_patched, 1U);
+  EXPECT_EQ(sink.stats().conditions_unchanged, 1U);
+}
+
+TEST_F(pod_writer_test, sink_forgets_a_patched_uid_once_its_eviction_is_over) {
+  server_.set_fallback(reply::with(200, "{}"));
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
+  ASSERT_TRUE(evict(sink));
+  // The same UID evicted again (a new eviction after the pod came back from... nowhere: a
+  // UID is never reused; this shows the memory was released) patches again.
+  ASSERT_TRUE(evict(sink));
+  EXPECT_EQ(methods(), (std::vector<std::string>{"PATCH", "DELETE", "PATCH", "DELETE"}));
+}
+
+TEST_F(pod_writer_test, sink_remembers_a_bounded_number_of_patched_uids) {
+  // Patches succeed, DELETEs fail: every eviction stays "patched, not deleted".
+  server_.set_fallback(reply::with(403, status_body(403, "Forbidden", "no")));
+  for (int i = 0; i < 4; ++i) {
+    server_.push(reply::with(200, "{}").match("/status"));
+  }
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr, {.remembered_patches = 2});
+  for (const char* uid : {"uid-0", "uid-1", "uid-2"}) {
+    ASSERT_TRUE(evict(sink, uid));
+  }
+  EXPECT_EQ(sink.stats().conditions_patched, 3U);
+  // The newest two are remembered; the oldest was forgotten (one redundant patch at worst).
+  const std::size_t before = server_.requests().size();
+  for (const char* uid : {"uid-2", "uid-1", "uid-0"}) {
+    ASSERT_TRUE(evict(sink, uid));
+  }
+  const auto reqs = server_.requests();
+  std::vector<std::string> tail;
+  for (std::size_t i = before; i < reqs.size(); ++i) {
+    tail.push_back(reqs[i].method);
+  }
+  EXPECT_EQ(tail, (std::vector<std::string>{"DELETE", "DELETE", "PATCH", "DELETE"}));
+}
+
+// --- cancelled means no request (issue 11, item 6) ---
+
+TEST_F(pod_writer_test, sink_sends_nothing_when_cancelled_while_waiting_for_a_connection) {
+  // A pool of one connection, held by another request until the test releases it.
+  auto opts = options();
+  opts.max_connections = 1;
+  client c(io_.get_executor(), config(), opts);
+  server_.push(reply().hold("go").raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"));
+  std::optional<result<response>> held;
+  asio::co_spawn(
+      io_, [&]() -> asio::awaitable<void> { held = co_await c.send(request(http_get, "/held")); },
+      asio::detached);
+  io_.restart();
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (server_.requests().empty() && std::chrono::steady_clock::now() < deadline) {
+    io_.run_one_for(10ms);
+  }
+  ASSERT_EQ(server_.requests().size(), 1U);
+
+  k8s_eviction_sink sink(io_.get_executor(), c, nullptr);
+  std::atomic<bool> cancelled{false};
+  std::optional<eviction_result> got;
+  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, [&] { return cancelled.load(); }},
+             [&](eviction_result r) { got = std::move(r); });
+  io_.poll();  // the PATCH is now waiting for the connection
+  EXPECT_FALSE(got);
+  cancelled = true;  // the taint is removed meanwhile
+  server_.release("go");
+  run_until(got);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::failed);
+  EXPECT_EQ(got->error, "cancelled");
+  ASSERT_TRUE(held && *held);
+  EXPECT_EQ(methods(), (std::vector<std::string>{"GET"}));
+  const auto st = sink.stats();
+  EXPECT_EQ(st.cancelled, 1U);
+  EXPECT_EQ(st.failures, 0U);
+  EXPECT_EQ(st.condition_failures, 0U);
+}
+
+TEST_F(pod_writer_test, sink_sends_nothing_when_cancelled_while_rate_limited) {
+  std::atomic<bool> cancelled{false};
+  auto opts = options();
+  opts.qps = 0.001;  // one request, then a 1000 s wait for the next token
+  opts.burst = 1;
+  // The cancel arrives during the rate limiter's wait (the seam sees the wait start).
+  opts.delay = [&](wait_reason why, std::chrono::nanoseconds wanted) {
+    if (why == wait_reason::rate_limit && wanted > std::chrono::nanoseconds::zero()) {
+      cancelled = true;
+    }
+    return std::chrono::nanoseconds::zero();
+  };
+  client c(io_.get_executor(), config(), opts);
+  server_.set_fallback(reply::with(200, "{}"));
+  ASSERT_TRUE(run_sync(io_, c.send(request(http_get, "/first"))));  // takes the token
+
+  for (const bool condition : {true, false}) {
+    cancelled = false;
+    k8s_eviction_sink sink(io_.get_executor(), c, nullptr, {.disruption_condition = condition});
+    const auto got = evict(sink, "uid-1", [&] { return cancelled.load(); });
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->status, eviction_status::failed);
+    EXPECT_EQ(got->error, "cancelled");
+    EXPECT_EQ(sink.stats().cancelled, 1U);
+    EXPECT_EQ(sink.stats().failures, 0U);
+  }
+  EXPECT_EQ(methods(), (std::vector<std::string>{"GET"}));
+}
+
+TEST_F(pod_writer_test, sink_stops_between_the_patch_and_the_delete_when_cancelled) {
+  std::atomic<bool> cancelled{false};
+  server_.push(reply().hold("patched").raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"));
+  server_.set_fallback(reply::with(200, "{}"));
+  // Counts the requests that went to the rate limiter: the DELETE must not even take a token.
+  int limiter_calls = 0;
+  auto opts = options();
+  opts.delay = [&](wait_reason why, std::chrono::nanoseconds wanted) {
+    limiter_calls += why == wait_reason::rate_limit ? 1 : 0;
+    return wanted;
+  };
+  client c(io_.get_executor(), config(), opts);
+  k8s_eviction_sink sink(io_.get_executor(), c, nullptr);
+  std::optional<eviction_result> got;
+  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, [&] { return cancelled.load(); }},
+             [&](eviction_result r) { got = std::move(r); });
+  std::thread canceller([&] {
+    // Once the PATCH is on the wire (no longer cancellable), the eviction is cancelled.
+    EXPECT_TRUE(server_.wait_for_requests(1, 20s));
+    cancelled = true;
+    server_.release("patched");
+  });
+  run_until(got);
+  canceller.join();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::failed);
+  EXPECT_EQ(got->error, "cancelled");
+  EXPECT_EQ(methods(), (std::vector<std::string>{"PATCH"}));
+  EXPECT_EQ(limiter_calls, 1);
+  EXPECT_EQ(sink.stats().failures, 0U);
 }
 
 TEST_F(pod_writer_test, sink_reports_409_as_done_and_500_as_failed) {

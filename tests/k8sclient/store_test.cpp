@@ -53,6 +53,7 @@ TEST(pod_store, upsert_get_and_round_trip) {
   auto r = pod("shop", "web-1", "node-a", "10");
   r.pod.terminating = true;
   r.pod.mirror = true;
+  r.disruption = disruption_state::true_ours;
   r.pod.tolerations.push_back(
       {"dedicated", toleration_operator::equal, "web", std::nullopt, std::nullopt});
   EXPECT_EQ(store.upsert(r), std::nullopt);
@@ -197,6 +198,7 @@ TEST(pod_store, randomised_against_a_model) {
         break;
     }
     r.pod.owner_kind = rng() % 2 == 0 ? "" : "Job";
+    r.disruption = static_cast<disruption_state>(rng() % 4);
     return r;
   };
   for (int step = 0; step < 5000; ++step) {

@@ -16,12 +16,15 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "k8sclient/support/run_sync.hpp"
 #include "tec/k8s/config.hpp"
+#include "tec/k8s/decode.hpp"
 #include "tec/k8s/event_recorder.hpp"
 #include "tec/k8s/eviction_sink.hpp"
 #include "tec/k8s/pod_writer.hpp"
+#include "tec/k8s/store.hpp"
 
 namespace tec::k8s {
 namespace {
@@ -134,6 +137,53 @@ protected:
     return json::parse(r.body, nullptr, false);
   }
 
+  /// The pod as the informer would cache it: GET, decoded, into `store`.
+  void cache_pod(pod_store& store, const std::string& name) {
+    auto r = call(http::verb::get, "/api/v1/namespaces/" + ns_ + "/pods/" + name);
+    ASSERT_EQ(r.status, 200U) << r.body;
+    auto decoded = decode_pod(r.body);
+    ASSERT_TRUE(decoded) << decoded.err().message;
+    store.upsert(decoded.value());
+  }
+
+  /// One eviction through `sink`, run to its end (bounded).
+  std::optional<eviction_result> evict(k8s_eviction_sink& sink, const pod_ref& pod) {
+    std::optional<eviction_result> got;
+    sink.evict({pod, {}}, [&](eviction_result res) { got = std::move(res); });
+    io_.restart();
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!got && std::chrono::steady_clock::now() < deadline) {
+      io_.run_one_until(deadline);
+    }
+    EXPECT_TRUE(got) << "the eviction did not end within 30 s";
+    return got;
+  }
+
+  /// A client authenticated as ServiceAccount ns_/`name` (created if missing), through
+  /// deploy/local/cluster.sh sa-kubeconfig. Sets `token` to its bearer token.
+  std::optional<rest_config> service_account(const std::string& name, std::string& token) {
+    const std::filesystem::path script =
+        std::filesystem::path(TEC_SOURCE_DIR) / "deploy/local/cluster.sh";
+    const std::filesystem::path cluster_dir =
+        std::filesystem::path(std::getenv("KUBECONFIG")).parent_path();
+    const std::filesystem::path out = cluster_dir / ("sa-" + ns_ + "-" + name + ".kubeconfig");
+    const std::string cmd = "TEC_CLUSTER_DIR='" + cluster_dir.string() + "' '" + script.string() +
+                            "' sa-kubeconfig '" + ns_ + "' '" + name + "' '" + out.string() +
+                            "' > /dev/null";
+    if (std::system(cmd.c_str()) != 0) {
+      ADD_FAILURE() << "failed: " << cmd;
+      return std::nullopt;
+    }
+    auto sa = load_kubeconfig(out.string());
+    std::filesystem::remove(out);
+    if (!sa) {
+      ADD_FAILURE() << sa.err().message;
+      return std::nullopt;
+    }
+    token = sa->bearer_token;
+    return sa.value();
+  }
+
   static const json* find_condition(const json& pod, const std::string& type) {
     const auto& conds = pod["status"]["conditions"];
     if (!conds.is_array()) {
@@ -211,13 +261,7 @@ TEST_F(writes_itest, a_condition_patch_for_a_replaced_pod_is_refused_by_uid) {
 TEST_F(writes_itest, the_eviction_sink_patches_and_deletes) {
   const pod_ref pod = create_pod("web-4");
   k8s_eviction_sink sink(io_.get_executor(), *client_, nullptr);
-  std::optional<eviction_result> got;
-  sink.evict({pod, {}}, [&](eviction_result res) { got = std::move(res); });
-  io_.restart();
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!got && std::chrono::steady_clock::now() < deadline) {
-    io_.run_one_until(deadline);
-  }
+  const auto got = evict(sink, pod);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->status, eviction_status::deleted) << got->error;
   const json live = get_pod(pod.name);
@@ -256,22 +300,13 @@ TEST_F(writes_itest, a_recorded_event_is_found_by_the_pods_uid) {
 }
 
 TEST_F(writes_itest, a_service_account_without_rbac_gets_a_clear_403) {
-  const std::filesystem::path script =
-      std::filesystem::path(TEC_SOURCE_DIR) / "deploy/local/cluster.sh";
-  const std::filesystem::path cluster_dir =
-      std::filesystem::path(std::getenv("KUBECONFIG")).parent_path();
-  const std::filesystem::path out = cluster_dir / ("sa-" + ns_ + ".kubeconfig");
-  const std::string cmd = "TEC_CLUSTER_DIR='" + cluster_dir.string() + "' '" + script.string() +
-                          "' sa-kubeconfig '" + ns_ + "' nobody '" + out.string() + "' > /dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  auto sa = load_kubeconfig(out.string());
-  std::filesystem::remove(out);
-  ASSERT_TRUE(sa) << sa.err().message;
-  const std::string token = sa->bearer_token;
+  std::string token;
+  const auto sa = service_account("nobody", token);
+  ASSERT_TRUE(sa);
   ASSERT_FALSE(token.empty());
 
   const pod_ref pod = create_pod("web-6");
-  client weak(io_.get_executor(), sa.value());
+  client weak(io_.get_executor(), *sa);
   pod_writer w(weak);
   auto r = run_sync(io_, w.delete_pod(ns_, pod.name, pod.uid));
   ASSERT_TRUE(r);
@@ -281,6 +316,136 @@ TEST_F(writes_itest, a_service_account_without_rbac_gets_a_clear_403) {
   EXPECT_NE(r->err().message.find("forbidden"), std::string::npos) << r->err().message;
   EXPECT_EQ(r->err().message.find(token), std::string::npos);
   EXPECT_FALSE(get_pod(pod.name)["metadata"].contains("deletionTimestamp"));
+}
+
+// Issue 11, item 3: re-evaluating an evicted pod (a retry, a new leader replaying its caches)
+// leaves its condition's lastTransitionTime alone, as upstream's UpdatePodCondition does.
+TEST_F(writes_itest, re_evicting_a_pod_leaves_its_condition_and_its_transition_time_alone) {
+  const pod_ref pod = create_pod("web-7");
+  pod_store cache;
+  cache_pod(cache, pod.name);
+  k8s_eviction_sink sink(io_.get_executor(), *client_, nullptr, {.pods = &cache});
+  const auto first = evict(sink, pod);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, eviction_status::deleted) << first->error;
+  const json* cond = nullptr;
+  json live = get_pod(pod.name);
+  cond = find_condition(live, "DisruptionTarget");
+  ASSERT_NE(cond, nullptr) << live["status"].dump();
+  const std::string transition = (*cond)["lastTransitionTime"].get<std::string>();
+  cache_pod(cache, pod.name);  // the watch delivers the patched (and Terminating) pod
+  ASSERT_EQ(cache.get(ns_, pod.name)->disruption, disruption_state::true_ours);
+
+  // lastTransitionTime has a one-second resolution: let the clock move past it, so a second
+  // patch would show.
+  const auto moved = std::chrono::system_clock::now() + 1100ms;
+  while (std::chrono::system_clock::now() < moved) {
+    std::this_thread::sleep_for(100ms);
+  }
+  // A fresh sink (a new leader): only the cache tells it the condition is there.
+  k8s_eviction_sink again(io_.get_executor(), *client_, nullptr, {.pods = &cache});
+  const auto second = evict(again, pod);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, eviction_status::deleted) << second->error;
+  EXPECT_EQ(again.stats().conditions_unchanged, 1U);
+  EXPECT_EQ(again.stats().conditions_patched, 0U);
+  live = get_pod(pod.name);
+  cond = find_condition(live, "DisruptionTarget");
+  ASSERT_NE(cond, nullptr);
+  EXPECT_EQ((*cond)["lastTransitionTime"], transition);
+
+  // The control: a sink without the cache re-patches, and the time moves.
+  k8s_eviction_sink blind(io_.get_executor(), *client_, nullptr);
+  ASSERT_TRUE(evict(blind, pod));
+  EXPECT_EQ(blind.stats().conditions_patched, 1U);
+  live = get_pod(pod.name);
+  cond = find_condition(live, "DisruptionTarget");
+  ASSERT_NE(cond, nullptr);
+  EXPECT_NE((*cond)["lastTransitionTime"], transition);
+}
+
+// A DisruptionTarget=True set by another component keeps its lastTransitionTime when the
+// taint manager takes it over (upstream: same status, so the old time is kept).
+TEST_F(writes_itest, another_true_condition_keeps_its_transition_time) {
+  const pod_ref pod = create_pod("web-8");
+  const std::string then = "2020-01-02T03:04:05Z";
+  request req(http::verb::patch, "/api/v1/namespaces/" + ns_ + "/pods/" + pod.name + "/status",
+              json{{"status",
+                    {{"conditions",
+                      {{{"type", "DisruptionTarget"},
+                        {"status", "True"},
+                        {"reason", "PreemptionByScheduler"},
+                        {"message", "preempted"},
+                        {"lastTransitionTime", then}}}}}}}
+                  .dump(),
+              "application/strategic-merge-patch+json");
+  auto patched = run_sync(io_, client_->send(std::move(req)));
+  ASSERT_TRUE(patched && *patched && (*patched)->status == 200U);
+  pod_store cache;
+  cache_pod(cache, pod.name);
+  ASSERT_EQ(cache.get(ns_, pod.name)->disruption, disruption_state::true_other);
+
+  k8s_eviction_sink sink(io_.get_executor(), *client_, nullptr, {.pods = &cache});
+  const auto got = evict(sink, pod);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::deleted) << got->error;
+  const json live = get_pod(pod.name);
+  const json* cond = find_condition(live, "DisruptionTarget");
+  ASSERT_NE(cond, nullptr) << live["status"].dump();
+  EXPECT_EQ((*cond)["reason"], "DeletionByTaintManager");
+  EXPECT_EQ((*cond)["message"], "Taint manager: deleting due to NoExecute taint");
+  EXPECT_EQ((*cond)["lastTransitionTime"], then);
+}
+
+// Issue 11, item 4: a permanent refusal of the condition (here RBAC without pods/status
+// patch) is counted and the pod is deleted all the same.
+TEST_F(writes_itest, without_pods_status_patch_the_pod_is_deleted_without_the_condition) {
+  std::string token;
+  const auto sa = service_account("deleter", token);
+  ASSERT_TRUE(sa);
+  const std::string rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns_;
+  auto role =
+      call(http::verb::post, rbac + "/roles",
+           json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                {"kind", "Role"},
+                {"metadata", {{"name", "delete-pods"}}},
+                {"rules",
+                 {{{"apiGroups", {""}}, {"resources", {"pods"}}, {"verbs", {"get", "delete"}}}}}});
+  ASSERT_EQ(role.status, 201U) << role.body;
+  auto binding = call(
+      http::verb::post, rbac + "/rolebindings",
+      json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+           {"kind", "RoleBinding"},
+           {"metadata", {{"name", "delete-pods"}}},
+           {"roleRef",
+            {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "delete-pods"}}},
+           {"subjects", {{{"kind", "ServiceAccount"}, {"name", "deleter"}, {"namespace", ns_}}}}});
+  ASSERT_EQ(binding.status, 201U) << binding.body;
+
+  const pod_ref pod = create_pod("web-9");
+  client limited(io_.get_executor(), *sa);
+  k8s_eviction_sink sink(io_.get_executor(), limited, nullptr);
+  // RBAC changes reach the authorizer's cache within a moment: retry while the DELETE is
+  // still refused (bounded), as the queue would.
+  std::optional<eviction_result> got;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  for (bool first = true;; first = false) {
+    if (!first) {
+      std::this_thread::sleep_for(200ms);
+    }
+    got = evict(sink, pod);
+    ASSERT_TRUE(got);
+    if (got->status != eviction_status::failed || std::chrono::steady_clock::now() >= deadline) {
+      break;
+    }
+  }
+  EXPECT_EQ(got->status, eviction_status::deleted) << got->error;
+  const auto st = sink.stats();
+  EXPECT_GE(st.condition_failures_by_reason.at("forbidden"), 1U);
+  EXPECT_EQ(st.condition_failures_by_reason.size(), 1U);
+  const json live = get_pod(pod.name);
+  EXPECT_TRUE(live["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(find_condition(live, "DisruptionTarget"), nullptr) << live["status"].dump();
 }
 
 }  // namespace

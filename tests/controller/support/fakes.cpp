@@ -79,7 +79,7 @@ void recording_sink::evict(eviction_request request, std::function<void(eviction
   std::optional<eviction_status> now;
   {
     std::lock_guard lock(mu_);
-    calls_.push_back(call{pod, current, request.cancelled});
+    calls_.push_back(call{pod, current, request.cancelled, request.stuck});
     if (hold_) {
       held_.emplace_back(pod, std::move(done));
     } else if (!script_.empty()) {
@@ -118,9 +118,15 @@ void recording_sink::finish(const pod_ref& pod, std::function<void(eviction_resu
   eviction_result result;
   result.status = status;
   if (status == eviction_status::failed) {
-    result.error = "injected failure";
+    std::lock_guard lock(mu_);
+    result.error = failure_message_;
   }
   done(std::move(result));
+}
+
+void recording_sink::set_failure_message(std::string message) {
+  std::lock_guard lock(mu_);
+  failure_message_ = std::move(message);
 }
 
 void recording_sink::set_hold(bool hold) {

@@ -51,6 +51,7 @@ public:
     pod_ref pod;
     bool pod_current = false;         ///< The index held this very UID when evict() was called.
     std::function<bool()> cancelled;  ///< The request's cancellation check.
+    bool stuck = false;               ///< The request's `stuck` flag.
   };
 
   explicit recording_sink(fake_index* api = nullptr) : api_(api) {}
@@ -62,6 +63,8 @@ public:
   void set_hold(bool hold);
   /// Results for the next auto-completed evictions, in order (then `deleted`).
   void script(std::vector<eviction_status> results);
+  /// The error a `failed` result carries from now on (default "injected failure").
+  void set_failure_message(std::string message);
 
   /// Completes the oldest held eviction; returns its pod, or nullopt if none is held.
   std::optional<pod_ref> release_oldest(eviction_status status);
@@ -95,6 +98,7 @@ private:
   std::condition_variable cv_;
   bool hold_ = false;
   std::deque<eviction_status> script_;
+  std::string failure_message_ = "injected failure";
   std::vector<call> calls_;
   std::vector<std::pair<pod_ref, event_kind>> events_;
   std::vector<std::string> event_details_;

@@ -39,7 +39,12 @@
 //   skips pods that are gone or replaced (no Marking event, no API call). A pod update whose
 //   UID changed is never filtered out.
 // - Durable retry: a failed eviction is retried with backoff by the timed queue until it
-//   succeeds or is cancelled, not dropped after 5 tries.
+//   succeeds or is cancelled, not dropped after 5 tries. One that keeps failing (a webhook or
+//   RBAC denying the DELETE) is not retried in silence: after `stuck_after` failures in a row
+//   it gets a Warning TaintEvictionFailed event carrying the API's message (clipped to
+//   max_event_detail bytes, control characters replaced) and a warning in the log, repeated at
+//   most every `stuck_event_interval` while it keeps failing, and it counts in
+//   controller_stats::stuck_evictions until it succeeds or is cancelled.
 // - Generation tokens (in timed_queue): a finished or cancelled run never touches a newer
 //   entry for the same key; cancelling an in-flight eviction frees the key at once.
 // - Saturating seconds: a huge tolerationSeconds is capped at toleration_time::max_delay
@@ -76,6 +81,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -95,6 +101,14 @@ namespace tec::controller {
 /// The NoExecute taints of `taints`, in order.
 [[nodiscard]] std::vector<taint> no_execute_taints(const std::vector<taint>& taints);
 
+/// The most bytes of an API error message a TaintEvictionFailed event carries.
+inline constexpr std::size_t max_event_detail = 1024;
+
+/// `text` made fit for an Event message: control characters (a forged log line, a terminal
+/// escape) become spaces and it is clipped to `max_event_detail` bytes, at a UTF-8 character
+/// boundary, with "..." marking the cut.
+[[nodiscard]] std::string event_detail(std::string_view text);
+
 struct controller_options {
   /// Number of workers (upstream: 8). 0 is treated as 1.
   std::size_t workers = 8;
@@ -103,9 +117,17 @@ struct controller_options {
   bool threaded = true;
   /// Backoff of failed evictions (durable retry).
   timedqueue::retry_policy retry{};
-  /// Called after each successful eviction with the time from when it was due to when the
+  /// Called after each eviction whose DELETE was accepted (eviction_status::deleted; not for
+  /// a pod found already gone or replaced) with the time from when it was due to when the
   /// DELETE was accepted (the deletion-duration histogram). From the sink's thread.
   std::function<void(std::chrono::nanoseconds)> on_deleted;
+  /// An eviction whose attempts failed this many times in a row is stuck: it is still retried,
+  /// and it is made visible (a Warning TaintEvictionFailed event with the last error, a
+  /// warning in the log, controller_stats::stuck_evictions). 0 is treated as 1.
+  std::uint32_t stuck_after = 5;
+  /// While a stuck eviction keeps failing, its event and warning are repeated at most this
+  /// often (on the driver's clock).
+  timedqueue::duration stuck_event_interval = std::chrono::minutes(10);
 };
 
 /// Counters for metrics. Monotonic except tainted_nodes and worker_queue_depth.
@@ -124,7 +146,8 @@ struct controller_stats {
   std::uint64_t cancellations = 0;          ///< Pending evictions cancelled (cancel events).
   std::uint64_t stale_entries_dropped = 0;  ///< Entries dropped for a UID mismatch.
   std::size_t tainted_nodes = 0;
-  /// Evictions that failed at least 5 times in a row and are still retried (a gauge).
+  /// Evictions that failed at least `stuck_after` (5) times in a row and are still retried
+  /// (a gauge): one leaves it as soon as it succeeds or is cancelled.
   std::size_t stuck_evictions = 0;
   std::vector<std::size_t> worker_queue_depth;  ///< Updates waiting, per worker.
   timedqueue::queue_stats queue;

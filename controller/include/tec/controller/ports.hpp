@@ -107,6 +107,11 @@ struct eviction_request {
   /// or a connection): a cancelled eviction sends nothing more. Empty means never cancelled.
   /// Callable from any thread.
   std::function<bool()> cancelled;
+  /// This eviction has already been reported as stuck (controller_options::stuck_after failed
+  /// attempts in a row: a Warning event and a log line, repeated at most every
+  /// stuck_event_interval). The sink logs this attempt's failure at debug level instead of as
+  /// a warning, so a pod retried for hours does not fill the log.
+  bool stuck = false;
 };
 
 /// Where the controller's decisions go. Called from the controller's worker threads and from

@@ -2,7 +2,8 @@
 
 // JSON in, compact records out. Watch event lines and LIST bodies are decoded by one field
 // handler (a SAX-style state machine over the few paths we need) that keeps only the fields
-// the controller needs; everything else (managedFields, containers, status conditions,
+// the controller needs (and, of a pod's status conditions, the DisruptionTarget one as a
+// disruption_state); everything else (managedFields, containers, other conditions,
 // images, ...) is validated and skipped without building a DOM or copying it.
 //
 // Contract for every function here: pure, thread-safe (no shared state), never throws for

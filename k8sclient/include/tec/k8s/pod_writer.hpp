@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -62,9 +63,14 @@ request make_delete_pod_request(std::string_view ns, std::string_view name, std:
 /// apiserver treats uid as immutable, so when the name now belongs to a re-created pod the
 /// patch is rejected (422 Invalid, cause field "metadata.uid") instead of marking the wrong
 /// pod. This is what upstream's PatchPodStatus relies on too.
-request make_disruption_condition_request(std::string_view ns, std::string_view name,
-                                          std::string_view uid,
-                                          std::chrono::system_clock::time_point now);
+///
+/// `transition_time` is the condition's lastTransitionTime; nullopt leaves it out, so the
+/// merge keeps the pod's own: for a condition already True (set by another component, with
+/// another reason or message), where upstream's UpdatePodCondition keeps the old time and
+/// its two-way patch does not mention it.
+request make_disruption_condition_request(
+    std::string_view ns, std::string_view name, std::string_view uid,
+    std::optional<std::chrono::system_clock::time_point> transition_time);
 
 /// Issues pod writes through a client.
 ///
@@ -85,11 +91,14 @@ public:
                                                             std::string uid,
                                                             std::function<bool()> cancelled = {});
 
-  /// Adds the DisruptionTarget condition (see make_disruption_condition_request). Upstream
-  /// GETs the pod first to skip an unchanged condition; we do not (one request less per
-  /// eviction): a retried eviction re-patches and moves lastTransitionTime, which is harmless.
+  /// Adds the DisruptionTarget condition (see make_disruption_condition_request) with
+  /// lastTransitionTime now, or, with `keep_transition_time`, without one (the pod's own is
+  /// kept: its condition is already True). Whether to patch at all is the caller's decision
+  /// (k8s_eviction_sink reads the cached pod instead of GETting it as upstream does).
+  /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
   boost::asio::awaitable<result<patch_outcome>> add_disruption_condition(
-      std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {});
+      std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {},
+      bool keep_transition_time = false);
 
 private:
   client& client_;
