@@ -972,13 +972,16 @@ json runner::floor_run(long concurrency, std::size_t per_pod) {
           case 2:
             reqs.push_back(k8s::make_disruption_condition_request(o_.ns, name, uid, now));
             break;
-          case 1:
+          case 1: {
+            const tec::controller::pod_ref pod{o_.ns, name, uid};
             reqs.emplace_back(
                 http::verb::post, "/api/v1/namespaces/" + o_.ns + "/events",
-                k8s::make_event_body(tec::controller::pod_ref{o_.ns, name, uid},
-                                     tec::controller::event_kind::marking_for_deletion, {},
-                                     name + ".bench" + std::to_string(round), eopts, now));
+                k8s::make_event_body(
+                    pod,
+                    k8s::make_event_content(pod, tec::controller::event_kind::marking_for_deletion),
+                    name + ".bench" + std::to_string(round), eopts, now, now, 1));
             break;
+          }
           default:
             reqs.push_back(k8s::make_delete_pod_request(o_.ns, name, uid));
         }

@@ -59,8 +59,11 @@ constexpr auto healthz_tolerance = 20s;
 
 // The event recorder's counters behind taint_eviction_controller_events_total{result}.
 using event_result = std::pair<std::string_view, std::uint64_t k8s::event_recorder_stats::*>;
+// Each occurrence recorded ends in one of them (see event_recorder_stats).
 constexpr event_result event_results[] = {
     {"sent", &k8s::event_recorder_stats::sent},
+    {"updated", &k8s::event_recorder_stats::updated},
+    {"aggregated", &k8s::event_recorder_stats::aggregated},
     {"failed", &k8s::event_recorder_stats::failed},
     {"dropped_spam", &k8s::event_recorder_stats::dropped_spam},
     {"dropped_full", &k8s::event_recorder_stats::dropped_full},
