@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end, upstream's scenarios with real taints and pods (upstream-behavior.md section 12),
+# End to end, upstream's scenarios with real taints and pods (docs/behaviour.md §12),
 # against the local kube-apiserver, with the controller running as the deploy/ ServiceAccount:
 #   - untolerated pod -> evicted at once; pod tolerating another taint -> evicted;
 #   - two taints, one tolerated -> evicted;
@@ -7,7 +7,8 @@
 #     asserted from the controller's debug log, and the pod is watched for ~10 s);
 #   - tolerated forever -> never evicted (watched for ~10 s);
 #   - taint removed -> the scheduled eviction is cancelled ("Cancelling deletion" event);
-#   - tolerationSeconds 2 and 6 -> the first evicted at ~2 s, the second not before ~6 s;
+#   - tolerationSeconds 2 and 6 -> DELETEs not before 2 s and 6 s after the taint (from the
+#     controller's log timestamps), and soon after;
 #   - every evicted pod has DisruptionTarget=True, and a "Marking for deletion" event whose
 #     involvedObject.uid is the pod's UID;
 #   - /metrics counts the deletions, /healthz and /readyz answer 200;
@@ -65,34 +66,29 @@ taint "$N3" testTaint1:NoExecute-
 wait_event cancel "Cancelling deletion of Pod $NS/cancel" 15
 log "taint removed: 'Cancelling deletion' event recorded"
 
-# 4. tolerationSeconds 2 and 6.
-declare -A last_alive first_dead
-last_alive=([t2]=-1 [t6]=-1)
-first_dead=([t2]=-1 [t6]=-1)
+# 4. tolerationSeconds 2 and 6. When each DELETE went out is read from the controller's own
+# log (its timestamps come from this machine's clock, in ms), not from polling the pods: a
+# poll on a loaded machine can take over a second, so sampling could not tell 1 s from 2 s.
+# The eviction may not start before the taint was sent plus tolerationSeconds; it should
+# follow soon after (bounded generously).
 ts=$(now_ms)
 taint "$N4" testTaint1=test1:NoExecute
 te=$(now_ms)
-while [ "$(now_ms)" -lt $((te + 15000)) ]; do
-  s=$(now_ms)
-  states=$(pod_states) || fail "cannot list pods"
-  e=$(now_ms)
-  for p in t2 t6; do
-    if grep -qxF "$p=" <<<"$states"; then
-      last_alive[$p]=$((s - te))   # alive at least this long after the taint (lower bound)
-    elif [ "${first_dead[$p]}" -lt 0 ]; then
-      first_dead[$p]=$((e - ts))   # evicted at most this long after the taint (upper bound)
-    fi
-  done
-  [ "${first_dead[t2]}" -ge 0 ] && [ "${first_dead[t6]}" -ge 0 ] && break
-  sleep 0.1
+wait_terminating t2 30
+wait_terminating t6 30
+declare -A deleted_at
+for p in t2 t6; do
+  line=$(grep -m1 "deleting pod pod=\"$NS/$p\"" "$CONTROLLER_LOG") \
+    || fail "no 'deleting pod' line for $NS/$p in the controller log"
+  deleted_at[$p]=$(date -d "${line%% *}" +%s%3N) || fail "cannot read the time of: $line"
 done
-log "t2: alive at ${last_alive[t2]} ms, evicted by ${first_dead[t2]} ms; t6: alive at ${last_alive[t6]} ms, evicted by ${first_dead[t6]} ms"
-[ "${first_dead[t2]}" -ge 0 ] || fail "t2 (tolerationSeconds 2) not evicted within 15 s"
-[ "${first_dead[t6]}" -ge 0 ] || fail "t6 (tolerationSeconds 6) not evicted within 15 s"
-[ "${last_alive[t2]}" -ge 1000 ] || fail "t2 evicted before 1 s (tolerationSeconds 2)"
-[ "${first_dead[t2]}" -le 5000 ] || fail "t2 evicted only after ${first_dead[t2]} ms (expected ~2 s)"
-[ "${last_alive[t6]}" -ge 5000 ] || fail "t6 evicted before 5 s (tolerationSeconds 6): last seen alive at ${last_alive[t6]} ms"
-[ "${first_dead[t6]}" -le 10000 ] || fail "t6 evicted only after ${first_dead[t6]} ms (expected ~6 s)"
+d2=$((deleted_at[t2] - ts)) d6=$((deleted_at[t6] - ts))
+log "t2 deleted ${d2} ms after the taint was sent, t6 ${d6} ms (taint took $((te - ts)) ms)"
+# The log's ms are truncated: allow 1 ms.
+[ "$d2" -ge 1999 ] || fail "t2 (tolerationSeconds 2) deleted ${d2} ms after the taint, before 2 s"
+[ "$d6" -ge 5999 ] || fail "t6 (tolerationSeconds 6) deleted ${d6} ms after the taint, before 6 s"
+[ "$((deleted_at[t2] - te))" -le 12000 ] || fail "t2 deleted only ${d2} ms after the taint"
+[ "$((deleted_at[t6] - te))" -le 16000 ] || fail "t6 deleted only ${d6} ms after the taint"
 
 # 5. The tolerated pods stay (the rest of a ~10 s window since the first taint).
 remaining=$(( (t0 + 20000 - $(now_ms)) / 1000 ))
