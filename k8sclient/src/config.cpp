@@ -745,7 +745,7 @@ result<std::string> token_source::current() {
     // Once per failure streak: while it lasts the file is re-read on every request.
     if (!last_error_) {
       client_log()->warn("{}; {}", fresh.err().message,
-                         have_token_ ? "keeping the token read before until it is readable again"
+                         have_token_ ? "keeping the cached token until it is readable again"
                                      : "requests fail until it is readable");
     }
     last_error_ = fresh.err();

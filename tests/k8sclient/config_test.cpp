@@ -617,7 +617,7 @@ TEST(token_source, a_failed_reread_is_logged_once_per_failure_streak) {
   EXPECT_EQ(lines[0].rfind("warning ", 0), 0U) << lines[0];
   EXPECT_NE(lines[0].find(file.string()), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("No such file"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[0].find("keeping the token read before"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("keeping the cached token"), std::string::npos) << lines[0];
 
   dir.write("token", "s3cret-three\n");
   EXPECT_EQ(source.current().value(), "s3cret-three");
