@@ -62,14 +62,25 @@ protected:
   /// Runs the io_context until `done()` holds; false if it did not within wait_cap.
   template <class Pred>
   bool run_until(Pred done) {
-    const auto deadline = std::chrono::steady_clock::now() + wait_cap;
-    while (!done() && std::chrono::steady_clock::now() < deadline) {
-      if (io_.stopped()) {
-        io_.restart();
-      }
-      io_.run_one_for(10ms);
-    }
-    return done();
+    return testing::run_until(io_, done, wait_cap);
+  }
+
+  /// Starts sending `req` on the io_context; `out` is set when the send completes.
+  void start_send(client& c, request req, std::optional<result<response>>& out) {
+    asio::co_spawn(
+        io_,
+        [](client& to, request r, std::optional<result<response>>* into) -> asio::awaitable<void> {
+          *into = co_await to.send(std::move(r));
+        }(c, std::move(req), &out),
+        asio::detached);
+  }
+
+  /// Shuts `c` down and expects the send started into `res` to end with shutting_down.
+  void expect_ended_by_shutdown(client& c, const std::optional<result<response>>& res) {
+    c.shutdown();
+    ASSERT_TRUE(run_until([&] { return res.has_value(); }));
+    ASSERT_FALSE(*res);
+    EXPECT_EQ(res->err().code, make_error_code(errc::shutting_down));
   }
 
   result<response> get(client& c, std::string target, bool idempotent = true) {
@@ -300,13 +311,7 @@ TEST_F(client_test, retry_after_is_really_slept_when_not_injected) {
   opts.observer = [&](http::verb, unsigned, std::chrono::nanoseconds) { ++answers; };
   client c(io_.get_executor(), plain_config(), opts);
   std::optional<result<response>> res;
-  asio::co_spawn(
-      io_,
-      [&]() -> asio::awaitable<void> {
-        request req(http::verb::get, "/x");
-        res = co_await c.send(std::move(req));
-      },
-      asio::detached);
+  start_send(c, request(http::verb::get, "/x"), res);
   // The client starts its sleep in the same step that reports the 503.
   ASSERT_TRUE(run_until([&] { return answers == 1; }));
   while (io_.poll() > 0) {
@@ -315,10 +320,7 @@ TEST_F(client_test, retry_after_is_really_slept_when_not_injected) {
   // within the hour, however loaded the machine is).
   EXPECT_FALSE(server_.wait_for_requests(2, 500ms));
   EXPECT_FALSE(res.has_value());
-  c.shutdown();
-  ASSERT_TRUE(run_until([&] { return res.has_value(); }));
-  ASSERT_FALSE(*res);
-  EXPECT_EQ(res->err().code, make_error_code(errc::shutting_down));
+  expect_ended_by_shutdown(c, res);
   EXPECT_EQ(server_.requests().size(), 1U);
 }
 
@@ -452,18 +454,9 @@ TEST_F(client_test, shutdown_ends_a_network_retry_backoff) {
   };
   client c(io_.get_executor(), plain_config(), opts);
   std::optional<result<response>> res;
-  asio::co_spawn(
-      io_,
-      [&]() -> asio::awaitable<void> {
-        request req(http::verb::get, "/x", {}, "application/json", true);
-        res = co_await c.send(std::move(req));
-      },
-      asio::detached);
+  start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
   ASSERT_TRUE(run_until([this] { return !network_waits_.empty(); }));
-  c.shutdown();
-  ASSERT_TRUE(run_until([&] { return res.has_value(); }));
-  ASSERT_FALSE(*res);
-  EXPECT_EQ(res->err().code, make_error_code(errc::shutting_down));
+  expect_ended_by_shutdown(c, res);
   EXPECT_EQ(server_.requests().size(), 1U);
 }
 

@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "k8sclient/support/run_sync.hpp"
 #include "tec/k8s/metrics.hpp"
 
 namespace tec::k8s {
@@ -68,14 +69,7 @@ T run_until_done(asio::io_context& ioc, asio::awaitable<T> aw) {
 // Runs `ioc` until `pred()` holds (or test_cap passes).
 template <class Pred>
 bool run_until(asio::io_context& ioc, Pred pred) {
-  const auto cap = std::chrono::steady_clock::now() + test_cap;
-  while (!pred() && std::chrono::steady_clock::now() < cap) {
-    if (ioc.stopped()) {
-      ioc.restart();
-    }
-    ioc.run_one_for(10ms);
-  }
-  return pred();
+  return testing::run_until(ioc, pred, test_cap);
 }
 
 asio::awaitable<beast::tcp_stream> connect(tcp::endpoint ep) {

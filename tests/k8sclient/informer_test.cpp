@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/test_client.hpp"
 
 namespace tec::k8s {
@@ -115,14 +116,7 @@ protected:
 
   /// Runs the io_context until `done` holds (bounded by `limit`; real loopback I/O).
   bool run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = wait_cap) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return false;
-      }
-      io_.run_one_for(10ms);
-    }
-    return true;
+    return testing::run_until(io_, done, limit);
   }
 
   void TearDown() override {
@@ -344,19 +338,13 @@ TEST(pod_informer_test, lists_and_watches_pods) {
       {});
   bool finished = false;
   asio::co_spawn(io, inf.run(), [&](std::exception_ptr) { finished = true; });
-  const auto deadline = std::chrono::steady_clock::now() + wait_cap;
-  while (seen.size() < 3 && std::chrono::steady_clock::now() < deadline) {
-    io.run_one_for(10ms);
-  }
+  testing::run_until(io, [&] { return seen.size() >= 3; });
   EXPECT_EQ(seen, (std::vector<std::string>{"+a", "+b", "-a"}));
   EXPECT_EQ(store.pods_on_node("n1").size(), 1U);
   EXPECT_EQ(server.requests().at(0).target, "/api/v1/pods?limit=500&resourceVersion=0");
   inf.stop();
   api.shutdown();
-  while (!finished && std::chrono::steady_clock::now() < deadline) {
-    io.run_one_for(10ms);
-  }
-  EXPECT_TRUE(finished);
+  EXPECT_TRUE(testing::run_until(io, [&] { return finished; }));
 }
 
 }  // namespace
