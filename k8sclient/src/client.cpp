@@ -134,7 +134,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       : ex_(std::move(executor)),
         config_(std::move(config)),
         opts_(std::move(options)),
-        limiter_(opts_.qps, opts_.burst) {
+        limiter_(opts_.qps, opts_.burst, opts_.now) {
     const bool ipv6 = config_.host.find(':') != std::string::npos;
     host_header_ = (ipv6 ? "[" + config_.host + "]" : config_.host) + ":" + config_.port;
     verify_name_ = config_.tls_server_name.empty() ? config_.host : config_.tls_server_name;
@@ -543,6 +543,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
     }
     int retries = 0;
     bool auth_retried = false;
+    // Made on the first network error only: most requests are never resent, and seeding
+    // costs a read from std::random_device.
+    std::optional<backoff> network_backoff;
     for (;;) {
       if (stopping_) {
         co_return shutting_down_error();
@@ -598,9 +601,16 @@ struct client::impl : std::enable_shared_from_this<impl> {
                                 (req.idempotent || (reused && out.write_failed));
         if (replayable && retries < opts_.max_retries) {
           ++retries;
-          client_log()->debug("{} {}: retrying after a network error ({}/{}): {}",
-                              std::string(http::to_string(req.method)), req.target, retries,
-                              opts_.max_retries, out.err.message);
+          if (!network_backoff) {
+            network_backoff.emplace(opts_.network_retry_backoff, opts_.now);
+          }
+          const auto wait = delay(wait_reason::network_retry, network_backoff->next());
+          client_log()->debug("{} {}: retrying in {} after a network error ({}/{}): {}",
+                              std::string(http::to_string(req.method)), req.target, millis(wait),
+                              retries, opts_.max_retries, out.err.message);
+          if (!co_await sleep_for(wait)) {
+            co_return shutting_down_error();
+          }
           continue;
         }
         co_return std::move(out.err);

@@ -1,5 +1,7 @@
 #include "tec/k8s/config.hpp"
 
+#include <spdlog/logger.h>
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -73,7 +75,35 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, last - first + 1);
 }
 
-/// Reads a token file: trimmed, must not be empty.
+/// The token source's logger: the client's (tokens are the client's credentials). Looked up
+/// on each use, which is rare (a change of a re-read's outcome), so a logger registered later
+/// (by the daemon, or a test) is the one used.
+std::shared_ptr<spdlog::logger> client_log() {
+  if (auto registered = spdlog::get("client")) {
+    return registered;
+  }
+  static const std::shared_ptr<spdlog::logger> fallback = spdlog::default_logger()->clone("client");
+  return fallback;
+}
+
+/// What is wrong with a bearer token, if anything. The token goes into an HTTP header as it
+/// is: a CR or LF would end the header there (and could smuggle in another one), and no other
+/// control character belongs in one either. Never names the token's characters.
+std::optional<std::string> token_problem(std::string_view token) {
+  for (const char ch : token) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\r' || c == '\n') {
+      return "the token contains a line break (CR or LF); a bearer token is a single line";
+    }
+    if (c < 0x20 || c == 0x7f) {
+      return "the token contains a control character; a bearer token is printable text";
+    }
+  }
+  return std::nullopt;
+}
+
+/// Reads a token file: trimmed (a trailing newline is usual), must not be empty, must not
+/// contain a line break or any other control character.
 result<std::string> read_token_file(const std::string& path) {
   auto data = read_file(path, max_token_file_bytes);
   if (!data) {
@@ -82,6 +112,9 @@ result<std::string> read_token_file(const std::string& path) {
   std::string token(trim(data.value()));
   if (token.empty()) {
     return make_error(errc::config_invalid, "token file " + path + " is empty");
+  }
+  if (auto problem = token_problem(token)) {
+    return make_error(errc::config_invalid, "token file " + path + ": " + *problem);
   }
   return token;
 }
@@ -412,6 +445,9 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
     if (!token) {
       return token.err();
     }
+    if (auto problem = token_problem(token.value())) {
+      return fail(user_where + ".token: " + *problem);
+    }
     config.bearer_token = token.value();
     auto token_file = string_field(user_node, "tokenFile", user_where);
     if (!token_file) {
@@ -676,6 +712,11 @@ token_source::token_source(std::string static_token, std::string token_file,
       period_(period),
       now_(std::move(now)),
       token_(std::move(static_token)) {
+  if (auto problem = token_problem(token_)) {
+    // Not from a loader (which rejects it with the field's name): never send it.
+    token_.clear();
+    static_error_ = make_error(errc::config_invalid, "the bearer token is unusable: " + *problem);
+  }
   have_token_ = !token_.empty();
   if (have_token_) {
     fetched_ = now_();
@@ -690,6 +731,9 @@ token_source token_source::from_config(const rest_config& config, std::chrono::s
 result<std::string> token_source::current() {
   const std::lock_guard lock(mutex_);
   if (file_.empty()) {
+    if (static_error_) {
+      return static_error_;
+    }
     return token_;
   }
   const auto now = now_();
@@ -698,11 +742,20 @@ result<std::string> token_source::current() {
   }
   auto fresh = read_token_file(file_);
   if (!fresh) {
+    // Once per failure streak: while it lasts the file is re-read on every request.
+    if (!last_error_) {
+      client_log()->warn("{}; {}", fresh.err().message,
+                         have_token_ ? "keeping the cached token until it is readable again"
+                                     : "requests fail until it is readable");
+    }
     last_error_ = fresh.err();
     if (have_token_) {
       return token_;  // keep the old token until the file is readable again (as client-go)
     }
     return fresh.err();
+  }
+  if (last_error_) {
+    client_log()->info("token file {} is readable again", file_);
   }
   token_ = std::move(fresh).value();
   have_token_ = true;

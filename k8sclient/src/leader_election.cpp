@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -35,6 +37,21 @@ std::shared_ptr<spdlog::logger> logger() {
 std::uint64_t random_u64() {
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32U) ^ static_cast<std::uint64_t>(rd());
+}
+
+/// leaseDurationSeconds and leaseTransitions are int32 in the API (coordination.k8s.io/v1
+/// LeaseSpec). Numbers read from a Lease are clamped to that range, and every duration the
+/// election uses is kept within 2^31-1 seconds (68 years): a Lease or a flag with a larger
+/// value can neither overflow the clock arithmetic (undefined behaviour) nor make us write a
+/// value the API server rejects. A negative duration read stays negative (already expired).
+constexpr std::int64_t max_int32 = std::numeric_limits<std::int32_t>::max();
+
+std::int64_t clamp_int32(std::int64_t v) {
+  return std::clamp<std::int64_t>(v, std::numeric_limits<std::int32_t>::min(), max_int32);
+}
+
+std::chrono::milliseconds clamp_duration(std::chrono::milliseconds d) {
+  return std::min<std::chrono::milliseconds>(d, std::chrono::seconds{max_int32});
 }
 
 /// Reads the spec of a Lease object. Absent fields are zero/empty (as Go's decoder leaves
@@ -70,7 +87,13 @@ result<lease_record> decode_lease_spec(const json& lease) {
     if (!it->is_number_integer()) {
       return false;
     }
-    out = it->get<std::int64_t>();
+    if (it->is_number_unsigned()) {
+      out = static_cast<std::int64_t>(std::min<std::uint64_t>(
+          it->get<std::uint64_t>(), std::numeric_limits<std::int64_t>::max()));
+    } else {
+      out = it->get<std::int64_t>();
+    }
+    out = clamp_int32(out);
     return true;
   };
   if (!read_string("holderIdentity", rec.holder_identity) ||
@@ -118,6 +141,9 @@ struct leader_elector::impl {
     if (config.identity.empty()) {
       config.identity = default_identity();
     }
+    config.lease_duration = clamp_duration(config.lease_duration);
+    config.renew_deadline = clamp_duration(config.renew_deadline);
+    config.retry_period = clamp_duration(config.retry_period);
     collection = "/apis/coordination.k8s.io/v1/namespaces/" +
                  escape_path_segment(config.lease_namespace) + "/leases";
     object = collection + "/" + escape_path_segment(config.lease_name);
@@ -126,7 +152,7 @@ struct leader_elector::impl {
 
   [[nodiscard]] std::int64_t duration_seconds() const {
     const auto secs = std::chrono::duration_cast<std::chrono::seconds>(config.lease_duration);
-    return std::max<std::int64_t>(secs.count(), 1);
+    return std::clamp<std::int64_t>(secs.count(), 1, max_int32);
   }
 
   void observe(lease_record rec, steady_time at) {
@@ -271,7 +297,9 @@ struct leader_elector::impl {
       next.acquire_time = observed.acquire_time;
       next.lease_transitions = observed.lease_transitions;
     } else {
-      next.lease_transitions = observed.lease_transitions + 1;
+      // Never negative (the API server refuses it), never beyond int32.
+      next.lease_transitions =
+          std::clamp<std::int64_t>(observed.lease_transitions + 1, 0, max_int32);
     }
     auto put = co_await write(next, /*create=*/false);
     if (!put) {
@@ -448,7 +476,8 @@ bool leader_elector::healthy(std::chrono::milliseconds tolerance) const {
     return true;
   }
   const auto last = impl_->last_renewed();
-  return last && impl_->clock.steady() - *last <= impl_->config.lease_duration + tolerance;
+  return last &&
+         impl_->clock.steady() - *last <= impl_->config.lease_duration + clamp_duration(tolerance);
 }
 
 const lease_record& leader_elector::observed_record() const noexcept {

@@ -28,29 +28,66 @@ using testing::fake_http_server;
 using testing::reply;
 using testing::run_sync;
 
+// Bound on waits for something that happens at once when things work (a loaded 2-core machine
+// under a sanitizer can be 10x slower than an idle one).
+constexpr auto wait_cap = 30s;
+
 class client_test : public ::testing::Test {
 protected:
   rest_config plain_config() const { return testing::plain_config(server_); }
 
+  /// No client-side rate limit; every wait the client asks for is recorded (by reason) and
+  /// skipped, so tests assert the waits asked for instead of measuring time.
   client_options fast_options() {
     client_options opts;
     opts.qps = 0;
-    opts.request_timeout = 5s;
+    opts.request_timeout = 60s;  // tests of the timeouts set short ones
     opts.delay = [this](wait_reason why, std::chrono::nanoseconds wanted) {
-      if (why != wait_reason::retry_after) {
-        return wanted;
+      switch (why) {
+        case wait_reason::retry_after:
+          waits_.push_back(wanted);
+          break;
+        case wait_reason::network_retry:
+          network_waits_.push_back(wanted);
+          break;
+        case wait_reason::rate_limit:
+          rate_waits_.push_back(wanted);
+          break;
       }
-      waits_.push_back(wanted);
       return std::chrono::nanoseconds::zero();
     };
     return opts;
+  }
+
+  /// Runs the io_context until `done()` holds; false if it did not within wait_cap.
+  template <class Pred>
+  bool run_until(Pred done) {
+    return testing::run_until(io_, done, wait_cap);
+  }
+
+  /// Starts sending `req` on the io_context; `out` is set when the send completes.
+  void start_send(client& c, request req, std::optional<result<response>>& out) {
+    asio::co_spawn(
+        io_,
+        [](client& to, request r, std::optional<result<response>>* into) -> asio::awaitable<void> {
+          *into = co_await to.send(std::move(r));
+        }(c, std::move(req), &out),
+        asio::detached);
+  }
+
+  /// Shuts `c` down and expects the send started into `res` to end with shutting_down.
+  void expect_ended_by_shutdown(client& c, const std::optional<result<response>>& res) {
+    c.shutdown();
+    ASSERT_TRUE(run_until([&] { return res.has_value(); }));
+    ASSERT_FALSE(*res);
+    EXPECT_EQ(res->err().code, make_error_code(errc::shutting_down));
   }
 
   result<response> get(client& c, std::string target, bool idempotent = true) {
     request req;
     req.target = std::move(target);
     req.idempotent = idempotent;
-    auto out = run_sync(io_, c.send(std::move(req)));
+    auto out = run_sync(io_, c.send(std::move(req)), wait_cap);
     if (!out) {
       ADD_FAILURE() << "send did not complete";
       return error{make_error_code(errc::timeout), "test limit", 0};
@@ -60,7 +97,9 @@ protected:
 
   fake_http_server server_;
   asio::io_context io_;
-  std::vector<std::chrono::nanoseconds> waits_;
+  std::vector<std::chrono::nanoseconds> waits_;  ///< Retry-After waits asked for.
+  std::vector<std::chrono::nanoseconds> network_waits_;
+  std::vector<std::chrono::nanoseconds> rate_waits_;
 };
 
 TEST_F(client_test, get_returns_status_and_body_with_request_headers) {
@@ -158,10 +197,10 @@ TEST_F(client_test, concurrent_requests_use_several_connections_up_to_the_pool_s
   }
   std::thread releaser([this] {
     // Two requests are in flight on two connections; the third waits for one of them.
-    EXPECT_TRUE(server_.wait_for_requests(2, 5s));
+    EXPECT_TRUE(server_.wait_for_requests(2, wait_cap));
     server_.release("go");
   });
-  io_.run_for(10s);
+  EXPECT_TRUE(run_until([&] { return ok.load() == 3; }));
   releaser.join();
   EXPECT_EQ(ok.load(), 3);
   EXPECT_EQ(server_.connections(), 2U);
@@ -197,13 +236,15 @@ TEST_F(client_test, two_connections_freed_at_once_wake_two_waiters) {
   }
   std::atomic<bool> both_waiters_sent{false};
   std::thread releaser([&] {
-    EXPECT_TRUE(server_.wait_for_requests(2, 5s));
+    EXPECT_TRUE(server_.wait_for_requests(2, wait_cap));
     server_.release("a");
-    // Both freed connections carry the two waiting requests, before anything else happens.
-    both_waiters_sent = server_.wait_for_requests(4, 3s);
+    // Both freed connections carry the two waiting requests while the first two connections'
+    // replies are all that happened; "b" (the only way for a lost wake-up to be covered up
+    // by a later release) is not released before.
+    both_waiters_sent = server_.wait_for_requests(4, wait_cap);
     server_.release("b");
   });
-  io_.run_for(5s);
+  EXPECT_TRUE(run_until([&] { return done.size() == 4; }));
   releaser.join();
   EXPECT_TRUE(both_waiters_sent.load());
   EXPECT_EQ(done.size(), 4U);
@@ -214,20 +255,22 @@ TEST_F(client_test, background_requests_wait_for_every_other_waiter) {
   server_.set_fallback(reply().hold("go").raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
   auto opts = fast_options();
   opts.max_connections = 1;
+  opts.request_timeout = 1h;  // the queued requests wait for the pool under this deadline
   client c(io_.get_executor(), plain_config(), opts);
   std::vector<std::string> done;
-  // /first holds the only connection; then a background request and two normal ones queue.
+  // /first holds the only connection (the server holds its answer)...
   asio::co_spawn(io_, send_recorded(c, "/first", false, &done), asio::detached);
-  io_.run_for(200ms);
+  ASSERT_TRUE(run_until([this] { return !server_.requests().empty(); }));
+  // ...then a background request and two normal ones queue for it. Nothing can complete
+  // before "go", so running every ready handler puts all three in their queues.
   asio::co_spawn(io_, send_recorded(c, "/event", true, &done), asio::detached);
   asio::co_spawn(io_, send_recorded(c, "/delete-1", false, &done), asio::detached);
   asio::co_spawn(io_, send_recorded(c, "/delete-2", false, &done), asio::detached);
-  std::thread releaser([this] {
-    EXPECT_TRUE(server_.wait_for_requests(1, 5s));
-    server_.release("go");
-  });
-  io_.run_for(3s);
-  releaser.join();
+  while (io_.poll() > 0) {
+  }
+  EXPECT_TRUE(done.empty());
+  server_.release("go");
+  EXPECT_TRUE(run_until([&] { return done.size() == 4; }));
   EXPECT_EQ(done, (std::vector<std::string>{"/first", "/delete-1", "/delete-2", "/event"}));
 }
 
@@ -239,7 +282,7 @@ TEST_F(client_test, background_requests_alone_go_at_once) {
   std::vector<std::string> done;
   asio::co_spawn(io_, send_recorded(c, "/event-1", true, &done), asio::detached);
   asio::co_spawn(io_, send_recorded(c, "/event-2", true, &done), asio::detached);
-  io_.run_for(2s);
+  EXPECT_TRUE(run_until([&] { return done.size() == 2; }));
   EXPECT_EQ(done, (std::vector<std::string>{"/event-1", "/event-2"}));
 }
 
@@ -257,18 +300,28 @@ TEST_F(client_test, too_many_requests_honours_retry_after) {
 }
 
 TEST_F(client_test, retry_after_is_really_slept_when_not_injected) {
-  server_.push(reply::with(503, "", {{"Retry-After", "1"}}));
+  // Without the seam the client sleeps the time wanted (Retry-After, capped at the request
+  // timeout: an hour here), so the retry is not sent; shutdown() ends the sleep.
+  server_.push(reply::with(503, "", {{"Retry-After", "3600"}}));
   server_.push(reply::with(200, "done"));
   auto opts = fast_options();
   opts.delay = nullptr;
+  opts.request_timeout = 1h;
+  int answers = 0;
+  opts.observer = [&](http::verb, unsigned, std::chrono::nanoseconds) { ++answers; };
   client c(io_.get_executor(), plain_config(), opts);
-  const auto start = std::chrono::steady_clock::now();
-  auto res = get(c, "/x");
-  const auto took = std::chrono::steady_clock::now() - start;
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 200U);
-  EXPECT_GE(took, 1s);
-  EXPECT_LT(took, 5s);
+  std::optional<result<response>> res;
+  start_send(c, request(http::verb::get, "/x"), res);
+  // The client starts its sleep in the same step that reports the 503.
+  ASSERT_TRUE(run_until([&] { return answers == 1; }));
+  while (io_.poll() > 0) {
+  }
+  // Only a client that did not sleep could send the retry now (a correct one never does
+  // within the hour, however loaded the machine is).
+  EXPECT_FALSE(server_.wait_for_requests(2, 500ms));
+  EXPECT_FALSE(res.has_value());
+  expect_ended_by_shutdown(c, res);
+  EXPECT_EQ(server_.requests().size(), 1U);
 }
 
 TEST_F(client_test, service_unavailable_is_retried_then_succeeds_for_a_post_too) {
@@ -318,14 +371,15 @@ TEST_F(client_test, retries_go_through_the_rate_limiter) {
   auto opts = fast_options();
   opts.qps = 5;  // 200 ms per token once the burst of one is spent
   opts.burst = 1;
+  const auto frozen = std::chrono::steady_clock::time_point{} + 1h;
+  opts.now = [frozen] { return frozen; };
   client c(io_.get_executor(), plain_config(), opts);
-  const auto start = std::chrono::steady_clock::now();
   auto res = get(c, "/x");
-  const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200U);
-  EXPECT_GE(took, 150ms);
-  EXPECT_LT(took, 3s);
+  // The first send takes the burst; the retry waits for the next token.
+  EXPECT_EQ(rate_waits_, (std::vector<std::chrono::nanoseconds>{0ns, 200ms}));
+  EXPECT_EQ(waits_, (std::vector<std::chrono::nanoseconds>{0s}));
 }
 
 TEST_F(client_test, get_cut_mid_response_is_retried) {
@@ -351,6 +405,79 @@ TEST_F(client_test, post_is_not_retried_after_a_network_error) {
   ASSERT_FALSE(*res);
   EXPECT_EQ((*res).err().code, make_error_code(errc::connection_failed));
   EXPECT_EQ(server_.requests().size(), 1U);
+  EXPECT_TRUE(network_waits_.empty());
+}
+
+TEST_F(client_test, network_errors_are_resent_after_a_growing_jittered_backoff) {
+  // Regression: resends went out at once (22 TLS handshakes in 3 s against a broken server).
+  for (int i = 0; i < 4; ++i) {
+    server_.push(reply::close_now());
+  }
+  server_.push(reply::with(200, "whole"));
+  client c(io_.get_executor(), plain_config(), fast_options());
+  auto res = get(c, "/api/v1/nodes");
+  ASSERT_TRUE(res) << res.err().message;
+  EXPECT_EQ(res->body, "whole");
+  EXPECT_EQ(server_.requests().size(), 5U);
+  // 100 ms doubling, each stretched by a factor in [1, 1.5).
+  ASSERT_EQ(network_waits_.size(), 4U);
+  auto base = std::chrono::nanoseconds(100ms);
+  for (const auto wait : network_waits_) {
+    EXPECT_GE(wait, base);
+    EXPECT_LT(wait, base * 3 / 2);
+    base *= 2;
+  }
+  EXPECT_TRUE(waits_.empty());
+}
+
+TEST_F(client_test, network_retry_backoff_is_capped_and_bounded_by_max_retries) {
+  server_.set_fallback(reply::close_now());
+  client c(io_.get_executor(), plain_config(), fast_options());
+  auto res = get(c, "/api/v1/nodes");
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
+  EXPECT_EQ(server_.requests().size(), 11U);  // max_retries 10
+  ASSERT_EQ(network_waits_.size(), 10U);
+  EXPECT_LT(network_waits_[5], 5s);  // 3.2 s stretched by at most 1.5
+  for (std::size_t i = 6; i < network_waits_.size(); ++i) {
+    EXPECT_EQ(network_waits_[i], 5s) << i;
+  }
+}
+
+TEST_F(client_test, shutdown_ends_a_network_retry_backoff) {
+  server_.set_fallback(reply::close_now());
+  auto opts = fast_options();
+  const auto record = opts.delay;
+  opts.delay = [record](wait_reason why, std::chrono::nanoseconds wanted) {
+    record(why, wanted);
+    return why == wait_reason::network_retry ? std::chrono::nanoseconds(1h) : wanted;
+  };
+  client c(io_.get_executor(), plain_config(), opts);
+  std::optional<result<response>> res;
+  start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
+  ASSERT_TRUE(run_until([this] { return !network_waits_.empty(); }));
+  expect_ended_by_shutdown(c, res);
+  EXPECT_EQ(server_.requests().size(), 1U);
+}
+
+TEST_F(client_test, a_request_withdrawn_during_a_network_backoff_is_not_resent) {
+  server_.set_fallback(reply::close_now());
+  auto opts = fast_options();
+  bool withdrawn = false;
+  const auto record = opts.delay;
+  opts.delay = [&withdrawn, record](wait_reason why, std::chrono::nanoseconds wanted) {
+    withdrawn = withdrawn || why == wait_reason::network_retry;
+    return record(why, wanted);
+  };
+  client c(io_.get_executor(), plain_config(), opts);
+  request req(http::verb::delete_, "/api/v1/namespaces/ns/pods/p", {}, "application/json", true);
+  req.cancelled = [&withdrawn] { return withdrawn; };
+  auto res = run_sync(io_, c.send(std::move(req)), wait_cap);
+  ASSERT_TRUE(res);
+  ASSERT_FALSE(*res);
+  EXPECT_EQ((*res).err().code, make_error_code(errc::cancelled));
+  EXPECT_EQ(server_.requests().size(), 1U);
+  EXPECT_EQ(network_waits_.size(), 1U);
 }
 
 TEST_F(client_test, connection_refused_is_a_clear_error) {
@@ -366,18 +493,16 @@ TEST_F(client_test, connection_refused_is_a_clear_error) {
   EXPECT_NE(res.err().message.find("cannot connect"), std::string::npos) << res.err().message;
 }
 
-TEST_F(client_test, stalled_server_times_out_within_the_deadline) {
+TEST_F(client_test, stalled_server_times_out_at_the_request_timeout) {
   server_.push(reply::no_response());
   auto opts = fast_options();
   opts.request_timeout = 300ms;
   client c(io_.get_executor(), plain_config(), opts);
-  const auto start = std::chrono::steady_clock::now();
-  auto res = get(c, "/x");
-  const auto took = std::chrono::steady_clock::now() - start;
+  auto res = get(c, "/x");  // bounded by run_sync, far above the timeout
   ASSERT_FALSE(res);
   EXPECT_EQ(res.err().code, make_error_code(errc::timeout));
-  EXPECT_GE(took, 250ms);
-  EXPECT_LT(took, 3s);
+  EXPECT_NE(res.err().message.find("no progress within 300 ms"), std::string::npos)
+      << res.err().message;
   EXPECT_EQ(server_.requests().size(), 1U);  // timeouts are not retried
 }
 
@@ -422,7 +547,7 @@ TEST_F(client_test, stream_delivers_chunks_split_mid_line_intact) {
                                  }
                                  return true;
                                },
-                               5s));
+                               wait_cap));
   ASSERT_TRUE(res && *res) << (res ? (*res).err().message : "limit");
   EXPECT_EQ((*res)->status, 200U);
   EXPECT_EQ(got, a + b + d);
@@ -441,7 +566,7 @@ TEST_F(client_test, stream_with_error_status_returns_the_body) {
                                  called = true;
                                  return true;
                                },
-                               5s));
+                               wait_cap));
   ASSERT_TRUE(res && *res);
   EXPECT_EQ((*res)->status, 410U);
   EXPECT_EQ((*res)->body, R"({"kind":"Status","code":410})");
@@ -455,7 +580,7 @@ TEST_F(client_test, idle_stream_times_out) {
   request req;
   req.target = "/api/v1/pods?watch=1";
   req.idempotent = true;
-  const auto start = std::chrono::steady_clock::now();
+  // The request timeout (60 s) is not what ends it: the idle timeout is.
   auto res = run_sync(io_, c.stream(
                                req,
                                [&](std::string_view bytes) {
@@ -463,12 +588,12 @@ TEST_F(client_test, idle_stream_times_out) {
                                  return true;
                                },
                                300ms));
-  const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(res);
   ASSERT_FALSE(*res);
   EXPECT_EQ((*res).err().code, make_error_code(errc::timeout));
+  EXPECT_NE((*res).err().message.find("no progress within 300 ms"), std::string::npos)
+      << (*res).err().message;
   EXPECT_EQ(got, "{\"type\":\"BOOKMARK\"}\n");
-  EXPECT_LT(took, 3s);
   EXPECT_EQ(server_.requests().size(), 1U);  // not replayed once bytes were delivered
 }
 
@@ -478,7 +603,7 @@ TEST_F(client_test, stream_stopped_by_the_sink) {
   request req;
   req.target = "/w";
   auto res = run_sync(io_, c.stream(
-                               req, [](std::string_view) { return false; }, 5s));
+                               req, [](std::string_view) { return false; }, wait_cap));
   ASSERT_TRUE(res && *res);
   EXPECT_EQ((*res)->status, 200U);
 }
@@ -510,7 +635,7 @@ TEST_F(client_test, unauthorized_rereads_the_token_file_and_retries_once) {
   cfg.token_file = token.path();
   client c(io_.get_executor(), cfg, fast_options());
   std::thread rotator([&] {
-    EXPECT_TRUE(server_.wait_for_requests(1, 5s));
+    EXPECT_TRUE(server_.wait_for_requests(1, wait_cap));
     token.write("new-token\n");
     server_.release("rotated");
   });
@@ -584,17 +709,17 @@ TEST_F(client_test, tls_to_a_plain_server_fails_cleanly) {
 
 TEST_F(client_test, shutdown_cancels_a_request_in_flight) {
   server_.push(reply::no_response());
-  client c(io_.get_executor(), plain_config(), fast_options());
+  auto opts = fast_options();
+  opts.request_timeout = 1h;  // only shutdown() can end it within run_sync's bound
+  client c(io_.get_executor(), plain_config(), opts);
   std::thread stopper([&] {
-    EXPECT_TRUE(server_.wait_for_requests(1, 5s));
+    EXPECT_TRUE(server_.wait_for_requests(1, wait_cap));
     c.shutdown();
   });
-  const auto start = std::chrono::steady_clock::now();
   auto res = get(c, "/x");
   stopper.join();
   ASSERT_FALSE(res);
   EXPECT_EQ(res.err().code, make_error_code(errc::shutting_down));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
   auto again = get(c, "/y");
   ASSERT_FALSE(again);
   EXPECT_EQ(again.err().code, make_error_code(errc::shutting_down));

@@ -1,6 +1,9 @@
 #include "tec/k8s/config.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -292,6 +295,36 @@ TEST(load_kubeconfig, missing_cluster_and_user_entries) {
   expect_error(path2.string(), "", {"user \"ghost\" not found"});
 }
 
+TEST(load_kubeconfig, a_token_with_a_line_break_or_control_character_is_refused) {
+  // It would end the Authorization header early (and could smuggle in another header).
+  temp_dir dir;
+  expect_error(dir.write("crlf", kubeconfig("    server: https://h\n",
+                                            "    token: \"s3cret\\r\\nX-Evil: 1\"\n"))
+                   .string(),
+               "", {"users[0].user.token: the token contains a line break"}, {"s3cret", "Evil"});
+  expect_error(
+      dir.write("trailing", kubeconfig("    server: https://h\n", "    token: \"s3cret\\n\"\n"))
+          .string(),
+      "", {"users[0].user.token: the token contains a line break"}, {"s3cret"});
+  expect_error(dir.write("tab", kubeconfig("    server: https://h\n", "    token: \"s3c\\tret\"\n"))
+                   .string(),
+               "", {"users[0].user.token: the token contains a control character"}, {"s3c"});
+
+  dir.write("token-file", "s3cret\nX-Evil: 1\n");
+  expect_error(
+      dir.write("file", kubeconfig("    server: https://h\n", "    tokenFile: token-file\n"))
+          .string(),
+      "", {"users[0].user.tokenFile", "token-file", "line break"}, {"s3cret", "Evil"});
+
+  // The usual trailing newline (also CRLF) of a token file is trimmed, as before.
+  dir.write("token-file", "s3cret\r\n");
+  auto ok = load_kubeconfig(
+      dir.write("ok", kubeconfig("    server: https://h\n", "    tokenFile: token-file\n"))
+          .string());
+  ASSERT_TRUE(ok) << ok.err().message;
+  EXPECT_EQ(token_source::from_config(ok.value()).current().value(), "s3cret");
+}
+
 TEST(load_kubeconfig, missing_files_name_the_field) {
   temp_dir dir;
   auto path = dir.write("config", kubeconfig("    server: https://h\n"
@@ -418,6 +451,13 @@ TEST(load_in_cluster, errors) {
   ASSERT_FALSE(empty_token);
   EXPECT_NE(empty_token.err().message.find("empty"), std::string::npos);
 
+  dir.write("token", "s3cret\r\nX-Evil: 1\n");
+  auto split_token = load_in_cluster(dir.path().string(), lookup);
+  ASSERT_FALSE(split_token);
+  EXPECT_NE(split_token.err().message.find("line break"), std::string::npos)
+      << split_token.err().message;
+  EXPECT_EQ(split_token.err().message.find("s3cret"), std::string::npos);
+
   dir.write("token", "t");
   auto no_ca = load_in_cluster(dir.path().string(), lookup);
   ASSERT_FALSE(no_ca);
@@ -479,6 +519,122 @@ TEST(token_source, keeps_cached_token_when_file_breaks) {
   dir.write("token", "better");
   EXPECT_EQ(source.current().value(), "better");
   EXPECT_FALSE(source.last_error());
+}
+
+TEST(token_source, a_reread_token_with_a_line_break_is_refused_and_the_cached_one_kept) {
+  temp_dir dir;
+  const auto file = dir.write("token", "good\n");
+  manual_clock clock;
+  token_source source("", file.string(), std::chrono::seconds{50}, clock.fn());
+  EXPECT_EQ(source.current().value(), "good");
+  dir.write("token", "s3cret\nX-Evil: 1\n");
+  source.invalidate();
+  EXPECT_EQ(source.current().value(), "good");
+  EXPECT_EQ(source.last_error().code, make_error_code(errc::config_invalid));
+  EXPECT_NE(source.last_error().message.find("line break"), std::string::npos);
+  EXPECT_EQ(source.last_error().message.find("s3cret"), std::string::npos);
+  dir.write("token", "s3cret\x01\n");
+  clock.now += std::chrono::minutes{5};
+  EXPECT_EQ(source.current().value(), "good");
+  EXPECT_NE(source.last_error().message.find("control character"), std::string::npos);
+
+  token_source never_good("", file.string(), std::chrono::seconds{50}, clock.fn());
+  auto none = never_good.current();
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.err().message.find(file.string()), std::string::npos);
+}
+
+TEST(token_source, a_static_token_with_a_line_break_is_never_sent) {
+  // A rest_config made by hand, not by a loader.
+  manual_clock clock;
+  token_source source("s3cret\r\nX-Evil: 1", "", std::chrono::seconds{50}, clock.fn());
+  auto token = source.current();
+  ASSERT_FALSE(token);
+  EXPECT_EQ(token.err().code, make_error_code(errc::config_invalid));
+  EXPECT_NE(token.err().message.find("line break"), std::string::npos);
+  EXPECT_EQ(token.err().message.find("s3cret"), std::string::npos);
+
+  // With a token file, the file is what counts.
+  temp_dir dir;
+  const auto file = dir.write("token", "from-file");
+  token_source with_file("bad\ntoken", file.string(), std::chrono::seconds{50}, clock.fn());
+  EXPECT_EQ(with_file.current().value(), "from-file");
+}
+
+/// Collects what the "client" logger writes while it lives ("<level> <message>" lines).
+class captured_client_log {
+public:
+  captured_client_log() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)) {
+    sink_->set_pattern("%l %v");
+    previous_ = spdlog::get("client");
+    spdlog::drop("client");
+    auto logger = std::make_shared<spdlog::logger>("client", sink_);
+    logger->set_level(spdlog::level::trace);
+    spdlog::register_logger(logger);
+  }
+  ~captured_client_log() {
+    spdlog::drop("client");
+    if (previous_) {
+      spdlog::register_logger(previous_);
+    }
+  }
+  captured_client_log(const captured_client_log&) = delete;
+  captured_client_log& operator=(const captured_client_log&) = delete;
+
+  [[nodiscard]] std::vector<std::string> lines() const {
+    auto out = sink_->last_formatted();
+    for (auto& line : out) {
+      if (!line.empty() && line.back() == '\n') {
+        line.pop_back();
+      }
+    }
+    return out;
+  }
+
+private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+TEST(token_source, a_failed_reread_is_logged_once_per_failure_streak) {
+  captured_client_log log;
+  temp_dir dir;
+  const auto file = dir.write("token", "s3cret-one");
+  manual_clock clock;
+  token_source source("", file.string(), std::chrono::seconds{50}, clock.fn());
+  EXPECT_EQ(source.current().value(), "s3cret-one");
+  EXPECT_TRUE(log.lines().empty());
+
+  fs::remove(file);
+  clock.now += std::chrono::minutes{5};
+  for (int i = 0; i < 5; ++i) {  // every request re-reads the file while it is broken
+    EXPECT_EQ(source.current().value(), "s3cret-one");
+  }
+  dir.write("token", "s3cret\ntwo");  // broken differently: the same streak
+  EXPECT_EQ(source.current().value(), "s3cret-one");
+  auto lines = log.lines();
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_EQ(lines[0].rfind("warning ", 0), 0U) << lines[0];
+  EXPECT_NE(lines[0].find(file.string()), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("No such file"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("keeping the cached token"), std::string::npos) << lines[0];
+
+  dir.write("token", "s3cret-three\n");
+  EXPECT_EQ(source.current().value(), "s3cret-three");
+  EXPECT_EQ(source.current().value(), "s3cret-three");
+  lines = log.lines();
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_EQ(lines[1], "info token file " + file.string() + " is readable again");
+
+  fs::remove(file);  // a new streak warns again
+  clock.now += std::chrono::minutes{5};
+  EXPECT_EQ(source.current().value(), "s3cret-three");
+  lines = log.lines();
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_EQ(lines[2].rfind("warning ", 0), 0U) << lines[2];
+  for (const auto& line : lines) {
+    EXPECT_EQ(line.find("s3cret"), std::string::npos) << line;
+  }
 }
 
 TEST(token_source, error_without_any_token) {

@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "k8sclient/support/run_sync.hpp"
 #include "tec/k8s/metrics.hpp"
 
 namespace tec::k8s {
@@ -32,8 +33,9 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
-// Safety net for a broken server: no test waits this long when things work.
-constexpr auto test_cap = 10s;
+// Safety net for a broken server: no test waits this long when things work (a loaded 2-core
+// machine under a sanitizer can be 10x slower than an idle one).
+constexpr auto test_cap = 30s;
 
 // Runs `ioc` until the coroutine finishes (or test_cap passes) and returns its value.
 template <class T>
@@ -67,19 +69,12 @@ T run_until_done(asio::io_context& ioc, asio::awaitable<T> aw) {
 // Runs `ioc` until `pred()` holds (or test_cap passes).
 template <class Pred>
 bool run_until(asio::io_context& ioc, Pred pred) {
-  const auto cap = std::chrono::steady_clock::now() + test_cap;
-  while (!pred() && std::chrono::steady_clock::now() < cap) {
-    if (ioc.stopped()) {
-      ioc.restart();
-    }
-    ioc.run_one_for(10ms);
-  }
-  return pred();
+  return testing::run_until(ioc, pred, test_cap);
 }
 
 asio::awaitable<beast::tcp_stream> connect(tcp::endpoint ep) {
   beast::tcp_stream stream(co_await asio::this_coro::executor);
-  stream.expires_after(5s);
+  stream.expires_after(test_cap);
   co_await stream.async_connect(ep, asio::use_awaitable);
   co_return stream;
 }
@@ -98,7 +93,7 @@ asio::awaitable<reply> request(beast::tcp_stream& stream, http::verb method, std
   req.set(http::field::host, "test");
   req.body() = std::move(body);
   req.prepare_payload();
-  stream.expires_after(5s);
+  stream.expires_after(test_cap);
   co_await http::async_write(stream, req, asio::use_awaitable);
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
@@ -118,7 +113,8 @@ asio::awaitable<reply> fetch(tcp::endpoint ep, http::verb method, std::string ta
   co_return co_await std::move(op);
 }
 
-// Reads until the server closes the connection; returns the bytes read before that.
+// Reads until the server closes the connection; returns the bytes read before that. A server
+// that keeps the connection open for test_cap fails the test.
 asio::awaitable<std::string> read_until_closed(beast::tcp_stream& stream) {
   std::string all;
   char buf[512];
@@ -128,6 +124,7 @@ asio::awaitable<std::string> read_until_closed(beast::tcp_stream& stream) {
         co_await stream.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
     all.append(buf, n);
     if (ec) {
+      EXPECT_NE(ec, beast::error::timeout) << "the server did not close the connection";
       co_return all;
     }
   }
@@ -135,11 +132,12 @@ asio::awaitable<std::string> read_until_closed(beast::tcp_stream& stream) {
 
 class http_endpoints_test : public ::testing::Test {
 protected:
-  http_endpoints_options options(std::chrono::milliseconds read_timeout = 5000ms) {
+  /// Deadlines far beyond any test; the tests of the deadlines set short ones.
+  http_endpoints_options options(std::chrono::milliseconds read_timeout = 60'000ms) {
     http_endpoints_options o;
     o.bind_address = "127.0.0.1:0";
     o.read_timeout = read_timeout;
-    o.write_timeout = 5000ms;
+    o.write_timeout = 60'000ms;
     return o;
   }
 
@@ -246,15 +244,12 @@ TEST_F(http_endpoints_test, silent_client_is_disconnected_after_the_read_deadlin
   http_endpoints server(ioc_.get_executor(), options(200ms));
   server.handle("/x", [] { return http_response{}; });
   const auto ep = start(server);
-  const auto t0 = std::chrono::steady_clock::now();
+  // The server closes the connection (read_until_closed fails the test if it does not).
   const auto got = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
     auto stream = co_await connect(e);
     co_return co_await read_until_closed(stream);
   }(ep));
-  const auto elapsed = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(got, "") << "no response to a request never sent";
-  EXPECT_GE(elapsed, 150ms);
-  EXPECT_LT(elapsed, 5s);
   EXPECT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
   server.stop();
 }
@@ -263,7 +258,6 @@ TEST_F(http_endpoints_test, slow_client_is_cut_off_at_the_deadline_for_the_whole
   http_endpoints server(ioc_.get_executor(), options(300ms));
   server.handle("/x", [] { return http_response{}; });
   const auto ep = start(server);
-  const auto t0 = std::chrono::steady_clock::now();
   const auto got = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
     auto stream = co_await connect(e);
     // A partial request; the rest never comes.
@@ -272,7 +266,7 @@ TEST_F(http_endpoints_test, slow_client_is_cut_off_at_the_deadline_for_the_whole
     co_return co_await read_until_closed(stream);
   }(ep));
   EXPECT_EQ(got, "");
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
   server.stop();
 }
 
@@ -331,11 +325,9 @@ TEST_F(http_endpoints_test, stop_closes_connected_clients_and_leaves_no_work) {
 
   server.stop();
   server.stop();  // idempotent
-  const auto t0 = std::chrono::steady_clock::now();
   ioc_.restart();
   ioc_.run_for(test_cap);  // returns early once nothing is left to do
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "the server left work behind";
-  EXPECT_TRUE(ioc_.stopped());
+  EXPECT_TRUE(ioc_.stopped()) << "the server left work behind";
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(*got, "");
   EXPECT_EQ(server.connections(), 0U);

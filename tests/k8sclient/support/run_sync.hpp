@@ -31,6 +31,22 @@ boost::asio::awaitable<void> capture(boost::asio::awaitable<T> aw,
 }
 }  // namespace detail
 
+/// Runs `io` until `done()` holds, for at most `limit`; returns done(). Handles one handler at
+/// a time (waiting at most 10 ms for one), so it returns as soon as the condition holds.
+/// Restarts `io` when it ran out of work.
+template <class Pred>
+bool run_until(boost::asio::io_context& io, Pred&& done,
+               std::chrono::milliseconds limit = std::chrono::seconds{30}) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    if (io.stopped()) {
+      io.restart();
+    }
+    io.run_one_for(std::chrono::milliseconds{10});
+  }
+  return done();
+}
+
 /// Spawns `aw` on `io`, runs `io` until the coroutine and its completion handler have both
 /// finished, or `limit` passes; nullopt on the latter.
 template <class T>

@@ -1,16 +1,18 @@
 #pragma once
 
 // Jittered exponential backoff for re-watching and relisting (client-go's
-// NewExponentialBackoffManager(800ms, 30s, 2m, 2.0, 1.0)): the base delay starts at `initial`,
-// doubles after each use up to `cap`, and each returned delay is the base stretched by a
-// random factor in [1, 1 + jitter), never above `cap`. After `reset_after` with no call to
-// next() (a healthy stretch) the base returns to `initial`.
+// NewExponentialBackoffManager(800ms, 30s, 2m, 2.0, 1.0)) and for the HTTP client's resends
+// after a network error (client_options::network_retry_backoff). The base delay starts at
+// `initial` and doubles after each use up to `cap`; each returned delay is the base stretched
+// by a random factor in [1, 1 + jitter), never above `cap`. After `reset_after` with no call
+// to next() (a healthy stretch) the base returns to `initial`.
 //
 // Deviation from client-go, on purpose: client-go resets 2 minutes after the *first* backoff
 // of a series, even if failures never stopped; we reset after 2 minutes without failures, as
 // the spec says ("reset after 2 minutes healthy"), and we do not let jitter exceed the cap.
 //
-// Thread-safety: none; one owner (an informer session). Clock and randomness are injected.
+// Thread-safety: none; one owner (an informer session, one request). Clock and randomness are
+// injected.
 
 #include <chrono>
 #include <cstdint>

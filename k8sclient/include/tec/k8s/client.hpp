@@ -7,8 +7,9 @@
 // connections so concurrent requests do not queue behind each other (HTTP/1.1 has no
 // multiplexing), a client-side token bucket (QPS/burst), and retries as client-go does:
 // 429 and 5xx obey Retry-After (at most max_retries, each through the rate limiter again);
-// network errors are retried only for idempotent requests. Every connect, handshake, write
-// and read has a deadline. Tokens never appear in logs or error messages.
+// network errors are retried only for idempotent requests, after a jittered exponential
+// backoff (a broken server must not see a new TLS handshake per millisecond). Every connect,
+// handshake, write and read has a deadline. Tokens never appear in logs or error messages.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -22,6 +23,7 @@
 #include <string_view>
 #include <utility>
 
+#include "tec/k8s/backoff.hpp"
 #include "tec/k8s/error.hpp"
 #include "tec/k8s/rest_config.hpp"
 #include "tec/k8s/result.hpp"
@@ -44,6 +46,11 @@ struct client_options {
   std::chrono::milliseconds request_timeout{60'000};  ///< Write + read of a plain request.
   std::chrono::seconds tcp_keepalive{30};
   int max_retries = 10;  ///< For 429/5xx (Retry-After) and idempotent network errors.
+  /// The wait before resending after a network error: 100 ms doubling to 5 s, each stretched
+  /// by a random factor in [1, 1.5); a fresh series for every request.
+  backoff_policy network_retry_backoff{std::chrono::milliseconds{100},
+                                       std::chrono::milliseconds{5'000},
+                                       std::chrono::milliseconds{120'000}, 2.0, 0.5};
   std::chrono::seconds token_refresh_period{50};
   std::string user_agent = "taint-eviction-controller";
   /// An idle pooled connection older than this is closed instead of reused (client-go's
@@ -55,6 +62,9 @@ struct client_options {
   /// actually slept; tests record the requested values and return zero. Empty = sleep the
   /// requested time. Runs on the client's executor.
   std::function<std::chrono::nanoseconds(wait_reason, std::chrono::nanoseconds)> delay;
+  /// Test seam: the clock the token bucket refills on. Empty = steady_clock::now. A frozen
+  /// clock makes the QPS wait the client asks `delay` for exact.
+  std::function<std::chrono::steady_clock::time_point()> now;
   /// Called after every HTTP exchange (for metrics): verb, status (0 on a transport error)
   /// and latency. Runs on the client's executor; must be cheap and thread-safe.
   std::function<void(boost::beast::http::verb, unsigned, std::chrono::nanoseconds)> observer;

@@ -69,7 +69,11 @@ result<rest_config> load_in_cluster(
 /// cache; we use 50 s by default) or after invalidate() (call it after a 401).
 /// When both are given, the static token is the initial cached value of the file.
 /// If a re-read fails while a token is cached, the cached token is kept (client-go does the
-/// same) and last_error() tells why.
+/// same) and last_error() tells why; the first failure of a streak logs a warning (logger
+/// "client") naming the file and the reason, and the first success after it an info line.
+/// A token (static or read) containing a line break or another control character is refused:
+/// it would corrupt the Authorization header. A token file's surrounding whitespace
+/// (its trailing newline) is trimmed.
 /// Thread-safe: current() and invalidate() may be called from any thread.
 class token_source {
 public:
@@ -104,7 +108,8 @@ private:
   bool have_token_ = false;
   bool stale_ = false;
   std::chrono::steady_clock::time_point fetched_{};
-  error last_error_;
+  error last_error_;    ///< Of the last re-read; set while a failure streak lasts.
+  error static_error_;  ///< Why the static token was refused.
 };
 
 /// Replaces credentials in text meant for logs: the value of any `Authorization` header or
