@@ -510,9 +510,12 @@ struct client::impl : std::enable_shared_from_this<impl> {
             co_return out;  // Stopped by the caller: the connection is not reusable.
           }
         } else if (out.body.size() + got > limit) {
-          out.err = fail(errc::connection_failed, "the response from " + endpoint_text() +
-                                                      " is larger than " + std::to_string(limit) +
-                                                      " bytes");
+          // Dropped with the connection at once (never buffered past the bound) and never
+          // retried: the same request would bring the same body.
+          out.err = fail(errc::response_too_large,
+                         "the response to " + std::string(http::to_string(msg.method())) + " " +
+                             std::string(msg.target()) + " from " + endpoint_text() +
+                             " is larger than " + std::to_string(limit) + " bytes");
           co_return out;
         } else {
           out.body.append(piece.data(), got);
@@ -592,9 +595,10 @@ struct client::impl : std::enable_shared_from_this<impl> {
         }
         // Replaying is safe for idempotent requests, and for any request the server cannot
         // have acted on (the write itself failed on a reused connection). Timeouts are not
-        // retried: the deadline was the caller's budget.
+        // retried: the deadline was the caller's budget; nor is a response too large.
         const bool replayable = !out.body_started &&
                                 out.err.code != make_error_code(errc::timeout) &&
+                                out.err.code != make_error_code(errc::response_too_large) &&
                                 (req.idempotent || (reused && out.write_failed));
         if (replayable && retries < opts_.max_retries) {
           ++retries;
@@ -717,6 +721,10 @@ void client::shutdown() {
 
 const rest_config& client::config() const noexcept {
   return impl_->config_;
+}
+
+std::size_t client::max_response_bytes() const noexcept {
+  return impl_->opts_.max_response_bytes;
 }
 
 }  // namespace tec::k8s
