@@ -34,6 +34,7 @@
 
 #include "tec/k8s/config.hpp"
 #include "tec/k8s/rate_limiter.hpp"
+#include "tls_context.hpp"
 
 namespace tec::k8s {
 
@@ -157,41 +158,12 @@ struct client::impl : std::enable_shared_from_this<impl> {
   }
 
   void setup_tls() {
-    ssl_.emplace(ssl::context::tls_client);
-    boost::system::error_code ec;
-    ssl_->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                          ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                          ssl::context::no_tlsv1_1,
-                      ec);
-    if (config_.insecure_skip_tls_verify) {
-      ssl_->set_verify_mode(ssl::verify_none, ec);
-    } else {
-      ssl_->set_verify_mode(ssl::verify_peer, ec);
-      if (!config_.ca_pem.empty()) {
-        ssl_->add_certificate_authority(asio::buffer(config_.ca_pem), ec);
-        if (ec) {
-          config_error_ = fail(errc::config_invalid, "cannot use the CA certificate (" +
-                                                         config_.source + "): " + ec.message());
-          return;
-        }
-      } else {
-        ssl_->set_default_verify_paths(ec);
-      }
+    auto ctx = detail::make_tls_context(config_);
+    if (!ctx) {
+      config_error_ = ctx.err();
+      return;
     }
-    if (!config_.client_cert_pem.empty() || !config_.client_key_pem.empty()) {
-      ssl_->use_certificate_chain(asio::buffer(config_.client_cert_pem), ec);
-      if (ec) {
-        config_error_ = fail(errc::config_invalid, "cannot use the client certificate (" +
-                                                       config_.source + "): " + ec.message());
-        return;
-      }
-      ssl_->use_private_key(asio::buffer(config_.client_key_pem), ssl::context::pem, ec);
-      if (ec) {
-        config_error_ = fail(errc::config_invalid,
-                             "cannot use the client key (" + config_.source + "): " + ec.message());
-        return;
-      }
-    }
+    ssl_.emplace(std::move(ctx).value());
   }
 
   [[nodiscard]] std::string endpoint_text() const { return host_header_; }
