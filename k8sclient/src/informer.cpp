@@ -476,6 +476,14 @@ asio::awaitable<void> informer<Record>::run() {
           last_error_ = listed.err ? listed.err : make_error(errc::http_status, listed.why);
         }
         wait = pause("list failed: " + listed.why);
+        if (listed.err.code == make_error_code(errc::response_too_large) && list_rv == "0") {
+          // resourceVersion=0 is served from the watch cache in one response whatever the
+          // limit (1.20), so a big cluster's first LIST can pass the page bound; etcd honours
+          // the limit: page from there (a consistent read) after the backoff.
+          watch_log()->info("{}: listing from etcd in pages of {} instead (resourceVersion=\"\")",
+                            what, options_.page_size);
+          list_rv.clear();
+        }
         continue;
       }
       const auto n = listed.items.size();
