@@ -40,6 +40,7 @@
 #include "tec/k8s/leader_election.hpp"
 #include "tec/k8s/metrics.hpp"
 #include "tec/k8s/store.hpp"
+#include "tec/k8s/tls.hpp"
 #include "tec/timedqueue/asio_driver.hpp"
 #include "tec/version.hpp"
 
@@ -505,6 +506,15 @@ struct daemon::impl {
       return 1;
     }
     const auto& cfg = config.value();
+    // Broken TLS material fails here, once, rather than on every request while /healthz says
+    // 200 (the README promises exit 1 for a broken configuration).
+    if (const auto bad = k8s::check_tls_material(cfg)) {
+      log->error("cannot use the API server configuration: {}", bad.message);
+      return 1;
+    }
+    for (const auto& warning : k8s::insecure_settings(cfg)) {
+      log->warn("{}", warning);
+    }
     log->info(
         "taint-eviction-controller {} starting: API server {}://{}:{}{} ({}), {} workers, "
         "QPS {} burst {}, DisruptionTarget condition {}",

@@ -34,6 +34,7 @@
 
 #include "tec/k8s/config.hpp"
 #include "tec/k8s/rate_limiter.hpp"
+#include "tls_context.hpp"
 
 namespace tec::k8s {
 
@@ -157,41 +158,12 @@ struct client::impl : std::enable_shared_from_this<impl> {
   }
 
   void setup_tls() {
-    ssl_.emplace(ssl::context::tls_client);
-    boost::system::error_code ec;
-    ssl_->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                          ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                          ssl::context::no_tlsv1_1,
-                      ec);
-    if (config_.insecure_skip_tls_verify) {
-      ssl_->set_verify_mode(ssl::verify_none, ec);
-    } else {
-      ssl_->set_verify_mode(ssl::verify_peer, ec);
-      if (!config_.ca_pem.empty()) {
-        ssl_->add_certificate_authority(asio::buffer(config_.ca_pem), ec);
-        if (ec) {
-          config_error_ = fail(errc::config_invalid, "cannot use the CA certificate (" +
-                                                         config_.source + "): " + ec.message());
-          return;
-        }
-      } else {
-        ssl_->set_default_verify_paths(ec);
-      }
+    auto ctx = detail::make_tls_context(config_);
+    if (!ctx) {
+      config_error_ = ctx.err();
+      return;
     }
-    if (!config_.client_cert_pem.empty() || !config_.client_key_pem.empty()) {
-      ssl_->use_certificate_chain(asio::buffer(config_.client_cert_pem), ec);
-      if (ec) {
-        config_error_ = fail(errc::config_invalid, "cannot use the client certificate (" +
-                                                       config_.source + "): " + ec.message());
-        return;
-      }
-      ssl_->use_private_key(asio::buffer(config_.client_key_pem), ssl::context::pem, ec);
-      if (ec) {
-        config_error_ = fail(errc::config_invalid,
-                             "cannot use the client key (" + config_.source + "): " + ec.message());
-        return;
-      }
-    }
+    ssl_.emplace(std::move(ctx).value());
   }
 
   [[nodiscard]] std::string endpoint_text() const { return host_header_; }
@@ -510,9 +482,12 @@ struct client::impl : std::enable_shared_from_this<impl> {
             co_return out;  // Stopped by the caller: the connection is not reusable.
           }
         } else if (out.body.size() + got > limit) {
-          out.err = fail(errc::connection_failed, "the response from " + endpoint_text() +
-                                                      " is larger than " + std::to_string(limit) +
-                                                      " bytes");
+          // Dropped with the connection at once (never buffered past the bound) and never
+          // retried: the same request would bring the same body.
+          out.err = fail(errc::response_too_large,
+                         "the response to " + std::string(http::to_string(msg.method())) + " " +
+                             std::string(msg.target()) + " from " + endpoint_text() +
+                             " is larger than " + std::to_string(limit) + " bytes");
           co_return out;
         } else {
           out.body.append(piece.data(), got);
@@ -595,9 +570,10 @@ struct client::impl : std::enable_shared_from_this<impl> {
         }
         // Replaying is safe for idempotent requests, and for any request the server cannot
         // have acted on (the write itself failed on a reused connection). Timeouts are not
-        // retried: the deadline was the caller's budget.
+        // retried: the deadline was the caller's budget; nor is a response too large.
         const bool replayable = !out.body_started &&
                                 out.err.code != make_error_code(errc::timeout) &&
+                                out.err.code != make_error_code(errc::response_too_large) &&
                                 (req.idempotent || (reused && out.write_failed));
         if (replayable && retries < opts_.max_retries) {
           ++retries;
@@ -727,6 +703,10 @@ void client::shutdown() {
 
 const rest_config& client::config() const noexcept {
   return impl_->config_;
+}
+
+std::size_t client::max_response_bytes() const noexcept {
+  return impl_->opts_.max_response_bytes;
 }
 
 }  // namespace tec::k8s

@@ -727,6 +727,7 @@ private:
     switch (element) {
       case frame_kind::object_root:
         cur_ = Record{};
+        have_controller_ = false;  // each item of a list has its own controller reference
         break;
       case frame_kind::owner_ref:
         owner_kind_.clear();
@@ -919,12 +920,8 @@ private:
     return p;
   }
 
-  static std::string clip(std::string_view text) {
-    if (text.size() <= max_error_detail) {
-      return std::string(text);
-    }
-    return std::string(text.substr(0, max_error_detail)) + "...";
-  }
+  /// Input quoted in an error message: clipped and escaped (it ends up in logs).
+  static std::string clip(std::string_view text) { return printable(text, max_error_detail); }
 
   bool fail(errc code, std::string message) {
     if (!error_) {
@@ -933,11 +930,11 @@ private:
       full += message;
       if constexpr (is_pod) {
         if (!cur_.pod.name.empty()) {
-          full += " (pod " + cur_.pod.namespace_ + "/" + cur_.pod.name + ")";
+          full += " (pod " + clip(cur_.pod.namespace_) + "/" + clip(cur_.pod.name) + ")";
         }
       } else {
         if (!cur_.node.name.empty()) {
-          full += " (node " + cur_.node.name + ")";
+          full += " (node " + clip(cur_.node.name) + ")";
         }
       }
       error_ = make_error(code, std::move(full));
@@ -1055,7 +1052,7 @@ result<watch_event<Record>> decode_event(std::string_view line, std::string_view
   }
   const auto type = parse_event_type(h.type());
   if (!type) {
-    return bad("type: unknown watch event type \"" + h.type().substr(0, 64) + "\"");
+    return bad("type: unknown watch event type \"" + printable(h.type(), 64) + "\"");
   }
   watch_event<Record> event;
   event.type = *type;
@@ -1148,6 +1145,320 @@ result<pod_record> decode_pod(std::string_view json_text, json_engine engine) {
 
 result<node_record> decode_node(std::string_view json_text, json_engine engine) {
   return decode_object<node_record>(json_text, "node", engine);
+}
+
+// ---- list_splitter ------------------------------------------------------------------------
+
+namespace {
+
+constexpr bool is_ws(char c) noexcept {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/// Bytes that matter while skipping through an element outside its strings.
+constexpr std::array<bool, 256> element_marks = [] {
+  std::array<bool, 256> t{};
+  for (const char c : {'"', '{', '[', '}', ']'}) {
+    t[static_cast<unsigned char>(c)] = true;
+  }
+  return t;
+}();
+
+/// A key of the root object as written (escapes included) is "items".
+bool is_items_key(const std::string& raw) {
+  if (raw.find('\\') == std::string::npos) {
+    return raw == "items";
+  }
+  const json key = json::parse("\"" + raw + "\"", nullptr, /*allow_exceptions=*/false);
+  return key.is_string() && key.get_ref<const std::string&>() == "items";
+}
+
+}  // namespace
+
+void list_splitter::fail(error why) {
+  if (!failure_) {
+    failure_ = std::move(why);
+  }
+  std::string().swap(element_);
+  std::string().swap(envelope_);
+}
+
+bool list_splitter::malformed(std::string_view what, std::size_t at) {
+  fail(make_error(errc::malformed_json,
+                  "list: malformed JSON at byte " + std::to_string(at) + ": " + std::string(what)));
+  return false;
+}
+
+bool list_splitter::too_large(std::string_view what, std::size_t limit) {
+  fail(make_error(errc::response_too_large, "list: " + std::string(what) + " is larger than " +
+                                                std::to_string(limit) + " bytes (after " +
+                                                std::to_string(items_) + " items)"));
+  return false;
+}
+
+bool list_splitter::envelope_byte(char c) {
+  if (envelope_.size() >= limits_.max_item_bytes) {
+    return too_large("the part of the body outside items", limits_.max_item_bytes);
+  }
+  envelope_.push_back(c);
+  switch (state_) {
+    case state::envelope_escape:
+      state_ = state::envelope_string;
+      break;
+    case state::envelope_string:
+      if (c == '\\') {
+        state_ = state::envelope_escape;
+      } else if (c == '"') {
+        state_ = state::envelope;
+        if (in_key_) {
+          in_key_ = false;
+          expect_key_ = false;
+          items_key_ = !key_too_long_ && is_items_key(key_);
+        }
+        return true;
+      }
+      break;
+    default:
+      switch (c) {
+        case '"':
+          state_ = state::envelope_string;
+          if (depth_ == 1 && root_is_object_ && expect_key_) {
+            in_key_ = true;
+            key_.clear();
+            key_too_long_ = false;
+          }
+          return true;
+        case '{':
+        case '[':
+          if (++depth_ == 1) {
+            root_is_object_ = c == '{';
+            expect_key_ = root_is_object_;
+          }
+          return true;
+        case '}':
+        case ']':
+          // A mismatched bracket is left for the envelope's decoder to report.
+          if (depth_ > 0) {
+            --depth_;
+          }
+          return true;
+        case ',':
+          expect_key_ = depth_ == 1 && root_is_object_;
+          return true;
+        case ':':
+          if (depth_ == 1 && root_is_object_) {
+            items_value_next_ = items_key_;
+            items_key_ = false;
+          }
+          return true;
+        default:
+          return true;
+      }
+  }
+  if (in_key_) {
+    // No spelling of "items" (even fully \u-escaped) is longer than this.
+    if (key_.size() < 32) {
+      key_.push_back(c);
+    } else {
+      key_too_long_ = true;
+    }
+  }
+  return true;
+}
+
+bool list_splitter::keep_partial_element(std::string_view chunk) {
+  const std::size_t piece = chunk.size() - offset_;
+  if (element_.size() + piece > limits_.max_item_bytes) {
+    return too_large("item " + std::to_string(items_), limits_.max_item_bytes);
+  }
+  element_.append(chunk.substr(offset_));
+  return true;
+}
+
+bool list_splitter::complete_element(std::string_view chunk, std::size_t end,
+                                     const std::function<bool(std::string_view)>& emit) {
+  const std::size_t piece = end - offset_;
+  if (element_.size() + piece > limits_.max_item_bytes) {
+    return too_large("item " + std::to_string(items_), limits_.max_item_bytes);
+  }
+  std::string_view text = chunk.substr(offset_, piece);
+  if (!element_.empty()) {
+    element_.append(text);
+    text = element_;
+  }
+  ++items_;
+  state_ = state::items_after;
+  const bool keep = emit(text);
+  // Keep a modest buffer for reuse; give back what an unusually large item grew it to.
+  if (element_.capacity() > (std::size_t{1} << 20U)) {
+    std::string().swap(element_);
+  } else {
+    element_.clear();
+  }
+  if (!keep) {
+    if (!failure_) {
+      fail(make_error(errc::malformed_json, "list: stopped at item " + std::to_string(items_)));
+    }
+    return false;
+  }
+  return true;
+}
+
+bool list_splitter::scan(std::string_view chunk,
+                         const std::function<bool(std::string_view)>& emit) {
+  if (failure_) {
+    return false;
+  }
+  const std::size_t base = bytes_;
+  if (chunk.size() > limits_.max_page_bytes - std::min(bytes_, limits_.max_page_bytes)) {
+    bytes_ += chunk.size();
+    return too_large("the body", limits_.max_page_bytes);
+  }
+  bytes_ += chunk.size();
+  offset_ = 0;  // an element in progress continues at the start of this chunk
+  const char* const p = chunk.data();
+  const std::size_t n = chunk.size();
+  std::size_t i = 0;
+  while (i < n) {
+    switch (state_) {
+      case state::envelope:
+        if (items_value_next_ && !is_ws(p[i])) {
+          items_value_next_ = false;
+          if (p[i] == '[') {
+            if (envelope_.size() >= limits_.max_item_bytes) {
+              return too_large("the part of the body outside items", limits_.max_item_bytes);
+            }
+            envelope_.push_back('[');
+            state_ = state::items_start;
+            ++i;
+            break;
+          }
+        }
+        [[fallthrough]];
+      case state::envelope_string:
+      case state::envelope_escape:
+        if (!envelope_byte(p[i])) {
+          return false;
+        }
+        ++i;
+        break;
+      case state::items_start:
+      case state::items_next:
+      case state::items_after: {
+        const char c = p[i];
+        if (is_ws(c)) {
+          ++i;
+          break;
+        }
+        if (state_ == state::items_after || c == ']') {
+          if (c == ']' && state_ != state::items_next) {
+            envelope_.push_back(']');  // the '[' was counted against the bound
+            state_ = state::envelope;
+          } else if (c == ',' && state_ == state::items_after) {
+            state_ = state::items_next;
+          } else {
+            return malformed(state_ == state::items_after ? "expected ',' or ']' after an item"
+                                                          : "expected an item after ','",
+                             base + i);
+          }
+          ++i;
+          break;
+        }
+        offset_ = i;
+        element_.clear();
+        string_element_ = false;
+        if (c == '{' || c == '[') {
+          element_depth_ = 1;
+          state_ = state::element;
+        } else if (c == '"') {
+          string_element_ = true;
+          state_ = state::element_string;
+        } else if (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
+          state_ = state::element_scalar;
+        } else {
+          return malformed("expected an item", base + i);
+        }
+        ++i;
+        break;
+      }
+      case state::element:
+        while (i < n && !element_marks[static_cast<unsigned char>(p[i])]) {
+          ++i;
+        }
+        if (i == n) {
+          break;
+        }
+        if (p[i] == '"') {
+          state_ = state::element_string;
+        } else if (p[i] == '{' || p[i] == '[') {
+          ++element_depth_;
+        } else if (--element_depth_ == 0) {
+          if (!complete_element(chunk, i + 1, emit)) {
+            return false;
+          }
+        }
+        ++i;
+        break;
+      case state::element_string:
+        while (i < n && p[i] != '"' && p[i] != '\\') {
+          ++i;
+        }
+        if (i == n) {
+          break;
+        }
+        if (p[i] == '\\') {
+          state_ = state::element_escape;
+          ++i;
+        } else {
+          ++i;
+          if (string_element_) {
+            if (!complete_element(chunk, i, emit)) {
+              return false;
+            }
+          } else {
+            state_ = state::element;
+          }
+        }
+        break;
+      case state::element_escape:
+        state_ = state::element_string;
+        ++i;
+        break;
+      case state::element_scalar:
+        while (i < n && p[i] != ',' && p[i] != ']' && !is_ws(p[i])) {
+          ++i;
+        }
+        if (i < n && !complete_element(chunk, i, emit)) {
+          return false;
+        }
+        break;
+    }
+  }
+  switch (state_) {
+    case state::element:
+    case state::element_string:
+    case state::element_escape:
+    case state::element_scalar:
+      return keep_partial_element(chunk);
+    default:
+      return true;
+  }
+}
+
+result<std::string> list_splitter::finish() {
+  if (failure_) {
+    return *failure_;
+  }
+  switch (state_) {
+    case state::envelope:
+    case state::envelope_string:
+    case state::envelope_escape:
+      // An envelope cut short is reported by its decoder ("unexpected end of input").
+      return std::move(envelope_);
+    default:
+      malformed("unexpected end of input inside items", bytes_);
+      return *failure_;
+  }
 }
 
 result<api_status> decode_status(std::string_view json_text, json_engine engine) {

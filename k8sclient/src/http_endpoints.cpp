@@ -31,6 +31,13 @@
 
 #include "tec/k8s/metrics.hpp"
 
+// GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frame allocator for the
+// session coroutine (as in informer.cpp: the operator new/delete pair is matched). Only this
+// diagnostic, only this file.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 namespace tec::k8s {
 
 namespace asio = boost::asio;
@@ -128,9 +135,16 @@ struct http_endpoints::impl {
   impl(const asio::any_io_executor& ex, http_endpoints_options o)
       : strand(asio::make_strand(ex)), options(std::move(o)), acceptor(strand) {}
 
+  struct session_entry {
+    beast::tcp_stream* stream = nullptr;
+    bool idle = true;  // waiting for the first byte of a request
+    std::chrono::steady_clock::time_point idle_since{};
+  };
+
   static asio::awaitable<void> accept_loop(std::shared_ptr<impl> self);
   static asio::awaitable<void> session(std::shared_ptr<impl> self, tcp::socket socket);
   http::message_generator respond(const http::request<http::string_body>& req) const;
+  void make_room();
   void close_all();
 
   asio::strand<asio::any_io_executor> strand;
@@ -141,7 +155,7 @@ struct http_endpoints::impl {
   std::atomic<std::size_t> open_connections{0};
   // On the strand only:
   tcp::acceptor acceptor;
-  std::map<std::uint64_t, beast::tcp_stream*> sessions;
+  std::map<std::uint64_t, session_entry> sessions;  // by id: the first is the oldest
   std::uint64_t next_session = 0;
 };
 
@@ -174,12 +188,8 @@ asio::awaitable<void> http_endpoints::impl::accept_loop(std::shared_ptr<impl> se
       co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
       continue;
     }
-    if (self->sessions.size() >= self->options.max_connections) {
-      logger()->debug("too many connections ({}); closing a new one",
-                      self->options.max_connections);
-      boost::system::error_code ignored;
-      socket.close(ignored);
-      continue;
+    while (!self->sessions.empty() && self->sessions.size() >= self->options.max_connections) {
+      self->make_room();
     }
     asio::co_spawn(self->strand, session(self, std::move(socket)),
                    [](const std::exception_ptr& ep) { log_coroutine_exception(ep, "session"); });
@@ -193,7 +203,8 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
                                                     tcp::socket socket) {
   beast::tcp_stream stream(std::move(socket));
   const auto id = self->next_session++;
-  self->sessions.emplace(id, &stream);
+  auto& entry = self->sessions.emplace(id, session_entry{&stream}).first->second;
+  entry.idle_since = std::chrono::steady_clock::now();
   self->open_connections = self->sessions.size();
   // Declared after `stream`, so it unregisters before the stream is destroyed.
   struct registration {
@@ -215,21 +226,53 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
   beast::flat_buffer buffer(
       static_cast<std::size_t>(opt.header_limit) +
       static_cast<std::size_t>(std::min<std::uint64_t>(opt.body_limit, 1 << 20)) + 1024);
+  // Marks this connection idle (waiting for a request) or busy, for make_room(). The entry
+  // is gone once make_room() closed the connection.
+  const auto set_idle = [&self, id](bool idle) {
+    if (auto it = self->sessions.find(id); it != self->sessions.end()) {
+      it->second.idle = idle;
+      it->second.idle_since = std::chrono::steady_clock::now();
+    }
+  };
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(opt.header_limit);
     parser.body_limit(opt.body_limit);
-    stream.expires_after(opt.read_timeout);
-    auto [ec, n] =
-        co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+    const auto request_deadline = std::chrono::steady_clock::now() + opt.read_timeout;
+    stream.expires_at(request_deadline);
+    boost::system::error_code ec;
+    if (buffer.size() == 0) {
+      // Idle until the first byte of the next request.
+      set_idle(true);
+      auto [wec, wn] =
+          co_await stream.async_read_some(buffer.prepare(512), asio::as_tuple(asio::use_awaitable));
+      buffer.commit(wn);
+      ec = wec;
+    }
+    set_idle(false);
+    if (!ec) {
+      // The headers, from the first byte on, get header_timeout; the body the rest.
+      stream.expires_at(
+          std::min(request_deadline, std::chrono::steady_clock::now() + opt.header_timeout));
+      auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser,
+                                                        asio::as_tuple(asio::use_awaitable));
+      ec = hec;
+    }
+    if (!ec && !parser.is_done()) {
+      stream.expires_at(request_deadline);
+      auto [bec, bn] =
+          co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+      ec = bec;
+    }
     if (ec) {
       if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
           ec == asio::error::connection_reset || self->stopped) {
         break;
       }
       if (ec == beast::error::timeout) {
-        logger()->debug("closing a connection: no complete request within {} ms",
-                        opt.read_timeout.count());
+        logger()->debug(
+            "closing a connection: no complete request in time (idle {} ms, headers {} ms)",
+            opt.read_timeout.count(), opt.header_timeout.count());
         break;
       }
       if (!is_http_parse_error(ec)) {
@@ -294,12 +337,31 @@ http::message_generator http_endpoints::impl::respond(
   return make_response(req.version(), keep_alive, head, std::move(r));
 }
 
+void http_endpoints::impl::make_room() {
+  // The connection idle for the longest, else the oldest: a new client (a kubelet probe) is
+  // served, and an attacker holding every slot only keeps evicting its own connections.
+  auto victim = sessions.begin();
+  for (auto it = sessions.begin(); it != sessions.end(); ++it) {
+    if (it->second.idle &&
+        (!victim->second.idle || it->second.idle_since < victim->second.idle_since)) {
+      victim = it;
+    }
+  }
+  logger()->debug("{} connections open: closing the {} one to accept a new one", sessions.size(),
+                  victim->second.idle ? "longest idle" : "oldest");
+  boost::system::error_code ignored;
+  victim->second.stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+  victim->second.stream->close();
+  sessions.erase(victim);  // its coroutine ends on the aborted operation
+  open_connections = sessions.size();
+}
+
 void http_endpoints::impl::close_all() {
   boost::system::error_code ignored;
   acceptor.close(ignored);
-  for (auto& [id, stream] : sessions) {
-    stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream->close();
+  for (auto& [id, entry] : sessions) {
+    entry.stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    entry.stream->close();
   }
 }
 

@@ -13,6 +13,7 @@
 #include <cctype>
 #include <random>
 #include <type_traits>
+#include <utility>
 
 #include "tec/k8s/decode.hpp"
 #include "tec/k8s/line_splitter.hpp"
@@ -39,12 +40,6 @@ const std::shared_ptr<spdlog::logger>& watch_log() {
   return logger;
 }
 
-result<pod_list> decode_list(std::string_view body, std::type_identity<pod_record>) {
-  return decode_pod_list(body);
-}
-result<node_list> decode_list(std::string_view body, std::type_identity<node_record>) {
-  return decode_node_list(body);
-}
 result<pod_event> decode_event(std::string_view line, std::type_identity<pod_record>) {
   return decode_pod_event(line);
 }
@@ -77,14 +72,18 @@ std::string query_escape(std::string_view value) {
   return out;
 }
 
-/// A short description of an error response for logs (the Status message, else the status).
+/// A short description of an error response for logs (the Status message, else the status),
+/// clipped and escaped: it is the server's text.
 std::string describe_status(const response& res) {
   std::string text = "HTTP " + std::to_string(res.status);
   if (auto st = decode_status(res.body); st && !st->message.empty()) {
-    text += ": " + st->message;
+    text += ": " + printable(st->message);
   }
   return text;
 }
+
+/// How often a skipped, undecodable object is logged (the rest are counted in between).
+constexpr auto decode_error_log_period = std::chrono::seconds{10};
 
 /// 504 "Too large resource version": the watch cache is behind the resourceVersion we asked
 /// for (client-go treats it like 410 and relists).
@@ -110,6 +109,7 @@ struct informer<Record>::list_outcome {
   std::vector<Record> items;
   std::string resource_version;
   std::string why;
+  error err;  ///< For kind::failed, when the failure has a code (e.g. response_too_large).
 };
 
 template <class Record>
@@ -150,6 +150,12 @@ informer_stats informer<Record>::stats() const {
 }
 
 template <class Record>
+error informer<Record>::last_list_error() const {
+  std::lock_guard lock(mutex_);
+  return last_error_;
+}
+
+template <class Record>
 std::string informer<Record>::resource_version() const {
   std::lock_guard lock(mutex_);
   return rv_;
@@ -179,12 +185,11 @@ asio::awaitable<typename informer<Record>::list_outcome> informer<Record>::list(
   using kind = typename list_outcome::kind;
   list_outcome out;
   std::string continue_token;
-  bool full = false;  // after an expired continue token: one list without a limit
+  bool restarted = false;  // paging began again after an expired continue token
+  const list_limits limits{options_.max_line_bytes, api_.max_response_bytes()};
   for (;;) {
-    std::string target = std::string(informer_traits<Record>::path) + "?";
-    if (!full) {
-      target += "limit=" + std::to_string(options_.page_size) + "&";
-    }
+    std::string target = std::string(informer_traits<Record>::path) +
+                         "?limit=" + std::to_string(options_.page_size) + "&";
     if (!continue_token.empty()) {
       // The API server refuses resourceVersion together with continue.
       target += "continue=" + query_escape(continue_token);
@@ -194,7 +199,17 @@ asio::awaitable<typename informer<Record>::list_outcome> informer<Record>::list(
     request req;
     req.target = std::move(target);
     req.idempotent = true;
-    auto res = co_await api_.send(std::move(req));
+    // The page is decoded as it streams: items are kept as compact records, never the body.
+    list_decoder<Record> decoder(limits);
+    auto sink = [&](std::string_view bytes) {
+      if (stopping_) {
+        return false;
+      }
+      return decoder.feed(
+          bytes, [&](Record&& item) { out.items.push_back(std::move(item)); },
+          [&](const error& e) { skipped_undecodable(e); });
+    };
+    auto res = co_await api_.stream(std::move(req), sink, options_.idle_timeout);
     if (stopping_) {
       out.what = kind::stopped;
       co_return out;
@@ -203,17 +218,21 @@ asio::awaitable<typename informer<Record>::list_outcome> informer<Record>::list(
       out.what =
           res.err().code == make_error_code(errc::shutting_down) ? kind::stopped : kind::failed;
       out.why = res.err().message;
+      out.err = res.err();
       co_return out;
     }
-    if (res->status == 410 && !continue_token.empty() && !full) {
-      watch_log()->info("{}: continue token expired while listing, listing again in full",
+    if (res->status == 410 && !continue_token.empty() && !restarted) {
+      // client-go's pager lists once more without a limit; a page that size may exceed our
+      // page bound on a big cluster, so we page again from the start instead (once per
+      // list(); a second expiry backs off like any failed list).
+      watch_log()->info("{}: continue token expired while listing; paging again from the start",
                         informer_traits<Record>::kind);
-      full = true;
+      restarted = true;
       continue_token.clear();
       out.items.clear();
       continue;
     }
-    if (res->status == 410 || too_large_resource_version(res.value())) {
+    if ((res->status == 410 && continue_token.empty()) || too_large_resource_version(res.value())) {
       out.what = kind::gone;
       out.why = describe_status(res.value());
       co_return out;
@@ -221,27 +240,42 @@ asio::awaitable<typename informer<Record>::list_outcome> informer<Record>::list(
     if (res->status != 200) {
       out.what = kind::failed;
       out.why = describe_status(res.value());
+      if (res->status == 410) {
+        out.why += " (the continue token expired twice)";
+      }
       co_return out;
     }
-    auto page = decode_list(res->body, std::type_identity<Record>{});
+    auto page = decoder.finish();
     if (!page) {
       out.what = kind::failed;
-      out.why = "malformed list: " + page.err().message;
+      out.why = "bad list page: " + page.err().message;
+      out.err = page.err();
       co_return out;
     }
-    if (out.items.empty()) {
-      out.items = std::move(page->items);
-    } else {
-      out.items.insert(out.items.end(), std::make_move_iterator(page->items.begin()),
-                       std::make_move_iterator(page->items.end()));
-    }
-    if (page->continue_token.empty() || full) {
+    if (page->continue_token.empty()) {
       out.resource_version = std::move(page->resource_version);
       out.what = kind::ok;
       co_return out;
     }
     continue_token = std::move(page->continue_token);
   }
+}
+
+template <class Record>
+void informer<Record>::skipped_undecodable(const error& e) {
+  count([](informer_stats& s) { ++s.decode_errors; });
+  const auto now = steady::now();
+  if (now < next_decode_log_) {
+    ++unlogged_decode_errors_;
+    return;
+  }
+  next_decode_log_ = now + decode_error_log_period;
+  const auto unlogged = std::exchange(unlogged_decode_errors_, 0);
+  watch_log()->warn(
+      "{}: skipped an object that does not decode{}: {}", informer_traits<Record>::kind,
+      unlogged == 0 ? std::string()
+                    : " (and " + std::to_string(unlogged) + " more since the last report)",
+      printable(e.message));
 }
 
 template <class Record>
@@ -266,6 +300,12 @@ template <class Record>
 bool informer<Record>::apply_line(std::string_view line, watch_outcome& out) {
   using kind = typename watch_outcome::kind;
   auto ev = decode_event(line, std::type_identity<Record>{});
+  if (!ev && ev.err().code == make_error_code(errc::unexpected_shape)) {
+    // Valid JSON we cannot use (a wrong type, a missing uid): failing the watch would only
+    // bring the same object back on the next one, forever. Skip it and go on.
+    skipped_undecodable(ev.err());
+    return true;
+  }
   if (!ev) {
     out.what = kind::failed;
     out.decided = true;
@@ -298,8 +338,8 @@ bool informer<Record>::apply_line(std::string_view line, watch_outcome& out) {
       return true;
     case event_type::error:
       out.decided = true;
-      out.why = "error event: code " + std::to_string(ev->status.code) + " " + ev->status.reason +
-                ": " + ev->status.message;
+      out.why = "error event: code " + std::to_string(ev->status.code) + " " +
+                printable(ev->status.reason, 64) + ": " + printable(ev->status.message);
       out.what = ev->status.code == 410 ? kind::gone : kind::failed;
       return false;
   }
@@ -405,7 +445,7 @@ asio::awaitable<void> informer<Record>::run() {
     return d;
   };
 
-  std::string list_rv = "0";
+  std::string list_rv = options_.first_list_resource_version;
   bool need_list = true;
   bool listed_once = false;
   bool watched_once = false;
@@ -431,7 +471,19 @@ asio::awaitable<void> informer<Record>::run() {
         continue;
       }
       if (listed.what != lkind::ok) {
+        {
+          std::lock_guard lock(mutex_);
+          last_error_ = listed.err ? listed.err : make_error(errc::http_status, listed.why);
+        }
         wait = pause("list failed: " + listed.why);
+        if (listed.err.code == make_error_code(errc::response_too_large) && list_rv == "0") {
+          // resourceVersion=0 is served from the watch cache in one response whatever the
+          // limit (1.20), so a big cluster's first LIST can pass the page bound; etcd honours
+          // the limit: page from there (a consistent read) after the backoff.
+          watch_log()->info("{}: listing from etcd in pages of {} instead (resourceVersion=\"\")",
+                            what, options_.page_size);
+          list_rv.clear();
+        }
         continue;
       }
       const auto n = listed.items.size();

@@ -17,7 +17,7 @@ namespace {
 using nlohmann::json;
 namespace http = boost::beast::http;
 
-constexpr std::size_t max_body_in_message = 256;
+constexpr std::size_t max_body_in_message = 200;
 
 /// The Status object of an error response, or a discarded json when the body is not one.
 json parse_status(std::string_view body) {
@@ -28,19 +28,17 @@ json parse_status(std::string_view body) {
   return status;
 }
 
+/// The server's explanation, clipped and escaped for logs (printable()): a hostile or broken
+/// server must not write huge or forged log lines through it.
 std::string status_message(std::string_view body) {
   const json status = parse_status(body);
   if (!status.is_discarded()) {
     const auto it = status.find("message");
     if (it != status.end() && it->is_string()) {
-      return it->get<std::string>();
+      return printable(it->get_ref<const std::string&>());
     }
   }
-  std::string text(body.substr(0, max_body_in_message));
-  if (body.size() > max_body_in_message) {
-    text += "...";
-  }
-  return text;
+  return printable(body, max_body_in_message);
 }
 
 /// True when a rejected write names metadata.uid as the reason: the object under this name is
@@ -163,6 +161,8 @@ std::string error_reason(const error& err) {
       return "shutting_down";
     case errc::cancelled:
       return "cancelled";
+    case errc::response_too_large:
+      return "response_too_large";
   }
   return "other";
 }

@@ -6,6 +6,9 @@
 #      so does a Pod built from the Deployment's pod template (priority class, pod validation);
 #   2. the pod template meets the "restricted" Pod Security Standard (checked here: 1.20 has no
 #      Pod Security admission);
+#   2b. the NetworkPolicy selects the controller's pods and admits only the metrics port, only
+#      from namespaces carrying the monitoring label (the probes come from the node, which a
+#      NetworkPolicy always admits);
 #   3. the PodDisruptionBudget: `kubectl apply --dry-run=client` when the server serves
 #      policy/v1 (1.21+). A 1.20 server does not, and kubectl cannot map the kind without it,
 #      so there the PDB is checked against the policy/v1 object kubectl itself generates and
@@ -91,7 +94,7 @@ EOF
 
 k kustomize "$DEPLOY_DIR" >"$WORK/rendered.yaml" || fail "kubectl kustomize $DEPLOY_DIR failed"
 for kind in Namespace ServiceAccount ClusterRole ClusterRoleBinding Role RoleBinding Deployment \
-  Service PodDisruptionBudget; do
+  Service NetworkPolicy PodDisruptionBudget; do
   grep -q "^kind: $kind\$" "$WORK/rendered.yaml" || fail "deploy/ renders no $kind"
 done
 if grep -E '^  namespace: ' "$WORK/rendered.yaml" | grep -vq '^  namespace: taint-eviction-controller$'; then
@@ -109,7 +112,7 @@ out=$(k apply --dry-run=server -f "$WORK/all-but-pdb.yaml" 2>&1) \
 $out"
 echo "  ${out//$'\n'/$'\n'  }"
 n_objects=$(grep -c '(server dry run)' <<<"$out" || true)
-[ "$n_objects" -eq 8 ] || fail "expected 8 objects in the server dry run, got $n_objects"
+[ "$n_objects" -eq 9 ] || fail "expected 9 objects in the server dry run, got $n_objects"
 
 # The Deployment alone, for field checks (kubectl applies -o jsonpath to each object).
 awk 'BEGIN { RS = "---\n" } /(^|\n)kind: Deployment\n/ { printf "%s", $0 }' "$WORK/all-but-pdb.yaml" \
@@ -147,6 +150,35 @@ expect_field '{.spec.template.spec.priorityClassName}' system-cluster-critical
 n_containers=$(deploy_json '{range .spec.template.spec.containers[*]}{.name}{"\n"}{end}' | grep -c .)
 [ "$n_containers" -eq 1 ] || fail "expected one container, got $n_containers (each needs the security context)"
 
+# --- 2b. the NetworkPolicy (server-validated as networking.k8s.io/v1 in step 1) -------------
+
+awk 'BEGIN { RS = "---\n" } /(^|\n)kind: NetworkPolicy\n/ { printf "%s", $0 }' "$WORK/all-but-pdb.yaml" \
+  >"$WORK/networkpolicy.yaml"
+# netpol_json JSONPATH: a field of that NetworkPolicy.
+netpol_json() {
+  k create --dry-run=client -f "$WORK/networkpolicy.yaml" -o jsonpath="$1"
+}
+expect_netpol() {
+  local got
+  got=$(netpol_json "$1") || fail "cannot read $1 from the NetworkPolicy"
+  [ "$got" = "$2" ] || fail "NetworkPolicy $1: expected '$2', got '$got'"
+}
+expect_netpol '{.apiVersion}' networking.k8s.io/v1
+expect_netpol '{.spec.podSelector.matchLabels}' "$(deploy_json '{.spec.template.metadata.labels}')"
+expect_netpol '{.spec.policyTypes}' '["Ingress"]'
+# One rule: the metrics port, from labelled namespaces only. No rule for the probe port.
+expect_netpol '{range .spec.ingress[*]}{.ports[*].port}{"\n"}{end}' metrics
+expect_netpol '{.spec.ingress[0].ports[0].protocol}' TCP
+expect_netpol '{.spec.ingress[0].from[*].namespaceSelector.matchLabels}' \
+  '{"taint-eviction-controller.io/metrics":"allowed"}'
+expect_netpol '{.spec.ingress[0].from[*].podSelector}' ''
+expect_netpol '{.spec.ingress[0].from[*].ipBlock}' ''
+# The named ports exist on the container, with the ports the flags bind.
+expect_field "{$c.ports[?(@.name==\"metrics\")].containerPort}" 8080
+expect_field "{$c.ports[?(@.name==\"health\")].containerPort}" 8081
+grep -q -- '--metrics-bind-address=:8080' "$WORK/deployment.yaml" || fail "metrics is not served on 8080"
+grep -q -- '--health-probe-bind-address=:8081' "$WORK/deployment.yaml" || fail "probes are not served on 8081"
+
 # --- 3. the PodDisruptionBudget -------------------------------------------------------------
 
 pdb="$DEPLOY_DIR/pdb.yaml"
@@ -183,7 +215,7 @@ fi
 
 # --- 4. least-privilege RBAC ----------------------------------------------------------------
 
-write_overlay "$WORK/rbac" Namespace Deployment Service PodDisruptionBudget
+write_overlay "$WORK/rbac" Namespace Deployment Service NetworkPolicy PodDisruptionBudget
 k apply -k "$WORK/rbac" >/dev/null || fail "cannot create the ServiceAccount, roles and bindings"
 RBAC_APPLIED=1
 

@@ -727,3 +727,43 @@ TEST_F(client_test, shutdown_cancels_a_request_in_flight) {
 
 }  // namespace
 }  // namespace tec::k8s
+
+namespace tec::k8s {
+namespace {
+
+// "Too large" is final: the same request would bring the same body (issue 11: a 10 GB body
+// was read up to the cap 10 times over).
+TEST_F(client_test, a_response_too_large_is_an_error_value_and_never_retried) {
+  server_.set_fallback(reply::with(200, std::string(5000, 'x')));
+  auto opts = fast_options();
+  opts.max_response_bytes = 1000;
+  opts.max_retries = 10;
+  client c(io_.get_executor(), plain_config(), opts);
+  auto res = get(c, "/api/v1/pods", /*idempotent=*/true);
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, make_error_code(errc::response_too_large));
+  EXPECT_NE(res.err().message.find("larger than 1000 bytes"), std::string::npos)
+      << res.err().message;
+  EXPECT_NE(res.err().message.find("GET /api/v1/pods"), std::string::npos) << res.err().message;
+  EXPECT_EQ(server_.requests().size(), 1U);
+  EXPECT_EQ(c.max_response_bytes(), 1000U);
+}
+
+TEST_F(client_test, a_streamed_error_body_too_large_is_never_retried) {
+  server_.set_fallback(reply::chunked(500).repeat(std::string(64 * 1024, 'e'), 64).end());
+  auto opts = fast_options();
+  opts.max_retries = 10;
+  client c(io_.get_executor(), plain_config(), opts);
+  request req;
+  req.target = "/api/v1/pods?watch=1";
+  req.idempotent = true;
+  auto out = run_sync(io_, c.stream(
+                               std::move(req), [](std::string_view) { return true; }, 5s));
+  ASSERT_TRUE(out);
+  ASSERT_FALSE(*out);
+  EXPECT_EQ(out->err().code, make_error_code(errc::response_too_large)) << out->err().message;
+  EXPECT_EQ(server_.requests().size(), 1U);
+}
+
+}  // namespace
+}  // namespace tec::k8s

@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace tec::k8s {
 namespace {
@@ -647,6 +650,287 @@ TEST(watch_decoder, over_long_line_is_reported_and_skipped) {
         seen.push_back(e.code == make_error_code(errc::line_too_long) ? "long" : "?");
       });
   EXPECT_EQ(seen, (std::vector<std::string>{"long", "n"}));
+}
+
+}  // namespace
+}  // namespace tec::k8s
+
+namespace tec::k8s {
+namespace {
+
+// ---- LIST pages decoded as they stream (list_decoder) ----------------------------------------
+
+/// What a streamed decode produced: the page (items included) or its error, and the skipped
+/// items' messages.
+template <class Record>
+struct streamed {
+  result<list_page<Record>> page = error{};
+  std::vector<std::string> skipped;
+};
+
+/// Feeds `body` to a list_decoder cut at `cuts` (sorted offsets), then finishes it.
+template <class Record>
+streamed<Record> stream_list(std::string_view body, const std::vector<std::size_t>& cuts,
+                             list_limits limits = {}, json_engine engine = json_engine::fast) {
+  list_decoder<Record> decoder(limits, engine);
+  std::vector<Record> items;
+  streamed<Record> out;
+  std::size_t from = 0;
+  bool ok = true;
+  auto feed = [&](std::size_t to) {
+    if (ok) {
+      ok = decoder.feed(
+          body.substr(from, to - from), [&](Record&& r) { items.push_back(std::move(r)); },
+          [&](const error& e) { out.skipped.push_back(e.message); });
+    }
+    from = to;
+  };
+  for (const std::size_t cut : cuts) {
+    feed(cut);
+  }
+  feed(body.size());
+  auto page = decoder.finish();
+  if (page) {
+    page->items = std::move(items);
+  }
+  out.page = std::move(page);
+  return out;
+}
+
+template <class Record>
+void expect_same_page(const streamed<Record>& got, const result<list_page<Record>>& want,
+                      const std::string& context) {
+  ASSERT_TRUE(got.page) << context << ": " << got.page.err().message;
+  ASSERT_TRUE(want) << context;
+  EXPECT_EQ(got.page->items, want->items) << context;
+  EXPECT_EQ(got.page->resource_version, want->resource_version) << context;
+  EXPECT_EQ(got.page->continue_token, want->continue_token) << context;
+  EXPECT_TRUE(got.skipped.empty()) << context;
+}
+
+std::string pod_item(int i, const std::string& extra_metadata = "") {
+  const std::string n = std::to_string(i);
+  return R"({"metadata":{"name":"p)" + n + R"(","namespace":"ns","uid":"u)" + n +
+         R"(","resourceVersion":")" + n + R"(",)" + extra_metadata +
+         R"("ownerReferences":[{"kind":"ReplicaSet","name":"rs","uid":"r","controller":true}]},)"
+         R"("spec":{"nodeName":"node-)" +
+         n +
+         R"(","tolerations":[{"key":"k","operator":"Exists","effect":"NoExecute",)"
+         R"("tolerationSeconds":)" +
+         n + R"(}]},"status":{"phase":"Running"}})";
+}
+
+/// Lists the whole-body decoder and the streaming one must agree on.
+std::vector<std::string> list_bodies() {
+  return {
+      fixture("pod_list_page.json"),
+      // Every item has a controller (each one's owner kind is its own), metadata after items.
+      R"({"kind":"PodList","items":[)" + pod_item(1) + "," + pod_item(2) + "," + pod_item(3) +
+          R"(],"metadata":{"continue":"c\"o\\n","resourceVersion":"77"},"apiVersion":"v1"})",
+      // Whitespace everywhere, an escaped "items" key, brackets and quotes inside strings.
+      " \r\n\t{ \"it\\u0065ms\" :\n [ \n" + pod_item(4, R"("annotations":{"a":"]}[{\"\\"},)") +
+          " , " + pod_item(5) + " \n] , \"metadata\" : { \"resourceVersion\" : \"9\" } } \n",
+      // A byte order mark, an empty items array, a nested "items" that is not the list's.
+      "\xEF\xBB\xBF{\"metadata\":{\"resourceVersion\":\"1\",\"items\":[1]},\"items\":[]}",
+      R"({"items":null,"metadata":{"resourceVersion":"2"}})",
+      R"({"metadata":{"resourceVersion":"3"}})",
+      // Two items arrays: both count, as for the whole-body decoder.
+      R"({"items":[)" + pod_item(6) + R"(],"items":[)" + pod_item(7) + "]}",
+  };
+}
+
+TEST(list_decoder, splits_at_every_byte_boundary_decode_like_the_whole_body) {
+  for (const auto& body : list_bodies()) {
+    const auto whole = decode_pod_list(body);
+    ASSERT_TRUE(whole) << body << ": " << whole.err().message;
+    expect_same_page(stream_list<pod_record>(body, {}), whole, "unsplit: " + body);
+    for (std::size_t cut = 0; cut <= body.size(); ++cut) {
+      expect_same_page(stream_list<pod_record>(body, {cut}), whole,
+                       "cut at " + std::to_string(cut) + ": " + body);
+      if (HasFatalFailure()) {
+        return;
+      }
+    }
+    std::vector<std::size_t> bytewise(body.size());
+    std::iota(bytewise.begin(), bytewise.end(), std::size_t{0});
+    expect_same_page(stream_list<pod_record>(body, bytewise), whole, "byte by byte: " + body);
+  }
+  // The owner kind of every item is its own (the whole-body decoder once kept the first).
+  const auto page = stream_list<pod_record>(list_bodies()[1], {});
+  ASSERT_TRUE(page.page);
+  ASSERT_EQ(page.page->items.size(), 3U);
+  for (const auto& item : page.page->items) {
+    EXPECT_EQ(item.pod.owner_kind, "ReplicaSet") << item.pod.name;
+  }
+}
+
+TEST(list_decoder, random_splits_of_random_mutations_agree_with_the_whole_body_decoder) {
+  const auto bodies = list_bodies();
+  static constexpr std::string_view interesting = "\"\\{}[],:0-e.ntfu \x01\xff";
+  std::mt19937 rng(4321U);
+  for (int i = 0; i < 3000; ++i) {
+    std::string body = bodies[rng() % bodies.size()];
+    for (int e = 0, edits = static_cast<int>(rng() % 3); e < edits && !body.empty(); ++e) {
+      const std::size_t pos = rng() % body.size();
+      const char c = interesting[rng() % interesting.size()];
+      switch (rng() % 3) {
+        case 0:
+          body[pos] = c;
+          break;
+        case 1:
+          body.insert(body.begin() + static_cast<std::ptrdiff_t>(pos), c);
+          break;
+        default:
+          body.erase(pos, 1);
+          break;
+      }
+    }
+    std::vector<std::size_t> cuts;
+    for (std::size_t k = 0, n = rng() % 6; k < n; ++k) {
+      cuts.push_back(rng() % (body.size() + 1));
+    }
+    std::sort(cuts.begin(), cuts.end());
+    const auto unsplit = stream_list<pod_record>(body, {});
+    const auto split = stream_list<pod_record>(body, cuts);
+    const auto reference = stream_list<pod_record>(body, cuts, {}, json_engine::nlohmann);
+    // Where the body is cut never matters, nor which tokenizer decodes the items.
+    for (const auto* other : {&split, &reference}) {
+      ASSERT_EQ(other->page.has_value(), unsplit.page.has_value()) << body;
+      EXPECT_EQ(other->skipped.size(), unsplit.skipped.size()) << body;
+      if (unsplit.page) {
+        EXPECT_EQ(other->page->items, unsplit.page->items) << body;
+        EXPECT_EQ(other->page->resource_version, unsplit.page->resource_version) << body;
+      } else {
+        EXPECT_EQ(other->page.err().code, unsplit.page.err().code) << body;
+      }
+    }
+    // Against the whole-body decoder: the same when it succeeds; malformed JSON is malformed
+    // for both; a wrong shape fails the whole body but only skips an item when streaming
+    // (which may then reach a malformed part the whole-body decoder stopped before).
+    const auto whole = decode_pod_list(body);
+    if (whole) {
+      expect_same_page(unsplit, whole, body);
+    } else if (whole.err().code == make_error_code(errc::malformed_json)) {
+      ASSERT_FALSE(unsplit.page) << body;
+      EXPECT_EQ(unsplit.page.err().code, make_error_code(errc::malformed_json))
+          << body << "\n"
+          << unsplit.page.err().message;
+    } else if (unsplit.page) {
+      EXPECT_FALSE(unsplit.skipped.empty()) << body;
+    }
+    if (HasFatalFailure()) {
+      return;
+    }
+  }
+}
+
+TEST(list_decoder, items_of_the_wrong_shape_are_skipped_and_named) {
+  const std::string body = R"({"metadata":{"resourceVersion":"5"},"items":[)" + pod_item(1) +
+                           R"(,{"metadata":{"name":"no-uid"}},null,"text",[1],)" +
+                           R"({"metadata":{"name":"p","uid":"u"},"spec":{"tolerations":[)"
+                           R"({"tolerationSeconds":1.5}]}},)" +
+                           pod_item(2) + "]}";
+  const auto got = stream_list<pod_record>(body, {17, 200});
+  ASSERT_TRUE(got.page) << got.page.err().message;
+  ASSERT_EQ(got.page->items.size(), 2U);
+  EXPECT_EQ(got.page->items[0].pod.name, "p1");
+  EXPECT_EQ(got.page->items[1].pod.name, "p2");
+  EXPECT_EQ(got.page->resource_version, "5");
+  ASSERT_EQ(got.skipped.size(), 5U);
+  EXPECT_EQ(got.skipped[0].rfind("items[1]: ", 0), 0U) << got.skipped[0];
+  EXPECT_NE(got.skipped[0].find("metadata.uid"), std::string::npos) << got.skipped[0];
+  EXPECT_EQ(got.skipped[4].rfind("items[5]: ", 0), 0U) << got.skipped[4];
+  EXPECT_NE(got.skipped[4].find("tolerationSeconds"), std::string::npos) << got.skipped[4];
+}
+
+TEST(list_decoder, broken_structure_and_early_ends_are_malformed) {
+  for (const std::string& body : std::vector<std::string>{
+           R"({"items":[)" + pod_item(1) + " " + pod_item(2) + "]}",
+           R"({"items":[)" + pod_item(1) + ",]}", R"({"items":[,)" + pod_item(1) + "]}",
+           R"({"items":[)" + pod_item(1) + ",{\"a\":}]}", R"({"items":[)" + pod_item(1),
+           R"({"items":[)" + pod_item(1) + "]", R"({"items":[1 2]})", R"({"items":[}]})",
+           R"({"items":[]}x)", std::string("")}) {
+    const auto got = stream_list<pod_record>(body, {body.size() / 2});
+    ASSERT_FALSE(got.page) << body;
+    EXPECT_EQ(got.page.err().code, make_error_code(errc::malformed_json)) << body << "\n"
+                                                                          << got.page.err().message;
+  }
+}
+
+TEST(list_decoder, bounds_one_item_the_envelope_and_the_page) {
+  list_limits limits;
+  limits.max_item_bytes = 1000;
+  limits.max_page_bytes = 5000;
+  const std::string big_item = R"({"metadata":{"name":"p","uid":"u","annotations":{"a":")" +
+                               std::string(2000, 'a') + "\"}}}";
+  const std::string big_envelope = R"({"kind":")" + std::string(2000, 'k') + R"(","items":[]})";
+  std::string big_page = R"({"items":[)" + pod_item(0);
+  for (int i = 1; i < 30; ++i) {
+    big_page += "," + pod_item(i);
+  }
+  big_page += "]}";
+  for (const auto& body : {R"({"items":[)" + big_item + "]}", big_envelope, big_page}) {
+    // Fed in pieces smaller than the bounds: the decoder, not the chunking, must notice.
+    std::vector<std::size_t> cuts;
+    for (std::size_t c = 100; c < body.size(); c += 100) {
+      cuts.push_back(c);
+    }
+    const auto got = stream_list<pod_record>(body, cuts, limits);
+    ASSERT_FALSE(got.page) << body.substr(0, 60);
+    EXPECT_EQ(got.page.err().code, make_error_code(errc::response_too_large))
+        << got.page.err().message;
+    EXPECT_NE(got.page.err().message.find("larger than"), std::string::npos)
+        << got.page.err().message;
+  }
+  // Within the bounds, the same items are fine.
+  EXPECT_TRUE(stream_list<pod_record>(R"({"items":[)" + pod_item(1) + "]}", {}, limits).page);
+}
+
+TEST(list_decoder, decodes_node_lists) {
+  const std::string body = R"({"kind":"NodeList","metadata":{"resourceVersion":"8"},"items":[)" +
+                           fixture("node.json") + "," + fixture("node.json") + "]}";
+  const auto whole = decode_node_list(body);
+  ASSERT_TRUE(whole) << whole.err().message;
+  for (std::size_t cut = 0; cut <= body.size(); cut += 7) {
+    expect_same_page(stream_list<node_record>(body, {cut}), whole, std::to_string(cut));
+  }
+}
+
+// ---- server text in error messages ------------------------------------------------------------
+
+TEST(printable, escapes_control_characters_and_clips_with_the_original_size) {
+  EXPECT_EQ(printable("pod \"a\" is forbidden: ok"), "pod \"a\" is forbidden: ok");
+  EXPECT_EQ(printable("caf\xC3\xA9 \xF0\x9F\x98\x80"), "caf\xC3\xA9 \xF0\x9F\x98\x80");
+  EXPECT_EQ(printable("a\nb\rc\td\x01\x7F"), "a\\nb\\rc\\td\\x01\\x7f");
+  EXPECT_EQ(printable("bad \xFF\xC3 utf8"), "bad \\xff\\xc3 utf8");
+  EXPECT_EQ(printable("\xC2\x85 and \xE2\x80\xA8"), "\\u0085 and \\u2028");
+  const std::string forged =
+      "denied\n2026-01-01T00:00:00.000Z INFO  controller evicted pod=\"kube-system/everything\"";
+  const std::string safe = printable(forged);
+  EXPECT_EQ(safe.find('\n'), std::string::npos) << safe;
+  EXPECT_NE(safe.find("denied\\n2026-01-01"), std::string::npos) << safe;
+  const std::string huge(200'074, 'x');
+  const std::string clipped = printable(huge);
+  EXPECT_LE(clipped.size(), 512U + 40U);
+  EXPECT_NE(clipped.find("[clipped: 200074 bytes]"), std::string::npos) << clipped;
+  EXPECT_EQ(printable(huge, 10), "xxxxxxxxxx... [clipped: 200074 bytes]");
+  // An escape is never cut in half.
+  EXPECT_EQ(printable("abcdefghi\n", 10), "abcdefghi... [clipped: 10 bytes]");
+}
+
+TEST(printable, decode_errors_quote_input_printably) {
+  const auto time = decode_node(
+      R"({"metadata":{"name":"n","uid":"u"},"spec":{"taints":[{"key":"k","timeAdded":"x\n2026-01-01 INFO forged"}]}})");
+  ASSERT_FALSE(time);
+  EXPECT_EQ(time.err().message.find('\n'), std::string::npos) << time.err().message;
+  EXPECT_NE(time.err().message.find("x\\n2026"), std::string::npos) << time.err().message;
+  const auto type = decode_pod_event(R"({"type":"ADDED\r\nINFO forged","object":{}})");
+  ASSERT_FALSE(type);
+  EXPECT_EQ(type.err().message.find('\r'), std::string::npos) << type.err().message;
+  const auto name = decode_pod(
+      R"({"metadata":{"name":"a\nb","uid":"u"},"spec":{"tolerations":[{"tolerationSeconds":"1"}]}})");
+  ASSERT_FALSE(name);
+  EXPECT_EQ(name.err().message.find('\n'), std::string::npos) << name.err().message;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -20,6 +21,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "k8sclient/support/run_sync.hpp"
 #include "tec/k8s/metrics.hpp"
@@ -333,29 +335,6 @@ TEST_F(http_endpoints_test, stop_closes_connected_clients_and_leaves_no_work) {
   EXPECT_EQ(server.connections(), 0U);
 }
 
-TEST_F(http_endpoints_test, connections_beyond_the_limit_are_closed) {
-  auto o = options();
-  o.max_connections = 1;
-  http_endpoints server(ioc_.get_executor(), o);
-  server.handle("/x", [] { return http_response{200, "text/plain", "x"}; });
-  const auto ep = start(server);
-  auto first = run_until_done(
-      ioc_, [](tcp::endpoint e) -> asio::awaitable<std::unique_ptr<beast::tcp_stream>> {
-        auto op = connect(e);
-        co_return std::make_unique<beast::tcp_stream>(co_await std::move(op));
-      }(ep));
-  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == 1; }));
-  const auto second = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
-    auto stream = co_await connect(e);
-    co_return co_await read_until_closed(stream);
-  }(ep));
-  EXPECT_EQ(second, "");
-  // The first still works.
-  const auto res = run_until_done(ioc_, request(*first, http::verb::get, "/x"));
-  EXPECT_EQ(res.body, "x");
-  server.stop();
-}
-
 TEST_F(http_endpoints_test, all_interfaces_and_disabled) {
   {
     auto o = options();
@@ -424,6 +403,119 @@ TEST(parse_bind_address, accepts_and_rejects) {
       EXPECT_EQ(b.err().code, make_error_code(errc::config_invalid));
     }
   }
+}
+
+}  // namespace
+}  // namespace tec::k8s
+
+namespace tec::k8s {
+namespace {
+
+// A kubelet probe must get through however many idle or trickling connections hold the
+// server (issue 11: /healthz answered nothing while 64 idle connections were open).
+
+asio::awaitable<std::unique_ptr<beast::tcp_stream>> open_stream(tcp::endpoint ep) {
+  auto op = connect(ep);
+  co_return std::make_unique<beast::tcp_stream>(co_await std::move(op));
+}
+
+TEST_F(http_endpoints_test, a_full_server_closes_its_longest_idle_connection_for_a_probe) {
+  http_endpoints server(ioc_.get_executor(), options(60'000ms));
+  server.handle_check("/healthz", [] { return check_result{}; });
+  const auto ep = start(server);
+  std::vector<std::unique_ptr<beast::tcp_stream>> idle;
+  for (int i = 0; i < 64; ++i) {
+    idle.push_back(run_until_done(ioc_, open_stream(ep)));
+    // In order, so the first one is the longest idle.
+    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == idle.size(); }));
+  }
+  const auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/healthz"));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.body, "ok");
+  EXPECT_LE(server.connections(), 64U);
+  // The longest idle connection was the one closed; the last one opened still works.
+  EXPECT_EQ(run_until_done(ioc_, read_until_closed(*idle.front())), "");
+  EXPECT_EQ(run_until_done(ioc_, request(*idle.back(), http::verb::get, "/healthz")).status, 200U);
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, a_full_server_of_busy_connections_closes_the_oldest) {
+  auto o = options(60'000ms);
+  o.max_connections = 2;
+  o.header_timeout = 60'000ms;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle("/x", [] { return http_response{200, "text/plain", "x"}; });
+  const auto ep = start(server);
+  // Two connections in the middle of their headers: busy, not idle.
+  std::vector<std::unique_ptr<beast::tcp_stream>> busy;
+  for (int i = 0; i < 2; ++i) {
+    busy.push_back(run_until_done(ioc_, open_stream(ep)));
+    run_until_done(ioc_, [](beast::tcp_stream& s) -> asio::awaitable<bool> {
+      co_await asio::async_write(s, asio::buffer(std::string_view("GET /x HTTP/1.1\r\nHo")),
+                                 asio::use_awaitable);
+      co_return true;
+    }(*busy.back()));
+    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == busy.size(); }));
+  }
+  const auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/x"));
+  EXPECT_EQ(res.body, "x");
+  EXPECT_EQ(run_until_done(ioc_, read_until_closed(*busy.front())), "");
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, trickled_headers_are_cut_at_the_header_deadline) {
+  auto o = options(60'000ms);  // the idle and whole-request deadline would allow a minute
+  o.header_timeout = 300ms;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle("/x", [] { return http_response{}; });
+  const auto ep = start(server);
+  // A slowloris client: one header byte every 20 ms, until the server hangs up. Bounded by
+  // the test cap's worth of bytes, far below the 60 s the other deadlines allow.
+  const bool cut = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<bool> {
+    auto stream = co_await connect(e);
+    auto [wec, wn] = co_await asio::async_write(
+        stream, asio::buffer(std::string_view("GET /x HTTP/1.1\r\nX-Slow: ")),
+        asio::as_tuple(asio::use_awaitable));
+    if (wec) {
+      co_return true;
+    }
+    asio::steady_timer pace(co_await asio::this_coro::executor);
+    for (int i = 0; i < 400; ++i) {  // 400 x 20 ms: within test_cap
+      pace.expires_after(20ms);
+      co_await pace.async_wait(asio::use_awaitable);
+      auto [ec, n] = co_await asio::async_write(stream, asio::buffer(std::string_view("a")),
+                                                asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        co_return true;  // the server closed the connection
+      }
+    }
+    co_return false;
+  }(ep));
+  EXPECT_TRUE(cut);
+  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, the_header_deadline_does_not_cut_an_idle_kept_alive_connection) {
+  auto o = options(60'000ms);
+  o.header_timeout = 100ms;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle("/x", [] { return http_response{200, "text/plain", "x"}; });
+  const auto ep = start(server);
+  const auto body = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    std::string out;
+    for (int i = 0; i < 2; ++i) {
+      // Idle for several header deadlines before each request: still served.
+      asio::steady_timer idle(co_await asio::this_coro::executor, 500ms);
+      co_await idle.async_wait(asio::use_awaitable);
+      auto op = request(stream, http::verb::get, "/x");
+      out += (co_await std::move(op)).body;
+    }
+    co_return out;
+  }(ep));
+  EXPECT_EQ(body, "xx");
+  server.stop();
 }
 
 }  // namespace

@@ -402,3 +402,121 @@ TEST_F(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
 
 }  // namespace
 }  // namespace tec::k8s
+
+namespace tec::k8s {
+namespace {
+
+// LIST pages streamed from etcd in small pages (continue tokens issued by the real server), and
+// a continue token that expires between two pages (an etcd compaction) -> paging again from
+// the start, not one LIST without a limit.
+class informer_paging_itest : public informer_itest {
+protected:
+  void SetUp() override {
+    informer_itest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    // deploy/local/cluster.sh keeps the etcd endpoint next to the admin kubeconfig.
+    const auto env = std::filesystem::path(std::getenv("KUBECONFIG")).parent_path() / "env";
+    etcd_ =
+        shell(". '" + env.string() + "' 2>/dev/null && printf %s \"$TEC_CLUSTER_ETCD_URL\"").second;
+    admin_ = std::make_unique<client>(io_.get_executor(), config_);
+    suffix_ = unique_suffix();
+    for (int i = 0; i < 5; ++i) {
+      const std::string name = "tec-paging-" + suffix_ + "-" + std::to_string(i);
+      auto res =
+          run_sync(io_, admin_->send(request(http::verb::post, "/api/v1/nodes", node_body(name))));
+      ASSERT_TRUE(res && *res);
+      ASSERT_EQ((*res)->status, 201U) << (*res)->body;
+      created_.push_back(name);
+    }
+  }
+
+  void TearDown() override {
+    informer_itest::TearDown();
+    for (const auto& name : created_) {
+      (void)run_sync(io_, admin_->send(request(http::verb::delete_, "/api/v1/nodes/" + name)));
+    }
+    if (admin_) {
+      admin_->shutdown();
+    }
+  }
+
+  /// A node informer listing from etcd in pages of 2; `before_request(n)` runs before its
+  /// client's n-th request (1-based), on the I/O thread.
+  void start_paging(std::function<void(int)> before_request) {
+    client_options copts;
+    copts.delay = [this, hook = std::move(before_request)](wait_reason why,
+                                                           std::chrono::nanoseconds wanted) {
+      if (why == wait_reason::rate_limit) {
+        hook(++requests_);
+      }
+      return wanted;
+    };
+    api_ = std::make_unique<client>(io_.get_executor(), config_, copts);
+    informer_options opts;
+    opts.page_size = 2;
+    opts.first_list_resource_version = "";
+    start_nodes(opts);
+  }
+
+  void expect_created_nodes() {
+    for (const auto& name : created_) {
+      EXPECT_TRUE(node_store_.get(name)) << name;
+    }
+  }
+
+  std::string etcd_;
+  std::string suffix_;
+  std::unique_ptr<client> admin_;
+  std::vector<std::string> created_;
+  int requests_ = 0;
+};
+
+TEST_F(informer_paging_itest, pages_from_etcd_are_streamed_and_followed) {
+  start_paging([](int) {});
+  ASSERT_TRUE(run_until([this] { return nodes_->has_synced(); }));
+  expect_created_nodes();
+  const auto st = nodes_->stats();
+  EXPECT_EQ(st.lists, 1U);
+  EXPECT_EQ(st.errors, 0U);
+  EXPECT_EQ(st.decode_errors, 0U);
+  EXPECT_GE(requests_, 3);  // at least 5 nodes in pages of 2
+}
+
+TEST_F(informer_paging_itest, an_expired_continue_token_pages_again_from_the_start) {
+  if (etcd_.empty() || shell("command -v etcdctl >/dev/null").first != 0) {
+    GTEST_SKIP() << "needs etcdctl and the cluster's etcd endpoint (deploy/local/cluster.sh)";
+  }
+  const std::string etcdctl = "ETCDCTL_API=3 etcdctl --endpoints '" + etcd_ + "' ";
+  std::pair<int, std::string> compacted{-1, "not run"};
+  start_paging([&](int n) {
+    if (n != 2) {
+      return;
+    }
+    // Before the second page: a write past the first page's revision (a key outside the
+    // API server's prefix, removed again), then a compaction there: the token has expired.
+    const std::string key = "/tec-paging-itest/" + suffix_;
+    const auto put = shell(etcdctl + "put " + key + " x -w json");
+    const auto at = put.second.find("\"revision\":");
+    if (put.first != 0 || at == std::string::npos) {
+      compacted = {-1, "put failed: " + put.second};
+      return;
+    }
+    const auto revision = std::strtoll(put.second.c_str() + at + 11, nullptr, 10);
+    (void)shell(etcdctl + "del " + key);
+    compacted = shell(etcdctl + "compact " + std::to_string(revision) + " 2>&1");
+  });
+  ASSERT_TRUE(run_until([this] { return nodes_->has_synced(); }));
+  ASSERT_EQ(compacted.first, 0) << compacted.second;
+  expect_created_nodes();
+  const auto st = nodes_->stats();
+  EXPECT_EQ(st.lists, 1U);
+  EXPECT_EQ(st.errors, 0U);  // paging again is part of the same list, not a failure
+  // Page 1, the expired page 2, then at least 3 pages from the start again (where client-go
+  // would send one LIST without a limit: 3 requests in all).
+  EXPECT_GE(requests_, 5);
+}
+
+}  // namespace
+}  // namespace tec::k8s

@@ -5,7 +5,12 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -229,17 +234,19 @@ TEST_F(informer_test, gone_list_at_the_last_version_falls_back_to_the_latest) {
   EXPECT_EQ(seen_, (std::vector<std::string>{"add n1", "delete n1"}));
 }
 
-TEST_F(informer_test, expired_continue_token_lists_once_in_full) {
+TEST_F(informer_test, expired_continue_token_pages_again_from_the_start) {
   server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10", "next")));
   server_.push(reply::with(410, R"({"kind":"Status","code":410,"reason":"Expired"})"));
-  server_.push(reply::with(200, node_list({node_json("n1", "8"), node_json("n2", "9")}, "12")));
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "12", "again")));
+  server_.push(reply::with(200, node_list({node_json("n2", "9")}, "12")));
   server_.push(reply::chunked(200).stall());
   start(fast_informer());
-  ASSERT_TRUE(run_until([this] { return requests() >= 4; }));
+  ASSERT_TRUE(run_until([this] { return requests() >= 5; }));
   auto t = targets();
   EXPECT_EQ(t[1], "/api/v1/nodes?limit=500&continue=next");
-  EXPECT_EQ(t[2], "/api/v1/nodes?resourceVersion=0");
-  EXPECT_NE(t[3].find("resourceVersion=12&"), std::string::npos);
+  EXPECT_EQ(t[2], "/api/v1/nodes?limit=500&resourceVersion=0");
+  EXPECT_EQ(t[3], "/api/v1/nodes?limit=500&continue=again");
+  EXPECT_NE(t[4].find("resourceVersion=12&"), std::string::npos);
   EXPECT_EQ(seen_, (std::vector<std::string>{"add n1", "add n2"}));
   EXPECT_EQ(store_.size(), 2U);
 }
@@ -345,6 +352,240 @@ TEST(pod_informer_test, lists_and_watches_pods) {
   inf.stop();
   api.shutdown();
   EXPECT_TRUE(testing::run_until(io, [&] { return finished; }));
+}
+
+}  // namespace
+}  // namespace tec::k8s
+
+namespace tec::k8s {
+namespace {
+
+// ---- LIST pages decoded as they stream: bounded memory, "too large" never retried -------
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool sanitized = true;  // their allocators make resident memory meaningless here
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool sanitized = true;
+#else
+constexpr bool sanitized = false;
+#endif
+#else
+constexpr bool sanitized = false;
+#endif
+
+/// A field of /proc/self/status in KiB ("VmRSS", "VmHWM"), or -1.
+long status_kib(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) {
+      return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
+    }
+  }
+  return -1;
+}
+
+/// Resets the peak resident size (VmHWM) to the current one; false where the kernel refuses.
+bool reset_peak_rss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return out.good();
+}
+
+/// A pod item of about 8.5 KB, most of it an annotation the decoder skips (real pods carry
+/// managedFields, container specs and status of that size).
+std::string bulky_pod(int i) {
+  const std::string n = std::to_string(i);
+  return R"({"metadata":{"name":"pod-)" + n + R"(","namespace":"bulk","uid":"uid-)" + n +
+         R"(","resourceVersion":")" + n + R"(","annotations":{"filler":")" +
+         std::string(8192, 'f') +
+         R"("}},"spec":{"nodeName":"node-1","tolerations":[{"key":"k","operator":"Exists"}]},)"
+         R"("status":{"phase":"Running"}})";
+}
+
+class huge_list_test : public ::testing::Test {
+protected:
+  huge_list_test() : api_(io_.get_executor(), testing::plain_config(server_), options()) {}
+
+  static client_options options() {
+    client_options opts;
+    opts.qps = 0;
+    opts.request_timeout = 60s;
+    opts.max_retries = 10;
+    // Under sanitizers only time is at stake (memory is not measured): a smaller page cap.
+    if (sanitized) {
+      opts.max_response_bytes = std::size_t{32} << 20U;
+    }
+    return opts;
+  }
+
+  /// Runs the informer until it has synced; the first LIST is the huge one, the second a
+  /// small good one. Returns the peak resident growth in KiB over the run (-1: not measured).
+  long sync_after_a_huge_list() {
+    server_.push(
+        reply::with(200, R"({"kind":"PodList","metadata":{"resourceVersion":"50"},"items":[)" +
+                             bulky_pod(1) + "]}"));
+    server_.push(reply::chunked(200).stall());
+    informer_options opts;
+    opts.backoff.initial = 10ms;
+    opts.backoff.cap = 10ms;
+    opts.seed = 1;
+    informer_ = std::make_unique<pod_informer>(api_, store_, nullptr, opts);
+    const long before = status_kib("VmRSS");
+    const bool measured = !sanitized && reset_peak_rss() && before > 0;
+    bool finished = false;
+    asio::co_spawn(io_, informer_->run(), [&](const std::exception_ptr&) { finished = true; });
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    while (!informer_->has_synced() && std::chrono::steady_clock::now() < deadline) {
+      io_.run_one_for(10ms);
+    }
+    const long peak = status_kib("VmHWM");
+    informer_->stop();
+    api_.shutdown();
+    while (!finished && std::chrono::steady_clock::now() < deadline + 10s) {
+      io_.run_one_for(10ms);
+    }
+    EXPECT_TRUE(finished);
+    return measured && peak > 0 ? peak - before : -1;
+  }
+
+  void expect_one_too_large_then_synced(long growth_kib) {
+    EXPECT_TRUE(informer_->has_synced());
+    const auto err = informer_->last_list_error();
+    EXPECT_EQ(err.code, make_error_code(errc::response_too_large)) << err.message;
+    EXPECT_NE(err.message.find("larger than"), std::string::npos) << err.message;
+    const auto st = informer_->stats();
+    EXPECT_EQ(st.errors, 1U);
+    EXPECT_EQ(st.lists, 1U);
+    // The huge LIST was sent once: the client did not retry it, the informer backed off and
+    // listed again, from etcd in pages (the watch cache answers resourceVersion=0 in one).
+    const auto reqs = server_.requests();
+    ASSERT_GE(reqs.size(), 2U);
+    EXPECT_EQ(reqs[0].target, "/api/v1/pods?limit=500&resourceVersion=0");
+    EXPECT_EQ(reqs[1].target, "/api/v1/pods?limit=500&resourceVersion=");
+    ASSERT_EQ(store_.size(), 1U);
+    if (growth_kib >= 0) {
+      std::printf("peak resident growth over the huge LIST: %ld KiB\n", growth_kib);
+      EXPECT_LT(growth_kib, 64 * 1024) << "the LIST body must not be buffered";
+    }
+  }
+
+  fake_http_server server_;
+  asio::io_context io_;
+  client api_;
+  pod_store store_;
+  std::unique_ptr<pod_informer> informer_;
+};
+
+TEST_F(huge_list_test, one_endless_item_fails_as_too_large_once_in_bounded_memory) {
+  // 1 GiB of one string inside the first item, never ending.
+  server_.push(reply::chunked(200)
+                   .chunk(R"({"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[)"
+                          R"({"metadata":{"name":"x","uid":"u","annotations":{"a":")")
+                   .repeat(std::string(std::size_t{64} << 10U, 'a'), std::uint64_t{16} << 10U)
+                   .end());
+  const long growth = sync_after_a_huge_list();
+  expect_one_too_large_then_synced(growth);
+  EXPECT_NE(informer_->last_list_error().message.find("item 0"), std::string::npos)
+      << informer_->last_list_error().message;
+}
+
+TEST_F(huge_list_test, many_items_beyond_the_page_cap_fail_as_too_large_once_in_bounded_memory) {
+  // About 1 GiB of 8.5 KB items, eight per chunk.
+  std::string eight;
+  for (int i = 0; i < 8; ++i) {
+    eight += "," + bulky_pod(100 + i);
+  }
+  const std::uint64_t repeats = (std::uint64_t{1} << 30U) / eight.size();
+  server_.push(
+      reply::chunked(200)
+          .chunk(R"({"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[)" + bulky_pod(0))
+          .repeat(eight, repeats)
+          .chunk("]}")
+          .end());
+  const long growth = sync_after_a_huge_list();
+  expect_one_too_large_then_synced(growth);
+  EXPECT_NE(informer_->last_list_error().message.find("the body is larger than"), std::string::npos)
+      << informer_->last_list_error().message;
+}
+
+// ---- continue tokens, undecodable objects, server text -------------------------------------
+
+class informer_more_test : public informer_test {};
+
+TEST_F(informer_more_test, a_continue_token_expiring_twice_backs_off_and_pages_from_the_start) {
+  const std::string expired = R"({"kind":"Status","code":410,"reason":"Expired"})";
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10", "a")));
+  server_.push(reply::with(410, expired));
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10", "b")));
+  server_.push(reply::with(410, expired));
+  server_.push(reply::with(200, node_list({node_json("n2", "9")}, "12")));
+  server_.push(reply::chunked(200).stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return requests() >= 6; }));
+  const auto t = targets();
+  EXPECT_EQ(t[1], "/api/v1/nodes?limit=500&continue=a");
+  EXPECT_EQ(t[2], "/api/v1/nodes?limit=500&resourceVersion=0");
+  EXPECT_EQ(t[3], "/api/v1/nodes?limit=500&continue=b");
+  EXPECT_EQ(t[4], "/api/v1/nodes?limit=500&resourceVersion=0");  // after the backoff
+  EXPECT_NE(t[5].find("watch=1"), std::string::npos);
+  EXPECT_EQ(informer_->stats().errors, 1U);
+  EXPECT_EQ(seen_, (std::vector<std::string>{"add n2"}));
+}
+
+TEST_F(informer_more_test, undecodable_list_items_are_skipped_and_counted) {
+  const std::string no_uid = R"({"kind":"Node","metadata":{"name":"bad","resourceVersion":"3"}})";
+  const std::string bad_time =
+      R"({"metadata":{"name":"bad2","uid":"u"},"spec":{"taints":[{"key":"k","timeAdded":"x"}]}})";
+  server_.push(reply::with(
+      200, node_list({node_json("n1", "8"), no_uid, bad_time, node_json("n2", "9")}, "10")));
+  server_.push(reply::chunked(200).stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return informer_->has_synced() && requests() >= 2; }));
+  EXPECT_EQ(seen_, (std::vector<std::string>{"add n1", "add n2"}));
+  const auto st = informer_->stats();
+  EXPECT_EQ(st.decode_errors, 2U);
+  EXPECT_EQ(st.errors, 0U);
+  EXPECT_EQ(st.lists, 1U);
+}
+
+TEST_F(informer_more_test, undecodable_watch_objects_are_skipped_and_counted) {
+  server_.push(reply::with(200, node_list({}, "10")));
+  server_.push(
+      reply::chunked(200)
+          .chunk(event("ADDED", R"({"metadata":{"name":"no-uid","resourceVersion":"11"}})"))
+          .chunk(event("ADDED", node_json("n1", "12")))
+          .chunk(R"({"type":"SOMETHING","object":{}})"
+                 "\n")
+          .chunk(event("MODIFIED", node_json("n1", "13", "t")))
+          .stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return seen_.size() >= 2; }));
+  EXPECT_EQ(seen_, (std::vector<std::string>{"add n1", "update n1"}));
+  const auto st = informer_->stats();
+  EXPECT_EQ(st.decode_errors, 2U);
+  EXPECT_EQ(st.errors, 0U);
+  EXPECT_EQ(st.watches, 1U);  // the watch went on
+  EXPECT_EQ(informer_->resource_version(), "13");
+}
+
+TEST_F(informer_more_test, a_hostile_status_message_is_clipped_and_escaped) {
+  const std::string message = "no\n2026-01-01T00:00:00.000Z INFO  watch forged line " +
+                              std::string(200'000, 'z') + "\r\nend";
+  server_.push(reply::with(500, R"({"kind":"Status","code":500,"message":")" +
+                                    std::string(nlohmann::json(message).dump()).substr(1) + "}"));
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10")));
+  server_.push(reply::chunked(200).stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return informer_->has_synced(); }));
+  const auto err = informer_->last_list_error();
+  EXPECT_EQ(err.message.find('\n'), std::string::npos);
+  EXPECT_EQ(err.message.find('\r'), std::string::npos);
+  EXPECT_NE(err.message.find("no\\n2026-01-01"), std::string::npos) << err.message.substr(0, 100);
+  EXPECT_LT(err.message.size(), 1000U);
+  EXPECT_NE(err.message.find("clipped"), std::string::npos);
 }
 
 }  // namespace

@@ -117,6 +117,11 @@ reply& reply::chunk(std::string piece) {
   return *this;
 }
 
+reply& reply::repeat(std::string piece, std::uint64_t times) {
+  steps_.push_back({step_kind::repeat, std::move(piece), times});
+  return *this;
+}
+
 reply& reply::end() {
   steps_.push_back({step_kind::end_chunks, {}});
   return *this;
@@ -210,6 +215,18 @@ struct fake_http_server::state {
       reply r = pick(rec.target);
       for (const auto& s : r.steps()) {
         switch (s.kind) {
+          case reply::step_kind::repeat: {
+            char size[32];
+            std::snprintf(size, sizeof size, "%zx\r\n", s.data.size());
+            const std::string bytes = size + s.data + "\r\n";
+            for (std::uint64_t i = 0; i < s.count; ++i) {
+              auto [wec, wn] = co_await asio::async_write(socket, asio::buffer(bytes), use_tuple);
+              if (wec) {
+                co_return;
+              }
+            }
+            break;
+          }
           case reply::step_kind::raw:
           case reply::step_kind::chunk:
           case reply::step_kind::end_chunks: {

@@ -44,6 +44,7 @@ public:
   enum class step_kind {
     raw,         ///< Write `data` verbatim (status line and headers are raw writes too).
     chunk,       ///< Write `data` as one HTTP chunk ("<hex>\r\n<data>\r\n"), one write.
+    repeat,      ///< Write `data` as one chunk `count` times (a huge body in bounded memory).
     end_chunks,  ///< Write the terminating "0\r\n\r\n".
     hold,        ///< Wait until `fake_http_server::release(data)` is called.
     stall,       ///< Write nothing more; keep the connection open until the peer closes it.
@@ -52,6 +53,7 @@ public:
   struct step {
     step_kind kind;
     std::string data;
+    std::uint64_t count = 1;
   };
 
   /// A complete response with a Content-Length body (connection kept alive).
@@ -67,6 +69,8 @@ public:
 
   reply& raw(std::string bytes);
   reply& chunk(std::string piece);
+  /// `piece` as `times` chunks; stops early when the peer goes away.
+  reply& repeat(std::string piece, std::uint64_t times);
   reply& end();
   reply& hold(std::string gate);
   reply& stall();

@@ -56,7 +56,8 @@ struct client_options {
   /// An idle pooled connection older than this is closed instead of reused (client-go's
   /// IdleConnTimeout is 90 s; servers close idle connections on their own schedule).
   std::chrono::milliseconds idle_connection_timeout{90'000};
-  /// Bound on a send() response body (a LIST page of 500 large pods stays well below).
+  /// Bound on a send() response body, and on one LIST page an informer streams (a page of
+  /// 500 large pods stays well below). A larger body is errc::response_too_large, never retried.
   std::size_t max_response_bytes = std::size_t{256} << 20U;
   /// Test seam: maps each wait the client makes (its reason and the time wanted) to the wait
   /// actually slept; tests record the requested values and return zero. Empty = sleep the
@@ -128,8 +129,9 @@ public:
   /// then fed to `sink` until the server ends the stream (-> the response, empty body),
   /// `sink` returns false (-> the response; the connection is closed), or no byte arrives
   /// for `idle_timeout` (-> errc::timeout). A transport error after the first body byte is
-  /// returned, never retried. On a non-2xx status, the (bounded, 1 MiB) body is returned in
-  /// response::body and `sink` is not called. `sink` runs on the client's executor.
+  /// returned, never retried. On a non-2xx status, the body is returned in response::body and
+  /// `sink` is not called (over 1 MiB -> errc::response_too_large). `sink` runs on the
+  /// client's executor.
   boost::asio::awaitable<result<response>> stream(request req, body_sink sink,
                                                   std::chrono::milliseconds idle_timeout);
 
@@ -137,6 +139,9 @@ public:
   void shutdown();
 
   [[nodiscard]] const rest_config& config() const noexcept;
+
+  /// client_options::max_response_bytes, for callers that bound a streamed body the same way.
+  [[nodiscard]] std::size_t max_response_bytes() const noexcept;
 
 private:
   struct impl;

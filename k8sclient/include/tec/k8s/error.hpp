@@ -3,7 +3,9 @@
 // Errors as values: every expected failure of the client (configuration, network, HTTP status,
 // JSON shape) is a std::error_code in the project's category, plus a message for operators.
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace tec::k8s {
@@ -26,6 +28,9 @@ enum class errc {
   connection_failed,   ///< Could not connect or the connection broke.
   shutting_down,       ///< The client is stopping.
   cancelled,           ///< The caller withdrew the request (request::cancelled) before it was sent.
+  /// A response body (or one LIST page, or one item of it) exceeded its bound. Never retried:
+  /// the same request would bring the same body.
+  response_too_large,
 };
 
 const std::error_category& error_category() noexcept;
@@ -39,6 +44,13 @@ struct error {
 
   explicit operator bool() const noexcept { return static_cast<bool>(code); }
 };
+
+/// Text from the API server (a Status message, a quoted field value) made safe for one log
+/// line: control characters (C0, DEL, C1), U+2028/U+2029 and bytes that are not UTF-8 are
+/// escaped (\n, \r, \t, \xHH, \uXXXX), so a message cannot forge a log line; the result is
+/// clipped to about `max` bytes with a note of the original size ("... [clipped: 200074
+/// bytes]"). Printable text up to `max` bytes comes back unchanged.
+std::string printable(std::string_view text, std::size_t max = 512);
 
 }  // namespace tec::k8s
 

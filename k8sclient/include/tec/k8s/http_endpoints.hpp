@@ -3,11 +3,14 @@
 // The daemon's own small HTTP/1.1 server for /metrics, /healthz and /readyz (Boost.Beast,
 // one coroutine per connection).
 //
-// It faces the pod network, so every connection is bounded: a request (headers and body)
-// must arrive within read_timeout of the first byte being awaited, a response must be
-// written within write_timeout, headers and bodies have size limits, and at most
-// max_connections are served at once (more are closed on accept). A slow or hostile client
-// costs one socket for at most read_timeout.
+// It faces the pod network, so every connection is bounded: a kept-alive connection may idle
+// for read_timeout; once a request's first byte is in, its headers must follow within
+// header_timeout (slowloris) and the whole request within read_timeout of the wait's start; a
+// response must be written within write_timeout; headers and bodies have size limits. At most
+// max_connections are open at once, and a full server makes room for a new connection by
+// closing the one idle for the longest (else the oldest), so idle or trickling connections
+// cannot starve a kubelet probe (they could: a server that refused new connections when full
+// answered nothing to /healthz while 64 idle connections were open).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -34,13 +37,17 @@ struct http_endpoints_options {
   /// Time to receive one whole request, from when the server starts waiting for it (also the
   /// idle timeout of a kept-alive connection).
   std::chrono::milliseconds read_timeout{10'000};
+  /// Time from the first byte of a request to the end of its headers (a kubelet probe sends
+  /// them in one packet; a client trickling header bytes is cut off after this).
+  std::chrono::milliseconds header_timeout{3'000};
   /// Time to send one whole response.
   std::chrono::milliseconds write_timeout{10'000};
   /// Request line plus headers.
   std::uint32_t header_limit = 8 * 1024;
   /// Request bodies (GET and HEAD need none).
   std::uint64_t body_limit = 1024;
-  /// Connections served at once; further ones are accepted and closed at once.
+  /// Connections open at once. A new one beyond this closes the connection idle for the
+  /// longest (waiting for a request), or the oldest when none is idle.
   std::size_t max_connections = 64;
 };
 

@@ -3,9 +3,9 @@
 // List/watch informers for Pods and Nodes (client-go's Reflector + store, in our words).
 //
 // One coroutine per informer runs the whole session: a paginated LIST (resourceVersion=0,
-// limit=500, following `continue`; an expired continue token -> one full list without a
-// limit), then WATCH from the list's resourceVersion with bookmarks and a random
-// timeoutSeconds in [300, 600). A watch that ends cleanly is re-opened from the last
+// limit=500, following `continue`; an expired continue token -> paging again from the start,
+// once, then the backoff below), then WATCH from the list's resourceVersion with bookmarks and a
+// random timeoutSeconds in [300, 600). A watch that ends cleanly is re-opened from the last
 // resourceVersion seen (event or bookmark) without a relist. 410 Gone (HTTP status or an
 // in-stream ERROR event with code 410) or 504 "too large resource version" -> LIST again at the
 // last resourceVersion, and only if that LIST is 410 too, at resourceVersion="". After a relist
@@ -14,6 +14,16 @@
 // 30 s, reset after 2 minutes without failures), then re-watch from the last resourceVersion
 // (no relist). No byte for `idle_timeout` (~120 s; the server sends bookmarks about every
 // 60 s) -> the watch is dropped and re-opened at once (half-open connections).
+//
+// LIST pages are decoded as they stream (list_decoder): memory holds the compact records, at
+// most one incomplete item (max_line_bytes) and never the body; a page over the client's
+// max_response_bytes fails with errc::response_too_large (not retried by the client; the
+// informer backs off as for any failed list). A first LIST at resourceVersion=0 that is too
+// large is followed by LISTs from etcd (resourceVersion=""), whose pages the server does
+// bound: the watch cache ignores the limit and answers one page with every object. An object that is valid JSON of the wrong shape
+// (in a LIST page or a watch event) is skipped, counted in informer_stats::decode_errors and
+// logged at most every 10 s, instead of failing the list or watch forever (the server would
+// send it again each time). Malformed JSON still fails the page or the watch.
 //
 // Deviation from client-go, on purpose: client-go relists after any watch failure other than
 // 429/refused (it returns from ListAndWatch); we resume the watch from the last
@@ -54,10 +64,15 @@ struct informer_options {
   std::chrono::seconds min_watch_timeout{300};
   std::chrono::seconds max_watch_timeout{600};
   backoff_policy backoff;
+  /// Bound on one watch event line, and on one item of a LIST page.
   std::size_t max_line_bytes = std::size_t{16} << 20U;
   /// A watch that ends with no event sooner than this counts as a failure (backoff), so a
   /// server that closes watches at once does not make us spin (client-go: 1 s).
   std::chrono::milliseconds short_watch{1'000};
+  /// resourceVersion of the first LIST: "0" (the default, as client-go) is served from the
+  /// API server's watch cache, which ignores the page limit; "" reads etcd in pages (tests of
+  /// paging against a real server use it).
+  std::string first_list_resource_version = "0";
   /// Seed for the watch timeouts and the backoff jitter; 0 = random.
   std::uint64_t seed = 0;
 };
@@ -121,6 +136,9 @@ public:
   /// The last resourceVersion seen (list, event or bookmark). Any thread.
   [[nodiscard]] std::string resource_version() const;
 
+  /// Why the last failed LIST failed (empty before any failure). Any thread.
+  [[nodiscard]] error last_list_error() const;
+
 private:
   struct list_outcome;
   struct watch_outcome;
@@ -128,6 +146,7 @@ private:
   boost::asio::awaitable<watch_outcome> watch(const std::string& resource_version,
                                               std::chrono::seconds timeout);
   bool apply_line(std::string_view line, watch_outcome& out);
+  void skipped_undecodable(const error& e);
   void apply_list(std::vector<Record> items);
   void set_resource_version(const std::string& rv);
   template <class F>
@@ -139,10 +158,14 @@ private:
   informer_options options_;
   std::atomic<bool> synced_{false};
   std::atomic<bool> stopping_{false};
-  mutable std::mutex mutex_;  // guards stats_, rv_, wake_
+  mutable std::mutex mutex_;  // guards stats_, rv_, last_error_, wake_
   informer_stats stats_;
   std::string rv_;
+  error last_error_;
   std::function<void()> wake_;
+  // On the executor only: the rate limit of the log line for skipped objects.
+  std::chrono::steady_clock::time_point next_decode_log_{};
+  std::uint64_t unlogged_decode_errors_ = 0;
 };
 
 using pod_informer = informer<pod_record>;
