@@ -4,7 +4,8 @@ JOBS ?= 2
 CLUSTER := deploy/local/cluster.sh
 
 .PHONY: all deps configure build test test-unit test-integration test-asan test-tsan \
-        sanitizers bench bench-micro bench-compare bench-quick demo demo-down format format-check clean
+        sanitizers fuzz bench bench-micro bench-compare bench-quick demo demo-down format format-check \
+        clean
 
 all: build
 
@@ -19,7 +20,9 @@ build: configure
 
 # Every test: unit tests, then integration tests against a local control plane that the
 # CTest fixture starts for this run only (its own state dir and ports) and stops afterwards,
-# then the unit tests again under ASan+UBSan and TSan.
+# then the unit tests again under ASan+UBSan and TSan. The unit tests include fuzz.<target>:
+# every fuzz target run once over each input of its committed corpus (fuzz/corpus/), so a
+# fixed crash stays fixed.
 test: build format-check
 	@cd build && ctest --output-on-failure -j $(JOBS) --timeout 900
 	@$(MAKE) --no-print-directory sanitizers
@@ -41,6 +44,16 @@ test-tsan: deps
 	@cmake --preset tsan >/dev/null
 	@cmake --build --preset tsan -j $(JOBS)
 	@ctest --preset tsan -j $(JOBS)
+
+# The fuzz targets (fuzz/): built with clang, libFuzzer, ASan and UBSan in build-fuzz, then
+# each run for FUZZ_SECONDS with its committed corpus. New inputs go to build-fuzz/corpus/,
+# crashes to build-fuzz/crashes/; fails when any target crashed. FUZZ_TARGETS picks targets.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/install-deps.sh --fuzz
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 # All benchmarks: the microbenchmarks, then kube-controller-manager and ours side by side on a
 # local API server (bench/compare.sh; about 30 minutes; results in build/bench/). Run it on an
@@ -74,4 +87,4 @@ format-check: deps
 	@git ls-files '*.cpp' '*.hpp' | xargs -r clang-format --dry-run -Werror
 
 clean:
-	@rm -rf build build-asan build-tsan
+	@rm -rf build build-asan build-tsan build-fuzz
