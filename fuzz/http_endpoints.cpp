@@ -142,11 +142,15 @@ struct expectation {
   bool refusal = false;
   unsigned status = 0;
   bool head = false;  // the response has no body
+  /// Beast enforces header_limit only roughly when the header comes in several reads (the
+  /// start line can fall outside the count): a request refused here for header_limit may be
+  /// served. The status it then gets, or 0.
+  unsigned over_limit_status = 0;
 };
 
-expectation expect(std::string_view input) {
+expectation expect(std::string_view input, std::uint32_t limit = header_limit) {
   http::request_parser<http::string_body> parser;
-  parser.header_limit(header_limit);
+  parser.header_limit(limit);
   parser.body_limit(body_limit);
   parser.eager(true);
   beast::error_code ec;
@@ -172,7 +176,13 @@ expectation expect(std::string_view input) {
     }
   }
   if (ec) {
-    return {true, true};
+    expectation refusal{true, true};
+    if (ec == http::error::header_limit && limit == header_limit) {
+      const expectation lifted = expect(input, static_cast<std::uint32_t>(max_input));
+      refusal.over_limit_status = lifted.refusal ? 0 : lifted.status;
+      refusal.head = lifted.head;
+    }
+    return refusal;
   }
   const auto& req = parser.get();
   const bool head = req.method() == http::verb::head;
@@ -256,7 +266,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else if (response.is_done()) {
     const unsigned got = response.get().result_int();
     if (expected.refusal) {
-      TEC_FUZZ_CHECK(got == 400 || got == 413 || got == 431, "expected a refusal; " + shown);
+      TEC_FUZZ_CHECK(got == 400 || got == 413 || got == 431 ||
+                         (expected.over_limit_status != 0 && got == expected.over_limit_status),
+                     "expected a refusal; " + shown);
     } else {
       TEC_FUZZ_CHECK(got == expected.status,
                      "expected " + std::to_string(expected.status) + "; " + shown);
