@@ -5,7 +5,8 @@ REPEAT ?= 10
 CLUSTER := deploy/local/cluster.sh
 
 .PHONY: all deps configure build test test-unit test-integration test-asan test-tsan \
-        sanitizers test-repeat bench bench-micro bench-compare bench-quick demo demo-down format format-check clean
+        sanitizers test-repeat fuzz bench bench-micro bench-compare bench-quick demo demo-down \
+        format format-check clean
 
 all: build
 
@@ -20,7 +21,9 @@ build: configure
 
 # Every test: unit tests, then integration tests against a local control plane that the
 # CTest fixture starts for this run only (its own state dir and ports) and stops afterwards,
-# then the unit tests again under ASan+UBSan and TSan.
+# then the unit tests again under ASan+UBSan and TSan. The unit tests include fuzz.<target>:
+# every fuzz target run once over each input of its committed corpus (fuzz/corpus/), so a
+# fixed crash stays fixed.
 test: build format-check
 	@cd build && ctest --output-on-failure -j $(JOBS) --timeout 900
 	@$(MAKE) --no-print-directory sanitizers
@@ -48,6 +51,16 @@ test-tsan: deps
 # here. Prints "asan: k/N passed, tsan: k/N passed"; logs of failed runs in build/test-repeat/.
 test-repeat: deps
 	@scripts/test-repeat.sh $(REPEAT)
+
+# The fuzz targets (fuzz/): built with clang, libFuzzer, ASan and UBSan in build-fuzz, then
+# each run for FUZZ_SECONDS with its committed corpus. New inputs go to build-fuzz/corpus/,
+# crashes to build-fuzz/crashes/; fails when any target crashed. FUZZ_TARGETS picks targets.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/install-deps.sh --fuzz
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 # All benchmarks: the microbenchmarks, then kube-controller-manager and ours side by side on a
 # local API server (bench/compare.sh; about 30 minutes; results in build/bench/). Run it on an
@@ -81,4 +94,4 @@ format-check: deps
 	@git ls-files '*.cpp' '*.hpp' | xargs -r clang-format --dry-run -Werror
 
 clean:
-	@rm -rf build build-asan build-tsan
+	@rm -rf build build-asan build-tsan build-fuzz

@@ -2,6 +2,8 @@
 # Installs every Debian package the project needs to build, test and run its local control
 # plane. Idempotent: it only calls apt-get when something is missing, and `apt-get update`
 # at most once per run. Needs root (or sudo) the first time on a fresh Debian bookworm.
+# `--fuzz` adds what `make fuzz` needs: clang 14 and its runtime libraries, where Debian
+# bookworm ships libFuzzer (libclang_rt.fuzzer*.a) and the sanitizer runtimes.
 set -euo pipefail
 
 packages=(
@@ -12,6 +14,9 @@ packages=(
   etcd-server etcd-client golang-go golang-github-modern-go-reflect2-dev rsync dpkg-dev
   iproute2 procps psmisc
 )
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang-14 libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
