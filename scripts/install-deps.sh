@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcli11-dev
   clang-format clang-tidy
   etcd-server etcd-client golang-go golang-github-modern-go-reflect2-dev rsync dpkg-dev
-  iproute2 procps psmisc
+  iproute2 procps psmisc ccache
 )
 if [ "${1:-}" = "--fuzz" ]; then
   packages+=(clang-14 libclang-rt-14-dev)
