@@ -257,7 +257,7 @@ struct worker {
 
   [[nodiscard]] bool has_work() const { return !node_order.empty() || !pod_order.empty(); }
 
-  // Node updates first (section 2). Caller holds mu and has checked has_work().
+  // Node updates first (docs/behaviour.md §2). Caller holds mu and has checked has_work().
   void pop(work_item& out) {
     if (!node_order.empty()) {
       out.is_node = true;
@@ -467,8 +467,8 @@ struct controller::impl {
   // Decides for the pod known under `key` as seen from `node` (the item's node), with
   // `taints` that node's NoExecute taints (null: not tainted), reading the pod's current
   // state. `from_node`: called for a node update, where an untainted node cancels its pods'
-  // evictions (section 4.3); for a pod update an untainted node does nothing (section 5.3).
-  // Caller holds the key lock.
+  // evictions (docs/behaviour.md §4); for a pod update an untainted node does nothing
+  // (docs/behaviour.md §5). Caller holds the key lock.
   void reconcile_locked(std::string_view key, std::string_view ns, std::string_view name,
                         std::string_view node, const std::vector<taint>* taints, bool from_node,
                         time_point now) {
@@ -524,7 +524,7 @@ struct controller::impl {
       if (d || from_node) {
         cancel_with_event(key, pod);
       }
-      // Otherwise section 5.3: a pod update on an untainted node cancels nothing.
+      // Otherwise docs/behaviour.md §5: a pod update on an untainted node cancels nothing.
       return verdict::done;
     }
     // Section 6: schedule first; only when an entry already exists is it looked at.

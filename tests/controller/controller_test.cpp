@@ -1,6 +1,6 @@
-// The controller beyond upstream's tests: input filters (section 1), sharding and coalescing
-// (section 2), UID handling and the stale-key races (section 9), durable retry, saturation,
-// and a seeded property test over random interleavings.
+// The controller beyond upstream's tests: input filters (docs/behaviour.md §1), sharding and
+// coalescing (docs/behaviour.md §2), UID handling and the stale-key races (docs/behaviour.md §9),
+// durable retry, saturation, and a seeded property test over random interleavings.
 
 #include <gtest/gtest.h>
 
@@ -25,7 +25,7 @@ using testing::manual_options;
 
 constexpr auto ten_days = std::chrono::hours(24 * 10);
 
-// --- section 1: filters ---
+// --- docs/behaviour.md §1: filters ---
 
 TEST(Filters, NodeUpdateWithUnchangedNoExecuteTaintsIsIgnored) {
   harness h;
@@ -100,7 +100,7 @@ TEST(Filters, PodUpdateForUntaintedNodeDoesNotCancel) {
   EXPECT_TRUE(h.scheduled("pod1"));
 }
 
-// --- section 2: sharding, ordering, coalescing ---
+// --- docs/behaviour.md §2: sharding, ordering, coalescing ---
 
 TEST(Sharding, Fnv1aKnownVectors) {
   EXPECT_EQ(fnv1a_32(""), 0x811c9dc5U);

@@ -1,5 +1,5 @@
-// Toleration matching (section 3) and the minimum toleration time, including the upstream
-// getMinTolerationTime table and the edge cases where upstream overflows.
+// Toleration matching (docs/behaviour.md §3) and the minimum toleration time, including the
+// upstream getMinTolerationTime table and the edge cases where upstream overflows.
 
 #include <gtest/gtest.h>
 

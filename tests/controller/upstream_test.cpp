@@ -1,4 +1,4 @@
-// Upstream's taint manager unit tests (spec section 12), ported to the manual clock. Every
+// Upstream's taint manager unit tests (docs/behaviour.md §12), ported to the manual clock. Every
 // "not evicted" check holds over simulated time far past the toleration window.
 
 #include <gtest/gtest.h>

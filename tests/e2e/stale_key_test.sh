@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end, the stale-key race (upstream-behavior.md section 9; kubernetes issues #100607,
+# End to end, the stale-key race (docs/behaviour.md §9; kubernetes issues #100607,
 # #107543, #110401, #125332), ROUNDS rounds on one node: taint the node; at once force-delete
 # the pod and remove the taint; re-create a pod with the same name (new UID); check it is not
 # evicted while the node is untainted; taint again -> the NEW pod must be evicted (its UID gets

@@ -132,11 +132,11 @@ struct controller_options {
 
 /// Counters for metrics. Monotonic except tainted_nodes and worker_queue_depth.
 struct controller_stats {
-  std::uint64_t node_updates = 0;         ///< Node updates enqueued.
-  std::uint64_t pod_updates = 0;          ///< Pod updates enqueued.
-  std::uint64_t updates_ignored = 0;      ///< Dropped by the section-1 filters.
-  std::uint64_t updates_coalesced = 0;    ///< Merged into an update already waiting.
-  std::uint64_t pod_decisions = 0;        ///< Pods decided on a tainted node (section 6).
+  std::uint64_t node_updates = 0;       ///< Node updates enqueued.
+  std::uint64_t pod_updates = 0;        ///< Pod updates enqueued.
+  std::uint64_t updates_ignored = 0;    ///< Dropped by the section-1 filters.
+  std::uint64_t updates_coalesced = 0;  ///< Merged into an update already waiting.
+  std::uint64_t pod_decisions = 0;      ///< Pods decided on a tainted node (docs/behaviour.md §6).
   std::uint64_t evictions_scheduled = 0;  ///< Queue entries created (immediate or delayed).
   std::uint64_t evictions_started = 0;    ///< Firings that called the sink (attempt 1).
   std::uint64_t eviction_attempts = 0;    ///< Sink calls, first tries and retries.

@@ -1,7 +1,7 @@
 #pragma once
 
 // core/v1 Events for pods, delivered in the background so that event delivery never blocks or
-// slows an eviction (api-client.md "Writes", upstream-behavior.md section 7), and correlated as
+// slows an eviction (docs/behaviour.md §7), and correlated as
 // client-go's EventCorrelator (tools/record/events_cache.go) does, so that `kubectl describe
 // pod` shows "x3 over 2m" instead of three Events.
 //

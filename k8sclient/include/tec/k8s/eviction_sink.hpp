@@ -2,7 +2,7 @@
 
 // The controller's eviction_sink on top of the API client: each evict() becomes an optional
 // DisruptionTarget status patch, then a DELETE with the pod's UID as precondition
-// (upstream-behavior.md section 8), run as a coroutine on the client's executor so the caller
+// (docs/behaviour.md §8), run as a coroutine on the client's executor so the caller
 // never waits. Events go to an event_recorder.
 
 #include <array>
@@ -37,7 +37,7 @@ struct eviction_sink_options {
   std::size_t remembered_patches = 4096;
 };
 
-/// Upper bounds (seconds) of the deletion-duration histogram (upstream-behavior.md section 11).
+/// Upper bounds (seconds) of the deletion-duration histogram (docs/behaviour.md §11).
 inline constexpr std::array<double, 12> deletion_duration_buckets{0.005, 0.025, 0.1, 0.5, 1,   2.5,
                                                                   10,    30,    60,  120, 180, 240};
 

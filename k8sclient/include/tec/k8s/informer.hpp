@@ -20,10 +20,11 @@
 // max_response_bytes fails with errc::response_too_large (not retried by the client; the
 // informer backs off as for any failed list). A first LIST at resourceVersion=0 that is too
 // large is followed by LISTs from etcd (resourceVersion=""), whose pages the server does
-// bound: the watch cache ignores the limit and answers one page with every object. An object that is valid JSON of the wrong shape
-// (in a LIST page or a watch event) is skipped, counted in informer_stats::decode_errors and
-// logged at most every 10 s, instead of failing the list or watch forever (the server would
-// send it again each time). Malformed JSON still fails the page or the watch.
+// bound: the watch cache ignores the limit and answers one page with every object. An object that
+// is valid JSON of the wrong shape (in a LIST page or a watch event) is skipped, counted in
+// informer_stats::decode_errors and logged at most every 10 s, instead of failing the list or watch
+// forever (the server would send it again each time). Malformed JSON still fails the page or the
+// watch.
 //
 // Deviation from client-go, on purpose: client-go relists after any watch failure other than
 // 429/refused (it returns from ListAndWatch); we resume the watch from the last

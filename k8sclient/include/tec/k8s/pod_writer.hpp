@@ -1,7 +1,7 @@
 #pragma once
 
 // The two pod writes an eviction makes: the DisruptionTarget status condition and the DELETE
-// with a UID precondition (api-client.md "Writes", upstream-behavior.md section 8). Plus the
+// with a UID precondition (docs/behaviour.md §8). Plus the
 // small helpers every writer in k8sclient shares: API error values from a non-2xx response,
 // RFC 3339 timestamps and path-segment escaping.
 
