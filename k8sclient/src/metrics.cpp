@@ -385,9 +385,10 @@ standard_metrics register_standard_metrics(registry& r, std::string_view version
       .api_request_duration = r.add_histogram(
           n("api_request_duration_seconds"), "Kubernetes API request latency in seconds, by verb.",
           {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}, {"verb"}),
-      .events = r.add_counter(n("events_total"),
-                              "Pod events (reason TaintManagerEviction), by what became of them.",
-                              {"result"}),
+      .events = r.add_counter(
+          n("events_total"),
+          "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.",
+          {"result"}),
       .stuck_evictions =
           r.add_gauge(n("stuck_evictions"),
                       "Evictions that failed at least 5 times in a row and are still retried.")

@@ -268,8 +268,10 @@ struct standard_metrics {
   counter_family& api_requests;
   /// API request latency in seconds, by verb (to the response headers for watches).
   histogram_family& api_request_duration;
-  /// Pod events by result: "sent", "failed" (given up), "dropped_spam" (per-object spam
-  /// filter), "dropped_full" (queue full), "dropped_stopped" (at or after shutdown).
+  /// Pod events by result: "sent" (a new Event), "updated" (an existing Event's count raised),
+  /// "aggregated" (into a "combined from similar events" Event), "failed" (given up),
+  /// "dropped_spam" (per-object spam filter), "dropped_full" (queue full), "dropped_stopped"
+  /// (at or after shutdown).
   counter_family& events;
   /// Evictions that failed at least 5 times in a row and are still being retried.
   gauge& stuck_evictions;
