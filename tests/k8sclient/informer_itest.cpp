@@ -348,8 +348,8 @@ TEST_F(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
   expect_status(call(http::verb::post, "/api/v1/nodes", node_body("doomed")), 201);
 
   informer_options opts;
-  // Long enough for the restart, the delete and the compaction below to happen while the
-  // informer waits; no jitter so the window is predictable.
+  // The informer retries every 25 s while the relay leads nowhere; the world changes behind
+  // its back meanwhile, however long the restart takes on a loaded machine.
   opts.backoff.initial = 25s;
   opts.backoff.cap = 25s;
   opts.backoff.jitter = 0;
@@ -364,9 +364,9 @@ TEST_F(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
                      R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"bump"}})"),
                 201);
   ASSERT_EQ(cluster.run("down"), 0);
-  ASSERT_TRUE(run_until([this] { return nodes_->stats().errors >= 1; }, 30s));
+  relay.set_target(0);  // unreachable until the delete and the compaction below are done
+  ASSERT_TRUE(run_until([this] { return nodes_->stats().errors >= 1; }, 60s));
   ASSERT_EQ(cluster.run("up"), 0);
-  relay.set_target(cluster.api_port());
 
   // The informer is still backing off: change the world behind its back, then compact etcd
   // so that the relist at `synced_at` is 410 too.
@@ -389,8 +389,9 @@ TEST_F(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
   ASSERT_EQ(compact.first, 0) << compact.second;
   EXPECT_TRUE(node_seen_.contains("add doomed"));
   EXPECT_FALSE(node_seen_.contains("delete doomed"));  // still waiting
+  relay.set_target(cluster.api_port());
 
-  ASSERT_TRUE(run_until([this] { return node_seen_.contains("delete doomed"); }, 60s));
+  ASSERT_TRUE(run_until([this] { return node_seen_.contains("delete doomed"); }, 120s));
   EXPECT_FALSE(node_store_.get("doomed"));
   EXPECT_TRUE(node_store_.get("keep"));
   const auto st = nodes_->stats();
