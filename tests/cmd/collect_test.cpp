@@ -88,16 +88,6 @@ double sample(const std::string& text, const std::string& name) {
   return std::stod(text.substr(pos + name.size() + 2));
 }
 
-controller::controller_options threaded_options() {
-  controller::controller_options o;
-  o.workers = 4;
-  o.threaded = true;
-  o.retry.initial = 1ms;
-  o.retry.max = 5ms;
-  o.retry.seed = 7;
-  return o;
-}
-
 // Run under TSan: scrapes on their own thread read the controller's stats while its workers,
 // its timed queue and several feeders change them.
 TEST(collect, scraping_while_the_controller_works_is_race_free_and_monotonic) {
@@ -107,7 +97,7 @@ TEST(collect, scraping_while_the_controller_works_is_race_free_and_monotonic) {
   controller::testing::thread_driver drv;
   controller::testing::fake_index index;
   controller::testing::recording_sink sink(&index);
-  controller::controller ctl(index, sink, drv, threaded_options());
+  controller::controller ctl(index, sink, drv, controller::testing::threaded_options(4));
   k8s::registry registry;
   const auto metrics = k8s::register_standard_metrics(
       registry, "test", [&ctl] { return collect(ctl.stats(), {}, {}, {}, {}); });
