@@ -21,7 +21,6 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -57,19 +56,6 @@ constexpr auto in_flight_budget = 1500ms;  // evictions already sent
 constexpr auto drain_budget = 2s;          // the I/O thread running out of work
 // /healthz tolerance past the lease duration (kube-controller-manager uses 20 s).
 constexpr auto healthz_tolerance = 20s;
-
-// The event recorder's counters behind taint_eviction_controller_events_total{result}.
-using event_result = std::pair<std::string_view, std::uint64_t k8s::event_recorder_stats::*>;
-// Each occurrence recorded ends in one of them (see event_recorder_stats).
-constexpr event_result event_results[] = {
-    {"sent", &k8s::event_recorder_stats::sent},
-    {"updated", &k8s::event_recorder_stats::updated},
-    {"aggregated", &k8s::event_recorder_stats::aggregated},
-    {"failed", &k8s::event_recorder_stats::failed},
-    {"dropped_spam", &k8s::event_recorder_stats::dropped_spam},
-    {"dropped_full", &k8s::event_recorder_stats::dropped_full},
-    {"dropped_stopped", &k8s::event_recorder_stats::dropped_stopped},
-};
 
 constexpr const char* component_loggers[] = {"client", "watch",  "controller", "timedqueue",
                                              "evict",  "events", "leader",     "http"};
@@ -124,6 +110,38 @@ std::string describe(const std::exception_ptr& e) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The scrape-time metrics: the libraries' own totals, read when /metrics is scraped.
+
+k8s::scrape_stats collect(const controller::controller_stats& cs,
+                          const k8s::eviction_sink_stats& ss, const k8s::informer_stats& pods,
+                          const k8s::informer_stats& nodes, const k8s::event_recorder_stats& es) {
+  k8s::scrape_stats out;
+  out.pod_deletions = ss.deletions;
+  out.scheduled_evictions = cs.evictions_scheduled;
+  out.cancelled_evictions = cs.cancellations;
+  // Read one after the other, attempts may lag first attempts: the registry keeps the exposed
+  // counter from going down (register_standard_metrics).
+  out.pod_deletion_retries =
+      cs.eviction_attempts > cs.evictions_started ? cs.eviction_attempts - cs.evictions_started : 0;
+  out.pod_deletion_failures = ss.failures_by_reason;
+  out.disruption_condition_failures = ss.condition_failures_by_reason;
+  out.tainted_nodes = cs.tainted_nodes;
+  out.stuck_evictions = cs.stuck_evictions;
+  out.watch_restarts = {{"pods", pods.watch_restarts}, {"nodes", nodes.watch_restarts}};
+  out.relists = {{"pods", pods.relists}, {"nodes", nodes.relists}};
+  out.watch_decode_errors = {{"pods", pods.decode_errors}, {"nodes", nodes.decode_errors}};
+  // Each occurrence recorded ends in one of them (see event_recorder_stats).
+  out.events = {{"sent", es.sent},
+                {"updated", es.updated},
+                {"aggregated", es.aggregated},
+                {"failed", es.failed},
+                {"dropped_spam", es.dropped_spam},
+                {"dropped_full", es.dropped_full},
+                {"dropped_stopped", es.dropped_stopped}};
+  return out;
+}
 
 void setup_logging(const options& opts) {
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
@@ -187,21 +205,6 @@ struct daemon::impl {
   std::condition_variable cv;
   std::optional<int> exit_code;
 
-  // Last values copied into the Prometheus counters (the libraries count; we export deltas).
-  std::mutex collect_mutex;
-  struct {
-    std::uint64_t deletions = 0;
-    std::uint64_t scheduled = 0;
-    std::uint64_t cancelled = 0;
-    std::uint64_t retries = 0;
-    std::map<std::string, std::uint64_t> failures;
-    std::uint64_t watch_restarts[2] = {0, 0};
-    std::uint64_t relists[2] = {0, 0};
-    std::uint64_t decode_errors[2] = {0, 0};
-    std::map<std::string, std::uint64_t> condition_failures;
-    std::uint64_t events[std::size(event_results)] = {};
-  } last;
-
   void request_stop(int code) {
     {
       const std::lock_guard lock(mutex);
@@ -212,52 +215,12 @@ struct daemon::impl {
     cv.notify_all();
   }
 
-  static void add_delta(k8s::counter& c, std::uint64_t now, std::uint64_t& seen) {
-    if (now > seen) {
-      c.inc(static_cast<double>(now - seen));
-    }
-    seen = now;
-  }
-
-  // Copies the libraries' counters into the registry; runs on the HTTP strand per scrape.
-  void collect() {
-    const std::lock_guard lock(collect_mutex);
-    const auto cs = ctrl->stats();
-    const auto ss = sink->stats();
-    add_delta(metrics->pod_deletions, ss.deletions, last.deletions);
-    add_delta(metrics->scheduled_evictions, cs.evictions_scheduled, last.scheduled);
-    add_delta(metrics->cancelled_evictions, cs.cancellations, last.cancelled);
-    const auto retries = cs.eviction_attempts > cs.evictions_started
-                             ? cs.eviction_attempts - cs.evictions_started
-                             : 0;
-    add_delta(metrics->pod_deletion_retries, retries, last.retries);
-    for (const auto& [reason, count] : ss.failures_by_reason) {
-      add_delta(metrics->pod_deletion_failures.with({reason}), count, last.failures[reason]);
-    }
-    for (const auto& [reason, count] : ss.condition_failures_by_reason) {
-      add_delta(metrics->disruption_condition_failures.with({reason}), count,
-                last.condition_failures[reason]);
-    }
-    metrics->tainted_nodes.set(static_cast<double>(cs.tainted_nodes));
-    metrics->stuck_evictions.set(static_cast<double>(cs.stuck_evictions));
-    const auto ps = pod_informer->stats();
-    const auto ns = node_informer->stats();
-    add_delta(metrics->watch_restarts.with({"pods"}), ps.watch_restarts, last.watch_restarts[0]);
-    add_delta(metrics->watch_restarts.with({"nodes"}), ns.watch_restarts, last.watch_restarts[1]);
-    add_delta(metrics->relists.with({"pods"}), ps.relists, last.relists[0]);
-    add_delta(metrics->relists.with({"nodes"}), ns.relists, last.relists[1]);
-    add_delta(metrics->watch_decode_errors.with({"pods"}), ps.decode_errors, last.decode_errors[0]);
-    add_delta(metrics->watch_decode_errors.with({"nodes"}), ns.decode_errors,
-              last.decode_errors[1]);
-    const auto es = recorder->stats();
-    for (std::size_t i = 0; i < std::size(event_results); ++i) {
-      const auto& [result, field] = event_results[i];
-      add_delta(metrics->events.with({result}), es.*field, last.events[i]);
-    }
-  }
-
   void build(const k8s::rest_config& config) {
-    metrics.emplace(k8s::register_standard_metrics(registry, tec::version));
+    // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
+    metrics.emplace(k8s::register_standard_metrics(registry, tec::version, [this] {
+      return collect(ctrl->stats(), sink->stats(), pod_informer->stats(), node_informer->stats(),
+                     recorder->stats());
+    }));
 
     k8s::client_options copts;
     copts.qps = opts.kube_api_qps;
@@ -448,7 +411,6 @@ struct daemon::impl {
       return {};
     });
     const auto metrics_handler = [this] {
-      collect();
       return k8s::http_response{200, std::string(k8s::metrics_content_type), registry.render()};
     };
     if (shared) {

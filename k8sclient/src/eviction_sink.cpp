@@ -102,13 +102,11 @@ enum class condition_patch : std::uint8_t {
 }  // namespace
 
 struct k8s_eviction_sink::impl {
-  impl(asio::any_io_executor ex, client& c, event_recorder* ev, eviction_sink_options opts,
-       steady_clock_fn clock)
+  impl(asio::any_io_executor ex, client& c, event_recorder* ev, eviction_sink_options opts)
       : executor(std::move(ex)),
         writer(c),
         events(ev),
         options(opts),
-        now(std::move(clock)),
         patched(opts.remembered_patches) {}
 
   void record_failure(const error& err) {
@@ -117,17 +115,11 @@ struct k8s_eviction_sink::impl {
     ++counters.failures_by_reason[error_reason(err)];
   }
 
-  void record_deleted(std::chrono::steady_clock::duration took) {
-    const double seconds = std::chrono::duration<double>(took).count();
+  // The deletion-duration histogram is the controller's (controller_options::on_deleted, from
+  // when the eviction was due): the sink only counts.
+  void record_deleted() {
     const std::lock_guard lock(mutex);
     ++counters.deletions;
-    std::size_t slot = 0;
-    while (slot < deletion_duration_buckets.size() && seconds > deletion_duration_buckets[slot]) {
-      ++slot;
-    }
-    ++counters.duration_counts[slot];
-    counters.duration_sum_seconds += seconds;
-    ++counters.duration_count;
   }
 
   // The eviction of `uid` is over (done or nothing left to do): nothing to remember.
@@ -231,8 +223,7 @@ struct k8s_eviction_sink::impl {
                   std::forward<Args>(args)...);
   }
 
-  asio::awaitable<eviction_result> run(controller::eviction_request req,
-                                       std::chrono::steady_clock::time_point start) {
+  asio::awaitable<eviction_result> run(controller::eviction_request req) {
     const pod_ref& pod = req.pod;
     const std::string who = pod.namespace_ + "/" + pod.name;
     if (options.disruption_condition) {
@@ -255,7 +246,7 @@ struct k8s_eviction_sink::impl {
     if (deleted.value() == delete_outcome::deleted) {
       logger()->info("pod=\"{}\" uid={} deleted", who, pod.uid);
       finished(pod.uid, false);
-      record_deleted(now() - start);
+      record_deleted();
       co_return eviction_result{eviction_status::deleted, {}};
     }
     logger()->info("pod=\"{}\" uid={} is already gone ({})", who, pod.uid,
@@ -268,7 +259,6 @@ struct k8s_eviction_sink::impl {
   pod_writer writer;
   event_recorder* events;
   eviction_sink_options options;
-  steady_clock_fn now;
 
   mutable std::mutex mutex;  // Guards the members below.
   eviction_sink_stats counters;
@@ -277,9 +267,8 @@ struct k8s_eviction_sink::impl {
 };
 
 k8s_eviction_sink::k8s_eviction_sink(asio::any_io_executor executor, client& c,
-                                     event_recorder* events, eviction_sink_options options,
-                                     steady_clock_fn now)
-    : impl_(std::make_shared<impl>(std::move(executor), c, events, options, std::move(now))) {}
+                                     event_recorder* events, eviction_sink_options options)
+    : impl_(std::make_shared<impl>(std::move(executor), c, events, options)) {}
 
 k8s_eviction_sink::~k8s_eviction_sink() {
   stop();
@@ -301,7 +290,7 @@ void k8s_eviction_sink::evict(controller::eviction_request request,
   auto self = impl_;
   pod_ref pod = request.pod;
   asio::co_spawn(
-      self->executor, self->run(std::move(request), self->now()),
+      self->executor, self->run(std::move(request)),
       [self, pod, done = std::move(done)](const std::exception_ptr& ep, eviction_result r) {
         if (ep) {
           // Only a bug (or bad_alloc) gets here: report it as a failure so the queue retries.

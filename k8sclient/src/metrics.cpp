@@ -1,129 +1,37 @@
 #include "tec/k8s/metrics.hpp"
 
+#include <prometheus/check_names.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <limits>
+#include <cstddef>
+#include <iterator>
+#include <optional>
 #include <stdexcept>
-#include <system_error>
+#include <type_traits>
 #include <utility>
 
 namespace tec::k8s {
 
 namespace {
 
-void add_relaxed(std::atomic<double>& a, double v) noexcept {
-  a.fetch_add(v, std::memory_order_relaxed);
-}
-
-bool valid_metric_name(std::string_view s) {
-  if (s.empty()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
-    const bool digit = c >= '0' && c <= '9';
-    if (!alpha && !(digit && i > 0)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool valid_label_name(std::string_view s) {
-  if (s.empty() || s.starts_with("__")) {
-    return false;
-  }
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-    const bool digit = c >= '0' && c <= '9';
-    if (!alpha && !(digit && i > 0)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Go's strconv.FormatFloat(v, 'g', -1, 64) spelling of the specials, shortest round-trip
-// digits otherwise (what the Prometheus client libraries emit).
-void append_value(std::string& out, double v) {
-  if (std::isnan(v)) {
-    out += "NaN";
-    return;
-  }
-  if (std::isinf(v)) {
-    out += v > 0 ? "+Inf" : "-Inf";
-    return;
-  }
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, ec == std::errc{} ? end : buf);
-}
-
-void append_value(std::string& out, std::uint64_t v) {
-  char buf[24];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, ec == std::errc{} ? end : buf);
-}
-
-// Label values: backslash, double quote and line feed are escaped.
-void append_label_value(std::string& out, std::string_view v) {
-  for (const char c : v) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
-    }
-  }
-}
-
-// HELP text: backslash and line feed are escaped (double quotes are not).
-void append_help(std::string& out, std::string_view v) {
-  for (const char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-}
-
-// One sample line: name{labels[,extra]} value
-template <class V>
-void append_sample(std::string& out, std::string_view name, std::string_view suffix,
-                   std::string_view labels, std::string_view extra_label, V value) {
-  out += name;
-  out += suffix;
-  if (!labels.empty() || !extra_label.empty()) {
-    out += '{';
-    out += labels;
-    if (!labels.empty() && !extra_label.empty()) {
-      out += ',';
-    }
-    out += extra_label;
-    out += '}';
-  }
-  out += ' ';
-  append_value(out, value);
-  out += '\n';
-}
-
 template <class A, class B>
 bool lex_less(std::span<A> a, std::span<B> b) {
   return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
                                       [](std::string_view x, std::string_view y) { return x < y; });
+}
+
+template <class Impl>
+prometheus::Family<Impl>& build_family(prometheus::Registry& r, const std::string& name,
+                                       const std::string& help) {
+  return prometheus::detail::Builder<Impl>().Name(name).Help(help).Register(r);
 }
 
 }  // namespace
@@ -135,36 +43,43 @@ void counter::inc(double v) noexcept {
   if (!(v >= 0)) {
     return;
   }
-  add_relaxed(value_, v);
+  c_->Increment(v);
+}
+
+double counter::value() const noexcept {
+  return c_->Value();
+}
+
+void gauge::set(double v) noexcept {
+  g_->Set(v);
 }
 
 void gauge::inc(double v) noexcept {
-  add_relaxed(value_, v);
+  g_->Increment(v);
 }
 
-histogram::histogram(const config& cfg)
-    : bounds_(cfg.bounds ? cfg.bounds : std::make_shared<const std::vector<double>>()),
-      counts_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds_->size() + 1)) {}
+double gauge::value() const noexcept {
+  return g_->Value();
+}
 
 void histogram::observe(double v) noexcept {
   if (std::isnan(v)) {
     return;
   }
-  const auto& b = *bounds_;
-  // The first bound >= v: a value equal to a bound belongs to that bucket (le semantics).
-  const auto i = static_cast<std::size_t>(std::lower_bound(b.begin(), b.end(), v) - b.begin());
-  counts_[i].fetch_add(1, std::memory_order_relaxed);
-  add_relaxed(sum_, v);
+  h_->Observe(v);
 }
 
 histogram::snapshot_t histogram::snapshot() const {
+  const auto m = h_->Collect();
   snapshot_t s;
-  s.counts.resize(bounds_->size() + 1);
-  for (std::size_t i = 0; i < s.counts.size(); ++i) {
-    s.counts[i] = counts_[i].load(std::memory_order_relaxed);
-    s.count += s.counts[i];
+  s.counts.reserve(m.histogram.bucket.size());
+  std::uint64_t below = 0;
+  for (const auto& b : m.histogram.bucket) {
+    s.counts.push_back(b.cumulative_count - below);
+    below = b.cumulative_count;
   }
-  s.sum = sum_.load(std::memory_order_relaxed);
+  s.sum = m.histogram.sample_sum;
+  s.count = m.histogram.sample_count;
   return s;
 }
 
@@ -173,22 +88,8 @@ histogram::snapshot_t histogram::snapshot() const {
 
 namespace detail {
 
-family_base::family_base(std::string name, std::string help, std::vector<std::string> label_names)
-    : name_(std::move(name)), help_(std::move(help)), label_names_(std::move(label_names)) {}
-
-std::string family_base::render_labels(std::span<const std::string_view> values) const {
-  std::string out;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) {
-      out += ',';
-    }
-    out += label_names_[i];
-    out += "=\"";
-    append_label_value(out, values[i]);
-    out += '"';
-  }
-  return out;
-}
+family_base::family_base(std::string name, std::vector<std::string> label_names)
+    : name_(std::move(name)), label_names_(std::move(label_names)) {}
 
 void family_base::check_label_count(std::size_t n) const {
   if (n != label_names_.size()) {
@@ -211,63 +112,39 @@ bool label_values_less::operator()(std::span<const std::string_view> a,
   return lex_less(a, b);
 }
 
-void render_samples(std::string& out, const std::string& name, const std::string& labels,
-                    const counter& c) {
-  append_sample(out, name, "", labels, "", c.value());
-}
-
-void render_samples(std::string& out, const std::string& name, const std::string& labels,
-                    const gauge& g) {
-  append_sample(out, name, "", labels, "", g.value());
-}
-
-void render_samples(std::string& out, const std::string& name, const std::string& labels,
-                    const histogram& h) {
-  const auto s = h.snapshot();
-  const auto& bounds = h.bounds();
-  std::uint64_t cumulative = 0;
-  std::string le;
-  for (std::size_t i = 0; i < s.counts.size(); ++i) {
-    cumulative += s.counts[i];
-    le = "le=\"";
-    append_value(le, i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity());
-    le += '"';
-    append_sample(out, name, "_bucket", labels, le, cumulative);
-  }
-  append_sample(out, name, "_sum", labels, "", s.sum);
-  append_sample(out, name, "_count", labels, "", s.count);
-}
-
-const char* type_name(const counter* /*unused*/) {
-  return "counter";
-}
-const char* type_name(const gauge* /*unused*/) {
-  return "gauge";
-}
-const char* type_name(const histogram* /*unused*/) {
-  return "histogram";
-}
-
 }  // namespace detail
 
 template <class Metric>
-void metric_family<Metric>::render(std::string& out) const {
+metric_family<Metric>::metric_family(prometheus::Family<typename Metric::impl_type>& family,
+                                     std::string name, std::vector<std::string> label_names,
+                                     typename Metric::config cfg)
+    : family_base(std::move(name), std::move(label_names)),
+      family_(family),
+      config_(std::move(cfg)) {}
+
+template <class Metric>
+metric_family<Metric>::~metric_family() = default;
+
+template <class Metric>
+Metric& metric_family<Metric>::with(std::span<const std::string_view> values) {
+  check_label_count(values.size());
   const std::lock_guard lock(mutex_);
-  if (children_.empty()) {
-    return;
+  auto it = children_.find(values);
+  if (it != children_.end()) {
+    return *it->second;
   }
-  out += "# HELP ";
-  out += name_;
-  out += ' ';
-  append_help(out, help_);
-  out += "\n# TYPE ";
-  out += name_;
-  out += ' ';
-  out += detail::type_name(static_cast<const Metric*>(nullptr));
-  out += '\n';
-  for (const auto& [values, c] : children_) {
-    detail::render_samples(out, name_, c.labels, *c.metric);
+  prometheus::Labels labels;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    labels.emplace(label_names_[i], values[i]);
   }
+  std::unique_ptr<Metric> child;
+  if constexpr (std::is_same_v<Metric, histogram>) {
+    child = std::make_unique<histogram>(family_.Add(labels, *config_.bounds), config_.bounds);
+  } else {
+    child = std::make_unique<Metric>(family_.Add(labels));
+  }
+  std::vector<std::string> key(values.begin(), values.end());
+  return *children_.emplace(std::move(key), std::move(child)).first->second;
 }
 
 template class metric_family<counter>;
@@ -277,44 +154,62 @@ template class metric_family<histogram>;
 // ---------------------------------------------------------------------------------------------
 // registry
 
+registry::registry()
+    : registry_(
+          std::make_unique<prometheus::Registry>(prometheus::Registry::InsertBehavior::Throw)) {}
+
+registry::~registry() = default;
+
+void registry::reserve_name(const std::string& name) {
+  if (!names_.insert(name).second) {
+    throw std::invalid_argument("metric " + name + " is already registered");
+  }
+}
+
 template <class Metric>
-metric_family<Metric>& registry::add(std::string name, std::string help,
+metric_family<Metric>& registry::add(std::string name, const std::string& help,
                                      std::vector<std::string> label_names,
                                      typename Metric::config cfg) {
-  if (!valid_metric_name(name)) {
+  if (!prometheus::CheckMetricName(name)) {
     throw std::invalid_argument("invalid metric name '" + name + "'");
+  }
+  if (help.find_first_of("\\\n") != std::string::npos) {
+    throw std::invalid_argument("metric " + name + ": help text with a backslash or a line feed");
   }
   for (std::size_t i = 0; i < label_names.size(); ++i) {
     const auto& l = label_names[i];
-    if (!valid_label_name(l) || (std::is_same_v<Metric, histogram> && l == "le")) {
+    if (!prometheus::CheckLabelName(l) || (std::is_same_v<Metric, histogram> && l == "le")) {
       throw std::invalid_argument("metric " + name + ": invalid label name '" + l + "'");
     }
-    if (std::find(label_names.begin(), label_names.begin() + static_cast<std::ptrdiff_t>(i), l) !=
-        label_names.begin() + static_cast<std::ptrdiff_t>(i)) {
+    const auto before = label_names.begin() + static_cast<std::ptrdiff_t>(i);
+    if (std::find(label_names.begin(), before, l) != before) {
       throw std::invalid_argument("metric " + name + ": duplicate label name '" + l + "'");
     }
   }
-  auto fam = std::make_unique<metric_family<Metric>>(name, std::move(help), std::move(label_names),
-                                                     std::move(cfg));
-  auto& ref = *fam;
-  if (ref.label_names().empty()) {
-    ref.with(std::span<const std::string_view>{});
+  const bool unlabelled = label_names.empty();
+  metric_family<Metric>* fam = nullptr;
+  {
+    const std::lock_guard lock(mutex_);
+    reserve_name(name);
+    auto& impl = build_family<typename Metric::impl_type>(*registry_, name, help);
+    families_.push_back(std::make_unique<metric_family<Metric>>(
+        impl, std::move(name), std::move(label_names), std::move(cfg)));
+    fam = static_cast<metric_family<Metric>*>(families_.back().get());
   }
-  const std::lock_guard lock(mutex_);
-  if (!families_.emplace(std::move(name), std::move(fam)).second) {
-    throw std::invalid_argument("metric " + ref.name() + " is already registered");
+  if (unlabelled) {
+    fam->with(std::span<const std::string_view>{});
   }
-  return ref;
+  return *fam;
 }
 
 counter_family& registry::add_counter(std::string name, std::string help,
                                       std::vector<std::string> label_names) {
-  return add<counter>(std::move(name), std::move(help), std::move(label_names), {});
+  return add<counter>(std::move(name), help, std::move(label_names), {});
 }
 
 gauge_family& registry::add_gauge(std::string name, std::string help,
                                   std::vector<std::string> label_names) {
-  return add<gauge>(std::move(name), std::move(help), std::move(label_names), {});
+  return add<gauge>(std::move(name), help, std::move(label_names), {});
 }
 
 histogram_family& registry::add_histogram(std::string name, std::string help,
@@ -330,16 +225,45 @@ histogram_family& registry::add_histogram(std::string name, std::string help,
     }
   }
   histogram::config cfg{std::make_shared<const std::vector<double>>(std::move(bounds))};
-  return add<histogram>(std::move(name), std::move(help), std::move(label_names), std::move(cfg));
+  return add<histogram>(std::move(name), help, std::move(label_names), std::move(cfg));
+}
+
+void registry::add_collectable(std::shared_ptr<const prometheus::Collectable> c,
+                               const std::vector<std::string>& names) {
+  const std::lock_guard lock(mutex_);
+  for (const auto& n : names) {
+    if (!prometheus::CheckMetricName(n)) {
+      throw std::invalid_argument("invalid metric name '" + n + "'");
+    }
+    if (names_.contains(n)) {
+      throw std::invalid_argument("metric " + n + " is already registered");
+    }
+  }
+  names_.insert(names.begin(), names.end());
+  collectables_.push_back(std::move(c));
 }
 
 std::string registry::render() const {
-  std::string out;
-  const std::lock_guard lock(mutex_);
-  for (const auto& [name, fam] : families_) {
-    fam->render(out);
+  auto families = registry_->Collect();
+  std::vector<std::shared_ptr<const prometheus::Collectable>> collectables;
+  {
+    const std::lock_guard lock(mutex_);
+    collectables = collectables_;
   }
-  return out;
+  for (const auto& c : collectables) {
+    auto more = c->Collect();
+    families.insert(families.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+  }
+  // prometheus-cpp orders by type, then registration, and children by hash: sorted, the
+  // exposition is stable from one scrape to the next (and readable in a diff).
+  std::sort(families.begin(), families.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (auto& f : families) {
+    std::sort(f.metric.begin(), f.metric.end(),
+              [](const auto& a, const auto& b) { return a.label < b.label; });
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -349,60 +273,162 @@ std::vector<double> pod_deletion_duration_buckets() {
   return {0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240};
 }
 
-standard_metrics register_standard_metrics(registry& r, std::string_view version) {
-  constexpr std::string_view p = "taint_eviction_controller_";
-  const auto n = [p](std::string_view s) { return std::string(p) + std::string(s); };
+namespace {
+
+constexpr std::string_view prefix = "taint_eviction_controller_";
+
+// One family of scrape_stats: a plain value, or one child per key of a map (labelled).
+struct stats_family {
+  std::string_view name;  // without the prefix
+  std::string_view help;
+  prometheus::MetricType type;
+  std::uint64_t scrape_stats::*value = nullptr;
+  std::string_view label = {};
+  std::map<std::string, std::uint64_t> scrape_stats::*by_label = nullptr;
+};
+
+using prometheus::MetricType;
+
+const stats_family stats_families[] = {
+    {.name = "pod_deletions_total",
+     .help = "Pods deleted by the taint eviction controller.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::pod_deletions},
+    {.name = "scheduled_evictions_total",
+     .help = "Pod evictions scheduled.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::scheduled_evictions},
+    {.name = "cancelled_evictions_total",
+     .help = "Scheduled pod evictions cancelled before they ran.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::cancelled_evictions},
+    {.name = "pod_deletion_failures_total",
+     .help = "Failed pod deletion attempts, by reason.",
+     .type = MetricType::Counter,
+     .label = "reason",
+     .by_label = &scrape_stats::pod_deletion_failures},
+    {.name = "pod_deletion_retries_total",
+     .help = "Pod deletion attempts retried.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::pod_deletion_retries},
+    {.name = "tainted_nodes",
+     .help = "Nodes that carry at least one NoExecute taint.",
+     .type = MetricType::Gauge,
+     .value = &scrape_stats::tainted_nodes},
+    {.name = "watch_restarts_total",
+     .help = "Watches restarted, by resource.",
+     .type = MetricType::Counter,
+     .label = "resource",
+     .by_label = &scrape_stats::watch_restarts},
+    {.name = "relists_total",
+     .help = "Full re-LISTs, by resource.",
+     .type = MetricType::Counter,
+     .label = "resource",
+     .by_label = &scrape_stats::relists},
+    {.name = "events_total",
+     .help = "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.",
+     .type = MetricType::Counter,
+     .label = "result",
+     .by_label = &scrape_stats::events},
+    {.name = "stuck_evictions",
+     .help = "Evictions that failed at least 5 times in a row and are still retried.",
+     .type = MetricType::Gauge,
+     .value = &scrape_stats::stuck_evictions},
+    {.name = "disruption_condition_failures_total",
+     .help = "DisruptionTarget condition patches that failed permanently (the DELETE went ahead "
+             "without the condition), by reason.",
+     .type = MetricType::Counter,
+     .label = "reason",
+     .by_label = &scrape_stats::disruption_condition_failures},
+    {.name = "watch_decode_errors_total",
+     .help = "Objects in watch events or LIST pages that could not be decoded and were skipped, "
+             "by resource.",
+     .type = MetricType::Counter,
+     .label = "resource",
+     .by_label = &scrape_stats::watch_decode_errors},
+};
+
+// The scrape-time families: reads the libraries' own totals when the registry is rendered,
+// so nothing is copied between scrapes.
+class stats_collectable final : public prometheus::Collectable {
+public:
+  explicit stats_collectable(scrape_stats_fn read) : read_(std::move(read)) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    const scrape_stats s = read_();
+    std::vector<prometheus::MetricFamily> out;
+    out.reserve(std::size(stats_families));
+    const std::lock_guard lock(mutex_);
+    for (const auto& def : stats_families) {
+      prometheus::MetricFamily f;
+      f.name = std::string(prefix) + std::string(def.name);
+      f.help = def.help;
+      f.type = def.type;
+      if (def.value != nullptr) {
+        add(f, {}, s.*def.value);
+      } else {
+        for (const auto& [value, n] : s.*def.by_label) {
+          add(f, prometheus::ClientMetric::Label{std::string(def.label), value}, n);
+        }
+      }
+      if (!f.metric.empty()) {
+        out.push_back(std::move(f));
+      }
+    }
+    return out;
+  }
+
+private:
+  // Appends one sample; a counter never goes below what it last exposed (see
+  // register_standard_metrics). Called with mutex_ held.
+  void add(prometheus::MetricFamily& f, std::optional<prometheus::ClientMetric::Label> label,
+           std::uint64_t n) const {
+    prometheus::ClientMetric m;
+    auto v = static_cast<double>(n);
+    if (f.type == MetricType::Counter) {
+      auto& last = exposed_[label ? f.name + '\0' + label->value : f.name];
+      v = std::max(v, last);
+      last = v;
+      m.counter.value = v;
+    } else {
+      m.gauge.value = v;
+    }
+    if (label) {
+      m.label.push_back(std::move(*label));
+    }
+    f.metric.push_back(std::move(m));
+  }
+
+  scrape_stats_fn read_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, double, std::less<>> exposed_;  // series -> last value
+};
+
+}  // namespace
+
+standard_metrics register_standard_metrics(registry& r, std::string_view version,
+                                           scrape_stats_fn read) {
+  const auto n = [](std::string_view s) { return std::string(prefix) + std::string(s); };
+  std::vector<std::string> collected;
+  for (const auto& def : stats_families) {
+    collected.push_back(n(def.name));
+  }
+  r.add_collectable(std::make_shared<stats_collectable>(std::move(read)), collected);
   auto& build_info = r.add_gauge(n("build_info"),
                                  "Always 1; the version label is the running build.", {"version"});
   build_info.with({version}).set(1);
   return standard_metrics{
-      .pod_deletions =
-          r.add_counter(n("pod_deletions_total"), "Pods deleted by the taint eviction controller.")
-              .with({}),
       .pod_deletion_duration =
           r.add_histogram(n("pod_deletion_duration_seconds"),
                           "Seconds from when a pod's eviction became due to its deletion.",
                           pod_deletion_duration_buckets())
               .with({}),
-      .scheduled_evictions =
-          r.add_counter(n("scheduled_evictions_total"), "Pod evictions scheduled.").with({}),
-      .cancelled_evictions = r.add_counter(n("cancelled_evictions_total"),
-                                           "Scheduled pod evictions cancelled before they ran.")
-                                 .with({}),
-      .pod_deletion_failures = r.add_counter(
-          n("pod_deletion_failures_total"), "Failed pod deletion attempts, by reason.", {"reason"}),
-      .pod_deletion_retries =
-          r.add_counter(n("pod_deletion_retries_total"), "Pod deletion attempts retried.").with({}),
-      .tainted_nodes =
-          r.add_gauge(n("tainted_nodes"), "Nodes that carry at least one NoExecute taint.")
-              .with({}),
-      .watch_restarts =
-          r.add_counter(n("watch_restarts_total"), "Watches restarted, by resource.", {"resource"}),
-      .relists = r.add_counter(n("relists_total"), "Full re-LISTs, by resource.", {"resource"}),
       .api_requests =
           r.add_counter(n("api_requests_total"),
                         "Kubernetes API requests, by verb and HTTP status code.", {"verb", "code"}),
       .api_request_duration = r.add_histogram(
           n("api_request_duration_seconds"), "Kubernetes API request latency in seconds, by verb.",
           {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}, {"verb"}),
-      .events = r.add_counter(
-          n("events_total"),
-          "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.",
-          {"result"}),
-      .stuck_evictions =
-          r.add_gauge(n("stuck_evictions"),
-                      "Evictions that failed at least 5 times in a row and are still retried.")
-              .with({}),
-      .disruption_condition_failures =
-          r.add_counter(n("disruption_condition_failures_total"),
-                        "DisruptionTarget condition patches that failed permanently (the "
-                        "DELETE went ahead without the condition), by reason.",
-                        {"reason"}),
-      .watch_decode_errors = r.add_counter(
-          n("watch_decode_errors_total"),
-          "Objects in watch events or LIST pages that could not be decoded and were skipped, "
-          "by resource.",
-          {"resource"}),
       .is_leader = r.add_gauge(n("is_leader"),
                                "1 while this process holds the leader election lease, else 0.")
                        .with({}),

@@ -26,16 +26,7 @@ using testing::make_taint;
 using testing::make_toleration;
 using testing::recording_sink;
 using testing::thread_driver;
-
-controller_options threaded_options(std::size_t workers) {
-  controller_options o;
-  o.workers = workers;
-  o.threaded = true;
-  o.retry.initial = 1ms;
-  o.retry.max = 5ms;
-  o.retry.seed = 7;
-  return o;
-}
+using testing::threaded_options;
 
 TEST(Threaded, ConcurrentFeedersEvictEveryUntoleratedPodWithItsOwnUid) {
   thread_driver drv;

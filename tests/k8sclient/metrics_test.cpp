@@ -6,6 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -32,7 +36,7 @@ TEST(metrics, counter_text) {
             "requests_total 3.5\n");
 }
 
-TEST(metrics, labelled_counter_children_sorted_by_label_values) {
+TEST(metrics, labelled_counter_children_sorted_by_labels) {
   registry r;
   auto& f = r.add_counter("api_requests_total", "API requests.", {"verb", "code"});
   EXPECT_EQ(r.render(), "") << "a labelled family without children renders nothing";
@@ -40,12 +44,13 @@ TEST(metrics, labelled_counter_children_sorted_by_label_values) {
   f.with({"GET", "404"}).inc(3);
   f.with({"GET", "200"}).inc(1e6);
   f.with({"GET", "200"}).inc();
+  // prometheus-cpp writes label names in alphabetical order; children sorted by their labels.
   EXPECT_EQ(r.render(),
             "# HELP api_requests_total API requests.\n"
             "# TYPE api_requests_total counter\n"
-            "api_requests_total{verb=\"GET\",code=\"200\"} 1000001\n"
-            "api_requests_total{verb=\"GET\",code=\"404\"} 3\n"
-            "api_requests_total{verb=\"PUT\",code=\"200\"} 1\n");
+            "api_requests_total{code=\"200\",verb=\"GET\"} 1000001\n"
+            "api_requests_total{code=\"200\",verb=\"PUT\"} 1\n"
+            "api_requests_total{code=\"404\",verb=\"GET\"} 3\n");
 }
 
 TEST(metrics, with_returns_the_same_child_for_the_same_values) {
@@ -74,7 +79,7 @@ TEST(metrics, gauge_text_and_special_values) {
             "temperature{room=\"b\"} -1.25\n"
             "temperature{room=\"c\"} +Inf\n"
             "temperature{room=\"d\"} -Inf\n"
-            "temperature{room=\"e\"} NaN\n"
+            "temperature{room=\"e\"} Nan\n"  // prometheus-cpp's spelling; Prometheus reads it
             "temperature{room=\"f\"} 1e-07\n");
 }
 
@@ -88,12 +93,12 @@ TEST(metrics, histogram_text) {
   EXPECT_EQ(r.render(),
             "# HELP latency_seconds Latency.\n"
             "# TYPE latency_seconds histogram\n"
+            "latency_seconds_count 5\n"
+            "latency_seconds_sum 6.75\n"
             "latency_seconds_bucket{le=\"0.5\"} 2\n"
             "latency_seconds_bucket{le=\"1\"} 3\n"
             "latency_seconds_bucket{le=\"2.5\"} 4\n"
-            "latency_seconds_bucket{le=\"+Inf\"} 5\n"
-            "latency_seconds_sum 6.75\n"
-            "latency_seconds_count 5\n");
+            "latency_seconds_bucket{le=\"+Inf\"} 5\n");
 }
 
 TEST(metrics, labelled_histogram_text_and_trailing_inf_bound) {
@@ -105,10 +110,10 @@ TEST(metrics, labelled_histogram_text_and_trailing_inf_bound) {
   EXPECT_EQ(r.render(),
             "# HELP d_seconds D.\n"
             "# TYPE d_seconds histogram\n"
-            "d_seconds_bucket{verb=\"GET\",le=\"1\"} 0\n"
-            "d_seconds_bucket{verb=\"GET\",le=\"+Inf\"} 1\n"
+            "d_seconds_count{verb=\"GET\"} 1\n"
             "d_seconds_sum{verb=\"GET\"} 2\n"
-            "d_seconds_count{verb=\"GET\"} 1\n");
+            "d_seconds_bucket{verb=\"GET\",le=\"1\"} 0\n"
+            "d_seconds_bucket{verb=\"GET\",le=\"+Inf\"} 1\n");
 }
 
 TEST(metrics, histogram_value_equal_to_a_bound_falls_in_that_bucket) {
@@ -152,20 +157,26 @@ TEST(metrics, histogram_without_bounds_has_only_inf) {
   EXPECT_EQ(r.render(),
             "# HELP h H.\n"
             "# TYPE h histogram\n"
-            "h_bucket{le=\"+Inf\"} 1\n"
+            "h_count 1\n"
             "h_sum 4\n"
-            "h_count 1\n");
+            "h_bucket{le=\"+Inf\"} 1\n");
 }
 
-TEST(metrics, label_value_and_help_escaping) {
+TEST(metrics, label_value_escaping) {
   registry r;
-  r.add_counter("esc_total", "Help with \\ backslash,\nnewline and \"quotes\".", {"v"})
-      .with({"a\"b\\c\nd"})
-      .inc();
+  r.add_counter("esc_total", "Help with \"quotes\".", {"v"}).with({"a\"b\\c\nd"}).inc();
   EXPECT_EQ(r.render(),
-            "# HELP esc_total Help with \\\\ backslash,\\nnewline and \"quotes\".\n"
+            "# HELP esc_total Help with \"quotes\".\n"
             "# TYPE esc_total counter\n"
             "esc_total{v=\"a\\\"b\\\\c\\nd\"} 1\n");
+}
+
+// prometheus-cpp 1.0 writes HELP as it is: a line feed would break the exposition.
+TEST(metrics, help_with_a_backslash_or_a_line_feed_throws) {
+  registry r;
+  EXPECT_THROW(r.add_counter("a_total", "two\nlines"), std::invalid_argument);
+  EXPECT_THROW(r.add_gauge("b", "back\\slash"), std::invalid_argument);
+  EXPECT_NO_THROW(r.add_gauge("c", "\"quotes\" are fine"));
 }
 
 TEST(metrics, utf8_label_values_pass_through) {
@@ -215,55 +226,210 @@ TEST(metrics, invalid_definitions_throw) {
   EXPECT_THROW(f.with({}), std::invalid_argument);
 }
 
-TEST(metrics, standard_set) {
+// What a scrape shows of one family.
+struct family_shape {
+  std::string type;
+  std::string help;
+  std::string labels;   // label names of the samples, sorted, comma-separated ("le" left out)
+  std::string buckets;  // histograms: the le values of the first child, in order
+  bool operator==(const family_shape&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const family_shape& f) {
+  return os << "{" << f.type << ", \"" << f.help << "\", {" << f.labels << "}, [" << f.buckets
+            << "]}";
+}
+
+// Reads the text exposition back into family name -> shape (enough of the format for ours).
+std::map<std::string, family_shape> parse_exposition(const std::string& text) {
+  std::map<std::string, family_shape> out;
+  std::map<std::string, std::set<std::string>> label_names;
+  std::map<std::string, std::string> first_child;  // histogram -> labels of its first bucket
+  std::istringstream in(text);
+  std::string line;
+  std::string current;
+  while (std::getline(in, line)) {
+    if (line.starts_with("# HELP ")) {
+      const auto rest = line.substr(7);
+      current = rest.substr(0, rest.find(' '));
+      out[current].help = rest.substr(current.size() + 1);
+      continue;
+    }
+    if (line.starts_with("# TYPE ")) {
+      const auto rest = line.substr(7);
+      current = rest.substr(0, rest.find(' '));
+      out[current].type = rest.substr(current.size() + 1);
+      continue;
+    }
+    EXPECT_TRUE(!current.empty() && line.starts_with(current)) << line;
+    const auto brace = line.find('{');
+    const auto name_end = std::min(brace, line.find(' '));
+    const std::string sample = line.substr(0, name_end);
+    if (brace == std::string::npos || brace > line.find(' ')) {
+      continue;
+    }
+    const std::string labels = line.substr(brace + 1, line.find('}') - brace - 1);
+    std::string without_le;
+    for (std::size_t pos = 0; pos < labels.size();) {
+      const auto eq = labels.find('=', pos);
+      const auto close = labels.find('"', eq + 2);
+      const std::string name = labels.substr(pos, eq - pos);
+      const std::string value = labels.substr(eq + 2, close - eq - 2);
+      if (name == "le" && sample == current + "_bucket") {
+        if (!first_child.contains(current)) {
+          first_child[current] = without_le;
+        }
+        if (first_child[current] == without_le) {
+          out[current].buckets += (out[current].buckets.empty() ? "" : " ") + value;
+        }
+      } else {
+        label_names[current].insert(name);
+        without_le += name + "=" + value + ",";
+      }
+      pos = close + 2;
+    }
+  }
+  for (auto& [name, names] : label_names) {
+    for (const auto& l : names) {
+      out[name].labels += (out[name].labels.empty() ? "" : ",") + l;
+    }
+  }
+  return out;
+}
+
+scrape_stats every_series() {
+  scrape_stats s;
+  s.pod_deletions = 1;
+  s.pod_deletion_failures = {{"forbidden", 1}};
+  s.disruption_condition_failures = {{"forbidden", 1}};
+  s.watch_restarts = {{"pods", 1}, {"nodes", 0}};
+  s.relists = {{"pods", 0}};
+  s.watch_decode_errors = {{"nodes", 0}};
+  s.events = {{"sent", 1}};
+  s.tainted_nodes = 2;
+  return s;
+}
+
+// README "What to look at" lists these: a rename, a new label, other buckets or another help
+// text must be deliberate (change the README and this list together).
+TEST(metrics, the_standard_set_is_the_documented_one) {
+  const std::string p = "taint_eviction_controller_";
+  const std::string deletion_buckets = "0.005 0.025 0.1 0.5 1 2.5 10 30 60 120 180 240 +Inf";
+  const std::map<std::string, family_shape> golden = {
+      {p + "pod_deletions_total",
+       {"counter", "Pods deleted by the taint eviction controller.", "", ""}},
+      {p + "pod_deletion_duration_seconds",
+       {"histogram", "Seconds from when a pod's eviction became due to its deletion.", "",
+        deletion_buckets}},
+      {p + "scheduled_evictions_total", {"counter", "Pod evictions scheduled.", "", ""}},
+      {p + "cancelled_evictions_total",
+       {"counter", "Scheduled pod evictions cancelled before they ran.", "", ""}},
+      {p + "pod_deletion_failures_total",
+       {"counter", "Failed pod deletion attempts, by reason.", "reason", ""}},
+      {p + "pod_deletion_retries_total", {"counter", "Pod deletion attempts retried.", "", ""}},
+      {p + "tainted_nodes", {"gauge", "Nodes that carry at least one NoExecute taint.", "", ""}},
+      {p + "watch_restarts_total", {"counter", "Watches restarted, by resource.", "resource", ""}},
+      {p + "relists_total", {"counter", "Full re-LISTs, by resource.", "resource", ""}},
+      {p + "api_requests_total",
+       {"counter", "Kubernetes API requests, by verb and HTTP status code.", "code,verb", ""}},
+      {p + "api_request_duration_seconds",
+       {"histogram", "Kubernetes API request latency in seconds, by verb.", "verb",
+        "0.005 0.025 0.1 0.25 0.5 1 2 4 8 15 30 60 +Inf"}},
+      {p + "events_total",
+       {"counter",
+        "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.", "result",
+        ""}},
+      {p + "stuck_evictions",
+       {"gauge", "Evictions that failed at least 5 times in a row and are still retried.", "", ""}},
+      {p + "disruption_condition_failures_total",
+       {"counter",
+        "DisruptionTarget condition patches that failed permanently (the DELETE went ahead "
+        "without the condition), by reason.",
+        "reason", ""}},
+      {p + "watch_decode_errors_total",
+       {"counter",
+        "Objects in watch events or LIST pages that could not be decoded and were skipped, by "
+        "resource.",
+        "resource", ""}},
+      {p + "is_leader",
+       {"gauge", "1 while this process holds the leader election lease, else 0.", "", ""}},
+      {p + "build_info",
+       {"gauge", "Always 1; the version label is the running build.", "version", ""}},
+  };
   registry r;
-  const auto m = register_standard_metrics(r, "1.2.3");
-  m.pod_deletions.inc();
-  m.pod_deletion_duration.observe(0.005);
-  m.pod_deletion_failures.with({"conflict"}).inc();
+  const auto m = register_standard_metrics(r, "1.2.3", every_series);
   m.api_requests.with({"DELETE", "200"}).inc();
   m.api_request_duration.with({"DELETE"}).observe(0.01);
-  m.watch_restarts.with({"pods"}).inc();
-  m.relists.with({"nodes"}).inc();
-  m.events.with({"dropped_full"}).inc();
-  m.tainted_nodes.set(3);
-  m.is_leader.set(1);
+  m.api_request_duration.with({"GET"}).observe(100);
   const auto text = r.render();
-  for (const char* line : {
-           "# TYPE taint_eviction_controller_pod_deletions_total counter\n",
-           "taint_eviction_controller_pod_deletions_total 1\n",
-           "# TYPE taint_eviction_controller_pod_deletion_duration_seconds histogram\n",
-           "taint_eviction_controller_pod_deletion_duration_seconds_bucket{le=\"0.005\"} 1\n",
-           "taint_eviction_controller_pod_deletion_duration_seconds_count 1\n",
-           "taint_eviction_controller_scheduled_evictions_total 0\n",
-           "taint_eviction_controller_cancelled_evictions_total 0\n",
-           "taint_eviction_controller_pod_deletion_failures_total{reason=\"conflict\"} 1\n",
-           "taint_eviction_controller_pod_deletion_retries_total 0\n",
-           "# TYPE taint_eviction_controller_tainted_nodes gauge\n",
-           "taint_eviction_controller_tainted_nodes 3\n",
-           "taint_eviction_controller_watch_restarts_total{resource=\"pods\"} 1\n",
-           "taint_eviction_controller_relists_total{resource=\"nodes\"} 1\n",
-           "taint_eviction_controller_api_requests_total{verb=\"DELETE\",code=\"200\"} 1\n",
-           "taint_eviction_controller_api_request_duration_seconds_bucket{verb=\"DELETE\","
-           "le=\"0.025\"} 1\n",
-           "# TYPE taint_eviction_controller_events_total counter\n",
-           "taint_eviction_controller_events_total{result=\"dropped_full\"} 1\n",
-           "taint_eviction_controller_is_leader 1\n",
-           "# TYPE taint_eviction_controller_build_info gauge\n",
-           "taint_eviction_controller_build_info{version=\"1.2.3\"} 1\n",
-       }) {
-    EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "in:\n" << text;
+  const auto scraped = parse_exposition(text);
+  EXPECT_EQ(scraped, golden) << text;
+  for (const auto& [name, shape] : golden) {
+    EXPECT_EQ(scraped.count(name), 1U) << "missing: " << name;
   }
-  // Upstream's buckets, in order, then +Inf.
-  std::string les;
-  const std::string prefix = "taint_eviction_controller_pod_deletion_duration_seconds_bucket{le=\"";
-  for (auto pos = text.find(prefix); pos != std::string::npos; pos = text.find(prefix, pos + 1)) {
-    const auto start = pos + prefix.size();
-    les += text.substr(start, text.find('"', start) - start) + " ";
+  for (const auto& [name, shape] : scraped) {
+    EXPECT_EQ(golden.count(name), 1U) << "not documented: " << name;
   }
-  EXPECT_EQ(les, "0.005 0.025 0.1 0.5 1 2.5 10 30 60 120 180 240 +Inf ");
+  EXPECT_NE(text.find(p + "build_info{version=\"1.2.3\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "tainted_nodes 2\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "watch_restarts_total{resource=\"pods\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "api_requests_total{code=\"200\",verb=\"DELETE\"} 1\n"),
+            std::string::npos);
+  EXPECT_THROW(register_standard_metrics(r, "again", every_series), std::invalid_argument);
+}
 
-  EXPECT_THROW(register_standard_metrics(r, "again"), std::invalid_argument);
+TEST(metrics, scrape_time_families_are_read_at_each_render) {
+  registry r;
+  std::atomic<int> reads{0};
+  scrape_stats s;
+  register_standard_metrics(r, "1", [&] {
+    ++reads;
+    return s;
+  });
+  EXPECT_EQ(reads.load(), 0);
+  const std::string p = "taint_eviction_controller_";
+  auto text = r.render();
+  EXPECT_EQ(reads.load(), 1);
+  EXPECT_NE(text.find(p + "scheduled_evictions_total 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(p + "stuck_evictions 0\n"), std::string::npos);
+  EXPECT_EQ(text.find(p + "events_total"), std::string::npos) << "no children, no family";
+  s.scheduled_evictions = 7;
+  s.stuck_evictions = 3;
+  s.events = {{"sent", 2}, {"dropped_full", 1}};
+  text = r.render();
+  EXPECT_EQ(reads.load(), 2);
+  EXPECT_NE(text.find(p + "scheduled_evictions_total 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(p + "stuck_evictions 3\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "events_total{result=\"dropped_full\"} 1\n" + p +
+                      "events_total{result=\"sent\"} 2\n"),
+            std::string::npos)
+      << text;
+  // Gauges go down.
+  s.stuck_evictions = 0;
+  EXPECT_NE(r.render().find(p + "stuck_evictions 0\n"), std::string::npos);
+}
+
+// A total read lower than the last one exposed (two counters read one after the other) must
+// not make a counter go down: Prometheus would take it for a restart and count a reset.
+TEST(metrics, scrape_time_counters_never_go_down) {
+  registry r;
+  scrape_stats s;
+  register_standard_metrics(r, "1", [&] { return s; });
+  const std::string p = "taint_eviction_controller_";
+  s.pod_deletion_retries = 5;
+  s.pod_deletion_failures = {{"timeout", 4}};
+  (void)r.render();
+  s.pod_deletion_retries = 3;
+  s.pod_deletion_failures = {{"timeout", 2}, {"forbidden", 1}};
+  auto text = r.render();
+  EXPECT_NE(text.find(p + "pod_deletion_retries_total 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(p + "pod_deletion_failures_total{reason=\"timeout\"} 4\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(p + "pod_deletion_failures_total{reason=\"forbidden\"} 1\n"),
+            std::string::npos);
+  s.pod_deletion_retries = 6;
+  text = r.render();
+  EXPECT_NE(text.find(p + "pod_deletion_retries_total 6\n"), std::string::npos) << text;
 }
 
 // Run under TSan: updates, first-time child creation and scrapes from several threads.

@@ -355,4 +355,15 @@ node_view make_node(std::string name, std::vector<taint> taints) {
   return n;
 }
 
+controller_options threaded_options(std::size_t workers) {
+  using namespace std::chrono_literals;
+  controller_options o;
+  o.workers = workers;
+  o.threaded = true;
+  o.retry.initial = 1ms;
+  o.retry.max = 5ms;
+  o.retry.seed = 7;
+  return o;
+}
+
 }  // namespace tec::controller::testing

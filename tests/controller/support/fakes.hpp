@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "tec/controller/controller.hpp"
 #include "tec/controller/model.hpp"
 #include "tec/controller/ports.hpp"
 #include "tec/timedqueue/timed_queue.hpp"
@@ -138,5 +139,8 @@ toleration make_toleration(int i, std::int64_t seconds);
 pod_view make_pod(std::string name, std::string node, std::vector<toleration> tolerations = {});
 node_view make_node(std::string name, std::vector<taint> taints = {});
 std::string fresh_uid();
+
+/// Threaded mode with `workers` workers and fast, seeded retries (1 ms doubling to 5 ms).
+controller_options threaded_options(std::size_t workers);
 
 }  // namespace tec::controller::testing

@@ -5,9 +5,7 @@
 // (docs/behaviour.md §8), run as a coroutine on the client's executor so the caller
 // never waits. Events go to an event_recorder.
 
-#include <array>
 #include <boost/asio/any_io_executor.hpp>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -37,10 +35,6 @@ struct eviction_sink_options {
   std::size_t remembered_patches = 4096;
 };
 
-/// Upper bounds (seconds) of the deletion-duration histogram (docs/behaviour.md §11).
-inline constexpr std::array<double, 12> deletion_duration_buckets{0.005, 0.025, 0.1, 0.5, 1,   2.5,
-                                                                  10,    30,    60,  120, 180, 240};
-
 /// Counters for metrics; a consistent snapshot.
 struct eviction_sink_stats {
   std::uint64_t deletions = 0;     ///< DELETE accepted (2xx).
@@ -55,11 +49,6 @@ struct eviction_sink_stats {
   /// Permanent condition patch failures, by error_reason() (the DELETE went ahead).
   std::map<std::string, std::uint64_t> condition_failures_by_reason;
   std::map<std::string, std::uint64_t> failures_by_reason;  ///< error_reason() -> count.
-  /// Seconds from evict() to the accepted DELETE: counts per bucket of
-  /// deletion_duration_buckets (not cumulative; the last slot is +Inf), sum and count.
-  std::array<std::uint64_t, deletion_duration_buckets.size() + 1> duration_counts{};
-  double duration_sum_seconds = 0;
-  std::uint64_t duration_count = 0;
   std::size_t in_flight = 0;
 };
 
@@ -73,12 +62,8 @@ struct eviction_sink_stats {
 /// state, so destroying the sink object itself while they run is safe.
 class k8s_eviction_sink final : public controller::eviction_sink {
 public:
-  using steady_clock_fn = std::function<std::chrono::steady_clock::time_point()>;
-
-  k8s_eviction_sink(
-      boost::asio::any_io_executor executor, client& c, event_recorder* events,
-      eviction_sink_options options = {},
-      steady_clock_fn now = [] { return std::chrono::steady_clock::now(); });
+  k8s_eviction_sink(boost::asio::any_io_executor executor, client& c, event_recorder* events,
+                    eviction_sink_options options = {});
   ~k8s_eviction_sink() override;
   k8s_eviction_sink(const k8s_eviction_sink&) = delete;
   k8s_eviction_sink& operator=(const k8s_eviction_sink&) = delete;
