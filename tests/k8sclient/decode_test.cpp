@@ -389,14 +389,15 @@ TEST(decode, absurd_toleration_seconds_are_errors) {
   }
 }
 
+/// `levels` nested arrays.
+std::string nested_arrays(int levels) {
+  return std::string(static_cast<std::size_t>(levels), '[') +
+         std::string(static_cast<std::size_t>(levels), ']');
+}
+
 TEST(decode, unknown_fields_and_deep_nesting_are_skipped) {
-  std::string deep;
-  for (int i = 0; i < 100000; ++i) {
-    deep += "[";
-  }
-  for (int i = 0; i < 100000; ++i) {
-    deep += "]";
-  }
+  // 2 + 1022 = 1024 levels: the deepest accepted.
+  const std::string deep = nested_arrays(1022);
   const std::string json =
       R"({"zzz":{"metadata":{"name":"evil"}},"metadata":{"extra":)" + deep +
       R"(,"name":"p","uid":"u","labels":{"name":"x"}},"spec":{"nodeName":"n",)"
@@ -406,6 +407,17 @@ TEST(decode, unknown_fields_and_deep_nesting_are_skipped) {
   EXPECT_EQ(pod->pod.name, "p");
   EXPECT_EQ(pod->pod.node_name, "n");
   EXPECT_EQ(pod->pod.phase, pod_phase::unknown);
+}
+
+TEST(decode, nesting_deeper_than_1024_levels_is_malformed) {
+  for (const auto engine : {json_engine::fast, json_engine::nlohmann}) {
+    const auto pod = decode_pod(
+        R"({"metadata":{"name":"p","uid":"u","extra":)" + nested_arrays(1023) + "}}", engine);
+    ASSERT_FALSE(pod);
+    EXPECT_EQ(pod.err().code, make_error_code(errc::malformed_json)) << pod.err().message;
+    EXPECT_TRUE(decode_pod(
+        R"({"metadata":{"name":"p","uid":"u","extra":)" + nested_arrays(1022) + "}}", engine));
+  }
 }
 
 TEST(decode, nulls_mean_absent) {
@@ -466,9 +478,26 @@ TEST(parse_rfc3339, forms) {
 namespace tec::k8s {
 namespace {
 
+/// Whether `input` may hold an integer outside [-2^63, 2^64): simdjson rejects it as
+/// malformed, nlohmann reads it as a floating-point number (decode.hpp, json_engine).
+bool may_hold_a_huge_integer(std::string_view input) {
+  std::size_t run = 0;
+  for (const char c : input) {
+    run = c >= '0' && c <= '9' ? run + 1 : 0;
+    if (run >= 19) {
+      return true;
+    }
+  }
+  return false;
+}
+
 template <class T, class Eq>
 void expect_same(const result<T>& fast, const result<T>& reference, Eq&& eq,
                  const std::string& input) {
+  if (!fast && fast.err().code == make_error_code(errc::malformed_json) &&
+      may_hold_a_huge_integer(input)) {
+    return;
+  }
   ASSERT_EQ(fast.has_value(), reference.has_value())
       << "input: " << input << "\nfast: " << (fast ? "ok" : fast.err().message)
       << "\nnlohmann: " << (reference ? "ok" : reference.err().message);
@@ -503,8 +532,9 @@ void compare_engines(const std::string& input) {
   expect_same(decode_status(input), decode_status(input, json_engine::nlohmann), same, input);
 }
 
-/// The fast reader must accept and reject exactly what nlohmann's strict parser does, and
-/// decode the same records: checked on the fixtures and on thousands of random mutations.
+/// simdjson must accept and reject what nlohmann's strict parser does (but huge integers),
+/// and the field mapping fed by either DOM must decode the same records: checked on the
+/// fixtures and on thousands of random mutations.
 TEST(decode_engines, agree_on_fixtures_and_mutations) {
   std::vector<std::string> seeds{
       fixture("pod.json"),
