@@ -387,7 +387,7 @@ void differential(std::string_view input, Decode decode) {
     }
     return;
   }
-  if (!fast && fast.err().code == make_error_code(errc::malformed_json) && reference &&
+  if (!fast && fast.err().code == make_error_code(errc::malformed_json) &&
       has_long_digit_run(input)) {
     return;  // an integer beyond 64 bits: simdjson rejects it, nlohmann reads a float
   }
