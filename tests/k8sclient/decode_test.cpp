@@ -478,26 +478,9 @@ TEST(parse_rfc3339, forms) {
 namespace tec::k8s {
 namespace {
 
-/// Whether `input` may hold an integer outside [-2^63, 2^64): simdjson rejects it as
-/// malformed, nlohmann reads it as a floating-point number (decode.hpp, json_engine).
-bool may_hold_a_huge_integer(std::string_view input) {
-  std::size_t run = 0;
-  for (const char c : input) {
-    run = c >= '0' && c <= '9' ? run + 1 : 0;
-    if (run >= 19) {
-      return true;
-    }
-  }
-  return false;
-}
-
 template <class T, class Eq>
 void expect_same(const result<T>& fast, const result<T>& reference, Eq&& eq,
                  const std::string& input) {
-  if (!fast && fast.err().code == make_error_code(errc::malformed_json) &&
-      may_hold_a_huge_integer(input)) {
-    return;
-  }
   ASSERT_EQ(fast.has_value(), reference.has_value())
       << "input: " << input << "\nfast: " << (fast ? "ok" : fast.err().message)
       << "\nnlohmann: " << (reference ? "ok" : reference.err().message);
@@ -570,9 +553,7 @@ TEST(decode_engines, agree_on_fixtures_and_mutations) {
                         "+1",
                         "0x10",
                         "18446744073709551615",
-                        "18446744073709551616",
                         "-9223372036854775808",
-                        "-9223372036854775809",
                         "1e400",
                         "tru",
                         "nul",
@@ -606,6 +587,16 @@ TEST(decode_engines, agree_on_fixtures_and_mutations) {
     compare_engines(R"({"metadata":{"name":)" + value + R"(,"uid":"u"}})");
     compare_engines(R"({"metadata":{"name":"p","uid":"u","skipped":)" + value + "}}");
     compare_engines(value);
+  }
+  // The one difference by design: an integer outside [-2^63, 2^64) is malformed for
+  // simdjson, a floating-point number for nlohmann (decode.hpp, json_engine).
+  for (const char* huge : {"18446744073709551616", "-9223372036854775809"}) {
+    const std::string pod =
+        R"({"metadata":{"name":"p","uid":"u","skipped":)" + std::string(huge) + "}}";
+    const auto fast = decode_pod(pod);
+    ASSERT_FALSE(fast) << huge;
+    EXPECT_EQ(fast.err().code, make_error_code(errc::malformed_json)) << fast.err().message;
+    EXPECT_TRUE(decode_pod(pod, json_engine::nlohmann)) << huge;
   }
   static constexpr std::string_view interesting = "\"\\{}[],:0-e.ntfu \x01\xff\xc3\xa9\xed";
   // TEC_DECODE_MUTATIONS raises the count for a longer soak (e.g. under ASan).
