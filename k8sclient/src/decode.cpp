@@ -961,7 +961,7 @@ private:
   /// Input quoted in an error message: clipped and escaped (it ends up in logs).
   static std::string clip(std::string_view text) { return printable(text, max_error_detail); }
 
-  bool fail(errc code, std::string message) {
+  bool fail(errc code, std::string_view message) {
     if (!error_) {
       std::string full(what_);
       full += ": ";
