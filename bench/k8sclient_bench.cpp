@@ -1,10 +1,13 @@
 // k8sclient benchmarks: decode throughput of a 10,000-pod LIST body and of a watch stream of
-// the same pods (our decoder with its fast reader, the same decoder driven by nlohmann's
-// sax_parse, and nlohmann::json::parse into a DOM, all on the same bytes), store
-// operations, and the memory a cached pod / node costs (counted by a global operator new).
+// the same pods (the decoder with its `fast` engine, whole and streamed through list_decoder
+// as the informer does; the same decoder with its `nlohmann` reference engine; and
+// nlohmann::json::parse into a DOM, all on the same bytes), with the heap allocations made
+// per pod; store operations, and the memory a cached pod / node costs (counted by a global
+// operator new). Uses only decode.hpp's public API, so the same file builds against an older
+// decoder for a before/after comparison (BENCHMARKS.md).
 //
-// Run: build-<dir>/bin/k8sclient_bench   (prints the SAX/DOM ratios and bytes per object at
-// the end).
+// Run: build-<dir>/bin/k8sclient_bench   (prints the decoder/DOM ratios and bytes per object
+// at the end).
 
 #include <benchmark/benchmark.h>
 #include <malloc.h>
@@ -31,6 +34,9 @@
 namespace {
 std::atomic<std::int64_t> g_live_bytes{0};
 std::atomic<std::int64_t> g_allocations{0};
+// Monotonic: every allocation ever made, and its bytes (for allocations per decoded pod).
+std::atomic<std::int64_t> g_total_allocations{0};
+std::atomic<std::int64_t> g_total_bytes{0};
 
 void* counted_alloc(std::size_t size) {
   void* p = std::malloc(size == 0 ? 1 : size);
@@ -40,6 +46,9 @@ void* counted_alloc(std::size_t size) {
   g_live_bytes.fetch_add(static_cast<std::int64_t>(malloc_usable_size(p)),
                          std::memory_order_relaxed);
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  g_total_allocations.fetch_add(1, std::memory_order_relaxed);
+  g_total_bytes.fetch_add(static_cast<std::int64_t>(malloc_usable_size(p)),
+                          std::memory_order_relaxed);
   return p;
 }
 
@@ -291,52 +300,101 @@ void fail(benchmark::State& state, const std::string& why) {
   state.SkipWithError(why.c_str());
 }
 
-void BM_list_sax(benchmark::State& state) {
+/// Heap allocations made while the benchmark loop runs, reported per decoded pod.
+class allocation_counter {
+public:
+  allocation_counter()
+      : allocations_(g_total_allocations.load(std::memory_order_relaxed)),
+        bytes_(g_total_bytes.load(std::memory_order_relaxed)) {}
+
+  void report(benchmark::State& state, std::size_t pods_per_iteration) const {
+    const double pods =
+        static_cast<double>(state.iterations()) * static_cast<double>(pods_per_iteration);
+    state.counters["allocs/pod"] =
+        static_cast<double>(g_total_allocations.load(std::memory_order_relaxed) - allocations_) /
+        pods;
+    state.counters["alloc_bytes/pod"] =
+        static_cast<double>(g_total_bytes.load(std::memory_order_relaxed) - bytes_) / pods;
+    state.counters["pods/s"] = benchmark::Counter(pods, benchmark::Counter::kIsRate);
+  }
+
+private:
+  std::int64_t allocations_;
+  std::int64_t bytes_;
+};
+
+/// Decodes the whole LIST body at once with `engine`.
+void run_list(benchmark::State& state, tec::k8s::json_engine engine) {
   const auto& body = data().pod_list;
+  const allocation_counter counter;
   for (auto _ : state) {
-    auto page = tec::k8s::decode_pod_list(body);
+    auto page = tec::k8s::decode_pod_list(body, engine);
     if (!page || page->items.size() != pod_count) {
       fail(state, page ? "wrong item count" : page.err().message);
       return;
     }
     benchmark::DoNotOptimize(page);
   }
+  counter.report(state, pod_count);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(body.size()));
-  state.counters["items"] = pod_count;
 }
 
-/// The same field handler driven by nlohmann::json::sax_parse (the reference engine).
-void BM_list_sax_nlohmann(benchmark::State& state) {
+void BM_list_fast(benchmark::State& state) {
+  run_list(state, tec::k8s::json_engine::fast);
+}
+
+/// The same field mapping fed by the `nlohmann` reference engine.
+void BM_list_nlohmann_engine(benchmark::State& state) {
+  run_list(state, tec::k8s::json_engine::nlohmann);
+}
+
+constexpr std::size_t chunk_bytes = 16 * 1024;
+
+/// The informer's path: the LIST body fed in 16 KiB chunks to a list_decoder, each pod
+/// decoded as soon as its bytes are complete (kept in a vector, as the informer's page).
+void BM_list_stream(benchmark::State& state) {
   const auto& body = data().pod_list;
+  const allocation_counter counter;
   for (auto _ : state) {
-    auto page = tec::k8s::decode_pod_list(body, tec::k8s::json_engine::nlohmann);
-    if (!page || page->items.size() != pod_count) {
-      fail(state, page ? "wrong item count" : page.err().message);
+    tec::k8s::list_decoder<tec::k8s::pod_record> decoder;
+    std::vector<tec::k8s::pod_record> items;
+    bool ok = true;
+    for (std::size_t pos = 0; pos < body.size() && ok; pos += chunk_bytes) {
+      ok = decoder.feed(
+          std::string_view(body).substr(pos, chunk_bytes),
+          [&](tec::k8s::pod_record&& r) { items.push_back(std::move(r)); },
+          [&](const tec::k8s::error& /*e*/) { ok = false; });
+    }
+    auto page = decoder.finish();
+    if (!ok || !page || items.size() != pod_count) {
+      fail(state, page ? "wrong item count or skipped items" : page.err().message);
       return;
     }
-    benchmark::DoNotOptimize(page);
+    benchmark::DoNotOptimize(items);
   }
+  counter.report(state, pod_count);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(body.size()));
 }
 
 void BM_list_dom(benchmark::State& state) {
   const auto& body = data().pod_list;
+  const allocation_counter counter;
   for (auto _ : state) {
     auto doc = nlohmann::json::parse(body);
     benchmark::DoNotOptimize(doc);
   }
+  counter.report(state, pod_count);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(body.size()));
 }
-
-constexpr std::size_t chunk_bytes = 16 * 1024;
 
 /// Feeds the watch stream in 16 KiB chunks through a line_splitter into `decode`.
 template <class Decode>
 void run_watch(benchmark::State& state, Decode&& decode) {
   const auto& stream = data().pod_watch;
+  const allocation_counter counter;
   for (auto _ : state) {
     tec::k8s::line_splitter splitter;
     std::size_t events = 0;
@@ -355,6 +413,7 @@ void run_watch(benchmark::State& state, Decode&& decode) {
       return;
     }
   }
+  counter.report(state, data().watch_lines);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(stream.size()));
   state.counters["events/s"] = benchmark::Counter(
@@ -362,7 +421,7 @@ void run_watch(benchmark::State& state, Decode&& decode) {
       benchmark::Counter::kIsRate);
 }
 
-void BM_watch_sax(benchmark::State& state) {
+void BM_watch_fast(benchmark::State& state) {
   run_watch(state, [](std::string_view line) {
     auto event = tec::k8s::decode_pod_event(line);
     benchmark::DoNotOptimize(event);
@@ -370,7 +429,7 @@ void BM_watch_sax(benchmark::State& state) {
   });
 }
 
-void BM_watch_sax_nlohmann(benchmark::State& state) {
+void BM_watch_nlohmann_engine(benchmark::State& state) {
   run_watch(state, [](std::string_view line) {
     auto event = tec::k8s::decode_pod_event(line, tec::k8s::json_engine::nlohmann);
     benchmark::DoNotOptimize(event);
@@ -478,7 +537,7 @@ memory_figures measure_memory() {
   return m;
 }
 
-/// Remembers bytes/s per benchmark to print SAX/DOM ratios at the end.
+/// Remembers bytes/s per benchmark to print decoder/DOM ratios at the end.
 class ratio_reporter : public benchmark::ConsoleReporter {
 public:
   void ReportRuns(const std::vector<Run>& runs) override {
@@ -492,19 +551,20 @@ public:
   }
 
   void print_ratios() const {
-    auto ratio = [&](const char* sax, const char* dom) {
-      auto s = rates_.find(sax);
+    auto ratio = [&](const char* decoder, const char* dom) {
+      auto s = rates_.find(decoder);
       auto d = rates_.find(dom);
       if (s == rates_.end() || d == rates_.end() || d->second <= 0) {
         return;
       }
-      std::printf("%-22s %8.1f MB/s   %-13s %8.1f MB/s   ratio %.2fx\n", sax, s->second / 1e6, dom,
-                  d->second / 1e6, s->second / d->second);
+      std::printf("%-24s %8.1f MB/s   %-13s %8.1f MB/s   ratio %.2fx\n", decoder, s->second / 1e6,
+                  dom, d->second / 1e6, s->second / d->second);
     };
-    ratio("BM_list_sax", "BM_list_dom");
-    ratio("BM_list_sax_nlohmann", "BM_list_dom");
-    ratio("BM_watch_sax", "BM_watch_dom");
-    ratio("BM_watch_sax_nlohmann", "BM_watch_dom");
+    ratio("BM_list_fast", "BM_list_dom");
+    ratio("BM_list_stream", "BM_list_dom");
+    ratio("BM_list_nlohmann_engine", "BM_list_dom");
+    ratio("BM_watch_fast", "BM_watch_dom");
+    ratio("BM_watch_nlohmann_engine", "BM_watch_dom");
   }
 
 private:
@@ -513,11 +573,12 @@ private:
 
 }  // namespace
 
-BENCHMARK(BM_list_sax)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_list_sax_nlohmann)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_list_fast)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_list_stream)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_list_nlohmann_engine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_list_dom)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_watch_sax)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_watch_sax_nlohmann)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_watch_fast)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_watch_nlohmann_engine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_watch_dom)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_store_replace_all)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_store_upsert);

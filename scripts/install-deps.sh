@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl openssl
-  libboost1.81-dev libssl-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libboost1.81-dev libssl-dev nlohmann-json3-dev libsimdjson-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcli11-dev prometheus-cpp-dev
   clang-format clang-tidy
   etcd-server etcd-client golang-go golang-github-modern-go-reflect2-dev rsync dpkg-dev

@@ -1,21 +1,30 @@
 #include "tec/k8s/decode.hpp"
 
+#include <simdjson.h>
+
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cassert>
+#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <type_traits>
 #include <utility>
 
-#include "json_reader.hpp"
+// The JSON path: simdjson's DOM parser validates the whole text (RFC 8259, UTF-8, numbers,
+// escapes) at several GB/s, then a walker reads the few fields we need from its tape and
+// skips every other value without copying it. simdjson's On-Demand API is not used: it is
+// lazy (malformed text in a skipped value may pass), and on 10,000 realistic pods it was
+// slower than a DOM parse per object (BENCHMARKS.md). The walker is generic over the DOM so that
+// the tests and the fuzz target can drive the same field mapping from nlohmann's DOM, an
+// independent parser, and compare (json_engine::nlohmann).
 
 namespace tec::k8s {
 namespace {
 
-using nlohmann::json;
-
+using nlohmann::ordered_json;
 /// What the document is: decides the root frame.
 enum class mode : std::uint8_t { event, list, object };
 
@@ -195,12 +204,6 @@ constexpr std::string_view describe(shape s) noexcept {
   }
   return "";
 }
-
-constexpr bool is_array(frame_kind k) noexcept {
-  return k == frame_kind::items || k == frame_kind::owner_refs || k == frame_kind::tolerations ||
-         k == frame_kind::taints || k == frame_kind::conditions;
-}
-
 constexpr frame_kind element_of(frame_kind array) noexcept {
   switch (array) {
     case frame_kind::items:
@@ -218,266 +221,191 @@ constexpr frame_kind element_of(frame_kind array) noexcept {
 
 constexpr std::size_t max_error_detail = 200;
 
-/// The SAX handler: a small explicit stack of the containers we care about, a depth counter
-/// for the ones we skip, and the record being filled.
+/// Nesting deeper than this is malformed JSON (simdjson's default maximum depth). A Pod or
+/// Node follows a fixed schema a few dozen levels deep; nothing the API server sends comes
+/// near it.
+constexpr std::size_t max_json_depth = simdjson::DEFAULT_MAX_DEPTH;
+
+/// The JSON type of a DOM value, as the field mapping distinguishes them.
+enum class value_kind : std::uint8_t {
+  null,
+  boolean,
+  signed_integer,    // fits std::int64_t
+  unsigned_integer,  // above INT64_MAX, fits std::uint64_t
+  floating,          // a fraction or an exponent (or, for nlohmann, an integer beyond 64 bits)
+  string,
+  array,
+  object,
+};
+
+/// "got ..." in a type error.
+constexpr std::string_view describe(value_kind k) noexcept {
+  switch (k) {
+    case value_kind::null:
+      return "null";
+    case value_kind::boolean:
+      return "a boolean";
+    case value_kind::signed_integer:
+    case value_kind::unsigned_integer:
+    case value_kind::floating:
+      return "a number";
+    case value_kind::string:
+      return "a string";
+    case value_kind::array:
+      return "an array";
+    case value_kind::object:
+      return "an object";
+  }
+  return "";
+}
+
+/// The walker's view of simdjson's DOM (the production engine). Only called on values of the
+/// kind asked for, so the unchecked accessors cannot fail.
+struct simdjson_dom {
+  using node = simdjson::dom::element;
+
+  static value_kind kind(const node& n) noexcept {
+    switch (n.type()) {
+      case simdjson::dom::element_type::NULL_VALUE:
+        return value_kind::null;
+      case simdjson::dom::element_type::BOOL:
+        return value_kind::boolean;
+      case simdjson::dom::element_type::INT64:
+        return value_kind::signed_integer;
+      case simdjson::dom::element_type::UINT64:
+        return n.get_uint64().value_unsafe() >
+                       static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                   ? value_kind::unsigned_integer
+                   : value_kind::signed_integer;
+      case simdjson::dom::element_type::DOUBLE:
+        return value_kind::floating;
+      case simdjson::dom::element_type::STRING:
+        return value_kind::string;
+      case simdjson::dom::element_type::ARRAY:
+        return value_kind::array;
+      case simdjson::dom::element_type::OBJECT:
+        return value_kind::object;
+    }
+    return value_kind::null;
+  }
+  static bool boolean(const node& n) noexcept { return n.get_bool().value_unsafe(); }
+  static std::int64_t integer(const node& n) noexcept {
+    return n.type() == simdjson::dom::element_type::INT64
+               ? n.get_int64().value_unsafe()
+               : static_cast<std::int64_t>(n.get_uint64().value_unsafe());
+  }
+  static double floating(const node& n) noexcept { return n.get_double().value_unsafe(); }
+  static std::string_view string(const node& n) noexcept { return n.get_string().value_unsafe(); }
+  /// Calls f(key, value) for every member in document order (repeated keys included) until
+  /// f returns false.
+  template <class F>
+  static bool each_member(const node& n, F&& f) {
+    const simdjson::dom::object object = n.get_object().value_unsafe();
+    for (const simdjson::dom::key_value_pair member : object) {
+      if (!f(member.key, member.value)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  template <class F>
+  static bool each_element(const node& n, F&& f) {
+    const simdjson::dom::array array = n.get_array().value_unsafe();
+    for (const simdjson::dom::element element : array) {
+      if (!f(element)) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+/// The same view of nlohmann's (ordered) DOM: the reference engine of the tests.
+struct nlohmann_dom {
+  using node = ordered_json;
+
+  static value_kind kind(const node& n) noexcept {
+    switch (n.type()) {
+      case ordered_json::value_t::boolean:
+        return value_kind::boolean;
+      case ordered_json::value_t::number_integer:
+        return value_kind::signed_integer;
+      case ordered_json::value_t::number_unsigned:
+        return n.get<std::uint64_t>() >
+                       static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                   ? value_kind::unsigned_integer
+                   : value_kind::signed_integer;
+      case ordered_json::value_t::number_float:
+        return value_kind::floating;
+      case ordered_json::value_t::string:
+        return value_kind::string;
+      case ordered_json::value_t::array:
+        return value_kind::array;
+      case ordered_json::value_t::object:
+        return value_kind::object;
+      default:
+        return value_kind::null;
+    }
+  }
+  static bool boolean(const node& n) { return n.get<bool>(); }
+  static std::int64_t integer(const node& n) {
+    return n.is_number_unsigned() ? static_cast<std::int64_t>(n.get<std::uint64_t>())
+                                  : n.get<std::int64_t>();
+  }
+  static double floating(const node& n) { return n.get<double>(); }
+  static std::string_view string(const node& n) { return n.get_ref<const std::string&>(); }
+  template <class F>
+  static bool each_member(const node& n, F&& f) {
+    for (const auto& [key, value] : n.get_ref<const ordered_json::object_t&>()) {
+      if (!f(std::string_view(key), value)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  template <class F>
+  static bool each_element(const node& n, F&& f) {
+    for (const ordered_json& element : n.get_ref<const ordered_json::array_t&>()) {
+      if (!f(element)) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+/// Walks a parsed document along the few paths we need and fills the record(s): a recursive
+/// descent into the known containers only (so at most a handful of levels), every other
+/// value skipped unread. Members are visited in document order, repeated keys included (a
+/// scalar's last copy wins, arrays' elements accumulate), and the first wrong type found in
+/// that order is the error.
 template <class Record>
-class handler {
+class walker {
 public:
   static constexpr bool is_pod = std::is_same_v<Record, pod_record>;
 
-  handler(mode m, std::string_view what) : mode_(m), what_(what) {}
+  walker(mode m, std::string_view what) : mode_(m), what_(what) {}
 
-  // --- nlohmann SAX interface -------------------------------------------------------------
-
-  bool null() {
-    if (skip_ > 0) {
-      return true;
+  /// Decodes the document rooted at `root`; false when an error was recorded (failure()).
+  template <class Dom>
+  bool walk(const typename Dom::node& root) {
+    const value_kind k = Dom::kind(root);
+    if (k != value_kind::object) {
+      return fail(errc::unexpected_shape,
+                  "expected a JSON object, got " + std::string(describe(k)));
     }
-    if (depth_ == 0) {
-      return fail_root("null");
-    }
-    if (is_array(top().kind)) {
-      ++top().count;
-      return fail_element("null");
-    }
-    pending_ = field::none;  // null: the field is absent
-    return true;
-  }
-
-  bool boolean(bool v) {
-    const auto f = scalar_slot("a boolean");
-    if (!f) {
-      return false;
-    }
-    if (*f == field::none) {
-      return true;
-    }
-    if (*f == field::controller && top().kind == frame_kind::owner_ref) {
-      owner_controller_ = v;
-      return true;
-    }
-    return fail_type(*f, "a boolean");
-  }
-
-  bool number_integer(json::number_integer_t v) { return integer(v, "a number"); }
-
-  bool number_unsigned(json::number_unsigned_t v) {
-    if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      return integer(std::nullopt, "a number");
-    }
-    return integer(static_cast<std::int64_t>(v), "a number");
-  }
-
-  bool number_float(json::number_float_t /*v*/, const std::string& text) {
-    const auto f = scalar_slot("a number");
-    if (!f) {
-      return false;
-    }
-    if (*f == field::none) {
-      return true;
-    }
-    if (shape_of(*f) == shape::integer) {
-      return fail_at(*f, "expected an integer, got " + clip(text));
-    }
-    return fail_type(*f, "a number");
-  }
-
-  bool string(std::string& v) { return string_value(v); }
-
-  bool string_value(std::string_view v) {
-    const auto f = scalar_slot("a string");
-    if (!f) {
-      return false;
-    }
-    if (*f == field::none) {
-      return true;
-    }
-    const shape s = shape_of(*f);
-    if (s != shape::string && s != shape::string_or_object) {
-      return fail_type(*f, "a string");
-    }
-    return assign_string(*f, v);
-  }
-
-  bool binary(json::binary_t& /*v*/) { return true; }  // not produced by the JSON parser
-
-  bool start_object(std::size_t /*size*/) {
-    if (skip_ > 0) {
-      ++skip_;
-      return true;
-    }
-    if (depth_ == 0) {
-      push(mode_ == mode::event  ? frame_kind::event_root
-           : mode_ == mode::list ? frame_kind::list_root
-                                 : frame_kind::object_root,
-           field::none);
-      return true;
-    }
-    frame& parent = top();
-    if (is_array(parent.kind)) {
-      ++parent.count;
-      const frame_kind element = element_of(parent.kind);
-      start_element(element);
-      push(element, field::none);
-      return true;
-    }
-    const field f = std::exchange(pending_, field::none);
-    if (f == field::none) {
-      skip_ = 1;
-      return true;
-    }
-    const shape s = shape_of(f);
-    if (s != shape::object && s != shape::string_or_object) {
-      return fail_type(f, "an object");
-    }
-    const std::optional<frame_kind> kind = object_frame(parent.kind, f);
-    if (!kind) {
-      skip_ = 1;
-      return true;
-    }
-    if (*kind == frame_kind::object_root) {
+    const frame_kind kind = mode_ == mode::event  ? frame_kind::event_root
+                            : mode_ == mode::list ? frame_kind::list_root
+                                                  : frame_kind::object_root;
+    if (kind == frame_kind::object_root) {
       saw_object_ = true;
-      cur_ = Record{};
     }
-    push(*kind, f);
-    return true;
+    return walk_members<Dom>(root, kind);
   }
 
-  bool key(std::string& k) { return key_name(k); }
-
-  bool key_name(std::string_view k) {
-    if (skip_ == 0) {
-      pending_ = lookup(top().kind, k);
-    }
-    return true;
-  }
-
-  /// For json_reader: whether the value starting with `first` at the current position is
-  /// read at all. Unknown fields (and a node's status object) are validated but not
-  /// materialised.
-  bool value_wanted(char first) noexcept {
-    if (skip_ > 0) {
-      return false;
-    }
-    if (depth_ == 0 || is_array(top().kind)) {
-      return true;
-    }
-    if (pending_ == field::none || (!is_pod && pending_ == field::status &&
-                                    top().kind == frame_kind::object_root && first == '{')) {
-      pending_ = field::none;
-      return false;
-    }
-    return true;
-  }
-
-  /// For json_reader: a syntax error at byte `position`.
-  bool syntax_error(std::size_t position, std::string_view what) {
-    return fail(errc::malformed_json,
-                "malformed JSON at byte " + std::to_string(position) + ": " + std::string(what));
-  }
-
-  bool end_object() {
-    if (skip_ > 0) {
-      --skip_;
-      return true;
-    }
-    const frame done = pop();
-    switch (done.kind) {
-      case frame_kind::owner_ref:
-        if constexpr (is_pod) {
-          // The first owner reference with controller=true is the controller (GetControllerOf).
-          if (owner_controller_ && !have_controller_) {
-            cur_.pod.owner_kind = std::move(owner_kind_);
-            have_controller_ = true;
-          }
-        }
-        break;
-      case frame_kind::toleration:
-        if constexpr (is_pod) {
-          cur_.pod.tolerations.push_back(std::move(toleration_));
-        }
-        break;
-      case frame_kind::taint:
-        if constexpr (!is_pod) {
-          cur_.node.taints.push_back(std::move(taint_));
-        }
-        break;
-      case frame_kind::condition:
-        if constexpr (is_pod) {
-          // The first DisruptionTarget condition counts (upstream's GetPodCondition).
-          if (condition_.target && cur_.disruption == disruption_state::absent) {
-            cur_.disruption = !condition_.is_true ? disruption_state::not_true
-                              : condition_.reason_ours && condition_.message_ours
-                                  ? disruption_state::true_ours
-                                  : disruption_state::true_other;
-          }
-        }
-        break;
-      case frame_kind::object_root:
-        if (depth_ > 0 && top().kind == frame_kind::items) {
-          if (const std::string_view missing = missing_required(cur_); !missing.empty()) {
-            return fail(errc::unexpected_shape, path() + "[" + std::to_string(top().count - 1) +
-                                                    "]." + std::string(missing) + ": missing");
-          }
-          items_.push_back(std::move(cur_));
-          cur_ = Record{};
-        }
-        break;
-      default:
-        break;
-    }
-    return true;
-  }
-
-  bool start_array(std::size_t /*size*/) {
-    if (skip_ > 0) {
-      ++skip_;
-      return true;
-    }
-    if (depth_ == 0) {
-      return fail_root("an array");
-    }
-    frame& parent = top();
-    if (is_array(parent.kind)) {
-      ++parent.count;
-      return fail_element("an array");
-    }
-    const field f = std::exchange(pending_, field::none);
-    if (f == field::none) {
-      skip_ = 1;
-      return true;
-    }
-    if (shape_of(f) != shape::array) {
-      return fail_type(f, "an array");
-    }
-    const std::optional<frame_kind> kind = array_frame(parent.kind, f);
-    if (!kind) {
-      skip_ = 1;
-      return true;
-    }
-    push(*kind, f);
-    return true;
-  }
-
-  bool end_array() {
-    if (skip_ > 0) {
-      --skip_;
-      return true;
-    }
-    pop();
-    return true;
-  }
-
-  bool parse_error(std::size_t position, const std::string& /*last_token*/,
-                   const json::exception& e) {
-    // e.what() quotes at most the last token read, which is object data, never a credential.
-    return fail(errc::malformed_json,
-                "malformed JSON at byte " + std::to_string(position) + ": " + clip(e.what()));
-  }
-
-  /// Records a malformed-JSON error found outside the SAX callbacks.
-  void malformed(std::string_view why) {
-    fail(errc::malformed_json, "malformed JSON: " + clip(why));
+  /// Records a malformed-JSON error (the parser rejected the text).
+  bool malformed(std::string_view why) {
+    return fail(errc::malformed_json, "malformed JSON: " + std::string(why));
   }
 
   // --- results ----------------------------------------------------------------------------
@@ -492,7 +420,6 @@ public:
   [[nodiscard]] bool saw_object() const noexcept { return saw_object_; }
   std::string& list_resource_version() noexcept { return list_rv_; }
   std::string& continue_token() noexcept { return continue_; }
-  [[nodiscard]] std::string_view what() const noexcept { return what_; }
 
   /// The first required field missing from `r` ("metadata.name", "metadata.uid"), or "".
   static std::string_view missing_required(const Record& r) noexcept {
@@ -514,67 +441,135 @@ public:
   }
 
 private:
-  struct frame {
-    frame_kind kind = frame_kind::object_root;
-    field opened_by = field::none;
-    std::uint32_t count = 0;  // arrays: elements started so far
+  /// One step of the JSON path of the value being read, for error messages.
+  struct step {
+    std::string_view name;  // a member's name, or empty for an array index
+    std::size_t index = 0;
   };
 
-  frame& top() noexcept { return stack_[depth_ - 1]; }
-
-  void push(frame_kind kind, field opened_by) noexcept {
-    // Only known fields push frames, so the depth is bounded by the schema (at most 6).
-    stack_[depth_++] = frame{kind, opened_by, 0};
+  template <class Dom>
+  bool walk_members(const typename Dom::node& object, frame_kind kind) {
+    return Dom::each_member(object, [&](std::string_view key, const typename Dom::node& value) {
+      const field f = lookup(kind, key);
+      return f == field::none || walk_field<Dom>(kind, f, value);
+    });
   }
 
-  frame pop() noexcept { return stack_[--depth_]; }
-
-  /// Common prologue of every scalar: the field it is for (none = ignore), or nullopt after
-  /// recording a type error.
-  std::optional<field> scalar_slot(std::string_view got) {
-    if (skip_ > 0) {
-      return field::none;
+  /// The value of a known field `f` of a container of kind `parent`.
+  template <class Dom>
+  bool walk_field(frame_kind parent, field f, const typename Dom::node& value) {
+    const value_kind k = Dom::kind(value);
+    const shape s = shape_of(f);
+    switch (k) {
+      case value_kind::null:
+        return true;  // null: the field is absent
+      case value_kind::object: {
+        if (s != shape::object && s != shape::string_or_object) {
+          return fail_type(f, describe(k));
+        }
+        const std::optional<frame_kind> kind = object_frame(parent, f);
+        if (!kind) {
+          return true;  // nothing we need inside (a node's status)
+        }
+        if (*kind == frame_kind::object_root) {
+          saw_object_ = true;
+          cur_ = Record{};
+          have_controller_ = false;
+        }
+        push(json_name(f));
+        const bool ok = walk_members<Dom>(value, *kind);
+        pop();
+        return ok;
+      }
+      case value_kind::array: {
+        if (s != shape::array) {
+          return fail_type(f, describe(k));
+        }
+        push(json_name(f));
+        const bool ok = walk_elements<Dom>(value, array_frame(f));
+        pop();
+        return ok;
+      }
+      case value_kind::string:
+        if (s != shape::string && s != shape::string_or_object) {
+          return fail_type(f, describe(k));
+        }
+        return assign_string(parent, f, Dom::string(value));
+      case value_kind::boolean:
+        if (f == field::controller && parent == frame_kind::owner_ref) {
+          owner_controller_ = Dom::boolean(value);
+          return true;
+        }
+        return fail_type(f, describe(k));
+      case value_kind::signed_integer:
+        return integer(parent, f, Dom::integer(value));
+      case value_kind::unsigned_integer:
+        return integer(parent, f, std::nullopt);
+      case value_kind::floating:
+        if (s == shape::integer) {
+          return fail_at(f, "expected an integer, got a floating-point number (" +
+                                format_double(Dom::floating(value)) + ")");
+        }
+        return fail_type(f, describe(k));
     }
-    if (depth_ == 0) {
-      fail_root(got);
-      return std::nullopt;
-    }
-    if (is_array(top().kind)) {
-      ++top().count;
-      fail_element(got);
-      return std::nullopt;
-    }
-    return std::exchange(pending_, field::none);
+    return true;
   }
 
-  bool integer(std::optional<std::int64_t> v, std::string_view got) {
-    const auto f = scalar_slot(got);
-    if (!f) {
-      return false;
-    }
-    if (*f == field::none) {
-      return true;
-    }
-    if (*f == field::toleration_seconds && top().kind == frame_kind::toleration) {
+  /// The elements of a known array; each must be an object of kind element_of(array).
+  template <class Dom>
+  bool walk_elements(const typename Dom::node& array, frame_kind kind) {
+    const frame_kind element = element_of(kind);
+    std::size_t index = 0;
+    return Dom::each_element(array, [&](const typename Dom::node& value) {
+      const value_kind k = Dom::kind(value);
+      if (k != value_kind::object) {
+        return fail(errc::unexpected_shape, path() + "[" + std::to_string(index) +
+                                                "]: expected an object, got " +
+                                                std::string(describe(k)));
+      }
+      push({}, index++);
+      start_element(element);
+      const bool ok = walk_members<Dom>(value, element) && end_element(element);
+      pop();
+      return ok;
+    });
+  }
+
+  void push(std::string_view name, std::size_t index = 0) noexcept {
+    // Only known fields are entered, so the depth is bounded by the schema (at most 5).
+    assert(depth_ < path_.size());
+    path_[depth_++] = step{name, index};
+  }
+
+  void pop() noexcept { --depth_; }
+
+  bool integer(frame_kind parent, field f, std::optional<std::int64_t> v) {
+    if (f == field::toleration_seconds && parent == frame_kind::toleration) {
       if (!v) {
-        return fail_at(*f, "integer out of int64 range");
+        return fail_at(f, "integer out of int64 range");
       }
       toleration_.seconds = *v;
       return true;
     }
-    if (*f == field::code && top().kind == frame_kind::object_root) {
+    if (f == field::code && parent == frame_kind::object_root) {
       if (!v || *v < std::numeric_limits<std::int32_t>::min() ||
           *v > std::numeric_limits<std::int32_t>::max()) {
-        return fail_at(*f, "integer out of int32 range");
+        return fail_at(f, "integer out of int32 range");
       }
       status_.code = static_cast<std::int32_t>(*v);
       return true;
     }
-    return fail_type(*f, got);
+    return fail_type(f, "a number");
   }
 
-  bool assign_string(field f, std::string_view v) {
-    switch (top().kind) {
+  static std::string format_double(double v) {
+    std::array<char, 32> buf{};
+    const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    return ec == std::errc{} ? std::string(buf.data(), end) : std::string("?");
+  }
+
+  bool assign_string(frame_kind parent, field f, std::string_view v) {
+    switch (parent) {
       case frame_kind::event_root:
         type_ = v;
         saw_type_ = true;
@@ -618,7 +613,6 @@ private:
         return true;
     }
   }
-
   // Compared on the fly: a condition's strings are never copied.
   void assign_condition(field f, std::string_view v) noexcept {
     switch (f) {
@@ -770,7 +764,8 @@ private:
     }
   }
 
-  static std::optional<frame_kind> array_frame(frame_kind /*parent*/, field f) noexcept {
+  /// The frame a known array-valued field opens.
+  static frame_kind array_frame(field f) noexcept {
     switch (f) {
       case field::items:
         return frame_kind::items;
@@ -778,13 +773,57 @@ private:
         return frame_kind::owner_refs;
       case field::tolerations:
         return frame_kind::tolerations;
-      case field::taints:
-        return frame_kind::taints;
       case field::conditions:
         return frame_kind::conditions;
       default:
-        return std::nullopt;
+        return frame_kind::taints;
     }
+  }
+
+  /// What completes an element of a known array.
+  bool end_element(frame_kind element) {
+    switch (element) {
+      case frame_kind::owner_ref:
+        if constexpr (is_pod) {
+          // The first owner reference with controller=true is the controller (GetControllerOf).
+          if (owner_controller_ && !have_controller_) {
+            cur_.pod.owner_kind = std::move(owner_kind_);
+            have_controller_ = true;
+          }
+        }
+        break;
+      case frame_kind::toleration:
+        if constexpr (is_pod) {
+          cur_.pod.tolerations.push_back(std::move(toleration_));
+        }
+        break;
+      case frame_kind::taint:
+        if constexpr (!is_pod) {
+          cur_.node.taints.push_back(std::move(taint_));
+        }
+        break;
+      case frame_kind::condition:
+        if constexpr (is_pod) {
+          // The first DisruptionTarget condition counts (upstream's GetPodCondition).
+          if (condition_.target && cur_.disruption == disruption_state::absent) {
+            cur_.disruption = !condition_.is_true ? disruption_state::not_true
+                              : condition_.reason_ours && condition_.message_ours
+                                  ? disruption_state::true_ours
+                                  : disruption_state::true_other;
+          }
+        }
+        break;
+      case frame_kind::object_root:  // an element of items
+        if (const std::string_view missing = missing_required(cur_); !missing.empty()) {
+          return fail(errc::unexpected_shape, path() + "." + std::string(missing) + ": missing");
+        }
+        items_.push_back(std::move(cur_));
+        cur_ = Record{};
+        break;
+      default:
+        break;
+    }
+    return true;
   }
 
   static field lookup(frame_kind kind, std::string_view k) noexcept {
@@ -895,17 +934,16 @@ private:
   /// The JSON path of the current container, e.g. "items[3].spec.tolerations".
   [[nodiscard]] std::string path() const {
     std::string out;
-    for (std::size_t i = 1; i < depth_; ++i) {
-      const frame& parent = stack_[i - 1];
-      if (is_array(parent.kind)) {
+    for (std::size_t i = 0; i < depth_; ++i) {
+      if (path_[i].name.empty()) {
         out += '[';
-        out += std::to_string(parent.count - 1);
+        out += std::to_string(path_[i].index);
         out += ']';
       } else {
         if (!out.empty()) {
           out += '.';
         }
-        out += json_name(stack_[i].opened_by);
+        out += path_[i].name;
       }
     }
     return out;
@@ -923,7 +961,7 @@ private:
   /// Input quoted in an error message: clipped and escaped (it ends up in logs).
   static std::string clip(std::string_view text) { return printable(text, max_error_detail); }
 
-  bool fail(errc code, std::string message) {
+  bool fail(errc code, std::string_view message) {
     if (!error_) {
       std::string full(what_);
       full += ": ";
@@ -951,21 +989,10 @@ private:
                    "expected " + std::string(describe(shape_of(f))) + ", got " + std::string(got));
   }
 
-  bool fail_element(std::string_view got) {
-    const std::string where = path() + "[" + std::to_string(top().count - 1) + "]";
-    return fail(errc::unexpected_shape, where + ": expected an object, got " + std::string(got));
-  }
-
-  bool fail_root(std::string_view got) {
-    return fail(errc::unexpected_shape, "expected a JSON object, got " + std::string(got));
-  }
-
   mode mode_;
   std::string_view what_;
-  std::array<frame, 8> stack_{};
+  std::array<step, 8> path_{};
   std::size_t depth_ = 0;
-  std::size_t skip_ = 0;  // depth inside a skipped container
-  field pending_ = field::none;
 
   Record cur_{};
   std::vector<Record> items_;
@@ -993,29 +1020,73 @@ private:
   std::optional<error> error_;
 };
 
-/// Runs the SAX parse; false when the handler recorded an error.
-template <class Record>
-bool run(handler<Record>& h, std::string_view text, json_engine engine) {
-  if (engine == json_engine::fast) {
-    detail::json_reader<handler<Record>> reader(text, h);
-    const bool ok = reader.run();
-    if (!ok && !h.failure()) {
-      h.malformed("parse failed");
+/// simdjson's DOM parser for this thread. Reused, so that decoding a stream allocates only
+/// the records once the parser has grown to the largest object; a parse that grew it past
+/// retained_capacity gives that memory back when the lease ends. Not reentrant: one lease at
+/// a time per thread (nothing decodes while holding one).
+class parser_lease {
+public:
+  parser_lease() = default;
+  parser_lease(const parser_lease&) = delete;
+  parser_lease& operator=(const parser_lease&) = delete;
+  ~parser_lease() {
+    if (parser().capacity() > retained_capacity) {
+      parser() = simdjson::dom::parser{};
     }
-    return ok;
   }
-  bool ok = false;
-  try {
-    ok = json::sax_parse(text.data(), text.data() + text.size(), &h);
-  } catch (const json::exception& e) {
-    // sax_parse reports errors through the handler; this is belt and braces.
-    h.malformed(e.what());
-    return false;
+
+  /// Parses `text` (copied into the parser's padded buffer: simdjson reads up to
+  /// SIMDJSON_PADDING bytes past the end). The result lives until the next parse.
+  simdjson::simdjson_result<simdjson::dom::element> parse(std::string_view text) {
+    return parser().parse(text.data(), text.size(), /*realloc_if_needed=*/true);
   }
-  if (!ok && !h.failure()) {
-    h.malformed("parse failed");
+
+private:
+  static constexpr std::size_t retained_capacity = std::size_t{128} << 10U;
+
+  static simdjson::dom::parser& parser() {
+    thread_local simdjson::dom::parser p;
+    return p;
   }
-  return ok;
+};
+
+/// `text` without a leading UTF-8 byte order mark (nlohmann skips one; simdjson does not).
+std::string_view without_bom(std::string_view text) noexcept {
+  return text.substr(0, 3) == "\xEF\xBB\xBF" ? text.substr(3) : text;
+}
+
+/// Parses `text` with `engine` and walks it; false when the walker recorded an error.
+template <class Record>
+bool run(walker<Record>& w, std::string_view text, json_engine engine) {
+  text = without_bom(text);
+  if (engine == json_engine::fast) {
+    parser_lease lease;
+    const auto doc = lease.parse(text);
+    if (doc.error() != simdjson::SUCCESS) {
+      return w.malformed(simdjson::error_message(doc.error()));
+    }
+    return w.template walk<simdjson_dom>(doc.value_unsafe());
+  }
+  // The reference: nlohmann's strict parser, with simdjson's depth limit.
+  bool too_deep = false;
+  const ordered_json::parser_callback_t depth_check =
+      [&](int depth, ordered_json::parse_event_t event, ordered_json& /*parsed*/) {
+        if ((event == ordered_json::parse_event_t::object_start ||
+             event == ordered_json::parse_event_t::array_start) &&
+            static_cast<std::size_t>(depth) >= max_json_depth) {
+          too_deep = true;
+        }
+        return true;
+      };
+  const ordered_json doc =
+      ordered_json::parse(text.begin(), text.end(), depth_check, /*allow_exceptions=*/false);
+  if (too_deep) {
+    return w.malformed("too deep");
+  }
+  if (doc.is_discarded()) {
+    return w.malformed("nlohmann rejected it");
+  }
+  return w.template walk<nlohmann_dom>(doc);
 }
 
 std::optional<event_type> parse_event_type(std::string_view s) noexcept {
@@ -1040,7 +1111,7 @@ std::optional<event_type> parse_event_type(std::string_view s) noexcept {
 template <class Record>
 result<watch_event<Record>> decode_event(std::string_view line, std::string_view what,
                                          json_engine engine) {
-  handler<Record> h(mode::event, what);
+  walker<Record> h(mode::event, what);
   if (!run(h, line, engine)) {
     return h.take_failure();
   }
@@ -1070,7 +1141,7 @@ result<watch_event<Record>> decode_event(std::string_view line, std::string_view
     event.object.resource_version = std::move(h.record().resource_version);
     return event;
   }
-  if (const auto missing = handler<Record>::missing_required(h.record()); !missing.empty()) {
+  if (const auto missing = walker<Record>::missing_required(h.record()); !missing.empty()) {
     return bad("object." + std::string(missing) + ": missing");
   }
   event.object = std::move(h.record());
@@ -1080,7 +1151,7 @@ result<watch_event<Record>> decode_event(std::string_view line, std::string_view
 template <class Record>
 result<list_page<Record>> decode_list(std::string_view body, std::string_view what,
                                       json_engine engine) {
-  handler<Record> h(mode::list, what);
+  walker<Record> h(mode::list, what);
   if (!run(h, body, engine)) {
     return h.take_failure();
   }
@@ -1094,11 +1165,11 @@ result<list_page<Record>> decode_list(std::string_view body, std::string_view wh
 template <class Record>
 result<Record> decode_object(std::string_view json_text, std::string_view what,
                              json_engine engine) {
-  handler<Record> h(mode::object, what);
+  walker<Record> h(mode::object, what);
   if (!run(h, json_text, engine)) {
     return h.take_failure();
   }
-  if (const auto missing = handler<Record>::missing_required(h.record()); !missing.empty()) {
+  if (const auto missing = walker<Record>::missing_required(h.record()); !missing.empty()) {
     return make_error(errc::unexpected_shape,
                       std::string(what) + ": " + std::string(missing) + ": missing");
   }
@@ -1169,8 +1240,11 @@ bool is_items_key(const std::string& raw) {
   if (raw.find('\\') == std::string::npos) {
     return raw == "items";
   }
-  const json key = json::parse("\"" + raw + "\"", nullptr, /*allow_exceptions=*/false);
-  return key.is_string() && key.get_ref<const std::string&>() == "items";
+  // Called between elements, never while a decode holds the thread's parser.
+  parser_lease lease;
+  const auto key = lease.parse("\"" + raw + "\"");
+  return key.error() == simdjson::SUCCESS && key.value_unsafe().is_string() &&
+         key.value_unsafe().get_string().value_unsafe() == "items";
 }
 
 }  // namespace
@@ -1462,7 +1536,7 @@ result<std::string> list_splitter::finish() {
 }
 
 result<api_status> decode_status(std::string_view json_text, json_engine engine) {
-  handler<pod_record> h(mode::object, "status");
+  walker<pod_record> h(mode::object, "status");
   if (!run(h, json_text, engine)) {
     return h.take_failure();
   }

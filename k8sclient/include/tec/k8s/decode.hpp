@@ -1,17 +1,20 @@
 #pragma once
 
-// JSON in, compact records out. Watch event lines and LIST bodies are decoded by one field
-// handler (a SAX-style state machine over the few paths we need) that keeps only the fields
-// the controller needs (and, of a pod's status conditions, the DisruptionTarget one as a
-// disruption_state); everything else (managedFields, containers, other conditions,
-// images, ...) is validated and skipped without building a DOM or copying it.
+// JSON in, compact records out. Watch event lines, LIST items and bodies are parsed (and so
+// fully validated) by simdjson's DOM parser, then one walker reads the few paths we need and
+// keeps only the fields the controller needs (and, of a pod's status conditions, the
+// DisruptionTarget one as a disruption_state); everything else (managedFields, containers,
+// other conditions, images, ...) is skipped without being copied.
 //
-// Contract for every function here: pure, thread-safe (no shared state), never throws for
-// bad input. Malformed JSON is errc::malformed_json; valid JSON of the wrong shape (a wrong
-// type in a field we read, a missing metadata.name or metadata.uid) is errc::unexpected_shape,
-// with the JSON path in the message ("items[3].spec.tolerations[0].tolerationSeconds: ...").
-// Unknown fields are ignored. null is accepted wherever a value is optional and means absent
-// (as Go's decoder treats it).
+// Contract for every function here: pure, thread-safe (each thread parses with its own
+// simdjson parser, kept between calls), never throws for bad input. Memory: a parse needs
+// about 15 times the text's size while it runs (simdjson sizes its tape for the worst case),
+// so a text is bounded by its caller (max_line_bytes, list_limits, the client's 1 MiB error
+// bodies); a thread keeps its parser's buffers only while they serve texts up to 128 KiB. Malformed
+// JSON is errc::malformed_json; valid JSON of the wrong shape (a wrong type in a field we read, a
+// missing metadata.name or metadata.uid) is errc::unexpected_shape, with the JSON path in the
+// message ("items[3].spec.tolerations[0].tolerationSeconds: ..."). Unknown fields are ignored. null
+// is accepted wherever a value is optional and means absent (as Go's decoder treats it).
 //
 // tolerationSeconds must be an integer in int64 range, as for client-go (its Go decoder
 // rejects 1.5, 1e30 or 2^63 for an *int64): such a pod is an unexpected_shape error, not
@@ -34,10 +37,12 @@
 
 namespace tec::k8s {
 
-/// Which tokenizer drives the decoder. `fast` (the default) is our own strict, validating
-/// reader that skips unneeded values without copying them (~3x nlohmann's SAX speed);
-/// `nlohmann` drives the same field handler through nlohmann::json::sax_parse and is kept as
-/// the reference the tests compare `fast` against. Both accept exactly RFC 8259 JSON.
+/// Which parser feeds the field mapping. `fast` (the default) is simdjson's DOM parser (see
+/// BENCHMARKS.md for why not On-Demand or nlohmann); `nlohmann` is nlohmann's DOM parser, an
+/// independent implementation kept as the reference the tests and the fuzz target compare
+/// `fast` against. Both accept RFC 8259 JSON (a leading UTF-8 byte order mark is skipped),
+/// nested at most 1024 levels; `fast` also rejects integers outside [-2^63, 2^64), which
+/// nlohmann reads as floating-point numbers (the API server never sends them).
 enum class json_engine : std::uint8_t { fast, nlohmann };
 
 enum class event_type : std::uint8_t { added, modified, deleted, bookmark, error };
