@@ -21,11 +21,6 @@
 
 namespace tec::cmd {
 
-/// Configures spdlog: the default logger and the per-component loggers the libraries use
-/// (client, watch, controller, timedqueue, evict, events, leader, http, daemon), with the
-/// level and format of `opts`. Call once, before constructing a daemon.
-void setup_logging(const options& opts);
-
 class daemon {
 public:
   explicit daemon(options opts);

@@ -1,4 +1,4 @@
-#include "tec/k8s/decode.hpp"
+#include "tec/adapters/decode.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -11,7 +11,7 @@
 
 #include "json_reader.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 using nlohmann::json;
@@ -1469,4 +1469,4 @@ result<api_status> decode_status(std::string_view json_text, json_engine engine)
   return std::move(h.status());
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::adapters

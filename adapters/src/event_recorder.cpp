@@ -1,7 +1,6 @@
-#include "tec/k8s/event_recorder.hpp"
+#include "tec/adapters/event_recorder.hpp"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -23,9 +22,10 @@
 #include <utility>
 #include <vector>
 
-#include "tec/k8s/pod_writer.hpp"
+#include "tec/adapters/pod_writer.hpp"
+#include "tec/kube/hostname.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 namespace asio = boost::asio;
@@ -193,14 +193,6 @@ struct series {
 
 }  // namespace
 
-std::string local_hostname() {
-  std::array<char, 256> buf{};
-  if (::gethostname(buf.data(), buf.size() - 1) != 0 || buf[0] == '\0') {
-    return "unknown";
-  }
-  return buf.data();
-}
-
 event_content make_event_content(const pod_ref& pod, event_kind kind, std::string_view detail) {
   return event_content{std::string(controller::event_type_of(kind)),
                        std::string(controller::event_reason_of(kind)),
@@ -295,7 +287,7 @@ struct event_recorder::impl {
         idle(options.correlation_cache_size),
         wake(executor, 1) {
     if (options.reporting_instance.empty()) {
-      options.reporting_instance = local_hostname();
+      options.reporting_instance = kube::local_hostname();
     }
   }
 
@@ -717,4 +709,4 @@ std::size_t event_recorder::queued() const {
   return impl_->queue.size();
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::adapters

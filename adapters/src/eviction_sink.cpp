@@ -1,4 +1,4 @@
-#include "tec/k8s/eviction_sink.hpp"
+#include "tec/adapters/eviction_sink.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "tec/k8s/pod_writer.hpp"
+#include "tec/adapters/pod_writer.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 namespace asio = boost::asio;
@@ -338,4 +338,4 @@ eviction_sink_stats k8s_eviction_sink::stats() const {
   return impl_->counters;
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::adapters

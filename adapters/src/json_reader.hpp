@@ -26,7 +26,7 @@
 #include <string>
 #include <string_view>
 
-namespace tec::k8s::detail {
+namespace tec::adapters::detail {
 
 template <class Handler>
 class json_reader {
@@ -515,4 +515,4 @@ private:
   std::string scratch_number_;
 };
 
-}  // namespace tec::k8s::detail
+}  // namespace tec::adapters::detail

@@ -1,6 +1,6 @@
-#include "tec/k8s/records.hpp"
+#include "tec/adapters/records.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 /// Reads `n` decimal digits at `pos`; -1 when any is not a digit.
@@ -136,4 +136,4 @@ std::optional<std::int64_t> parse_rfc3339(std::string_view s) noexcept {
   return days * 86400 + hour * 3600 + minute * 60 + second - offset;
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::adapters

@@ -1,4 +1,4 @@
-#include "tec/k8s/store.hpp"
+#include "tec/adapters/store.hpp"
 
 #include <cassert>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <mutex>
 #include <unordered_set>
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 std::size_t mix(std::size_t seed, std::size_t h) noexcept {
@@ -444,4 +444,4 @@ std::size_t node_store::size() const {
   return nodes_.size();
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::adapters

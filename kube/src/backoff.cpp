@@ -1,8 +1,8 @@
-#include "tec/k8s/backoff.hpp"
+#include "tec/kube/backoff.hpp"
 
 #include <algorithm>
 
-namespace tec::k8s {
+namespace tec::kube {
 
 backoff::backoff(backoff_policy policy, now_fn now, std::uint64_t seed)
     : policy_(policy),
@@ -30,4 +30,4 @@ void backoff::reset() {
   used_ = false;
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -1,7 +1,7 @@
 // The HTTP/1.1 (+TLS) transport: a pool of persistent Beast connections driven by C++20
 // coroutines on the client's executor. See client.hpp for the contract.
 
-#include "tec/k8s/client.hpp"
+#include "tec/kube/client.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -32,11 +32,11 @@
 #include <set>
 #include <vector>
 
-#include "tec/k8s/config.hpp"
-#include "tec/k8s/rate_limiter.hpp"
+#include "tec/kube/config.hpp"
+#include "tec/kube/rate_limiter.hpp"
 #include "tls_context.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 
 namespace {
 
@@ -709,4 +709,4 @@ std::size_t client::max_response_bytes() const noexcept {
   return impl_->opts_.max_response_bytes;
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

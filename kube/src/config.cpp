@@ -1,4 +1,4 @@
-#include "tec/k8s/config.hpp"
+#include "tec/kube/config.hpp"
 
 #include <spdlog/logger.h>
 #include <spdlog/spdlog.h>
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 constexpr std::size_t max_config_file_bytes = std::size_t{16} << 20;  // 16 MiB
@@ -823,4 +823,4 @@ std::string redact(std::string_view text) {
   return out;
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

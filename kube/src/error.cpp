@@ -1,10 +1,10 @@
-#include "tec/k8s/error.hpp"
+#include "tec/kube/error.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 class k8s_category final : public std::error_category {
@@ -146,4 +146,4 @@ std::string printable(std::string_view text, std::size_t max) {
   return out;
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

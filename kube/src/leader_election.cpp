@@ -1,4 +1,4 @@
-#include "tec/k8s/leader_election.hpp"
+#include "tec/kube/leader_election.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -15,10 +15,12 @@
 #include <random>
 #include <utility>
 
-#include "tec/k8s/event_recorder.hpp"
-#include "tec/k8s/pod_writer.hpp"
+#include "tec/kube/api_error.hpp"
+#include "tec/kube/hostname.hpp"
+#include "tec/kube/paths.hpp"
+#include "tec/kube/rfc3339.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 namespace asio = boost::asio;
@@ -488,4 +490,4 @@ const std::string& leader_elector::identity() const noexcept {
   return impl_->config.identity;
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

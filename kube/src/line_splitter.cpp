@@ -1,6 +1,6 @@
-#include "tec/k8s/line_splitter.hpp"
+#include "tec/kube/line_splitter.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 
 void line_splitter::reset() noexcept {
   discarding_ = false;
@@ -22,4 +22,4 @@ void line_splitter::release_buffer() noexcept {
   }
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

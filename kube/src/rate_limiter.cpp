@@ -1,8 +1,8 @@
-#include "tec/k8s/rate_limiter.hpp"
+#include "tec/kube/rate_limiter.hpp"
 
 #include <algorithm>
 
-namespace tec::k8s {
+namespace tec::kube {
 
 rate_limiter::rate_limiter(double qps, int burst, now_fn now)
     : qps_(qps),
@@ -50,4 +50,4 @@ double rate_limiter::tokens() {
   return tokens_;
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -1,6 +1,6 @@
 // TLS material checks and the client's TLS context. See tls.hpp and tls_context.hpp.
 
-#include "tec/k8s/tls.hpp"
+#include "tec/kube/tls.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -13,7 +13,7 @@
 
 #include "tls_context.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 
 namespace detail {
 
@@ -113,4 +113,4 @@ std::vector<std::string> insecure_settings(const rest_config& config) {
   return out;
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -5,14 +5,14 @@
 
 #include <boost/asio/ssl/context.hpp>
 
-#include "tec/k8s/rest_config.hpp"
-#include "tec/k8s/result.hpp"
+#include "tec/kube/rest_config.hpp"
+#include "tec/kube/result.hpp"
 
-namespace tec::k8s::detail {
+namespace tec::kube::detail {
 
 /// A TLS 1.2+ client context: peer verification (unless insecure-skip-tls-verify) against the
 /// CA bundle or the system roots, and the client certificate chain and key when set (their
 /// match checked). Errors are errc::config_invalid naming config.source and the field.
 result<boost::asio::ssl::context> make_tls_context(const rest_config& config);
 
-}  // namespace tec::k8s::detail
+}  // namespace tec::kube::detail

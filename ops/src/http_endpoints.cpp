@@ -1,4 +1,4 @@
-#include "tec/k8s/http_endpoints.hpp"
+#include "tec/ops/http_endpoints.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -29,8 +29,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "tec/k8s/metrics.hpp"
-
 // GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frame allocator for the
 // session coroutine (as in informer.cpp: the operator new/delete pair is matched). Only this
 // diagnostic, only this file.
@@ -38,7 +36,7 @@
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 
-namespace tec::k8s {
+namespace tec::ops {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -86,14 +84,15 @@ http::message_generator make_response(unsigned version, bool keep_alive, bool he
 
 // ---------------------------------------------------------------------------------------------
 
-result<std::optional<tcp::endpoint>> parse_bind_address(std::string_view address) {
+kube::result<std::optional<tcp::endpoint>> parse_bind_address(std::string_view address) {
   if (address == "0") {
     return std::optional<tcp::endpoint>{};
   }
   const auto bad = [&](std::string_view why) {
-    return make_error(errc::config_invalid,
-                      "invalid bind address '" + std::string(address) + "': " + std::string(why) +
-                          " (expected [host]:port, e.g. :8080 or 127.0.0.1:8080, or 0 to disable)");
+    return kube::make_error(
+        kube::errc::config_invalid,
+        "invalid bind address '" + std::string(address) + "': " + std::string(why) +
+            " (expected [host]:port, e.g. :8080 or 127.0.0.1:8080, or 0 to disable)");
   };
   const auto colon = address.rfind(':');
   if (colon == std::string_view::npos) {
@@ -379,12 +378,6 @@ void http_endpoints::handle(std::string path, std::function<http_response()> fn)
   impl_->handlers.insert_or_assign(std::move(path), std::move(fn));
 }
 
-void http_endpoints::handle_metrics(const registry& r, std::string path) {
-  handle(std::move(path), [&r] {
-    return http_response{200, std::string(metrics_content_type), r.render()};
-  });
-}
-
 void http_endpoints::handle_check(std::string path, std::function<check_result()> check) {
   handle(std::move(path), [check = std::move(check)] {
     check_result c;
@@ -401,10 +394,10 @@ void http_endpoints::handle_check(std::string path, std::function<check_result()
   });
 }
 
-result<std::optional<tcp::endpoint>> http_endpoints::start() {
+kube::result<std::optional<tcp::endpoint>> http_endpoints::start() {
   if (impl_->started.exchange(true)) {
     assert(false && "start() is called once");
-    return make_error(errc::config_invalid, "the HTTP server was already started");
+    return kube::make_error(kube::errc::config_invalid, "the HTTP server was already started");
   }
   auto parsed = parse_bind_address(impl_->options.bind_address);
   if (!parsed) {
@@ -445,12 +438,14 @@ result<std::optional<tcp::endpoint>> http_endpoints::start() {
     ec = listen_on(ep);
   }
   if (ec) {
-    return make_error(errc::config_invalid,
-                      "cannot listen on " + impl_->options.bind_address + ": " + ec.message());
+    return kube::make_error(
+        kube::errc::config_invalid,
+        "cannot listen on " + impl_->options.bind_address + ": " + ec.message());
   }
   const auto bound = acceptor.local_endpoint(ec);
   if (ec) {
-    return make_error(errc::config_invalid, "cannot read the listening address: " + ec.message());
+    return kube::make_error(kube::errc::config_invalid,
+                            "cannot read the listening address: " + ec.message());
   }
   logger()->info("serving HTTP on {}:{}", bound.address().to_string(), bound.port());
   asio::co_spawn(impl_->strand, impl::accept_loop(impl_), [](const std::exception_ptr& ep_) {
@@ -470,4 +465,4 @@ std::size_t http_endpoints::connections() const {
   return impl_->open_connections;
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::ops

@@ -1,4 +1,4 @@
-#include "tec/k8s/metrics.hpp"
+#include "tec/ops/metrics.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -8,7 +8,7 @@
 #include <system_error>
 #include <utility>
 
-namespace tec::k8s {
+namespace tec::ops {
 
 namespace {
 
@@ -410,4 +410,4 @@ standard_metrics register_standard_metrics(registry& r, std::string_view version
   };
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::ops

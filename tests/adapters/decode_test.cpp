@@ -1,4 +1,6 @@
-#include "tec/k8s/decode.hpp"
+#include "tec/adapters/decode.hpp"
+
+#include "adapters/support/watch_decoder.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -13,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 namespace fs = std::filesystem;
@@ -22,7 +24,7 @@ using controller::taint_effect;
 using controller::toleration_operator;
 
 std::string fixture(const std::string& name) {
-  const fs::path p = fs::path(TEC_SOURCE_DIR) / "tests" / "k8sclient" / "testdata" / name;
+  const fs::path p = fs::path(TEC_SOURCE_DIR) / "tests" / "adapters" / "testdata" / name;
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -461,9 +463,9 @@ TEST(parse_rfc3339, forms) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 template <class T, class Eq>
@@ -611,9 +613,9 @@ TEST(decode_engines, agree_on_fixtures_and_mutations) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 TEST(watch_decoder, events_across_chunks_with_errors_in_order) {
@@ -653,9 +655,9 @@ TEST(watch_decoder, over_long_line_is_reported_and_skipped) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 // ---- LIST pages decoded as they stream (list_decoder) ----------------------------------------
@@ -934,4 +936,4 @@ TEST(printable, decode_errors_quote_input_printably) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters

@@ -1,4 +1,4 @@
-#include "tec/k8s/event_recorder.hpp"
+#include "tec/adapters/event_recorder.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,19 +14,19 @@
 #include <thread>
 #include <vector>
 
-#include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/test_client.hpp"
+#include "kube/support/fake_http_server.hpp"
+#include "kube/support/test_client.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using controller::event_kind;
 using controller::pod_ref;
+using kube::testing::fake_http_server;
+using kube::testing::reply;
 using nlohmann::json;
-using testing::fake_http_server;
-using testing::reply;
 
 // 2024-05-01T12:00:00.123456Z
 const std::chrono::system_clock::time_point fixed_wall{std::chrono::microseconds{1714564800123456}};
@@ -49,7 +49,7 @@ pod_ref pod(const std::string& name) {
 }
 
 /// The involvedObject name of each request, in arrival order.
-std::vector<std::string> pod_names(const std::vector<testing::recorded_request>& reqs) {
+std::vector<std::string> pod_names(const std::vector<kube::testing::recorded_request>& reqs) {
   std::vector<std::string> names;
   for (const auto& r : reqs) {
     names.push_back(json::parse(r.body)["involvedObject"]["name"]);
@@ -149,9 +149,9 @@ class event_recorder_test : public ::testing::Test {
 protected:
   event_recorder_test() : client_(io_.get_executor(), config(), options()) {}
 
-  rest_config config() const { return testing::plain_config(server_); }
+  kube::rest_config config() const { return kube::testing::plain_config(server_); }
 
-  static client_options options() { return testing::quick_options(1); }
+  static kube::client_options options() { return kube::testing::quick_options(1); }
 
   event_recorder_options recorder_options() const {
     event_recorder_options opts;
@@ -394,7 +394,8 @@ TEST_F(event_recorder_test, keeps_up_to_max_in_flight_posts_at_once_in_queue_ord
   const auto reqs = server_.requests();
   ASSERT_EQ(reqs.size(), 10U);
   // The first four are the oldest four, each on its own connection.
-  auto first = pod_names(std::vector<testing::recorded_request>(reqs.begin(), reqs.begin() + 4));
+  auto first =
+      pod_names(std::vector<kube::testing::recorded_request>(reqs.begin(), reqs.begin() + 4));
   std::sort(first.begin(), first.end());
   EXPECT_EQ(first, (std::vector<std::string>{"p0", "p1", "p2", "p3"}));
   std::vector<std::uint64_t> connections;
@@ -437,7 +438,7 @@ TEST_F(event_recorder_test, a_burst_of_5000_events_is_sent_in_full_with_the_defa
 TEST_F(event_recorder_test, stop_cancels_the_retry_wait_of_every_delivery_in_flight) {
   server_.set_fallback(reply::close_now());
   std::size_t transport_errors = 0;
-  client_options copts = options();
+  kube::client_options copts = options();
   copts.observer = [&transport_errors](boost::beast::http::verb, unsigned status,
                                        std::chrono::nanoseconds) {
     transport_errors += status == 0 ? 1 : 0;
@@ -483,7 +484,7 @@ TEST_F(event_recorder_test, stop_drops_what_is_queued_and_refuses_more) {
 }
 
 /// The body of a request as JSON.
-json body_of(const testing::recorded_request& r) {
+json body_of(const kube::testing::recorded_request& r) {
   return json::parse(r.body);
 }
 
@@ -873,4 +874,4 @@ TEST_F(event_recorder_test, a_warning_carries_the_api_message_clipped_and_withou
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters

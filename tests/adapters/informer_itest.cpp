@@ -26,18 +26,18 @@
 #include <thread>
 #include <vector>
 
-#include "k8sclient/support/run_sync.hpp"
-#include "tec/k8s/client.hpp"
-#include "tec/k8s/config.hpp"
-#include "tec/k8s/informer.hpp"
+#include "kube/support/run_sync.hpp"
+#include "tec/adapters/informers.hpp"
+#include "tec/kube/client.hpp"
+#include "tec/kube/config.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using namespace std::chrono_literals;
-using testing::run_sync;
+using kube::testing::run_sync;
 
 std::string unique_suffix() {
   std::random_device rd;
@@ -79,12 +79,14 @@ protected:
     if (path == nullptr || *path == '\0') {
       GTEST_SKIP() << "KUBECONFIG is not set (run through ctest, or export it)";
     }
-    auto loaded = load_kubeconfig(path);
+    auto loaded = kube::load_kubeconfig(path);
     ASSERT_TRUE(loaded) << loaded.err().message;
     config_ = loaded.value();
   }
 
-  void connect(const rest_config& cfg) { api_ = std::make_unique<client>(io_.get_executor(), cfg); }
+  void connect(const kube::rest_config& cfg) {
+    api_ = std::make_unique<client>(io_.get_executor(), cfg);
+  }
 
   result<response> call(http::verb verb, std::string target, std::string body = {},
                         std::string content_type = "application/json") {
@@ -101,7 +103,7 @@ protected:
     EXPECT_EQ(res->status, status) << res->body;
   }
 
-  void start_nodes(informer_options opts = {}) {
+  void start_nodes(kube::reflector_options opts = {}) {
     nodes_ = std::make_unique<node_informer>(
         *api_, node_store_,
         [this](const node_record* o, const node_record* n) {
@@ -144,7 +146,7 @@ protected:
   }
 
   asio::io_context io_;
-  rest_config config_;
+  kube::rest_config config_;
   std::unique_ptr<client> api_;
   node_store node_store_;
   pod_store pod_store_;
@@ -185,7 +187,7 @@ TEST_F(informer_itest, pod_create_update_delete_indexed_by_node) {
       [&](const pod_record* o, const pod_record* n) {
         seen.push_back(std::string(o ? "-" + o->pod.name : "") + (n ? "+" + n->pod.name : ""));
       },
-      informer_options{});
+      kube::reflector_options{});
   asio::co_spawn(io_, pods_->run(), [this](std::exception_ptr) { ++finished_; });
   ASSERT_TRUE(run_until([this] { return pods_->has_synced(); }));
 
@@ -336,18 +338,18 @@ TEST_F(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
   private_cluster cluster;
   ASSERT_TRUE(cluster.exists());
   ASSERT_EQ(cluster.run("up"), 0) << "cluster.sh up failed";
-  auto loaded = load_kubeconfig(cluster.kubeconfig());
+  auto loaded = kube::load_kubeconfig(cluster.kubeconfig());
   ASSERT_TRUE(loaded) << loaded.err().message;
   tcp_relay relay;
   relay.set_target(cluster.api_port());
-  rest_config via_relay = loaded.value();
+  kube::rest_config via_relay = loaded.value();
   via_relay.port = relay.port();
   connect(via_relay);
 
   expect_status(call(http::verb::post, "/api/v1/nodes", node_body("keep")), 201);
   expect_status(call(http::verb::post, "/api/v1/nodes", node_body("doomed")), 201);
 
-  informer_options opts;
+  kube::reflector_options opts;
   // Long enough for the restart, the delete and the compaction below to happen while the
   // informer waits; no jitter so the window is predictable.
   opts.backoff.initial = 25s;
@@ -370,7 +372,7 @@ TEST_F(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
 
   // The informer is still backing off: change the world behind its back, then compact etcd
   // so that the relist at `synced_at` is 410 too.
-  loaded = load_kubeconfig(cluster.kubeconfig());
+  loaded = kube::load_kubeconfig(cluster.kubeconfig());
   ASSERT_TRUE(loaded) << loaded.err().message;
   client direct(io_.get_executor(), loaded.value());
   auto del = run_sync(io_, direct.send(request(http::verb::delete_, "/api/v1/nodes/doomed")));
@@ -401,9 +403,9 @@ TEST_F(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 // LIST pages streamed from etcd in small pages (continue tokens issued by the real server), and
@@ -445,16 +447,16 @@ protected:
   /// A node informer listing from etcd in pages of 2; `before_request(n)` runs before its
   /// client's n-th request (1-based), on the I/O thread.
   void start_paging(std::function<void(int)> before_request) {
-    client_options copts;
-    copts.delay = [this, hook = std::move(before_request)](wait_reason why,
+    kube::client_options copts;
+    copts.delay = [this, hook = std::move(before_request)](kube::wait_reason why,
                                                            std::chrono::nanoseconds wanted) {
-      if (why == wait_reason::rate_limit) {
+      if (why == kube::wait_reason::rate_limit) {
         hook(++requests_);
       }
       return wanted;
     };
     api_ = std::make_unique<client>(io_.get_executor(), config_, copts);
-    informer_options opts;
+    kube::reflector_options opts;
     opts.page_size = 2;
     opts.first_list_resource_version = "";
     start_nodes(opts);
@@ -519,4 +521,4 @@ TEST_F(informer_paging_itest, an_expired_continue_token_pages_again_from_the_sta
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters

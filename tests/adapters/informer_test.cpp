@@ -1,4 +1,4 @@
-#include "tec/k8s/informer.hpp"
+#include "tec/adapters/informers.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,17 +14,17 @@
 #include <string>
 #include <vector>
 
-#include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/run_sync.hpp"
-#include "k8sclient/support/test_client.hpp"
+#include "kube/support/fake_http_server.hpp"
+#include "kube/support/run_sync.hpp"
+#include "kube/support/test_client.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using testing::fake_http_server;
-using testing::reply;
+using kube::testing::fake_http_server;
+using kube::testing::reply;
 
 std::string node_json(const std::string& name, const std::string& rv,
                       const std::string& taint_key = "") {
@@ -74,22 +74,22 @@ class informer_test : public ::testing::Test {
 protected:
   informer_test() : api_(io_.get_executor(), config(), fast_client()) {}
 
-  rest_config config() const { return testing::plain_config(server_); }
+  kube::rest_config config() const { return kube::testing::plain_config(server_); }
 
   /// Resends after a network error go out at once (the backoff is the client's own test).
-  static client_options fast_client() {
-    client_options opts;
+  static kube::client_options fast_client() {
+    kube::client_options opts;
     opts.qps = 0;
     opts.request_timeout = 60s;
-    opts.delay = [](wait_reason why, std::chrono::nanoseconds wanted) {
-      return why == wait_reason::network_retry ? std::chrono::nanoseconds::zero() : wanted;
+    opts.delay = [](kube::wait_reason why, std::chrono::nanoseconds wanted) {
+      return why == kube::wait_reason::network_retry ? std::chrono::nanoseconds::zero() : wanted;
     };
     return opts;
   }
 
   /// Short backoffs; the idle guard is far beyond any test (tests of it set a short one).
-  informer_options fast_informer() const {
-    informer_options opts;
+  kube::reflector_options fast_informer() const {
+    kube::reflector_options opts;
     opts.idle_timeout = 1h;
     opts.backoff.initial = 5ms;
     opts.backoff.cap = 20ms;
@@ -98,7 +98,7 @@ protected:
     return opts;
   }
 
-  void start(informer_options opts) {
+  void start(kube::reflector_options opts) {
     informer_ = std::make_unique<node_informer>(
         api_, store_,
         [this](const node_record* old_node, const node_record* new_node) {
@@ -121,7 +121,7 @@ protected:
 
   /// Runs the io_context until `done` holds (bounded by `limit`; real loopback I/O).
   bool run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = wait_cap) {
-    return testing::run_until(io_, done, limit);
+    return kube::testing::run_until(io_, done, limit);
   }
 
   void TearDown() override {
@@ -315,11 +315,11 @@ TEST_F(informer_test, stop_ends_a_backoff_wait_at_once) {
 TEST(pod_informer_test, lists_and_watches_pods) {
   fake_http_server server;
   asio::io_context io;
-  rest_config cfg;
+  kube::rest_config cfg;
   cfg.host = "127.0.0.1";
   cfg.port = server.port();
   cfg.tls = false;
-  client_options copts;
+  kube::client_options copts;
   copts.qps = 0;
   copts.request_timeout = 60s;
   client api(io.get_executor(), cfg, copts);
@@ -345,19 +345,19 @@ TEST(pod_informer_test, lists_and_watches_pods) {
       {});
   bool finished = false;
   asio::co_spawn(io, inf.run(), [&](std::exception_ptr) { finished = true; });
-  testing::run_until(io, [&] { return seen.size() >= 3; });
+  kube::testing::run_until(io, [&] { return seen.size() >= 3; });
   EXPECT_EQ(seen, (std::vector<std::string>{"+a", "+b", "-a"}));
   EXPECT_EQ(store.pods_on_node("n1").size(), 1U);
   EXPECT_EQ(server.requests().at(0).target, "/api/v1/pods?limit=500&resourceVersion=0");
   inf.stop();
   api.shutdown();
-  EXPECT_TRUE(testing::run_until(io, [&] { return finished; }));
+  EXPECT_TRUE(kube::testing::run_until(io, [&] { return finished; }));
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 // ---- LIST pages decoded as they stream: bounded memory, "too large" never retried -------
@@ -407,10 +407,10 @@ std::string bulky_pod(int i) {
 
 class huge_list_test : public ::testing::Test {
 protected:
-  huge_list_test() : api_(io_.get_executor(), testing::plain_config(server_), options()) {}
+  huge_list_test() : api_(io_.get_executor(), kube::testing::plain_config(server_), options()) {}
 
-  static client_options options() {
-    client_options opts;
+  static kube::client_options options() {
+    kube::client_options opts;
     opts.qps = 0;
     opts.request_timeout = 60s;
     opts.max_retries = 10;
@@ -428,7 +428,7 @@ protected:
         reply::with(200, R"({"kind":"PodList","metadata":{"resourceVersion":"50"},"items":[)" +
                              bulky_pod(1) + "]}"));
     server_.push(reply::chunked(200).stall());
-    informer_options opts;
+    kube::reflector_options opts;
     opts.backoff.initial = 10ms;
     opts.backoff.cap = 10ms;
     opts.seed = 1;
@@ -589,4 +589,4 @@ TEST_F(informer_more_test, a_hostile_status_message_is_clipped_and_escaped) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters

@@ -1,4 +1,4 @@
-#include "tec/k8s/pod_writer.hpp"
+#include "tec/adapters/pod_writer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,13 +18,13 @@
 #include <thread>
 #include <vector>
 
-#include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/run_sync.hpp"
-#include "k8sclient/support/test_client.hpp"
-#include "tec/k8s/eviction_sink.hpp"
-#include "tec/k8s/store.hpp"
+#include "kube/support/fake_http_server.hpp"
+#include "kube/support/run_sync.hpp"
+#include "kube/support/test_client.hpp"
+#include "tec/adapters/eviction_sink.hpp"
+#include "tec/adapters/store.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 namespace asio = boost::asio;
@@ -32,11 +32,11 @@ using namespace std::chrono_literals;
 using controller::eviction_result;
 using controller::eviction_status;
 using controller::pod_ref;
+using kube::testing::fake_http_server;
+using kube::testing::reply;
 using nlohmann::json;
-using testing::fake_http_server;
-using testing::reply;
 
-using testing::run_sync;
+using kube::testing::run_sync;
 constexpr auto http_get = boost::beast::http::verb::get;
 
 constexpr const char* pod_path = "/api/v1/namespaces/ns1/pods/web-0";
@@ -58,9 +58,9 @@ class pod_writer_test : public ::testing::Test {
 protected:
   pod_writer_test() : client_(io_.get_executor(), config(), options()) {}
 
-  rest_config config() const { return testing::plain_config(server_); }
+  kube::rest_config config() const { return kube::testing::plain_config(server_); }
 
-  static client_options options() { return testing::quick_options(2); }
+  static kube::client_options options() { return kube::testing::quick_options(2); }
 
   result<delete_outcome> del(const std::string& uid = "uid-1") {
     pod_writer w(client_);
@@ -115,33 +115,6 @@ protected:
   asio::io_context io_;
   client client_;
 };
-
-TEST(pod_writer_format, rfc3339_seconds_and_microseconds) {
-  EXPECT_EQ(format_rfc3339(fixed_wall), "2024-05-01T12:00:00Z");
-  EXPECT_EQ(format_rfc3339(fixed_wall, true), "2024-05-01T12:00:00.123456Z");
-  EXPECT_EQ(format_rfc3339(std::chrono::system_clock::time_point{}, true),
-            "1970-01-01T00:00:00.000000Z");
-}
-
-TEST(pod_writer_format, escapes_path_segments) {
-  EXPECT_EQ(escape_path_segment("web-0.a_b~"), "web-0.a_b~");
-  EXPECT_EQ(escape_path_segment("a/b?c"), "a%2Fb%3Fc");
-}
-
-TEST(pod_writer_format, api_error_uses_the_status_message_or_a_bounded_body) {
-  auto err = api_error("DELETE pod a/b", response{403, status_body(403, "Forbidden", "nope")});
-  EXPECT_EQ(err.code, make_error_code(errc::forbidden));
-  EXPECT_EQ(err.http_status, 403);
-  EXPECT_EQ(err.message, "DELETE pod a/b: 403 Forbidden: nope");
-
-  auto raw = api_error("x", response{502, std::string(1000, 'z')});
-  EXPECT_EQ(raw.code, make_error_code(errc::server_error));
-  EXPECT_LT(raw.message.size(), 300U);
-
-  auto odd = api_error("x", response{418, "[1,2"});
-  EXPECT_EQ(odd.code, make_error_code(errc::http_status));
-  EXPECT_EQ(error_reason(odd), "http_418");
-}
 
 TEST(pod_writer_format, delete_request_carries_the_uid_precondition) {
   const request req = make_delete_pod_request("ns1", "web-0", "uid-1");
@@ -399,7 +372,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST_F(pod_writer_test, sink_patch_timeout_fails_the_attempt_without_a_delete) {
   server_.set_fallback(reply::no_response());
-  auto opts = testing::quick_options(0);
+  auto opts = kube::testing::quick_options(0);
   opts.request_timeout = 200ms;  // the test waits for it once; nothing is asserted on time
   client c(io_.get_executor(), config(), opts);
   k8s_eviction_sink sink(io_.get_executor(), c, nullptr);
@@ -425,7 +398,7 @@ pod_record cached(const std::string& uid, disruption_state state) {
 }
 
 /// The condition the PATCH sent, or a discarded json when no PATCH was sent.
-json patched_condition(const std::vector<testing::recorded_request>& reqs) {
+json patched_condition(const std::vector<kube::testing::recorded_request>& reqs) {
   for (const auto& r : reqs) {
     if (r.method == "PATCH") {
       return json::parse(r.body)["status"]["conditions"][0];
@@ -467,7 +440,7 @@ TEST_F(pod_writer_test, sink_patches_with_a_new_time_when_absent_false_or_anothe
            {"uid-other", disruption_state::true_ours}}) {
     fake_http_server server;
     server.set_fallback(reply::with(200, "{}"));
-    client c(io_.get_executor(), testing::plain_config(server), options());
+    client c(io_.get_executor(), kube::testing::plain_config(server), options());
     pod_store pods;
     pods.upsert(cached(uid, state));
     k8s_eviction_sink sink(io_.get_executor(), c, nullptr, {.pods = &pods});
@@ -578,8 +551,8 @@ TEST_F(pod_writer_test, sink_sends_nothing_when_cancelled_while_rate_limited) {
   opts.qps = 0.001;  // one request, then a 1000 s wait for the next token
   opts.burst = 1;
   // The cancel arrives during the rate limiter's wait (the seam sees the wait start).
-  opts.delay = [&](wait_reason why, std::chrono::nanoseconds wanted) {
-    if (why == wait_reason::rate_limit && wanted > std::chrono::nanoseconds::zero()) {
+  opts.delay = [&](kube::wait_reason why, std::chrono::nanoseconds wanted) {
+    if (why == kube::wait_reason::rate_limit && wanted > std::chrono::nanoseconds::zero()) {
       cancelled = true;
     }
     return std::chrono::nanoseconds::zero();
@@ -608,8 +581,8 @@ TEST_F(pod_writer_test, sink_stops_between_the_patch_and_the_delete_when_cancell
   // Counts the requests that went to the rate limiter: the DELETE must not even take a token.
   int limiter_calls = 0;
   auto opts = options();
-  opts.delay = [&](wait_reason why, std::chrono::nanoseconds wanted) {
-    limiter_calls += why == wait_reason::rate_limit ? 1 : 0;
+  opts.delay = [&](kube::wait_reason why, std::chrono::nanoseconds wanted) {
+    limiter_calls += why == kube::wait_reason::rate_limit ? 1 : 0;
     return wanted;
   };
   client c(io_.get_executor(), config(), opts);
@@ -705,4 +678,4 @@ TEST_F(pod_writer_test, sink_refuses_work_after_stop) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters

@@ -1,4 +1,4 @@
-#include "tec/k8s/store.hpp"
+#include "tec/adapters/store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 using controller::pod_view;
@@ -334,4 +334,4 @@ TEST(node_store, replace_all) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters

@@ -18,15 +18,15 @@
 #include <string>
 #include <thread>
 
-#include "k8sclient/support/run_sync.hpp"
-#include "tec/k8s/config.hpp"
-#include "tec/k8s/decode.hpp"
-#include "tec/k8s/event_recorder.hpp"
-#include "tec/k8s/eviction_sink.hpp"
-#include "tec/k8s/pod_writer.hpp"
-#include "tec/k8s/store.hpp"
+#include "kube/support/run_sync.hpp"
+#include "tec/adapters/decode.hpp"
+#include "tec/adapters/event_recorder.hpp"
+#include "tec/adapters/eviction_sink.hpp"
+#include "tec/adapters/pod_writer.hpp"
+#include "tec/adapters/store.hpp"
+#include "tec/kube/config.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 namespace asio = boost::asio;
@@ -38,7 +38,7 @@ using controller::eviction_status;
 using controller::pod_ref;
 using nlohmann::json;
 
-using testing::run_sync;
+using kube::testing::run_sync;
 
 std::string random_suffix() {
   std::random_device rd;
@@ -48,12 +48,12 @@ std::string random_suffix() {
 }
 
 /// The cluster's admin kubeconfig, from KUBECONFIG.
-std::optional<rest_config> admin_config() {
+std::optional<kube::rest_config> admin_config() {
   const char* path = std::getenv("KUBECONFIG");
   if (path == nullptr || *path == '\0') {
     return std::nullopt;
   }
-  auto cfg = load_kubeconfig(path);
+  auto cfg = kube::load_kubeconfig(path);
   if (!cfg) {
     ADD_FAILURE() << "cannot load " << path << ": " << cfg.err().message;
     return std::nullopt;
@@ -161,7 +161,7 @@ protected:
 
   /// A client authenticated as ServiceAccount ns_/`name` (created if missing), through
   /// deploy/local/cluster.sh sa-kubeconfig. Sets `token` to its bearer token.
-  std::optional<rest_config> service_account(const std::string& name, std::string& token) {
+  std::optional<kube::rest_config> service_account(const std::string& name, std::string& token) {
     const std::filesystem::path script =
         std::filesystem::path(TEC_SOURCE_DIR) / "deploy/local/cluster.sh";
     const std::filesystem::path cluster_dir =
@@ -174,7 +174,7 @@ protected:
       ADD_FAILURE() << "failed: " << cmd;
       return std::nullopt;
     }
-    auto sa = load_kubeconfig(out.string());
+    auto sa = kube::load_kubeconfig(out.string());
     std::filesystem::remove(out);
     if (!sa) {
       ADD_FAILURE() << sa.err().message;
@@ -449,4 +449,4 @@ TEST_F(writes_itest, without_pods_status_patch_the_pod_is_deleted_without_the_co
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters

@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <string>
 
-#include "k8sclient/support/run_sync.hpp"
-#include "tec/k8s/client.hpp"
-#include "tec/k8s/config.hpp"
+#include "kube/support/run_sync.hpp"
+#include "tec/kube/client.hpp"
+#include "tec/kube/config.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 namespace asio = boost::asio;
@@ -180,4 +180,4 @@ TEST_F(client_itest, list_at_a_compacted_version_is_gone) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -1,4 +1,4 @@
-#include "tec/k8s/client.hpp"
+#include "tec/kube/client.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,11 +14,11 @@
 #include <thread>
 #include <vector>
 
-#include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/run_sync.hpp"
-#include "k8sclient/support/test_client.hpp"
+#include "kube/support/fake_http_server.hpp"
+#include "kube/support/run_sync.hpp"
+#include "kube/support/test_client.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 namespace asio = boost::asio;
@@ -726,9 +726,9 @@ TEST_F(client_test, shutdown_cancels_a_request_in_flight) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::kube
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 // "Too large" is final: the same request would bring the same body (issue 11: a 10 GB body
@@ -766,4 +766,4 @@ TEST_F(client_test, a_streamed_error_body_too_large_is_never_retried) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::kube

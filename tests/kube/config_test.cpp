@@ -1,4 +1,4 @@
-#include "tec/k8s/config.hpp"
+#include "tec/kube/config.hpp"
 
 #include <gtest/gtest.h>
 #include <spdlog/logger.h>
@@ -14,13 +14,12 @@
 #include <thread>
 #include <vector>
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path testdata =
-    fs::path(TEC_SOURCE_DIR) / "tests" / "k8sclient" / "testdata" / "kubeconfig";
+const fs::path testdata = fs::path(TEC_SOURCE_DIR) / "tests" / "kube" / "testdata" / "kubeconfig";
 
 /// A fresh directory under the system temp dir, removed at the end of the test.
 class temp_dir {
@@ -688,4 +687,4 @@ TEST(redact, authorization_headers_and_bearer_tokens) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -15,11 +15,11 @@
 #include <random>
 #include <string>
 
-#include "k8sclient/support/run_sync.hpp"
-#include "tec/k8s/config.hpp"
-#include "tec/k8s/leader_election.hpp"
+#include "kube/support/run_sync.hpp"
+#include "tec/kube/config.hpp"
+#include "tec/kube/leader_election.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 namespace asio = boost::asio;
@@ -168,4 +168,4 @@ TEST_F(leader_election_itest, a_vanished_leader_is_replaced_after_the_lease_expi
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::kube

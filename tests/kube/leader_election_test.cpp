@@ -1,4 +1,4 @@
-#include "tec/k8s/leader_election.hpp"
+#include "tec/kube/leader_election.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,11 +12,11 @@
 #include <string>
 #include <thread>
 
-#include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/run_sync.hpp"
-#include "k8sclient/support/test_client.hpp"
+#include "kube/support/fake_http_server.hpp"
+#include "kube/support/run_sync.hpp"
+#include "kube/support/test_client.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 namespace asio = boost::asio;
@@ -456,4 +456,4 @@ TEST_F(leader_run_test, a_hung_renewal_still_loses_leadership_at_the_deadline) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -1,4 +1,4 @@
-#include "tec/k8s/line_splitter.hpp"
+#include "tec/kube/line_splitter.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 /// Collects what a splitter yields; errors are recorded in stream order as "!error".
@@ -139,4 +139,4 @@ TEST(line_splitter, reset_drops_a_partial_line) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -1,12 +1,12 @@
-#include "tec/k8s/rate_limiter.hpp"
+#include "tec/kube/rate_limiter.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 
-#include "tec/k8s/backoff.hpp"
+#include "tec/kube/backoff.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 using namespace std::chrono_literals;
@@ -105,4 +105,4 @@ TEST(backoff, no_jitter_is_exact) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::kube

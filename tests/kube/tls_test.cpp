@@ -1,4 +1,4 @@
-#include "tec/k8s/tls.hpp"
+#include "tec/kube/tls.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,15 +7,14 @@
 #include <sstream>
 #include <string>
 
-#include "tec/k8s/config.hpp"
+#include "tec/kube/config.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path testdata =
-    fs::path(TEC_SOURCE_DIR) / "tests" / "k8sclient" / "testdata" / "kubeconfig";
+const fs::path testdata = fs::path(TEC_SOURCE_DIR) / "tests" / "kube" / "testdata" / "kubeconfig";
 
 std::string read(const std::string& name) {
   std::ifstream in(testdata / name, std::ios::binary);
@@ -125,4 +124,4 @@ TEST(insecure_settings, one_line_per_insecure_setting) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::kube

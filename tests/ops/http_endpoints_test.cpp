@@ -1,4 +1,4 @@
-#include "tec/k8s/http_endpoints.hpp"
+#include "tec/ops/http_endpoints.hpp"
 
 #include <gtest/gtest.h>
 
@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "k8sclient/support/run_sync.hpp"
-#include "tec/k8s/metrics.hpp"
+#include "kube/support/run_sync.hpp"
+#include "tec/ops/metrics.hpp"
 
-namespace tec::k8s {
+namespace tec::ops {
 namespace {
 
 namespace asio = boost::asio;
@@ -71,7 +71,7 @@ T run_until_done(asio::io_context& ioc, asio::awaitable<T> aw) {
 // Runs `ioc` until `pred()` holds (or test_cap passes).
 template <class Pred>
 bool run_until(asio::io_context& ioc, Pred pred) {
-  return testing::run_until(ioc, pred, test_cap);
+  return kube::testing::run_until(ioc, pred, test_cap);
 }
 
 asio::awaitable<beast::tcp_stream> connect(tcp::endpoint ep) {
@@ -161,7 +161,9 @@ TEST_F(http_endpoints_test, serves_metrics) {
   registry r;
   r.add_counter("hits_total", "Hits.").with({}).inc(7);
   http_endpoints server(ioc_.get_executor(), options());
-  server.handle_metrics(r);
+  server.handle("/metrics", [&r] {
+    return http_response{200, std::string(metrics_content_type), r.render()};
+  });
   const auto ep = start(server);
   const auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/metrics"));
   EXPECT_EQ(res.status, 200U);
@@ -366,7 +368,7 @@ TEST_F(http_endpoints_test, bind_failure_is_an_error_value) {
   http_endpoints second(ioc_.get_executor(), o);
   const auto res = second.start();
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(res.err().code, kube::make_error_code(kube::errc::config_invalid));
   EXPECT_NE(res.err().message.find(o.bind_address), std::string::npos) << res.err().message;
   first.stop();
 }
@@ -400,15 +402,15 @@ TEST(parse_bind_address, accepts_and_rejects) {
     const auto b = parse_bind_address(bad);
     EXPECT_FALSE(b) << bad;
     if (!b) {
-      EXPECT_EQ(b.err().code, make_error_code(errc::config_invalid));
+      EXPECT_EQ(b.err().code, kube::make_error_code(kube::errc::config_invalid));
     }
   }
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::ops
 
-namespace tec::k8s {
+namespace tec::ops {
 namespace {
 
 // A kubelet probe must get through however many idle or trickling connections hold the
@@ -519,4 +521,4 @@ TEST_F(http_endpoints_test, the_header_deadline_does_not_cut_an_idle_kept_alive_
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::ops

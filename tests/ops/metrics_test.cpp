@@ -1,4 +1,4 @@
-#include "tec/k8s/metrics.hpp"
+#include "tec/ops/metrics.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace tec::k8s {
+namespace tec::ops {
 namespace {
 
 TEST(metrics, counter_text) {
@@ -322,4 +322,4 @@ TEST(metrics, concurrent_updates_and_scrapes) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::ops

@@ -12,10 +12,10 @@
 #include <string>
 #include <string_view>
 
-#include "tec/k8s/config.hpp"
-#include "tec/k8s/rest_config.hpp"
+#include "tec/kube/config.hpp"
+#include "tec/kube/rest_config.hpp"
 
-namespace tec::k8s::testing {
+namespace tec::kube::testing {
 
 /// The admin config from KUBECONFIG; nullopt when it is not set (the test should skip). A
 /// kubeconfig that does not load is a test failure (and nullopt).
@@ -39,4 +39,4 @@ inline std::string unique_name(std::string_view prefix) {
   return std::string(prefix) + suffix;
 }
 
-}  // namespace tec::k8s::testing
+}  // namespace tec::kube::testing

@@ -1,4 +1,4 @@
-#include "k8sclient/support/fake_http_server.hpp"
+#include "kube/support/fake_http_server.hpp"
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
@@ -20,7 +20,7 @@
 #include <set>
 #include <stdexcept>
 
-namespace tec::k8s::testing {
+namespace tec::kube::testing {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -340,4 +340,4 @@ bool fake_http_server::wait_for_requests(std::size_t n, std::chrono::millisecond
   return state_->cv.wait_for(lock, timeout, [&] { return state_->received.size() >= n; });
 }
 
-}  // namespace tec::k8s::testing
+}  // namespace tec::kube::testing

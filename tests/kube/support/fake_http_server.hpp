@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-namespace tec::k8s::testing {
+namespace tec::kube::testing {
 
 /// One request as the server read it. Header names are lower-cased.
 struct recorded_request {
@@ -118,4 +118,4 @@ private:
   std::thread thread_;
 };
 
-}  // namespace tec::k8s::testing
+}  // namespace tec::kube::testing

@@ -11,7 +11,7 @@
 #include <memory>
 #include <optional>
 
-namespace tec::k8s::testing {
+namespace tec::kube::testing {
 
 namespace detail {
 /// Shared with the spawned coroutine and its completion handler, so neither ever writes into
@@ -73,4 +73,4 @@ std::optional<T> run_sync(boost::asio::io_context& io, boost::asio::awaitable<T>
   return std::move(state->out);
 }
 
-}  // namespace tec::k8s::testing
+}  // namespace tec::kube::testing

@@ -4,11 +4,11 @@
 
 #include <chrono>
 
-#include "k8sclient/support/fake_http_server.hpp"
-#include "tec/k8s/client.hpp"
-#include "tec/k8s/rest_config.hpp"
+#include "kube/support/fake_http_server.hpp"
+#include "tec/kube/client.hpp"
+#include "tec/kube/rest_config.hpp"
 
-namespace tec::k8s::testing {
+namespace tec::kube::testing {
 
 /// Plain HTTP to `server` on 127.0.0.1.
 inline rest_config plain_config(const fake_http_server& server) {
@@ -33,4 +33,4 @@ inline client_options quick_options(int max_retries) {
   return opts;
 }
 
-}  // namespace tec::k8s::testing
+}  // namespace tec::kube::testing

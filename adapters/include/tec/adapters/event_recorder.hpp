@@ -46,10 +46,11 @@
 #include <string>
 #include <string_view>
 
+#include "tec/adapters/kube_names.hpp"
 #include "tec/controller/ports.hpp"
-#include "tec/k8s/client.hpp"
+#include "tec/kube/client.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 
 struct event_recorder_options {
   /// source.component and reportingComponent. Upstream (1.29+) uses the controller name
@@ -158,9 +159,6 @@ std::string make_event_body(const controller::pod_ref& pod, const event_content&
 std::string make_event_patch(std::string_view message, std::chrono::system_clock::time_point last,
                              std::uint64_t count);
 
-/// This host's name (gethostname), "unknown" when it cannot be read.
-std::string local_hostname();
-
 /// Records pod events in the background (see the top of this file).
 ///
 /// Thread/ownership: record() and stats() may be called from any thread and never block on
@@ -206,4 +204,4 @@ private:
   std::shared_ptr<impl> impl_;
 };
 
-}  // namespace tec::k8s
+}  // namespace tec::adapters

@@ -15,12 +15,13 @@
 #include <memory>
 #include <string>
 
+#include "tec/adapters/event_recorder.hpp"
+#include "tec/adapters/kube_names.hpp"
+#include "tec/adapters/store.hpp"
 #include "tec/controller/ports.hpp"
-#include "tec/k8s/client.hpp"
-#include "tec/k8s/event_recorder.hpp"
-#include "tec/k8s/store.hpp"
+#include "tec/kube/client.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 
 struct eviction_sink_options {
   /// Add the DisruptionTarget condition before deleting (upstream does, since 1.26).
@@ -117,4 +118,4 @@ private:
   std::shared_ptr<impl> impl_;
 };
 
-}  // namespace tec::k8s
+}  // namespace tec::adapters

@@ -1,9 +1,9 @@
 #pragma once
 
 // The two pod writes an eviction makes: the DisruptionTarget status condition and the DELETE
-// with a UID precondition (docs/behaviour.md §8). Plus the
-// small helpers every writer in k8sclient shares: API error values from a non-2xx response,
-// RFC 3339 timestamps and path-segment escaping.
+// with a UID precondition (docs/behaviour.md §8). The helpers every writer shares (API error
+// values, RFC 3339 timestamps, path escaping) are kube's: tec/kube/api_error.hpp, rfc3339.hpp
+// and paths.hpp.
 
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
@@ -13,31 +13,11 @@
 #include <string>
 #include <string_view>
 
-#include "tec/k8s/client.hpp"
-#include "tec/k8s/result.hpp"
+#include "tec/adapters/kube_names.hpp"
+#include "tec/kube/client.hpp"
+#include "tec/kube/result.hpp"
 
-namespace tec::k8s {
-
-/// The error value for a non-2xx response: errc from the status (401, 403, 404, 409, 410, 429,
-/// 5xx, else http_status), http_status set, and a message "<what>: <status> <reason>: <the
-/// Status object's message>" (the body, truncated, when it is not a Status). `what` names the
-/// request, e.g. "DELETE pod ns/name"; it must not contain secrets.
-error api_error(std::string_view what, const response& resp);
-
-/// The errc a non-2xx HTTP status maps to.
-errc errc_for_status(unsigned status) noexcept;
-
-/// A short, stable label for an error (for metrics labels and logs), e.g. "forbidden",
-/// "timeout", "http_422".
-std::string error_reason(const error& err);
-
-/// RFC 3339 in UTC: "2024-05-01T12:00:00Z" (metav1.Time) or, with `microseconds`,
-/// "2024-05-01T12:00:00.123456Z" (metav1.MicroTime).
-std::string format_rfc3339(std::chrono::system_clock::time_point t, bool microseconds = false);
-
-/// Percent-encodes everything but RFC 3986 unreserved characters, so a name can be put in a
-/// URL path. Kubernetes names never need it; it keeps a bad name from changing the path.
-std::string escape_path_segment(std::string_view segment);
+namespace tec::adapters {
 
 /// How a DELETE with a UID precondition ended when it did not fail.
 enum class delete_outcome : std::uint8_t {
@@ -105,4 +85,4 @@ private:
   wall_clock now_;
 };
 
-}  // namespace tec::k8s
+}  // namespace tec::adapters

@@ -13,7 +13,7 @@
 
 #include "tec/controller/model.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 
 /// The DisruptionTarget condition the taint manager adds before deleting a pod (upstream's
 /// type, reason and message, so Jobs' podFailurePolicy rules keep matching).
@@ -66,4 +66,4 @@ controller::pod_phase parse_pod_phase(std::string_view text) noexcept;
 /// as seconds since the Unix epoch (fraction dropped); nullopt when malformed.
 std::optional<std::int64_t> parse_rfc3339(std::string_view text) noexcept;
 
-}  // namespace tec::k8s
+}  // namespace tec::adapters

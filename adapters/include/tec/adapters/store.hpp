@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "tec/adapters/records.hpp"
 #include "tec/controller/ports.hpp"
-#include "tec/k8s/records.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 
 /// What a relist changed: every object of the new list with its previous version (nullopt
 /// when it is new), and the objects that vanished (to be delivered as deletions).
@@ -50,6 +50,10 @@ public:
 
   /// Removes the pod; returns what was cached, if anything.
   std::optional<pod_record> erase(std::string_view namespace_, std::string_view name);
+  /// The same, by the record's namespace/name (what a reflector's store offers).
+  std::optional<pod_record> erase(const pod_record& record) {
+    return erase(record.pod.namespace_, record.pod.name);
+  }
 
   /// Makes the cache exactly `records` (a relist), atomically for readers. Pods missing from
   /// `records` are removed and returned as deletions. `records` are moved into the result.
@@ -87,6 +91,8 @@ public:
 
   /// Removes the node; returns what was cached, if anything.
   std::optional<node_record> erase(std::string_view name);
+  /// The same, by the record's name (what a reflector's store offers).
+  std::optional<node_record> erase(const node_record& record) { return erase(record.node.name); }
 
   /// Makes the cache exactly `records`; nodes missing from it are returned as deletions.
   replace_result<node_record> replace_all(std::vector<node_record> records);
@@ -107,4 +113,4 @@ private:
   std::unordered_map<std::string, node_record, string_hash, std::equal_to<>> nodes_;
 };
 
-}  // namespace tec::k8s
+}  // namespace tec::adapters

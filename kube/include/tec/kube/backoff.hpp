@@ -19,7 +19,7 @@
 #include <functional>
 #include <random>
 
-namespace tec::k8s {
+namespace tec::kube {
 
 struct backoff_policy {
   std::chrono::milliseconds initial{800};
@@ -51,4 +51,4 @@ private:
   bool used_ = false;
 };
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -23,12 +23,12 @@
 #include <string_view>
 #include <utility>
 
-#include "tec/k8s/backoff.hpp"
-#include "tec/k8s/error.hpp"
-#include "tec/k8s/rest_config.hpp"
-#include "tec/k8s/result.hpp"
+#include "tec/kube/backoff.hpp"
+#include "tec/kube/error.hpp"
+#include "tec/kube/rest_config.hpp"
+#include "tec/kube/result.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 
 /// Why the client waits before (re)sending a request.
 enum class wait_reason : std::uint8_t {
@@ -148,4 +148,4 @@ private:
   std::shared_ptr<impl> impl_;
 };
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

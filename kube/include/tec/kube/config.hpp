@@ -15,10 +15,10 @@
 #include <string>
 #include <string_view>
 
-#include "tec/k8s/rest_config.hpp"
-#include "tec/k8s/result.hpp"
+#include "tec/kube/rest_config.hpp"
+#include "tec/kube/result.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 
 /// The scheme, host, port and path prefix of a `server` URL.
 struct server_url {
@@ -116,4 +116,4 @@ private:
 /// field and any `Bearer <token>` become `<redacted>`.
 std::string redact(std::string_view text);
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -26,9 +26,9 @@
 #include <optional>
 #include <string>
 
-#include "tec/k8s/client.hpp"
+#include "tec/kube/client.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 
 struct leader_election_config {
   std::string lease_namespace;
@@ -120,4 +120,4 @@ private:
   std::shared_ptr<impl> impl_;
 };
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

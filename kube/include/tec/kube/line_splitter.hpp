@@ -9,9 +9,9 @@
 #include <string_view>
 #include <utility>
 
-#include "tec/k8s/result.hpp"
+#include "tec/kube/result.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 
 /// Splits a byte stream into newline-terminated lines. CRLF is accepted (the CR is dropped),
 /// empty lines are skipped. A line longer than `max_line_bytes` is reported once as an
@@ -99,4 +99,4 @@ void line_splitter::feed(std::string_view bytes, OnLine&& on_line, OnError&& on_
   }
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

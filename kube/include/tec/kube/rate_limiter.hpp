@@ -9,7 +9,7 @@
 #include <chrono>
 #include <functional>
 
-namespace tec::k8s {
+namespace tec::kube {
 
 class rate_limiter {
 public:
@@ -41,4 +41,4 @@ private:
   clock::time_point last_;
 };
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -1,8 +1,23 @@
 #pragma once
 
-// List/watch informers for Pods and Nodes (client-go's Reflector + store, in our words).
+// A list/watch reflector: keeps a store in sync with one resource of the API server (client-go's
+// Reflector, generic over a ListerWatcher and a Store; here over a codec and a store).
 //
-// One coroutine per informer runs the whole session: a paginated LIST (resourceVersion=0,
+// The codec names the resource and turns its bytes into objects. Its static members:
+//   using object_type;                     // a value type with a `resource_version` string
+//   static constexpr const char* path;     // the collection, e.g. "/api/v1/pods"
+//   static constexpr const char* kind;     // for logs, e.g. "pods"
+//   static result<watch_event<object_type>> decode_event(std::string_view line);
+//   static result<api_status> decode_status(std::string_view body);
+//   static auto make_list_decoder(std::size_t max_item_bytes, std::size_t max_page_bytes);
+// where the list decoder has feed(bytes, on_item(object_type&&), on_skip(const error&)) -> bool
+// and finish() -> result<list_page<object_type>>. Errors of code errc::unexpected_shape are
+// objects to skip; any other decoding error fails the page or the watch.
+// The store: upsert(const object_type&) and erase(const object_type&) return the previous
+// object (std::optional); replace_all(std::vector<object_type>) returns {upserted: (old, new)
+// pairs of what changed, removed: what is gone}.
+//
+// One coroutine per reflector runs the whole session: a paginated LIST (resourceVersion=0,
 // limit=500, following `continue`; an expired continue token -> paging again from the start,
 // once, then the backoff below), then WATCH from the list's resourceVersion with bookmarks and a
 // random timeoutSeconds in [300, 600). A watch that ends cleanly is re-opened from the last
@@ -18,13 +33,13 @@
 // LIST pages are decoded as they stream (list_decoder): memory holds the compact records, at
 // most one incomplete item (max_line_bytes) and never the body; a page over the client's
 // max_response_bytes fails with errc::response_too_large (not retried by the client; the
-// informer backs off as for any failed list). A first LIST at resourceVersion=0 that is too
+// reflector backs off as for any failed list). A first LIST at resourceVersion=0 that is too
 // large is followed by LISTs from etcd (resourceVersion=""), whose pages the server does
 // bound: the watch cache ignores the limit and answers one page with every object. An object that
 // is valid JSON of the wrong shape (in a LIST page or a watch event) is skipped, counted in
-// informer_stats::decode_errors and logged at most every 10 s, instead of failing the list or watch
-// forever (the server would send it again each time). Malformed JSON still fails the page or the
-// watch.
+// reflector_stats::decode_errors and logged at most every 10 s, instead of failing the list or
+// watch forever (the server would send it again each time). Malformed JSON still fails the page or
+// the watch.
 //
 // Deviation from client-go, on purpose: client-go relists after any watch failure other than
 // 429/refused (it returns from ListAndWatch); we resume the watch from the last
@@ -32,7 +47,7 @@
 // and spares the API server a full LIST. Unchanged objects in a relist (equal records) are not
 // delivered as updates.
 //
-// Threading and ownership: the informer borrows the client and the store (both must outlive
+// Threading and ownership: the reflector borrows the client and the store (both must outlive
 // it). run() is co_spawned on the client's executor; handlers are called on that executor,
 // synchronously, in event order, after the store was updated: they must be quick and must not
 // throw. has_synced(), stats() and stop() may be called from any thread.
@@ -50,14 +65,13 @@
 #include <string_view>
 #include <vector>
 
-#include "tec/k8s/backoff.hpp"
-#include "tec/k8s/client.hpp"
-#include "tec/k8s/records.hpp"
-#include "tec/k8s/store.hpp"
+#include "tec/kube/backoff.hpp"
+#include "tec/kube/client.hpp"
+#include "tec/kube/watch.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 
-struct informer_options {
+struct reflector_options {
   std::size_t page_size = 500;
   /// No byte on a watch for this long -> re-watch (the idle guard).
   std::chrono::milliseconds idle_timeout{120'000};
@@ -79,7 +93,7 @@ struct informer_options {
 };
 
 /// Counters, for metrics and tests. `relists` excludes the initial list.
-struct informer_stats {
+struct reflector_stats {
   std::uint64_t lists = 0;           ///< Completed LISTs, including the first.
   std::uint64_t relists = 0;         ///< LISTs after the first (410 or too large RV).
   std::uint64_t watches = 0;         ///< WATCH requests opened.
@@ -90,36 +104,20 @@ struct informer_stats {
   std::uint64_t decode_errors = 0;   ///< Undecodable objects skipped (watch events, list items).
 };
 
-template <class Record>
-struct informer_traits;
-
-template <>
-struct informer_traits<pod_record> {
-  using store_type = pod_store;
-  static constexpr const char* path = "/api/v1/pods";
-  static constexpr const char* kind = "pods";
-};
-
-template <>
-struct informer_traits<node_record> {
-  using store_type = node_store;
-  static constexpr const char* path = "/api/v1/nodes";
-  static constexpr const char* kind = "nodes";
-};
-
 /// Keeps a store in sync with the API server and reports every change.
-template <class Record>
-class informer {
+template <class Codec, class Store>
+class reflector {
 public:
-  using store_type = typename informer_traits<Record>::store_type;
+  using object_type = typename Codec::object_type;
+  using store_type = Store;
   /// (old, new): old is null on an add, new is null on a delete. Pointers are valid only
   /// during the call.
-  using handler = std::function<void(const Record* old_object, const Record* new_object)>;
+  using handler = std::function<void(const object_type* old_object, const object_type* new_object)>;
 
-  informer(client& api, store_type& store, handler on_change, informer_options options = {});
-  ~informer();
-  informer(const informer&) = delete;
-  informer& operator=(const informer&) = delete;
+  reflector(client& api, store_type& store, handler on_change, reflector_options options = {});
+  ~reflector();
+  reflector(const reflector&) = delete;
+  reflector& operator=(const reflector&) = delete;
 
   /// The list/watch session; completes after stop() (or client shutdown). Run it once, on
   /// the client's executor.
@@ -132,7 +130,7 @@ public:
   /// True once the first LIST has been applied to the store.
   [[nodiscard]] bool has_synced() const noexcept { return synced_.load(); }
 
-  [[nodiscard]] informer_stats stats() const;
+  [[nodiscard]] reflector_stats stats() const;
 
   /// The last resourceVersion seen (list, event or bookmark). Any thread.
   [[nodiscard]] std::string resource_version() const;
@@ -148,7 +146,7 @@ private:
                                               std::chrono::seconds timeout);
   bool apply_line(std::string_view line, watch_outcome& out);
   void skipped_undecodable(const error& e);
-  void apply_list(std::vector<Record> items);
+  void apply_list(std::vector<object_type> items);
   void set_resource_version(const std::string& rv);
   template <class F>
   void count(F&& update);
@@ -156,11 +154,11 @@ private:
   client& api_;
   store_type& store_;
   handler on_change_;
-  informer_options options_;
+  reflector_options options_;
   std::atomic<bool> synced_{false};
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;  // guards stats_, rv_, last_error_, wake_
-  informer_stats stats_;
+  reflector_stats stats_;
   std::string rv_;
   error last_error_;
   std::function<void()> wake_;
@@ -169,10 +167,4 @@ private:
   std::uint64_t unlogged_decode_errors_ = 0;
 };
 
-using pod_informer = informer<pod_record>;
-using node_informer = informer<node_record>;
-
-extern template class informer<pod_record>;
-extern template class informer<node_record>;
-
-}  // namespace tec::k8s
+}  // namespace tec::kube

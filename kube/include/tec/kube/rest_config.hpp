@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace tec::k8s {
+namespace tec::kube {
 
 struct rest_config {
   std::string host;       ///< Host name or IP of the API server, no scheme, no port.
@@ -23,4 +23,4 @@ struct rest_config {
   std::string source;           ///< Where this came from, e.g. "kubeconfig /x context y".
 };
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

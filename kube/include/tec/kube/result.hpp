@@ -8,9 +8,9 @@
 #include <utility>
 #include <variant>
 
-#include "tec/k8s/error.hpp"
+#include "tec/kube/error.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 
 /// A value or an error; never both. Not thread-safe (a plain value type).
 template <class T>
@@ -36,4 +36,4 @@ inline error make_error(errc code, std::string message, int http_status = 0) {
   return error{make_error_code(code), std::move(message), http_status};
 }
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

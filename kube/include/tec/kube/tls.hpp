@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "tec/k8s/error.hpp"
-#include "tec/k8s/rest_config.hpp"
+#include "tec/kube/error.hpp"
+#include "tec/kube/rest_config.hpp"
 
-namespace tec::k8s {
+namespace tec::kube {
 
 /// Loads the TLS material of `config` exactly as the client will (a TLS 1.2+ client context)
 /// and checks it: the CA bundle yields at least one certificate and every certificate in it
@@ -25,4 +25,4 @@ error check_tls_material(const rest_config& config);
 /// over plain http (the token crosses the network in clear text). Empty when there is none.
 std::vector<std::string> insecure_settings(const rest_config& config);
 
-}  // namespace tec::k8s
+}  // namespace tec::kube

@@ -23,11 +23,9 @@
 #include <string>
 #include <string_view>
 
-#include "tec/k8s/result.hpp"
+#include "tec/kube/result.hpp"
 
-namespace tec::k8s {
-
-class registry;
+namespace tec::ops {
 
 struct http_endpoints_options {
   /// Where to listen: ":8080" (all interfaces, IPv6 and IPv4 when the host has IPv6),
@@ -66,7 +64,8 @@ struct check_result {
 
 /// Parses a bind address (see http_endpoints_options::bind_address). nullopt means disabled.
 /// Host names other than "localhost" are not resolved: an IP literal is expected.
-result<std::optional<boost::asio::ip::tcp::endpoint>> parse_bind_address(std::string_view address);
+kube::result<std::optional<boost::asio::ip::tcp::endpoint>> parse_bind_address(
+    std::string_view address);
 
 /// The HTTP server.
 ///
@@ -76,7 +75,7 @@ result<std::optional<boost::asio::ip::tcp::endpoint>> parse_bind_address(std::st
 /// block, and must be safe to call concurrently with the rest of the program (read atomics
 /// or take short locks). The server's state is shared with its coroutines: destroying the
 /// object stops it, and the coroutines finish on the executor, whose execution context must
-/// outlive the object. A registry passed to handle_metrics() must outlive the server.
+/// outlive the object.
 class http_endpoints {
 public:
   http_endpoints(boost::asio::any_io_executor executor, http_endpoints_options options);
@@ -86,8 +85,6 @@ public:
 
   /// Serves `fn()` at `path` (exact match, query string ignored) for GET and HEAD.
   void handle(std::string path, std::function<http_response()> fn);
-  /// Serves the registry's text exposition at `path` (Content-Type text/plain; version=0.0.4).
-  void handle_metrics(const registry& r, std::string path = "/metrics");
   /// Serves a check at `path`: 200 "ok", or 500 with the check's message when it fails (or
   /// throws).
   void handle_check(std::string path, std::function<check_result()> check);
@@ -95,7 +92,7 @@ public:
   /// Binds, listens and starts accepting. Returns the bound endpoint (with the real port
   /// when 0 was asked for), nullopt when the bind address disables the server, or an error
   /// (invalid address, bind failure). Call once.
-  result<std::optional<boost::asio::ip::tcp::endpoint>> start();
+  kube::result<std::optional<boost::asio::ip::tcp::endpoint>> start();
 
   /// Stops accepting and closes every connection; a response being written is abandoned.
   /// No handler is called once stop() has returned, except one already running on another
@@ -112,4 +109,4 @@ private:
   std::shared_ptr<impl> impl_;
 };
 
-}  // namespace tec::k8s
+}  // namespace tec::ops

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-namespace tec::k8s {
+namespace tec::ops {
 
 /// The Content-Type of render()'s output.
 inline constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -290,4 +290,4 @@ struct standard_metrics {
 /// Throws std::invalid_argument if `r` already holds one of the names.
 standard_metrics register_standard_metrics(registry& r, std::string_view version);
 
-}  // namespace tec::k8s
+}  // namespace tec::ops
