@@ -78,7 +78,8 @@ std::string event_summary(const tec::kube::result<tec::adapters::pod_event>& e) 
   if (!e) {
     return "error " + std::to_string(e.err().code.value());
   }
-  return std::string(to_string(e->type)) + " " + e->object.pod.name + " " + e->resource_version();
+  return std::string(tec::adapters::to_string(e->type)) + " " + e->object.pod.name + " " +
+         e->resource_version();
 }
 
 }  // namespace
