@@ -1,6 +1,6 @@
 #pragma once
 
-// The TLS client context of a rest_config, private to k8sclient: the client builds its
+// The TLS client context of a rest_config, private to kube: the client builds its
 // connections with it and check_tls_material() (tls.hpp) checks the same steps at start.
 
 #include <boost/asio/ssl/context.hpp>

@@ -1,6 +1,6 @@
 #pragma once
 
-// The HTTP/1.1 (+TLS) client every other part of k8sclient talks to the API server through.
+// The HTTP/1.1 (+TLS) client everything talks to the API server through.
 //
 // Threading: a client lives on one Asio executor (a strand of the daemon's io_context); its
 // coroutines may be co_spawned from anywhere onto that executor. It keeps a pool of persistent

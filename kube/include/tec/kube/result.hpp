@@ -1,6 +1,6 @@
 #pragma once
 
-// result<T>: a value or an error (errors as values), shared by the pure half of k8sclient
+// result<T>: a value or an error (errors as values), shared by the pure parts of kube and adapters
 // (config, decode) and the HTTP client. Kept apart from client.hpp so that code which only
 // decodes or loads configuration does not pull in Asio.
 
