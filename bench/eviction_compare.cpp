@@ -39,18 +39,19 @@
 #include <vector>
 
 #include "bench_support.hpp"
-#include "tec/k8s/client.hpp"
-#include "tec/k8s/config.hpp"
-#include "tec/k8s/event_recorder.hpp"
-#include "tec/k8s/informer.hpp"
-#include "tec/k8s/pod_writer.hpp"
-#include "tec/k8s/store.hpp"
+#include "tec/adapters/event_recorder.hpp"
+#include "tec/adapters/informers.hpp"
+#include "tec/adapters/pod_writer.hpp"
+#include "tec/adapters/store.hpp"
+#include "tec/kube/client.hpp"
+#include "tec/kube/config.hpp"
 
 namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
-namespace k8s = tec::k8s;
+namespace adapters = tec::adapters;
+namespace kube = tec::kube;
 namespace tb = tec::bench;
 using nlohmann::json;
 using namespace std::chrono_literals;
@@ -131,8 +132,8 @@ json median_run(const std::vector<json>& runs, const char* key) {
 }
 
 /// The status patch that makes a node Ready, as a kubelet reports it.
-k8s::request ready_request(const std::string& node) {
-  const std::string stamp = k8s::format_rfc3339(std::chrono::system_clock::now());
+kube::request ready_request(const std::string& node) {
+  const std::string stamp = kube::format_rfc3339(std::chrono::system_clock::now());
   return {http::verb::patch, "/api/v1/nodes/" + node + "/status",
           R"({"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady",)"
           R"("message":"eviction_compare","lastHeartbeatTime":")" +
@@ -169,12 +170,12 @@ public:
 private:
   // --- plumbing -------------------------------------------------------------------------
   bool connect();
-  k8s::result<k8s::response> call(http::verb verb, std::string target, std::string body = {},
-                                  std::string content_type = "application/json",
-                                  std::chrono::milliseconds limit = 30s) {
-    return tb::call(io_, *api_,
-                    k8s::request(verb, std::move(target), std::move(body), std::move(content_type)),
-                    limit);
+  kube::result<kube::response> call(http::verb verb, std::string target, std::string body = {},
+                                    std::string content_type = "application/json",
+                                    std::chrono::milliseconds limit = 30s) {
+    return tb::call(
+        io_, *api_,
+        kube::request(verb, std::move(target), std::move(body), std::move(content_type)), limit);
   }
   std::string pods_path() const { return "/api/v1/namespaces/" + o_.ns + "/pods"; }
   bool create_nodes(const std::vector<std::string>& names);
@@ -216,13 +217,13 @@ private:
 
   options o_;
   asio::io_context io_;
-  std::optional<k8s::rest_config> config_;
-  std::optional<k8s::client> watch_api_;  // the informer's (streams)
-  std::optional<k8s::client> api_;        // everything else, unthrottled
-  k8s::pod_store store_;
-  std::optional<k8s::pod_informer> informer_;
-  k8s::node_store node_store_;
-  std::optional<k8s::node_informer> node_informer_;
+  std::optional<kube::rest_config> config_;
+  std::optional<kube::client> watch_api_;  // the informer's (streams)
+  std::optional<kube::client> api_;        // everything else, unthrottled
+  adapters::pod_store store_;
+  std::optional<adapters::pod_informer> informer_;
+  adapters::node_store node_store_;
+  std::optional<adapters::node_informer> node_informer_;
   // Nodes by name: the first time the watch saw them carry a NoExecute taint (the moment a
   // controller's own watch learns of it, give or take the delivery jitter).
   std::unordered_map<std::string, steady::time_point> node_tainted_;
@@ -238,16 +239,16 @@ private:
 };
 
 bool runner::connect() {
-  auto config = k8s::load_kubeconfig(o_.kubeconfig);
+  auto config = kube::load_kubeconfig(o_.kubeconfig);
   if (!config) {
     std::fprintf(stderr, "error: %s\n", config.err().message.c_str());
     return false;
   }
   config_ = std::move(config.value());
-  k8s::client_options wopts;
+  kube::client_options wopts;
   wopts.qps = 0;
   watch_api_.emplace(io_.get_executor(), *config_, wopts);
-  k8s::client_options copts;
+  kube::client_options copts;
   copts.qps = 0;
   copts.max_connections = 160;
   copts.max_retries = 3;
@@ -281,28 +282,29 @@ bool runner::connect() {
     return false;
   }
 
-  informer_.emplace(*watch_api_, store_,
-                    [this](const k8s::pod_record* old_pod, const k8s::pod_record* new_pod) {
-                      const auto now = steady::now();
-                      const auto* p = new_pod != nullptr ? new_pod : old_pod;
-                      if (p->pod.namespace_ != o_.ns) {
-                        return;
-                      }
-                      if (new_pod == nullptr) {
-                        seen_.erase(p->pod.name);
-                        terminating_.erase(p->pod.name);
-                        uid_.erase(p->pod.name);
-                        return;
-                      }
-                      seen_.try_emplace(p->pod.name, now);
-                      uid_[p->pod.name] = p->pod.uid;
-                      if (p->pod.terminating) {
-                        terminating_.try_emplace(p->pod.name, now);
-                      }
-                    });
+  informer_.emplace(
+      *watch_api_, store_,
+      [this](const adapters::pod_record* old_pod, const adapters::pod_record* new_pod) {
+        const auto now = steady::now();
+        const auto* p = new_pod != nullptr ? new_pod : old_pod;
+        if (p->pod.namespace_ != o_.ns) {
+          return;
+        }
+        if (new_pod == nullptr) {
+          seen_.erase(p->pod.name);
+          terminating_.erase(p->pod.name);
+          uid_.erase(p->pod.name);
+          return;
+        }
+        seen_.try_emplace(p->pod.name, now);
+        uid_[p->pod.name] = p->pod.uid;
+        if (p->pod.terminating) {
+          terminating_.try_emplace(p->pod.name, now);
+        }
+      });
   node_informer_.emplace(
       *watch_api_, node_store_,
-      [this](const k8s::node_record* old_node, const k8s::node_record* new_node) {
+      [this](const adapters::node_record* old_node, const adapters::node_record* new_node) {
         if (new_node == nullptr) {
           node_tainted_.erase(old_node->node.name);
           return;
@@ -355,7 +357,7 @@ bool runner::create_nodes(const std::vector<std::string>& names) {
         // manager's node lifecycle controller adds and removes its own not-ready NoSchedule
         // taint, and its taint patches, computed from a cached copy, can wipe the bench's
         // NoExecute taint written meanwhile (seen: 100 pods never evicted).
-        std::vector<k8s::request> reqs;
+        std::vector<kube::request> reqs;
         reqs.emplace_back(http::verb::post, "/api/v1/nodes",
                           R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + n +
                               R"(","labels":{")" + bench_label + R"(":"true"}}})");
@@ -382,7 +384,7 @@ bool runner::create_pods(const std::vector<std::string>& names,
       io_, *api_, static_cast<long>(names.size()),
       [&](long i) {
         const auto idx = static_cast<std::size_t>(i);
-        return std::vector<k8s::request>{k8s::request(
+        return std::vector<kube::request>{kube::request(
             http::verb::post, pods_path(), pod_body(names[idx], node_of(idx), extra_toleration))};
       },
       b);
@@ -450,9 +452,9 @@ bool runner::taint_nodes(const std::vector<std::string>& nodes, const std::strin
   const auto t = tb::run_batch(
       io_, *api_, static_cast<long>(nodes.size()),
       [&](long i) {
-        return std::vector<k8s::request>{
-            k8s::request(http::verb::patch, "/api/v1/nodes/" + nodes[static_cast<std::size_t>(i)],
-                         patch, "application/merge-patch+json")};
+        return std::vector<kube::request>{
+            kube::request(http::verb::patch, "/api/v1/nodes/" + nodes[static_cast<std::size_t>(i)],
+                          patch, "application/merge-patch+json")};
       },
       b);
   if (t.failed > 0) {
@@ -476,9 +478,9 @@ bool runner::cleanup() {
   auto t = tb::run_batch(
       io_, *api_, static_cast<long>(pods.size()),
       [&](long i) {
-        return std::vector<k8s::request>{
-            k8s::request(http::verb::delete_, pods_path() + "/" + pods[static_cast<std::size_t>(i)],
-                         R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})")};
+        return std::vector<kube::request>{kube::request(
+            http::verb::delete_, pods_path() + "/" + pods[static_cast<std::size_t>(i)],
+            R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})")};
       },
       b);
   if (t.failed > 0) {
@@ -501,7 +503,7 @@ bool runner::cleanup() {
   t = tb::run_batch(
       io_, *api_, static_cast<long>(nodes_.size()),
       [&](long i) {
-        return std::vector<k8s::request>{k8s::request(
+        return std::vector<kube::request>{kube::request(
             http::verb::delete_, "/api/v1/nodes/" + nodes_[static_cast<std::size_t>(i)])};
       },
       b);
@@ -816,10 +818,10 @@ json runner::timer(const variant& v) {
     tt->sent[n] = steady::now();
     asio::co_spawn(
         io_,
-        [](k8s::client& c, k8s::request req) -> asio::awaitable<bool> {
+        [](kube::client& c, kube::request req) -> asio::awaitable<bool> {
           co_return tb::ok(co_await c.send(std::move(req)));
-        }(*api_, k8s::request(http::verb::patch, "/api/v1/nodes/" + nodes[n], patch,
-                              "application/merge-patch+json")),
+        }(*api_, kube::request(http::verb::patch, "/api/v1/nodes/" + nodes[n], patch,
+                               "application/merge-patch+json")),
         [tt, n](const std::exception_ptr& e, bool good) {
           tt->answered[n] = steady::now();
           ++tt->answers;
@@ -947,7 +949,7 @@ json runner::floor_run(long concurrency, std::size_t per_pod) {
     cleanup();
     return {{"error", "seeding"}};
   }
-  k8s::event_recorder_options eopts;
+  adapters::event_recorder_options eopts;
   eopts.component = "eviction-compare";
   eopts.reporting_instance = "bench";
   // Every request is an item of its own, interleaved pod by pod, so the client keeps
@@ -967,23 +969,23 @@ json runner::floor_run(long concurrency, std::size_t per_pod) {
         const auto& name = pods[k / per_pod];
         const auto& uid = uid_[name];
         const auto now = std::chrono::system_clock::now();
-        std::vector<k8s::request> reqs;
+        std::vector<kube::request> reqs;
         switch (per_pod - 1 - k % per_pod) {
           case 2:
-            reqs.push_back(k8s::make_disruption_condition_request(o_.ns, name, uid, now));
+            reqs.push_back(adapters::make_disruption_condition_request(o_.ns, name, uid, now));
             break;
           case 1: {
             const tec::controller::pod_ref pod{o_.ns, name, uid};
-            reqs.emplace_back(
-                http::verb::post, "/api/v1/namespaces/" + o_.ns + "/events",
-                k8s::make_event_body(
-                    pod,
-                    k8s::make_event_content(pod, tec::controller::event_kind::marking_for_deletion),
-                    name + ".bench" + std::to_string(round), eopts, now, now, 1));
+            reqs.emplace_back(http::verb::post, "/api/v1/namespaces/" + o_.ns + "/events",
+                              adapters::make_event_body(
+                                  pod,
+                                  adapters::make_event_content(
+                                      pod, tec::controller::event_kind::marking_for_deletion),
+                                  name + ".bench" + std::to_string(round), eopts, now, now, 1));
             break;
           }
           default:
-            reqs.push_back(k8s::make_delete_pod_request(o_.ns, name, uid));
+            reqs.push_back(adapters::make_delete_pod_request(o_.ns, name, uid));
         }
         return reqs;
       },

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "tec/k8s/decode.hpp"
-#include "tec/k8s/line_splitter.hpp"
-#include "tec/k8s/store.hpp"
+#include "tec/adapters/decode.hpp"
+#include "tec/adapters/store.hpp"
+#include "tec/kube/line_splitter.hpp"
 
 // --- counting allocator ------------------------------------------------------------------
 // Counts live heap bytes (malloc_usable_size: what the allocator really handed out, without
@@ -324,11 +324,11 @@ private:
 };
 
 /// Decodes the whole LIST body at once with `engine`.
-void run_list(benchmark::State& state, tec::k8s::json_engine engine) {
+void run_list(benchmark::State& state, tec::adapters::json_engine engine) {
   const auto& body = data().pod_list;
   const allocation_counter counter;
   for (auto _ : state) {
-    auto page = tec::k8s::decode_pod_list(body, engine);
+    auto page = tec::adapters::decode_pod_list(body, engine);
     if (!page || page->items.size() != pod_count) {
       fail(state, page ? "wrong item count" : page.err().message);
       return;
@@ -341,12 +341,12 @@ void run_list(benchmark::State& state, tec::k8s::json_engine engine) {
 }
 
 void BM_list_fast(benchmark::State& state) {
-  run_list(state, tec::k8s::json_engine::fast);
+  run_list(state, tec::adapters::json_engine::fast);
 }
 
 /// The same field mapping fed by the `nlohmann` reference engine.
 void BM_list_nlohmann_engine(benchmark::State& state) {
-  run_list(state, tec::k8s::json_engine::nlohmann);
+  run_list(state, tec::adapters::json_engine::nlohmann);
 }
 
 constexpr std::size_t chunk_bytes = 16 * 1024;
@@ -357,14 +357,14 @@ void BM_list_stream(benchmark::State& state) {
   const auto& body = data().pod_list;
   const allocation_counter counter;
   for (auto _ : state) {
-    tec::k8s::list_decoder<tec::k8s::pod_record> decoder;
-    std::vector<tec::k8s::pod_record> items;
+    tec::adapters::list_decoder<tec::adapters::pod_record> decoder;
+    std::vector<tec::adapters::pod_record> items;
     bool ok = true;
     for (std::size_t pos = 0; pos < body.size() && ok; pos += chunk_bytes) {
       ok = decoder.feed(
           std::string_view(body).substr(pos, chunk_bytes),
-          [&](tec::k8s::pod_record&& r) { items.push_back(std::move(r)); },
-          [&](const tec::k8s::error& /*e*/) { ok = false; });
+          [&](tec::adapters::pod_record&& r) { items.push_back(std::move(r)); },
+          [&](const tec::kube::error& /*e*/) { ok = false; });
     }
     auto page = decoder.finish();
     if (!ok || !page || items.size() != pod_count) {
@@ -396,7 +396,7 @@ void run_watch(benchmark::State& state, Decode&& decode) {
   const auto& stream = data().pod_watch;
   const allocation_counter counter;
   for (auto _ : state) {
-    tec::k8s::line_splitter splitter;
+    tec::kube::line_splitter splitter;
     std::size_t events = 0;
     bool ok = true;
     for (std::size_t pos = 0; pos < stream.size(); pos += chunk_bytes) {
@@ -406,7 +406,7 @@ void run_watch(benchmark::State& state, Decode&& decode) {
             ok = decode(line) && ok;
             ++events;
           },
-          [&](const tec::k8s::error& /*e*/) { ok = false; });
+          [&](const tec::kube::error& /*e*/) { ok = false; });
     }
     if (!ok || events != data().watch_lines) {
       fail(state, "watch decode failed");
@@ -423,7 +423,7 @@ void run_watch(benchmark::State& state, Decode&& decode) {
 
 void BM_watch_fast(benchmark::State& state) {
   run_watch(state, [](std::string_view line) {
-    auto event = tec::k8s::decode_pod_event(line);
+    auto event = tec::adapters::decode_pod_event(line);
     benchmark::DoNotOptimize(event);
     return event.has_value();
   });
@@ -431,7 +431,7 @@ void BM_watch_fast(benchmark::State& state) {
 
 void BM_watch_nlohmann_engine(benchmark::State& state) {
   run_watch(state, [](std::string_view line) {
-    auto event = tec::k8s::decode_pod_event(line, tec::k8s::json_engine::nlohmann);
+    auto event = tec::adapters::decode_pod_event(line, tec::adapters::json_engine::nlohmann);
     benchmark::DoNotOptimize(event);
     return event.has_value();
   });
@@ -445,8 +445,8 @@ void BM_watch_dom(benchmark::State& state) {
   });
 }
 
-std::vector<tec::k8s::pod_record> decoded_pods() {
-  auto page = tec::k8s::decode_pod_list(data().pod_list);
+std::vector<tec::adapters::pod_record> decoded_pods() {
+  auto page = tec::adapters::decode_pod_list(data().pod_list);
   if (!page) {
     std::fprintf(stderr, "decode failed: %s\n", page.err().message.c_str());
     std::abort();
@@ -456,7 +456,7 @@ std::vector<tec::k8s::pod_record> decoded_pods() {
 
 void BM_store_replace_all(benchmark::State& state) {
   const auto pods = decoded_pods();
-  tec::k8s::pod_store store;
+  tec::adapters::pod_store store;
   for (auto _ : state) {
     auto result = store.replace_all(pods);
     benchmark::DoNotOptimize(result);
@@ -466,7 +466,7 @@ void BM_store_replace_all(benchmark::State& state) {
 
 void BM_store_upsert(benchmark::State& state) {
   const auto pods = decoded_pods();
-  tec::k8s::pod_store store;
+  tec::adapters::pod_store store;
   std::size_t i = 0;
   for (auto _ : state) {
     auto old = store.upsert(pods[i]);
@@ -478,7 +478,7 @@ void BM_store_upsert(benchmark::State& state) {
 
 void BM_store_pods_on_node(benchmark::State& state) {
   const auto pods = decoded_pods();
-  tec::k8s::pod_store store;
+  tec::adapters::pod_store store;
   store.replace_all(pods);
   const std::string node = node_name(7);
   for (auto _ : state) {
@@ -504,7 +504,7 @@ memory_figures measure_memory() {
   {
     const auto bytes0 = g_live_bytes.load();
     const auto allocs0 = g_allocations.load();
-    tec::k8s::pod_store store;
+    tec::adapters::pod_store store;
     for (const auto& p : pods) {
       store.upsert(p);
     }
@@ -513,17 +513,17 @@ memory_figures measure_memory() {
   }
   {
     const auto bytes0 = g_live_bytes.load();
-    std::vector<tec::k8s::pod_record> copy(pods.begin(), pods.end());
+    std::vector<tec::adapters::pod_record> copy(pods.begin(), pods.end());
     m.record_bytes_per_pod = static_cast<double>(g_live_bytes.load() - bytes0) / pod_count;
   }
-  auto nodes = tec::k8s::decode_node_list(data().node_list);
+  auto nodes = tec::adapters::decode_node_list(data().node_list);
   if (!nodes) {
     std::fprintf(stderr, "decode failed: %s\n", nodes.err().message.c_str());
     std::abort();
   }
   {
     const auto bytes0 = g_live_bytes.load();
-    tec::k8s::node_store store;
+    tec::adapters::node_store store;
     for (const auto& n : nodes->items) {
       store.upsert(n);
     }
@@ -531,7 +531,7 @@ memory_figures measure_memory() {
   }
   {
     const auto bytes0 = g_live_bytes.load();
-    std::vector<tec::k8s::node_record> copy(nodes->items.begin(), nodes->items.end());
+    std::vector<tec::adapters::node_record> copy(nodes->items.begin(), nodes->items.end());
     m.record_bytes_per_node = static_cast<double>(g_live_bytes.load() - bytes0) / node_count;
   }
   return m;

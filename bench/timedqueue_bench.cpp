@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tec/timedqueue/manual_driver.hpp"
+#include "support/manual_driver.hpp"
 #include "tec/timedqueue/timed_queue.hpp"
 
 // --- counting allocator

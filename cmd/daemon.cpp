@@ -1,7 +1,5 @@
 #include "daemon.hpp"
 
-#include <spdlog/pattern_formatter.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -29,17 +27,19 @@
 #include <thread>
 #include <utility>
 
+#include "tec/adapters/controller_feed.hpp"
+#include "tec/adapters/event_recorder.hpp"
+#include "tec/adapters/eviction_sink.hpp"
+#include "tec/adapters/informers.hpp"
+#include "tec/adapters/stats_collector.hpp"
+#include "tec/adapters/store.hpp"
 #include "tec/controller/controller.hpp"
-#include "tec/k8s/client.hpp"
-#include "tec/k8s/config.hpp"
-#include "tec/k8s/event_recorder.hpp"
-#include "tec/k8s/eviction_sink.hpp"
-#include "tec/k8s/http_endpoints.hpp"
-#include "tec/k8s/informer.hpp"
-#include "tec/k8s/leader_election.hpp"
-#include "tec/k8s/metrics.hpp"
-#include "tec/k8s/store.hpp"
-#include "tec/k8s/tls.hpp"
+#include "tec/kube/client.hpp"
+#include "tec/kube/config.hpp"
+#include "tec/kube/leader_election.hpp"
+#include "tec/kube/tls.hpp"
+#include "tec/ops/http_endpoints.hpp"
+#include "tec/ops/metrics.hpp"
 #include "tec/timedqueue/asio_driver.hpp"
 #include "tec/version.hpp"
 
@@ -57,48 +57,6 @@ constexpr auto drain_budget = 2s;          // the I/O thread running out of work
 // /healthz tolerance past the lease duration (kube-controller-manager uses 20 s).
 constexpr auto healthz_tolerance = 20s;
 
-constexpr const char* component_loggers[] = {"client", "watch",  "controller", "timedqueue",
-                                             "evict",  "events", "leader",     "http"};
-
-// %* : the message payload escaped for a JSON string.
-class json_payload_flag final : public spdlog::custom_flag_formatter {
-public:
-  void format(const spdlog::details::log_msg& msg, const std::tm& /*tm*/,
-              spdlog::memory_buf_t& dest) override {
-    static constexpr char hex[] = "0123456789abcdef";
-    for (const char c : msg.payload) {
-      switch (c) {
-        case '"':
-          dest.append(std::string_view("\\\""));
-          break;
-        case '\\':
-          dest.append(std::string_view("\\\\"));
-          break;
-        case '\n':
-          dest.append(std::string_view("\\n"));
-          break;
-        case '\r':
-          dest.append(std::string_view("\\r"));
-          break;
-        case '\t':
-          dest.append(std::string_view("\\t"));
-          break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            const auto u = static_cast<unsigned char>(c);
-            const char esc[] = {'\\', 'u', '0', '0', hex[u >> 4U], hex[u & 0xFU]};
-            dest.append(esc, esc + sizeof esc);
-          } else {
-            dest.push_back(c);
-          }
-      }
-    }
-  }
-  [[nodiscard]] std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<json_payload_flag>();
-  }
-};
-
 std::string describe(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
@@ -111,62 +69,6 @@ std::string describe(const std::exception_ptr& e) {
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------
-// The scrape-time metrics: the libraries' own totals, read when /metrics is scraped.
-
-k8s::scrape_stats collect(const controller::controller_stats& cs,
-                          const k8s::eviction_sink_stats& ss, const k8s::informer_stats& pods,
-                          const k8s::informer_stats& nodes, const k8s::event_recorder_stats& es) {
-  k8s::scrape_stats out;
-  out.pod_deletions = ss.deletions;
-  out.scheduled_evictions = cs.evictions_scheduled;
-  out.cancelled_evictions = cs.cancellations;
-  // Read one after the other, attempts may lag first attempts: the registry keeps the exposed
-  // counter from going down (register_standard_metrics).
-  out.pod_deletion_retries =
-      cs.eviction_attempts > cs.evictions_started ? cs.eviction_attempts - cs.evictions_started : 0;
-  out.pod_deletion_failures = ss.failures_by_reason;
-  out.disruption_condition_failures = ss.condition_failures_by_reason;
-  out.tainted_nodes = cs.tainted_nodes;
-  out.stuck_evictions = cs.stuck_evictions;
-  out.watch_restarts = {{"pods", pods.watch_restarts}, {"nodes", nodes.watch_restarts}};
-  out.relists = {{"pods", pods.relists}, {"nodes", nodes.relists}};
-  out.watch_decode_errors = {{"pods", pods.decode_errors}, {"nodes", nodes.decode_errors}};
-  // Each occurrence recorded ends in one of them (see event_recorder_stats).
-  out.events = {{"sent", es.sent},
-                {"updated", es.updated},
-                {"aggregated", es.aggregated},
-                {"failed", es.failed},
-                {"dropped_spam", es.dropped_spam},
-                {"dropped_full", es.dropped_full},
-                {"dropped_stopped", es.dropped_stopped}};
-  return out;
-}
-
-void setup_logging(const options& opts) {
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-  if (opts.format == log_format::json) {
-    auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
-    f->add_flag<json_payload_flag>('*').set_pattern(
-        R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","logger":"%n","msg":"%*"})");
-    sink->set_formatter(std::move(f));
-  } else {
-    sink->set_formatter(std::make_unique<spdlog::pattern_formatter>(
-        "%Y-%m-%dT%H:%M:%S.%eZ %-5l %-10n %v", spdlog::pattern_time_type::utc));
-  }
-  const auto level = spdlog::level::from_str(opts.log_level == "warning" ? "warn" : opts.log_level);
-  auto main_logger = std::make_shared<spdlog::logger>("daemon", sink);
-  main_logger->set_level(level);
-  spdlog::drop("daemon");
-  spdlog::set_default_logger(main_logger);
-  for (const char* name : component_loggers) {
-    spdlog::drop(name);
-    auto l = std::make_shared<spdlog::logger>(name, sink);
-    l->set_level(level);
-    spdlog::register_logger(l);
-  }
-}
-
 struct daemon::impl {
   explicit impl(options o) : opts(std::move(o)), log(spdlog::default_logger()) {}
 
@@ -176,27 +78,28 @@ struct daemon::impl {
   // Declared first, destroyed last: everything below posts to it or holds its executor.
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  k8s::registry registry;
-  std::optional<k8s::standard_metrics> metrics;
-  std::optional<k8s::client> api;
-  k8s::pod_store pods;
-  k8s::node_store nodes;
-  std::optional<k8s::pod_informer> pod_informer;
-  std::optional<k8s::node_informer> node_informer;
+  ops::registry registry;
+  std::optional<ops::standard_metrics> metrics;
+  std::optional<kube::client> api;
+  adapters::pod_store pods;
+  adapters::node_store nodes;
+  std::optional<adapters::pod_informer> pod_informer;
+  std::optional<adapters::node_informer> node_informer;
   std::optional<timedqueue::asio_driver> driver;
-  std::optional<k8s::event_recorder> recorder;
-  std::optional<k8s::k8s_eviction_sink> sink;
+  std::optional<adapters::event_recorder> recorder;
+  std::optional<adapters::k8s_eviction_sink> sink;
   std::optional<controller::controller> ctrl;  // borrows pods, sink, driver
-  std::optional<k8s::leader_elector> elector;
-  std::optional<k8s::http_endpoints> health_server;
-  std::optional<k8s::http_endpoints> metrics_server;
+  // Borrows ctrl; the informers' handlers borrow it (they run on the I/O thread, joined first).
+  std::optional<adapters::controller_feed> feed;
+  std::optional<kube::leader_elector> elector;
+  std::optional<ops::http_endpoints> health_server;
+  std::optional<ops::http_endpoints> metrics_server;
   std::optional<asio::signal_set> signals;
   std::thread io_thread;
 
-  // Who may act. want_active is I/O-thread only; active gates the informer handlers (set and
-  // cleared on the I/O thread, except that shutdown clears it from the main thread).
+  // Who may act. want_active is I/O-thread only; the feed gates the informer handlers
+  // (activated on the I/O thread; deactivated there, and by shutdown from the main thread).
   bool want_active = false;
-  std::atomic<bool> active{false};
   std::atomic<bool> stopping{false};
   std::atomic<bool> elector_done{false};
   std::atomic<bool> io_done{false};
@@ -215,14 +118,14 @@ struct daemon::impl {
     cv.notify_all();
   }
 
-  void build(const k8s::rest_config& config) {
+  void build(const kube::rest_config& config) {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
-    metrics.emplace(k8s::register_standard_metrics(registry, tec::version, [this] {
-      return collect(ctrl->stats(), sink->stats(), pod_informer->stats(), node_informer->stats(),
-                     recorder->stats());
+    metrics.emplace(ops::register_standard_metrics(registry, tec::version, [this] {
+      return adapters::collect_stats(ctrl->stats(), sink->stats(), pod_informer->stats(),
+                                     node_informer->stats(), recorder->stats());
     }));
 
-    k8s::client_options copts;
+    kube::client_options copts;
     copts.qps = opts.kube_api_qps;
     copts.burst = opts.kube_api_burst;
     copts.max_connections = static_cast<std::size_t>(opts.kube_api_connections);
@@ -238,26 +141,11 @@ struct daemon::impl {
     };
     api.emplace(io.get_executor(), config, std::move(copts));
 
-    pod_informer.emplace(*api, pods,
-                         [this](const k8s::pod_record* old_pod, const k8s::pod_record* new_pod) {
-                           if (active.load()) {
-                             ctrl->pod_updated(old_pod != nullptr ? &old_pod->pod : nullptr,
-                                               new_pod != nullptr ? &new_pod->pod : nullptr);
-                           }
-                         });
-    node_informer.emplace(
-        *api, nodes, [this](const k8s::node_record* old_node, const k8s::node_record* new_node) {
-          if (active.load()) {
-            ctrl->node_updated(old_node != nullptr ? &old_node->node : nullptr,
-                               new_node != nullptr ? &new_node->node : nullptr);
-          }
-        });
-
     driver.emplace(io.get_executor(), io.get_executor());
     recorder.emplace(io.get_executor(), *api);
     sink.emplace(io.get_executor(), *api, &*recorder,
-                 k8s::eviction_sink_options{.disruption_condition = opts.disruption_condition,
-                                            .pods = &pods});
+                 adapters::eviction_sink_options{.disruption_condition = opts.disruption_condition,
+                                                 .pods = &pods});
 
     controller::controller_options ctl;
     ctl.workers = static_cast<std::size_t>(opts.workers);
@@ -268,9 +156,12 @@ struct daemon::impl {
       m.pod_deletion_duration.observe(std::chrono::duration<double>(due_to_deleted).count());
     };
     ctrl.emplace(pods, *sink, *driver, std::move(ctl));
+    feed.emplace(*ctrl);
+    pod_informer.emplace(*api, pods, feed->pod_handler());
+    node_informer.emplace(*api, nodes, feed->node_handler());
 
     if (opts.leader_elect) {
-      k8s::leader_election_config le;
+      kube::leader_election_config le;
       le.lease_namespace = opts.lease_namespace;
       le.lease_name = opts.lease_name;
       le.lease_duration = opts.lease_duration;
@@ -292,7 +183,7 @@ struct daemon::impl {
   void stopped_leading() {
     metrics->is_leader.set(0);
     want_active = false;
-    active = false;
+    feed->deactivate();
     if (stopping.load()) {
       return;
     }
@@ -334,24 +225,12 @@ struct daemon::impl {
       return;  // shutdown began after the last check; never start acting now
     }
     ctrl->start();
-    active = true;
     if (!opts.leader_elect) {
       metrics->is_leader.set(1);
     }
-    std::size_t tainted = 0;
-    const auto node_list = nodes.list();
-    for (const auto& n : node_list) {
-      ctrl->node_updated(nullptr, &n.node);
-      if (!controller::no_execute_taints(n.node.taints).empty()) {
-        ++tainted;
-      }
-    }
-    const auto pod_list = pods.list();
-    for (const auto& p : pod_list) {
-      ctrl->pod_updated(nullptr, &p.pod);
-    }
+    const auto replayed = feed->activate(nodes, pods);
     log->info("acting: replayed {} nodes ({} with NoExecute taints) and {} pods from the caches",
-              node_list.size(), tainted, pod_list.size());
+              replayed.nodes, replayed.tainted_nodes, replayed.pods);
   }
 
   void wait_signal() {
@@ -391,9 +270,9 @@ struct daemon::impl {
     // The same address twice means one server for all three paths (port 0 means two ports).
     const bool shared = opts.health_probe_bind_address == opts.metrics_bind_address &&
                         !opts.metrics_bind_address.ends_with(":0");
-    health_server.emplace(io.get_executor(), k8s::http_endpoints_options{
+    health_server.emplace(io.get_executor(), ops::http_endpoints_options{
                                                  .bind_address = opts.health_probe_bind_address});
-    health_server->handle_check("/healthz", [this]() -> k8s::check_result {
+    health_server->handle_check("/healthz", [this]() -> ops::check_result {
       if (elector && !elector->healthy(healthz_tolerance)) {
         return {false,
                 "the leader lease has not been renewed for longer than the lease "
@@ -401,7 +280,7 @@ struct daemon::impl {
       }
       return {};
     });
-    health_server->handle_check("/readyz", [this]() -> k8s::check_result {
+    health_server->handle_check("/readyz", [this]() -> ops::check_result {
       if (!pod_informer->has_synced()) {
         return {false, "waiting for the first LIST of pods"};
       }
@@ -411,16 +290,16 @@ struct daemon::impl {
       return {};
     });
     const auto metrics_handler = [this] {
-      return k8s::http_response{200, std::string(k8s::metrics_content_type), registry.render()};
+      return ops::http_response{200, std::string(ops::metrics_content_type), registry.render()};
     };
     if (shared) {
       health_server->handle("/metrics", metrics_handler);
     } else {
-      metrics_server.emplace(io.get_executor(), k8s::http_endpoints_options{
+      metrics_server.emplace(io.get_executor(), ops::http_endpoints_options{
                                                     .bind_address = opts.metrics_bind_address});
       metrics_server->handle("/metrics", metrics_handler);
     }
-    const auto start = [this](k8s::http_endpoints& server, const std::string& flag,
+    const auto start = [this](ops::http_endpoints& server, const std::string& flag,
                               const std::string& what) -> std::string {
       auto bound = server.start();
       if (!bound) {
@@ -459,7 +338,7 @@ struct daemon::impl {
   int run() {
     const bool in_cluster = opts.kubeconfig.empty();
     auto config =
-        in_cluster ? k8s::load_in_cluster() : k8s::load_kubeconfig(opts.kubeconfig, opts.context);
+        in_cluster ? kube::load_in_cluster() : kube::load_kubeconfig(opts.kubeconfig, opts.context);
     if (!config) {
       log->error("cannot load the API server configuration: {}{}", config.err().message,
                  in_cluster ? " (no --kubeconfig was given, so the in-cluster configuration was "
@@ -470,11 +349,11 @@ struct daemon::impl {
     const auto& cfg = config.value();
     // Broken TLS material fails here, once, rather than on every request while /healthz says
     // 200 (the README promises exit 1 for a broken configuration).
-    if (const auto bad = k8s::check_tls_material(cfg)) {
+    if (const auto bad = kube::check_tls_material(cfg)) {
       log->error("cannot use the API server configuration: {}", bad.message);
       return 1;
     }
-    for (const auto& warning : k8s::insecure_settings(cfg)) {
+    for (const auto& warning : kube::insecure_settings(cfg)) {
       log->warn("{}", warning);
     }
     log->info(
@@ -555,7 +434,7 @@ struct daemon::impl {
   void shutdown(int code) {
     const auto started = steady::now();
     stopping = true;
-    active = false;
+    feed->deactivate();
     sink->stop();
     asio::post(io, [this] { recorder->stop(); });  // the recorder's channel lives on the I/O thread
     if (elector && !elector_done.load()) {

@@ -19,30 +19,7 @@
 
 #include "options.hpp"
 
-namespace tec::controller {
-struct controller_stats;
-}  // namespace tec::controller
-namespace tec::k8s {
-struct eviction_sink_stats;
-struct event_recorder_stats;
-struct informer_stats;
-struct scrape_stats;
-}  // namespace tec::k8s
-
 namespace tec::cmd {
-
-/// The libraries' own totals as the scrape-time metrics of k8s::register_standard_metrics:
-/// retries are attempts after the first, watch_restarts/relists/watch_decode_errors carry
-/// "pods" and "nodes", events every result of event_recorder_stats. A pure function; the
-/// daemon calls it at every scrape with fresh stats.
-k8s::scrape_stats collect(const controller::controller_stats& cs,
-                          const k8s::eviction_sink_stats& ss, const k8s::informer_stats& pods,
-                          const k8s::informer_stats& nodes, const k8s::event_recorder_stats& es);
-
-/// Configures spdlog: the default logger and the per-component loggers the libraries use
-/// (client, watch, controller, timedqueue, evict, events, leader, http, daemon), with the
-/// level and format of `opts`. Call once, before constructing a daemon.
-void setup_logging(const options& opts);
 
 class daemon {
 public:

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "daemon.hpp"
+#include "logging.hpp"
 #include "options.hpp"
 #include "tec/version.hpp"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <utility>
 
-#include "tec/k8s/http_endpoints.hpp"
+#include "tec/ops/http_endpoints.hpp"
 
 namespace tec::cmd {
 namespace {
@@ -318,7 +318,7 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
       std::pair{"--metrics-bind-address", &o.metrics_bind_address},
       std::pair{"--health-probe-bind-address", &o.health_probe_bind_address}};
   for (const auto& [flag, address] : addresses) {
-    if (auto parsed = k8s::parse_bind_address(*address); !parsed) {
+    if (auto parsed = ops::parse_bind_address(*address); !parsed) {
       problems.push_back(std::string(flag) + ": \"" + *address +
                          "\" is not a valid address (expected :PORT, IP:PORT, [IPv6]:PORT or "
                          "0): " +

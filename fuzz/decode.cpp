@@ -1,4 +1,4 @@
-// Fuzz target: the watch-event, list and object decoders (tec/k8s/decode.hpp).
+// Fuzz target: the watch-event, list and object decoders (tec/adapters/decode.hpp).
 //
 // Differential: every decoder runs the input through the `fast` engine (simdjson) and the
 // `nlohmann` reference engine (nlohmann's DOM feeding the same field mapping); both must
@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "support.hpp"
-#include "tec/k8s/decode.hpp"
+#include "tec/adapters/decode.hpp"
 
-namespace tec::k8s {
+namespace tec::adapters {
 namespace {
 
 using nlohmann::json;
@@ -413,10 +413,10 @@ void differential(std::string_view input, Decode decode) {
 }
 
 }  // namespace
-}  // namespace tec::k8s
+}  // namespace tec::adapters
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace tec::k8s;
+  using namespace tec::adapters;
   const std::string_view input = tec::fuzz::as_text(data, size);
   differential(input, [](std::string_view s, json_engine e) { return decode_pod_event(s, e); });
   differential(input, [](std::string_view s, json_engine e) { return decode_node_event(s, e); });

@@ -1,7 +1,7 @@
-// Fuzz target: the kubeconfig loader (tec/k8s/config.hpp: load_kubeconfig), YAML and JSON.
+// Fuzz target: the kubeconfig loader (tec/kube/config.hpp: load_kubeconfig), YAML and JSON.
 //
 // The input is written to <tmp>/config, next to copies of the test certificate, key and token
-// files (tests/k8sclient/testdata/kubeconfig), so that the seeds' relative file references
+// files (tests/kube/testdata/kubeconfig), so that the seeds' relative file references
 // resolve. A loaded configuration must satisfy what the loader promises (a host and a valid
 // port, PEM material where there is any, a client certificate only with its key, no CA with
 // insecure-skip-tls-verify); a failure is config_invalid, names the file, and never carries
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "support.hpp"
-#include "tec/k8s/config.hpp"
+#include "tec/kube/config.hpp"
 
 namespace {
 
@@ -48,7 +48,7 @@ const sandbox& the_sandbox() {
     b.dir = pattern;
     b.config_path = (b.dir / "config").string();
     const fs::path testdata =
-        fs::path(TEC_SOURCE_DIR) / "tests" / "k8sclient" / "testdata" / "kubeconfig";
+        fs::path(TEC_SOURCE_DIR) / "tests" / "kube" / "testdata" / "kubeconfig";
     for (const char* name : {"ca.crt", "client.crt", "client.key", "token"}) {
       std::error_code ec;
       fs::copy_file(testdata / name, b.dir / name, ec);
@@ -93,10 +93,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     out.write(input.data(), static_cast<std::streamsize>(input.size()));
     TEC_FUZZ_CHECK(out.good(), "write " + box.config_path);
   }
-  const auto config = tec::k8s::load_kubeconfig(box.config_path);
+  const auto config = tec::kube::load_kubeconfig(box.config_path);
   if (!config) {
-    const tec::k8s::error& e = config.err();
-    TEC_FUZZ_CHECK(e.code == tec::k8s::make_error_code(tec::k8s::errc::config_invalid), e.message);
+    const tec::kube::error& e = config.err();
+    TEC_FUZZ_CHECK(e.code == tec::kube::make_error_code(tec::kube::errc::config_invalid),
+                   e.message);
     TEC_FUZZ_CHECK(e.message.rfind("kubeconfig ", 0) == 0, e.message);
     for (const std::string& secret : box.secrets) {
       TEC_FUZZ_CHECK(e.message.find(secret) == std::string::npos ||
@@ -105,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     return 0;
   }
-  const tec::k8s::rest_config& c = config.value();
+  const tec::kube::rest_config& c = config.value();
   TEC_FUZZ_CHECK(!c.host.empty(), "no host");
   TEC_FUZZ_CHECK(all_digits(c.port) && c.port.size() <= 5 && std::stoi(c.port) >= 1 &&
                      std::stoi(c.port) <= 65535,

@@ -1,5 +1,5 @@
-// Fuzz target: the watch stream's line splitter and watch_decoder (tec/k8s/line_splitter.hpp,
-// decode.hpp).
+// Fuzz target: the watch stream's line splitter and watch_decoder (tec/kube/line_splitter.hpp,
+// tests/adapters/support/watch_decoder.hpp).
 //
 // Input: [max-line selector][number of cuts n][n gap bytes][stream...]. The stream is fed in
 // chunks cut where the fuzzer says, and what comes out (lines and over-long-line errors, in
@@ -15,14 +15,15 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/support/watch_decoder.hpp"
 #include "support.hpp"
-#include "tec/k8s/decode.hpp"
-#include "tec/k8s/line_splitter.hpp"
+#include "tec/adapters/decode.hpp"
+#include "tec/kube/line_splitter.hpp"
 
 namespace {
 
-using tec::k8s::errc;
-using tec::k8s::error;
+using tec::kube::errc;
+using tec::kube::error;
 
 /// One thing the splitter reports, in order: a line, or "too long".
 struct item {
@@ -73,11 +74,12 @@ std::string describe(const std::vector<item>& items) {
 }
 
 /// What watch_decoder reports for one line: the event type and name, or the error code.
-std::string event_summary(const tec::k8s::result<tec::k8s::pod_event>& e) {
+std::string event_summary(const tec::kube::result<tec::adapters::pod_event>& e) {
   if (!e) {
     return "error " + std::to_string(e.err().code.value());
   }
-  return std::string(to_string(e->type)) + " " + e->object.pod.name + " " + e->resource_version();
+  return std::string(tec::adapters::to_string(e->type)) + " " + e->object.pod.name + " " +
+         e->resource_version();
 }
 
 }  // namespace
@@ -104,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const model_result expected = model(stream, max);
 
-  tec::k8s::line_splitter splitter(max);
+  tec::kube::line_splitter splitter(max);
   std::vector<item> got;
   for (const std::string_view chunk : chunks) {
     splitter.feed(
@@ -128,13 +130,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const item& i : expected.items) {
     expected_events.push_back(i.too_long
                                   ? "error " + std::to_string(static_cast<int>(errc::line_too_long))
-                                  : event_summary(tec::k8s::decode_pod_event(i.line)));
+                                  : event_summary(tec::adapters::decode_pod_event(i.line)));
   }
-  tec::k8s::watch_decoder<tec::k8s::pod_record> decoder(max);
+  tec::adapters::watch_decoder<tec::adapters::pod_record> decoder(max);
   std::vector<std::string> events;
   for (const std::string_view chunk : chunks) {
     decoder.feed(
-        chunk, [&](tec::k8s::pod_event&& e) { events.push_back(event_summary(std::move(e))); },
+        chunk, [&](tec::adapters::pod_event&& e) { events.push_back(event_summary(std::move(e))); },
         [&](const error& e) { events.push_back("error " + std::to_string(e.code.value())); });
   }
   TEC_FUZZ_CHECK(events == expected_events, "watch_decoder disagrees with decode_pod_event");

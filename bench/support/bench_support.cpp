@@ -71,22 +71,22 @@ void run_for(asio::io_context& io, std::chrono::milliseconds how_long) {
       io, [] { return false; }, steady::now() + how_long);
 }
 
-void shut_down(asio::io_context& io, k8s::client& api) {
+void shut_down(asio::io_context& io, kube::client& api) {
   api.shutdown();
   run_for(io, 200ms);
 }
 
-k8s::result<k8s::response> call(asio::io_context& io, k8s::client& api, k8s::request request,
-                                std::chrono::milliseconds limit) {
+kube::result<kube::response> call(asio::io_context& io, kube::client& api, kube::request request,
+                                  std::chrono::milliseconds limit) {
   struct state {
-    std::optional<k8s::result<k8s::response>> out;
+    std::optional<kube::result<kube::response>> out;
     std::exception_ptr failure;
     bool done = false;
   };
   auto st = std::make_shared<state>();
   asio::co_spawn(
       io,
-      [](k8s::client& c, k8s::request req, std::shared_ptr<state> s) -> asio::awaitable<void> {
+      [](kube::client& c, kube::request req, std::shared_ptr<state> s) -> asio::awaitable<void> {
         s->out.emplace(co_await c.send(std::move(req)));
       }(api, std::move(request), st),
       [st](std::exception_ptr e) {
@@ -95,7 +95,7 @@ k8s::result<k8s::response> call(asio::io_context& io, k8s::client& api, k8s::req
       });
   if (!run_until(
           io, [&] { return st->done; }, steady::now() + limit)) {
-    return k8s::make_error(k8s::errc::timeout, "no answer within the benchmark's limit");
+    return kube::make_error(kube::errc::timeout, "no answer within the benchmark's limit");
   }
   if (st->failure) {
     std::rethrow_exception(st->failure);
@@ -103,25 +103,25 @@ k8s::result<k8s::response> call(asio::io_context& io, k8s::client& api, k8s::req
   return std::move(*st->out);
 }
 
-std::string describe(const k8s::result<k8s::response>& res) {
+std::string describe(const kube::result<kube::response>& res) {
   if (!res) {
     return res.err().message;
   }
   return "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);
 }
 
-bool ok(const k8s::result<k8s::response>& res) {
+bool ok(const kube::result<kube::response>& res) {
   return res && res->status >= 200 && res->status < 300;
 }
 
-k8s::result<long> count_objects(asio::io_context& io, k8s::client& api, const std::string& path) {
-  auto res = call(io, api, k8s::request(boost::beast::http::verb::get, path + "?limit=1"));
+kube::result<long> count_objects(asio::io_context& io, kube::client& api, const std::string& path) {
+  auto res = call(io, api, kube::request(boost::beast::http::verb::get, path + "?limit=1"));
   if (!res) {
     return res.err();
   }
   if (res->status != 200) {
-    return k8s::make_error(k8s::errc::http_status, "listing " + path + ": " + describe(res),
-                           static_cast<int>(res->status));
+    return kube::make_error(kube::errc::http_status, "listing " + path + ": " + describe(res),
+                            static_cast<int>(res->status));
   }
   try {
     const auto doc = nlohmann::json::parse(res->body);
@@ -132,14 +132,14 @@ k8s::result<long> count_objects(asio::io_context& io, k8s::client& api, const st
     }
     return n;
   } catch (const nlohmann::json::exception& e) {
-    return k8s::make_error(k8s::errc::malformed_json, "listing " + path + ": " + e.what());
+    return kube::make_error(kube::errc::malformed_json, "listing " + path + ": " + e.what());
   }
 }
 
 namespace {
 
 struct batch_state {
-  std::function<std::vector<k8s::request>(long)> make;
+  std::function<std::vector<kube::request>(long)> make;
   batch_options options;
   long count = 0;
   long next = 0;
@@ -154,7 +154,7 @@ struct batch_state {
   }
 };
 
-asio::awaitable<void> batch_worker(k8s::client& c, std::shared_ptr<batch_state> sh) {
+asio::awaitable<void> batch_worker(kube::client& c, std::shared_ptr<batch_state> sh) {
   while (sh->next < sh->count) {
     const long i = sh->next++;
     bool tolerated = false;
@@ -171,7 +171,7 @@ asio::awaitable<void> batch_worker(k8s::client& c, std::shared_ptr<batch_state> 
       }
       sh->fail(describe(res));
       failed = true;
-      if (!res && res.err().code == k8s::make_error_code(k8s::errc::shutting_down)) {
+      if (!res && res.err().code == kube::make_error_code(kube::errc::shutting_down)) {
         co_return;
       }
       break;
@@ -187,8 +187,8 @@ asio::awaitable<void> batch_worker(k8s::client& c, std::shared_ptr<batch_state> 
 
 }  // namespace
 
-tally run_batch(asio::io_context& io, k8s::client& api, long count,
-                const std::function<std::vector<k8s::request>(long)>& make,
+tally run_batch(asio::io_context& io, kube::client& api, long count,
+                const std::function<std::vector<kube::request>(long)>& make,
                 const batch_options& options) {
   auto s = std::make_shared<batch_state>();
   s->make = make;

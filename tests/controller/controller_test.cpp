@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "controller/support/harness.hpp"
-#include "tec/timedqueue/manual_driver.hpp"
+#include "support/manual_driver.hpp"
 
 namespace tec::controller {
 namespace {

@@ -1,4 +1,4 @@
-#include "tec/timedqueue/manual_driver.hpp"
+#include "support/manual_driver.hpp"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "tec/timedqueue/manual_driver.hpp"
+#include "support/manual_driver.hpp"
 
 namespace tec::timedqueue {
 namespace {

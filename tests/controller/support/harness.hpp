@@ -8,8 +8,8 @@
 #include <string>
 
 #include "controller/support/fakes.hpp"
+#include "support/manual_driver.hpp"
 #include "tec/controller/controller.hpp"
-#include "tec/timedqueue/manual_driver.hpp"
 
 namespace tec::controller::testing {
 

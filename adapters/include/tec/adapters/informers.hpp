@@ -1,0 +1,53 @@
+#pragma once
+
+// The pod and node informers: kube's reflector over the codecs below and the stores the
+// controller reads (see tec/kube/reflector.hpp for the list/watch contract).
+
+#include <cstddef>
+#include <string_view>
+
+#include "tec/adapters/decode.hpp"
+#include "tec/adapters/records.hpp"
+#include "tec/adapters/store.hpp"
+#include "tec/kube/reflector.hpp"
+
+namespace tec::adapters {
+
+/// What the pod and node codecs share: Status bodies and LIST pages streamed item by item.
+template <class Record>
+struct record_codec {
+  using object_type = Record;
+  static kube::result<kube::api_status> decode_status(std::string_view body) {
+    return adapters::decode_status(body);
+  }
+  static list_decoder<Record> make_list_decoder(std::size_t max_item_bytes,
+                                                std::size_t max_page_bytes) {
+    return list_decoder<Record>(list_limits{max_item_bytes, max_page_bytes});
+  }
+};
+
+/// Pods of every namespace, as pod_records.
+struct pod_codec : record_codec<pod_record> {
+  static constexpr const char* path = "/api/v1/pods";
+  static constexpr const char* kind = "pods";
+  static kube::result<pod_event> decode_event(std::string_view line) {
+    return decode_pod_event(line);
+  }
+};
+
+/// Nodes, as node_records.
+struct node_codec : record_codec<node_record> {
+  static constexpr const char* path = "/api/v1/nodes";
+  static constexpr const char* kind = "nodes";
+  static kube::result<node_event> decode_event(std::string_view line) {
+    return decode_node_event(line);
+  }
+};
+
+using pod_informer = kube::reflector<pod_codec, pod_store>;
+using node_informer = kube::reflector<node_codec, node_store>;
+
+}  // namespace tec::adapters
+
+extern template class tec::kube::reflector<tec::adapters::pod_codec, tec::adapters::pod_store>;
+extern template class tec::kube::reflector<tec::adapters::node_codec, tec::adapters::node_store>;

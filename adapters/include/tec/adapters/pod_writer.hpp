@@ -1,0 +1,88 @@
+#pragma once
+
+// The two pod writes an eviction makes: the DisruptionTarget status condition and the DELETE
+// with a UID precondition (docs/behaviour.md §8). The helpers every writer shares (API error
+// values, RFC 3339 timestamps, path escaping) are kube's: tec/kube/api_error.hpp, rfc3339.hpp
+// and paths.hpp.
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tec/adapters/kube_names.hpp"
+#include "tec/kube/client.hpp"
+#include "tec/kube/result.hpp"
+
+namespace tec::adapters {
+
+/// How a DELETE with a UID precondition ended when it did not fail.
+enum class delete_outcome : std::uint8_t {
+  deleted,       ///< 2xx: accepted; the pod now has a deletionTimestamp (or is gone).
+  not_found,     ///< 404: the pod is already gone.
+  uid_mismatch,  ///< 409: a pod of that name exists, but it is another object (re-created).
+};
+
+/// How the DisruptionTarget condition patch ended when it did not fail.
+enum class patch_outcome : std::uint8_t {
+  patched,       ///< 2xx: the condition is on the pod.
+  not_found,     ///< 404: the pod is gone; there is nothing left to delete.
+  uid_mismatch,  ///< 422/409 naming metadata.uid: the name now belongs to another pod.
+};
+
+/// The DELETE request: `/api/v1/namespaces/{ns}/pods/{name}` with DeleteOptions carrying
+/// preconditions.uid; idempotent (a resend after a network error cannot hit another pod).
+request make_delete_pod_request(std::string_view ns, std::string_view name, std::string_view uid);
+
+/// The status patch adding DisruptionTarget=True (reason DeletionByTaintManager), as a strategic
+/// merge patch on `pods/{name}/status`. Conditions merge by `type`, so no GET is needed to
+/// build it and other conditions are kept. The patch also carries `metadata.uid`: the
+/// apiserver treats uid as immutable, so when the name now belongs to a re-created pod the
+/// patch is rejected (422 Invalid, cause field "metadata.uid") instead of marking the wrong
+/// pod. This is what upstream's PatchPodStatus relies on too.
+///
+/// `transition_time` is the condition's lastTransitionTime; nullopt leaves it out, so the
+/// merge keeps the pod's own: for a condition already True (set by another component, with
+/// another reason or message), where upstream's UpdatePodCondition keeps the old time and
+/// its two-way patch does not mention it.
+request make_disruption_condition_request(
+    std::string_view ns, std::string_view name, std::string_view uid,
+    std::optional<std::chrono::system_clock::time_point> transition_time);
+
+/// Issues pod writes through a client.
+///
+/// Thread/ownership: holds a reference to `client`, which must outlive every coroutine started
+/// from this object. Stateless otherwise: the coroutines may run concurrently, on the client's
+/// executor (co_spawn them there).
+class pod_writer {
+public:
+  using wall_clock = std::function<std::chrono::system_clock::time_point()>;
+
+  explicit pod_writer(
+      client& c, wall_clock now = [] { return std::chrono::system_clock::now(); });
+
+  /// DELETE with preconditions.uid. 2xx, 404 and 409 are outcomes; any other status or a
+  /// transport failure is an error value (status, and the server's Status message).
+  /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
+  boost::asio::awaitable<result<delete_outcome>> delete_pod(std::string ns, std::string name,
+                                                            std::string uid,
+                                                            std::function<bool()> cancelled = {});
+
+  /// Adds the DisruptionTarget condition (see make_disruption_condition_request) with
+  /// lastTransitionTime now, or, with `keep_transition_time`, without one (the pod's own is
+  /// kept: its condition is already True). Whether to patch at all is the caller's decision
+  /// (k8s_eviction_sink reads the cached pod instead of GETting it as upstream does).
+  /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
+  boost::asio::awaitable<result<patch_outcome>> add_disruption_condition(
+      std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {},
+      bool keep_transition_time = false);
+
+private:
+  client& client_;
+  wall_clock now_;
+};
+
+}  // namespace tec::adapters

@@ -1,0 +1,22 @@
+#pragma once
+
+// The libraries count (controller, eviction sink, informers, event recorder); the scrape-time
+// metrics (ops::register_standard_metrics) read those counts at each scrape through
+// collect_stats(). Nothing is copied between scrapes.
+
+#include "tec/adapters/event_recorder.hpp"
+#include "tec/adapters/eviction_sink.hpp"
+#include "tec/controller/controller.hpp"
+#include "tec/kube/reflector.hpp"
+#include "tec/ops/metrics.hpp"
+
+namespace tec::adapters {
+
+/// The libraries' own totals as the scrape-time metrics: retries are attempts after the
+/// first, watch_restarts/relists/watch_decode_errors carry "pods" and "nodes", events every
+/// result of event_recorder_stats. A pure function, called at every scrape with fresh stats.
+ops::scrape_stats collect_stats(const controller::controller_stats& cs,
+                                const eviction_sink_stats& ss, const kube::reflector_stats& pods,
+                                const kube::reflector_stats& nodes, const event_recorder_stats& es);
+
+}  // namespace tec::adapters

@@ -1,0 +1,330 @@
+#include "tec/adapters/eviction_sink.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "tec/adapters/pod_writer.hpp"
+
+namespace tec::adapters {
+namespace {
+
+namespace asio = boost::asio;
+using controller::eviction_result;
+using controller::eviction_status;
+using controller::pod_ref;
+
+std::shared_ptr<spdlog::logger> logger() {
+  static const std::shared_ptr<spdlog::logger> log = [] {
+    auto existing = spdlog::get("evict");
+    return existing ? existing : spdlog::default_logger()->clone("evict");
+  }();
+  return log;
+}
+
+/// True for a failed condition patch worth retrying before deleting: the API may accept it
+/// soon (429 and 5xx after the client's own retries, a timeout, a broken connection, 401 while
+/// a token is rotated, 409 and 408, which ask to retry). False for an answer that will not
+/// change: 403, 404, 410 and every other 4xx (422 Invalid, 400 BadRequest, ...).
+bool transient(const error& err) {
+  if (err.code.category() != error_category()) {
+    return true;
+  }
+  switch (static_cast<errc>(err.code.value())) {
+    case errc::forbidden:
+    case errc::not_found:
+    case errc::gone:
+      return false;
+    case errc::http_status:
+      return err.http_status == 408 || err.http_status < 400 || err.http_status >= 500;
+    default:
+      return true;
+  }
+}
+
+bool is_cancelled(const error& err) {
+  return err.code == make_error_code(errc::cancelled);
+}
+
+/// The UIDs whose condition patch this sink saw succeed, oldest first forgotten. Not
+/// synchronised (the sink's mutex guards it).
+class patched_memory {
+public:
+  explicit patched_memory(std::size_t capacity) : capacity_(capacity) {}
+
+  void remember(const std::string& uid) {
+    if (capacity_ == 0) {
+      return;
+    }
+    const std::uint64_t seq = ++next_;
+    uids_.insert_or_assign(uid, seq);
+    order_.emplace_back(seq, uid);
+    // order_ may also hold slots of UIDs since forgotten or remembered again: it is bounded
+    // by the capacity all the same, and a stale slot removes nothing.
+    while (order_.size() > capacity_) {
+      const auto& [old_seq, old_uid] = order_.front();
+      const auto it = uids_.find(old_uid);
+      if (it != uids_.end() && it->second == old_seq) {
+        uids_.erase(it);
+      }
+      order_.pop_front();
+    }
+  }
+
+  /// Forgets `uid` (its eviction is over).
+  void forget(const std::string& uid) { uids_.erase(uid); }
+
+  [[nodiscard]] bool contains(const std::string& uid) const { return uids_.contains(uid); }
+
+private:
+  std::size_t capacity_;
+  std::uint64_t next_ = 0;
+  std::unordered_map<std::string, std::uint64_t> uids_;      // uid -> its latest slot
+  std::deque<std::pair<std::uint64_t, std::string>> order_;  // slots, oldest first
+};
+
+/// What the condition patch of one attempt has to be.
+enum class condition_patch : std::uint8_t {
+  none,             ///< Already there (our True condition): nothing to send.
+  now,              ///< Added or flipped to True: lastTransitionTime now.
+  keep_transition,  ///< True already (another reason/message): keep its lastTransitionTime.
+};
+
+}  // namespace
+
+struct k8s_eviction_sink::impl {
+  impl(asio::any_io_executor ex, client& c, event_recorder* ev, eviction_sink_options opts)
+      : executor(std::move(ex)),
+        writer(c),
+        events(ev),
+        options(opts),
+        patched(opts.remembered_patches) {}
+
+  void record_failure(const error& err) {
+    const std::lock_guard lock(mutex);
+    ++counters.failures;
+    ++counters.failures_by_reason[error_reason(err)];
+  }
+
+  // The deletion-duration histogram is the controller's (controller_options::on_deleted, from
+  // when the eviction was due): the sink only counts.
+  void record_deleted() {
+    const std::lock_guard lock(mutex);
+    ++counters.deletions;
+  }
+
+  // The eviction of `uid` is over (done or nothing left to do): nothing to remember.
+  void finished(const std::string& uid, bool gone) {
+    const std::lock_guard lock(mutex);
+    patched.forget(uid);
+    if (gone) {
+      ++counters.already_gone;
+    }
+  }
+
+  eviction_result cancelled_result() {
+    const std::lock_guard lock(mutex);
+    ++counters.cancelled;
+    return eviction_result{eviction_status::failed, "cancelled"};
+  }
+
+  // Upstream's UpdatePodCondition on what we know: our earlier patch for this UID, else the
+  // cached pod if it is this UID (a cache that is behind at worst costs a redundant patch).
+  condition_patch condition_needed(const pod_ref& pod) {
+    {
+      const std::lock_guard lock(mutex);
+      if (patched.contains(pod.uid)) {
+        ++counters.conditions_unchanged;
+        return condition_patch::none;
+      }
+    }
+    if (options.pods == nullptr) {
+      return condition_patch::now;
+    }
+    const std::optional<pod_record> cached = options.pods->get(pod.namespace_, pod.name);
+    if (!cached || cached->pod.uid != pod.uid) {
+      return condition_patch::now;
+    }
+    switch (cached->disruption) {
+      case disruption_state::true_ours: {
+        const std::lock_guard lock(mutex);
+        ++counters.conditions_unchanged;
+        return condition_patch::none;
+      }
+      case disruption_state::true_other:
+        return condition_patch::keep_transition;
+      case disruption_state::absent:
+      case disruption_state::not_true:
+        break;
+    }
+    return condition_patch::now;
+  }
+
+  // The condition step of an attempt: nullopt to go on with the DELETE, else the attempt's
+  // result (gone, cancelled, or a transient failure).
+  asio::awaitable<std::optional<eviction_result>> add_condition(
+      const controller::eviction_request& req, const std::string& who) {
+    const pod_ref& pod = req.pod;
+    const condition_patch need = condition_needed(pod);
+    if (need == condition_patch::none) {
+      co_return std::nullopt;
+    }
+    auto patched_result = co_await writer.add_disruption_condition(
+        pod.namespace_, pod.name, pod.uid, req.cancelled, need == condition_patch::keep_transition);
+    if (patched_result) {
+      if (patched_result.value() == patch_outcome::patched) {
+        const std::lock_guard lock(mutex);
+        ++counters.conditions_patched;
+        patched.remember(pod.uid);
+        co_return std::nullopt;
+      }
+      logger()->info("pod=\"{}\" uid={} is already gone ({}), nothing to delete", who, pod.uid,
+                     patched_result.value() == patch_outcome::not_found ? "404" : "UID mismatch");
+      finished(pod.uid, true);
+      co_return eviction_result{eviction_status::gone, {}};
+    }
+    const error& err = patched_result.err();
+    if (is_cancelled(err)) {
+      co_return cancelled_result();
+    }
+    if (transient(err)) {
+      // No DELETE without the condition: a Job's podFailurePolicy would count the pod's end
+      // as a real failure. The queue retries the whole attempt with backoff.
+      log_failure(req,
+                  "pod=\"{}\": could not add the DisruptionTarget condition, not deleting "
+                  "without it (retried): {}",
+                  who, err.message);
+      record_failure(err);
+      co_return eviction_result{eviction_status::failed, err.message};
+    }
+    logger()->warn(
+        "pod=\"{}\": the API refused the DisruptionTarget condition, deleting without it: {}", who,
+        err.message);
+    const std::lock_guard lock(mutex);
+    ++counters.condition_failures;
+    ++counters.condition_failures_by_reason[error_reason(err)];
+    co_return std::nullopt;
+  }
+
+  // A failed attempt's warning; debug once the controller reported the eviction as stuck.
+  template <class... Args>
+  static void log_failure(const controller::eviction_request& req,
+                          spdlog::format_string_t<Args...> fmt, Args&&... args) {
+    logger()->log(req.stuck ? spdlog::level::debug : spdlog::level::warn, fmt,
+                  std::forward<Args>(args)...);
+  }
+
+  asio::awaitable<eviction_result> run(controller::eviction_request req) {
+    const pod_ref& pod = req.pod;
+    const std::string who = pod.namespace_ + "/" + pod.name;
+    if (options.disruption_condition) {
+      if (auto stop = co_await add_condition(req, who)) {
+        co_return std::move(*stop);
+      }
+      if (req.cancelled && req.cancelled()) {
+        co_return cancelled_result();  // Cancelled while the patch was in flight.
+      }
+    }
+    auto deleted = co_await writer.delete_pod(pod.namespace_, pod.name, pod.uid, req.cancelled);
+    if (!deleted) {
+      if (is_cancelled(deleted.err())) {
+        co_return cancelled_result();
+      }
+      log_failure(req, "pod=\"{}\": delete failed: {}", who, deleted.err().message);
+      record_failure(deleted.err());
+      co_return eviction_result{eviction_status::failed, deleted.err().message};
+    }
+    if (deleted.value() == delete_outcome::deleted) {
+      logger()->info("pod=\"{}\" uid={} deleted", who, pod.uid);
+      finished(pod.uid, false);
+      record_deleted();
+      co_return eviction_result{eviction_status::deleted, {}};
+    }
+    logger()->info("pod=\"{}\" uid={} is already gone ({})", who, pod.uid,
+                   deleted.value() == delete_outcome::not_found ? "404" : "409 UID mismatch");
+    finished(pod.uid, true);
+    co_return eviction_result{eviction_status::gone, {}};
+  }
+
+  asio::any_io_executor executor;
+  pod_writer writer;
+  event_recorder* events;
+  eviction_sink_options options;
+
+  mutable std::mutex mutex;  // Guards the members below.
+  eviction_sink_stats counters;
+  patched_memory patched;
+  bool stopped = false;
+};
+
+k8s_eviction_sink::k8s_eviction_sink(asio::any_io_executor executor, client& c,
+                                     event_recorder* events, eviction_sink_options options)
+    : impl_(std::make_shared<impl>(std::move(executor), c, events, options)) {}
+
+k8s_eviction_sink::~k8s_eviction_sink() {
+  stop();
+}
+
+void k8s_eviction_sink::evict(controller::eviction_request request,
+                              std::function<void(eviction_result)> done) {
+  {
+    const std::lock_guard lock(impl_->mutex);
+    if (!impl_->stopped) {
+      ++impl_->counters.in_flight;
+    } else {
+      asio::post(impl_->executor, [done = std::move(done)] {
+        done(eviction_result{eviction_status::failed, "shutting down"});
+      });
+      return;
+    }
+  }
+  auto self = impl_;
+  pod_ref pod = request.pod;
+  asio::co_spawn(
+      self->executor, self->run(std::move(request)),
+      [self, pod, done = std::move(done)](const std::exception_ptr& ep, eviction_result r) {
+        if (ep) {
+          // Only a bug (or bad_alloc) gets here: report it as a failure so the queue retries.
+          r = eviction_result{eviction_status::failed, "unexpected exception"};
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            r.error = std::string("unexpected exception: ") + e.what();
+          }
+          logger()->error("pod=\"{}/{}\": {}", pod.namespace_, pod.name, r.error);
+        }
+        {
+          const std::lock_guard lock(self->mutex);
+          --self->counters.in_flight;
+        }
+        done(std::move(r));
+      });
+}
+
+void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind kind,
+                                     std::string_view detail) {
+  if (impl_->events != nullptr) {
+    impl_->events->record(pod, kind, detail);
+  }
+}
+
+void k8s_eviction_sink::stop() {
+  const std::lock_guard lock(impl_->mutex);
+  impl_->stopped = true;
+}
+
+eviction_sink_stats k8s_eviction_sink::stats() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->counters;
+}
+
+}  // namespace tec::adapters

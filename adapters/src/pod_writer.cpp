@@ -1,0 +1,157 @@
+#include "tec/adapters/pod_writer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/status.hpp>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "tec/adapters/records.hpp"
+#include "tec/kube/paths.hpp"
+
+namespace tec::adapters {
+namespace {
+
+using nlohmann::json;
+namespace http = boost::beast::http;
+
+/// True when a rejected write names metadata.uid as the reason: the object under this name is
+/// not the one we meant.
+bool names_uid_cause(std::string_view body) {
+  const json status = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!status.is_object()) {
+    return false;
+  }
+  const auto details = status.find("details");
+  if (details == status.end() || !details->is_object()) {
+    return false;
+  }
+  const auto causes = details->find("causes");
+  if (causes == details->end() || !causes->is_array()) {
+    return false;
+  }
+  for (const auto& cause : *causes) {
+    if (!cause.is_object()) {
+      continue;
+    }
+    const auto field = cause.find("field");
+    if (field != cause.end() && field->is_string() && field->get<std::string>() == "metadata.uid") {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string pod_path(std::string_view ns, std::string_view name) {
+  std::string path = "/api/v1/namespaces/";
+  path += escape_path_segment(ns);
+  path += "/pods/";
+  path += escape_path_segment(name);
+  return path;
+}
+
+bool is_2xx(unsigned status) noexcept {
+  return status >= 200 && status < 300;
+}
+
+}  // namespace
+
+request make_delete_pod_request(std::string_view ns, std::string_view name, std::string_view uid) {
+  const json body = {{"kind", "DeleteOptions"},
+                     {"apiVersion", "v1"},
+                     {"preconditions", {{"uid", std::string(uid)}}}};
+  request req;
+  req.method = http::verb::delete_;
+  req.target = pod_path(ns, name);
+  req.body = body.dump();
+  req.content_type = "application/json";
+  req.idempotent = true;
+  return req;
+}
+
+request make_disruption_condition_request(
+    std::string_view ns, std::string_view name, std::string_view uid,
+    std::optional<std::chrono::system_clock::time_point> transition_time) {
+  json condition = {{"type", disruption_target_type},
+                    {"status", "True"},
+                    {"reason", taint_manager_reason},
+                    {"message", taint_manager_message}};
+  if (transition_time) {
+    condition["lastTransitionTime"] = format_rfc3339(*transition_time);
+  }
+  const json body = {{"metadata", {{"uid", std::string(uid)}}},
+                     {"status", {{"conditions", json::array({condition})}}}};
+  request req;
+  req.method = http::verb::patch;
+  req.target = pod_path(ns, name) + "/status";
+  req.body = body.dump();
+  req.content_type = "application/strategic-merge-patch+json";
+  // The same patch applied twice leaves the same pod: safe to resend.
+  req.idempotent = true;
+  return req;
+}
+
+namespace {
+/// A transport error, its message prefixed with the request it failed (no secrets in either).
+error with_context(const std::string& what, error err) {
+  err.message = what + ": " + err.message;
+  return err;
+}
+}  // namespace
+
+pod_writer::pod_writer(client& c, wall_clock now) : client_(c), now_(std::move(now)) {}
+
+boost::asio::awaitable<result<delete_outcome>> pod_writer::delete_pod(
+    std::string ns, std::string name, std::string uid, std::function<bool()> cancelled) {
+  request req = make_delete_pod_request(ns, name, uid);
+  req.cancelled = std::move(cancelled);
+  auto resp = co_await client_.send(std::move(req));
+  const std::string what = "DELETE pod " + ns + "/" + name;
+  if (!resp) {
+    co_return with_context(what, resp.err());
+  }
+  const unsigned status = resp->status;
+  if (is_2xx(status)) {
+    co_return delete_outcome::deleted;
+  }
+  if (status == 404) {
+    co_return delete_outcome::not_found;
+  }
+  if (status == 409) {
+    // The only precondition we send is the UID: a conflict means the name is taken by another
+    // pod, so the one we meant is gone.
+    co_return delete_outcome::uid_mismatch;
+  }
+  co_return api_error(what, resp.value());
+}
+
+boost::asio::awaitable<result<patch_outcome>> pod_writer::add_disruption_condition(
+    std::string ns, std::string name, std::string uid, std::function<bool()> cancelled,
+    bool keep_transition_time) {
+  request req = make_disruption_condition_request(
+      ns, name, uid,
+      keep_transition_time ? std::nullopt
+                           : std::optional<std::chrono::system_clock::time_point>(now_()));
+  req.cancelled = std::move(cancelled);
+  auto resp = co_await client_.send(std::move(req));
+  const std::string what = "PATCH pod status " + ns + "/" + name;
+  if (!resp) {
+    co_return with_context(what, resp.err());
+  }
+  const unsigned status = resp->status;
+  if (is_2xx(status)) {
+    co_return patch_outcome::patched;
+  }
+  if (status == 404) {
+    co_return patch_outcome::not_found;
+  }
+  if ((status == 422 || status == 409) && names_uid_cause(resp->body)) {
+    co_return patch_outcome::uid_mismatch;
+  }
+  co_return api_error(what, resp.value());
+}
+
+}  // namespace tec::adapters

@@ -1,0 +1,35 @@
+#include "tec/adapters/stats_collector.hpp"
+
+namespace tec::adapters {
+
+ops::scrape_stats collect_stats(const controller::controller_stats& cs,
+                                const eviction_sink_stats& ss, const kube::reflector_stats& pods,
+                                const kube::reflector_stats& nodes,
+                                const event_recorder_stats& es) {
+  ops::scrape_stats out;
+  out.pod_deletions = ss.deletions;
+  out.scheduled_evictions = cs.evictions_scheduled;
+  out.cancelled_evictions = cs.cancellations;
+  // Read one after the other, attempts may lag first attempts: the registry keeps the exposed
+  // counter from going down (register_standard_metrics).
+  out.pod_deletion_retries =
+      cs.eviction_attempts > cs.evictions_started ? cs.eviction_attempts - cs.evictions_started : 0;
+  out.pod_deletion_failures = ss.failures_by_reason;
+  out.disruption_condition_failures = ss.condition_failures_by_reason;
+  out.tainted_nodes = cs.tainted_nodes;
+  out.stuck_evictions = cs.stuck_evictions;
+  out.watch_restarts = {{"pods", pods.watch_restarts}, {"nodes", nodes.watch_restarts}};
+  out.relists = {{"pods", pods.relists}, {"nodes", nodes.relists}};
+  out.watch_decode_errors = {{"pods", pods.decode_errors}, {"nodes", nodes.decode_errors}};
+  // Each occurrence recorded ends in one of them (see event_recorder_stats).
+  out.events = {{"sent", es.sent},
+                {"updated", es.updated},
+                {"aggregated", es.aggregated},
+                {"failed", es.failed},
+                {"dropped_spam", es.dropped_spam},
+                {"dropped_full", es.dropped_full},
+                {"dropped_stopped", es.dropped_stopped}};
+  return out;
+}
+
+}  // namespace tec::adapters

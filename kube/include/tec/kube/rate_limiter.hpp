@@ -1,0 +1,44 @@
+#pragma once
+
+// A client-side token bucket (client-go's flowcontrol.NewTokenBucketRateLimiter: `qps` tokens
+// per second, at most `burst` saved up). Pure logic with an injected clock, so tests advance
+// time by hand; the HTTP client turns the returned delay into a timer wait.
+//
+// Thread-safety: none; the owner (the client, on its executor) serialises calls.
+
+#include <chrono>
+#include <functional>
+
+namespace tec::kube {
+
+class rate_limiter {
+public:
+  using clock = std::chrono::steady_clock;
+  using now_fn = std::function<clock::time_point()>;
+
+  /// `qps` <= 0 disables limiting (reserve() always returns 0). `burst` < 1 counts as 1.
+  /// The bucket starts full. `now` defaults to steady_clock::now.
+  rate_limiter(double qps, int burst, now_fn now = {});
+
+  /// Takes one token, borrowing from the future when the bucket is empty, and returns how
+  /// long the caller must wait before acting (zero when a token was available). Callers that
+  /// reserve must then wait: the token is spent either way.
+  std::chrono::nanoseconds reserve();
+
+  /// Takes one token only if one is available now.
+  bool try_take();
+
+  /// Tokens available now (negative while reservations are outstanding).
+  [[nodiscard]] double tokens();
+
+private:
+  void refill();
+
+  double qps_;
+  double burst_;
+  now_fn now_;
+  double tokens_;
+  clock::time_point last_;
+};
+
+}  // namespace tec::kube

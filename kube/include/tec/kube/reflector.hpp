@@ -1,0 +1,170 @@
+#pragma once
+
+// A list/watch reflector: keeps a store in sync with one resource of the API server (client-go's
+// Reflector, generic over a ListerWatcher and a Store; here over a codec and a store).
+//
+// The codec names the resource and turns its bytes into objects. Its static members:
+//   using object_type;                     // a value type with a `resource_version` string
+//   static constexpr const char* path;     // the collection, e.g. "/api/v1/pods"
+//   static constexpr const char* kind;     // for logs, e.g. "pods"
+//   static result<watch_event<object_type>> decode_event(std::string_view line);
+//   static result<api_status> decode_status(std::string_view body);
+//   static auto make_list_decoder(std::size_t max_item_bytes, std::size_t max_page_bytes);
+// where the list decoder has feed(bytes, on_item(object_type&&), on_skip(const error&)) -> bool
+// and finish() -> result<list_page<object_type>>. Errors of code errc::unexpected_shape are
+// objects to skip; any other decoding error fails the page or the watch.
+// The store: upsert(const object_type&) and erase(const object_type&) return the previous
+// object (std::optional); replace_all(std::vector<object_type>) returns {upserted: (old, new)
+// pairs of what changed, removed: what is gone}.
+//
+// One coroutine per reflector runs the whole session: a paginated LIST (resourceVersion=0,
+// limit=500, following `continue`; an expired continue token -> paging again from the start,
+// once, then the backoff below), then WATCH from the list's resourceVersion with bookmarks and a
+// random timeoutSeconds in [300, 600). A watch that ends cleanly is re-opened from the last
+// resourceVersion seen (event or bookmark) without a relist. 410 Gone (HTTP status or an
+// in-stream ERROR event with code 410) or 504 "too large resource version" -> LIST again at the
+// last resourceVersion, and only if that LIST is 410 too, at resourceVersion="". After a relist
+// the objects missing from the new list are delivered as deletions. 429, refused connections,
+// 5xx, malformed events and very short empty watches -> jittered backoff (0.8 s doubling to
+// 30 s, reset after 2 minutes without failures), then re-watch from the last resourceVersion
+// (no relist). No byte for `idle_timeout` (~120 s; the server sends bookmarks about every
+// 60 s) -> the watch is dropped and re-opened at once (half-open connections).
+//
+// LIST pages are decoded as they stream (list_decoder): memory holds the compact records, at
+// most one incomplete item (max_line_bytes) and never the body; a page over the client's
+// max_response_bytes fails with errc::response_too_large (not retried by the client; the
+// reflector backs off as for any failed list). A first LIST at resourceVersion=0 that is too
+// large is followed by LISTs from etcd (resourceVersion=""), whose pages the server does
+// bound: the watch cache ignores the limit and answers one page with every object. An object that
+// is valid JSON of the wrong shape (in a LIST page or a watch event) is skipped, counted in
+// reflector_stats::decode_errors and logged at most every 10 s, instead of failing the list or
+// watch forever (the server would send it again each time). Malformed JSON still fails the page or
+// the watch.
+//
+// Deviation from client-go, on purpose: client-go relists after any watch failure other than
+// 429/refused (it returns from ListAndWatch); we resume the watch from the last
+// resourceVersion instead, which loses nothing (the server answers 410 if it cannot resume)
+// and spares the API server a full LIST. Unchanged objects in a relist (equal records) are not
+// delivered as updates.
+//
+// Threading and ownership: the reflector borrows the client and the store (both must outlive
+// it). run() is co_spawned on the client's executor; handlers are called on that executor,
+// synchronously, in event order, after the store was updated: they must be quick and must not
+// throw. has_synced(), stats() and stop() may be called from any thread.
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tec/kube/backoff.hpp"
+#include "tec/kube/client.hpp"
+#include "tec/kube/watch.hpp"
+
+namespace tec::kube {
+
+struct reflector_options {
+  std::size_t page_size = 500;
+  /// No byte on a watch for this long -> re-watch (the idle guard).
+  std::chrono::milliseconds idle_timeout{120'000};
+  /// timeoutSeconds of each watch is drawn uniformly from [min, max).
+  std::chrono::seconds min_watch_timeout{300};
+  std::chrono::seconds max_watch_timeout{600};
+  backoff_policy backoff;
+  /// Bound on one watch event line, and on one item of a LIST page.
+  std::size_t max_line_bytes = std::size_t{16} << 20U;
+  /// A watch that ends with no event sooner than this counts as a failure (backoff), so a
+  /// server that closes watches at once does not make us spin (client-go: 1 s).
+  std::chrono::milliseconds short_watch{1'000};
+  /// resourceVersion of the first LIST: "0" (the default, as client-go) is served from the
+  /// API server's watch cache, which ignores the page limit; "" reads etcd in pages (tests of
+  /// paging against a real server use it).
+  std::string first_list_resource_version = "0";
+  /// Seed for the watch timeouts and the backoff jitter; 0 = random.
+  std::uint64_t seed = 0;
+};
+
+/// Counters, for metrics and tests. `relists` excludes the initial list.
+struct reflector_stats {
+  std::uint64_t lists = 0;           ///< Completed LISTs, including the first.
+  std::uint64_t relists = 0;         ///< LISTs after the first (410 or too large RV).
+  std::uint64_t watches = 0;         ///< WATCH requests opened.
+  std::uint64_t watch_restarts = 0;  ///< Watches re-opened (any reason).
+  std::uint64_t idle_timeouts = 0;   ///< Watches dropped by the idle guard.
+  std::uint64_t events = 0;          ///< ADDED/MODIFIED/DELETED events applied.
+  std::uint64_t errors = 0;          ///< Failed requests, error events, malformed events.
+  std::uint64_t decode_errors = 0;   ///< Undecodable objects skipped (watch events, list items).
+};
+
+/// Keeps a store in sync with the API server and reports every change.
+template <class Codec, class Store>
+class reflector {
+public:
+  using object_type = typename Codec::object_type;
+  using store_type = Store;
+  /// (old, new): old is null on an add, new is null on a delete. Pointers are valid only
+  /// during the call.
+  using handler = std::function<void(const object_type* old_object, const object_type* new_object)>;
+
+  reflector(client& api, store_type& store, handler on_change, reflector_options options = {});
+  ~reflector();
+  reflector(const reflector&) = delete;
+  reflector& operator=(const reflector&) = delete;
+
+  /// The list/watch session; completes after stop() (or client shutdown). Run it once, on
+  /// the client's executor.
+  boost::asio::awaitable<void> run();
+
+  /// Asks run() to finish. It wakes a backoff wait at once; a watch in progress ends at its
+  /// next byte or idle timeout (client::shutdown() ends it at once). Any thread.
+  void stop();
+
+  /// True once the first LIST has been applied to the store.
+  [[nodiscard]] bool has_synced() const noexcept { return synced_.load(); }
+
+  [[nodiscard]] reflector_stats stats() const;
+
+  /// The last resourceVersion seen (list, event or bookmark). Any thread.
+  [[nodiscard]] std::string resource_version() const;
+
+  /// Why the last failed LIST failed (empty before any failure). Any thread.
+  [[nodiscard]] error last_list_error() const;
+
+private:
+  struct list_outcome;
+  struct watch_outcome;
+  boost::asio::awaitable<list_outcome> list(const std::string& resource_version);
+  boost::asio::awaitable<watch_outcome> watch(const std::string& resource_version,
+                                              std::chrono::seconds timeout);
+  bool apply_line(std::string_view line, watch_outcome& out);
+  void skipped_undecodable(const error& e);
+  void apply_list(std::vector<object_type> items);
+  void set_resource_version(const std::string& rv);
+  template <class F>
+  void count(F&& update);
+
+  client& api_;
+  store_type& store_;
+  handler on_change_;
+  reflector_options options_;
+  std::atomic<bool> synced_{false};
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mutex_;  // guards stats_, rv_, last_error_, wake_
+  reflector_stats stats_;
+  std::string rv_;
+  error last_error_;
+  std::function<void()> wake_;
+  // On the executor only: the rate limit of the log line for skipped objects.
+  std::chrono::steady_clock::time_point next_decode_log_{};
+  std::uint64_t unlogged_decode_errors_ = 0;
+};
+
+}  // namespace tec::kube

@@ -1,0 +1,498 @@
+#pragma once
+
+// The definitions of reflector<Codec, Store> (reflector.hpp). Include this only where the
+// reflector is instantiated, once per codec (e.g. `template class reflector<pod_codec,
+// pod_store>;` in one .cpp), and declare those instantiations `extern template` next to the
+// codec, so that the coroutines are compiled once.
+
+#include <spdlog/logger.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cctype>
+#include <memory>
+#include <random>
+#include <utility>
+
+#include "tec/kube/line_splitter.hpp"
+#include "tec/kube/paths.hpp"
+#include "tec/kube/reflector.hpp"
+
+namespace tec::kube {
+
+namespace detail {
+
+/// The "watch" logger.
+const std::shared_ptr<spdlog::logger>& watch_log();
+
+/// A short description of an error response for logs (the Status message, else the status),
+/// clipped and escaped: it is the server's text. `status` is the body decoded as a Status.
+std::string describe_status(const response& res, const result<api_status>& status);
+
+/// How often a skipped, undecodable object is logged (the rest are counted in between).
+constexpr auto decode_error_log_period = std::chrono::seconds{10};
+
+/// True for 504 "Too large resource version": the watch cache is behind the resourceVersion we
+/// asked for (client-go treats it like 410 and relists). `status` is the body decoded as a Status.
+bool too_large_resource_version(const response& res, const result<api_status>& status);
+
+template <class Codec>
+std::string describe_status(const response& res) {
+  return describe_status(res, Codec::decode_status(res.body));
+}
+
+template <class Codec>
+bool too_large_resource_version(const response& res) {
+  return res.status == 504 && too_large_resource_version(res, Codec::decode_status(res.body));
+}
+
+}  // namespace detail
+
+template <class Codec, class Store>
+struct reflector<Codec, Store>::list_outcome {
+  enum class kind { ok, gone, failed, stopped } what = kind::failed;
+  std::vector<object_type> items;
+  std::string resource_version;
+  std::string why;
+  error err;  ///< For kind::failed, when the failure has a code (e.g. response_too_large).
+};
+
+template <class Codec, class Store>
+struct reflector<Codec, Store>::watch_outcome {
+  enum class kind { ended, gone, idle, failed, stopped } what = kind::ended;
+  bool decided = false;  ///< Set by the sink: the stream was stopped for `what`.
+  std::uint64_t bytes = 0;
+  std::uint64_t events = 0;
+  std::string why;
+};
+
+template <class Codec, class Store>
+reflector<Codec, Store>::reflector(client& api, store_type& store, handler on_change,
+                                   reflector_options options)
+    : api_(api), store_(store), on_change_(std::move(on_change)), options_(std::move(options)) {
+  if (options_.max_watch_timeout <= options_.min_watch_timeout) {
+    options_.max_watch_timeout = options_.min_watch_timeout + std::chrono::seconds{1};
+  }
+  if (options_.page_size == 0) {
+    options_.page_size = 500;
+  }
+}
+
+template <class Codec, class Store>
+reflector<Codec, Store>::~reflector() = default;
+
+template <class Codec, class Store>
+template <class F>
+void reflector<Codec, Store>::count(F&& update) {
+  std::lock_guard lock(mutex_);
+  update(stats_);
+}
+
+template <class Codec, class Store>
+reflector_stats reflector<Codec, Store>::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+template <class Codec, class Store>
+error reflector<Codec, Store>::last_list_error() const {
+  std::lock_guard lock(mutex_);
+  return last_error_;
+}
+
+template <class Codec, class Store>
+std::string reflector<Codec, Store>::resource_version() const {
+  std::lock_guard lock(mutex_);
+  return rv_;
+}
+
+template <class Codec, class Store>
+void reflector<Codec, Store>::set_resource_version(const std::string& rv) {
+  if (rv.empty()) {
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  rv_ = rv;
+}
+
+template <class Codec, class Store>
+void reflector<Codec, Store>::stop() {
+  stopping_ = true;
+  std::lock_guard lock(mutex_);
+  if (wake_) {
+    wake_();
+  }
+}
+
+template <class Codec, class Store>
+boost::asio::awaitable<typename reflector<Codec, Store>::list_outcome>
+reflector<Codec, Store>::list(const std::string& resource_version) {
+  using kind = typename list_outcome::kind;
+  list_outcome out;
+  std::string continue_token;
+  bool restarted = false;  // paging began again after an expired continue token
+  for (;;) {
+    std::string target =
+        std::string(Codec::path) + "?limit=" + std::to_string(options_.page_size) + "&";
+    if (!continue_token.empty()) {
+      // The API server refuses resourceVersion together with continue.
+      target += "continue=" + escape_query_value(continue_token);
+    } else {
+      target += "resourceVersion=" + escape_query_value(resource_version);
+    }
+    request req;
+    req.target = std::move(target);
+    req.idempotent = true;
+    // The page is decoded as it streams: items are kept as compact records, never the body.
+    auto decoder = Codec::make_list_decoder(options_.max_line_bytes, api_.max_response_bytes());
+    auto sink = [&](std::string_view bytes) {
+      if (stopping_) {
+        return false;
+      }
+      return decoder.feed(
+          bytes, [&](object_type&& item) { out.items.push_back(std::move(item)); },
+          [&](const error& e) { skipped_undecodable(e); });
+    };
+    auto res = co_await api_.stream(std::move(req), sink, options_.idle_timeout);
+    if (stopping_) {
+      out.what = kind::stopped;
+      co_return out;
+    }
+    if (!res) {
+      out.what =
+          res.err().code == make_error_code(errc::shutting_down) ? kind::stopped : kind::failed;
+      out.why = res.err().message;
+      out.err = res.err();
+      co_return out;
+    }
+    if (res->status == 410 && !continue_token.empty() && !restarted) {
+      // client-go's pager lists once more without a limit; a page that size may exceed our
+      // page bound on a big cluster, so we page again from the start instead (once per
+      // list(); a second expiry backs off like any failed list).
+      detail::watch_log()->info(
+          "{}: continue token expired while listing; paging again from the start", Codec::kind);
+      restarted = true;
+      continue_token.clear();
+      out.items.clear();
+      continue;
+    }
+    if ((res->status == 410 && continue_token.empty()) ||
+        detail::too_large_resource_version<Codec>(res.value())) {
+      out.what = kind::gone;
+      out.why = detail::describe_status<Codec>(res.value());
+      co_return out;
+    }
+    if (res->status != 200) {
+      out.what = kind::failed;
+      out.why = detail::describe_status<Codec>(res.value());
+      if (res->status == 410) {
+        out.why += " (the continue token expired twice)";
+      }
+      co_return out;
+    }
+    auto page = decoder.finish();
+    if (!page) {
+      out.what = kind::failed;
+      out.why = "bad list page: " + page.err().message;
+      out.err = page.err();
+      co_return out;
+    }
+    if (page->continue_token.empty()) {
+      out.resource_version = std::move(page->resource_version);
+      out.what = kind::ok;
+      co_return out;
+    }
+    continue_token = std::move(page->continue_token);
+  }
+}
+
+template <class Codec, class Store>
+void reflector<Codec, Store>::skipped_undecodable(const error& e) {
+  count([](reflector_stats& s) { ++s.decode_errors; });
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_decode_log_) {
+    ++unlogged_decode_errors_;
+    return;
+  }
+  next_decode_log_ = now + detail::decode_error_log_period;
+  const auto unlogged = std::exchange(unlogged_decode_errors_, 0);
+  detail::watch_log()->warn(
+      "{}: skipped an object that does not decode{}: {}", Codec::kind,
+      unlogged == 0 ? std::string()
+                    : " (and " + std::to_string(unlogged) + " more since the last report)",
+      printable(e.message));
+}
+
+template <class Codec, class Store>
+void reflector<Codec, Store>::apply_list(std::vector<object_type> items) {
+  auto changes = store_.replace_all(std::move(items));
+  for (const auto& [old, cur] : changes.upserted) {
+    if (old && *old == cur) {
+      continue;  // unchanged since we last saw it
+    }
+    if (on_change_) {
+      on_change_(old ? &*old : nullptr, &cur);
+    }
+  }
+  for (const auto& gone : changes.deleted) {
+    if (on_change_) {
+      on_change_(&gone, nullptr);
+    }
+  }
+}
+
+template <class Codec, class Store>
+bool reflector<Codec, Store>::apply_line(std::string_view line, watch_outcome& out) {
+  using kind = typename watch_outcome::kind;
+  auto ev = Codec::decode_event(line);
+  if (!ev && ev.err().code == make_error_code(errc::unexpected_shape)) {
+    // Valid JSON we cannot use (a wrong type, a missing uid): failing the watch would only
+    // bring the same object back on the next one, forever. Skip it and go on.
+    skipped_undecodable(ev.err());
+    return true;
+  }
+  if (!ev) {
+    out.what = kind::failed;
+    out.decided = true;
+    out.why = "malformed watch event: " + ev.err().message;
+    return false;
+  }
+  switch (ev->type) {
+    case event_type::added:
+    case event_type::modified: {
+      auto old = store_.upsert(ev->object);
+      set_resource_version(ev->object.resource_version);
+      ++out.events;
+      if (on_change_) {
+        on_change_(old ? &*old : nullptr, &ev->object);
+      }
+      return true;
+    }
+    case event_type::deleted: {
+      auto old = store_.erase(ev->object);
+      set_resource_version(ev->object.resource_version);
+      ++out.events;
+      if (on_change_) {
+        // The cached version is the last state the handlers saw; fall back to the event's.
+        on_change_(old ? &*old : &ev->object, nullptr);
+      }
+      return true;
+    }
+    case event_type::bookmark:
+      set_resource_version(ev->object.resource_version);
+      return true;
+    case event_type::error:
+      out.decided = true;
+      out.why = "error event: code " + std::to_string(ev->status.code) + " " +
+                printable(ev->status.reason, 64) + ": " + printable(ev->status.message);
+      out.what = ev->status.code == 410 ? kind::gone : kind::failed;
+      return false;
+  }
+  return true;
+}
+
+template <class Codec, class Store>
+boost::asio::awaitable<typename reflector<Codec, Store>::watch_outcome>
+reflector<Codec, Store>::watch(const std::string& resource_version, std::chrono::seconds timeout) {
+  using kind = typename watch_outcome::kind;
+  watch_outcome out;
+  request req;
+  req.target = std::string(Codec::path) + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
+               escape_query_value(resource_version) +
+               "&timeoutSeconds=" + std::to_string(timeout.count());
+  req.idempotent = true;
+  line_splitter splitter(options_.max_line_bytes);
+  std::uint64_t applied = 0;
+  auto sink = [&](std::string_view bytes) {
+    out.bytes += bytes.size();
+    if (stopping_) {
+      out.what = kind::stopped;
+      out.decided = true;
+      return false;
+    }
+    bool keep = true;
+    splitter.feed(
+        bytes,
+        [&](std::string_view line) {
+          if (keep) {
+            keep = apply_line(line, out);
+          }
+        },
+        [&](const error& e) {
+          if (keep) {
+            out.what = kind::failed;
+            out.decided = true;
+            out.why = e.message;
+            keep = false;
+          }
+        });
+    if (out.events != applied) {
+      count([&](reflector_stats& s) { s.events += out.events - applied; });
+      applied = out.events;
+    }
+    return keep;
+  };
+  auto res = co_await api_.stream(std::move(req), sink, options_.idle_timeout);
+  if (out.decided) {
+    co_return out;
+  }
+  if (stopping_) {
+    out.what = kind::stopped;
+    co_return out;
+  }
+  if (!res) {
+    if (res.err().code == make_error_code(errc::shutting_down)) {
+      out.what = kind::stopped;
+    } else if (res.err().code == make_error_code(errc::timeout)) {
+      out.what = kind::idle;
+    } else {
+      out.what = kind::failed;
+    }
+    out.why = res.err().message;
+    co_return out;
+  }
+  if (res->status == 410 || detail::too_large_resource_version<Codec>(res.value())) {
+    out.what = kind::gone;
+    out.why = detail::describe_status<Codec>(res.value());
+  } else if (res->status < 200 || res->status >= 300) {
+    out.what = kind::failed;
+    out.why = detail::describe_status<Codec>(res.value());
+  } else {
+    out.what = kind::ended;
+    if (splitter.has_partial_line()) {
+      detail::watch_log()->warn("{}: watch ended in the middle of an event; resuming from {}",
+                                Codec::kind, resource_version);
+    }
+  }
+  co_return out;
+}
+
+template <class Codec, class Store>
+boost::asio::awaitable<void> reflector<Codec, Store>::run() {
+  const char* const what = Codec::kind;
+  auto ex = co_await boost::asio::this_coro::executor;
+  auto timer = std::make_shared<boost::asio::steady_timer>(ex);
+  {
+    std::lock_guard lock(mutex_);
+    wake_ = [ex, timer] { boost::asio::post(ex, [timer] { timer->cancel(); }); };
+  }
+  const std::uint64_t seed = options_.seed != 0 ? options_.seed : std::random_device{}();
+  std::mt19937_64 rng(seed);
+  backoff delays(options_.backoff, {}, seed + 1);
+  std::uniform_int_distribution<std::int64_t> watch_seconds(options_.min_watch_timeout.count(),
+                                                            options_.max_watch_timeout.count() - 1);
+
+  auto pause = [&](const std::string& why) -> std::chrono::milliseconds {
+    const auto d = delays.next();
+    detail::watch_log()->warn("{}: {}; retrying in {} ms", what, why, d.count());
+    count([](reflector_stats& s) { ++s.errors; });
+    return d;
+  };
+
+  std::string list_rv = options_.first_list_resource_version;
+  bool need_list = true;
+  bool listed_once = false;
+  bool watched_once = false;
+  std::chrono::milliseconds wait{0};
+
+  while (!stopping_) {
+    if (wait > std::chrono::milliseconds::zero()) {
+      timer->expires_after(wait);
+      co_await timer->async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+      wait = std::chrono::milliseconds::zero();
+      continue;
+    }
+    if (need_list) {
+      auto listed = co_await list(list_rv);
+      using lkind = typename list_outcome::kind;
+      if (listed.what == lkind::stopped) {
+        break;
+      }
+      if (listed.what == lkind::gone && !list_rv.empty()) {
+        detail::watch_log()->info("{}: list at resourceVersion {} is gone ({}); listing the latest",
+                                  what, list_rv, listed.why);
+        list_rv.clear();
+        continue;
+      }
+      if (listed.what != lkind::ok) {
+        {
+          std::lock_guard lock(mutex_);
+          last_error_ = listed.err ? listed.err : make_error(errc::http_status, listed.why);
+        }
+        wait = pause("list failed: " + listed.why);
+        if (listed.err.code == make_error_code(errc::response_too_large) && list_rv == "0") {
+          // resourceVersion=0 is served from the watch cache in one response whatever the
+          // limit (1.20), so a big cluster's first LIST can pass the page bound; etcd honours
+          // the limit: page from there (a consistent read) after the backoff.
+          detail::watch_log()->info(
+              "{}: listing from etcd in pages of {} instead (resourceVersion=\"\")", what,
+              options_.page_size);
+          list_rv.clear();
+        }
+        continue;
+      }
+      const auto n = listed.items.size();
+      apply_list(std::move(listed.items));
+      set_resource_version(listed.resource_version);
+      count([&](reflector_stats& s) {
+        ++s.lists;
+        if (listed_once) {
+          ++s.relists;
+        }
+      });
+      detail::watch_log()->info("{}: listed {} at resourceVersion {}", what, n,
+                                listed.resource_version);
+      listed_once = true;
+      need_list = false;
+      synced_ = true;
+    }
+
+    const std::string from = resource_version();
+    const auto started = std::chrono::steady_clock::now();
+    count([&](reflector_stats& s) {
+      ++s.watches;
+      if (watched_once) {
+        ++s.watch_restarts;
+      }
+    });
+    watched_once = true;
+    auto watched = co_await watch(from, std::chrono::seconds{watch_seconds(rng)});
+    using wkind = typename watch_outcome::kind;
+    switch (watched.what) {
+      case wkind::stopped:
+        break;
+      case wkind::ended:
+        if (watched.bytes == 0 &&
+            std::chrono::steady_clock::now() - started < options_.short_watch) {
+          wait = pause("watch closed at once with nothing in it");
+        }
+        break;
+      case wkind::gone:
+        detail::watch_log()->info("{}: resourceVersion {} is too old ({}); relisting", what, from,
+                                  watched.why);
+        need_list = true;
+        list_rv = resource_version();
+        break;
+      case wkind::idle:
+        detail::watch_log()->warn("{}: watch silent for {} ms ({}); re-watching from {}", what,
+                                  options_.idle_timeout.count(), watched.why, resource_version());
+        count([](reflector_stats& s) { ++s.idle_timeouts; });
+        break;
+      case wkind::failed:
+        wait = pause("watch failed: " + watched.why);
+        break;
+    }
+    if (watched.what == wkind::stopped) {
+      break;
+    }
+  }
+  std::lock_guard lock(mutex_);
+  wake_ = nullptr;
+}
+
+}  // namespace tec::kube

@@ -1,0 +1,112 @@
+#pragma once
+
+// The daemon's own small HTTP/1.1 server for /metrics, /healthz and /readyz (Boost.Beast,
+// one coroutine per connection).
+//
+// It faces the pod network, so every connection is bounded: a kept-alive connection may idle
+// for read_timeout; once a request's first byte is in, its headers must follow within
+// header_timeout (slowloris) and the whole request within read_timeout of the wait's start; a
+// response must be written within write_timeout; headers and bodies have size limits. At most
+// max_connections are open at once, and a full server makes room for a new connection by
+// closing the one idle for the longest (else the oldest), so idle or trickling connections
+// cannot starve a kubelet probe (they could: a server that refused new connections when full
+// answered nothing to /healthz while 64 idle connections were open).
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tec/kube/result.hpp"
+
+namespace tec::ops {
+
+struct http_endpoints_options {
+  /// Where to listen: ":8080" (all interfaces, IPv6 and IPv4 when the host has IPv6),
+  /// "127.0.0.1:8080", "[::1]:8080", "localhost:8080"; port 0 picks a free port; "0" disables
+  /// the server.
+  std::string bind_address = "0";
+  /// Time to receive one whole request, from when the server starts waiting for it (also the
+  /// idle timeout of a kept-alive connection).
+  std::chrono::milliseconds read_timeout{10'000};
+  /// Time from the first byte of a request to the end of its headers (a kubelet probe sends
+  /// them in one packet; a client trickling header bytes is cut off after this).
+  std::chrono::milliseconds header_timeout{3'000};
+  /// Time to send one whole response.
+  std::chrono::milliseconds write_timeout{10'000};
+  /// Request line plus headers.
+  std::uint32_t header_limit = 8 * 1024;
+  /// Request bodies (GET and HEAD need none).
+  std::uint64_t body_limit = 1024;
+  /// Connections open at once. A new one beyond this closes the connection idle for the
+  /// longest (waiting for a request), or the oldest when none is idle.
+  std::size_t max_connections = 64;
+};
+
+/// What a handler answers. HEAD requests get the same status and headers without the body.
+struct http_response {
+  unsigned status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+/// A health or readiness check: ok, or not ok with a reason an operator can act on.
+struct check_result {
+  bool ok = true;
+  std::string message;
+};
+
+/// Parses a bind address (see http_endpoints_options::bind_address). nullopt means disabled.
+/// Host names other than "localhost" are not resolved: an IP literal is expected.
+kube::result<std::optional<boost::asio::ip::tcp::endpoint>> parse_bind_address(
+    std::string_view address);
+
+/// The HTTP server.
+///
+/// Thread/ownership: handlers are registered before start(), from one thread. start() and
+/// stop() may be called from any thread; the server's coroutines run on a strand of
+/// `executor`, and handlers and checks are called there, so they must be quick, must not
+/// block, and must be safe to call concurrently with the rest of the program (read atomics
+/// or take short locks). The server's state is shared with its coroutines: destroying the
+/// object stops it, and the coroutines finish on the executor, whose execution context must
+/// outlive the object.
+class http_endpoints {
+public:
+  http_endpoints(boost::asio::any_io_executor executor, http_endpoints_options options);
+  ~http_endpoints();
+  http_endpoints(const http_endpoints&) = delete;
+  http_endpoints& operator=(const http_endpoints&) = delete;
+
+  /// Serves `fn()` at `path` (exact match, query string ignored) for GET and HEAD.
+  void handle(std::string path, std::function<http_response()> fn);
+  /// Serves a check at `path`: 200 "ok", or 500 with the check's message when it fails (or
+  /// throws).
+  void handle_check(std::string path, std::function<check_result()> check);
+
+  /// Binds, listens and starts accepting. Returns the bound endpoint (with the real port
+  /// when 0 was asked for), nullopt when the bind address disables the server, or an error
+  /// (invalid address, bind failure). Call once.
+  kube::result<std::optional<boost::asio::ip::tcp::endpoint>> start();
+
+  /// Stops accepting and closes every connection; a response being written is abandoned.
+  /// No handler is called once stop() has returned, except one already running on another
+  /// thread of the executor (a request still in flight gets 503).
+  /// Returns at once; the coroutines end on the executor shortly after, leaving it no work.
+  /// Idempotent.
+  void stop();
+
+  /// Connections currently open (for tests and diagnostics).
+  [[nodiscard]] std::size_t connections() const;
+
+private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace tec::ops

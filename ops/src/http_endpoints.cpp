@@ -1,0 +1,468 @@
+#include "tec/ops/http_endpoints.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/buffers_generator.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/message_generator.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <cassert>
+#include <charconv>
+#include <exception>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+// GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frame allocator for the
+// session coroutine (as in informer.cpp: the operator new/delete pair is matched). Only this
+// diagnostic, only this file.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+namespace tec::ops {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+const std::shared_ptr<spdlog::logger>& logger() {
+  static const std::shared_ptr<spdlog::logger> log = [] {
+    auto existing = spdlog::get("http");
+    return existing ? existing : spdlog::default_logger()->clone("http");
+  }();
+  return log;
+}
+
+constexpr std::string_view server_name = "taint-eviction-controller";
+
+bool is_http_parse_error(const beast::error_code& ec) {
+  return &ec.category() == &http::make_error_code(http::error::bad_method).category();
+}
+
+http::message_generator make_response(unsigned version, bool keep_alive, bool head, http_response r,
+                                      std::string_view allow = {}) {
+  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+  res.set(http::field::server, server_name);
+  res.set(http::field::content_type, r.content_type);
+  res.set(http::field::cache_control, "no-store");
+  res.set("X-Content-Type-Options", "nosniff");
+  if (!allow.empty()) {
+    res.set(http::field::allow, allow);
+  }
+  res.keep_alive(keep_alive);
+  if (head) {
+    http::response<http::empty_body> empty{std::move(res.base())};
+    empty.content_length(r.body.size());
+    return http::message_generator{std::move(empty)};
+  }
+  res.body() = std::move(r.body);
+  res.prepare_payload();
+  return http::message_generator{std::move(res)};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+kube::result<std::optional<tcp::endpoint>> parse_bind_address(std::string_view address) {
+  if (address == "0") {
+    return std::optional<tcp::endpoint>{};
+  }
+  const auto bad = [&](std::string_view why) {
+    return kube::make_error(
+        kube::errc::config_invalid,
+        "invalid bind address '" + std::string(address) + "': " + std::string(why) +
+            " (expected [host]:port, e.g. :8080 or 127.0.0.1:8080, or 0 to disable)");
+  };
+  const auto colon = address.rfind(':');
+  if (colon == std::string_view::npos) {
+    return bad("no port");
+  }
+  const auto host = address.substr(0, colon);
+  const auto port_text = address.substr(colon + 1);
+  std::uint16_t port = 0;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc{} || end != port_text.data() + port_text.size()) {
+    return bad("the port is not a number from 0 to 65535");
+  }
+  if (host.empty()) {
+    // All interfaces: start() makes this dual-stack, or falls back to 0.0.0.0 without IPv6.
+    return std::optional<tcp::endpoint>{tcp::endpoint{asio::ip::address_v6::any(), port}};
+  }
+  if (host == "localhost") {
+    return std::optional<tcp::endpoint>{tcp::endpoint{asio::ip::address_v4::loopback(), port}};
+  }
+  boost::system::error_code aec;
+  asio::ip::address addr;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    addr = asio::ip::make_address_v6(std::string(host.substr(1, host.size() - 2)), aec);
+  } else if (host.find(':') != std::string_view::npos) {
+    return bad("an IPv6 address must be in brackets, e.g. [::1]:8080");
+  } else {
+    addr = asio::ip::make_address_v4(std::string(host), aec);
+  }
+  if (aec) {
+    return bad("the host is not an IP address");
+  }
+  return std::optional<tcp::endpoint>{tcp::endpoint{addr, port}};
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct http_endpoints::impl {
+  impl(const asio::any_io_executor& ex, http_endpoints_options o)
+      : strand(asio::make_strand(ex)), options(std::move(o)), acceptor(strand) {}
+
+  struct session_entry {
+    beast::tcp_stream* stream = nullptr;
+    bool idle = true;  // waiting for the first byte of a request
+    std::chrono::steady_clock::time_point idle_since{};
+  };
+
+  static asio::awaitable<void> accept_loop(std::shared_ptr<impl> self);
+  static asio::awaitable<void> session(std::shared_ptr<impl> self, tcp::socket socket);
+  http::message_generator respond(const http::request<http::string_body>& req) const;
+  void make_room();
+  void close_all();
+
+  asio::strand<asio::any_io_executor> strand;
+  const http_endpoints_options options;
+  std::map<std::string, std::function<http_response()>, std::less<>> handlers;  // set before start
+  std::atomic<bool> started{false};
+  std::atomic<bool> stopped{false};
+  std::atomic<std::size_t> open_connections{0};
+  // On the strand only:
+  tcp::acceptor acceptor;
+  std::map<std::uint64_t, session_entry> sessions;  // by id: the first is the oldest
+  std::uint64_t next_session = 0;
+};
+
+namespace {
+
+void log_coroutine_exception(const std::exception_ptr& ep, const char* what) {
+  if (!ep) {
+    return;
+  }
+  try {
+    std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    logger()->error("{} ended with an exception: {}", what, e.what());
+  }
+}
+
+}  // namespace
+
+asio::awaitable<void> http_endpoints::impl::accept_loop(std::shared_ptr<impl> self) {
+  asio::steady_timer backoff(self->strand);
+  while (!self->stopped) {
+    auto [ec, socket] = co_await self->acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
+    if (self->stopped || ec == asio::error::operation_aborted) {
+      break;
+    }
+    if (ec) {
+      // E.g. out of file descriptors: do not spin; the listening socket stays usable.
+      logger()->warn("accept failed: {}", ec.message());
+      backoff.expires_after(std::chrono::milliseconds(100));
+      co_await backoff.async_wait(asio::as_tuple(asio::use_awaitable));
+      continue;
+    }
+    while (!self->sessions.empty() && self->sessions.size() >= self->options.max_connections) {
+      self->make_room();
+    }
+    asio::co_spawn(self->strand, session(self, std::move(socket)),
+                   [](const std::exception_ptr& ep) { log_coroutine_exception(ep, "session"); });
+  }
+}
+
+// GCC 12 destroys some resource-owning temporaries of a co_await full-expression twice
+// (seen here as a double free of a std::string argument), so operations whose arguments own
+// memory are created into a named awaitable first and then awaited.
+asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
+                                                    tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  const auto id = self->next_session++;
+  auto& entry = self->sessions.emplace(id, session_entry{&stream}).first->second;
+  entry.idle_since = std::chrono::steady_clock::now();
+  self->open_connections = self->sessions.size();
+  // Declared after `stream`, so it unregisters before the stream is destroyed.
+  struct registration {
+    impl& owner;
+    std::uint64_t id;
+    registration(impl& o, std::uint64_t i) : owner(o), id(i) {}
+    registration(const registration&) = delete;
+    registration& operator=(const registration&) = delete;
+    ~registration() {
+      owner.sessions.erase(id);
+      owner.open_connections = owner.sessions.size();
+    }
+  } const reg{*self, id};
+  if (self->stopped) {  // stop() ran its close_all() before we registered
+    co_return;
+  }
+
+  const auto& opt = self->options;
+  beast::flat_buffer buffer(
+      static_cast<std::size_t>(opt.header_limit) +
+      static_cast<std::size_t>(std::min<std::uint64_t>(opt.body_limit, 1 << 20)) + 1024);
+  // Marks this connection idle (waiting for a request) or busy, for make_room(). The entry
+  // is gone once make_room() closed the connection.
+  const auto set_idle = [&self, id](bool idle) {
+    if (auto it = self->sessions.find(id); it != self->sessions.end()) {
+      it->second.idle = idle;
+      it->second.idle_since = std::chrono::steady_clock::now();
+    }
+  };
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(opt.header_limit);
+    parser.body_limit(opt.body_limit);
+    const auto request_deadline = std::chrono::steady_clock::now() + opt.read_timeout;
+    stream.expires_at(request_deadline);
+    boost::system::error_code ec;
+    if (buffer.size() == 0) {
+      // Idle until the first byte of the next request.
+      set_idle(true);
+      auto [wec, wn] =
+          co_await stream.async_read_some(buffer.prepare(512), asio::as_tuple(asio::use_awaitable));
+      buffer.commit(wn);
+      ec = wec;
+    }
+    set_idle(false);
+    if (!ec) {
+      // The headers, from the first byte on, get header_timeout; the body the rest.
+      stream.expires_at(
+          std::min(request_deadline, std::chrono::steady_clock::now() + opt.header_timeout));
+      auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser,
+                                                        asio::as_tuple(asio::use_awaitable));
+      ec = hec;
+    }
+    if (!ec && !parser.is_done()) {
+      stream.expires_at(request_deadline);
+      auto [bec, bn] =
+          co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+      ec = bec;
+    }
+    if (ec) {
+      if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
+          ec == asio::error::connection_reset || self->stopped) {
+        break;
+      }
+      if (ec == beast::error::timeout) {
+        logger()->debug(
+            "closing a connection: no complete request in time (idle {} ms, headers {} ms)",
+            opt.read_timeout.count(), opt.header_timeout.count());
+        break;
+      }
+      if (!is_http_parse_error(ec)) {
+        break;
+      }
+      // A malformed or oversized request: say why (best effort), then hang up.
+      unsigned status = 400;
+      if (ec == http::error::header_limit) {
+        status = 431;
+      } else if (ec == http::error::body_limit) {
+        status = 413;
+      }
+      auto refusal = make_response(11, false, false,
+                                   {status, "text/plain; charset=utf-8", ec.message() + "\n"});
+      stream.expires_after(opt.write_timeout);
+      auto write_refusal =
+          beast::async_write(stream, std::move(refusal), asio::as_tuple(asio::use_awaitable));
+      co_await std::move(write_refusal);
+      break;
+    }
+    auto res = self->respond(parser.get());
+    const bool keep_alive = res.keep_alive();
+    stream.expires_after(opt.write_timeout);
+    auto write = beast::async_write(stream, std::move(res), asio::as_tuple(asio::use_awaitable));
+    auto [wec, written] = co_await std::move(write);
+    if (wec || !keep_alive || self->stopped) {
+      break;
+    }
+  }
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream.socket().close(ignored);
+}
+
+http::message_generator http_endpoints::impl::respond(
+    const http::request<http::string_body>& req) const {
+  const bool keep_alive = req.keep_alive() && !stopped;
+  const bool head = req.method() == http::verb::head;
+  if (req.method() != http::verb::get && !head) {
+    return make_response(req.version(), keep_alive, false,
+                         {405, "text/plain; charset=utf-8", "method not allowed\n"}, "GET, HEAD");
+  }
+  auto path = std::string_view(req.target());
+  path = path.substr(0, path.find('?'));
+  const auto it = handlers.find(path);
+  if (it == handlers.end()) {
+    return make_response(req.version(), keep_alive, head,
+                         {404, "text/plain; charset=utf-8", "404 page not found\n"});
+  }
+  if (stopped) {
+    // Handlers may reference objects the owner destroys once stop() has returned.
+    return make_response(req.version(), false, head,
+                         {503, "text/plain; charset=utf-8", "shutting down\n"});
+  }
+  http_response r;
+  try {
+    r = it->second();
+  } catch (const std::exception& e) {
+    logger()->error("handler for {} threw: {}", path, e.what());
+    r = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n"};
+  }
+  return make_response(req.version(), keep_alive, head, std::move(r));
+}
+
+void http_endpoints::impl::make_room() {
+  // The connection idle for the longest, else the oldest: a new client (a kubelet probe) is
+  // served, and an attacker holding every slot only keeps evicting its own connections.
+  auto victim = sessions.begin();
+  for (auto it = sessions.begin(); it != sessions.end(); ++it) {
+    if (it->second.idle &&
+        (!victim->second.idle || it->second.idle_since < victim->second.idle_since)) {
+      victim = it;
+    }
+  }
+  logger()->debug("{} connections open: closing the {} one to accept a new one", sessions.size(),
+                  victim->second.idle ? "longest idle" : "oldest");
+  boost::system::error_code ignored;
+  victim->second.stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+  victim->second.stream->close();
+  sessions.erase(victim);  // its coroutine ends on the aborted operation
+  open_connections = sessions.size();
+}
+
+void http_endpoints::impl::close_all() {
+  boost::system::error_code ignored;
+  acceptor.close(ignored);
+  for (auto& [id, entry] : sessions) {
+    entry.stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    entry.stream->close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+http_endpoints::http_endpoints(asio::any_io_executor executor, http_endpoints_options options)
+    : impl_(std::make_shared<impl>(std::move(executor), std::move(options))) {}
+
+http_endpoints::~http_endpoints() {
+  stop();
+}
+
+void http_endpoints::handle(std::string path, std::function<http_response()> fn) {
+  assert(!impl_->started && "register handlers before start()");
+  impl_->handlers.insert_or_assign(std::move(path), std::move(fn));
+}
+
+void http_endpoints::handle_check(std::string path, std::function<check_result()> check) {
+  handle(std::move(path), [check = std::move(check)] {
+    check_result c;
+    try {
+      c = check();
+    } catch (const std::exception& e) {
+      c = {false, std::string("check threw: ") + e.what()};
+    }
+    if (c.ok) {
+      return http_response{200, "text/plain; charset=utf-8", "ok"};
+    }
+    return http_response{500, "text/plain; charset=utf-8",
+                         c.message.empty() ? std::string("check failed") : c.message};
+  });
+}
+
+kube::result<std::optional<tcp::endpoint>> http_endpoints::start() {
+  if (impl_->started.exchange(true)) {
+    assert(false && "start() is called once");
+    return kube::make_error(kube::errc::config_invalid, "the HTTP server was already started");
+  }
+  auto parsed = parse_bind_address(impl_->options.bind_address);
+  if (!parsed) {
+    return parsed.err();
+  }
+  if (!parsed.value()) {
+    logger()->info("HTTP server disabled (bind address \"0\")");
+    return std::optional<tcp::endpoint>{};
+  }
+  tcp::endpoint ep = *parsed.value();
+  auto& acceptor = impl_->acceptor;
+  const auto listen_on = [&acceptor](const tcp::endpoint& e) {
+    boost::system::error_code ec;
+    acceptor.open(e.protocol(), ec);
+    if (!ec && e.address().is_v6() && e.address().is_unspecified()) {
+      acceptor.set_option(asio::ip::v6_only(false), ec);  // dual-stack "all interfaces"
+    }
+    if (!ec) {
+      acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    }
+    if (!ec) {
+      acceptor.bind(e, ec);
+    }
+    if (!ec) {
+      acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    }
+    if (ec) {
+      boost::system::error_code ignored;
+      acceptor.close(ignored);
+    }
+    return ec;
+  };
+  auto ec = listen_on(ep);
+  if (ec && ep.address().is_v6() && ep.address().is_unspecified() &&
+      impl_->options.bind_address.front() == ':') {
+    // No IPv6 on this host (e.g. disabled in the pod): all IPv4 interfaces then.
+    ep = tcp::endpoint{asio::ip::address_v4::any(), ep.port()};
+    ec = listen_on(ep);
+  }
+  if (ec) {
+    return kube::make_error(
+        kube::errc::config_invalid,
+        "cannot listen on " + impl_->options.bind_address + ": " + ec.message());
+  }
+  const auto bound = acceptor.local_endpoint(ec);
+  if (ec) {
+    return kube::make_error(kube::errc::config_invalid,
+                            "cannot read the listening address: " + ec.message());
+  }
+  logger()->info("serving HTTP on {}:{}", bound.address().to_string(), bound.port());
+  asio::co_spawn(impl_->strand, impl::accept_loop(impl_), [](const std::exception_ptr& ep_) {
+    log_coroutine_exception(ep_, "HTTP accept loop");
+  });
+  return std::optional<tcp::endpoint>{bound};
+}
+
+void http_endpoints::stop() {
+  if (impl_->stopped.exchange(true)) {
+    return;
+  }
+  asio::post(impl_->strand, [self = impl_] { self->close_all(); });
+}
+
+std::size_t http_endpoints::connections() const {
+  return impl_->open_connections;
+}
+
+}  // namespace tec::ops

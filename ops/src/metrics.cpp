@@ -1,0 +1,439 @@
+#include "tec/ops/metrics.hpp"
+
+#include <prometheus/check_names.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <iterator>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+namespace tec::ops {
+
+namespace {
+
+template <class A, class B>
+bool lex_less(std::span<A> a, std::span<B> b) {
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                      [](std::string_view x, std::string_view y) { return x < y; });
+}
+
+template <class Impl>
+prometheus::Family<Impl>& build_family(prometheus::Registry& r, const std::string& name,
+                                       const std::string& help) {
+  return prometheus::detail::Builder<Impl>().Name(name).Help(help).Register(r);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// counter, gauge, histogram
+
+void counter::inc(double v) noexcept {
+  if (!(v >= 0)) {
+    return;
+  }
+  c_->Increment(v);
+}
+
+double counter::value() const noexcept {
+  return c_->Value();
+}
+
+void gauge::set(double v) noexcept {
+  g_->Set(v);
+}
+
+void gauge::inc(double v) noexcept {
+  g_->Increment(v);
+}
+
+double gauge::value() const noexcept {
+  return g_->Value();
+}
+
+void histogram::observe(double v) noexcept {
+  if (std::isnan(v)) {
+    return;
+  }
+  h_->Observe(v);
+}
+
+histogram::snapshot_t histogram::snapshot() const {
+  const auto m = h_->Collect();
+  snapshot_t s;
+  s.counts.reserve(m.histogram.bucket.size());
+  std::uint64_t below = 0;
+  for (const auto& b : m.histogram.bucket) {
+    s.counts.push_back(b.cumulative_count - below);
+    below = b.cumulative_count;
+  }
+  s.sum = m.histogram.sample_sum;
+  s.count = m.histogram.sample_count;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// families
+
+namespace detail {
+
+family_base::family_base(std::string name, std::vector<std::string> label_names)
+    : name_(std::move(name)), label_names_(std::move(label_names)) {}
+
+void family_base::check_label_count(std::size_t n) const {
+  if (n != label_names_.size()) {
+    throw std::invalid_argument("metric " + name_ + ": " + std::to_string(n) +
+                                " label values for " + std::to_string(label_names_.size()) +
+                                " label names");
+  }
+}
+
+bool label_values_less::operator()(std::span<const std::string> a,
+                                   std::span<const std::string> b) const {
+  return lex_less(a, b);
+}
+bool label_values_less::operator()(std::span<const std::string> a,
+                                   std::span<const std::string_view> b) const {
+  return lex_less(a, b);
+}
+bool label_values_less::operator()(std::span<const std::string_view> a,
+                                   std::span<const std::string> b) const {
+  return lex_less(a, b);
+}
+
+}  // namespace detail
+
+template <class Metric>
+metric_family<Metric>::metric_family(prometheus::Family<typename Metric::impl_type>& family,
+                                     std::string name, std::vector<std::string> label_names,
+                                     typename Metric::config cfg)
+    : family_base(std::move(name), std::move(label_names)),
+      family_(family),
+      config_(std::move(cfg)) {}
+
+template <class Metric>
+metric_family<Metric>::~metric_family() = default;
+
+template <class Metric>
+Metric& metric_family<Metric>::with(std::span<const std::string_view> values) {
+  check_label_count(values.size());
+  const std::lock_guard lock(mutex_);
+  auto it = children_.find(values);
+  if (it != children_.end()) {
+    return *it->second;
+  }
+  prometheus::Labels labels;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    labels.emplace(label_names_[i], values[i]);
+  }
+  std::unique_ptr<Metric> child;
+  if constexpr (std::is_same_v<Metric, histogram>) {
+    child = std::make_unique<histogram>(family_.Add(labels, *config_.bounds), config_.bounds);
+  } else {
+    child = std::make_unique<Metric>(family_.Add(labels));
+  }
+  std::vector<std::string> key(values.begin(), values.end());
+  return *children_.emplace(std::move(key), std::move(child)).first->second;
+}
+
+template class metric_family<counter>;
+template class metric_family<gauge>;
+template class metric_family<histogram>;
+
+// ---------------------------------------------------------------------------------------------
+// registry
+
+registry::registry()
+    : registry_(
+          std::make_unique<prometheus::Registry>(prometheus::Registry::InsertBehavior::Throw)) {}
+
+registry::~registry() = default;
+
+void registry::reserve_name(const std::string& name) {
+  if (!names_.insert(name).second) {
+    throw std::invalid_argument("metric " + name + " is already registered");
+  }
+}
+
+template <class Metric>
+metric_family<Metric>& registry::add(std::string name, const std::string& help,
+                                     std::vector<std::string> label_names,
+                                     typename Metric::config cfg) {
+  if (!prometheus::CheckMetricName(name)) {
+    throw std::invalid_argument("invalid metric name '" + name + "'");
+  }
+  if (help.find_first_of("\\\n") != std::string::npos) {
+    throw std::invalid_argument("metric " + name + ": help text with a backslash or a line feed");
+  }
+  for (std::size_t i = 0; i < label_names.size(); ++i) {
+    const auto& l = label_names[i];
+    if (!prometheus::CheckLabelName(l) || (std::is_same_v<Metric, histogram> && l == "le")) {
+      throw std::invalid_argument("metric " + name + ": invalid label name '" + l + "'");
+    }
+    const auto before = label_names.begin() + static_cast<std::ptrdiff_t>(i);
+    if (std::find(label_names.begin(), before, l) != before) {
+      throw std::invalid_argument("metric " + name + ": duplicate label name '" + l + "'");
+    }
+  }
+  const bool unlabelled = label_names.empty();
+  metric_family<Metric>* fam = nullptr;
+  {
+    const std::lock_guard lock(mutex_);
+    reserve_name(name);
+    auto& impl = build_family<typename Metric::impl_type>(*registry_, name, help);
+    families_.push_back(std::make_unique<metric_family<Metric>>(
+        impl, std::move(name), std::move(label_names), std::move(cfg)));
+    fam = static_cast<metric_family<Metric>*>(families_.back().get());
+  }
+  if (unlabelled) {
+    fam->with(std::span<const std::string_view>{});
+  }
+  return *fam;
+}
+
+counter_family& registry::add_counter(std::string name, std::string help,
+                                      std::vector<std::string> label_names) {
+  return add<counter>(std::move(name), help, std::move(label_names), {});
+}
+
+gauge_family& registry::add_gauge(std::string name, std::string help,
+                                  std::vector<std::string> label_names) {
+  return add<gauge>(std::move(name), help, std::move(label_names), {});
+}
+
+histogram_family& registry::add_histogram(std::string name, std::string help,
+                                          std::vector<double> bounds,
+                                          std::vector<std::string> label_names) {
+  if (!bounds.empty() && std::isinf(bounds.back()) && bounds.back() > 0) {
+    bounds.pop_back();
+  }
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    if (!std::isfinite(bounds[i]) || (i > 0 && !(bounds[i - 1] < bounds[i]))) {
+      throw std::invalid_argument("metric " + name +
+                                  ": bucket bounds must be finite and strictly increasing");
+    }
+  }
+  histogram::config cfg{std::make_shared<const std::vector<double>>(std::move(bounds))};
+  return add<histogram>(std::move(name), help, std::move(label_names), std::move(cfg));
+}
+
+void registry::add_collectable(std::shared_ptr<const prometheus::Collectable> c,
+                               const std::vector<std::string>& names) {
+  const std::lock_guard lock(mutex_);
+  for (const auto& n : names) {
+    if (!prometheus::CheckMetricName(n)) {
+      throw std::invalid_argument("invalid metric name '" + n + "'");
+    }
+    if (names_.contains(n)) {
+      throw std::invalid_argument("metric " + n + " is already registered");
+    }
+  }
+  names_.insert(names.begin(), names.end());
+  collectables_.push_back(std::move(c));
+}
+
+std::string registry::render() const {
+  auto families = registry_->Collect();
+  std::vector<std::shared_ptr<const prometheus::Collectable>> collectables;
+  {
+    const std::lock_guard lock(mutex_);
+    collectables = collectables_;
+  }
+  for (const auto& c : collectables) {
+    auto more = c->Collect();
+    families.insert(families.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+  }
+  // prometheus-cpp orders by type, then registration, and children by hash: sorted, the
+  // exposition is stable from one scrape to the next (and readable in a diff).
+  std::sort(families.begin(), families.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (auto& f : families) {
+    std::sort(f.metric.begin(), f.metric.end(),
+              [](const auto& a, const auto& b) { return a.label < b.label; });
+  }
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the daemon's set
+
+std::vector<double> pod_deletion_duration_buckets() {
+  return {0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240};
+}
+
+namespace {
+
+constexpr std::string_view prefix = "taint_eviction_controller_";
+
+// One family of scrape_stats: a plain value, or one child per key of a map (labelled).
+struct stats_family {
+  std::string_view name;  // without the prefix
+  std::string_view help;
+  prometheus::MetricType type;
+  std::uint64_t scrape_stats::*value = nullptr;
+  std::string_view label = {};
+  std::map<std::string, std::uint64_t> scrape_stats::*by_label = nullptr;
+};
+
+using prometheus::MetricType;
+
+const stats_family stats_families[] = {
+    {.name = "pod_deletions_total",
+     .help = "Pods deleted by the taint eviction controller.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::pod_deletions},
+    {.name = "scheduled_evictions_total",
+     .help = "Pod evictions scheduled.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::scheduled_evictions},
+    {.name = "cancelled_evictions_total",
+     .help = "Scheduled pod evictions cancelled before they ran.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::cancelled_evictions},
+    {.name = "pod_deletion_failures_total",
+     .help = "Failed pod deletion attempts, by reason.",
+     .type = MetricType::Counter,
+     .label = "reason",
+     .by_label = &scrape_stats::pod_deletion_failures},
+    {.name = "pod_deletion_retries_total",
+     .help = "Pod deletion attempts retried.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::pod_deletion_retries},
+    {.name = "tainted_nodes",
+     .help = "Nodes that carry at least one NoExecute taint.",
+     .type = MetricType::Gauge,
+     .value = &scrape_stats::tainted_nodes},
+    {.name = "watch_restarts_total",
+     .help = "Watches restarted, by resource.",
+     .type = MetricType::Counter,
+     .label = "resource",
+     .by_label = &scrape_stats::watch_restarts},
+    {.name = "relists_total",
+     .help = "Full re-LISTs, by resource.",
+     .type = MetricType::Counter,
+     .label = "resource",
+     .by_label = &scrape_stats::relists},
+    {.name = "events_total",
+     .help = "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.",
+     .type = MetricType::Counter,
+     .label = "result",
+     .by_label = &scrape_stats::events},
+    {.name = "stuck_evictions",
+     .help = "Evictions that failed at least 5 times in a row and are still retried.",
+     .type = MetricType::Gauge,
+     .value = &scrape_stats::stuck_evictions},
+    {.name = "disruption_condition_failures_total",
+     .help = "DisruptionTarget condition patches that failed permanently (the DELETE went ahead "
+             "without the condition), by reason.",
+     .type = MetricType::Counter,
+     .label = "reason",
+     .by_label = &scrape_stats::disruption_condition_failures},
+    {.name = "watch_decode_errors_total",
+     .help = "Objects in watch events or LIST pages that could not be decoded and were skipped, "
+             "by resource.",
+     .type = MetricType::Counter,
+     .label = "resource",
+     .by_label = &scrape_stats::watch_decode_errors},
+};
+
+// The scrape-time families: reads the libraries' own totals when the registry is rendered,
+// so nothing is copied between scrapes.
+class stats_collectable final : public prometheus::Collectable {
+public:
+  explicit stats_collectable(scrape_stats_fn read) : read_(std::move(read)) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    const scrape_stats s = read_();
+    std::vector<prometheus::MetricFamily> out;
+    out.reserve(std::size(stats_families));
+    const std::lock_guard lock(mutex_);
+    for (const auto& def : stats_families) {
+      prometheus::MetricFamily f;
+      f.name = std::string(prefix) + std::string(def.name);
+      f.help = def.help;
+      f.type = def.type;
+      if (def.value != nullptr) {
+        add(f, {}, s.*def.value);
+      } else {
+        for (const auto& [value, n] : s.*def.by_label) {
+          add(f, prometheus::ClientMetric::Label{std::string(def.label), value}, n);
+        }
+      }
+      if (!f.metric.empty()) {
+        out.push_back(std::move(f));
+      }
+    }
+    return out;
+  }
+
+private:
+  // Appends one sample; a counter never goes below what it last exposed (see
+  // register_standard_metrics). Called with mutex_ held.
+  void add(prometheus::MetricFamily& f, std::optional<prometheus::ClientMetric::Label> label,
+           std::uint64_t n) const {
+    prometheus::ClientMetric m;
+    auto v = static_cast<double>(n);
+    if (f.type == MetricType::Counter) {
+      auto& last = exposed_[label ? f.name + '\0' + label->value : f.name];
+      v = std::max(v, last);
+      last = v;
+      m.counter.value = v;
+    } else {
+      m.gauge.value = v;
+    }
+    if (label) {
+      m.label.push_back(std::move(*label));
+    }
+    f.metric.push_back(std::move(m));
+  }
+
+  scrape_stats_fn read_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, double, std::less<>> exposed_;  // series -> last value
+};
+
+}  // namespace
+
+standard_metrics register_standard_metrics(registry& r, std::string_view version,
+                                           scrape_stats_fn read) {
+  const auto n = [](std::string_view s) { return std::string(prefix) + std::string(s); };
+  std::vector<std::string> collected;
+  for (const auto& def : stats_families) {
+    collected.push_back(n(def.name));
+  }
+  r.add_collectable(std::make_shared<stats_collectable>(std::move(read)), collected);
+  auto& build_info = r.add_gauge(n("build_info"),
+                                 "Always 1; the version label is the running build.", {"version"});
+  build_info.with({version}).set(1);
+  return standard_metrics{
+      .pod_deletion_duration =
+          r.add_histogram(n("pod_deletion_duration_seconds"),
+                          "Seconds from when a pod's eviction became due to its deletion.",
+                          pod_deletion_duration_buckets())
+              .with({}),
+      .api_requests =
+          r.add_counter(n("api_requests_total"),
+                        "Kubernetes API requests, by verb and HTTP status code.", {"verb", "code"}),
+      .api_request_duration = r.add_histogram(
+          n("api_request_duration_seconds"), "Kubernetes API request latency in seconds, by verb.",
+          {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}, {"verb"}),
+      .is_leader = r.add_gauge(n("is_leader"),
+                               "1 while this process holds the leader election lease, else 0.")
+                       .with({}),
+      .build_info = build_info.with({version}),
+  };
+}
+
+}  // namespace tec::ops

@@ -1,0 +1,524 @@
+#include "tec/ops/http_endpoints.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kube/support/run_sync.hpp"
+#include "tec/ops/metrics.hpp"
+
+namespace tec::ops {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+// Safety net for a broken server: no test waits this long when things work (a loaded 2-core
+// machine under a sanitizer can be 10x slower than an idle one).
+constexpr auto test_cap = 30s;
+
+// Runs `ioc` until the coroutine finishes (or test_cap passes) and returns its value.
+template <class T>
+T run_until_done(asio::io_context& ioc, asio::awaitable<T> aw) {
+  std::optional<T> out;
+  std::exception_ptr error;
+  bool done = false;
+  asio::co_spawn(ioc, std::move(aw), [&](std::exception_ptr e, T v) {
+    error = e;
+    if (!e) {
+      out = std::move(v);
+    }
+    done = true;
+  });
+  const auto cap = std::chrono::steady_clock::now() + test_cap;
+  while (!done && std::chrono::steady_clock::now() < cap) {
+    if (ioc.stopped()) {
+      ioc.restart();
+    }
+    ioc.run_one_for(50ms);
+  }
+  if (error) {
+    std::rethrow_exception(error);
+  }
+  if (!done) {
+    throw std::runtime_error("the client coroutine did not finish in time");
+  }
+  return std::move(*out);
+}
+
+// Runs `ioc` until `pred()` holds (or test_cap passes).
+template <class Pred>
+bool run_until(asio::io_context& ioc, Pred pred) {
+  return kube::testing::run_until(ioc, pred, test_cap);
+}
+
+asio::awaitable<beast::tcp_stream> connect(tcp::endpoint ep) {
+  beast::tcp_stream stream(co_await asio::this_coro::executor);
+  stream.expires_after(test_cap);
+  co_await stream.async_connect(ep, asio::use_awaitable);
+  co_return stream;
+}
+
+struct reply {
+  unsigned status = 0;
+  std::string content_type;
+  std::string allow;
+  std::string content_length;
+  std::string body;
+};
+
+asio::awaitable<reply> request(beast::tcp_stream& stream, http::verb method, std::string target,
+                               std::string body = {}) {
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "test");
+  req.body() = std::move(body);
+  req.prepare_payload();
+  stream.expires_after(test_cap);
+  co_await http::async_write(stream, req, asio::use_awaitable);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.skip(method == http::verb::head);
+  co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
+  const auto& res = parser.get();
+  co_return reply{res.result_int(), std::string(res[http::field::content_type]),
+                  std::string(res[http::field::allow]),
+                  std::string(res[http::field::content_length]), res.body()};
+}
+
+asio::awaitable<reply> fetch(tcp::endpoint ep, http::verb method, std::string target,
+                             std::string body = {}) {
+  auto stream = co_await connect(ep);
+  // Named, not a temporary in the co_await expression (see http_endpoints.cpp on GCC 12).
+  auto op = request(stream, method, std::move(target), std::move(body));
+  co_return co_await std::move(op);
+}
+
+// Reads until the server closes the connection; returns the bytes read before that. A server
+// that keeps the connection open for test_cap fails the test.
+asio::awaitable<std::string> read_until_closed(beast::tcp_stream& stream) {
+  std::string all;
+  char buf[512];
+  stream.expires_after(test_cap);
+  for (;;) {
+    auto [ec, n] =
+        co_await stream.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
+    all.append(buf, n);
+    if (ec) {
+      EXPECT_NE(ec, beast::error::timeout) << "the server did not close the connection";
+      co_return all;
+    }
+  }
+}
+
+class http_endpoints_test : public ::testing::Test {
+protected:
+  /// Deadlines far beyond any test; the tests of the deadlines set short ones.
+  http_endpoints_options options(std::chrono::milliseconds read_timeout = 60'000ms) {
+    http_endpoints_options o;
+    o.bind_address = "127.0.0.1:0";
+    o.read_timeout = read_timeout;
+    o.write_timeout = 60'000ms;
+    return o;
+  }
+
+  tcp::endpoint start(http_endpoints& server) {
+    auto ep = server.start();
+    if (!ep) {
+      ADD_FAILURE() << ep.err().message;
+      return {};
+    }
+    EXPECT_TRUE(ep.value().has_value());
+    EXPECT_NE(ep.value()->port(), 0);
+    return *ep.value();
+  }
+
+  asio::io_context ioc_;
+};
+
+TEST_F(http_endpoints_test, serves_metrics) {
+  registry r;
+  r.add_counter("hits_total", "Hits.").with({}).inc(7);
+  http_endpoints server(ioc_.get_executor(), options());
+  server.handle("/metrics", [&r] {
+    return http_response{200, std::string(metrics_content_type), r.render()};
+  });
+  const auto ep = start(server);
+  const auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/metrics"));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.content_type.rfind("text/plain; version=0.0.4", 0), 0U) << res.content_type;
+  EXPECT_EQ(res.body, r.render());
+  EXPECT_NE(res.body.find("hits_total 7\n"), std::string::npos);
+
+  const auto with_query = run_until_done(ioc_, fetch(ep, http::verb::get, "/metrics?x=1"));
+  EXPECT_EQ(with_query.status, 200U);
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, healthz_flips_to_500_with_the_reason) {
+  std::atomic<bool> healthy{true};
+  http_endpoints server(ioc_.get_executor(), options());
+  server.handle_check("/healthz", [&]() -> check_result {
+    if (healthy) {
+      return {};
+    }
+    return {false, "watch of pods stalled for 120s"};
+  });
+  server.handle_check("/readyz", []() -> check_result { throw std::runtime_error("boom"); });
+  const auto ep = start(server);
+
+  auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/healthz"));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.body, "ok");
+  healthy = false;
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/healthz"));
+  EXPECT_EQ(res.status, 500U);
+  EXPECT_EQ(res.body, "watch of pods stalled for 120s");
+  healthy = true;
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/healthz"));
+  EXPECT_EQ(res.status, 200U);
+
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/readyz"));
+  EXPECT_EQ(res.status, 500U);
+  EXPECT_EQ(res.body, "check threw: boom");
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, unknown_path_is_404_and_other_methods_405) {
+  http_endpoints server(ioc_.get_executor(), options());
+  server.handle("/x", [] { return http_response{200, "text/plain", "x-body"}; });
+  const auto ep = start(server);
+
+  auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/nope"));
+  EXPECT_EQ(res.status, 404U);
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/x/"));
+  EXPECT_EQ(res.status, 404U);
+  for (const auto verb : {http::verb::post, http::verb::put, http::verb::delete_}) {
+    res = run_until_done(ioc_, fetch(ep, verb, "/x", "payload"));
+    EXPECT_EQ(res.status, 405U);
+    EXPECT_EQ(res.allow, "GET, HEAD");
+  }
+  res = run_until_done(ioc_, fetch(ep, http::verb::head, "/x"));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.content_length, "6");
+  EXPECT_EQ(res.body, "");
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, keeps_the_connection_alive_between_requests) {
+  http_endpoints server(ioc_.get_executor(), options());
+  int calls = 0;
+  server.handle("/n", [&] { return http_response{200, "text/plain", std::to_string(++calls)}; });
+  const auto ep = start(server);
+  const auto bodies = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    std::string out;
+    for (int i = 0; i < 3; ++i) {
+      auto op = request(stream, http::verb::get, "/n");
+      out += (co_await std::move(op)).body;
+    }
+    co_return out;
+  }(ep));
+  EXPECT_EQ(bodies, "123");
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, silent_client_is_disconnected_after_the_read_deadline) {
+  http_endpoints server(ioc_.get_executor(), options(200ms));
+  server.handle("/x", [] { return http_response{}; });
+  const auto ep = start(server);
+  // The server closes the connection (read_until_closed fails the test if it does not).
+  const auto got = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    co_return co_await read_until_closed(stream);
+  }(ep));
+  EXPECT_EQ(got, "") << "no response to a request never sent";
+  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, slow_client_is_cut_off_at_the_deadline_for_the_whole_request) {
+  http_endpoints server(ioc_.get_executor(), options(300ms));
+  server.handle("/x", [] { return http_response{}; });
+  const auto ep = start(server);
+  const auto got = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    // A partial request; the rest never comes.
+    co_await asio::async_write(stream, asio::buffer(std::string_view("GET /x HTTP/1.1\r\nHo")),
+                               asio::use_awaitable);
+    co_return co_await read_until_closed(stream);
+  }(ep));
+  EXPECT_EQ(got, "");
+  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, oversized_headers_and_bodies_are_refused) {
+  auto o = options();
+  o.header_limit = 512;
+  o.body_limit = 16;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle("/x", [] { return http_response{}; });
+  const auto ep = start(server);
+
+  const auto big_header = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    const std::string req =
+        "GET /x HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n";
+    co_await asio::async_write(stream, asio::buffer(req), asio::use_awaitable);
+    co_return co_await read_until_closed(stream);
+  }(ep));
+  EXPECT_EQ(big_header.rfind("HTTP/1.1 431", 0), 0U) << big_header;
+
+  const auto big_body =
+      run_until_done(ioc_, fetch(ep, http::verb::get, "/x", std::string(100, 'b')));
+  EXPECT_EQ(big_body.status, 413U);
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, garbage_gets_400_and_a_closed_connection) {
+  http_endpoints server(ioc_.get_executor(), options());
+  const auto ep = start(server);
+  const auto got = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    co_await asio::async_write(stream, asio::buffer(std::string_view("\x01\x02 nonsense\r\n\r\n")),
+                               asio::use_awaitable);
+    co_return co_await read_until_closed(stream);
+  }(ep));
+  EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0U) << got;
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, stop_closes_connected_clients_and_leaves_no_work) {
+  http_endpoints server(ioc_.get_executor(), options(60'000ms));
+  server.handle("/x", [] { return http_response{}; });
+  const auto ep = start(server);
+  std::optional<std::string> got;
+  asio::co_spawn(
+      ioc_,
+      [](tcp::endpoint e) -> asio::awaitable<std::string> {
+        auto stream = co_await connect(e);
+        co_return co_await read_until_closed(stream);
+      }(ep),
+      [&](std::exception_ptr e, std::string s) {
+        ASSERT_FALSE(e);
+        got = std::move(s);
+      });
+  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == 1; }));
+
+  server.stop();
+  server.stop();  // idempotent
+  ioc_.restart();
+  ioc_.run_for(test_cap);  // returns early once nothing is left to do
+  EXPECT_TRUE(ioc_.stopped()) << "the server left work behind";
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, "");
+  EXPECT_EQ(server.connections(), 0U);
+}
+
+TEST_F(http_endpoints_test, all_interfaces_and_disabled) {
+  {
+    auto o = options();
+    o.bind_address = ":0";
+    http_endpoints server(ioc_.get_executor(), o);
+    server.handle("/x", [] { return http_response{200, "text/plain", "any"}; });
+    const auto ep = start(server);
+    const auto res = run_until_done(
+        ioc_,
+        fetch(tcp::endpoint{asio::ip::address_v4::loopback(), ep.port()}, http::verb::get, "/x"));
+    EXPECT_EQ(res.body, "any");
+    server.stop();
+  }
+  {
+    auto o = options();
+    o.bind_address = "0";
+    http_endpoints server(ioc_.get_executor(), o);
+    const auto ep = server.start();
+    ASSERT_TRUE(ep);
+    EXPECT_FALSE(ep.value().has_value());
+  }
+}
+
+TEST_F(http_endpoints_test, bind_failure_is_an_error_value) {
+  http_endpoints first(ioc_.get_executor(), options());
+  const auto ep = start(first);
+  auto o = options();
+  o.bind_address = "127.0.0.1:" + std::to_string(ep.port());
+  http_endpoints second(ioc_.get_executor(), o);
+  const auto res = second.start();
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.err().code, kube::make_error_code(kube::errc::config_invalid));
+  EXPECT_NE(res.err().message.find(o.bind_address), std::string::npos) << res.err().message;
+  first.stop();
+}
+
+TEST(parse_bind_address, accepts_and_rejects) {
+  auto r = parse_bind_address("0");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r.value().has_value());
+
+  r = parse_bind_address(":8080");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r.value()->address().is_unspecified());
+  EXPECT_EQ(r.value()->port(), 8080);
+
+  r = parse_bind_address("127.0.0.1:0");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.value()->address().to_string(), "127.0.0.1");
+  EXPECT_EQ(r.value()->port(), 0);
+
+  r = parse_bind_address("[::1]:9");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.value()->address().to_string(), "::1");
+
+  r = parse_bind_address("localhost:65535");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.value()->address().to_string(), "127.0.0.1");
+  EXPECT_EQ(r.value()->port(), 65535);
+
+  for (const char* bad : {"", "8080", "abc:1", "example.com:80", "1.2.3.4:70000", "1.2.3.4:", ":-1",
+                          ":80x", "::1:80", "[::1:80", "1.2.3:80"}) {
+    const auto b = parse_bind_address(bad);
+    EXPECT_FALSE(b) << bad;
+    if (!b) {
+      EXPECT_EQ(b.err().code, kube::make_error_code(kube::errc::config_invalid));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tec::ops
+
+namespace tec::ops {
+namespace {
+
+// A kubelet probe must get through however many idle or trickling connections hold the
+// server (issue 11: /healthz answered nothing while 64 idle connections were open).
+
+asio::awaitable<std::unique_ptr<beast::tcp_stream>> open_stream(tcp::endpoint ep) {
+  auto op = connect(ep);
+  co_return std::make_unique<beast::tcp_stream>(co_await std::move(op));
+}
+
+TEST_F(http_endpoints_test, a_full_server_closes_its_longest_idle_connection_for_a_probe) {
+  http_endpoints server(ioc_.get_executor(), options(60'000ms));
+  server.handle_check("/healthz", [] { return check_result{}; });
+  const auto ep = start(server);
+  std::vector<std::unique_ptr<beast::tcp_stream>> idle;
+  for (int i = 0; i < 64; ++i) {
+    idle.push_back(run_until_done(ioc_, open_stream(ep)));
+    // In order, so the first one is the longest idle.
+    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == idle.size(); }));
+  }
+  const auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/healthz"));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.body, "ok");
+  EXPECT_LE(server.connections(), 64U);
+  // The longest idle connection was the one closed; the last one opened still works.
+  EXPECT_EQ(run_until_done(ioc_, read_until_closed(*idle.front())), "");
+  EXPECT_EQ(run_until_done(ioc_, request(*idle.back(), http::verb::get, "/healthz")).status, 200U);
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, a_full_server_of_busy_connections_closes_the_oldest) {
+  auto o = options(60'000ms);
+  o.max_connections = 2;
+  o.header_timeout = 60'000ms;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle("/x", [] { return http_response{200, "text/plain", "x"}; });
+  const auto ep = start(server);
+  // Two connections in the middle of their headers: busy, not idle.
+  std::vector<std::unique_ptr<beast::tcp_stream>> busy;
+  for (int i = 0; i < 2; ++i) {
+    busy.push_back(run_until_done(ioc_, open_stream(ep)));
+    run_until_done(ioc_, [](beast::tcp_stream& s) -> asio::awaitable<bool> {
+      co_await asio::async_write(s, asio::buffer(std::string_view("GET /x HTTP/1.1\r\nHo")),
+                                 asio::use_awaitable);
+      co_return true;
+    }(*busy.back()));
+    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == busy.size(); }));
+  }
+  const auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/x"));
+  EXPECT_EQ(res.body, "x");
+  EXPECT_EQ(run_until_done(ioc_, read_until_closed(*busy.front())), "");
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, trickled_headers_are_cut_at_the_header_deadline) {
+  auto o = options(60'000ms);  // the idle and whole-request deadline would allow a minute
+  o.header_timeout = 300ms;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle("/x", [] { return http_response{}; });
+  const auto ep = start(server);
+  // A slowloris client: one header byte every 20 ms, until the server hangs up. Bounded by
+  // the test cap's worth of bytes, far below the 60 s the other deadlines allow.
+  const bool cut = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<bool> {
+    auto stream = co_await connect(e);
+    auto [wec, wn] = co_await asio::async_write(
+        stream, asio::buffer(std::string_view("GET /x HTTP/1.1\r\nX-Slow: ")),
+        asio::as_tuple(asio::use_awaitable));
+    if (wec) {
+      co_return true;
+    }
+    asio::steady_timer pace(co_await asio::this_coro::executor);
+    for (int i = 0; i < 400; ++i) {  // 400 x 20 ms: within test_cap
+      pace.expires_after(20ms);
+      co_await pace.async_wait(asio::use_awaitable);
+      auto [ec, n] = co_await asio::async_write(stream, asio::buffer(std::string_view("a")),
+                                                asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        co_return true;  // the server closed the connection
+      }
+    }
+    co_return false;
+  }(ep));
+  EXPECT_TRUE(cut);
+  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, the_header_deadline_does_not_cut_an_idle_kept_alive_connection) {
+  auto o = options(60'000ms);
+  o.header_timeout = 100ms;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle("/x", [] { return http_response{200, "text/plain", "x"}; });
+  const auto ep = start(server);
+  const auto body = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    std::string out;
+    for (int i = 0; i < 2; ++i) {
+      // Idle for several header deadlines before each request: still served.
+      asio::steady_timer idle(co_await asio::this_coro::executor, 500ms);
+      co_await idle.async_wait(asio::use_awaitable);
+      auto op = request(stream, http::verb::get, "/x");
+      out += (co_await std::move(op)).body;
+    }
+    co_return out;
+  }(ep));
+  EXPECT_EQ(body, "xx");
+  server.stop();
+}
+
+}  // namespace
+}  // namespace tec::ops
