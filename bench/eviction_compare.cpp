@@ -64,6 +64,9 @@ struct options {
   std::string kubeconfig;
   std::string kcm;
   std::string tec;
+  /// Another build of ours (e.g. main before a change), run as controller "tec-base" with the
+  /// same flags as "tec", so a change is measured before and after in one run.
+  std::string tec_base;
   std::vector<std::string> tec_args;  ///< Appended to every taint-eviction-controller command.
   std::string out_dir = "build/bench";
   std::string cluster_dir;  ///< deploy/local/cluster.sh state: kube-apiserver.pid, etcd.pid
@@ -95,7 +98,7 @@ struct options {
 
 /// One way of running a controller.
 struct variant {
-  std::string id;     ///< "kcm", "tec", "tec+cond"
+  std::string id;     ///< "kcm", "tec", "tec+cond", "tec-base"
   std::string label;  ///< For the table.
 };
 
@@ -557,7 +560,7 @@ std::vector<std::string> runner::command(const variant& v, double qps, int burst
             b};
   }
   std::vector<std::string> argv{
-      o_.tec,
+      v.id == "tec-base" ? o_.tec_base : o_.tec,
       "--kubeconfig=" + o_.kubeconfig,
       "--leader-elect=false",
       v.id == "tec+cond" ? "--disruption-condition=true" : "--disruption-condition=false",
@@ -1106,6 +1109,8 @@ int runner::run() {
       vs.push_back({"kcm", "kube-controller-manager v1.20.2"});
     } else if (c == "tec") {
       vs.push_back({"tec", "taint-eviction-controller"});
+    } else if (c == "tec-base") {
+      vs.push_back({"tec-base", "taint-eviction-controller (--tec-base)"});
     }
   }
   const variant with_cond{"tec+cond", "taint-eviction-controller --disruption-condition"};
@@ -1390,6 +1395,8 @@ int main(int argc, char** argv) {
   app.add_option("--kubeconfig", o.kubeconfig, "Admin kubeconfig of the API server")->required();
   app.add_option("--kcm", o.kcm, "kube-controller-manager binary");
   app.add_option("--tec", o.tec, "taint-eviction-controller binary");
+  app.add_option("--tec-base", o.tec_base,
+                 "Another taint-eviction-controller binary, controller tec-base (before/after)");
   app.add_option("--tec-arg", o.tec_args, "An extra flag for taint-eviction-controller (repeat)")
       ->allow_extra_args(false);
   app.add_option("--cluster-dir", o.cluster_dir,
@@ -1399,7 +1406,8 @@ int main(int argc, char** argv) {
   app.add_option("--scenarios", o.scenarios,
                  "latency, floor, mass (limits lifted), timer, mass-default (QPS 20/30), memory")
       ->delimiter(',');
-  app.add_option("--controllers", o.controllers, "kcm, tec, tec+cond (--disruption-condition)")
+  app.add_option("--controllers", o.controllers,
+                 "kcm, tec, tec+cond (--disruption-condition), tec-base (--tec-base)")
       ->delimiter(',');
   app.add_option("--latency-runs", o.latency_runs)->check(CLI::Range(1, 10'000));
   app.add_option("--mass-nodes", o.mass_nodes)->check(CLI::Range(1, 10'000));
@@ -1420,6 +1428,10 @@ int main(int argc, char** argv) {
   };
   if ((needs("kcm") && o.kcm.empty()) || ((needs("tec") || needs("tec+cond")) && o.tec.empty())) {
     std::fputs("error: --kcm and --tec name the binaries of the controllers compared\n", stderr);
+    return 2;
+  }
+  if (needs("tec-base") && o.tec_base.empty()) {
+    std::fputs("error: controller tec-base needs --tec-base BINARY\n", stderr);
     return 2;
   }
   if (!std::is_sorted(o.memory_pods.begin(), o.memory_pods.end())) {

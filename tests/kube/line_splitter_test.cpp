@@ -129,6 +129,21 @@ TEST(line_splitter, crlf_at_the_bound_is_not_too_long) {
   EXPECT_EQ(c.out, (std::vector<std::string>{"abcd"}));
 }
 
+// The default bound is 8 MiB (a JSON parser needs many times a line while parsing, and the
+// process runs under a memory limit): a line of exactly 8 MiB passes, one byte more does not.
+TEST(line_splitter, the_default_bound_is_8_mib) {
+  constexpr std::size_t mib8 = std::size_t{8} << 20U;
+  collector c;
+  c.feed(std::string(mib8, 'x') + "\n");
+  ASSERT_EQ(c.out.size(), 1U);
+  EXPECT_EQ(c.out[0].size(), mib8);
+  c.out.clear();
+  c.feed(std::string(mib8 + 1, 'y') + "\nok\n");
+  ASSERT_EQ(c.out.size(), 2U);
+  EXPECT_EQ(c.out[0].front(), '!');
+  EXPECT_EQ(c.out[1], "ok");
+}
+
 TEST(line_splitter, reset_drops_a_partial_line) {
   collector c;
   c.feed("partial");

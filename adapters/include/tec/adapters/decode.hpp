@@ -82,7 +82,7 @@ result<api_status> decode_status(std::string_view json, json_engine engine = jso
 /// Bounds of one streamed LIST page (list_splitter, list_decoder).
 struct list_limits {
   /// One element of `items`, and everything outside `items` together (a pod is at most a
-  /// few MiB: etcd's default request limit is 1.5 MiB).
+  /// few MiB: etcd's default request limit is 1.5 MiB; see line_splitter's default).
   std::size_t max_item_bytes = line_splitter::default_max_line_bytes;
   /// The whole body (client_options::max_response_bytes by default).
   std::size_t max_page_bytes = std::size_t{256} << 20U;

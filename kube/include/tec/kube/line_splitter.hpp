@@ -21,7 +21,11 @@ namespace tec::kube {
 /// Not thread-safe: one splitter per stream, fed from the stream's executor.
 class line_splitter {
 public:
-  static constexpr std::size_t default_max_line_bytes = std::size_t{16} << 20U;  // 16 MiB
+  /// 8 MiB: a Kubernetes object is far smaller (etcd stores at most 1.5 MiB per object by
+  /// default, the apiserver takes request bodies up to 3 MiB), and a JSON parser needs several
+  /// times the text while parsing (simdjson's DOM about 15 times), which must fit the
+  /// Deployment's memory limit.
+  static constexpr std::size_t default_max_line_bytes = std::size_t{8} << 20U;  // 8 MiB
 
   explicit line_splitter(std::size_t max_line_bytes = default_max_line_bytes) noexcept
       : max_(max_line_bytes) {}

@@ -67,6 +67,7 @@
 
 #include "tec/kube/backoff.hpp"
 #include "tec/kube/client.hpp"
+#include "tec/kube/line_splitter.hpp"
 #include "tec/kube/watch.hpp"
 
 namespace tec::kube {
@@ -80,7 +81,7 @@ struct reflector_options {
   std::chrono::seconds max_watch_timeout{600};
   backoff_policy backoff;
   /// Bound on one watch event line, and on one item of a LIST page.
-  std::size_t max_line_bytes = std::size_t{16} << 20U;
+  std::size_t max_line_bytes = line_splitter::default_max_line_bytes;
   /// A watch that ends with no event sooner than this counts as a failure (backoff), so a
   /// server that closes watches at once does not make us spin (client-go: 1 s).
   std::chrono::milliseconds short_watch{1'000};
