@@ -3,15 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -27,6 +25,7 @@
 #include <thread>
 #include <utility>
 
+#include "activation.hpp"
 #include "tec/adapters/controller_feed.hpp"
 #include "tec/adapters/event_recorder.hpp"
 #include "tec/adapters/eviction_sink.hpp"
@@ -97,16 +96,26 @@ struct daemon::impl {
   std::optional<asio::signal_set> signals;
   std::thread io_thread;
 
-  // Who may act. want_active is I/O-thread only; the feed gates the informer handlers
+  // Who may act. The gate is I/O-thread only; the feed gates the informer handlers
   // (activated on the I/O thread; deactivated there, and by shutdown from the main thread).
-  bool want_active = false;
+  std::optional<activation_gate> gate;
   std::atomic<bool> stopping{false};
-  std::atomic<bool> elector_done{false};
-  std::atomic<bool> io_done{false};
 
+  // The owners' handles on the coroutines co_spawned on the I/O thread: emitted there (a
+  // cancellation_signal is not thread-safe) by a shutdown they outlast.
+  asio::cancellation_signal pod_informer_cancel;
+  asio::cancellation_signal node_informer_cancel;
+  asio::cancellation_signal elector_cancel;
+
+  // The main thread waits on cv for a stop reason, then (in shutdown) for each completion.
   std::mutex mutex;
   std::condition_variable cv;
   std::optional<int> exit_code;
+  // Completions of what the I/O thread runs.
+  bool pod_informer_done = false;
+  bool node_informer_done = false;
+  bool elector_done = false;
+  bool io_done = false;  // the I/O thread ran out of work
 
   void request_stop(int code) {
     {
@@ -116,6 +125,23 @@ struct daemon::impl {
       }
     }
     cv.notify_all();
+  }
+
+  // Any thread: sets a completion flag (guarded by mutex) and wakes the main thread.
+  void mark_done(bool& flag) {
+    {
+      const std::lock_guard lock(mutex);
+      flag = true;
+    }
+    cv.notify_all();
+  }
+
+  // Main thread: waits until `done()` (reading flags under mutex) holds, woken by
+  // mark_done() rather than polling, until `deadline` at most.
+  template <class Pred>
+  bool wait_done(Pred done, steady::time_point deadline) {
+    std::unique_lock lock(mutex);
+    return cv.wait_until(lock, deadline, done);
   }
 
   void build(const kube::rest_config& config) {
@@ -157,8 +183,16 @@ struct daemon::impl {
     };
     ctrl.emplace(pods, *sink, *driver, std::move(ctl));
     feed.emplace(*ctrl);
-    pod_informer.emplace(*api, pods, feed->pod_handler());
-    node_informer.emplace(*api, nodes, feed->node_handler());
+    gate.emplace(
+        [this] { log->info("caches synced: {} nodes, {} pods", nodes.size(), pods.size()); },
+        [this] { activate(); });
+    // The reflectors call on_synced on the I/O thread, where the gate lives.
+    kube::reflector_options pod_opts;
+    pod_opts.on_synced = [this] { gate->pods_synced(); };
+    kube::reflector_options node_opts;
+    node_opts.on_synced = [this] { gate->nodes_synced(); };
+    pod_informer.emplace(*api, pods, feed->pod_handler(), std::move(pod_opts));
+    node_informer.emplace(*api, nodes, feed->node_handler(), std::move(node_opts));
 
     if (opts.leader_elect) {
       kube::leader_election_config le;
@@ -172,7 +206,7 @@ struct daemon::impl {
         metrics->is_leader.set(1);
         log->info("became the leader (lease {}/{}); acting once the caches are synced",
                   opts.lease_namespace, opts.lease_name);
-        want_active = true;
+        gate->may_lead();
       };
       le.on_stopped_leading = [this] { stopped_leading(); };
       elector.emplace(io.get_executor(), *api, std::move(le));
@@ -182,7 +216,7 @@ struct daemon::impl {
   // I/O thread: the elector gave up the lease (stop()) or lost it.
   void stopped_leading() {
     metrics->is_leader.set(0);
-    want_active = false;
+    gate->close();
     feed->deactivate();
     if (stopping.load()) {
       return;
@@ -198,31 +232,12 @@ struct daemon::impl {
     request_stop(1);
   }
 
-  // I/O thread: become active once we may lead and both caches hold a full LIST. The replay
-  // runs on the I/O thread, which also runs the informer handlers, so no event slips between
-  // the snapshot and the handlers starting to forward.
-  asio::awaitable<void> activate_when_ready() {
-    asio::steady_timer timer(co_await asio::this_coro::executor);
-    bool reported_sync = false;
-    while (!stopping.load()) {
-      const bool synced = pod_informer->has_synced() && node_informer->has_synced();
-      if (synced && !reported_sync) {
-        reported_sync = true;
-        log->info("caches synced: {} nodes, {} pods", nodes.size(), pods.size());
-      }
-      if (synced && want_active) {
-        activate();
-        co_return;
-      }
-      timer.expires_after(50ms);
-      boost::system::error_code ec;
-      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    }
-  }
-
+  // I/O thread, from the gate: we may lead and both caches hold a full LIST. The replay runs
+  // on the I/O thread, which also runs the informer handlers, so no event slips between the
+  // snapshot and the handlers starting to forward.
   void activate() {
     if (stopping.load()) {
-      return;  // shutdown began after the last check; never start acting now
+      return;  // shutdown began and its gate->close() has not run yet: never start acting now
     }
     ctrl->start();
     if (!opts.leader_elect) {
@@ -251,18 +266,6 @@ struct daemon::impl {
   bool exit_code_set() {
     const std::lock_guard lock(mutex);
     return exit_code.has_value();
-  }
-
-  template <class Pred>
-  static bool wait_until(Pred pred, std::chrono::milliseconds budget) {
-    const auto deadline = steady::now() + budget;
-    while (!pred()) {
-      if (steady::now() >= deadline) {
-        return false;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return true;
   }
 
   // Returns the error message, or empty when both servers (or neither) started.
@@ -322,17 +325,27 @@ struct daemon::impl {
     return {};
   }
 
+  // Owned by this daemon through `cancel` (emitted by shutdown on the I/O thread).
   template <class Informer>
-  void spawn_informer(Informer& informer, const char* what) {
-    asio::co_spawn(io, informer.run(), [this, what](const std::exception_ptr& e) {
-      if (e) {
-        log->error("the {} informer failed: {}; exiting", what, describe(e));
-        request_stop(1);
-      } else if (!stopping.load()) {
-        log->error("the {} informer ended unexpectedly; exiting", what);
-        request_stop(1);
-      }
-    });
+  void spawn_informer(Informer& informer, asio::cancellation_signal& cancel, bool& done,
+                      const char* what) {
+    asio::co_spawn(io, informer.run(),
+                   asio::bind_cancellation_slot(
+                       cancel.slot(), [this, what, &done](const std::exception_ptr& e) {
+                         if (stopping.load()) {
+                           // Cancelled by shutdown (operation_aborted) or ended by stop().
+                           if (e) {
+                             log->debug("the {} informer ended: {}", what, describe(e));
+                           }
+                         } else if (e) {
+                           log->error("the {} informer failed: {}; exiting", what, describe(e));
+                           request_stop(1);
+                         } else {
+                           log->error("the {} informer ended unexpectedly; exiting", what);
+                           request_stop(1);
+                         }
+                         mark_done(done);
+                       }));
   }
 
   int run() {
@@ -372,34 +385,32 @@ struct daemon::impl {
     signals.emplace(io, SIGINT, SIGTERM);
     wait_signal();
     recorder->start();
-    spawn_informer(*node_informer, "node");
-    spawn_informer(*pod_informer, "pod");
+    spawn_informer(*node_informer, node_informer_cancel, node_informer_done, "node");
+    spawn_informer(*pod_informer, pod_informer_cancel, pod_informer_done, "pod");
     if (elector) {
       log->info("leader election: lease {}/{} as {} (duration {}, renew deadline {}, retry {})",
                 opts.lease_namespace, opts.lease_name, elector->identity(),
                 format_duration(opts.lease_duration), format_duration(opts.renew_deadline),
                 format_duration(opts.retry_period));
-      asio::co_spawn(io, elector->run(), [this](const std::exception_ptr& e, bool clean) {
-        elector_done = true;
-        if (e) {
-          log->error("leader election failed: {}; exiting", describe(e));
-          request_stop(1);
-        } else if (!clean && !stopping.load()) {
-          request_stop(1);
-        }
-      });
+      // Owned through elector_cancel: shutdown asks it to release the lease (stop()), and
+      // cancels it only when it is still running after the client's shutdown.
+      asio::co_spawn(io, elector->run(),
+                     asio::bind_cancellation_slot(
+                         elector_cancel.slot(), [this](const std::exception_ptr& e, bool clean) {
+                           if (e && !stopping.load()) {
+                             log->error("leader election failed: {}; exiting", describe(e));
+                             request_stop(1);
+                           } else if (!e && !clean && !stopping.load()) {
+                             request_stop(1);
+                           }
+                           mark_done(elector_done);
+                         }));
     } else {
       log->warn(
           "leader election is off (--leader-elect=false): acting as soon as the caches "
           "are synced; run one replica only");
-      want_active = true;
+      asio::post(io, [this] { gate->may_lead(); });
     }
-    asio::co_spawn(io, activate_when_ready(), [this](const std::exception_ptr& e) {
-      if (e) {
-        log->error("starting the controller failed: {}; exiting", describe(e));
-        request_stop(1);
-      }
-    });
 
     io_thread = std::thread([this] {
       try {
@@ -408,7 +419,7 @@ struct daemon::impl {
         log->critical("the I/O thread failed: {}", e.what());
         request_stop(1);
       }
-      io_done = true;
+      mark_done(io_done);
     });
 
     int code = 0;
@@ -431,22 +442,28 @@ struct daemon::impl {
   }
 
   // Main thread. Stop acting, release the lease, abandon what is left, stop the threads.
+  // The coroutines end on their stop() and the client's shutdown; the owner cancels those
+  // still running after that (not before: a request must not be torn down under the client's
+  // own shutdown, and the lease release must get its budget).
   void shutdown(int code) {
     const auto started = steady::now();
     stopping = true;
     feed->deactivate();
     sink->stop();
-    asio::post(io, [this] { recorder->stop(); });  // the recorder's channel lives on the I/O thread
-    if (elector && !elector_done.load()) {
+    asio::post(io, [this] {
+      gate->close();
+      recorder->stop();  // the recorder's channel lives on the I/O thread
+    });
+    if (elector) {
       elector->stop();
-      if (!wait_until([this] { return elector_done.load(); }, release_budget)) {
+      if (!wait_done([this] { return elector_done; }, steady::now() + release_budget)) {
         log->warn(
             "could not release the leader lease within {}; another replica takes over "
             "after the lease duration",
             format_duration(release_budget));
       }
     }
-    if (!wait_until([this] { return sink->stats().in_flight == 0; }, in_flight_budget)) {
+    if (!sink->wait_idle(in_flight_budget)) {
       log->warn(
           "abandoning {} eviction request(s) in flight; the next leader decides those "
           "pods again",
@@ -461,8 +478,23 @@ struct daemon::impl {
     });
     api->shutdown();
     ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
+    const auto drain_deadline = steady::now() + drain_budget;
+    if (!wait_done(
+            [this] {
+              return pod_informer_done && node_informer_done && (!elector || elector_done);
+            },
+            drain_deadline)) {
+      log->warn(
+          "cancelling the informers and the leader election, still running after the "
+          "client's shutdown");
+      asio::post(io, [this] {  // after the client's shutdown, posted before
+        pod_informer_cancel.emit(asio::cancellation_type::terminal);
+        node_informer_cancel.emit(asio::cancellation_type::terminal);
+        elector_cancel.emit(asio::cancellation_type::terminal);
+      });
+    }
     work.reset();
-    if (!wait_until([this] { return io_done.load(); }, drain_budget)) {
+    if (!wait_done([this] { return io_done; }, drain_deadline)) {
       log->warn("the I/O thread still had work after {}; stopping it",
                 format_duration(drain_budget));
       io.stop();

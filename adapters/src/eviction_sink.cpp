@@ -5,6 +5,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <mutex>
@@ -261,6 +262,8 @@ struct k8s_eviction_sink::impl {
   eviction_sink_options options;
 
   mutable std::mutex mutex;  // Guards the members below.
+  // Notified (without the lock) each time an eviction completes; wait_idle() waits on it.
+  mutable std::condition_variable idle;
   eviction_sink_stats counters;
   patched_memory patched;
   bool stopped = false;
@@ -306,6 +309,7 @@ void k8s_eviction_sink::evict(controller::eviction_request request,
           const std::lock_guard lock(self->mutex);
           --self->counters.in_flight;
         }
+        self->idle.notify_all();
         done(std::move(r));
       });
 }
@@ -320,6 +324,11 @@ void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind 
 void k8s_eviction_sink::stop() {
   const std::lock_guard lock(impl_->mutex);
   impl_->stopped = true;
+}
+
+bool k8s_eviction_sink::wait_idle(std::chrono::milliseconds budget) const {
+  std::unique_lock lock(impl_->mutex);
+  return impl_->idle.wait_for(lock, budget, [this] { return impl_->counters.in_flight == 0; });
 }
 
 eviction_sink_stats k8s_eviction_sink::stats() const {

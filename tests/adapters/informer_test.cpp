@@ -217,6 +217,34 @@ TEST_F(informer_test, in_stream_gone_relists_at_the_last_version_and_delivers_de
   EXPECT_EQ(st.relists, 1U);
 }
 
+// The daemon activates on this event instead of polling has_synced(): it fires once, right
+// after the listed objects were delivered and before any watch event, and not on a relist.
+TEST_F(informer_test, on_synced_fires_once_after_the_first_list_and_before_watch_events) {
+  server_.push(reply::with(200, node_list({node_json("n1", "8"), node_json("n2", "9")}, "10")));
+  server_.push(reply::chunked(200)
+                   .chunk(event("MODIFIED", node_json("n1", "15")))
+                   .chunk(gone_event())
+                   .stall());
+  server_.push(reply::with(200, node_list({node_json("n1", "15"), node_json("n4", "18")}, "20")));
+  server_.push(reply::chunked(200).stall());
+  auto opts = fast_informer();
+  std::vector<std::string> at_sync;
+  int synced_calls = 0;
+  bool synced_flag_at_call = false;
+  opts.on_synced = [&] {
+    ++synced_calls;
+    at_sync = seen_;
+    synced_flag_at_call = informer_->has_synced();
+  };
+  start(opts);
+  ASSERT_TRUE(run_until([this] { return requests() >= 4 && seen_.size() >= 5; }));
+
+  EXPECT_EQ(synced_calls, 1);
+  EXPECT_TRUE(synced_flag_at_call);
+  EXPECT_EQ(at_sync, (std::vector<std::string>{"add n1", "add n2"}));
+  EXPECT_EQ(informer_->stats().relists, 1U);
+}
+
 TEST_F(informer_test, gone_list_at_the_last_version_falls_back_to_the_latest) {
   server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10")));
   server_.push(reply::with(410, R"({"kind":"Status","code":410,"reason":"Expired"})"));

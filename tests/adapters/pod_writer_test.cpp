@@ -9,6 +9,7 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -661,6 +662,25 @@ TEST_F(pod_writer_test, sink_accepts_evictions_from_many_threads) {
   EXPECT_EQ(done.load(), threads * per_thread);
   EXPECT_EQ(sink.stats().deletions, static_cast<std::uint64_t>(threads * per_thread));
   EXPECT_EQ(sink.stats().in_flight, 0U);
+}
+
+// The daemon's shutdown waits for the evictions in flight with wait_idle(): it must wake as
+// the last one completes, not at the end of its budget (nor at the next tick of a poll).
+TEST_F(pod_writer_test, sink_wait_idle_wakes_when_the_last_eviction_completes) {
+  server_.set_fallback(reply::with(200, "{}"));
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
+  EXPECT_TRUE(sink.wait_idle(0ms));
+  std::optional<eviction_result> got;
+  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, {}},
+             [&](eviction_result r) { got = std::move(r); });
+  EXPECT_FALSE(sink.wait_idle(0ms));  // in flight until the executor runs it
+  // A budget longer than the bound below: only a wake-up on completion makes it ready in time.
+  auto waited = std::async(std::launch::async, [&sink] { return sink.wait_idle(120s); });
+  run_until(got);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::deleted);
+  ASSERT_EQ(waited.wait_for(60s), std::future_status::ready);
+  EXPECT_TRUE(waited.get());
 }
 
 TEST_F(pod_writer_test, sink_refuses_work_after_stop) {

@@ -6,6 +6,7 @@
 // never waits. Events go to an event_recorder.
 
 #include <boost/asio/any_io_executor.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -95,6 +96,11 @@ public:
 
   /// Refuses new evictions from now on (done() is called with failed, "shutting down").
   void stop();
+
+  /// Blocks until no eviction is in flight, or for `budget` at most; true when none is. Wakes
+  /// as the last one completes (no polling), so a shutdown waits no longer than it must.
+  /// Never call it on the executor (the evictions complete there). Any other thread.
+  [[nodiscard]] bool wait_idle(std::chrono::milliseconds budget) const;
 
   [[nodiscard]] eviction_sink_stats stats() const;
 

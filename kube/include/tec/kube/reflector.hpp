@@ -91,6 +91,11 @@ struct reflector_options {
   std::string first_list_resource_version = "0";
   /// Seed for the watch timeouts and the backoff jitter; 0 = random.
   std::uint64_t seed = 0;
+  /// Called once, on the executor, right after the first LIST was applied to the store
+  /// (has_synced() has just turned true, the handlers have seen every listed object and no
+  /// watch event yet). Lets a caller act on the sync event instead of polling has_synced().
+  /// Must be quick and must not throw.
+  std::function<void()> on_synced;
 };
 
 /// Counters, for metrics and tests. `relists` excludes the initial list.

@@ -449,7 +449,9 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
                                 listed.resource_version);
       listed_once = true;
       need_list = false;
-      synced_ = true;
+      if (!synced_.exchange(true) && options_.on_synced) {
+        options_.on_synced();
+      }
     }
 
     const std::string from = resource_version();
