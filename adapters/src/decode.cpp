@@ -421,7 +421,8 @@ public:
   std::string& list_resource_version() noexcept { return list_rv_; }
   std::string& continue_token() noexcept { return continue_; }
 
-  /// The first required field missing from `r` ("metadata.name", "metadata.uid"), or "".
+  /// The first required field missing from `r` ("metadata.name", a pod's "metadata.uid"), or
+  /// "".
   static std::string_view missing_required(const Record& r) noexcept {
     const auto& view = [&]() -> const auto& {
       if constexpr (is_pod) {
@@ -434,8 +435,10 @@ public:
     if (view.name.empty()) {
       return "metadata.name";
     }
-    if (view.uid.empty()) {
-      return "metadata.uid";
+    if constexpr (is_pod) {
+      if (view.uid.empty()) {
+        return "metadata.uid";
+      }
     }
     return "";
   }
@@ -647,7 +650,9 @@ private:
         view.name = v;
         break;
       case field::uid:
-        view.uid = v;
+        if constexpr (is_pod) {
+          cur_.pod.uid = v;
+        }
         break;
       case field::resource_version:
         cur_.resource_version = v;
@@ -857,13 +862,13 @@ private:
         if (k == "name") {
           return field::name;
         }
-        if (k == "uid") {
-          return field::uid;
-        }
         if (k == "resourceVersion") {
           return field::resource_version;
         }
         if constexpr (is_pod) {
+          if (k == "uid") {
+            return field::uid;
+          }
           if (k == "namespace") {
             return field::namespace_;
           }

@@ -123,7 +123,8 @@ std::optional<std::int64_t> parse_rfc3339(std::string_view s) noexcept {
     if (pos + 6 > s.size() || s[pos + 3] != ':' || oh < 0 || oh > 23 || om < 0 || om > 59) {
       return std::nullopt;
     }
-    offset = (s[pos] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    offset =
+        std::int64_t{s[pos] == '+' ? 1 : -1} * (std::int64_t{oh} * 3600 + std::int64_t{om} * 60);
     pos += 6;
   } else {
     return std::nullopt;
@@ -133,7 +134,7 @@ std::optional<std::int64_t> parse_rfc3339(std::string_view s) noexcept {
   }
   const std::int64_t days =
       days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
-  return days * 86400 + hour * 3600 + minute * 60 + second - offset;
+  return days * 86400 + std::int64_t{hour} * 3600 + std::int64_t{minute} * 60 + second - offset;
 }
 
 }  // namespace tec::adapters

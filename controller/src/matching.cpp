@@ -77,23 +77,6 @@ bool tolerates(const toleration& tol, const taint& t) noexcept {
   return false;
 }
 
-match_result matching_tolerations(std::span<const taint> taints,
-                                  std::span<const toleration> tolerations) {
-  match_result result;
-  result.used.reserve(taints.size());
-  for (const taint& t : taints) {
-    const auto it = std::find_if(tolerations.begin(), tolerations.end(),
-                                 [&](const toleration& tol) { return tolerates(tol, t); });
-    if (it == tolerations.end()) {
-      result.all_tolerated = false;
-      result.used.clear();
-      return result;
-    }
-    result.used.push_back(&*it);
-  }
-  return result;
-}
-
 namespace {
 
 // Folds one used toleration into the running minimum. Returns false once the answer is "now".
@@ -132,28 +115,6 @@ std::chrono::nanoseconds toleration_time::delay() const {
     return max_delay;
   }
   return std::chrono::duration_cast<std::chrono::nanoseconds>(seconds);
-}
-
-toleration_time min_toleration_time(std::span<const toleration* const> used) {
-  bool any_finite = false;
-  std::int64_t min_seconds = 0;
-  for (const toleration* tol : used) {
-    if (!fold_min(*tol, any_finite, min_seconds)) {
-      return toleration_time::immediately();
-    }
-  }
-  return finish_min(!used.empty(), any_finite, min_seconds);
-}
-
-toleration_time min_toleration_time(std::span<const toleration> used) {
-  bool any_finite = false;
-  std::int64_t min_seconds = 0;
-  for (const toleration& tol : used) {
-    if (!fold_min(tol, any_finite, min_seconds)) {
-      return toleration_time::immediately();
-    }
-  }
-  return finish_min(!used.empty(), any_finite, min_seconds);
 }
 
 pod_decision decide(std::span<const taint> taints,

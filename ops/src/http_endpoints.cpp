@@ -366,8 +366,9 @@ void http_endpoints::impl::close_all() {
 
 // ---------------------------------------------------------------------------------------------
 
-http_endpoints::http_endpoints(asio::any_io_executor executor, http_endpoints_options options)
-    : impl_(std::make_shared<impl>(std::move(executor), std::move(options))) {}
+http_endpoints::http_endpoints(const asio::any_io_executor& executor,
+                               http_endpoints_options options)
+    : impl_(std::make_shared<impl>(executor, std::move(options))) {}
 
 http_endpoints::~http_endpoints() {
   stop();

@@ -34,6 +34,12 @@ prometheus::Family<Impl>& build_family(prometheus::Registry& r, const std::strin
   return prometheus::detail::Builder<Impl>().Name(name).Help(help).Register(r);
 }
 
+[[noreturn]] void throw_bad_label(const std::string& metric, std::string_view problem,
+                                  const std::string& label) {
+  throw std::invalid_argument("metric " + metric + ": " + std::string(problem) + " label name '" +
+                              label + "'");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -179,11 +185,11 @@ metric_family<Metric>& registry::add(std::string name, const std::string& help,
   for (std::size_t i = 0; i < label_names.size(); ++i) {
     const auto& l = label_names[i];
     if (!prometheus::CheckLabelName(l) || (std::is_same_v<Metric, histogram> && l == "le")) {
-      throw std::invalid_argument("metric " + name + ": invalid label name '" + l + "'");
+      throw_bad_label(name, "invalid", l);
     }
     const auto before = label_names.begin() + static_cast<std::ptrdiff_t>(i);
     if (std::find(label_names.begin(), before, l) != before) {
-      throw std::invalid_argument("metric " + name + ": duplicate label name '" + l + "'");
+      throw_bad_label(name, "duplicate", l);
     }
   }
   const bool unlabelled = label_names.empty();
@@ -202,17 +208,17 @@ metric_family<Metric>& registry::add(std::string name, const std::string& help,
   return *fam;
 }
 
-counter_family& registry::add_counter(std::string name, std::string help,
+counter_family& registry::add_counter(std::string name, const std::string& help,
                                       std::vector<std::string> label_names) {
   return add<counter>(std::move(name), help, std::move(label_names), {});
 }
 
-gauge_family& registry::add_gauge(std::string name, std::string help,
+gauge_family& registry::add_gauge(std::string name, const std::string& help,
                                   std::vector<std::string> label_names) {
   return add<gauge>(std::move(name), help, std::move(label_names), {});
 }
 
-histogram_family& registry::add_histogram(std::string name, std::string help,
+histogram_family& registry::add_histogram(std::string name, const std::string& help,
                                           std::vector<double> bounds,
                                           std::vector<std::string> label_names) {
   if (!bounds.empty() && std::isinf(bounds.back()) && bounds.back() > 0) {

@@ -147,7 +147,6 @@ TEST(decode_node, realistic_fixture) {
   auto node = decode_node(fixture("node.json"));
   ASSERT_TRUE(node) << node.err().message;
   EXPECT_EQ(node->node.name, "ip-10-0-1-23.ec2.internal");
-  EXPECT_EQ(node->node.uid, "5c6d7e8f-1111-4222-8333-944455566677");
   EXPECT_EQ(node->resource_version, "184470");
   ASSERT_EQ(node->node.taints.size(), 3U);
   EXPECT_EQ(node->node.taints[0], (controller::taint{"node.kubernetes.io/unreachable", "",
@@ -364,6 +363,17 @@ TEST(decode, missing_required_fields_in_lists) {
   auto nodes = decode_node_list(R"({"items":[{"metadata":{"uid":"u"}}]})");
   ASSERT_FALSE(nodes);
   expect_shape_error(nodes.err(), "items[0].metadata.name: missing");
+}
+
+// Nothing reads a node's uid (the controller keys nodes by name), so it is neither kept nor
+// required: a node without one, or with one of another type, decodes.
+TEST(decode, node_uid_is_not_read) {
+  for (const char* json :
+       {R"({"metadata":{"name":"n"}})", R"({"metadata":{"name":"n","uid":5}})"}) {
+    auto node = decode_node(json);
+    ASSERT_TRUE(node) << json << ": " << node.err().message;
+    EXPECT_EQ(node->node.name, "n");
+  }
 }
 
 TEST(decode, absurd_toleration_seconds_are_errors) {

@@ -564,11 +564,11 @@ TEST_F(informer_more_test, a_continue_token_expiring_twice_backs_off_and_pages_f
 }
 
 TEST_F(informer_more_test, undecodable_list_items_are_skipped_and_counted) {
-  const std::string no_uid = R"({"kind":"Node","metadata":{"name":"bad","resourceVersion":"3"}})";
+  const std::string no_name = R"({"kind":"Node","metadata":{"uid":"u","resourceVersion":"3"}})";
   const std::string bad_time =
       R"({"metadata":{"name":"bad2","uid":"u"},"spec":{"taints":[{"key":"k","timeAdded":"x"}]}})";
   server_.push(reply::with(
-      200, node_list({node_json("n1", "8"), no_uid, bad_time, node_json("n2", "9")}, "10")));
+      200, node_list({node_json("n1", "8"), no_name, bad_time, node_json("n2", "9")}, "10")));
   server_.push(reply::chunked(200).stall());
   start(fast_informer());
   ASSERT_TRUE(run_until([this] { return informer_->has_synced() && requests() >= 2; }));
@@ -581,14 +581,13 @@ TEST_F(informer_more_test, undecodable_list_items_are_skipped_and_counted) {
 
 TEST_F(informer_more_test, undecodable_watch_objects_are_skipped_and_counted) {
   server_.push(reply::with(200, node_list({}, "10")));
-  server_.push(
-      reply::chunked(200)
-          .chunk(event("ADDED", R"({"metadata":{"name":"no-uid","resourceVersion":"11"}})"))
-          .chunk(event("ADDED", node_json("n1", "12")))
-          .chunk(R"({"type":"SOMETHING","object":{}})"
-                 "\n")
-          .chunk(event("MODIFIED", node_json("n1", "13", "t")))
-          .stall());
+  server_.push(reply::chunked(200)
+                   .chunk(event("ADDED", R"({"metadata":{"uid":"u","resourceVersion":"11"}})"))
+                   .chunk(event("ADDED", node_json("n1", "12")))
+                   .chunk(R"({"type":"SOMETHING","object":{}})"
+                          "\n")
+                   .chunk(event("MODIFIED", node_json("n1", "13", "t")))
+                   .stall());
   start(fast_informer());
   ASSERT_TRUE(run_until([this] { return seen_.size() >= 2; }));
   EXPECT_EQ(seen_, (std::vector<std::string>{"add n1", "update n1"}));

@@ -293,7 +293,6 @@ node_record node(const std::string& name, std::vector<controller::taint> taints,
                  const std::string& rv = "1") {
   node_record r;
   r.node.name = name;
-  r.node.uid = "uid-" + name;
   r.node.taints = std::move(taints);
   r.resource_version = rv;
   return r;

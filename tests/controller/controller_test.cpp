@@ -31,7 +31,6 @@ TEST(Filters, NodeUpdateWithUnchangedNoExecuteTaintsIsIgnored) {
   harness h;
   const node_view a = make_node("node1", {make_taint(1)});
   node_view b = a;
-  b.uid = "changed";
   taint ns = make_taint(2);
   ns.effect = taint_effect::no_schedule;
   b.taints.push_back(ns);  // Only a NoSchedule taint added.

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "controller/support/fakes.hpp"
+#include "controller/support/matching_reference.hpp"
 #include "tec/controller/matching.hpp"
 
 namespace tec::controller {
@@ -14,6 +15,9 @@ namespace {
 
 using testing::make_taint;
 using testing::make_toleration;
+using testing::match_result;
+using testing::matching_tolerations;
+using testing::min_toleration_time;
 
 taint t(std::string key, std::string value, taint_effect effect = taint_effect::no_execute) {
   return taint{std::move(key), std::move(value), effect, 0};

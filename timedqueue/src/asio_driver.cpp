@@ -53,7 +53,7 @@ struct asio_driver::impl : std::enable_shared_from_this<asio_driver::impl> {
   std::uint64_t generation = 0;  ///< Guarded by mu.
 };
 
-asio_driver::asio_driver(boost::asio::any_io_executor timer_executor,
+asio_driver::asio_driver(const boost::asio::any_io_executor& timer_executor,
                          boost::asio::any_io_executor work_executor)
     : impl_(std::make_shared<impl>(timer_executor, std::move(work_executor))) {}
 

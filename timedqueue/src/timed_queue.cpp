@@ -582,7 +582,6 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   /// Stops everything: pending and backing-off entries are freed, running ones detached.
   /// Returns without waiting for running work.
   void stop(std::function<void()> on_idle) {
-    bool idle = false;
     {
       std::unique_lock lock(mu_);
       if (!shut_down_) {
@@ -603,12 +602,14 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
       }
       // Only driver::post() calls are waited for here, never user code.
       idle_cv_.wait(lock, [this] { return posting_ == 0; });
-      idle = active_runs_ == 0;
-      if (!idle && on_idle) {
-        idle_callbacks_.push_back(std::move(on_idle));
+      if (active_runs_ != 0) {
+        if (on_idle) {
+          idle_callbacks_.push_back(std::move(on_idle));
+        }
+        return;
       }
     }
-    if (idle && on_idle) {
+    if (on_idle) {
       on_idle();
     }
   }

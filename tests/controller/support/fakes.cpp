@@ -350,7 +350,6 @@ pod_view make_pod(std::string name, std::string node, std::vector<toleration> to
 node_view make_node(std::string name, std::vector<taint> taints) {
   node_view n;
   n.name = std::move(name);
-  n.uid = "node-uid-" + n.name;
   n.taints = std::move(taints);
   return n;
 }

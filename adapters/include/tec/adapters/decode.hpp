@@ -12,9 +12,10 @@
 // so a text is bounded by its caller (max_line_bytes, list_limits, the client's 1 MiB error
 // bodies); a thread keeps its parser's buffers only while they serve texts up to 128 KiB. Malformed
 // JSON is errc::malformed_json; valid JSON of the wrong shape (a wrong type in a field we read, a
-// missing metadata.name or metadata.uid) is errc::unexpected_shape, with the JSON path in the
-// message ("items[3].spec.tolerations[0].tolerationSeconds: ..."). Unknown fields are ignored. null
-// is accepted wherever a value is optional and means absent (as Go's decoder treats it).
+// missing metadata.name, a pod's missing metadata.uid) is errc::unexpected_shape, with the JSON
+// path in the message ("items[3].spec.tolerations[0].tolerationSeconds: ..."). Unknown fields are
+// ignored. null is accepted wherever a value is optional and means absent (as Go's decoder treats
+// it).
 //
 // tolerationSeconds must be an integer in int64 range, as for client-go (its Go decoder
 // rejects 1.5, 1e30 or 2^63 for an *int64): such a pod is an unexpected_shape error, not

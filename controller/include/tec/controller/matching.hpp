@@ -9,7 +9,6 @@
 #include <optional>
 #include <span>
 #include <string_view>
-#include <vector>
 
 #include "tec/controller/model.hpp"
 
@@ -28,20 +27,6 @@ namespace tec::controller {
 
 /// Parses a canonical base-10 int64 the way the API's IsDecimalInteger + ParseInt do.
 [[nodiscard]] std::optional<std::int64_t> parse_decimal_int64(std::string_view text) noexcept;
-
-/// The tolerations used for a list of taints.
-struct match_result {
-  /// False when at least one taint is not tolerated by any toleration.
-  bool all_tolerated = true;
-  /// When all_tolerated: one entry per taint, in taint order, pointing into the toleration
-  /// list given to matching_tolerations (the first toleration, in list order, that tolerates
-  /// that taint). Empty when !all_tolerated. Valid as long as that list is.
-  std::vector<const toleration*> used;
-};
-
-/// For each taint, the first toleration in list order that tolerates it.
-[[nodiscard]] match_result matching_tolerations(std::span<const taint> taints,
-                                                std::span<const toleration> tolerations);
 
 /// How long a pod may keep running on a node whose taints it tolerates.
 struct toleration_time {
@@ -75,13 +60,6 @@ struct toleration_time {
   friend bool operator==(const toleration_time&, const toleration_time&) = default;
 };
 
-/// The minimum toleration time over the used tolerations (upstream getMinTolerationTime):
-/// empty list -> now; any tolerationSeconds <= 0 -> now; all unset -> forever; else the
-/// smallest positive value (INT64_MAX seconds included: see toleration_time::delay()).
-[[nodiscard]] toleration_time min_toleration_time(std::span<const toleration* const> used);
-/// Same, over tolerations by value (convenient for tests).
-[[nodiscard]] toleration_time min_toleration_time(std::span<const toleration> used);
-
 /// What a pod on a node with these NoExecute taints needs, without allocating.
 struct pod_decision {
   /// Some taint is not tolerated: cancel any scheduled eviction and evict now.
@@ -90,7 +68,11 @@ struct pod_decision {
   toleration_time time;
 };
 
-/// matching_tolerations + min_toleration_time in one pass. `taints` must not be empty.
+/// For each taint, the first toleration in list order that tolerates it (upstream
+/// getMatchingTolerations), then the minimum toleration time over those (upstream
+/// getMinTolerationTime: any tolerationSeconds <= 0 -> now; all unset -> forever; else the
+/// smallest positive value, INT64_MAX seconds included: see toleration_time::delay()), in one
+/// pass. `taints` must not be empty.
 [[nodiscard]] pod_decision decide(std::span<const taint> taints,
                                   std::span<const toleration> tolerations) noexcept;
 

@@ -57,7 +57,6 @@ struct pod_view {
 /// What the controller knows of a node.
 struct node_view {
   std::string name;
-  std::string uid;
   std::vector<taint> taints;  ///< All taints, in the node's order.
 
   friend bool operator==(const node_view&, const node_view&) = default;

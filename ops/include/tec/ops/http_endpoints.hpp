@@ -78,7 +78,7 @@ kube::result<std::optional<boost::asio::ip::tcp::endpoint>> parse_bind_address(
 /// outlive the object.
 class http_endpoints {
 public:
-  http_endpoints(boost::asio::any_io_executor executor, http_endpoints_options options);
+  http_endpoints(const boost::asio::any_io_executor& executor, http_endpoints_options options);
   ~http_endpoints();
   http_endpoints(const http_endpoints&) = delete;
   http_endpoints& operator=(const http_endpoints&) = delete;

@@ -200,12 +200,13 @@ public:
   /// the help text must not hold a backslash or a line feed (prometheus-cpp 1.0 writes HELP
   /// unescaped). A family without labels has its one child created now (it renders 0 from the
   /// start). Throws std::invalid_argument on a violation (see the file comment).
-  counter_family& add_counter(std::string name, std::string help,
+  counter_family& add_counter(std::string name, const std::string& help,
                               std::vector<std::string> label_names = {});
-  gauge_family& add_gauge(std::string name, std::string help,
+  gauge_family& add_gauge(std::string name, const std::string& help,
                           std::vector<std::string> label_names = {});
   /// `bounds`: finite and strictly increasing; a trailing +Inf is dropped (it is implicit).
-  histogram_family& add_histogram(std::string name, std::string help, std::vector<double> bounds,
+  histogram_family& add_histogram(std::string name, const std::string& help,
+                                  std::vector<double> bounds,
                                   std::vector<std::string> label_names = {});
 
   /// Adds families computed at every render() by `c`, which must produce only the families

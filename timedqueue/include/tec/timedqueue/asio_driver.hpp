@@ -20,7 +20,7 @@ namespace tec::timedqueue {
 class asio_driver final : public driver {
 public:
   /// The timer runs on a strand of `timer_executor`; work is posted to `work_executor`.
-  asio_driver(boost::asio::any_io_executor timer_executor,
+  asio_driver(const boost::asio::any_io_executor& timer_executor,
               boost::asio::any_io_executor work_executor);
   ~asio_driver() override;
 
