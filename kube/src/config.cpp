@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "tec/kube/logger.hpp"
+
 namespace tec::kube {
 namespace {
 
@@ -81,11 +83,7 @@ std::string_view trim(std::string_view s) {
 /// on each use, which is rare (a change of a re-read's outcome), so a logger registered later
 /// (by the daemon, or a test) is the one used.
 std::shared_ptr<spdlog::logger> client_log() {
-  if (auto registered = spdlog::get("client")) {
-    return registered;
-  }
-  static const std::shared_ptr<spdlog::logger> fallback = spdlog::default_logger()->clone("client");
-  return fallback;
+  return named_logger("client");
 }
 
 /// What is wrong with a bearer token, if anything. The token goes into an HTTP header as it
