@@ -169,17 +169,19 @@ private:
     return node.Scalar();
   }
 
-  result<bool> bool_field(const YAML::Node& parent, const char* key,
-                          const std::string& where) const {
+  /// A boolean field: false when absent or null. Not a result<bool>: error converts explicitly
+  /// to bool, so boost::system::result<bool, error> cannot be built from an error.
+  std::optional<error> bool_field(const YAML::Node& parent, const char* key,
+                                  const std::string& where, bool& value) const {
+    value = false;
     const YAML::Node node = parent[key];
     if (!node || node.IsNull()) {
-      return false;
+      return std::nullopt;
     }
-    bool value = false;
     if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
       return fail(where + "." + key + ": must be true or false");
     }
-    return value;
+    return std::nullopt;
   }
 
   /// A base64 `-data` field, decoded; empty when absent.
@@ -338,11 +340,10 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
   if (const YAML::Node proxy = cluster_node["proxy-url"]; proxy && !proxy.IsNull()) {
     return fail(cluster_where + ".proxy-url: proxies are not supported");
   }
-  auto insecure = bool_field(cluster_node, "insecure-skip-tls-verify", cluster_where);
-  if (!insecure) {
-    return insecure.err();
+  if (auto bad = bool_field(cluster_node, "insecure-skip-tls-verify", cluster_where,
+                            config.insecure_skip_tls_verify)) {
+    return std::move(*bad);
   }
-  config.insecure_skip_tls_verify = insecure.value();
   auto server_name = string_field(cluster_node, "tls-server-name", cluster_where);
   if (!server_name) {
     return server_name.err();
