@@ -24,6 +24,8 @@
 
 #include "tec/adapters/pod_writer.hpp"
 #include "tec/kube/hostname.hpp"
+#include "tec/kube/logger.hpp"
+#include "tec/kube/token_bucket.hpp"
 
 namespace tec::adapters {
 namespace {
@@ -36,10 +38,7 @@ using nlohmann::json;
 constexpr std::size_t max_name_length = 253;
 
 std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> log = [] {
-    auto existing = spdlog::get("events");
-    return existing ? existing : spdlog::default_logger()->clone("events");
-  }();
+  static const std::shared_ptr<spdlog::logger> log = kube::named_logger("events");
   return log;
 }
 
@@ -155,12 +154,6 @@ private:
   std::size_t capacity_;
   list items_;                                                           // Most recent first.
   std::unordered_map<std::string_view, typename list::iterator> index_;  // Keys in items_.
-};
-
-/// client-go's passive token bucket: starts full, refills continuously.
-struct bucket {
-  double tokens = 0;
-  std::chrono::steady_clock::time_point last;
 };
 
 /// The distinct messages seen of similar events (same object, type, reason), by hash: a
@@ -297,21 +290,11 @@ struct event_recorder::impl {
         options.spam_refill_interval.count() > 0
             ? 1.0 / static_cast<double>(options.spam_refill_interval.count())
             : 0.0;
-    bucket* b = buckets.find(key);
+    kube::token_bucket* b = buckets.find(key);
     if (b == nullptr) {
-      b = &buckets.put(key, bucket{options.spam_burst, now});
-    } else {
-      const std::chrono::duration<double> elapsed = now - b->last;
-      if (elapsed.count() > 0) {
-        b->tokens = std::min(options.spam_burst, b->tokens + elapsed.count() * refill_per_second);
-        b->last = now;
-      }
+      b = &buckets.put(key, kube::token_bucket(refill_per_second, options.spam_burst, now));
     }
-    if (b->tokens < 1.0) {
-      return false;
-    }
-    b->tokens -= 1.0;
-    return true;
+    return b->try_take(now);
   }
 
   /// Notes `message` among the similar events under `key`; true when it goes to the combined
@@ -626,8 +609,8 @@ struct event_recorder::impl {
 
   mutable std::mutex mutex;  // Guards everything below it.
   std::deque<std::shared_ptr<series>> queue;
-  lru_map<bucket> buckets;          // The spam filter, by object.
-  lru_map<similar_events> similar;  // The aggregation, by object, type and reason.
+  lru_map<kube::token_bucket> buckets;  // The spam filter, by object.
+  lru_map<similar_events> similar;      // The aggregation, by object, type and reason.
   // The series, by key: those with a request queued or in flight are never forgotten (so one
   // key never gets two Events while its first is still being written); at most
   // queue_capacity + max_in_flight of them (each key views its series' key). The others in an

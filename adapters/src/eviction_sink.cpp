@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "tec/adapters/pod_writer.hpp"
+#include "tec/kube/logger.hpp"
 
 namespace tec::adapters {
 namespace {
@@ -25,10 +26,7 @@ using controller::eviction_status;
 using controller::pod_ref;
 
 std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> log = [] {
-    auto existing = spdlog::get("evict");
-    return existing ? existing : spdlog::default_logger()->clone("evict");
-  }();
+  static const std::shared_ptr<spdlog::logger> log = kube::named_logger("evict");
   return log;
 }
 

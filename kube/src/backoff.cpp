@@ -4,6 +4,13 @@
 
 namespace tec::kube {
 
+std::chrono::milliseconds jitter(std::chrono::milliseconds d, double max_factor,
+                                 std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double stretched = static_cast<double>(d.count()) * (1.0 + max_factor * unit(rng));
+  return std::chrono::milliseconds(static_cast<std::int64_t>(stretched));
+}
+
 backoff::backoff(backoff_policy policy, now_fn now, std::uint64_t seed)
     : policy_(policy),
       now_(now ? std::move(now) : now_fn([] { return clock::now(); })),
@@ -20,9 +27,7 @@ std::chrono::milliseconds backoff::next() {
   const auto base = base_;
   const double grown = static_cast<double>(base_.count()) * policy_.factor;
   base_ = std::min(policy_.cap, std::chrono::milliseconds(static_cast<std::int64_t>(grown)));
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
-  const double stretched = static_cast<double>(base.count()) * (1.0 + policy_.jitter * unit(rng_));
-  return std::min(policy_.cap, std::chrono::milliseconds(static_cast<std::int64_t>(stretched)));
+  return std::min(policy_.cap, jitter(base, policy_.jitter, rng_));
 }
 
 void backoff::reset() {

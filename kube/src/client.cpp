@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "tec/kube/config.hpp"
+#include "tec/kube/logger.hpp"
 #include "tec/kube/rate_limiter.hpp"
 #include "tls_context.hpp"
 
@@ -51,10 +52,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t error_body_limit = std::size_t{1} << 20U;
 
 const std::shared_ptr<spdlog::logger>& client_log() {
-  static const std::shared_ptr<spdlog::logger> logger = [] {
-    auto existing = spdlog::get("client");
-    return existing ? existing : spdlog::default_logger()->clone("client");
-  }();
+  static const std::shared_ptr<spdlog::logger> logger = kube::named_logger("client");
   return logger;
 }
 

@@ -3,6 +3,8 @@
 #include <spdlog/logger.h>
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
 
 #include <algorithm>
 #include <array>
@@ -16,6 +18,8 @@
 #include <system_error>
 #include <utility>
 #include <vector>
+
+#include "tec/kube/logger.hpp"
 
 namespace tec::kube {
 namespace {
@@ -79,11 +83,7 @@ std::string_view trim(std::string_view s) {
 /// on each use, which is rare (a change of a re-read's outcome), so a logger registered later
 /// (by the daemon, or a test) is the one used.
 std::shared_ptr<spdlog::logger> client_log() {
-  if (auto registered = spdlog::get("client")) {
-    return registered;
-  }
-  static const std::shared_ptr<spdlog::logger> fallback = spdlog::default_logger()->clone("client");
-  return fallback;
+  return named_logger("client");
 }
 
 /// What is wrong with a bearer token, if anything. The token goes into an HTTP header as it
@@ -169,17 +169,19 @@ private:
     return node.Scalar();
   }
 
-  result<bool> bool_field(const YAML::Node& parent, const char* key,
-                          const std::string& where) const {
+  /// A boolean field: false when absent or null. Not a result<bool>: error converts explicitly
+  /// to bool, so boost::system::result<bool, error> cannot be built from an error.
+  std::optional<error> bool_field(const YAML::Node& parent, const char* key,
+                                  const std::string& where, bool& value) const {
+    value = false;
     const YAML::Node node = parent[key];
     if (!node || node.IsNull()) {
-      return false;
+      return std::nullopt;
     }
-    bool value = false;
     if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
       return fail(where + "." + key + ": must be true or false");
     }
-    return value;
+    return std::nullopt;
   }
 
   /// A base64 `-data` field, decoded; empty when absent.
@@ -338,11 +340,10 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
   if (const YAML::Node proxy = cluster_node["proxy-url"]; proxy && !proxy.IsNull()) {
     return fail(cluster_where + ".proxy-url: proxies are not supported");
   }
-  auto insecure = bool_field(cluster_node, "insecure-skip-tls-verify", cluster_where);
-  if (!insecure) {
-    return insecure.err();
+  if (auto bad = bool_field(cluster_node, "insecure-skip-tls-verify", cluster_where,
+                            config.insecure_skip_tls_verify)) {
+    return std::move(*bad);
   }
-  config.insecure_skip_tls_verify = insecure.value();
   auto server_name = string_field(cluster_node, "tls-server-name", cluster_where);
   if (!server_name) {
     return server_name.err();
@@ -506,68 +507,70 @@ bool is_token_char(char c) {
 
 result<server_url> parse_server_url(std::string_view text, bool default_tls) {
   auto bad = [&](const std::string& why) {
-    return make_error(errc::config_invalid, in_quotes(text) + ": " + why);
+    return make_error(errc::config_invalid, in_quotes(printable(text, 256)) + ": " + why);
   };
-  server_url url;
-  std::string_view rest = text;
-  if (const auto scheme_end = rest.find("://"); scheme_end != std::string_view::npos) {
-    std::string scheme(rest.substr(0, scheme_end));
-    std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](char c) {
-      return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    });
-    if (scheme == "https") {
-      url.tls = true;
-    } else if (scheme == "http") {
-      url.tls = false;
-    } else {
-      return make_error(errc::config_invalid,
-                        "unsupported URL scheme " + in_quotes(scheme) + " (want https or http)");
+  // Like client-go's DefaultServerURL: a value without a scheme gets one from the TLS settings.
+  std::string with_scheme;
+  if (text.find("://") == std::string_view::npos) {
+    with_scheme = default_tls ? "https://" : "http://";
+  }
+  with_scheme += text;
+  const auto parsed = boost::urls::parse_uri(with_scheme);
+  if (!parsed) {
+    if (text.find('@') != std::string_view::npos) {
+      // Do not echo the URL: what precedes '@' may be user info with a password.
+      return make_error(errc::config_invalid, "the server URL is not a valid URL");
     }
-    rest.remove_prefix(scheme_end + 3);
-  } else {
-    url.tls = default_tls;
+    return bad("not a valid URL (" + parsed.error().message() + ")");
   }
-  if (rest.find_first_of("?#") != std::string_view::npos) {
-    return bad("a query or fragment is not allowed");
-  }
-  const auto path_start = rest.find('/');
-  std::string_view authority = rest.substr(0, path_start);
-  std::string_view path = path_start == std::string_view::npos ? "" : rest.substr(path_start);
-  if (authority.find('@') != std::string_view::npos) {
+  const boost::urls::url_view& u = *parsed;
+  if (u.has_userinfo()) {
     // Do not echo the URL: user info may hold a password.
     return make_error(errc::config_invalid, "user info in the server URL is not supported");
   }
-  std::string_view port;
-  if (!authority.empty() && authority.front() == '[') {
-    const auto close = authority.find(']');
-    if (close == std::string_view::npos) {
-      return bad("unterminated IPv6 address");
-    }
-    url.host = std::string(authority.substr(1, close - 1));
-    const std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') {
-        return bad("unexpected text after the IPv6 address");
-      }
-      port = after.substr(1);
-    }
-    if (url.host.find(':') == std::string::npos) {
-      return bad("brackets around a host that is not an IPv6 address");
-    }
+  server_url url;
+  if (u.scheme_id() == boost::urls::scheme::https) {
+    url.tls = true;
+  } else if (u.scheme_id() == boost::urls::scheme::http) {
+    url.tls = false;
   } else {
-    const auto colon = authority.find(':');
-    if (colon != std::string_view::npos &&
-        authority.find(':', colon + 1) != std::string_view::npos) {
-      return bad("an IPv6 address must be in brackets");
-    }
-    url.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port = authority.substr(colon + 1);
-    }
+    std::string scheme(u.scheme());
+    std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](char c) {
+      return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    });
+    return make_error(errc::config_invalid,
+                      "unsupported URL scheme " + in_quotes(scheme) + " (want https or http)");
+  }
+  if (u.has_query() || u.has_fragment()) {
+    return bad("a query or fragment is not allowed");
+  }
+  switch (u.host_type()) {
+    case boost::urls::host_type::ipv6:
+      url.host = std::string(u.encoded_host_address());
+      break;
+    case boost::urls::host_type::ipvfuture:
+      return bad("brackets around a host that is not an IPv6 address");
+    case boost::urls::host_type::name:
+      if (u.encoded_host().find('%') != boost::urls::string_view::npos) {
+        // Go's url.Parse refuses most escapes in a host too; a resolver would not decode them.
+        return bad("a percent-encoded host is not supported");
+      }
+      url.host = std::string(u.encoded_host());
+      break;
+    default:
+      url.host = std::string(u.encoded_host());
+      break;
   }
   if (url.host.empty()) {
     return bad("no host");
   }
+  if (!u.encoded_path().empty() && u.encoded_path().front() != '/') {
+    // RFC 3986 wants "/" here; Boost.URL 1.81 takes "https://h:12x" as port 12, path "x".
+    return bad(
+        "text after the host or port that is not a path (a port is digits; an IPv6 "
+        "address must be in brackets)");
+  }
+  const std::string_view port = u.port();
   if (port.empty()) {
     url.port = url.tls ? "443" : "80";
   } else if (!valid_port(port)) {
@@ -575,6 +578,8 @@ result<server_url> parse_server_url(std::string_view text, bool default_tls) {
   } else {
     url.port = std::string(port);
   }
+  // Kept percent-encoded: it is prepended to request targets as it is.
+  std::string_view path = u.encoded_path();
   while (!path.empty() && path.back() == '/') {
     path.remove_suffix(1);
   }
@@ -673,13 +678,25 @@ result<rest_config> load_in_cluster(const std::string& root, const env_lookup& e
     return make_error(errc::config_invalid,
                       where + ": KUBERNETES_SERVICE_PORT " + in_quotes(*port) + " is not a port");
   }
+  // client-go: "https://" + net.JoinHostPort(host, port); an address already in brackets is
+  // taken as it is.
+  std::string_view bare = *host;
+  if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']') {
+    bare = bare.substr(1, bare.size() - 2);
+  }
+  const std::string authority = bare.find(':') != std::string_view::npos
+                                    ? "[" + std::string(bare) + "]:" + *port
+                                    : std::string(bare) + ":" + *port;
+  auto url = parse_server_url("https://" + authority);
+  if (!url || !url->base_path.empty()) {
+    return make_error(errc::config_invalid, where + ": KUBERNETES_SERVICE_HOST " +
+                                                in_quotes(printable(*host, 256)) +
+                                                " is not a host name or IP address");
+  }
   rest_config config;
   config.tls = true;
-  config.host = *host;
-  if (config.host.size() > 2 && config.host.front() == '[' && config.host.back() == ']') {
-    config.host = config.host.substr(1, config.host.size() - 2);
-  }
-  config.port = *port;
+  config.host = std::move(url->host);
+  config.port = std::move(url->port);
   const std::filesystem::path dir(root);
   config.token_file = (dir / "token").string();
   if (auto token = read_token_file(config.token_file); !token) {

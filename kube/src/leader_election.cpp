@@ -16,7 +16,9 @@
 #include <utility>
 
 #include "tec/kube/api_error.hpp"
+#include "tec/kube/backoff.hpp"
 #include "tec/kube/hostname.hpp"
+#include "tec/kube/logger.hpp"
 #include "tec/kube/paths.hpp"
 #include "tec/kube/rfc3339.hpp"
 
@@ -29,10 +31,7 @@ using nlohmann::json;
 using steady_time = std::chrono::steady_clock::time_point;
 
 std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> log = [] {
-    auto existing = spdlog::get("leader");
-    return existing ? existing : spdlog::default_logger()->clone("leader");
-  }();
+  static const std::shared_ptr<spdlog::logger> log = kube::named_logger("leader");
   return log;
 }
 
@@ -201,10 +200,7 @@ struct leader_elector::impl {
 
   std::chrono::milliseconds jittered_retry() {
     // client-go's JitterUntil(RetryPeriod, JitterFactor 1.2): period + [0, 1.2 * period).
-    std::uniform_real_distribution<double> dist(0.0, 1.2);
-    const double factor = 1.0 + dist(rng);
-    return std::chrono::milliseconds(
-        static_cast<std::int64_t>(static_cast<double>(config.retry_period.count()) * factor));
+    return jitter(config.retry_period, 1.2, rng);
   }
 
   /// PUT (update) or POST (create) the lease with `rec` as spec.

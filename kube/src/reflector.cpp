@@ -7,15 +7,13 @@
 #include <cctype>
 #include <string>
 
+#include "tec/kube/logger.hpp"
 #include "tec/kube/reflector_impl.hpp"
 
 namespace tec::kube::detail {
 
 const std::shared_ptr<spdlog::logger>& watch_log() {
-  static const std::shared_ptr<spdlog::logger> logger = [] {
-    auto existing = spdlog::get("watch");
-    return existing ? existing : spdlog::default_logger()->clone("watch");
-  }();
+  static const std::shared_ptr<spdlog::logger> logger = kube::named_logger("watch");
   return logger;
 }
 

@@ -29,6 +29,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "tec/kube/logger.hpp"
+
 // GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frame allocator for the
 // session coroutine (as in informer.cpp: the operator new/delete pair is matched). Only this
 // diagnostic, only this file.
@@ -46,10 +48,7 @@ using tcp = asio::ip::tcp;
 namespace {
 
 const std::shared_ptr<spdlog::logger>& logger() {
-  static const std::shared_ptr<spdlog::logger> log = [] {
-    auto existing = spdlog::get("http");
-    return existing ? existing : spdlog::default_logger()->clone("http");
-  }();
+  static const std::shared_ptr<spdlog::logger> log = kube::named_logger("http");
   return log;
 }
 

@@ -35,6 +35,7 @@ TEST(rfc3339, seconds_and_microseconds) {
 TEST(paths, escapes_path_segments) {
   EXPECT_EQ(escape_path_segment("web-0.a_b~"), "web-0.a_b~");
   EXPECT_EQ(escape_path_segment("a/b?c"), "a%2Fb%3Fc");
+  EXPECT_EQ(escape_path_segment(std::string_view("a b\0%\xc3\xa9", 7)), "a%20b%00%25%C3%A9");
 }
 
 TEST(paths, escapes_continue_tokens_as_query_values) {

@@ -150,6 +150,34 @@ TEST(parse_server_url, rejects_bad_urls) {
   EXPECT_EQ(userinfo.err().message.find("hunter2"), std::string::npos);
 }
 
+TEST(parse_server_url, boost_url_rules) {
+  // Percent-encoded hosts are refused (Go's url.Parse refuses most of them too).
+  auto escaped = parse_server_url("https://ex%41mple.com");
+  ASSERT_FALSE(escaped);
+  EXPECT_NE(escaped.err().message.find("percent-encoded host"), std::string::npos)
+      << escaped.err().message;
+  // IPvFuture literals are not addresses we can connect to.
+  EXPECT_FALSE(parse_server_url("https://[v1.x]:6443"));
+  // Characters RFC 3986 does not allow in a host or path are refused, in a one-line message.
+  for (const char* bad : {"https://a b", "https://h/a b", "https://h\nX-Evil: 1"}) {
+    auto url = parse_server_url(bad);
+    ASSERT_FALSE(url) << bad;
+    EXPECT_EQ(url.err().message.find('\n'), std::string::npos) << url.err().message;
+  }
+  // User info in a URL that does not parse is not echoed either.
+  auto broken = parse_server_url("https://admin:hunter2@h x");
+  ASSERT_FALSE(broken);
+  EXPECT_EQ(broken.err().message.find("hunter2"), std::string::npos) << broken.err().message;
+  // A percent-encoded path prefix is kept as it is: it goes into request targets.
+  auto path = parse_server_url("https://h/a%2Fb/");
+  ASSERT_TRUE(path) << path.err().message;
+  EXPECT_EQ(path->base_path, "/a%2Fb");
+  // An empty port means the scheme's default, as in Go.
+  auto empty_port = parse_server_url("http://h:");
+  ASSERT_TRUE(empty_port) << empty_port.err().message;
+  EXPECT_EQ(empty_port->port, "80");
+}
+
 TEST(decode_base64, valid_and_invalid) {
   EXPECT_EQ(decode_base64("aGVsbG8="), "hello");
   EXPECT_EQ(decode_base64("aGVsbG8h"), "hello!");
@@ -424,6 +452,10 @@ TEST(load_in_cluster, reads_the_service_account) {
   ASSERT_TRUE(config) << config.err().message;
   EXPECT_EQ(config->namespace_, "override");
   EXPECT_EQ(config->host, "fd00::1");
+  env["KUBERNETES_SERVICE_HOST"] = "[fd00::1]";
+  config = load_in_cluster(dir.path().string(), lookup);
+  ASSERT_TRUE(config) << config.err().message;
+  EXPECT_EQ(config->host, "fd00::1");
 }
 
 TEST(load_in_cluster, errors) {
@@ -456,6 +488,13 @@ TEST(load_in_cluster, errors) {
   EXPECT_NE(split_token.err().message.find("line break"), std::string::npos)
       << split_token.err().message;
   EXPECT_EQ(split_token.err().message.find("s3cret"), std::string::npos);
+
+  env["KUBERNETES_SERVICE_HOST"] = "10.96.0.1/evil";
+  auto bad_host = load_in_cluster(dir.path().string(), lookup);
+  ASSERT_FALSE(bad_host);
+  EXPECT_NE(bad_host.err().message.find("KUBERNETES_SERVICE_HOST"), std::string::npos)
+      << bad_host.err().message;
+  env["KUBERNETES_SERVICE_HOST"] = "10.96.0.1";
 
   dir.write("token", "t");
   auto no_ca = load_in_cluster(dir.path().string(), lookup);

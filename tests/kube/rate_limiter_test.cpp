@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <random>
 
 #include "tec/kube/backoff.hpp"
+#include "tec/kube/token_bucket.hpp"
 
 namespace tec::kube {
 namespace {
@@ -61,6 +63,43 @@ TEST(rate_limiter, try_take_does_not_borrow) {
   EXPECT_FALSE(limiter.try_take());
   clock.now += 1ms;
   EXPECT_TRUE(limiter.try_take());
+}
+
+TEST(token_bucket, refills_from_the_time_points_it_is_given) {
+  const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  token_bucket bucket(0.5, 2, t0);  // one token per 2 s, two saved up
+  EXPECT_TRUE(bucket.try_take(t0));
+  EXPECT_TRUE(bucket.try_take(t0));
+  EXPECT_FALSE(bucket.try_take(t0));
+  EXPECT_FALSE(bucket.try_take(t0 + 1999ms));
+  EXPECT_TRUE(bucket.try_take(t0 + 2s));
+  // A time point before the last one (a clock stepping back) adds nothing and takes nothing.
+  EXPECT_FALSE(bucket.try_take(t0));
+  EXPECT_DOUBLE_EQ(bucket.tokens(t0 + 2s), 0.0);
+  // Reserving borrows: the second reservation waits one more refill period.
+  EXPECT_EQ(bucket.reserve(t0 + 2s), 2s);
+  EXPECT_EQ(bucket.reserve(t0 + 2s), 4s);
+  EXPECT_DOUBLE_EQ(bucket.tokens(t0 + 10s), 2.0);  // capped at burst
+}
+
+TEST(token_bucket, zero_rate_never_refills) {
+  const auto t0 = std::chrono::steady_clock::time_point{};
+  token_bucket bucket(0, 1, t0);
+  EXPECT_TRUE(bucket.try_take(t0));
+  EXPECT_FALSE(bucket.try_take(t0 + 24h));
+}
+
+TEST(jitter, stretches_by_up_to_the_factor) {
+  std::mt19937_64 rng(3);
+  bool above = false;
+  for (int i = 0; i < 100; ++i) {
+    const auto d = jitter(2s, 1.2, rng);
+    EXPECT_GE(d, 2s);
+    EXPECT_LT(d, 4400ms);
+    above = above || d > 3s;
+  }
+  EXPECT_TRUE(above);
+  EXPECT_EQ(jitter(2s, 0.0, rng), 2s);
 }
 
 TEST(backoff, doubles_with_jitter_up_to_the_cap) {

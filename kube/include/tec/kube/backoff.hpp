@@ -21,6 +21,11 @@
 
 namespace tec::kube {
 
+/// client-go's wait.Jitter: `d` stretched by a random factor in [1, 1 + max_factor). The one
+/// jitter of kube/: backoff::next and the leader elector's retry period use it.
+std::chrono::milliseconds jitter(std::chrono::milliseconds d, double max_factor,
+                                 std::mt19937_64& rng);
+
 struct backoff_policy {
   std::chrono::milliseconds initial{800};
   std::chrono::milliseconds cap{30'000};

@@ -1,13 +1,15 @@
 #pragma once
 
-// A client-side token bucket (client-go's flowcontrol.NewTokenBucketRateLimiter: `qps` tokens
-// per second, at most `burst` saved up). Pure logic with an injected clock, so tests advance
-// time by hand; the HTTP client turns the returned delay into a timer wait.
+// The client's QPS limit (client-go's flowcontrol.NewTokenBucketRateLimiter: `qps` tokens per
+// second, at most `burst` saved up): a token_bucket read through an injected clock, so tests
+// advance time by hand; the HTTP client turns the returned delay into a timer wait.
 //
 // Thread-safety: none; the owner (the client, on its executor) serialises calls.
 
 #include <chrono>
 #include <functional>
+
+#include "tec/kube/token_bucket.hpp"
 
 namespace tec::kube {
 
@@ -32,13 +34,9 @@ public:
   [[nodiscard]] double tokens();
 
 private:
-  void refill();
-
-  double qps_;
-  double burst_;
+  bool limited_;
   now_fn now_;
-  double tokens_;
-  clock::time_point last_;
+  token_bucket bucket_;
 };
 
 }  // namespace tec::kube
