@@ -241,7 +241,7 @@ private:
 bool runner::connect() {
   auto config = kube::load_kubeconfig(o_.kubeconfig);
   if (!config) {
-    std::fprintf(stderr, "error: %s\n", config.err().message.c_str());
+    std::fprintf(stderr, "error: %s\n", config.error().message.c_str());
     return false;
   }
   config_ = std::move(config.value());

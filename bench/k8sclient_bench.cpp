@@ -330,7 +330,7 @@ void run_list(benchmark::State& state, tec::adapters::json_engine engine) {
   for (auto _ : state) {
     auto page = tec::adapters::decode_pod_list(body, engine);
     if (!page || page->items.size() != pod_count) {
-      fail(state, page ? "wrong item count" : page.err().message);
+      fail(state, page ? "wrong item count" : page.error().message);
       return;
     }
     benchmark::DoNotOptimize(page);
@@ -368,7 +368,7 @@ void BM_list_stream(benchmark::State& state) {
     }
     auto page = decoder.finish();
     if (!ok || !page || items.size() != pod_count) {
-      fail(state, page ? "wrong item count or skipped items" : page.err().message);
+      fail(state, page ? "wrong item count or skipped items" : page.error().message);
       return;
     }
     benchmark::DoNotOptimize(items);
@@ -448,7 +448,7 @@ void BM_watch_dom(benchmark::State& state) {
 std::vector<tec::adapters::pod_record> decoded_pods() {
   auto page = tec::adapters::decode_pod_list(data().pod_list);
   if (!page) {
-    std::fprintf(stderr, "decode failed: %s\n", page.err().message.c_str());
+    std::fprintf(stderr, "decode failed: %s\n", page.error().message.c_str());
     std::abort();
   }
   return std::move(page->items);
@@ -518,7 +518,7 @@ memory_figures measure_memory() {
   }
   auto nodes = tec::adapters::decode_node_list(data().node_list);
   if (!nodes) {
-    std::fprintf(stderr, "decode failed: %s\n", nodes.err().message.c_str());
+    std::fprintf(stderr, "decode failed: %s\n", nodes.error().message.c_str());
     std::abort();
   }
   {

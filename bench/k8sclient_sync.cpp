@@ -202,13 +202,13 @@ int seed(asio::io_context& io, const kube::rest_config& config, const options& o
   if (!ns || (ns->status != 201 && ns->status != 409)) {
     std::fprintf(stderr, "error: creating namespace %s: %s\n", o.namespace_.c_str(),
                  ns ? ("HTTP " + std::to_string(ns->status) + ": " + ns->body).c_str()
-                    : ns.err().message.c_str());
+                    : ns.error().message.c_str());
     return 1;
   }
   auto have = tb::count_objects(io, api, "/api/v1/namespaces/" + o.namespace_ + "/pods");
   if (!have) {
     std::fprintf(stderr, "error: counting pods in %s: %s\n", o.namespace_.c_str(),
-                 have.err().message.c_str());
+                 have.error().message.c_str());
     return 1;
   }
   if (have.value() >= o.pods) {
@@ -313,7 +313,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   auto config = kube::load_kubeconfig(opts->kubeconfig);
   if (!config) {
-    std::fprintf(stderr, "error: %s\n", config.err().message.c_str());
+    std::fprintf(stderr, "error: %s\n", config.error().message.c_str());
     return 1;
   }
   const std::string server = (config->tls ? "https://" : "http://") + config->host + ":" +
@@ -333,7 +333,7 @@ int main(int argc, char** argv) {
                    version ? ("HTTP " + std::to_string(version->status) + ": " +
                               version->body.substr(0, 300))
                                  .c_str()
-                           : version.err().message.c_str());
+                           : version.error().message.c_str());
       return 1;
     }
     std::string git_version = "?";

@@ -303,7 +303,7 @@ struct daemon::impl {
                               const std::string& what) -> std::string {
       auto bound = server.start();
       if (!bound) {
-        return flag + ": cannot serve " + what + ": " + bound.err().message;
+        return flag + ": cannot serve " + what + ": " + bound.error().message;
       }
       if (bound.value()) {
         log->info("serving {} on http://{}:{}", what, bound.value()->address().to_string(),
@@ -340,7 +340,7 @@ struct daemon::impl {
     auto config =
         in_cluster ? kube::load_in_cluster() : kube::load_kubeconfig(opts.kubeconfig, opts.context);
     if (!config) {
-      log->error("cannot load the API server configuration: {}{}", config.err().message,
+      log->error("cannot load the API server configuration: {}{}", config.error().message,
                  in_cluster ? " (no --kubeconfig was given, so the in-cluster configuration was "
                               "tried; pass --kubeconfig when running outside a cluster)"
                             : "");

@@ -322,7 +322,7 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
       problems.push_back(std::string(flag) + ": \"" + *address +
                          "\" is not a valid address (expected :PORT, IP:PORT, [IPv6]:PORT or "
                          "0): " +
-                         parsed.err().message);
+                         parsed.error().message);
     }
   }
   bool level_ok = false;

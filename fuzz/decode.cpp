@@ -372,7 +372,7 @@ void differential(std::string_view input, Decode decode) {
     // `{...}<NUL>anything`. JSON has no place for a NUL outside a string, nor inside one
     // unescaped: `fast` must reject it (as malformed, or for a wrong shape found before).
     TEC_FUZZ_CHECK(!fast, "accepted a NUL byte");
-    check_error(fast.err());
+    check_error(fast.error());
     return;
   }
   const auto reference = decode(input, json_engine::nlohmann);
@@ -383,22 +383,22 @@ void differential(std::string_view input, Decode decode) {
     if (fast) {
       check_contract(fast.value());
     } else {
-      check_error(fast.err());
+      check_error(fast.error());
     }
     return;
   }
-  if (!fast && fast.err().code == make_error_code(errc::malformed_json) &&
+  if (!fast && fast.error().code == make_error_code(errc::malformed_json) &&
       has_long_digit_run(input)) {
     return;  // an integer beyond 64 bits: simdjson rejects it, nlohmann reads a float
   }
   TEC_FUZZ_CHECK(fast.has_value() == reference.has_value(),
-                 std::string("fast: ") + (fast ? "ok" : fast.err().message) +
-                     "\nnlohmann: " + (reference ? "ok" : reference.err().message));
+                 std::string("fast: ") + (fast ? "ok" : fast.error().message) +
+                     "\nnlohmann: " + (reference ? "ok" : reference.error().message));
   if (!fast) {
-    check_error(fast.err());
-    check_error(reference.err());
-    TEC_FUZZ_CHECK(fast.err().code == reference.err().code,
-                   "fast: " + fast.err().message + "\nnlohmann: " + reference.err().message);
+    check_error(fast.error());
+    check_error(reference.error());
+    TEC_FUZZ_CHECK(fast.error().code == reference.error().code,
+                   "fast: " + fast.error().message + "\nnlohmann: " + reference.error().message);
     return;
   }
   TEC_FUZZ_CHECK(same(fast.value(), reference.value()), "the engines decoded different records");
@@ -408,7 +408,7 @@ void differential(std::string_view input, Decode decode) {
   const std::string again = dump(encode(fast.value()));
   const auto round_trip = decode(again, json_engine::fast);
   TEC_FUZZ_CHECK(round_trip.has_value(), "re-encoded: " + again + "\nerror: " +
-                                             (round_trip ? "" : round_trip.err().message));
+                                             (round_trip ? "" : round_trip.error().message));
   TEC_FUZZ_CHECK(same(fast.value(), round_trip.value()), "re-encoded: " + again);
 }
 

@@ -95,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const auto config = tec::kube::load_kubeconfig(box.config_path);
   if (!config) {
-    const tec::kube::error& e = config.err();
+    const tec::kube::error& e = config.error();
     TEC_FUZZ_CHECK(e.code == tec::kube::make_error_code(tec::kube::errc::config_invalid),
                    e.message);
     TEC_FUZZ_CHECK(e.message.rfind("kubeconfig ", 0) == 0, e.message);

@@ -76,7 +76,7 @@ std::string describe(const std::vector<item>& items) {
 /// What watch_decoder reports for one line: the event type and name, or the error code.
 std::string event_summary(const tec::kube::result<tec::adapters::pod_event>& e) {
   if (!e) {
-    return "error " + std::to_string(e.err().code.value());
+    return "error " + std::to_string(e.error().code.value());
   }
   return std::string(tec::adapters::to_string(e->type)) + " " + e->object.pod.name + " " +
          e->resource_version();

@@ -48,12 +48,12 @@ void check_url(std::string_view text, bool default_tls) {
   const auto url = parse_server_url(text, default_tls);
   const std::string shown(text);
   if (!url) {
-    TEC_FUZZ_CHECK(url.err().code == tec::kube::make_error_code(tec::kube::errc::config_invalid),
-                   url.err().message);
+    TEC_FUZZ_CHECK(url.error().code == tec::kube::make_error_code(tec::kube::errc::config_invalid),
+                   url.error().message);
     const std::string_view secret = user_info(text);
     // Short user info ("a") may appear in a message by coincidence.
-    TEC_FUZZ_CHECK(secret.size() < 4 || url.err().message.find(secret) == std::string::npos,
-                   "user info in the message: " + url.err().message);
+    TEC_FUZZ_CHECK(secret.size() < 4 || url.error().message.find(secret) == std::string::npos,
+                   "user info in the message: " + url.error().message);
     return;
   }
   const server_url& u = url.value();
@@ -69,7 +69,7 @@ void check_url(std::string_view text, bool default_tls) {
   const std::string printed = print(u);
   const auto again = parse_server_url(printed, !default_tls);
   TEC_FUZZ_CHECK(again.has_value(),
-                 shown + " -> " + printed + ": " + (again ? std::string() : again.err().message));
+                 shown + " -> " + printed + ": " + (again ? std::string() : again.error().message));
   TEC_FUZZ_CHECK(again->tls == u.tls && again->host == u.host && again->port == u.port &&
                      again->base_path == u.base_path,
                  shown + " -> " + printed);

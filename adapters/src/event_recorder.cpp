@@ -564,7 +564,7 @@ struct event_recorder::impl {
       }
       if (attempt >= options.max_attempts || is_stopped()) {
         logger()->warn("dropping event pod=\"{}\" reason={} after {} attempt(s): {}", pod,
-                       s->content.reason, attempt, resp.err().message);
+                       s->content.reason, attempt, resp.error().message);
         give_up(taken);
         co_return;
       }

@@ -190,7 +190,7 @@ struct k8s_eviction_sink::impl {
       finished(pod.uid, true);
       co_return eviction_result{eviction_status::gone, {}};
     }
-    const error& err = patched_result.err();
+    const error& err = patched_result.error();
     if (is_cancelled(err)) {
       co_return cancelled_result();
     }
@@ -234,12 +234,12 @@ struct k8s_eviction_sink::impl {
     }
     auto deleted = co_await writer.delete_pod(pod.namespace_, pod.name, pod.uid, req.cancelled);
     if (!deleted) {
-      if (is_cancelled(deleted.err())) {
+      if (is_cancelled(deleted.error())) {
         co_return cancelled_result();
       }
-      log_failure(req, "pod=\"{}\": delete failed: {}", who, deleted.err().message);
-      record_failure(deleted.err());
-      co_return eviction_result{eviction_status::failed, deleted.err().message};
+      log_failure(req, "pod=\"{}\": delete failed: {}", who, deleted.error().message);
+      record_failure(deleted.error());
+      co_return eviction_result{eviction_status::failed, deleted.error().message};
     }
     if (deleted.value() == delete_outcome::deleted) {
       logger()->info("pod=\"{}\" uid={} deleted", who, pod.uid);

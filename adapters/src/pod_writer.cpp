@@ -111,7 +111,7 @@ boost::asio::awaitable<result<delete_outcome>> pod_writer::delete_pod(
   auto resp = co_await client_.send(std::move(req));
   const std::string what = "DELETE pod " + ns + "/" + name;
   if (!resp) {
-    co_return with_context(what, resp.err());
+    co_return with_context(what, resp.error());
   }
   const unsigned status = resp->status;
   if (is_2xx(status)) {
@@ -139,7 +139,7 @@ boost::asio::awaitable<result<patch_outcome>> pod_writer::add_disruption_conditi
   auto resp = co_await client_.send(std::move(req));
   const std::string what = "PATCH pod status " + ns + "/" + name;
   if (!resp) {
-    co_return with_context(what, resp.err());
+    co_return with_context(what, resp.error());
   }
   const unsigned status = resp->status;
   if (is_2xx(status)) {

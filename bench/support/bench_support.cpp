@@ -105,7 +105,7 @@ kube::result<kube::response> call(asio::io_context& io, kube::client& api, kube:
 
 std::string describe(const kube::result<kube::response>& res) {
   if (!res) {
-    return res.err().message;
+    return res.error().message;
   }
   return "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);
 }
@@ -117,7 +117,7 @@ bool ok(const kube::result<kube::response>& res) {
 kube::result<long> count_objects(asio::io_context& io, kube::client& api, const std::string& path) {
   auto res = call(io, api, kube::request(boost::beast::http::verb::get, path + "?limit=1"));
   if (!res) {
-    return res.err();
+    return res.error();
   }
   if (res->status != 200) {
     return kube::make_error(kube::errc::http_status, "listing " + path + ": " + describe(res),
@@ -171,7 +171,7 @@ asio::awaitable<void> batch_worker(kube::client& c, std::shared_ptr<batch_state>
       }
       sh->fail(describe(res));
       failed = true;
-      if (!res && res.err().code == kube::make_error_code(kube::errc::shutting_down)) {
+      if (!res && res.error().code == kube::make_error_code(kube::errc::shutting_down)) {
         co_return;
       }
       break;

@@ -158,7 +158,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
   void setup_tls() {
     auto ctx = detail::make_tls_context(config_);
     if (!ctx) {
-      config_error_ = ctx.err();
+      config_error_ = ctx.error();
       return;
     }
     ssl_.emplace(std::move(ctx).value());
@@ -360,7 +360,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     } else {
       auto resolved = co_await resolve(dial_deadline);
       if (!resolved) {
-        co_return forget(resolved.err());
+        co_return forget(resolved.error());
       }
       endpoints = std::move(resolved.value());
     }
@@ -533,7 +533,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       if (tokens_) {
         auto current = tokens_->current();
         if (!current) {
-          co_return current.err();
+          co_return current.error();
         }
         token = std::move(current.value());
       }
@@ -543,7 +543,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       auto acquired = co_await acquire(start + opts_.request_timeout, req.background);
       if (!acquired) {
         observe(req.method, 0, start);
-        co_return acquired.err();
+        co_return acquired.error();
       }
       std::unique_ptr<connection> conn = std::move(acquired.value());
       if (withdrawn(req)) {

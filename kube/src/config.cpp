@@ -107,7 +107,7 @@ std::optional<std::string> token_problem(std::string_view token) {
 result<std::string> read_token_file(const std::string& path) {
   auto data = read_file(path, max_token_file_bytes);
   if (!data) {
-    return data.err();
+    return data.error();
   }
   std::string token(trim(data.value()));
   if (token.empty()) {
@@ -189,7 +189,7 @@ private:
                                  const std::string& where) const {
     auto text = string_field(parent, key, where);
     if (!text) {
-      return text.err();
+      return text.error();
     }
     if (text.value().empty()) {
       return std::string{};
@@ -206,14 +206,14 @@ private:
                                  const std::string& where) const {
     auto name = string_field(parent, key, where);
     if (!name) {
-      return name.err();
+      return name.error();
     }
     if (name.value().empty()) {
       return std::string{};
     }
     auto content = read_file(resolve(name.value()), max_config_file_bytes);
     if (!content) {
-      return fail(where + "." + key + ": " + content.err().message);
+      return fail(where + "." + key + ": " + content.error().message);
     }
     return std::move(content).value();
   }
@@ -255,7 +255,7 @@ result<std::optional<kubeconfig_reader::named_entry>> kubeconfig_reader::find_na
       }
       auto entry_name = string_field(entry, "name", where);
       if (!entry_name) {
-        return entry_name.err();
+        return entry_name.error();
       }
       if (!seen.insert(entry_name.value()).second) {
         return fail(where + ".name: duplicate name " + in_quotes(entry_name.value()));
@@ -277,7 +277,7 @@ result<std::optional<kubeconfig_reader::named_entry>> kubeconfig_reader::find_na
 result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
   auto text = read_file(path_, max_config_file_bytes);
   if (!text) {
-    return make_error(errc::config_invalid, "kubeconfig " + text.err().message);
+    return make_error(errc::config_invalid, "kubeconfig " + text.error().message);
   }
   YAML::Node root;
   try {
@@ -305,7 +305,7 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
 
   auto context = find_named(root, "contexts", "context", context_name);
   if (!context) {
-    return context.err();
+    return context.error();
   }
   if (!context.value()) {
     return fail("context " + in_quotes(context_name) + " not found");
@@ -316,7 +316,7 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
   auto ns = string_field(context_node, "namespace", context_where);
   for (const auto* r : {&cluster_name, &user_name, &ns}) {
     if (!*r) {
-      return r->err();
+      return r->error();
     }
   }
   if (cluster_name.value().empty()) {
@@ -330,7 +330,7 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
   // The cluster.
   auto cluster = find_named(root, "clusters", "cluster", cluster_name.value());
   if (!cluster) {
-    return cluster.err();
+    return cluster.error();
   }
   if (!cluster.value()) {
     return fail("cluster " + in_quotes(cluster_name.value()) + " not found (context " +
@@ -346,13 +346,13 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
   }
   auto server_name = string_field(cluster_node, "tls-server-name", cluster_where);
   if (!server_name) {
-    return server_name.err();
+    return server_name.error();
   }
   config.tls_server_name = server_name.value();
 
   auto ca_data = data_field(cluster_node, "certificate-authority-data", cluster_where);
   if (!ca_data) {
-    return ca_data.err();
+    return ca_data.error();
   }
   if (!ca_data.value().empty()) {
     // client-go: data wins over the file.
@@ -363,7 +363,7 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
   } else {
     auto ca_file = file_field(cluster_node, "certificate-authority", cluster_where);
     if (!ca_file) {
-      return ca_file.err();
+      return ca_file.error();
     }
     if (!ca_file.value().empty() && !looks_like_pem_certificate(ca_file.value())) {
       return fail(cluster_where + ".certificate-authority: not a PEM certificate");
@@ -380,7 +380,7 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
   if (!user_name.value().empty()) {
     auto user = find_named(root, "users", "user", user_name.value());
     if (!user) {
-      return user.err();
+      return user.error();
     }
     if (!user.value()) {
       return fail("user " + in_quotes(user_name.value()) + " not found (context " +
@@ -406,12 +406,12 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
 
     auto cert = data_field(user_node, "client-certificate-data", user_where);
     if (!cert) {
-      return cert.err();
+      return cert.error();
     }
     if (cert.value().empty()) {
       cert = file_field(user_node, "client-certificate", user_where);
       if (!cert) {
-        return cert.err();
+        return cert.error();
       }
       if (!cert.value().empty() && !looks_like_pem_certificate(cert.value())) {
         return fail(user_where + ".client-certificate: not a PEM certificate");
@@ -421,12 +421,12 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
     }
     auto key = data_field(user_node, "client-key-data", user_where);
     if (!key) {
-      return key.err();
+      return key.error();
     }
     if (key.value().empty()) {
       key = file_field(user_node, "client-key", user_where);
       if (!key) {
-        return key.err();
+        return key.error();
       }
       if (!key.value().empty() && !looks_like_pem_key(key.value())) {
         return fail(user_where + ".client-key: not a PEM private key");
@@ -444,7 +444,7 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
 
     auto token = string_field(user_node, "token", user_where);
     if (!token) {
-      return token.err();
+      return token.error();
     }
     if (auto problem = token_problem(token.value())) {
       return fail(user_where + ".token: " + *problem);
@@ -452,13 +452,13 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
     config.bearer_token = token.value();
     auto token_file = string_field(user_node, "tokenFile", user_where);
     if (!token_file) {
-      return token_file.err();
+      return token_file.error();
     }
     if (!token_file.value().empty()) {
       config.token_file = resolve(token_file.value());
       auto check = read_token_file(config.token_file);
       if (!check) {
-        return fail(user_where + ".tokenFile: " + check.err().message);
+        return fail(user_where + ".tokenFile: " + check.error().message);
       }
     }
   }
@@ -466,7 +466,7 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
   // The server URL last: whether a scheme-less URL means https depends on the TLS settings.
   auto server = string_field(cluster_node, "server", cluster_where);
   if (!server) {
-    return server.err();
+    return server.error();
   }
   if (server.value().empty()) {
     return fail(cluster_where + ".server: missing");
@@ -475,7 +475,7 @@ result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
       !config.ca_pem.empty() || !config.client_cert_pem.empty() || config.insecure_skip_tls_verify;
   auto url = parse_server_url(server.value(), default_tls);
   if (!url) {
-    return fail(cluster_where + ".server: " + url.err().message);
+    return fail(cluster_where + ".server: " + url.error().message);
   }
   config.tls = url->tls;
   config.host = std::move(url->host);
@@ -700,11 +700,11 @@ result<rest_config> load_in_cluster(const std::string& root, const env_lookup& e
   const std::filesystem::path dir(root);
   config.token_file = (dir / "token").string();
   if (auto token = read_token_file(config.token_file); !token) {
-    return make_error(errc::config_invalid, where + ": " + token.err().message);
+    return make_error(errc::config_invalid, where + ": " + token.error().message);
   }
   auto ca = read_file((dir / "ca.crt").string(), max_config_file_bytes);
   if (!ca) {
-    return make_error(errc::config_invalid, where + ": " + ca.err().message);
+    return make_error(errc::config_invalid, where + ": " + ca.error().message);
   }
   if (!looks_like_pem_certificate(ca.value())) {
     return make_error(errc::config_invalid,
@@ -761,15 +761,15 @@ result<std::string> token_source::current() {
   if (!fresh) {
     // Once per failure streak: while it lasts the file is re-read on every request.
     if (!last_error_) {
-      client_log()->warn("{}; {}", fresh.err().message,
+      client_log()->warn("{}; {}", fresh.error().message,
                          have_token_ ? "keeping the cached token until it is readable again"
                                      : "requests fail until it is readable");
     }
-    last_error_ = fresh.err();
+    last_error_ = fresh.error();
     if (have_token_) {
       return token_;  // keep the old token until the file is readable again (as client-go)
     }
-    return fresh.err();
+    return fresh.error();
   }
   if (last_error_) {
     client_log()->info("token file {} is readable again", file_);

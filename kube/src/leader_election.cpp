@@ -244,7 +244,7 @@ struct leader_elector::impl {
     get.idempotent = true;
     auto got = co_await api.send(std::move(get));
     if (!got) {
-      logger()->warn("error retrieving lease {}: {}", describe, got.err().message);
+      logger()->warn("error retrieving lease {}: {}", describe, got.error().message);
       co_return false;
     }
     if (got->status == 404) {
@@ -252,7 +252,7 @@ struct leader_elector::impl {
       if (!created || !is_2xx(created->status)) {
         logger()->warn(
             "error creating lease {}: {}", describe,
-            created ? api_error("POST lease", created.value()).message : created.err().message);
+            created ? api_error("POST lease", created.value()).message : created.error().message);
         co_return false;
       }
       keep(created->body);
@@ -273,7 +273,7 @@ struct leader_elector::impl {
     }
     auto old = decode_lease_spec(parsed);
     if (!old) {
-      logger()->warn("lease {}: {}", describe, old.err().message);
+      logger()->warn("lease {}: {}", describe, old.error().message);
       co_return false;
     }
     lease = std::move(parsed);
@@ -301,7 +301,7 @@ struct leader_elector::impl {
     }
     auto put = co_await write(next, /*create=*/false);
     if (!put) {
-      logger()->warn("error updating lease {}: {}", describe, put.err().message);
+      logger()->warn("error updating lease {}: {}", describe, put.error().message);
       co_return false;
     }
     if (put->status == 409) {
@@ -329,7 +329,7 @@ struct leader_elector::impl {
     auto put = co_await write(released, /*create=*/false);
     if (!put || !is_2xx(put->status)) {
       logger()->warn("failed to release lease {}: {}", describe,
-                     put ? api_error("PUT lease", put.value()).message : put.err().message);
+                     put ? api_error("PUT lease", put.value()).message : put.error().message);
       co_return false;
     }
     keep(put->body);

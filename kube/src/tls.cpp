@@ -93,7 +93,7 @@ error check_tls_material(const rest_config& config) {
   }
   auto ctx = detail::make_tls_context(config);
   if (!ctx) {
-    return ctx.err();
+    return ctx.error();
   }
   return {};
 }

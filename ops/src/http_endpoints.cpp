@@ -400,7 +400,7 @@ kube::result<std::optional<tcp::endpoint>> http_endpoints::start() {
   }
   auto parsed = parse_bind_address(impl_->options.bind_address);
   if (!parsed) {
-    return parsed.err();
+    return parsed.error();
   }
   if (!parsed.value()) {
     logger()->info("HTTP server disabled (bind address \"0\")");

@@ -44,7 +44,7 @@ void expect_shape_error(const error& err, const std::string& fragment) {
 
 TEST(decode_pod, realistic_fixture) {
   auto pod = decode_pod(fixture("pod.json"));
-  ASSERT_TRUE(pod) << pod.err().message;
+  ASSERT_TRUE(pod) << pod.error().message;
   const auto& v = pod->pod;
   EXPECT_EQ(v.namespace_, "shop");
   EXPECT_EQ(v.name, "web-7d4b9c8f6d-x2k9p");
@@ -114,7 +114,7 @@ TEST(decode_pod, disruption_target_condition) {
     const std::string json = pod_with_conditions(conditions);
     for (const auto engine : {json_engine::fast, json_engine::nlohmann}) {
       auto pod = decode_pod(json, engine);
-      ASSERT_TRUE(pod) << pod.err().message << "\n" << json;
+      ASSERT_TRUE(pod) << pod.error().message << "\n" << json;
       EXPECT_EQ(pod->disruption, expected) << json;
       EXPECT_EQ(pod->pod.phase, pod_phase::running);
     }
@@ -123,29 +123,29 @@ TEST(decode_pod, disruption_target_condition) {
   auto page = decode_pod_list(R"({"metadata":{"resourceVersion":"5"},"items":[)" +
                               pod_with_conditions("[" + ours + "]") + "," +
                               pod_with_conditions("[]") + "]}");
-  ASSERT_TRUE(page) << page.err().message;
+  ASSERT_TRUE(page) << page.error().message;
   ASSERT_EQ(page->items.size(), 2U);
   EXPECT_EQ(page->items[0].disruption, disruption_state::true_ours);
   EXPECT_EQ(page->items[1].disruption, disruption_state::absent);
   auto event = decode_pod_event(event_line("MODIFIED", pod_with_conditions("[" + ours + "]")));
-  ASSERT_TRUE(event) << event.err().message;
+  ASSERT_TRUE(event) << event.error().message;
   EXPECT_EQ(event->object.disruption, disruption_state::true_ours);
 }
 
 TEST(decode_pod, malformed_conditions_name_the_path) {
-  expect_shape_error(decode_pod(pod_with_conditions("{}")).err(),
+  expect_shape_error(decode_pod(pod_with_conditions("{}")).error(),
                      "status.conditions: expected an array");
-  expect_shape_error(decode_pod(pod_with_conditions("[1]")).err(), "status.conditions[0]");
+  expect_shape_error(decode_pod(pod_with_conditions("[1]")).error(), "status.conditions[0]");
   expect_shape_error(
-      decode_pod(pod_with_conditions(R"([{"type":"DisruptionTarget","status":{}}])")).err(),
+      decode_pod(pod_with_conditions(R"([{"type":"DisruptionTarget","status":{}}])")).error(),
       "status.conditions[0].status: expected a string");
-  expect_shape_error(decode_pod(pod_with_conditions(R"([{"type":"Ready","reason":7}])")).err(),
+  expect_shape_error(decode_pod(pod_with_conditions(R"([{"type":"Ready","reason":7}])")).error(),
                      "status.conditions[0].reason: expected a string");
 }
 
 TEST(decode_node, realistic_fixture) {
   auto node = decode_node(fixture("node.json"));
-  ASSERT_TRUE(node) << node.err().message;
+  ASSERT_TRUE(node) << node.error().message;
   EXPECT_EQ(node->node.name, "ip-10-0-1-23.ec2.internal");
   EXPECT_EQ(node->node.uid, "5c6d7e8f-1111-4222-8333-944455566677");
   EXPECT_EQ(node->resource_version, "184470");
@@ -160,7 +160,7 @@ TEST(decode_node, realistic_fixture) {
 
 TEST(decode_pod_list, page_with_continue) {
   auto page = decode_pod_list(fixture("pod_list_page.json"));
-  ASSERT_TRUE(page) << page.err().message;
+  ASSERT_TRUE(page) << page.error().message;
   EXPECT_EQ(page->resource_version, "200100");
   EXPECT_EQ(page->continue_token,
             "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MjAwMTAwLCJzdGFydCI6ImRlZmF1bHQvYlx1MDAwMCJ9");
@@ -197,12 +197,12 @@ TEST(decode_pod_list, page_with_continue) {
 TEST(decode_pod_list, empty_and_null_items) {
   auto empty =
       decode_pod_list(R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]})");
-  ASSERT_TRUE(empty) << empty.err().message;
+  ASSERT_TRUE(empty) << empty.error().message;
   EXPECT_TRUE(empty->items.empty());
   EXPECT_EQ(empty->resource_version, "5");
   EXPECT_EQ(empty->continue_token, "");
   auto null_items = decode_pod_list(R"({"metadata":{"resourceVersion":"6"},"items":null})");
-  ASSERT_TRUE(null_items) << null_items.err().message;
+  ASSERT_TRUE(null_items) << null_items.error().message;
   EXPECT_TRUE(null_items->items.empty());
 }
 
@@ -211,7 +211,7 @@ TEST(decode_node_list, nodes) {
                            nlohmann::json::parse(fixture("node.json")).dump() +
                            R"(,{"metadata":{"name":"n2","uid":"u2"},"spec":{}}]})";
   auto page = decode_node_list(body);
-  ASSERT_TRUE(page) << page.err().message;
+  ASSERT_TRUE(page) << page.error().message;
   ASSERT_EQ(page->items.size(), 2U);
   EXPECT_EQ(page->items[0].node.taints.size(), 3U);
   EXPECT_EQ(page->items[1].node.name, "n2");
@@ -223,7 +223,7 @@ TEST(decode_pod_event, added_modified_deleted) {
        {std::pair{"ADDED", event_type::added}, std::pair{"MODIFIED", event_type::modified},
         std::pair{"DELETED", event_type::deleted}}) {
     auto event = decode_pod_event(event_line(text, fixture("pod.json")));
-    ASSERT_TRUE(event) << event.err().message;
+    ASSERT_TRUE(event) << event.error().message;
     EXPECT_EQ(event->type, type);
     EXPECT_EQ(to_string(event->type), text);
     EXPECT_EQ(event->object.pod.name, "web-7d4b9c8f6d-x2k9p");
@@ -235,37 +235,37 @@ TEST(decode_pod_event, added_modified_deleted) {
 TEST(decode_pod_event, type_after_object) {
   auto event = decode_pod_event(
       R"({"object":{"metadata":{"name":"p","namespace":"n","uid":"u","resourceVersion":"7"}},"type":"MODIFIED"})");
-  ASSERT_TRUE(event) << event.err().message;
+  ASSERT_TRUE(event) << event.error().message;
   EXPECT_EQ(event->type, event_type::modified);
   EXPECT_EQ(event->object.pod.name, "p");
 }
 
 TEST(decode_pod_event, in_stream_error_410) {
   auto event = decode_pod_event(fixture("watch_error_410.json"));
-  ASSERT_TRUE(event) << event.err().message;
+  ASSERT_TRUE(event) << event.error().message;
   EXPECT_EQ(event->type, event_type::error);
   EXPECT_EQ(event->status.code, 410);
   EXPECT_EQ(event->status.reason, "Expired");
   EXPECT_EQ(event->status.status, "Failure");
   EXPECT_EQ(event->status.message, "too old resource version: 1 (184467)");
   auto node_event = decode_node_event(fixture("watch_error_410.json"));
-  ASSERT_TRUE(node_event) << node_event.err().message;
+  ASSERT_TRUE(node_event) << node_event.error().message;
   EXPECT_EQ(node_event->status.code, 410);
 }
 
 TEST(decode_pod_event, bookmark) {
   auto event = decode_pod_event(fixture("watch_bookmark.json"));
-  ASSERT_TRUE(event) << event.err().message;
+  ASSERT_TRUE(event) << event.error().message;
   EXPECT_EQ(event->type, event_type::bookmark);
   EXPECT_EQ(event->resource_version(), "184999");
   auto no_rv = decode_pod_event(R"({"type":"BOOKMARK","object":{"metadata":{}}})");
   ASSERT_FALSE(no_rv);
-  expect_shape_error(no_rv.err(), "object.metadata.resourceVersion: missing");
+  expect_shape_error(no_rv.error(), "object.metadata.resourceVersion: missing");
 }
 
 TEST(decode_node_event, node_modified) {
   auto event = decode_node_event(event_line("MODIFIED", fixture("node.json")));
-  ASSERT_TRUE(event) << event.err().message;
+  ASSERT_TRUE(event) << event.error().message;
   EXPECT_EQ(event->object.node.taints.size(), 3U);
   EXPECT_EQ(event->resource_version(), "184470");
 }
@@ -273,22 +273,22 @@ TEST(decode_node_event, node_modified) {
 TEST(decode_pod_event, bad_event_envelopes) {
   auto no_type = decode_pod_event(R"({"object":{"metadata":{"name":"p","uid":"u"}}})");
   ASSERT_FALSE(no_type);
-  expect_shape_error(no_type.err(), "type: missing");
+  expect_shape_error(no_type.error(), "type: missing");
   auto weird = decode_pod_event(R"({"type":"EXPLODED","object":{}})");
   ASSERT_FALSE(weird);
-  expect_shape_error(weird.err(), "unknown watch event type \"EXPLODED\"");
+  expect_shape_error(weird.error(), "unknown watch event type \"EXPLODED\"");
   auto no_object = decode_pod_event(R"({"type":"ADDED"})");
   ASSERT_FALSE(no_object);
-  expect_shape_error(no_object.err(), "object: missing");
+  expect_shape_error(no_object.error(), "object: missing");
   auto no_uid = decode_pod_event(R"({"type":"ADDED","object":{"metadata":{"name":"p"}}})");
   ASSERT_FALSE(no_uid);
-  expect_shape_error(no_uid.err(), "object.metadata.uid: missing");
+  expect_shape_error(no_uid.error(), "object.metadata.uid: missing");
   auto no_name = decode_pod_event(R"({"type":"DELETED","object":{"metadata":{"uid":"u"}}})");
   ASSERT_FALSE(no_name);
-  expect_shape_error(no_name.err(), "object.metadata.name: missing");
+  expect_shape_error(no_name.error(), "object.metadata.name: missing");
   auto type_number = decode_pod_event(R"({"type":3,"object":{}})");
   ASSERT_FALSE(type_number);
-  expect_shape_error(type_number.err(), "type: expected a string, got a number");
+  expect_shape_error(type_number.error(), "type: expected a string, got a number");
 }
 
 TEST(decode, malformed_json) {
@@ -299,71 +299,71 @@ TEST(decode, malformed_json) {
         "ED\"}"}) {
     auto event = decode_pod_event(bad);
     ASSERT_FALSE(event) << bad;
-    EXPECT_EQ(event.err().code, make_error_code(errc::malformed_json)) << event.err().message;
-    EXPECT_NE(event.err().message.find("malformed JSON"), std::string::npos);
+    EXPECT_EQ(event.error().code, make_error_code(errc::malformed_json)) << event.error().message;
+    EXPECT_NE(event.error().message.find("malformed JSON"), std::string::npos);
   }
   auto list = decode_pod_list(R"({"items":[{"metadata":{"name":"a","uid":"u"}},)");
   ASSERT_FALSE(list);
-  EXPECT_EQ(list.err().code, make_error_code(errc::malformed_json));
+  EXPECT_EQ(list.error().code, make_error_code(errc::malformed_json));
 }
 
 TEST(decode, wrong_types_name_the_path) {
   auto spec_array = decode_pod(R"({"metadata":{"name":"p","uid":"u"},"spec":[]})");
   ASSERT_FALSE(spec_array);
-  expect_shape_error(spec_array.err(), "spec: expected an object, got an array");
+  expect_shape_error(spec_array.error(), "spec: expected an object, got an array");
 
   auto tolerations_object =
       decode_pod(R"({"metadata":{"name":"p","uid":"u"},"spec":{"tolerations":{}}})");
   ASSERT_FALSE(tolerations_object);
-  expect_shape_error(tolerations_object.err(),
+  expect_shape_error(tolerations_object.error(),
                      "spec.tolerations: expected an array, got an object");
 
   auto seconds_string = decode_pod_list(
       R"({"items":[{"metadata":{"name":"a","uid":"u"}},{"metadata":{"name":"b","namespace":"ns","uid":"v"},"spec":{"tolerations":[{"key":"k"},{"tolerationSeconds":"300"}]}}]})");
   ASSERT_FALSE(seconds_string);
-  expect_shape_error(seconds_string.err(),
+  expect_shape_error(seconds_string.error(),
                      "items[1].spec.tolerations[1].tolerationSeconds: expected an integer, got a "
                      "string");
-  EXPECT_NE(seconds_string.err().message.find("(pod ns/b)"), std::string::npos);
+  EXPECT_NE(seconds_string.error().message.find("(pod ns/b)"), std::string::npos);
 
   auto name_number = decode_pod(R"({"metadata":{"name":5,"uid":"u"}})");
   ASSERT_FALSE(name_number);
-  expect_shape_error(name_number.err(), "metadata.name: expected a string, got a number");
+  expect_shape_error(name_number.error(), "metadata.name: expected a string, got a number");
 
   auto element_string = decode_pod_list(R"({"items":["pod"]})");
   ASSERT_FALSE(element_string);
-  expect_shape_error(element_string.err(), "items[0]: expected an object, got a string");
+  expect_shape_error(element_string.error(), "items[0]: expected an object, got a string");
 
   auto toleration_null =
       decode_pod(R"({"metadata":{"name":"p","uid":"u"},"spec":{"tolerations":[null]}})");
   ASSERT_FALSE(toleration_null);
-  expect_shape_error(toleration_null.err(), "spec.tolerations[0]: expected an object, got null");
+  expect_shape_error(toleration_null.error(), "spec.tolerations[0]: expected an object, got null");
 
   auto root_array = decode_pod_list("[1,2]");
   ASSERT_FALSE(root_array);
-  expect_shape_error(root_array.err(), "expected a JSON object, got an array");
+  expect_shape_error(root_array.error(), "expected a JSON object, got an array");
 
   auto controller_string = decode_pod(
       R"({"metadata":{"name":"p","uid":"u","ownerReferences":[{"kind":"X","controller":"true"}]}})");
   ASSERT_FALSE(controller_string);
-  expect_shape_error(controller_string.err(),
+  expect_shape_error(controller_string.error(),
                      "metadata.ownerReferences[0].controller: expected a boolean, got a string");
 
   auto taint_time = decode_node(
       R"({"metadata":{"name":"n","uid":"u"},"spec":{"taints":[{"key":"k","effect":"NoExecute","timeAdded":"yesterday"}]}})");
   ASSERT_FALSE(taint_time);
-  expect_shape_error(taint_time.err(), "spec.taints[0].timeAdded: not an RFC 3339 time");
-  EXPECT_NE(taint_time.err().message.find("(node n)"), std::string::npos);
+  expect_shape_error(taint_time.error(), "spec.taints[0].timeAdded: not an RFC 3339 time");
+  EXPECT_NE(taint_time.error().message.find("(node n)"), std::string::npos);
 }
 
 TEST(decode, missing_required_fields_in_lists) {
   auto list = decode_pod_list(
       R"({"items":[{"metadata":{"name":"a","uid":"u"}},{"metadata":{"name":"b"}}]})");
   ASSERT_FALSE(list);
-  expect_shape_error(list.err(), "items[1].metadata.uid: missing");
+  expect_shape_error(list.error(), "items[1].metadata.uid: missing");
   auto nodes = decode_node_list(R"({"items":[{"metadata":{"uid":"u"}}]})");
   ASSERT_FALSE(nodes);
-  expect_shape_error(nodes.err(), "items[0].metadata.name: missing");
+  expect_shape_error(nodes.error(), "items[0].metadata.name: missing");
 }
 
 TEST(decode, absurd_toleration_seconds_are_errors) {
@@ -375,7 +375,7 @@ TEST(decode, absurd_toleration_seconds_are_errors) {
         value + "}]}}";
     auto pod = decode_pod(json);
     ASSERT_FALSE(pod) << value;
-    expect_shape_error(pod.err(), "spec.tolerations[0].tolerationSeconds");
+    expect_shape_error(pod.error(), "spec.tolerations[0].tolerationSeconds");
   }
   for (const auto& [text, expected] :
        {std::pair{"9223372036854775807", std::numeric_limits<std::int64_t>::max()},
@@ -386,7 +386,7 @@ TEST(decode, absurd_toleration_seconds_are_errors) {
             R"({"metadata":{"name":"p","uid":"u"},"spec":{"tolerations":[{"key":"k","tolerationSeconds":)") +
         text + "}]}}";
     auto pod = decode_pod(json);
-    ASSERT_TRUE(pod) << pod.err().message;
+    ASSERT_TRUE(pod) << pod.error().message;
     EXPECT_EQ(pod->pod.tolerations.at(0).seconds, expected);
   }
 }
@@ -405,7 +405,7 @@ TEST(decode, unknown_fields_and_deep_nesting_are_skipped) {
       R"(,"name":"p","uid":"u","labels":{"name":"x"}},"spec":{"nodeName":"n",)"
       R"("unknown":[1,2.5,true,null,{"tolerations":"no"}]},"status":{"phase":"Weird","x":{}}})";
   auto pod = decode_pod(json);
-  ASSERT_TRUE(pod) << pod.err().message;
+  ASSERT_TRUE(pod) << pod.error().message;
   EXPECT_EQ(pod->pod.name, "p");
   EXPECT_EQ(pod->pod.node_name, "n");
   EXPECT_EQ(pod->pod.phase, pod_phase::unknown);
@@ -416,7 +416,7 @@ TEST(decode, nesting_deeper_than_1024_levels_is_malformed) {
     const auto pod = decode_pod(
         R"({"metadata":{"name":"p","uid":"u","extra":)" + nested_arrays(1023) + "}}", engine);
     ASSERT_FALSE(pod);
-    EXPECT_EQ(pod.err().code, make_error_code(errc::malformed_json)) << pod.err().message;
+    EXPECT_EQ(pod.error().code, make_error_code(errc::malformed_json)) << pod.error().message;
     EXPECT_TRUE(decode_pod(
         R"({"metadata":{"name":"p","uid":"u","extra":)" + nested_arrays(1022) + "}}", engine));
   }
@@ -425,7 +425,7 @@ TEST(decode, nesting_deeper_than_1024_levels_is_malformed) {
 TEST(decode, nulls_mean_absent) {
   auto pod = decode_pod(
       R"({"metadata":{"name":"p","uid":"u","namespace":null,"deletionTimestamp":null,"annotations":null,"ownerReferences":null},"spec":{"nodeName":null,"tolerations":[{"key":"k","effect":null,"tolerationSeconds":null}]},"status":null})");
-  ASSERT_TRUE(pod) << pod.err().message;
+  ASSERT_TRUE(pod) << pod.error().message;
   EXPECT_FALSE(pod->pod.terminating);
   EXPECT_EQ(pod->pod.node_name, "");
   ASSERT_EQ(pod->pod.tolerations.size(), 1U);
@@ -433,14 +433,14 @@ TEST(decode, nulls_mean_absent) {
   EXPECT_EQ(pod->pod.tolerations[0].seconds, std::nullopt);
   auto node = decode_node(
       R"({"metadata":{"name":"n","uid":"u"},"spec":{"taints":[{"key":"k","effect":"NoExecute","timeAdded":null}]}})");
-  ASSERT_TRUE(node) << node.err().message;
+  ASSERT_TRUE(node) << node.error().message;
   EXPECT_EQ(node->node.taints.at(0).time_added_unix, 0);
 }
 
 TEST(decode, effects_and_unicode_escapes) {
   auto node = decode_node(
       R"({"metadata":{"name":"n\u00e9","uid":"u"},"spec":{"taints":[{"key":"a","effect":"PreferNoSchedule"},{"key":"b","effect":"Sometimes"},{"key":"c"}]}})");
-  ASSERT_TRUE(node) << node.err().message;
+  ASSERT_TRUE(node) << node.error().message;
   EXPECT_EQ(node->node.name, "n\xc3\xa9");
   EXPECT_EQ(node->node.taints.at(0).effect, taint_effect::prefer_no_schedule);
   EXPECT_EQ(node->node.taints.at(1).effect, taint_effect::unknown);
@@ -450,12 +450,12 @@ TEST(decode, effects_and_unicode_escapes) {
 TEST(decode_status, status_body) {
   auto status = decode_status(
       R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"The provided continue parameter is too old","reason":"Expired","code":410})");
-  ASSERT_TRUE(status) << status.err().message;
+  ASSERT_TRUE(status) << status.error().message;
   EXPECT_EQ(status->code, 410);
   EXPECT_EQ(status->reason, "Expired");
   auto bad_code = decode_status(R"({"code":1e3})");
   ASSERT_FALSE(bad_code);
-  expect_shape_error(bad_code.err(), "code: expected an integer");
+  expect_shape_error(bad_code.error(), "code: expected an integer");
   EXPECT_FALSE(decode_status("nope"));
 }
 
@@ -484,14 +484,14 @@ template <class T, class Eq>
 void expect_same(const result<T>& fast, const result<T>& reference, Eq&& eq,
                  const std::string& input) {
   ASSERT_EQ(fast.has_value(), reference.has_value())
-      << "input: " << input << "\nfast: " << (fast ? "ok" : fast.err().message)
-      << "\nnlohmann: " << (reference ? "ok" : reference.err().message);
+      << "input: " << input << "\nfast: " << (fast ? "ok" : fast.error().message)
+      << "\nnlohmann: " << (reference ? "ok" : reference.error().message);
   if (fast) {
     EXPECT_TRUE(eq(fast.value(), reference.value())) << "input: " << input;
   } else {
-    EXPECT_EQ(fast.err().code, reference.err().code)
-        << "input: " << input << "\nfast: " << fast.err().message
-        << "\nnlohmann: " << reference.err().message;
+    EXPECT_EQ(fast.error().code, reference.error().code)
+        << "input: " << input << "\nfast: " << fast.error().message
+        << "\nnlohmann: " << reference.error().message;
   }
 }
 
@@ -597,7 +597,7 @@ TEST(decode_engines, agree_on_fixtures_and_mutations) {
         R"({"metadata":{"name":"p","uid":"u","skipped":)" + std::string(huge) + "}}";
     const auto fast = decode_pod(pod);
     ASSERT_FALSE(fast) << huge;
-    EXPECT_EQ(fast.err().code, make_error_code(errc::malformed_json)) << fast.err().message;
+    EXPECT_EQ(fast.error().code, make_error_code(errc::malformed_json)) << fast.error().message;
     EXPECT_TRUE(decode_pod(pod, json_engine::nlohmann)) << huge;
   }
   static constexpr std::string_view interesting = "\"\\{}[],:0-e.ntfu \x01\xff\xc3\xa9\xed";
@@ -723,7 +723,7 @@ streamed<Record> stream_list(std::string_view body, const std::vector<std::size_
 template <class Record>
 void expect_same_page(const streamed<Record>& got, const result<list_page<Record>>& want,
                       const std::string& context) {
-  ASSERT_TRUE(got.page) << context << ": " << got.page.err().message;
+  ASSERT_TRUE(got.page) << context << ": " << got.page.error().message;
   ASSERT_TRUE(want) << context;
   EXPECT_EQ(got.page->items, want->items) << context;
   EXPECT_EQ(got.page->resource_version, want->resource_version) << context;
@@ -765,7 +765,7 @@ std::vector<std::string> list_bodies() {
 TEST(list_decoder, splits_at_every_byte_boundary_decode_like_the_whole_body) {
   for (const auto& body : list_bodies()) {
     const auto whole = decode_pod_list(body);
-    ASSERT_TRUE(whole) << body << ": " << whole.err().message;
+    ASSERT_TRUE(whole) << body << ": " << whole.error().message;
     expect_same_page(stream_list<pod_record>(body, {}), whole, "unsplit: " + body);
     for (std::size_t cut = 0; cut <= body.size(); ++cut) {
       expect_same_page(stream_list<pod_record>(body, {cut}), whole,
@@ -824,7 +824,7 @@ TEST(list_decoder, random_splits_of_random_mutations_agree_with_the_whole_body_d
         EXPECT_EQ(other->page->items, unsplit.page->items) << body;
         EXPECT_EQ(other->page->resource_version, unsplit.page->resource_version) << body;
       } else {
-        EXPECT_EQ(other->page.err().code, unsplit.page.err().code) << body;
+        EXPECT_EQ(other->page.error().code, unsplit.page.error().code) << body;
       }
     }
     // Against the whole-body decoder: the same when it succeeds; malformed JSON is malformed
@@ -833,11 +833,11 @@ TEST(list_decoder, random_splits_of_random_mutations_agree_with_the_whole_body_d
     const auto whole = decode_pod_list(body);
     if (whole) {
       expect_same_page(unsplit, whole, body);
-    } else if (whole.err().code == make_error_code(errc::malformed_json)) {
+    } else if (whole.error().code == make_error_code(errc::malformed_json)) {
       ASSERT_FALSE(unsplit.page) << body;
-      EXPECT_EQ(unsplit.page.err().code, make_error_code(errc::malformed_json))
+      EXPECT_EQ(unsplit.page.error().code, make_error_code(errc::malformed_json))
           << body << "\n"
-          << unsplit.page.err().message;
+          << unsplit.page.error().message;
     } else if (unsplit.page) {
       EXPECT_FALSE(unsplit.skipped.empty()) << body;
     }
@@ -854,7 +854,7 @@ TEST(list_decoder, items_of_the_wrong_shape_are_skipped_and_named) {
                            R"({"tolerationSeconds":1.5}]}},)" +
                            pod_item(2) + "]}";
   const auto got = stream_list<pod_record>(body, {17, 200});
-  ASSERT_TRUE(got.page) << got.page.err().message;
+  ASSERT_TRUE(got.page) << got.page.error().message;
   ASSERT_EQ(got.page->items.size(), 2U);
   EXPECT_EQ(got.page->items[0].pod.name, "p1");
   EXPECT_EQ(got.page->items[1].pod.name, "p2");
@@ -875,8 +875,9 @@ TEST(list_decoder, broken_structure_and_early_ends_are_malformed) {
            R"({"items":[]}x)", std::string("")}) {
     const auto got = stream_list<pod_record>(body, {body.size() / 2});
     ASSERT_FALSE(got.page) << body;
-    EXPECT_EQ(got.page.err().code, make_error_code(errc::malformed_json)) << body << "\n"
-                                                                          << got.page.err().message;
+    EXPECT_EQ(got.page.error().code, make_error_code(errc::malformed_json))
+        << body << "\n"
+        << got.page.error().message;
   }
 }
 
@@ -900,10 +901,10 @@ TEST(list_decoder, bounds_one_item_the_envelope_and_the_page) {
     }
     const auto got = stream_list<pod_record>(body, cuts, limits);
     ASSERT_FALSE(got.page) << body.substr(0, 60);
-    EXPECT_EQ(got.page.err().code, make_error_code(errc::response_too_large))
-        << got.page.err().message;
-    EXPECT_NE(got.page.err().message.find("larger than"), std::string::npos)
-        << got.page.err().message;
+    EXPECT_EQ(got.page.error().code, make_error_code(errc::response_too_large))
+        << got.page.error().message;
+    EXPECT_NE(got.page.error().message.find("larger than"), std::string::npos)
+        << got.page.error().message;
   }
   // Within the bounds, the same items are fine.
   EXPECT_TRUE(stream_list<pod_record>(R"({"items":[)" + pod_item(1) + "]}", {}, limits).page);
@@ -913,7 +914,7 @@ TEST(list_decoder, decodes_node_lists) {
   const std::string body = R"({"kind":"NodeList","metadata":{"resourceVersion":"8"},"items":[)" +
                            fixture("node.json") + "," + fixture("node.json") + "]}";
   const auto whole = decode_node_list(body);
-  ASSERT_TRUE(whole) << whole.err().message;
+  ASSERT_TRUE(whole) << whole.error().message;
   for (std::size_t cut = 0; cut <= body.size(); cut += 7) {
     expect_same_page(stream_list<node_record>(body, {cut}), whole, std::to_string(cut));
   }
@@ -945,15 +946,15 @@ TEST(printable, decode_errors_quote_input_printably) {
   const auto time = decode_node(
       R"({"metadata":{"name":"n","uid":"u"},"spec":{"taints":[{"key":"k","timeAdded":"x\n2026-01-01 INFO forged"}]}})");
   ASSERT_FALSE(time);
-  EXPECT_EQ(time.err().message.find('\n'), std::string::npos) << time.err().message;
-  EXPECT_NE(time.err().message.find("x\\n2026"), std::string::npos) << time.err().message;
+  EXPECT_EQ(time.error().message.find('\n'), std::string::npos) << time.error().message;
+  EXPECT_NE(time.error().message.find("x\\n2026"), std::string::npos) << time.error().message;
   const auto type = decode_pod_event(R"({"type":"ADDED\r\nINFO forged","object":{}})");
   ASSERT_FALSE(type);
-  EXPECT_EQ(type.err().message.find('\r'), std::string::npos) << type.err().message;
+  EXPECT_EQ(type.error().message.find('\r'), std::string::npos) << type.error().message;
   const auto name = decode_pod(
       R"({"metadata":{"name":"a\nb","uid":"u"},"spec":{"tolerations":[{"tolerationSeconds":"1"}]}})");
   ASSERT_FALSE(name);
-  EXPECT_EQ(name.err().message.find('\n'), std::string::npos) << name.err().message;
+  EXPECT_EQ(name.error().message.find('\n'), std::string::npos) << name.error().message;
 }
 
 }  // namespace

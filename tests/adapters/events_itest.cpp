@@ -63,7 +63,7 @@ protected:
     request req(method, target, body.is_null() ? std::string() : body.dump());
     auto r = kube::testing::run_sync(io_, client_->send(std::move(req)));
     if (!r || !*r) {
-      ADD_FAILURE() << "request " << target << " failed: " << (r ? r->err().message : "hung");
+      ADD_FAILURE() << "request " << target << " failed: " << (r ? r->error().message : "hung");
       return {};
     }
     return std::move(r->value());

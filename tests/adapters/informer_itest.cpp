@@ -80,7 +80,7 @@ protected:
       GTEST_SKIP() << "KUBECONFIG is not set (run through ctest, or export it)";
     }
     auto loaded = kube::load_kubeconfig(path);
-    ASSERT_TRUE(loaded) << loaded.err().message;
+    ASSERT_TRUE(loaded) << loaded.error().message;
     config_ = loaded.value();
   }
 
@@ -99,7 +99,7 @@ protected:
   }
 
   void expect_status(const result<response>& res, unsigned status) {
-    ASSERT_TRUE(res) << res.err().message;
+    ASSERT_TRUE(res) << res.error().message;
     EXPECT_EQ(res->status, status) << res->body;
   }
 
@@ -339,7 +339,7 @@ TEST_F(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
   ASSERT_TRUE(cluster.exists());
   ASSERT_EQ(cluster.run("up"), 0) << "cluster.sh up failed";
   auto loaded = kube::load_kubeconfig(cluster.kubeconfig());
-  ASSERT_TRUE(loaded) << loaded.err().message;
+  ASSERT_TRUE(loaded) << loaded.error().message;
   tcp_relay relay;
   relay.set_target(cluster.api_port());
   kube::rest_config via_relay = loaded.value();
@@ -373,11 +373,11 @@ TEST_F(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
   // The informer is still backing off: change the world behind its back, then compact etcd
   // so that the relist at `synced_at` is 410 too.
   loaded = kube::load_kubeconfig(cluster.kubeconfig());
-  ASSERT_TRUE(loaded) << loaded.err().message;
+  ASSERT_TRUE(loaded) << loaded.error().message;
   client direct(io_.get_executor(), loaded.value());
   auto del = run_sync(io_, direct.send(request(http::verb::delete_, "/api/v1/nodes/doomed")));
   ASSERT_TRUE(del);
-  ASSERT_TRUE(*del) << (*del).err().message;
+  ASSERT_TRUE(*del) << (*del).error().message;
   EXPECT_EQ((*del)->status, 200U);
   auto latest = run_sync(io_, direct.send(request(http::verb::get, "/api/v1/nodes?limit=1")));
   ASSERT_TRUE(latest && *latest);

@@ -128,7 +128,7 @@ TEST(pod_writer_format, delete_request_carries_the_uid_precondition) {
 TEST_F(pod_writer_test, delete_2xx_is_deleted) {
   server_.push(reply::with(200, R"({"kind":"Pod"})"));
   auto r = del();
-  ASSERT_TRUE(r) << r.err().message;
+  ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r.value(), delete_outcome::deleted);
   const auto reqs = server_.requests();
   ASSERT_EQ(reqs.size(), 1U);
@@ -142,7 +142,7 @@ TEST_F(pod_writer_test, delete_2xx_is_deleted) {
 TEST_F(pod_writer_test, delete_404_is_not_found) {
   server_.push(reply::with(404, status_body(404, "NotFound", "pods \"web-0\" not found")));
   auto r = del();
-  ASSERT_TRUE(r) << r.err().message;
+  ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r.value(), delete_outcome::not_found);
 }
 
@@ -151,7 +151,7 @@ TEST_F(pod_writer_test, delete_409_is_uid_mismatch) {
       409, status_body(409, "Conflict",
                        "Precondition failed: UID in precondition: uid-1, UID in object meta: x")));
   auto r = del();
-  ASSERT_TRUE(r) << r.err().message;
+  ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r.value(), delete_outcome::uid_mismatch);
 }
 
@@ -159,32 +159,32 @@ TEST_F(pod_writer_test, delete_500_is_an_error_with_status_and_message) {
   server_.set_fallback(reply::with(500, status_body(500, "InternalError", "etcd is sad")));
   auto r = del();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.err().code, make_error_code(errc::server_error));
-  EXPECT_EQ(r.err().http_status, 500);
-  EXPECT_NE(r.err().message.find("DELETE pod ns1/web-0"), std::string::npos) << r.err().message;
-  EXPECT_NE(r.err().message.find("etcd is sad"), std::string::npos) << r.err().message;
+  EXPECT_EQ(r.error().code, make_error_code(errc::server_error));
+  EXPECT_EQ(r.error().http_status, 500);
+  EXPECT_NE(r.error().message.find("DELETE pod ns1/web-0"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("etcd is sad"), std::string::npos) << r.error().message;
 }
 
 TEST_F(pod_writer_test, delete_403_is_forbidden) {
   server_.push(reply::with(403, status_body(403, "Forbidden", "cannot delete pods")));
   auto r = del();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.err().code, make_error_code(errc::forbidden));
-  EXPECT_NE(r.err().message.find("cannot delete pods"), std::string::npos);
+  EXPECT_EQ(r.error().code, make_error_code(errc::forbidden));
+  EXPECT_NE(r.error().message.find("cannot delete pods"), std::string::npos);
 }
 
 TEST_F(pod_writer_test, delete_transport_failure_is_an_error) {
   server_.set_fallback(reply::close_now());
   auto r = del();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.err().http_status, 0);
-  EXPECT_NE(r.err().message.find("DELETE pod ns1/web-0"), std::string::npos);
+  EXPECT_EQ(r.error().http_status, 0);
+  EXPECT_NE(r.error().message.find("DELETE pod ns1/web-0"), std::string::npos);
 }
 
 TEST_F(pod_writer_test, patch_adds_the_condition_guarded_by_uid) {
   server_.push(reply::with(200, R"({"kind":"Pod"})"));
   auto r = patch();
-  ASSERT_TRUE(r) << r.err().message;
+  ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r.value(), patch_outcome::patched);
   const auto reqs = server_.requests();
   ASSERT_EQ(reqs.size(), 1U);
@@ -211,7 +211,7 @@ TEST(pod_writer_format, a_condition_kept_true_leaves_its_transition_time_to_the_
 TEST_F(pod_writer_test, patch_404_is_not_found) {
   server_.push(reply::with(404, status_body(404, "NotFound", "gone")));
   auto r = patch();
-  ASSERT_TRUE(r) << r.err().message;
+  ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r.value(), patch_outcome::not_found);
 }
 
@@ -224,7 +224,7 @@ TEST_F(pod_writer_test, patch_rejected_for_uid_is_uid_mismatch) {
                            {"field", "metadata.uid"}}}}};
   server_.push(reply::with(422, status_body(422, "Invalid", "Pod \"web-0\" is invalid", details)));
   auto r = patch();
-  ASSERT_TRUE(r) << r.err().message;
+  ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r.value(), patch_outcome::uid_mismatch);
 }
 
@@ -233,15 +233,15 @@ TEST_F(pod_writer_test, patch_422_for_another_field_is_an_error) {
   server_.push(reply::with(422, status_body(422, "Invalid", "bad condition", details)));
   auto r = patch();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.err().http_status, 422);
-  EXPECT_EQ(error_reason(r.err()), "http_422");
+  EXPECT_EQ(r.error().http_status, 422);
+  EXPECT_EQ(error_reason(r.error()), "http_422");
 }
 
 TEST_F(pod_writer_test, patch_with_malformed_error_body_is_an_error) {
   server_.push(reply::with(422, R"({"details": {"causes": "not-a-list")"));
   auto r = patch();
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.err().http_status, 422);
+  EXPECT_EQ(r.error().http_status, 422);
 }
 
 // --- k8s_eviction_sink ---

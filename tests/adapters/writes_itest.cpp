@@ -55,7 +55,7 @@ std::optional<kube::rest_config> admin_config() {
   }
   auto cfg = kube::load_kubeconfig(path);
   if (!cfg) {
-    ADD_FAILURE() << "cannot load " << path << ": " << cfg.err().message;
+    ADD_FAILURE() << "cannot load " << path << ": " << cfg.error().message;
     return std::nullopt;
   }
   return cfg.value();
@@ -108,7 +108,7 @@ protected:
     }
     auto r = run_sync(io_, client_->send(std::move(req)));
     if (!r || !*r) {
-      ADD_FAILURE() << "request " << target << " failed: " << (r ? r->err().message : "hung");
+      ADD_FAILURE() << "request " << target << " failed: " << (r ? r->error().message : "hung");
       return {};
     }
     return std::move(r->value());
@@ -142,7 +142,7 @@ protected:
     auto r = call(http::verb::get, "/api/v1/namespaces/" + ns_ + "/pods/" + name);
     ASSERT_EQ(r.status, 200U) << r.body;
     auto decoded = decode_pod(r.body);
-    ASSERT_TRUE(decoded) << decoded.err().message;
+    ASSERT_TRUE(decoded) << decoded.error().message;
     store.upsert(decoded.value());
   }
 
@@ -177,7 +177,7 @@ protected:
     auto sa = kube::load_kubeconfig(out.string());
     std::filesystem::remove(out);
     if (!sa) {
-      ADD_FAILURE() << sa.err().message;
+      ADD_FAILURE() << sa.error().message;
       return std::nullopt;
     }
     token = sa->bearer_token;
@@ -206,7 +206,7 @@ TEST_F(writes_itest, delete_with_a_stale_uid_is_a_uid_mismatch_and_leaves_the_po
   const pod_ref pod = create_pod("web-0");
   pod_writer w(*client_);
   auto r = run_sync(io_, w.delete_pod(ns_, pod.name, "00000000-0000-0000-0000-000000000000"));
-  ASSERT_TRUE(r && *r) << (r ? r->err().message : "hung");
+  ASSERT_TRUE(r && *r) << (r ? r->error().message : "hung");
   EXPECT_EQ(r->value(), delete_outcome::uid_mismatch);
   const json live = get_pod(pod.name);
   EXPECT_FALSE(live["metadata"].contains("deletionTimestamp"));
@@ -216,7 +216,7 @@ TEST_F(writes_itest, delete_with_the_right_uid_marks_the_pod_terminating) {
   const pod_ref pod = create_pod("web-1");
   pod_writer w(*client_);
   auto r = run_sync(io_, w.delete_pod(ns_, pod.name, pod.uid));
-  ASSERT_TRUE(r && *r) << (r ? r->err().message : "hung");
+  ASSERT_TRUE(r && *r) << (r ? r->error().message : "hung");
   EXPECT_EQ(r->value(), delete_outcome::deleted);
   const json live = get_pod(pod.name);
   EXPECT_TRUE(live["metadata"].contains("deletionTimestamp")) << live.dump();
@@ -229,7 +229,7 @@ TEST_F(writes_itest, delete_with_the_right_uid_marks_the_pod_terminating) {
 TEST_F(writes_itest, delete_of_a_missing_pod_is_not_found) {
   pod_writer w(*client_);
   auto r = run_sync(io_, w.delete_pod(ns_, "no-such-pod", "00000000-0000-0000-0000-000000000001"));
-  ASSERT_TRUE(r && *r) << (r ? r->err().message : "hung");
+  ASSERT_TRUE(r && *r) << (r ? r->error().message : "hung");
   EXPECT_EQ(r->value(), delete_outcome::not_found);
 }
 
@@ -237,7 +237,7 @@ TEST_F(writes_itest, the_condition_patch_is_visible_on_the_pod) {
   const pod_ref pod = create_pod("web-2");
   pod_writer w(*client_);
   auto r = run_sync(io_, w.add_disruption_condition(ns_, pod.name, pod.uid));
-  ASSERT_TRUE(r && *r) << (r ? r->err().message : "hung");
+  ASSERT_TRUE(r && *r) << (r ? r->error().message : "hung");
   EXPECT_EQ(r->value(), patch_outcome::patched);
   const json live = get_pod(pod.name);
   const json* cond = find_condition(live, "DisruptionTarget");
@@ -253,7 +253,7 @@ TEST_F(writes_itest, a_condition_patch_for_a_replaced_pod_is_refused_by_uid) {
   pod_writer w(*client_);
   auto r = run_sync(
       io_, w.add_disruption_condition(ns_, pod.name, "00000000-0000-0000-0000-000000000002"));
-  ASSERT_TRUE(r && *r) << (r ? r->err().message : "hung");
+  ASSERT_TRUE(r && *r) << (r ? r->error().message : "hung");
   EXPECT_EQ(r->value(), patch_outcome::uid_mismatch);
   EXPECT_EQ(find_condition(get_pod(pod.name), "DisruptionTarget"), nullptr);
 }
@@ -311,10 +311,10 @@ TEST_F(writes_itest, a_service_account_without_rbac_gets_a_clear_403) {
   auto r = run_sync(io_, w.delete_pod(ns_, pod.name, pod.uid));
   ASSERT_TRUE(r);
   ASSERT_FALSE(*r);
-  EXPECT_EQ(r->err().code, make_error_code(errc::forbidden));
-  EXPECT_EQ(r->err().http_status, 403);
-  EXPECT_NE(r->err().message.find("forbidden"), std::string::npos) << r->err().message;
-  EXPECT_EQ(r->err().message.find(token), std::string::npos);
+  EXPECT_EQ(r->error().code, make_error_code(errc::forbidden));
+  EXPECT_EQ(r->error().http_status, 403);
+  EXPECT_NE(r->error().message.find("forbidden"), std::string::npos) << r->error().message;
+  EXPECT_EQ(r->error().message.find(token), std::string::npos);
   EXPECT_FALSE(get_pod(pod.name)["metadata"].contains("deletionTimestamp"));
 }
 

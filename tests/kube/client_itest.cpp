@@ -29,7 +29,7 @@ protected:
       GTEST_SKIP() << "KUBECONFIG is not set (run through ctest, or export it)";
     }
     auto loaded = load_kubeconfig(path);
-    ASSERT_TRUE(loaded) << loaded.err().message;
+    ASSERT_TRUE(loaded) << loaded.error().message;
     config_ = loaded.value();
     ASSERT_TRUE(config_.tls);
   }
@@ -51,7 +51,7 @@ protected:
 TEST_F(client_itest, version_over_verified_tls) {
   client c(io_.get_executor(), config_);
   auto res = call(c, http::verb::get, "/version");
-  ASSERT_TRUE(res) << res.err().message;
+  ASSERT_TRUE(res) << res.error().message;
   EXPECT_EQ(res->status, 200U);
   EXPECT_NE(res->body.find("\"gitVersion\": \"v1.20.2\""), std::string::npos) << res->body;
 }
@@ -59,12 +59,12 @@ TEST_F(client_itest, version_over_verified_tls) {
 TEST_F(client_itest, namespaces_list_and_missing_object_status) {
   client c(io_.get_executor(), config_);
   auto res = call(c, http::verb::get, "/api/v1/namespaces");
-  ASSERT_TRUE(res) << res.err().message;
+  ASSERT_TRUE(res) << res.error().message;
   EXPECT_EQ(res->status, 200U);
   EXPECT_NE(res->body.find("\"kind\":\"NamespaceList\""), std::string::npos);
   EXPECT_NE(res->body.find("\"name\":\"default\""), std::string::npos);
   auto missing = call(c, http::verb::get, "/api/v1/namespaces/default/pods/does-not-exist-xyz");
-  ASSERT_TRUE(missing) << missing.err().message;
+  ASSERT_TRUE(missing) << missing.error().message;
   EXPECT_EQ(missing->status, 404U);
 }
 
@@ -79,7 +79,7 @@ TEST_F(client_itest, many_requests_share_a_small_pool) {
   client c(io_.get_executor(), config_, opts);
   for (int i = 0; i < 20; ++i) {
     auto res = call(c, http::verb::get, "/api/v1/namespaces/default");
-    ASSERT_TRUE(res) << res.err().message;
+    ASSERT_TRUE(res) << res.error().message;
     EXPECT_EQ(res->status, 200U);
   }
   EXPECT_EQ(exchanges, 20);
@@ -90,8 +90,8 @@ TEST_F(client_itest, wrong_server_name_fails_verification) {
   client c(io_.get_executor(), config_);
   auto res = call(c, http::verb::get, "/version");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
-  EXPECT_NE(res.err().message.find("TLS handshake"), std::string::npos) << res.err().message;
+  EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
+  EXPECT_NE(res.error().message.find("TLS handshake"), std::string::npos) << res.error().message;
 }
 
 TEST_F(client_itest, unknown_ca_fails_verification_unless_insecure) {
@@ -100,12 +100,12 @@ TEST_F(client_itest, unknown_ca_fails_verification_unless_insecure) {
     client c(io_.get_executor(), config_);
     auto res = call(c, http::verb::get, "/version");
     ASSERT_FALSE(res);
-    EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
+    EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
   }
   config_.insecure_skip_tls_verify = true;
   client c(io_.get_executor(), config_);
   auto res = call(c, http::verb::get, "/version");
-  ASSERT_TRUE(res) << res.err().message;
+  ASSERT_TRUE(res) << res.error().message;
   EXPECT_EQ(res->status, 200U);
 }
 
@@ -115,7 +115,7 @@ TEST_F(client_itest, bad_token_is_401) {
   config_.bearer_token = "not-a-valid-token";
   client c(io_.get_executor(), config_);
   auto res = call(c, http::verb::get, "/api/v1/namespaces");
-  ASSERT_TRUE(res) << res.err().message;
+  ASSERT_TRUE(res) << res.error().message;
   EXPECT_EQ(res->status, 401U);
 }
 
@@ -132,7 +132,7 @@ TEST_F(client_itest, watch_streams_until_the_server_timeout) {
                         },
                         30s));
   ASSERT_TRUE(out);
-  ASSERT_TRUE(*out) << (*out).err().message;
+  ASSERT_TRUE(*out) << (*out).error().message;
   EXPECT_EQ((*out)->status, 200U);
   EXPECT_NE(got.find("{\"type\":\"ADDED\""), std::string::npos) << got;
   EXPECT_EQ(got.back(), '\n');
@@ -164,7 +164,7 @@ TEST_F(client_itest, list_at_a_compacted_version_is_gone) {
   auto bump =
       call(c, http::verb::post, "/api/v1/namespaces/default/configmaps",
            R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":")" + name + R"("}})");
-  ASSERT_TRUE(bump) << bump.err().message;
+  ASSERT_TRUE(bump) << bump.error().message;
   auto after = call(c, http::verb::get, "/api/v1/nodes?limit=1");
   ASSERT_TRUE(after && after->status == 200U);
   const std::string new_version = list_version(after->body);
@@ -174,7 +174,7 @@ TEST_F(client_itest, list_at_a_compacted_version_is_gone) {
                               new_version + " >/dev/null 2>&1";
   ASSERT_EQ(std::system(compact.c_str()), 0) << compact;
   auto gone = call(c, http::verb::get, "/api/v1/nodes?limit=500&resourceVersion=" + old_version);
-  ASSERT_TRUE(gone) << gone.err().message;
+  ASSERT_TRUE(gone) << gone.error().message;
   EXPECT_EQ(gone->status, 410U) << gone->body;
   (void)call(c, http::verb::delete_, "/api/v1/namespaces/default/configmaps/" + name);
 }

@@ -80,7 +80,7 @@ protected:
     c.shutdown();
     ASSERT_TRUE(run_until([&] { return res.has_value(); }));
     ASSERT_FALSE(*res);
-    EXPECT_EQ(res->err().code, make_error_code(errc::shutting_down));
+    EXPECT_EQ(res->error().code, make_error_code(errc::shutting_down));
   }
 
   result<response> get(client& c, std::string target, bool idempotent = true) {
@@ -108,7 +108,7 @@ TEST_F(client_test, get_returns_status_and_body_with_request_headers) {
   cfg.bearer_token = "s3cret";
   client c(io_.get_executor(), cfg, fast_options());
   auto res = get(c, "/version");
-  ASSERT_TRUE(res) << res.err().message;
+  ASSERT_TRUE(res) << res.error().message;
   EXPECT_EQ(res->status, 200U);
   EXPECT_EQ(res->body, R"({"major":"1"})");
   auto reqs = server_.requests();
@@ -151,7 +151,7 @@ TEST_F(client_test, sequential_requests_reuse_one_connection) {
   client c(io_.get_executor(), plain_config(), fast_options());
   for (int i = 0; i < 5; ++i) {
     auto res = get(c, "/healthz");
-    ASSERT_TRUE(res) << res.err().message;
+    ASSERT_TRUE(res) << res.error().message;
     EXPECT_EQ(res->body, "ok");
   }
   EXPECT_EQ(server_.connections(), 1U);
@@ -171,7 +171,7 @@ TEST_F(client_test, connection_closed_by_server_while_idle_is_replaced) {
   req.target = "/b";
   req.body = "{}";
   auto res = run_sync(io_, c.send(req));
-  ASSERT_TRUE(res && *res) << (res ? (*res).err().message : "timeout");
+  ASSERT_TRUE(res && *res) << (res ? (*res).error().message : "timeout");
   EXPECT_EQ((*res)->body, "two");
   EXPECT_EQ(server_.connections(), 2U);
 }
@@ -387,7 +387,7 @@ TEST_F(client_test, get_cut_mid_response_is_retried) {
   server_.push(reply::with(200, "whole"));
   client c(io_.get_executor(), plain_config(), fast_options());
   auto res = get(c, "/api/v1/nodes");
-  ASSERT_TRUE(res) << res.err().message;
+  ASSERT_TRUE(res) << res.error().message;
   EXPECT_EQ(res->body, "whole");
   EXPECT_EQ(server_.requests().size(), 2U);
 }
@@ -403,7 +403,7 @@ TEST_F(client_test, post_is_not_retried_after_a_network_error) {
   auto res = run_sync(io_, c.send(req));
   ASSERT_TRUE(res);
   ASSERT_FALSE(*res);
-  EXPECT_EQ((*res).err().code, make_error_code(errc::connection_failed));
+  EXPECT_EQ((*res).error().code, make_error_code(errc::connection_failed));
   EXPECT_EQ(server_.requests().size(), 1U);
   EXPECT_TRUE(network_waits_.empty());
 }
@@ -416,7 +416,7 @@ TEST_F(client_test, network_errors_are_resent_after_a_growing_jittered_backoff) 
   server_.push(reply::with(200, "whole"));
   client c(io_.get_executor(), plain_config(), fast_options());
   auto res = get(c, "/api/v1/nodes");
-  ASSERT_TRUE(res) << res.err().message;
+  ASSERT_TRUE(res) << res.error().message;
   EXPECT_EQ(res->body, "whole");
   EXPECT_EQ(server_.requests().size(), 5U);
   // 100 ms doubling, each stretched by a factor in [1, 1.5).
@@ -435,7 +435,7 @@ TEST_F(client_test, network_retry_backoff_is_capped_and_bounded_by_max_retries) 
   client c(io_.get_executor(), plain_config(), fast_options());
   auto res = get(c, "/api/v1/nodes");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
+  EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
   EXPECT_EQ(server_.requests().size(), 11U);  // max_retries 10
   ASSERT_EQ(network_waits_.size(), 10U);
   EXPECT_LT(network_waits_[5], 5s);  // 3.2 s stretched by at most 1.5
@@ -475,7 +475,7 @@ TEST_F(client_test, a_request_withdrawn_during_a_network_backoff_is_not_resent) 
   auto res = run_sync(io_, c.send(std::move(req)), wait_cap);
   ASSERT_TRUE(res);
   ASSERT_FALSE(*res);
-  EXPECT_EQ((*res).err().code, make_error_code(errc::cancelled));
+  EXPECT_EQ((*res).error().code, make_error_code(errc::cancelled));
   EXPECT_EQ(server_.requests().size(), 1U);
   EXPECT_EQ(network_waits_.size(), 1U);
 }
@@ -489,8 +489,8 @@ TEST_F(client_test, connection_refused_is_a_clear_error) {
   client c(io_.get_executor(), cfg, fast_options());
   auto res = get(c, "/x");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
-  EXPECT_NE(res.err().message.find("cannot connect"), std::string::npos) << res.err().message;
+  EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
+  EXPECT_NE(res.error().message.find("cannot connect"), std::string::npos) << res.error().message;
 }
 
 TEST_F(client_test, stalled_server_times_out_at_the_request_timeout) {
@@ -500,9 +500,9 @@ TEST_F(client_test, stalled_server_times_out_at_the_request_timeout) {
   client c(io_.get_executor(), plain_config(), opts);
   auto res = get(c, "/x");  // bounded by run_sync, far above the timeout
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::timeout));
-  EXPECT_NE(res.err().message.find("no progress within 300 ms"), std::string::npos)
-      << res.err().message;
+  EXPECT_EQ(res.error().code, make_error_code(errc::timeout));
+  EXPECT_NE(res.error().message.find("no progress within 300 ms"), std::string::npos)
+      << res.error().message;
   EXPECT_EQ(server_.requests().size(), 1U);  // timeouts are not retried
 }
 
@@ -513,7 +513,7 @@ TEST_F(client_test, stalled_mid_body_times_out) {
   client c(io_.get_executor(), plain_config(), opts);
   auto res = get(c, "/x");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::timeout));
+  EXPECT_EQ(res.error().code, make_error_code(errc::timeout));
 }
 
 TEST_F(client_test, oversized_response_is_an_error) {
@@ -524,7 +524,7 @@ TEST_F(client_test, oversized_response_is_an_error) {
   client c(io_.get_executor(), plain_config(), opts);
   auto res = get(c, "/x", false);
   ASSERT_FALSE(res);
-  EXPECT_NE(res.err().message.find("larger than"), std::string::npos);
+  EXPECT_NE(res.error().message.find("larger than"), std::string::npos);
 }
 
 TEST_F(client_test, stream_delivers_chunks_split_mid_line_intact) {
@@ -548,7 +548,7 @@ TEST_F(client_test, stream_delivers_chunks_split_mid_line_intact) {
                                  return true;
                                },
                                wait_cap));
-  ASSERT_TRUE(res && *res) << (res ? (*res).err().message : "limit");
+  ASSERT_TRUE(res && *res) << (res ? (*res).error().message : "limit");
   EXPECT_EQ((*res)->status, 200U);
   EXPECT_EQ(got, a + b + d);
   EXPECT_GE(pieces, 2);
@@ -590,9 +590,9 @@ TEST_F(client_test, idle_stream_times_out) {
                                300ms));
   ASSERT_TRUE(res);
   ASSERT_FALSE(*res);
-  EXPECT_EQ((*res).err().code, make_error_code(errc::timeout));
-  EXPECT_NE((*res).err().message.find("no progress within 300 ms"), std::string::npos)
-      << (*res).err().message;
+  EXPECT_EQ((*res).error().code, make_error_code(errc::timeout));
+  EXPECT_NE((*res).error().message.find("no progress within 300 ms"), std::string::npos)
+      << (*res).error().message;
   EXPECT_EQ(got, "{\"type\":\"BOOKMARK\"}\n");
   EXPECT_EQ(server_.requests().size(), 1U);  // not replayed once bytes were delivered
 }
@@ -641,7 +641,7 @@ TEST_F(client_test, unauthorized_rereads_the_token_file_and_retries_once) {
   });
   auto res = get(c, "/x");
   rotator.join();
-  ASSERT_TRUE(res) << res.err().message;
+  ASSERT_TRUE(res) << res.error().message;
   EXPECT_EQ(res->status, 200U);
   auto reqs = server_.requests();
   ASSERT_EQ(reqs.size(), 2U);
@@ -682,7 +682,7 @@ TEST_F(client_test, bad_ca_is_a_config_error_not_a_crash) {
   client c(io_.get_executor(), cfg, fast_options());
   auto res = get(c, "/x");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(res.error().code, make_error_code(errc::config_invalid));
   EXPECT_EQ(server_.requests().size(), 0U);
 }
 
@@ -692,7 +692,7 @@ TEST_F(client_test, invalid_port_is_a_config_error) {
   client c(io_.get_executor(), cfg, fast_options());
   auto res = get(c, "/x");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(res.error().code, make_error_code(errc::config_invalid));
 }
 
 TEST_F(client_test, tls_to_a_plain_server_fails_cleanly) {
@@ -703,8 +703,8 @@ TEST_F(client_test, tls_to_a_plain_server_fails_cleanly) {
   client c(io_.get_executor(), cfg, fast_options());
   auto res = get(c, "/x");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
-  EXPECT_NE(res.err().message.find("TLS handshake"), std::string::npos) << res.err().message;
+  EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
+  EXPECT_NE(res.error().message.find("TLS handshake"), std::string::npos) << res.error().message;
 }
 
 TEST_F(client_test, shutdown_cancels_a_request_in_flight) {
@@ -719,10 +719,10 @@ TEST_F(client_test, shutdown_cancels_a_request_in_flight) {
   auto res = get(c, "/x");
   stopper.join();
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::shutting_down));
+  EXPECT_EQ(res.error().code, make_error_code(errc::shutting_down));
   auto again = get(c, "/y");
   ASSERT_FALSE(again);
-  EXPECT_EQ(again.err().code, make_error_code(errc::shutting_down));
+  EXPECT_EQ(again.error().code, make_error_code(errc::shutting_down));
 }
 
 }  // namespace
@@ -741,10 +741,10 @@ TEST_F(client_test, a_response_too_large_is_an_error_value_and_never_retried) {
   client c(io_.get_executor(), plain_config(), opts);
   auto res = get(c, "/api/v1/pods", /*idempotent=*/true);
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::response_too_large));
-  EXPECT_NE(res.err().message.find("larger than 1000 bytes"), std::string::npos)
-      << res.err().message;
-  EXPECT_NE(res.err().message.find("GET /api/v1/pods"), std::string::npos) << res.err().message;
+  EXPECT_EQ(res.error().code, make_error_code(errc::response_too_large));
+  EXPECT_NE(res.error().message.find("larger than 1000 bytes"), std::string::npos)
+      << res.error().message;
+  EXPECT_NE(res.error().message.find("GET /api/v1/pods"), std::string::npos) << res.error().message;
   EXPECT_EQ(server_.requests().size(), 1U);
   EXPECT_EQ(c.max_response_bytes(), 1000U);
 }
@@ -761,7 +761,7 @@ TEST_F(client_test, a_streamed_error_body_too_large_is_never_retried) {
                                std::move(req), [](std::string_view) { return true; }, 5s));
   ASSERT_TRUE(out);
   ASSERT_FALSE(*out);
-  EXPECT_EQ(out->err().code, make_error_code(errc::response_too_large)) << out->err().message;
+  EXPECT_EQ(out->error().code, make_error_code(errc::response_too_large)) << out->error().message;
   EXPECT_EQ(server_.requests().size(), 1U);
 }
 

@@ -99,7 +99,7 @@ std::string kubeconfig(const std::string& cluster_body, const std::string& user_
 
 TEST(parse_server_url, https_with_port_and_path) {
   auto url = parse_server_url("https://api.example.com:6443/k8s/clusters/c-1/");
-  ASSERT_TRUE(url) << url.err().message;
+  ASSERT_TRUE(url) << url.error().message;
   EXPECT_TRUE(url->tls);
   EXPECT_EQ(url->host, "api.example.com");
   EXPECT_EQ(url->port, "6443");
@@ -147,34 +147,34 @@ TEST(parse_server_url, rejects_bad_urls) {
   }
   auto userinfo = parse_server_url("https://admin:hunter2@h");
   ASSERT_FALSE(userinfo);
-  EXPECT_EQ(userinfo.err().message.find("hunter2"), std::string::npos);
+  EXPECT_EQ(userinfo.error().message.find("hunter2"), std::string::npos);
 }
 
 TEST(parse_server_url, boost_url_rules) {
   // Percent-encoded hosts are refused (Go's url.Parse refuses most of them too).
   auto escaped = parse_server_url("https://ex%41mple.com");
   ASSERT_FALSE(escaped);
-  EXPECT_NE(escaped.err().message.find("percent-encoded host"), std::string::npos)
-      << escaped.err().message;
+  EXPECT_NE(escaped.error().message.find("percent-encoded host"), std::string::npos)
+      << escaped.error().message;
   // IPvFuture literals are not addresses we can connect to.
   EXPECT_FALSE(parse_server_url("https://[v1.x]:6443"));
   // Characters RFC 3986 does not allow in a host or path are refused, in a one-line message.
   for (const char* bad : {"https://a b", "https://h/a b", "https://h\nX-Evil: 1"}) {
     auto url = parse_server_url(bad);
     ASSERT_FALSE(url) << bad;
-    EXPECT_EQ(url.err().message.find('\n'), std::string::npos) << url.err().message;
+    EXPECT_EQ(url.error().message.find('\n'), std::string::npos) << url.error().message;
   }
   // User info in a URL that does not parse is not echoed either.
   auto broken = parse_server_url("https://admin:hunter2@h x");
   ASSERT_FALSE(broken);
-  EXPECT_EQ(broken.err().message.find("hunter2"), std::string::npos) << broken.err().message;
+  EXPECT_EQ(broken.error().message.find("hunter2"), std::string::npos) << broken.error().message;
   // A percent-encoded path prefix is kept as it is: it goes into request targets.
   auto path = parse_server_url("https://h/a%2Fb/");
-  ASSERT_TRUE(path) << path.err().message;
+  ASSERT_TRUE(path) << path.error().message;
   EXPECT_EQ(path->base_path, "/a%2Fb");
   // An empty port means the scheme's default, as in Go.
   auto empty_port = parse_server_url("http://h:");
-  ASSERT_TRUE(empty_port) << empty_port.err().message;
+  ASSERT_TRUE(empty_port) << empty_port.error().message;
   EXPECT_EQ(empty_port->port, "80");
 }
 
@@ -193,7 +193,7 @@ TEST(decode_base64, valid_and_invalid) {
 
 TEST(load_kubeconfig, yaml_with_relative_files) {
   auto config = load_kubeconfig((testdata / "files.yaml").string());
-  ASSERT_TRUE(config) << config.err().message;
+  ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->host, "api.dev.example.com");
   EXPECT_EQ(config->port, "6443");
   EXPECT_TRUE(config->tls);
@@ -212,7 +212,7 @@ TEST(load_kubeconfig, yaml_with_relative_files) {
 
 TEST(load_kubeconfig, chosen_context_without_user) {
   auto config = load_kubeconfig((testdata / "files.yaml").string(), "plain");
-  ASSERT_TRUE(config) << config.err().message;
+  ASSERT_TRUE(config) << config.error().message;
   EXPECT_FALSE(config->tls);
   EXPECT_EQ(config->host, "127.0.0.1");
   EXPECT_EQ(config->port, "8080");
@@ -223,7 +223,7 @@ TEST(load_kubeconfig, chosen_context_without_user) {
 
 TEST(load_kubeconfig, json_with_data_and_ipv6) {
   auto config = load_kubeconfig((testdata / "data.json").string());
-  ASSERT_TRUE(config) << config.err().message;
+  ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->host, "fd00::1");
   EXPECT_EQ(config->port, "6443");
   EXPECT_EQ(config->ca_pem.rfind("-----BEGIN CERTIFICATE-----", 0), 0U);
@@ -241,7 +241,7 @@ TEST(load_kubeconfig, data_wins_over_file_and_absolute_paths) {
                            "    client-certificate-data: " + encode_base64(cert_pem) +
                                "\n    client-key: " + key_path.string() + "\n"));
   auto config = load_kubeconfig(path.string());
-  ASSERT_TRUE(config) << config.err().message;
+  ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->ca_pem, cert_pem);
   EXPECT_EQ(config->client_cert_pem, cert_pem);
   EXPECT_EQ(config->client_key_pem, key_pem);
@@ -253,7 +253,7 @@ TEST(load_kubeconfig, insecure) {
                                              "    insecure-skip-tls-verify: true\n",
                                              "    token: abc\n"));
   auto config = load_kubeconfig(path.string());
-  ASSERT_TRUE(config) << config.err().message;
+  ASSERT_TRUE(config) << config.error().message;
   EXPECT_TRUE(config->insecure_skip_tls_verify);
   EXPECT_EQ(config->ca_pem, "");
 }
@@ -263,13 +263,13 @@ void expect_error(const std::string& path, const std::string& context,
                   const std::vector<std::string>& secrets = {}) {
   auto config = load_kubeconfig(path, context);
   ASSERT_FALSE(config);
-  EXPECT_EQ(config.err().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(config.error().code, make_error_code(errc::config_invalid));
   for (const auto& f : fragments) {
-    EXPECT_NE(config.err().message.find(f), std::string::npos)
-        << "message: " << config.err().message << "\nwanted: " << f;
+    EXPECT_NE(config.error().message.find(f), std::string::npos)
+        << "message: " << config.error().message << "\nwanted: " << f;
   }
   for (const auto& s : secrets) {
-    EXPECT_EQ(config.err().message.find(s), std::string::npos) << config.err().message;
+    EXPECT_EQ(config.error().message.find(s), std::string::npos) << config.error().message;
   }
 }
 
@@ -348,7 +348,7 @@ TEST(load_kubeconfig, a_token_with_a_line_break_or_control_character_is_refused)
   auto ok = load_kubeconfig(
       dir.write("ok", kubeconfig("    server: https://h\n", "    tokenFile: token-file\n"))
           .string());
-  ASSERT_TRUE(ok) << ok.err().message;
+  ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(token_source::from_config(ok.value()).current().value(), "s3cret");
 }
 
@@ -437,7 +437,7 @@ TEST(load_in_cluster, reads_the_service_account) {
     return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
   };
   auto config = load_in_cluster(dir.path().string(), lookup);
-  ASSERT_TRUE(config) << config.err().message;
+  ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->host, "10.96.0.1");
   EXPECT_EQ(config->port, "443");
   EXPECT_TRUE(config->tls);
@@ -449,12 +449,12 @@ TEST(load_in_cluster, reads_the_service_account) {
   env["POD_NAMESPACE"] = "override";
   env["KUBERNETES_SERVICE_HOST"] = "fd00::1";
   config = load_in_cluster(dir.path().string(), lookup);
-  ASSERT_TRUE(config) << config.err().message;
+  ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->namespace_, "override");
   EXPECT_EQ(config->host, "fd00::1");
   env["KUBERNETES_SERVICE_HOST"] = "[fd00::1]";
   config = load_in_cluster(dir.path().string(), lookup);
-  ASSERT_TRUE(config) << config.err().message;
+  ASSERT_TRUE(config) << config.error().message;
   EXPECT_EQ(config->host, "fd00::1");
 }
 
@@ -467,7 +467,7 @@ TEST(load_in_cluster, errors) {
   };
   auto missing_env = load_in_cluster(dir.path().string(), lookup);
   ASSERT_FALSE(missing_env);
-  EXPECT_NE(missing_env.err().message.find("KUBERNETES_SERVICE_PORT"), std::string::npos);
+  EXPECT_NE(missing_env.error().message.find("KUBERNETES_SERVICE_PORT"), std::string::npos);
 
   env["KUBERNETES_SERVICE_PORT"] = "https";
   EXPECT_FALSE(load_in_cluster(dir.path().string(), lookup));
@@ -475,35 +475,35 @@ TEST(load_in_cluster, errors) {
 
   auto no_token = load_in_cluster(dir.path().string(), lookup);
   ASSERT_FALSE(no_token);
-  EXPECT_NE(no_token.err().message.find("token"), std::string::npos);
+  EXPECT_NE(no_token.error().message.find("token"), std::string::npos);
 
   dir.write("token", "\n");
   auto empty_token = load_in_cluster(dir.path().string(), lookup);
   ASSERT_FALSE(empty_token);
-  EXPECT_NE(empty_token.err().message.find("empty"), std::string::npos);
+  EXPECT_NE(empty_token.error().message.find("empty"), std::string::npos);
 
   dir.write("token", "s3cret\r\nX-Evil: 1\n");
   auto split_token = load_in_cluster(dir.path().string(), lookup);
   ASSERT_FALSE(split_token);
-  EXPECT_NE(split_token.err().message.find("line break"), std::string::npos)
-      << split_token.err().message;
-  EXPECT_EQ(split_token.err().message.find("s3cret"), std::string::npos);
+  EXPECT_NE(split_token.error().message.find("line break"), std::string::npos)
+      << split_token.error().message;
+  EXPECT_EQ(split_token.error().message.find("s3cret"), std::string::npos);
 
   env["KUBERNETES_SERVICE_HOST"] = "10.96.0.1/evil";
   auto bad_host = load_in_cluster(dir.path().string(), lookup);
   ASSERT_FALSE(bad_host);
-  EXPECT_NE(bad_host.err().message.find("KUBERNETES_SERVICE_HOST"), std::string::npos)
-      << bad_host.err().message;
+  EXPECT_NE(bad_host.error().message.find("KUBERNETES_SERVICE_HOST"), std::string::npos)
+      << bad_host.error().message;
   env["KUBERNETES_SERVICE_HOST"] = "10.96.0.1";
 
   dir.write("token", "t");
   auto no_ca = load_in_cluster(dir.path().string(), lookup);
   ASSERT_FALSE(no_ca);
-  EXPECT_NE(no_ca.err().message.find("ca.crt"), std::string::npos);
+  EXPECT_NE(no_ca.error().message.find("ca.crt"), std::string::npos);
 
   dir.write("ca.crt", cert_pem);
   auto ok = load_in_cluster(dir.path().string(), lookup);
-  ASSERT_TRUE(ok) << ok.err().message;
+  ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(ok->namespace_, "default");  // no namespace file
 }
 
@@ -579,7 +579,7 @@ TEST(token_source, a_reread_token_with_a_line_break_is_refused_and_the_cached_on
   token_source never_good("", file.string(), std::chrono::seconds{50}, clock.fn());
   auto none = never_good.current();
   ASSERT_FALSE(none);
-  EXPECT_NE(none.err().message.find(file.string()), std::string::npos);
+  EXPECT_NE(none.error().message.find(file.string()), std::string::npos);
 }
 
 TEST(token_source, a_static_token_with_a_line_break_is_never_sent) {
@@ -588,9 +588,9 @@ TEST(token_source, a_static_token_with_a_line_break_is_never_sent) {
   token_source source("s3cret\r\nX-Evil: 1", "", std::chrono::seconds{50}, clock.fn());
   auto token = source.current();
   ASSERT_FALSE(token);
-  EXPECT_EQ(token.err().code, make_error_code(errc::config_invalid));
-  EXPECT_NE(token.err().message.find("line break"), std::string::npos);
-  EXPECT_EQ(token.err().message.find("s3cret"), std::string::npos);
+  EXPECT_EQ(token.error().code, make_error_code(errc::config_invalid));
+  EXPECT_NE(token.error().message.find("line break"), std::string::npos);
+  EXPECT_EQ(token.error().message.find("s3cret"), std::string::npos);
 
   // With a token file, the file is what counts.
   temp_dir dir;
@@ -680,7 +680,7 @@ TEST(token_source, error_without_any_token) {
   token_source source("", "/nonexistent/token", std::chrono::seconds{50}, clock.fn());
   auto token = source.current();
   ASSERT_FALSE(token);
-  EXPECT_NE(token.err().message.find("/nonexistent/token"), std::string::npos);
+  EXPECT_NE(token.error().message.find("/nonexistent/token"), std::string::npos);
 }
 
 TEST(token_source, static_token_is_initial_value_of_file) {

@@ -44,7 +44,7 @@ protected:
       GTEST_SKIP() << "KUBECONFIG is not set: integration tests need the local cluster";
     }
     auto cfg = load_kubeconfig(path);
-    ASSERT_TRUE(cfg) << cfg.err().message;
+    ASSERT_TRUE(cfg) << cfg.error().message;
     client_.emplace(io_.get_executor(), cfg.value());
     lease_ = "tec-itest-" + random_suffix();
   }

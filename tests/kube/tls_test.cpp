@@ -26,7 +26,7 @@ std::string read(const std::string& name) {
 /// The good material of testdata/kubeconfig (a CA, a client certificate it signed, its key).
 rest_config good_config() {
   auto loaded = load_kubeconfig((testdata / "files.yaml").string());
-  EXPECT_TRUE(loaded) << loaded.err().message;
+  EXPECT_TRUE(loaded) << loaded.error().message;
   return loaded ? loaded.value() : rest_config{};
 }
 

@@ -146,7 +146,7 @@ protected:
   tcp::endpoint start(http_endpoints& server) {
     auto ep = server.start();
     if (!ep) {
-      ADD_FAILURE() << ep.err().message;
+      ADD_FAILURE() << ep.error().message;
       return {};
     }
     EXPECT_TRUE(ep.value().has_value());
@@ -368,8 +368,8 @@ TEST_F(http_endpoints_test, bind_failure_is_an_error_value) {
   http_endpoints second(ioc_.get_executor(), o);
   const auto res = second.start();
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, kube::make_error_code(kube::errc::config_invalid));
-  EXPECT_NE(res.err().message.find(o.bind_address), std::string::npos) << res.err().message;
+  EXPECT_EQ(res.error().code, kube::make_error_code(kube::errc::config_invalid));
+  EXPECT_NE(res.error().message.find(o.bind_address), std::string::npos) << res.error().message;
   first.stop();
 }
 
@@ -402,7 +402,7 @@ TEST(parse_bind_address, accepts_and_rejects) {
     const auto b = parse_bind_address(bad);
     EXPECT_FALSE(b) << bad;
     if (!b) {
-      EXPECT_EQ(b.err().code, kube::make_error_code(kube::errc::config_invalid));
+      EXPECT_EQ(b.error().code, kube::make_error_code(kube::errc::config_invalid));
     }
   }
 }

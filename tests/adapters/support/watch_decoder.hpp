@@ -38,7 +38,7 @@ public:
           if (event) {
             on_event(std::move(event).value());
           } else {
-            on_error(event.err());
+            on_error(event.error());
           }
         },
         on_error);

@@ -26,7 +26,7 @@ inline std::optional<rest_config> cluster_config() {
   }
   auto cfg = load_kubeconfig(path);
   if (!cfg) {
-    ADD_FAILURE() << "cannot load " << path << ": " << cfg.err().message;
+    ADD_FAILURE() << "cannot load " << path << ": " << cfg.error().message;
     return std::nullopt;
   }
   return cfg.value();

@@ -205,7 +205,7 @@ public:
         on_item(std::move(decoded).value());
         return true;
       }
-      error e = decoded.err();
+      error e = decoded.error();
       e.message = "items[" + std::to_string(index) + "]: " + e.message;
       if (e.code == make_error_code(errc::unexpected_shape)) {
         on_skip(e);
@@ -221,7 +221,7 @@ public:
   result<list_page<Record>> finish() {
     auto envelope = splitter_.finish();
     if (!envelope) {
-      return envelope.err();
+      return envelope.error();
     }
     if constexpr (std::is_same_v<Record, pod_record>) {
       return decode_pod_list(envelope.value(), engine_);

@@ -165,9 +165,9 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
     }
     if (!res) {
       out.what =
-          res.err().code == make_error_code(errc::shutting_down) ? kind::stopped : kind::failed;
-      out.why = res.err().message;
-      out.err = res.err();
+          res.error().code == make_error_code(errc::shutting_down) ? kind::stopped : kind::failed;
+      out.why = res.error().message;
+      out.err = res.error();
       co_return out;
     }
     if (res->status == 410 && !continue_token.empty() && !restarted) {
@@ -198,8 +198,8 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
     auto page = decoder.finish();
     if (!page) {
       out.what = kind::failed;
-      out.why = "bad list page: " + page.err().message;
-      out.err = page.err();
+      out.why = "bad list page: " + page.error().message;
+      out.err = page.error();
       co_return out;
     }
     if (page->continue_token.empty()) {
@@ -250,16 +250,16 @@ template <class Codec, class Store>
 bool reflector<Codec, Store>::apply_line(std::string_view line, watch_outcome& out) {
   using kind = typename watch_outcome::kind;
   auto ev = Codec::decode_event(line);
-  if (!ev && ev.err().code == make_error_code(errc::unexpected_shape)) {
+  if (!ev && ev.error().code == make_error_code(errc::unexpected_shape)) {
     // Valid JSON we cannot use (a wrong type, a missing uid): failing the watch would only
     // bring the same object back on the next one, forever. Skip it and go on.
-    skipped_undecodable(ev.err());
+    skipped_undecodable(ev.error());
     return true;
   }
   if (!ev) {
     out.what = kind::failed;
     out.decided = true;
-    out.why = "malformed watch event: " + ev.err().message;
+    out.why = "malformed watch event: " + ev.error().message;
     return false;
   }
   switch (ev->type) {
@@ -346,14 +346,14 @@ reflector<Codec, Store>::watch(const std::string& resource_version, std::chrono:
     co_return out;
   }
   if (!res) {
-    if (res.err().code == make_error_code(errc::shutting_down)) {
+    if (res.error().code == make_error_code(errc::shutting_down)) {
       out.what = kind::stopped;
-    } else if (res.err().code == make_error_code(errc::timeout)) {
+    } else if (res.error().code == make_error_code(errc::timeout)) {
       out.what = kind::idle;
     } else {
       out.what = kind::failed;
     }
-    out.why = res.err().message;
+    out.why = res.error().message;
     co_return out;
   }
   if (res->status == 410 || detail::too_large_resource_version<Codec>(res.value())) {

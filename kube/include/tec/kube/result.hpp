@@ -1,35 +1,35 @@
 #pragma once
 
 // result<T>: a value or an error (errors as values), shared by the pure parts of kube and adapters
-// (config, decode) and the HTTP client. Kept apart from client.hpp so that code which only
-// decodes or loads configuration does not pull in Asio.
+// (config, decode) and the HTTP client: Boost.System's result with the project's error type.
+// Kept apart from client.hpp so that code which only decodes or loads configuration does not
+// pull in Asio.
 
+#include <boost/assert/source_location.hpp>
+#include <boost/system/result.hpp>
+#include <boost/throw_exception.hpp>
 #include <string>
+#include <system_error>
 #include <utility>
-#include <variant>
 
 #include "tec/kube/error.hpp"
 
 namespace tec::kube {
 
-/// A value or an error; never both. Not thread-safe (a plain value type).
-template <class T>
-class result {
-public:
-  result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
-  result(error err) : v_(std::move(err)) {}  // NOLINT(google-explicit-constructor)
-  [[nodiscard]] bool has_value() const noexcept { return v_.index() == 0; }
-  explicit operator bool() const noexcept { return has_value(); }
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  [[nodiscard]] const error& err() const { return std::get<1>(v_); }
+/// What result<T>::value() throws on an error (found by ADL): std::system_error with the code
+/// and the message. Expected failures are tested first (has_value(), operator bool); value() on
+/// an error is a bug, not a way to report one.
+[[noreturn]] inline void throw_exception_from_error(const error& e,
+                                                    const boost::source_location& loc) {
+  boost::throw_exception(std::system_error(e.code, e.message), loc);
+}
 
-private:
-  std::variant<T, error> v_;
-};
+/// A value or an error; never both. Not thread-safe (a plain value type). error() returns a
+/// copy of the error (an empty one when there is a value); operator-> is null on an error.
+/// Not for T = bool: tec::kube::error converts explicitly to bool, so result<bool> could not
+/// be built from an error.
+template <class T>
+using result = boost::system::result<T, error>;
 
 /// Builds an error in the project category. `message` must not contain secrets.
 inline error make_error(errc code, std::string message, int http_status = 0) {
