@@ -160,7 +160,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     if (config_.host.empty() || port_ec != std::errc{} || port_ptr != port_end || port == 0) {
       config_error_ = fail(errc::config_invalid, "the API server address \"" + host_header_ +
                                                      "\" has no host or no valid port");
-    } else if (config_.tls && !opts_.connector) {
+    } else if (config_.tls) {
       setup_tls();
     }
     if (!config_.bearer_token.empty() || !config_.token_file.empty()) {

@@ -80,7 +80,7 @@ struct client_options {
   /// `delay` returns), and the default of `now`. Empty = steady_clock (steady_clock_source()).
   std::shared_ptr<kube::clock> clock;
   /// Test seam: opens each pooled connection in memory instead of dialling config.host:port
-  /// (no DNS, TCP or TLS; rest_config::tls is ignored). Called on the client's executor; the
+  /// (no DNS, TCP or TLS; rest_config::tls is only validated). Called on the client's executor; the
   /// stream must be connected to a peer on the same executor. An error fails the attempt as a
   /// refused connection would. Empty = TCP (+TLS).
   std::function<result<std::unique_ptr<memory_stream>>(const boost::asio::any_io_executor&)>
