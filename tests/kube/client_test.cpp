@@ -87,6 +87,24 @@ protected:
         asio::detached);
   }
 
+  /// A GET into res_ answered 503 with a Retry-After of an hour (then 200 "done"), with no
+  /// `delay` seam, and the clock moved to a second before the retry is due.
+  std::unique_ptr<client> sleeping_an_hour_before_a_retry() {
+    server_.push(reply::with(503, "", {{"Retry-After", "3600"}}));
+    server_.push(reply::with(200, "done"));
+    auto opts = fast_options();
+    opts.delay = nullptr;
+    opts.request_timeout = 1h;
+    auto c = std::make_unique<client>(io_.get_executor(), plain_config(), opts);
+    start_send(*c, request(http::verb::get, "/x"), res_);
+    EXPECT_FALSE(run_until([&] { return res_.has_value(); }));
+    clock_->advance(3599s);
+    run_ready();
+    EXPECT_EQ(server_.requests().size(), 1U);
+    EXPECT_FALSE(res_.has_value());
+    return c;
+  }
+
   /// Shuts `c` down and expects the send started into `res` to end with shutting_down.
   void expect_ended_by_shutdown(client& c, const std::optional<result<response>>& res) {
     c.shutdown();
@@ -113,6 +131,7 @@ protected:
   std::vector<std::chrono::nanoseconds> waits_;  ///< Retry-After waits asked for.
   std::vector<std::chrono::nanoseconds> network_waits_;
   std::vector<std::chrono::nanoseconds> rate_waits_;
+  std::optional<result<response>> res_;
 };
 
 TEST_F(client_test, get_returns_status_and_body_with_request_headers) {
@@ -305,44 +324,21 @@ TEST_F(client_test, too_many_requests_honours_retry_after) {
   EXPECT_EQ(server_.requests().size(), 2U);
 }
 
+// Without the `delay` seam the client sleeps the time wanted (Retry-After, capped at the request
+// timeout: an hour here) on its clock: the retry goes out once the clock has moved an hour, not
+// before; shutdown() ends the sleep.
 TEST_F(client_test, retry_after_is_really_slept_when_not_injected) {
-  // Without the `delay` seam the client sleeps the time wanted (Retry-After, capped at the
-  // request timeout: an hour here) on its clock, so the retry is not sent before the clock has
-  // moved an hour; shutdown() ends the sleep.
-  server_.push(reply::with(503, "", {{"Retry-After", "3600"}}));
-  server_.push(reply::with(200, "done"));
-  auto opts = fast_options();
-  opts.delay = nullptr;
-  opts.request_timeout = 1h;
-  client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> res;
-  start_send(c, request(http::verb::get, "/x"), res);
-  ASSERT_FALSE(run_until([&] { return res.has_value(); }));
-  clock_->advance(3599s);
-  run_ready();
-  EXPECT_EQ(server_.requests().size(), 1U);
-  EXPECT_FALSE(res.has_value());
-  expect_ended_by_shutdown(c, res);
+  auto c = sleeping_an_hour_before_a_retry();
+  expect_ended_by_shutdown(*c, res_);
   EXPECT_EQ(server_.requests().size(), 1U);
 }
 
 TEST_F(client_test, retry_after_is_slept_on_the_clock) {
-  server_.push(reply::with(503, "", {{"Retry-After", "3600"}}));
-  server_.push(reply::with(200, "done"));
-  auto opts = fast_options();
-  opts.delay = nullptr;
-  opts.request_timeout = 1h;
-  client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> res;
-  start_send(c, request(http::verb::get, "/x"), res);
-  ASSERT_FALSE(run_until([&] { return res.has_value(); }));
-  clock_->advance(3599s);
-  run_ready();
-  EXPECT_EQ(server_.requests().size(), 1U);
+  auto c = sleeping_an_hour_before_a_retry();
   clock_->advance(1s);
-  ASSERT_TRUE(run_until([&] { return res.has_value(); }));
-  ASSERT_TRUE(*res) << res->err().message;
-  EXPECT_EQ((*res)->body, "done");
+  ASSERT_TRUE(run_until([&] { return res_.has_value(); }));
+  ASSERT_TRUE(*res_) << res_->err().message;
+  EXPECT_EQ((*res_)->body, "done");
   EXPECT_EQ(server_.requests().size(), 2U);
 }
 

@@ -62,13 +62,7 @@ std::optional<T> settle_sync(boost::asio::io_context& io, boost::asio::awaitable
     state->done = true;
   });
   settle(io, [&] { return state->done; });
-  if (state->failure) {
-    std::rethrow_exception(state->failure);
-  }
-  if (!state->done) {
-    return std::nullopt;
-  }
-  return std::move(state->out);
+  return detail::take(*state);
 }
 
 }  // namespace tec::kube::testing
