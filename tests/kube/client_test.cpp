@@ -551,6 +551,37 @@ TEST_F(client_test, stalled_mid_body_times_out) {
   EXPECT_EQ(out->err().code, make_error_code(errc::timeout));
 }
 
+TEST_F(client_test, waiting_for_a_pooled_connection_times_out_on_the_clock) {
+  // A watch holds the only connection (its body under the idle guard, an hour here).
+  server_.push(reply::chunked(200).chunk("{}\n").stall());
+  auto opts = fast_options();
+  opts.max_connections = 1;
+  opts.request_timeout = 300ms;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::optional<result<response>> watch;
+  asio::co_spawn(
+      io_,
+      [](client& to, std::optional<result<response>>* out) -> asio::awaitable<void> {
+        *out = co_await to.stream(
+            request(http::verb::get, "/w"), [](std::string_view) { return true; }, 1h);
+      }(c, &watch),
+      asio::detached);
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
+  std::optional<result<response>> res;
+  start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
+  run_ready();  // it queues for the connection
+  clock_->advance(299ms);
+  run_ready();
+  ASSERT_FALSE(res.has_value());
+  clock_->advance(1ms);
+  ASSERT_TRUE(run_until([&] { return res.has_value(); }));
+  ASSERT_FALSE(*res);
+  EXPECT_EQ(res->err().code, make_error_code(errc::timeout));
+  EXPECT_NE(res->err().message.find("no free connection"), std::string::npos) << res->err().message;
+  EXPECT_FALSE(watch.has_value());
+  EXPECT_EQ(server_.requests().size(), 1U);
+}
+
 TEST_F(client_test, oversized_response_is_an_error) {
   server_.push(reply::with(200, std::string(5000, 'x')));
   auto opts = fast_options();
