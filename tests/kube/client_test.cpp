@@ -105,6 +105,19 @@ protected:
     return c;
   }
 
+  /// Moves the clock to 1 ms short of `limit`, where `res` must still be pending, then onto
+  /// it, where it must end with errc::timeout.
+  void expect_timeout_at(std::chrono::milliseconds limit,
+                         const std::optional<result<response>>& res) {
+    clock_->advance(limit - 1ms);
+    run_ready();
+    ASSERT_FALSE(res.has_value());
+    clock_->advance(1ms);
+    ASSERT_TRUE(run_until([&] { return res.has_value(); }));
+    ASSERT_FALSE(*res);
+    EXPECT_EQ(res->err().code, make_error_code(errc::timeout));
+  }
+
   /// Shuts `c` down and expects the send started into `res` to end with shutting_down.
   void expect_ended_by_shutdown(client& c, const std::optional<result<response>>& res) {
     c.shutdown();
@@ -524,14 +537,8 @@ TEST_F(client_test, stalled_server_times_out_at_the_request_timeout) {
   std::optional<result<response>> out;
   start_send(c, request(http::verb::get, "/x", {}, "application/json", true), out);
   ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
-  clock_->advance(299ms);
-  run_ready();
-  ASSERT_FALSE(out.has_value());
-  clock_->advance(1ms);
-  ASSERT_TRUE(run_until([&] { return out.has_value(); }));
+  ASSERT_NO_FATAL_FAILURE(expect_timeout_at(300ms, out));
   const auto& res = *out;
-  ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::timeout));
   EXPECT_NE(res.err().message.find("no progress within 300 ms"), std::string::npos)
       << res.err().message;
   EXPECT_EQ(server_.requests().size(), 1U);  // timeouts are not retried
@@ -570,13 +577,7 @@ TEST_F(client_test, waiting_for_a_pooled_connection_times_out_on_the_clock) {
   std::optional<result<response>> res;
   start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
   run_ready();  // it queues for the connection
-  clock_->advance(299ms);
-  run_ready();
-  ASSERT_FALSE(res.has_value());
-  clock_->advance(1ms);
-  ASSERT_TRUE(run_until([&] { return res.has_value(); }));
-  ASSERT_FALSE(*res);
-  EXPECT_EQ(res->err().code, make_error_code(errc::timeout));
+  ASSERT_NO_FATAL_FAILURE(expect_timeout_at(300ms, res));
   EXPECT_NE(res->err().message.find("no free connection"), std::string::npos) << res->err().message;
   EXPECT_FALSE(watch.has_value());
   EXPECT_EQ(server_.requests().size(), 1U);
@@ -663,13 +664,7 @@ TEST_F(client_test, idle_stream_times_out) {
   ASSERT_FALSE(run_until([&] { return res.has_value(); }));
   EXPECT_EQ(got, "{\"type\":\"BOOKMARK\"}\n");
   // The request timeout (60 s) is not what ends it: the idle timeout is, on the clock.
-  clock_->advance(299ms);
-  run_ready();
-  ASSERT_FALSE(res.has_value());
-  clock_->advance(1ms);
-  ASSERT_TRUE(run_until([&] { return res.has_value(); }));
-  ASSERT_FALSE(*res);
-  EXPECT_EQ((*res).err().code, make_error_code(errc::timeout));
+  ASSERT_NO_FATAL_FAILURE(expect_timeout_at(300ms, res));
   EXPECT_NE((*res).err().message.find("no progress within 300 ms"), std::string::npos)
       << (*res).err().message;
   EXPECT_EQ(got, "{\"type\":\"BOOKMARK\"}\n");
@@ -852,6 +847,15 @@ protected:
     return std::move(*out);
   }
 
+  /// A GET with `cfg` fails as connection_failed, its message containing `what`.
+  void expect_connection_failed(const rest_config& cfg, const std::string& what) {
+    client c(io_.get_executor(), cfg, options());
+    auto res = get(c, "/x");
+    ASSERT_FALSE(res);
+    EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
+    EXPECT_NE(res.err().message.find(what), std::string::npos) << res.err().message;
+  }
+
   fake_http_server server_;
   asio::io_context io_;
 };
@@ -873,11 +877,7 @@ TEST_F(client_socket_test, connection_refused_is_a_clear_error) {
     fake_http_server gone;
     cfg.port = gone.port();
   }
-  client c(io_.get_executor(), cfg, options());
-  auto res = get(c, "/x");
-  ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
-  EXPECT_NE(res.err().message.find("cannot connect"), std::string::npos) << res.err().message;
+  expect_connection_failed(cfg, "cannot connect");
 }
 
 TEST_F(client_socket_test, tls_to_a_plain_server_fails_cleanly) {
@@ -885,11 +885,7 @@ TEST_F(client_socket_test, tls_to_a_plain_server_fails_cleanly) {
   rest_config cfg = testing::plain_config(server_);
   cfg.tls = true;
   cfg.insecure_skip_tls_verify = true;
-  client c(io_.get_executor(), cfg, options());
-  auto res = get(c, "/x");
-  ASSERT_FALSE(res);
-  EXPECT_EQ(res.err().code, make_error_code(errc::connection_failed));
-  EXPECT_NE(res.err().message.find("TLS handshake"), std::string::npos) << res.err().message;
+  expect_connection_failed(cfg, "TLS handshake");
 }
 
 // The production clock's deadline closes a real socket. Nothing is asserted about how long it
