@@ -18,6 +18,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/_experimental/test/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
@@ -84,18 +85,24 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view value) {
 using plain_stream = beast::tcp_stream;
 using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 
-/// One persistent connection. Exactly one of plain/tls is set.
+/// One persistent connection. Exactly one of plain/tls/memory is set.
 struct connection {
   std::uint64_t id = 0;
   std::unique_ptr<plain_stream> plain;
   std::unique_ptr<tls_stream> tls;
+  std::unique_ptr<memory_stream> memory;  ///< client_options::connector's
   beast::flat_buffer buffer;
   steady::time_point idle_since{};
   std::uint64_t exchanges = 0;
 
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
 
+  /// Also how a deadline ends the I/O in flight: its operations complete with an error.
   void close() {
+    if (memory) {
+      memory->close();
+      return;
+    }
     boost::system::error_code ignored;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
     lowest().socket().close(ignored);
@@ -103,8 +110,12 @@ struct connection {
 
   /// An idle connection the server has closed (or sent unsolicited bytes on, such as a TLS
   /// close_notify) must not carry the next request: a non-idempotent request would then fail
-  /// in a way we may not retry. A non-blocking peek tells without consuming anything.
+  /// in a way we may not retry. A non-blocking peek tells without consuming anything. (A test
+  /// stream tells only of unread bytes; a write to a closed one fails, and is replayed.)
   bool still_usable() {
+    if (memory) {
+      return buffer.size() == 0 && memory->buffer().size() == 0;
+    }
     auto& socket = lowest().socket();
     if (!socket.is_open() || buffer.size() != 0) {
       return false;
@@ -132,7 +143,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
   impl(asio::any_io_executor executor, rest_config config, client_options options)
       : ex_(std::move(executor)),
         config_(std::move(config)),
-        opts_(std::move(options)),
+        opts_(with_clock(std::move(options))),
+        clock_(opts_.clock),
         limiter_(opts_.qps, opts_.burst, opts_.now) {
     const bool ipv6 = config_.host.find(':') != std::string::npos;
     host_header_ = (ipv6 ? "[" + config_.host + "]" : config_.host) + ":" + config_.port;
@@ -153,6 +165,17 @@ struct client::impl : std::enable_shared_from_this<impl> {
       tokens_ = std::make_unique<token_source>(config_.bearer_token, config_.token_file,
                                                opts_.token_refresh_period);
     }
+  }
+
+  /// The clock defaulted, and `now` taken from it unless set.
+  static client_options with_clock(client_options opts) {
+    if (!opts.clock) {
+      opts.clock = steady_clock_source();
+    }
+    if (!opts.now) {
+      opts.now = [c = opts.clock] { return c->now(); };
+    }
+    return opts;
   }
 
   void setup_tls() {
@@ -184,15 +207,29 @@ struct client::impl : std::enable_shared_from_this<impl> {
 
   // ---- waiting -------------------------------------------------------------------------
 
-  /// Sleeps unless shut down; false when the client is shutting down.
+  /// Sleeps `d` on the clock unless shut down; false when the client is shutting down.
   asio::awaitable<bool> sleep_for(std::chrono::nanoseconds d) {
     if (d > std::chrono::nanoseconds::zero()) {
-      asio::steady_timer timer(ex_, d);
+      asio::steady_timer timer(ex_, steady::time_point::max());
+      auto ring = clock_->at(ex_, clock_->now() + std::chrono::duration_cast<steady::duration>(d),
+                             [&timer] { timer.cancel(); });
       sleepers_.insert(&timer);
       co_await timer.async_wait(use_tuple);
       sleepers_.erase(&timer);
     }
     co_return !stopping_;
+  }
+
+  /// Closes `c` (ending its I/O in flight) once `limit` passes on the clock, unless the
+  /// returned alarm is gone first; `*fired` then tells an I/O error was this deadline.
+  std::unique_ptr<clock::alarm> deadline(connection& c, std::chrono::nanoseconds limit,
+                                         const std::shared_ptr<bool>& fired) {
+    *fired = false;
+    return clock_->at(ex_, clock_->now() + std::chrono::duration_cast<steady::duration>(limit),
+                      [&c, fired] {
+                        *fired = true;
+                        c.close();
+                      });
   }
 
   // ---- the pool -----------------------------------------------------------------------
@@ -202,14 +239,18 @@ struct client::impl : std::enable_shared_from_this<impl> {
   /// aimed at a waiter already woken but not yet resumed would be lost, leaving a
   /// connection idle while requests wait).
   struct waiter {
-    waiter(const asio::any_io_executor& ex, steady::time_point deadline) : timer(ex, deadline) {}
+    explicit waiter(const asio::any_io_executor& ex) : timer(ex, steady::time_point::max()) {}
     asio::steady_timer timer;
     bool woken = false;
   };
 
-  /// Waits on `list` until woken (true), or the deadline or shutdown (false).
+  /// Waits on `list` until woken (true), or the deadline (on the clock) or shutdown (false).
   asio::awaitable<bool> wait_in(std::list<waiter*>& list, steady::time_point deadline) {
-    waiter w(ex_, deadline);
+    waiter w(ex_);
+    std::unique_ptr<clock::alarm> ring;
+    if (deadline != steady::time_point::max()) {
+      ring = clock_->at(ex_, deadline, [&w] { w.timer.cancel(); });
+    }
     auto pos = list.insert(list.end(), &w);
     co_await w.timer.async_wait(use_tuple);
     if (!w.woken) {
@@ -230,7 +271,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       while (!yield && !idle_.empty()) {
         std::unique_ptr<connection> c = std::move(idle_.back());
         idle_.pop_back();
-        if (steady::now() - c->idle_since < opts_.idle_connection_timeout && c->still_usable()) {
+        if (clock_->now() - c->idle_since < opts_.idle_connection_timeout && c->still_usable()) {
           busy_.insert(c.get());
           co_return c;
         }
@@ -270,7 +311,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     busy_.erase(c.get());
     ++c->exchanges;
     if (reusable && !stopping_) {
-      c->idle_since = steady::now();
+      c->idle_since = clock_->now();
       idle_.push_back(std::move(c));
     } else {
       c->close();
@@ -317,17 +358,15 @@ struct client::impl : std::enable_shared_from_this<impl> {
   asio::awaitable<result<tcp::resolver::results_type>> resolve(steady::time_point deadline) {
     // The resolver has no deadline of its own: a timer cancels it.
     auto resolver = std::make_shared<tcp::resolver>(ex_);
-    asio::steady_timer timer(ex_, deadline);
-    timer.async_wait([resolver](boost::system::error_code ec) {
-      if (!ec) {
-        resolver->cancel();
-      }
+    auto timed_out = std::make_shared<bool>(false);
+    auto ring = clock_->at(ex_, deadline, [resolver, timed_out] {
+      *timed_out = true;
+      resolver->cancel();
     });
     auto [ec, results] = co_await resolver->async_resolve(config_.host, config_.port, use_tuple);
-    const bool timed_out = steady::now() >= deadline;
-    timer.cancel();
+    ring.reset();
     if (ec) {
-      co_return fail(timed_out ? errc::timeout : errc::connection_failed,
+      co_return fail(*timed_out ? errc::timeout : errc::connection_failed,
                      "cannot resolve " + endpoint_text() + ": " + ec.message());
     }
     co_return results;
@@ -336,6 +375,16 @@ struct client::impl : std::enable_shared_from_this<impl> {
   asio::awaitable<result<std::unique_ptr<connection>>> connect() {
     auto c = std::make_unique<connection>();
     c->id = ++next_id_;
+    if (opts_.connector) {
+      auto opened = opts_.connector(ex_);
+      if (!opened) {
+        co_return fail(errc::connection_failed,
+                       "cannot connect to " + endpoint_text() + ": " + opened.error().message);
+      }
+      c->memory = std::move(opened.value());
+      busy_.insert(c.get());
+      co_return c;
+    }
     if (config_.tls) {
       c->tls = std::make_unique<tls_stream>(ex_, *ssl_);
     } else {
@@ -348,7 +397,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       return stopping_ ? shutting_down_error() : std::move(e);
     };
 
-    const auto dial_deadline = steady::now() + opts_.dial_timeout;
+    const auto dial_deadline = clock_->now() + opts_.dial_timeout;
     tcp::resolver::results_type endpoints;
     if (is_ip_literal(config_.host)) {
       boost::system::error_code ec;
@@ -366,10 +415,12 @@ struct client::impl : std::enable_shared_from_this<impl> {
     }
 
     auto& low = c->lowest();
-    low.expires_at(dial_deadline);
+    auto fired = std::make_shared<bool>(false);
+    auto dial = deadline(*c, dial_deadline - clock_->now(), fired);
     auto [ec, ep] = co_await low.async_connect(endpoints, use_tuple);
+    dial.reset();
     if (ec) {
-      const bool timeout = ec == beast::error::timeout;
+      const bool timeout = *fired;
       co_return forget(fail(timeout ? errc::timeout : errc::connection_failed,
                             "cannot connect to " + endpoint_text() +
                                 (timeout ? " within " + millis(opts_.dial_timeout) : "") + ": " +
@@ -386,10 +437,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
       if (!config_.insecure_skip_tls_verify) {
         c->tls->set_verify_callback(ssl::host_name_verification(verify_name_));
       }
-      low.expires_after(opts_.tls_handshake_timeout);
+      auto handshake = deadline(*c, opts_.tls_handshake_timeout, fired);
       auto [hec] = co_await c->tls->async_handshake(ssl::stream_base::client, use_tuple);
+      handshake.reset();
       if (hec) {
-        const bool timeout = hec == beast::error::timeout;
+        const bool timeout = *fired;
         co_return forget(fail(timeout ? errc::timeout : errc::connection_failed,
                               "TLS handshake with " + endpoint_text() + " (verifying name " +
                                   verify_name_ + ") failed: " + hec.message()));
@@ -418,9 +470,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
     return msg;
   }
 
-  error transport_error(const boost::system::error_code& ec, std::string_view during,
-                        std::chrono::nanoseconds limit) const {
-    if (ec == beast::error::timeout) {
+  error transport_error(const boost::system::error_code& ec, bool timed_out,
+                        std::string_view during, std::chrono::nanoseconds limit) const {
+    if (timed_out) {
       return fail(errc::timeout, std::string(during) + " " + endpoint_text() +
                                      ": no progress within " + millis(limit));
     }
@@ -437,11 +489,13 @@ struct client::impl : std::enable_shared_from_this<impl> {
                                            const body_sink* sink,
                                            std::chrono::milliseconds idle_timeout) {
     attempt_outcome out;
-    auto& low = c.lowest();
-    low.expires_after(opts_.request_timeout);
+    // One deadline for the write and the whole response; a stream's body instead has one per
+    // read (the idle guard).
+    auto fired = std::make_shared<bool>(false);
+    auto guard = deadline(c, opts_.request_timeout, fired);
     auto [wec, wn] = co_await http::async_write(stream, msg, use_tuple);
     if (wec) {
-      out.err = transport_error(wec, "writing a request to", opts_.request_timeout);
+      out.err = transport_error(wec, *fired, "writing a request to", opts_.request_timeout);
       out.write_failed = true;
       co_return out;
     }
@@ -450,7 +504,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     parser.body_limit(boost::none);
     auto [hec, hn] = co_await http::async_read_header(stream, c.buffer, parser, use_tuple);
     if (hec) {
-      out.err = transport_error(hec, "reading a response from", opts_.request_timeout);
+      out.err = transport_error(hec, *fired, "reading a response from", opts_.request_timeout);
       co_return out;
     }
     const auto& head = parser.get();
@@ -464,7 +518,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
     std::array<char, 16384> piece{};
     while (!parser.is_done()) {
       if (streaming) {
-        low.expires_after(idle_timeout);
+        guard.reset();
+        guard = deadline(c, idle_timeout, fired);
       }
       parser.get().body().data = piece.data();
       parser.get().body().size = piece.size();
@@ -492,8 +547,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
         }
       }
       if (rec) {
-        out.err = transport_error(rec, streaming ? "streaming from" : "reading a response from",
-                                  streaming ? idle_timeout : opts_.request_timeout);
+        out.err =
+            transport_error(rec, *fired, streaming ? "streaming from" : "reading a response from",
+                            streaming ? idle_timeout : opts_.request_timeout);
         co_return out;
       }
     }
@@ -539,7 +595,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       }
       auto msg = build(req, token);
 
-      const auto start = steady::now();
+      const auto start = clock_->now();
       auto acquired = co_await acquire(start + opts_.request_timeout, req.background);
       if (!acquired) {
         observe(req.method, 0, start);
@@ -553,7 +609,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
       const bool reused = conn->exchanges > 0;
       // Not a ?: with two co_awaits: GCC 12 miscompiles that (double destruction).
       attempt_outcome out;
-      if (conn->tls) {
+      if (conn->memory) {
+        out = co_await attempt(*conn->memory, *conn, msg, sink, idle_timeout);
+      } else if (conn->tls) {
         out = co_await attempt(*conn->tls, *conn, msg, sink, idle_timeout);
       } else {
         out = co_await attempt(*conn->plain, *conn, msg, sink, idle_timeout);
@@ -624,7 +682,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
 
   void observe(http::verb verb, unsigned status, steady::time_point start) const {
     if (opts_.observer) {
-      opts_.observer(verb, status, steady::now() - start);
+      opts_.observer(verb, status, clock_->now() - start);
     }
   }
 
@@ -652,6 +710,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
   asio::any_io_executor ex_;
   rest_config config_;
   client_options opts_;
+  std::shared_ptr<kube::clock> clock_;
   std::optional<ssl::context> ssl_;
   std::optional<error> config_error_;
   std::string host_header_;
@@ -701,6 +760,10 @@ void client::shutdown() {
 
 const rest_config& client::config() const noexcept {
   return impl_->config_;
+}
+
+kube::clock& client::clock() const noexcept {
+  return *impl_->clock_;
 }
 
 std::size_t client::max_response_bytes() const noexcept {

@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "kube/support/fake_http_server.hpp"
+#include "kube/support/manual_clock.hpp"
 #include "kube/support/run_sync.hpp"
+#include "kube/support/settle.hpp"
 #include "kube/support/test_client.hpp"
 
 namespace tec::adapters {
@@ -66,10 +68,15 @@ std::string gone_event() {
 }
 
 // Bound on waits for something that happens at once when things work (a loaded 2-core machine
-// under a sanitizer can be 10x slower than an idle one).
+// under a sanitizer can be 10x slower than an idle one). Only the loopback group waits on it.
 constexpr auto wait_cap = std::chrono::milliseconds(30s);
 
 /// "add n1", "update n1", "delete n2": what the handlers saw, in order.
+///
+/// The reflector's client runs on an in-memory transport and a manual clock, client, server and
+/// reflector on the test's one io_context: no socket, no thread, no wall-clock wait. Backoffs and
+/// the idle guard fire because run_until() moves the clock to the next alarm when nothing else
+/// can happen (or because a test moves it by hand).
 class informer_test : public ::testing::Test {
 protected:
   informer_test() : api_(io_.get_executor(), config(), fast_client()) {}
@@ -77,10 +84,12 @@ protected:
   kube::rest_config config() const { return kube::testing::plain_config(server_); }
 
   /// Resends after a network error go out at once (the backoff is the client's own test).
-  static kube::client_options fast_client() {
+  kube::client_options fast_client() {
     kube::client_options opts;
     opts.qps = 0;
     opts.request_timeout = 60s;
+    opts.clock = clock_;
+    opts.connector = server_.connector();
     opts.delay = [](kube::wait_reason why, std::chrono::nanoseconds wanted) {
       return why == kube::wait_reason::network_retry ? std::chrono::nanoseconds::zero() : wanted;
     };
@@ -119,9 +128,15 @@ protected:
     });
   }
 
-  /// Runs the io_context until `done` holds (bounded by `limit`; real loopback I/O).
-  bool run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = wait_cap) {
-    return kube::testing::run_until(io_, done, limit);
+  /// Runs the io_context until `done` holds, moving the clock to the next alarm (a backoff, a
+  /// deadline) whenever nothing else is ready, up to an hour of clock time.
+  bool run_until(const std::function<bool()>& done) {
+    return kube::testing::settle_advancing(io_, *clock_, done);
+  }
+
+  /// Runs what is ready until `done` holds, without moving the clock.
+  bool run_ready_until(const std::function<bool()>& done) {
+    return kube::testing::settle(io_, done);
   }
 
   void TearDown() override {
@@ -142,8 +157,10 @@ protected:
 
   std::size_t requests() const { return server_.requests().size(); }
 
-  fake_http_server server_;
   asio::io_context io_;
+  std::shared_ptr<kube::testing::manual_clock> clock_ =
+      std::make_shared<kube::testing::manual_clock>();
+  fake_http_server server_{io_.get_executor()};
   client api_;
   node_store store_;
   std::unique_ptr<node_informer> informer_;
@@ -286,7 +303,13 @@ TEST_F(informer_test, stalled_watch_is_dropped_by_the_idle_guard_and_resumed) {
   auto opts = fast_informer();
   opts.idle_timeout = 200ms;
   start(opts);
-  ASSERT_TRUE(run_until([this] { return requests() >= 3; }));
+  ASSERT_FALSE(run_ready_until([this] { return requests() >= 3; }));
+  EXPECT_EQ(seen_, (std::vector<std::string>{"add n1"}));
+  // The watch has been silent for just under the idle timeout: still open.
+  clock_->advance(199ms);
+  ASSERT_FALSE(run_ready_until([this] { return requests() >= 3; }));
+  clock_->advance(1ms);
+  ASSERT_TRUE(run_ready_until([this] { return requests() >= 3; }));
   auto t = targets();
   EXPECT_NE(t[2].find("resourceVersion=11&"), std::string::npos) << t[2];
   ASSERT_TRUE(run_until([this] { return seen_.size() >= 2; }));
@@ -330,27 +353,26 @@ TEST_F(informer_test, list_failures_are_retried) {
 TEST_F(informer_test, stop_ends_a_backoff_wait_at_once) {
   server_.set_fallback(reply::with(500, "down"));
   auto opts = fast_informer();
-  opts.backoff.initial = 1h;  // only stop() can end the wait within run_until's bound
+  opts.backoff.initial = 1h;  // the clock stands still: only stop() can end the wait
   opts.backoff.cap = 1h;
   start(opts);
-  ASSERT_TRUE(run_until([this] { return requests() >= 1; }));
+  ASSERT_FALSE(run_ready_until([this] { return requests() >= 2; }));
+  EXPECT_EQ(requests(), 1U);
   informer_->stop();
-  ASSERT_TRUE(run_until([this] { return finished_; }));
+  ASSERT_TRUE(run_ready_until([this] { return finished_; }));
   EXPECT_EQ(requests(), 1U);
   EXPECT_FALSE(informer_->has_synced());
 }
 
 TEST(pod_informer_test, lists_and_watches_pods) {
-  fake_http_server server;
   asio::io_context io;
-  kube::rest_config cfg;
-  cfg.host = "127.0.0.1";
-  cfg.port = server.port();
-  cfg.tls = false;
+  fake_http_server server(io.get_executor());
   kube::client_options copts;
   copts.qps = 0;
   copts.request_timeout = 60s;
-  client api(io.get_executor(), cfg, copts);
+  copts.clock = std::make_shared<kube::testing::manual_clock>();
+  copts.connector = server.connector();
+  client api(io.get_executor(), kube::testing::plain_config(server), copts);
   const auto pod = [](const std::string& name, const std::string& rv, const std::string& node) {
     return R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":")" + name +
            R"(","namespace":"default","uid":"uid-)" + name + R"(","resourceVersion":")" + rv +
@@ -373,13 +395,13 @@ TEST(pod_informer_test, lists_and_watches_pods) {
       {});
   bool finished = false;
   asio::co_spawn(io, inf.run(), [&](std::exception_ptr) { finished = true; });
-  kube::testing::run_until(io, [&] { return seen.size() >= 3; });
+  kube::testing::settle(io, [&] { return seen.size() >= 3; });
   EXPECT_EQ(seen, (std::vector<std::string>{"+a", "+b", "-a"}));
   EXPECT_EQ(store.pods_on_node("n1").size(), 1U);
   EXPECT_EQ(server.requests().at(0).target, "/api/v1/pods?limit=500&resourceVersion=0");
   inf.stop();
   api.shutdown();
-  EXPECT_TRUE(kube::testing::run_until(io, [&] { return finished; }));
+  EXPECT_TRUE(kube::testing::settle(io, [&] { return finished; }));
 }
 
 }  // namespace
@@ -433,6 +455,9 @@ std::string bulky_pod(int i) {
          R"("status":{"phase":"Running"}})";
 }
 
+// On loopback TCP on purpose (it is about sockets): memory stays bounded only because TCP's flow
+// control holds the server back while the client decodes; an in-memory test stream would buffer
+// the whole 1 GiB the server writes. The steady clock; the backoff is zero, so no timer runs.
 class huge_list_test : public ::testing::Test {
 protected:
   huge_list_test() : api_(io_.get_executor(), kube::testing::plain_config(server_), options()) {}
@@ -457,25 +482,22 @@ protected:
                              bulky_pod(1) + "]}"));
     server_.push(reply::chunked(200).stall());
     kube::reflector_options opts;
-    opts.backoff.initial = 10ms;
-    opts.backoff.cap = 10ms;
+    opts.backoff.initial = 0ms;  // no timer: the relist follows the failed one at once
+    opts.backoff.cap = 0ms;
     opts.seed = 1;
     informer_ = std::make_unique<pod_informer>(api_, store_, nullptr, opts);
     const long before = status_kib("VmRSS");
     const bool measured = !sanitized && reset_peak_rss() && before > 0;
     bool finished = false;
     asio::co_spawn(io_, informer_->run(), [&](const std::exception_ptr&) { finished = true; });
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    while (!informer_->has_synced() && std::chrono::steady_clock::now() < deadline) {
-      io_.run_one_for(10ms);
-    }
+    // Real TCP: the bound is generous (1 GiB through loopback on a loaded, sanitized machine).
+    kube::testing::run_until(
+        io_, [this] { return informer_->has_synced(); }, 120s);
     const long peak = status_kib("VmHWM");
     informer_->stop();
     api_.shutdown();
-    while (!finished && std::chrono::steady_clock::now() < deadline + 10s) {
-      io_.run_one_for(10ms);
-    }
-    EXPECT_TRUE(finished);
+    EXPECT_TRUE(kube::testing::run_until(
+        io_, [&] { return finished; }, wait_cap));
     return measured && peak > 0 ? peak - before : -1;
   }
 

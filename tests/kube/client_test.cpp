@@ -11,11 +11,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <vector>
 
 #include "kube/support/fake_http_server.hpp"
+#include "kube/support/manual_clock.hpp"
 #include "kube/support/run_sync.hpp"
+#include "kube/support/settle.hpp"
 #include "kube/support/test_client.hpp"
 
 namespace tec::kube {
@@ -29,9 +30,12 @@ using testing::reply;
 using testing::run_sync;
 
 // Bound on waits for something that happens at once when things work (a loaded 2-core machine
-// under a sanitizer can be 10x slower than an idle one).
+// under a sanitizer can be 10x slower than an idle one). Only the loopback group waits on it.
 constexpr auto wait_cap = 30s;
 
+// The client on an in-memory transport (client_options::connector) and a manual clock, client and
+// server on the test's one io_context: no socket, no thread, and no wall-clock wait. Whatever
+// needs time (a deadline, Retry-After, a backoff) happens because the test advances clock_.
 class client_test : public ::testing::Test {
 protected:
   rest_config plain_config() const { return testing::plain_config(server_); }
@@ -42,6 +46,8 @@ protected:
     client_options opts;
     opts.qps = 0;
     opts.request_timeout = 60s;  // tests of the timeouts set short ones
+    opts.clock = clock_;
+    opts.connector = server_.connector();
     opts.delay = [this](wait_reason why, std::chrono::nanoseconds wanted) {
       switch (why) {
         case wait_reason::retry_after:
@@ -59,10 +65,16 @@ protected:
     return opts;
   }
 
-  /// Runs the io_context until `done()` holds; false if it did not within wait_cap.
+  /// Runs what is ready until `done()` holds; false if it does not once nothing is left to
+  /// run (then only the test can move things: the clock, a held reply).
   template <class Pred>
   bool run_until(Pred done) {
-    return testing::run_until(io_, done, wait_cap);
+    return testing::settle(io_, done);
+  }
+
+  /// Runs everything that is ready.
+  void run_ready() {
+    testing::settle(io_, [] { return false; });
   }
 
   /// Starts sending `req` on the io_context; `out` is set when the send completes.
@@ -73,6 +85,37 @@ protected:
           *into = co_await to.send(std::move(r));
         }(c, std::move(req), &out),
         asio::detached);
+  }
+
+  /// A GET into res_ answered 503 with a Retry-After of an hour (then 200 "done"), with no
+  /// `delay` seam, and the clock moved to a second before the retry is due.
+  std::unique_ptr<client> sleeping_an_hour_before_a_retry() {
+    server_.push(reply::with(503, "", {{"Retry-After", "3600"}}));
+    server_.push(reply::with(200, "done"));
+    auto opts = fast_options();
+    opts.delay = nullptr;
+    opts.request_timeout = 1h;
+    auto c = std::make_unique<client>(io_.get_executor(), plain_config(), opts);
+    start_send(*c, request(http::verb::get, "/x"), res_);
+    EXPECT_FALSE(run_until([&] { return res_.has_value(); }));
+    clock_->advance(3599s);
+    run_ready();
+    EXPECT_EQ(server_.requests().size(), 1U);
+    EXPECT_FALSE(res_.has_value());
+    return c;
+  }
+
+  /// Moves the clock to 1 ms short of `limit`, where `res` must still be pending, then onto
+  /// it, where it must end with errc::timeout.
+  void expect_timeout_at(std::chrono::milliseconds limit,
+                         const std::optional<result<response>>& res) {
+    clock_->advance(limit - 1ms);
+    run_ready();
+    ASSERT_FALSE(res.has_value());
+    clock_->advance(1ms);
+    ASSERT_TRUE(run_until([&] { return res.has_value(); }));
+    ASSERT_FALSE(*res);
+    EXPECT_EQ(res->error().code, make_error_code(errc::timeout));
   }
 
   /// Shuts `c` down and expects the send started into `res` to end with shutting_down.
@@ -87,7 +130,7 @@ protected:
     request req;
     req.target = std::move(target);
     req.idempotent = idempotent;
-    auto out = run_sync(io_, c.send(std::move(req)), wait_cap);
+    auto out = testing::settle_sync(io_, c.send(std::move(req)));
     if (!out) {
       ADD_FAILURE() << "send did not complete";
       return error{make_error_code(errc::timeout), "test limit", 0};
@@ -95,11 +138,13 @@ protected:
     return std::move(*out);
   }
 
-  fake_http_server server_;
   asio::io_context io_;
+  std::shared_ptr<testing::manual_clock> clock_ = std::make_shared<testing::manual_clock>();
+  fake_http_server server_{io_.get_executor()};
   std::vector<std::chrono::nanoseconds> waits_;  ///< Retry-After waits asked for.
   std::vector<std::chrono::nanoseconds> network_waits_;
   std::vector<std::chrono::nanoseconds> rate_waits_;
+  std::optional<result<response>> res_;
 };
 
 TEST_F(client_test, get_returns_status_and_body_with_request_headers) {
@@ -127,7 +172,7 @@ TEST_F(client_test, post_sends_body_and_content_type) {
   req.method = http::verb::post;
   req.target = "/api/v1/namespaces/default/events";
   req.body = R"({"kind":"Event"})";
-  auto res = run_sync(io_, c.send(req));
+  auto res = testing::settle_sync(io_, c.send(req));
   ASSERT_TRUE(res && *res);
   EXPECT_EQ((*res)->status, 201U);
   auto reqs = server_.requests();
@@ -170,7 +215,7 @@ TEST_F(client_test, connection_closed_by_server_while_idle_is_replaced) {
   req.method = http::verb::post;
   req.target = "/b";
   req.body = "{}";
-  auto res = run_sync(io_, c.send(req));
+  auto res = testing::settle_sync(io_, c.send(req));
   ASSERT_TRUE(res && *res) << (res ? (*res).error().message : "timeout");
   EXPECT_EQ((*res)->body, "two");
   EXPECT_EQ(server_.connections(), 2U);
@@ -195,13 +240,12 @@ TEST_F(client_test, concurrent_requests_use_several_connections_up_to_the_pool_s
   for (int i = 0; i < 3; ++i) {
     asio::co_spawn(io_, send_into(c, "/r" + std::to_string(i), &ok), asio::detached);
   }
-  std::thread releaser([this] {
-    // Two requests are in flight on two connections; the third waits for one of them.
-    EXPECT_TRUE(server_.wait_for_requests(2, wait_cap));
-    server_.release("go");
-  });
+  // Two requests are in flight on two connections; the third waits for one of them.
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 2; }));
+  run_ready();
+  EXPECT_EQ(server_.requests().size(), 2U);
+  server_.release("go");
   EXPECT_TRUE(run_until([&] { return ok.load() == 3; }));
-  releaser.join();
   EXPECT_EQ(ok.load(), 3);
   EXPECT_EQ(server_.connections(), 2U);
   EXPECT_EQ(server_.requests().size(), 3U);
@@ -234,19 +278,14 @@ TEST_F(client_test, two_connections_freed_at_once_wake_two_waiters) {
   for (int i = 0; i < 4; ++i) {
     asio::co_spawn(io_, send_recorded(c, "/r" + std::to_string(i), false, &done), asio::detached);
   }
-  std::atomic<bool> both_waiters_sent{false};
-  std::thread releaser([&] {
-    EXPECT_TRUE(server_.wait_for_requests(2, wait_cap));
-    server_.release("a");
-    // Both freed connections carry the two waiting requests while the first two connections'
-    // replies are all that happened; "b" (the only way for a lost wake-up to be covered up
-    // by a later release) is not released before.
-    both_waiters_sent = server_.wait_for_requests(4, wait_cap);
-    server_.release("b");
-  });
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 2; }));
+  server_.release("a");
+  // Both freed connections carry the two waiting requests while the first two connections'
+  // replies are all that happened; "b" (the only way for a lost wake-up to be covered up
+  // by a later release) is not released before.
+  EXPECT_TRUE(run_until([this] { return server_.requests().size() == 4; }));
+  server_.release("b");
   EXPECT_TRUE(run_until([&] { return done.size() == 4; }));
-  releaser.join();
-  EXPECT_TRUE(both_waiters_sent.load());
   EXPECT_EQ(done.size(), 4U);
   EXPECT_EQ(server_.connections(), 2U);
 }
@@ -266,8 +305,7 @@ TEST_F(client_test, background_requests_wait_for_every_other_waiter) {
   asio::co_spawn(io_, send_recorded(c, "/event", true, &done), asio::detached);
   asio::co_spawn(io_, send_recorded(c, "/delete-1", false, &done), asio::detached);
   asio::co_spawn(io_, send_recorded(c, "/delete-2", false, &done), asio::detached);
-  while (io_.poll() > 0) {
-  }
+  run_ready();
   EXPECT_TRUE(done.empty());
   server_.release("go");
   EXPECT_TRUE(run_until([&] { return done.size() == 4; }));
@@ -299,29 +337,22 @@ TEST_F(client_test, too_many_requests_honours_retry_after) {
   EXPECT_EQ(server_.requests().size(), 2U);
 }
 
+// Without the `delay` seam the client sleeps the time wanted (Retry-After, capped at the request
+// timeout: an hour here) on its clock: the retry goes out once the clock has moved an hour, not
+// before; shutdown() ends the sleep.
 TEST_F(client_test, retry_after_is_really_slept_when_not_injected) {
-  // Without the seam the client sleeps the time wanted (Retry-After, capped at the request
-  // timeout: an hour here), so the retry is not sent; shutdown() ends the sleep.
-  server_.push(reply::with(503, "", {{"Retry-After", "3600"}}));
-  server_.push(reply::with(200, "done"));
-  auto opts = fast_options();
-  opts.delay = nullptr;
-  opts.request_timeout = 1h;
-  int answers = 0;
-  opts.observer = [&](http::verb, unsigned, std::chrono::nanoseconds) { ++answers; };
-  client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> res;
-  start_send(c, request(http::verb::get, "/x"), res);
-  // The client starts its sleep in the same step that reports the 503.
-  ASSERT_TRUE(run_until([&] { return answers == 1; }));
-  while (io_.poll() > 0) {
-  }
-  // Only a client that did not sleep could send the retry now (a correct one never does
-  // within the hour, however loaded the machine is).
-  EXPECT_FALSE(server_.wait_for_requests(2, 500ms));
-  EXPECT_FALSE(res.has_value());
-  expect_ended_by_shutdown(c, res);
+  auto c = sleeping_an_hour_before_a_retry();
+  expect_ended_by_shutdown(*c, res_);
   EXPECT_EQ(server_.requests().size(), 1U);
+}
+
+TEST_F(client_test, retry_after_is_slept_on_the_clock) {
+  auto c = sleeping_an_hour_before_a_retry();
+  clock_->advance(1s);
+  ASSERT_TRUE(run_until([&] { return res_.has_value(); }));
+  ASSERT_TRUE(*res_) << res_->error().message;
+  EXPECT_EQ((*res_)->body, "done");
+  EXPECT_EQ(server_.requests().size(), 2U);
 }
 
 TEST_F(client_test, service_unavailable_is_retried_then_succeeds_for_a_post_too) {
@@ -333,7 +364,7 @@ TEST_F(client_test, service_unavailable_is_retried_then_succeeds_for_a_post_too)
   req.method = http::verb::post;
   req.target = "/p";
   req.body = "{}";
-  auto res = run_sync(io_, c.send(req));
+  auto res = testing::settle_sync(io_, c.send(req));
   ASSERT_TRUE(res && *res);
   EXPECT_EQ((*res)->status, 200U);
   EXPECT_EQ(waits_, (std::vector<std::chrono::nanoseconds>{1s, 2s}));
@@ -369,10 +400,8 @@ TEST_F(client_test, retries_go_through_the_rate_limiter) {
   server_.push(reply::with(429, "", {{"Retry-After", "0"}}));
   server_.push(reply::with(200, "ok"));
   auto opts = fast_options();
-  opts.qps = 5;  // 200 ms per token once the burst of one is spent
-  opts.burst = 1;
-  const auto frozen = std::chrono::steady_clock::time_point{} + 1h;
-  opts.now = [frozen] { return frozen; };
+  opts.qps = 5;    // 200 ms per token once the burst of one is spent
+  opts.burst = 1;  // the token bucket refills on clock_, which stands still
   client c(io_.get_executor(), plain_config(), opts);
   auto res = get(c, "/x");
   ASSERT_TRUE(res);
@@ -400,7 +429,7 @@ TEST_F(client_test, post_is_not_retried_after_a_network_error) {
   req.method = http::verb::post;
   req.target = "/api/v1/namespaces/default/events";
   req.body = "{}";
-  auto res = run_sync(io_, c.send(req));
+  auto res = testing::settle_sync(io_, c.send(req));
   ASSERT_TRUE(res);
   ASSERT_FALSE(*res);
   EXPECT_EQ((*res).error().code, make_error_code(errc::connection_failed));
@@ -444,6 +473,26 @@ TEST_F(client_test, network_retry_backoff_is_capped_and_bounded_by_max_retries) 
   }
 }
 
+TEST_F(client_test, network_retry_backoff_is_slept_on_the_clock) {
+  server_.push(reply::close_now());
+  server_.push(reply::with(200, "whole"));
+  auto opts = fast_options();
+  opts.delay = nullptr;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::optional<result<response>> res;
+  start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
+  ASSERT_FALSE(run_until([&] { return res.has_value(); }));
+  // The first resend waits 100 ms stretched by a factor in [1, 1.5).
+  clock_->advance(99ms);
+  run_ready();
+  EXPECT_EQ(server_.requests().size(), 1U);
+  clock_->advance(51ms);
+  ASSERT_TRUE(run_until([&] { return res.has_value(); }));
+  ASSERT_TRUE(*res) << res->error().message;
+  EXPECT_EQ((*res)->body, "whole");
+  EXPECT_EQ(server_.requests().size(), 2U);
+}
+
 TEST_F(client_test, shutdown_ends_a_network_retry_backoff) {
   server_.set_fallback(reply::close_now());
   auto opts = fast_options();
@@ -472,7 +521,7 @@ TEST_F(client_test, a_request_withdrawn_during_a_network_backoff_is_not_resent) 
   client c(io_.get_executor(), plain_config(), opts);
   request req(http::verb::delete_, "/api/v1/namespaces/ns/pods/p", {}, "application/json", true);
   req.cancelled = [&withdrawn] { return withdrawn; };
-  auto res = run_sync(io_, c.send(std::move(req)), wait_cap);
+  auto res = testing::settle_sync(io_, c.send(std::move(req)));
   ASSERT_TRUE(res);
   ASSERT_FALSE(*res);
   EXPECT_EQ((*res).error().code, make_error_code(errc::cancelled));
@@ -480,27 +529,16 @@ TEST_F(client_test, a_request_withdrawn_during_a_network_backoff_is_not_resent) 
   EXPECT_EQ(network_waits_.size(), 1U);
 }
 
-TEST_F(client_test, connection_refused_is_a_clear_error) {
-  rest_config cfg = plain_config();
-  {
-    fake_http_server gone;
-    cfg.port = gone.port();
-  }
-  client c(io_.get_executor(), cfg, fast_options());
-  auto res = get(c, "/x");
-  ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
-  EXPECT_NE(res.error().message.find("cannot connect"), std::string::npos) << res.error().message;
-}
-
 TEST_F(client_test, stalled_server_times_out_at_the_request_timeout) {
   server_.push(reply::no_response());
   auto opts = fast_options();
   opts.request_timeout = 300ms;
   client c(io_.get_executor(), plain_config(), opts);
-  auto res = get(c, "/x");  // bounded by run_sync, far above the timeout
-  ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::timeout));
+  std::optional<result<response>> out;
+  start_send(c, request(http::verb::get, "/x", {}, "application/json", true), out);
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
+  ASSERT_NO_FATAL_FAILURE(expect_timeout_at(300ms, out));
+  const auto& res = *out;
   EXPECT_NE(res.error().message.find("no progress within 300 ms"), std::string::npos)
       << res.error().message;
   EXPECT_EQ(server_.requests().size(), 1U);  // timeouts are not retried
@@ -511,9 +549,39 @@ TEST_F(client_test, stalled_mid_body_times_out) {
   auto opts = fast_options();
   opts.request_timeout = 300ms;
   client c(io_.get_executor(), plain_config(), opts);
-  auto res = get(c, "/x");
-  ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::timeout));
+  std::optional<result<response>> out;
+  start_send(c, request(http::verb::get, "/x", {}, "application/json", true), out);
+  ASSERT_FALSE(run_until([&] { return out.has_value(); }));
+  clock_->advance(300ms);
+  ASSERT_TRUE(run_until([&] { return out.has_value(); }));
+  ASSERT_FALSE(*out);
+  EXPECT_EQ(out->error().code, make_error_code(errc::timeout));
+}
+
+TEST_F(client_test, waiting_for_a_pooled_connection_times_out_on_the_clock) {
+  // A watch holds the only connection (its body under the idle guard, an hour here).
+  server_.push(reply::chunked(200).chunk("{}\n").stall());
+  auto opts = fast_options();
+  opts.max_connections = 1;
+  opts.request_timeout = 300ms;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::optional<result<response>> watch;
+  asio::co_spawn(
+      io_,
+      [](client& to, std::optional<result<response>>* out) -> asio::awaitable<void> {
+        *out = co_await to.stream(
+            request(http::verb::get, "/w"), [](std::string_view) { return true; }, 1h);
+      }(c, &watch),
+      asio::detached);
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
+  std::optional<result<response>> res;
+  start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
+  run_ready();  // it queues for the connection
+  ASSERT_NO_FATAL_FAILURE(expect_timeout_at(300ms, res));
+  EXPECT_NE(res->error().message.find("no free connection"), std::string::npos)
+      << res->error().message;
+  EXPECT_FALSE(watch.has_value());
+  EXPECT_EQ(server_.requests().size(), 1U);
 }
 
 TEST_F(client_test, oversized_response_is_an_error) {
@@ -538,16 +606,16 @@ TEST_F(client_test, stream_delivers_chunks_split_mid_line_intact) {
   request req;
   req.target = "/api/v1/nodes?watch=1";
   req.idempotent = true;
-  auto res = run_sync(io_, c.stream(
-                               req,
-                               [&](std::string_view bytes) {
-                                 got.append(bytes);
-                                 if (++pieces == 1) {
-                                   server_.release("second");
-                                 }
-                                 return true;
-                               },
-                               wait_cap));
+  auto res = testing::settle_sync(io_, c.stream(
+                                           req,
+                                           [&](std::string_view bytes) {
+                                             got.append(bytes);
+                                             if (++pieces == 1) {
+                                               server_.release("second");
+                                             }
+                                             return true;
+                                           },
+                                           1h));
   ASSERT_TRUE(res && *res) << (res ? (*res).error().message : "limit");
   EXPECT_EQ((*res)->status, 200U);
   EXPECT_EQ(got, a + b + d);
@@ -560,13 +628,13 @@ TEST_F(client_test, stream_with_error_status_returns_the_body) {
   bool called = false;
   request req;
   req.target = "/api/v1/pods?watch=1";
-  auto res = run_sync(io_, c.stream(
-                               req,
-                               [&](std::string_view) {
-                                 called = true;
-                                 return true;
-                               },
-                               wait_cap));
+  auto res = testing::settle_sync(io_, c.stream(
+                                           req,
+                                           [&](std::string_view) {
+                                             called = true;
+                                             return true;
+                                           },
+                                           1h));
   ASSERT_TRUE(res && *res);
   EXPECT_EQ((*res)->status, 410U);
   EXPECT_EQ((*res)->body, R"({"kind":"Status","code":410})");
@@ -580,17 +648,24 @@ TEST_F(client_test, idle_stream_times_out) {
   request req;
   req.target = "/api/v1/pods?watch=1";
   req.idempotent = true;
-  // The request timeout (60 s) is not what ends it: the idle timeout is.
-  auto res = run_sync(io_, c.stream(
-                               req,
-                               [&](std::string_view bytes) {
-                                 got.append(bytes);
-                                 return true;
-                               },
-                               300ms));
-  ASSERT_TRUE(res);
-  ASSERT_FALSE(*res);
-  EXPECT_EQ((*res).error().code, make_error_code(errc::timeout));
+  std::optional<result<response>> res;
+  asio::co_spawn(
+      io_,
+      [](client& to, request r, std::string* into,
+         std::optional<result<response>>* out) -> asio::awaitable<void> {
+        *out = co_await to.stream(
+            std::move(r),
+            [into](std::string_view bytes) {
+              into->append(bytes);
+              return true;
+            },
+            300ms);
+      }(c, req, &got, &res),
+      asio::detached);
+  ASSERT_FALSE(run_until([&] { return res.has_value(); }));
+  EXPECT_EQ(got, "{\"type\":\"BOOKMARK\"}\n");
+  // The request timeout (60 s) is not what ends it: the idle timeout is, on the clock.
+  ASSERT_NO_FATAL_FAILURE(expect_timeout_at(300ms, res));
   EXPECT_NE((*res).error().message.find("no progress within 300 ms"), std::string::npos)
       << (*res).error().message;
   EXPECT_EQ(got, "{\"type\":\"BOOKMARK\"}\n");
@@ -602,8 +677,8 @@ TEST_F(client_test, stream_stopped_by_the_sink) {
   client c(io_.get_executor(), plain_config(), fast_options());
   request req;
   req.target = "/w";
-  auto res = run_sync(io_, c.stream(
-                               req, [](std::string_view) { return false; }, wait_cap));
+  auto res = testing::settle_sync(io_, c.stream(
+                                           req, [](std::string_view) { return false; }, 1h));
   ASSERT_TRUE(res && *res);
   EXPECT_EQ((*res)->status, 200U);
 }
@@ -634,13 +709,13 @@ TEST_F(client_test, unauthorized_rereads_the_token_file_and_retries_once) {
   auto cfg = plain_config();
   cfg.token_file = token.path();
   client c(io_.get_executor(), cfg, fast_options());
-  std::thread rotator([&] {
-    EXPECT_TRUE(server_.wait_for_requests(1, wait_cap));
-    token.write("new-token\n");
-    server_.release("rotated");
-  });
-  auto res = get(c, "/x");
-  rotator.join();
+  std::optional<result<response>> out;
+  start_send(c, request(http::verb::get, "/x", {}, "application/json", true), out);
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
+  token.write("new-token\n");
+  server_.release("rotated");
+  ASSERT_TRUE(run_until([&] { return out.has_value(); }));
+  const auto& res = *out;
   ASSERT_TRUE(res) << res.error().message;
   EXPECT_EQ(res->status, 200U);
   auto reqs = server_.requests();
@@ -695,31 +770,15 @@ TEST_F(client_test, invalid_port_is_a_config_error) {
   EXPECT_EQ(res.error().code, make_error_code(errc::config_invalid));
 }
 
-TEST_F(client_test, tls_to_a_plain_server_fails_cleanly) {
-  server_.set_fallback(reply::with(400, "not tls"));
-  rest_config cfg = plain_config();
-  cfg.tls = true;
-  cfg.insecure_skip_tls_verify = true;
-  client c(io_.get_executor(), cfg, fast_options());
-  auto res = get(c, "/x");
-  ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
-  EXPECT_NE(res.error().message.find("TLS handshake"), std::string::npos) << res.error().message;
-}
-
 TEST_F(client_test, shutdown_cancels_a_request_in_flight) {
   server_.push(reply::no_response());
   auto opts = fast_options();
-  opts.request_timeout = 1h;  // only shutdown() can end it within run_sync's bound
+  opts.request_timeout = 1h;  // the clock stands still: only shutdown() can end it
   client c(io_.get_executor(), plain_config(), opts);
-  std::thread stopper([&] {
-    EXPECT_TRUE(server_.wait_for_requests(1, wait_cap));
-    c.shutdown();
-  });
-  auto res = get(c, "/x");
-  stopper.join();
-  ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::shutting_down));
+  std::optional<result<response>> res;
+  start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
+  expect_ended_by_shutdown(c, res);
   auto again = get(c, "/y");
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, make_error_code(errc::shutting_down));
@@ -757,11 +816,89 @@ TEST_F(client_test, a_streamed_error_body_too_large_is_never_retried) {
   request req;
   req.target = "/api/v1/pods?watch=1";
   req.idempotent = true;
-  auto out = run_sync(io_, c.stream(
-                               std::move(req), [](std::string_view) { return true; }, 5s));
+  auto out =
+      testing::settle_sync(io_, c.stream(
+                                    std::move(req), [](std::string_view) { return true; }, 1h));
   ASSERT_TRUE(out);
   ASSERT_FALSE(*out);
   EXPECT_EQ(out->error().code, make_error_code(errc::response_too_large)) << out->error().message;
+  EXPECT_EQ(server_.requests().size(), 1U);
+}
+
+}  // namespace
+}  // namespace tec::kube
+
+namespace tec::kube {
+namespace {
+
+// ---- What is about sockets: real TCP (and TLS) on loopback, the steady clock ----------------
+
+class client_socket_test : public ::testing::Test {
+protected:
+  static client_options options() { return testing::quick_options(10); }
+
+  result<response> get(client& c, std::string target) {
+    auto out = run_sync(
+        io_, c.send(request(http::verb::get, std::move(target), {}, "application/json", true)),
+        wait_cap);
+    if (!out) {
+      ADD_FAILURE() << "send did not complete";
+      return error{make_error_code(errc::timeout), "test limit", 0};
+    }
+    return std::move(*out);
+  }
+
+  /// A GET with `cfg` fails as connection_failed, its message containing `what`.
+  void expect_connection_failed(const rest_config& cfg, const std::string& what) {
+    client c(io_.get_executor(), cfg, options());
+    auto res = get(c, "/x");
+    ASSERT_FALSE(res);
+    EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
+    EXPECT_NE(res.error().message.find(what), std::string::npos) << res.error().message;
+  }
+
+  fake_http_server server_;
+  asio::io_context io_;
+};
+
+TEST_F(client_socket_test, requests_reuse_one_tcp_connection) {
+  server_.set_fallback(reply::with(200, "ok"));
+  client c(io_.get_executor(), testing::plain_config(server_), options());
+  for (int i = 0; i < 3; ++i) {
+    auto res = get(c, "/healthz");
+    ASSERT_TRUE(res) << res.error().message;
+    EXPECT_EQ(res->body, "ok");
+  }
+  EXPECT_EQ(server_.connections(), 1U);
+}
+
+TEST_F(client_socket_test, connection_refused_is_a_clear_error) {
+  rest_config cfg = testing::plain_config(server_);
+  {
+    fake_http_server gone;
+    cfg.port = gone.port();
+  }
+  expect_connection_failed(cfg, "cannot connect");
+}
+
+TEST_F(client_socket_test, tls_to_a_plain_server_fails_cleanly) {
+  server_.set_fallback(reply::with(400, "not tls"));
+  rest_config cfg = testing::plain_config(server_);
+  cfg.tls = true;
+  cfg.insecure_skip_tls_verify = true;
+  expect_connection_failed(cfg, "TLS handshake");
+}
+
+// The production clock's deadline closes a real socket. Nothing is asserted about how long it
+// took; the test only waits for the outcome (bounded by wait_cap).
+TEST_F(client_socket_test, a_stalled_tcp_server_times_out_on_the_steady_clock) {
+  server_.push(reply::no_response());
+  auto opts = options();
+  opts.request_timeout = 50ms;
+  client c(io_.get_executor(), testing::plain_config(server_), opts);
+  auto res = get(c, "/x");
+  ASSERT_FALSE(res);
+  EXPECT_EQ(res.error().code, make_error_code(errc::timeout));
   EXPECT_EQ(server_.requests().size(), 1U);
 }
 

@@ -9,8 +9,10 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/_experimental/test/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -71,6 +73,16 @@ std::string head(unsigned status, const std::vector<std::pair<std::string, std::
   }
   out += framing + "\r\n\r\n";
   return out;
+}
+
+void close_stream(tcp::socket& socket) {
+  boost::system::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+}
+
+void close_stream(memory_stream& stream) {
+  stream.close();
 }
 
 }  // namespace
@@ -152,6 +164,8 @@ reply& reply::match(std::string substring) {
 struct fake_http_server::state {
   asio::io_context io;
   tcp::acceptor acceptor{io};
+  asio::any_io_executor ex;  ///< Where the connections are served: io's, or the test's.
+  bool in_memory = false;
 
   mutable std::mutex mu;
   mutable std::condition_variable cv;
@@ -182,13 +196,14 @@ struct fake_http_server::state {
     if (released.contains(gate)) {
       co_return;
     }
-    asio::steady_timer timer(io, asio::steady_timer::time_point::max());
+    asio::steady_timer timer(ex, asio::steady_timer::time_point::max());
     auto it = gate_waiters.emplace(gate, &timer);
     co_await timer.async_wait(use_tuple);
     gate_waiters.erase(it);
   }
 
-  asio::awaitable<void> serve(tcp::socket socket, std::uint64_t id) {
+  template <class Stream>
+  asio::awaitable<void> serve(Stream socket, std::uint64_t id) {
     beast::flat_buffer buffer;
     for (;;) {
       http::request_parser<http::string_body> parser;
@@ -259,15 +274,19 @@ struct fake_http_server::state {
               }
             }
           }
-          case reply::step_kind::close: {
-            boost::system::error_code ignored;
-            socket.shutdown(tcp::socket::shutdown_both, ignored);
-            socket.close(ignored);
+          case reply::step_kind::close:
+            close_stream(socket);
             co_return;
-          }
         }
       }
     }
+  }
+
+  /// An in-memory connection's server end keeps the state alive (the test's io_context owns
+  /// it). Not for loopback: the state's own io_context would then own the state.
+  static asio::awaitable<void> serve_owned(std::shared_ptr<state> s, memory_stream end,
+                                           std::uint64_t id) {
+    co_await s->serve(std::move(end), id);
   }
 
   asio::awaitable<void> accept_loop() {
@@ -286,7 +305,29 @@ struct fake_http_server::state {
   }
 };
 
+fake_http_server::fake_http_server(asio::any_io_executor ex) : state_(std::make_shared<state>()) {
+  state_->ex = std::move(ex);
+  state_->in_memory = true;
+}
+
+std::function<result<std::unique_ptr<memory_stream>>(const asio::any_io_executor&)>
+fake_http_server::connector() const {
+  return [s = state_](const asio::any_io_executor& ex) -> result<std::unique_ptr<memory_stream>> {
+    auto near = std::make_unique<memory_stream>(ex);
+    memory_stream far(s->ex);
+    near->connect(far);
+    std::uint64_t id = 0;
+    {
+      std::lock_guard lock(s->mu);
+      id = ++s->accepted;
+    }
+    asio::co_spawn(s->ex, state::serve_owned(s, std::move(far), id), asio::detached);
+    return near;
+  };
+}
+
 fake_http_server::fake_http_server() : state_(std::make_shared<state>()) {
+  state_->ex = state_->io.get_executor();
   tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), 0);
   state_->acceptor.open(ep.protocol());
   state_->acceptor.set_option(tcp::acceptor::reuse_address(true));
@@ -297,11 +338,16 @@ fake_http_server::fake_http_server() : state_(std::make_shared<state>()) {
 }
 
 fake_http_server::~fake_http_server() {
-  state_->io.stop();
-  thread_.join();
+  if (thread_.joinable()) {
+    state_->io.stop();
+    thread_.join();
+  }
 }
 
 std::string fake_http_server::port() const {
+  if (state_->in_memory) {
+    return "6443";
+  }
   return std::to_string(state_->acceptor.local_endpoint().port());
 }
 
@@ -316,7 +362,7 @@ void fake_http_server::set_fallback(reply r) {
 }
 
 void fake_http_server::release(const std::string& gate) {
-  asio::post(state_->io, [s = state_.get(), gate] {
+  asio::post(state_->ex, [s = state_.get(), gate] {
     s->released.insert(gate);
     auto [first, last] = s->gate_waiters.equal_range(gate);
     for (auto it = first; it != last; ++it) {

@@ -2,15 +2,21 @@
 
 // A scripted HTTP/1.1 server for unit tests of the client and everything built on it.
 //
-// It listens on 127.0.0.1 on a kernel-chosen port and runs on its own thread with its own
-// io_context. Each request received is recorded, then answered by the first queued `reply` whose
-// `match` is a substring of the request target (FIFO among matches); with no match it answers
-// the fallback reply if one is set, else `404 no scripted reply`. A reply is a list of steps
-// written in order, so a test controls exactly where chunk boundaries fall, when a response
-// stops (stall), and whether the connection is closed mid-response.
+// In memory (the default for unit tests: fake_http_server(executor)) it has no socket and no
+// thread: connector() is a client_options::connector whose every connection is a Beast test
+// stream pair, the server end served on the test's own executor, so a test drives client and
+// server with one io_context and a manual clock. On loopback (fake_http_server(), for what is
+// truly about sockets: TLS, refused connections, real TCP) it listens on 127.0.0.1 on a
+// kernel-chosen port and runs on its own thread with its own io_context. Each request received is
+// recorded, then answered by the first queued `reply` whose `match` is a substring of the request
+// target (FIFO among matches); with no match it answers the fallback reply if one is set, else `404
+// no scripted reply`. A reply is a list of steps written in order, so a test controls exactly where
+// chunk boundaries fall, when a response stops (stall), and whether the connection is closed
+// mid-response.
 //
 // Thread-safety: every public member may be called from any thread (the test thread usually).
-// The destructor stops the server and joins its thread; in-flight connections are dropped.
+// The destructor stops a loopback server and joins its thread; in-flight connections are dropped.
+// An in-memory server's connections live on the test's executor (until its io_context goes).
 
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +29,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "tec/kube/client.hpp"
 
 namespace tec::kube::testing {
 
@@ -91,12 +99,19 @@ class fake_http_server {
 public:
   /// Binds 127.0.0.1:0 and starts serving on a new thread.
   fake_http_server();
+  /// In memory, on `ex`: serves the connections connector() opens.
+  explicit fake_http_server(boost::asio::any_io_executor ex);
   ~fake_http_server();
   fake_http_server(const fake_http_server&) = delete;
   fake_http_server& operator=(const fake_http_server&) = delete;
 
-  /// The port the kernel chose, as text for rest_config::port.
+  /// The port the kernel chose, as text for rest_config::port ("6443" in memory).
   [[nodiscard]] std::string port() const;
+
+  /// In memory: for client_options::connector. Each call opens one connection.
+  [[nodiscard]] std::function<
+      result<std::unique_ptr<memory_stream>>(const boost::asio::any_io_executor&)>
+  connector() const;
 
   /// Queues a reply for the next matching request.
   void push(reply r);
@@ -107,9 +122,10 @@ public:
 
   /// Copies of the requests received so far, in arrival order.
   [[nodiscard]] std::vector<recorded_request> requests() const;
-  /// Number of TCP connections accepted so far.
+  /// Number of connections accepted (or opened in memory) so far.
   [[nodiscard]] std::size_t connections() const;
   /// Blocks until at least `n` requests were received or `timeout` passed; true if reached.
+  /// Loopback only (in memory, the server runs on the caller's own io_context).
   bool wait_for_requests(std::size_t n, std::chrono::milliseconds timeout) const;
 
 private:

@@ -24,6 +24,18 @@ struct sync_state {
   bool done = false;  ///< The completion handler ran.
 };
 
+/// The value, or nullopt if the coroutine has not finished; rethrows what it threw.
+template <class T>
+std::optional<T> take(sync_state<T>& state) {
+  if (state.failure) {
+    std::rethrow_exception(state.failure);
+  }
+  if (!state.done) {
+    return std::nullopt;
+  }
+  return std::move(state.out);
+}
+
 template <class T>
 boost::asio::awaitable<void> capture(boost::asio::awaitable<T> aw,
                                      std::shared_ptr<sync_state<T>> state) {
@@ -64,13 +76,7 @@ std::optional<T> run_sync(boost::asio::io_context& io, boost::asio::awaitable<T>
       break;
     }
   }
-  if (state->failure) {
-    std::rethrow_exception(state->failure);
-  }
-  if (!state->done) {
-    return std::nullopt;
-  }
-  return std::move(state->out);
+  return detail::take(*state);
 }
 
 }  // namespace tec::kube::testing

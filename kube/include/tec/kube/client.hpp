@@ -24,11 +24,20 @@
 #include <utility>
 
 #include "tec/kube/backoff.hpp"
+#include "tec/kube/clock.hpp"
 #include "tec/kube/error.hpp"
 #include "tec/kube/rest_config.hpp"
 #include "tec/kube/result.hpp"
 
+namespace boost::beast::test {
+template <class Executor>
+class basic_stream;
+}  // namespace boost::beast::test
+
 namespace tec::kube {
+
+/// One end of an in-memory connection (Beast's test stream), for client_options::connector.
+using memory_stream = boost::beast::test::basic_stream<boost::asio::any_io_executor>;
 
 /// Why the client waits before (re)sending a request.
 enum class wait_reason : std::uint8_t {
@@ -66,6 +75,16 @@ struct client_options {
   /// Test seam: the clock the token bucket refills on. Empty = steady_clock::now. A frozen
   /// clock makes the QPS wait the client asks `delay` for exact.
   std::function<std::chrono::steady_clock::time_point()> now;
+  /// Test seam: the clock every deadline and wait of the client is an alarm on (dial, TLS
+  /// handshake, request and stream idle timeouts, waits for a pooled connection, the sleeps
+  /// `delay` returns), and the default of `now`. Empty = steady_clock (steady_clock_source()).
+  std::shared_ptr<kube::clock> clock;
+  /// Test seam: opens each pooled connection in memory instead of dialling config.host:port
+  /// (no DNS, TCP or TLS; rest_config::tls is only validated). Called on the client's executor; the
+  /// stream must be connected to a peer on the same executor. An error fails the attempt as a
+  /// refused connection would. Empty = TCP (+TLS).
+  std::function<result<std::unique_ptr<memory_stream>>(const boost::asio::any_io_executor&)>
+      connector;
   /// Called after every HTTP exchange (for metrics): verb, status (0 on a transport error)
   /// and latency. Runs on the client's executor; must be cheap and thread-safe.
   std::function<void(boost::beast::http::verb, unsigned, std::chrono::nanoseconds)> observer;
@@ -139,6 +158,10 @@ public:
   void shutdown();
 
   [[nodiscard]] const rest_config& config() const noexcept;
+
+  /// The clock the client's deadlines and waits run on (client_options::clock), for the
+  /// reflectors built on it. Lives as long as the client.
+  [[nodiscard]] kube::clock& clock() const noexcept;
 
   /// client_options::max_response_bytes, for callers that bound a streamed body the same way.
   [[nodiscard]] std::size_t max_response_bytes() const noexcept;

@@ -50,7 +50,9 @@
 // Threading and ownership: the reflector borrows the client and the store (both must outlive
 // it). run() is co_spawned on the client's executor; handlers are called on that executor,
 // synchronously, in event order, after the store was updated: they must be quick and must not
-// throw. has_synced(), stats() and stop() may be called from any thread.
+// throw. has_synced(), stats() and stop() may be called from any thread. Time comes from the
+// client's clock (client::clock()): backoff waits, the short-watch test and, through the client,
+// the idle guard, so tests with a manual clock drive all of them.
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>

@@ -214,7 +214,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
 template <class Codec, class Store>
 void reflector<Codec, Store>::skipped_undecodable(const error& e) {
   count([](reflector_stats& s) { ++s.decode_errors; });
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = api_.clock().now();
   if (now < next_decode_log_) {
     ++unlogged_decode_errors_;
     return;
@@ -376,14 +376,18 @@ template <class Codec, class Store>
 boost::asio::awaitable<void> reflector<Codec, Store>::run() {
   const char* const what = Codec::kind;
   auto ex = co_await boost::asio::this_coro::executor;
+  // Backoff waits are alarms on the client's clock (a manual one in tests) that end a wait on
+  // `timer`; stop() ends it at once.
   auto timer = std::make_shared<boost::asio::steady_timer>(ex);
+  auto& clock = api_.clock();
   {
     std::lock_guard lock(mutex_);
     wake_ = [ex, timer] { boost::asio::post(ex, [timer] { timer->cancel(); }); };
   }
   const std::uint64_t seed = options_.seed != 0 ? options_.seed : std::random_device{}();
   std::mt19937_64 rng(seed);
-  backoff delays(options_.backoff, {}, seed + 1);
+  backoff delays(
+      options_.backoff, [&clock] { return clock.now(); }, seed + 1);
   std::uniform_int_distribution<std::int64_t> watch_seconds(options_.min_watch_timeout.count(),
                                                             options_.max_watch_timeout.count() - 1);
 
@@ -402,7 +406,8 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
 
   while (!stopping_) {
     if (wait > std::chrono::milliseconds::zero()) {
-      timer->expires_after(wait);
+      timer->expires_at(std::chrono::steady_clock::time_point::max());
+      auto ring = clock.at(ex, clock.now() + wait, [timer] { timer->cancel(); });
       co_await timer->async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
       wait = std::chrono::milliseconds::zero();
       continue;
@@ -455,7 +460,7 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
     }
 
     const std::string from = resource_version();
-    const auto started = std::chrono::steady_clock::now();
+    const auto started = clock.now();
     count([&](reflector_stats& s) {
       ++s.watches;
       if (watched_once) {
@@ -469,8 +474,7 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
       case wkind::stopped:
         break;
       case wkind::ended:
-        if (watched.bytes == 0 &&
-            std::chrono::steady_clock::now() - started < options_.short_watch) {
+        if (watched.bytes == 0 && clock.now() - started < options_.short_watch) {
           wait = pause("watch closed at once with nothing in it");
         }
         break;
