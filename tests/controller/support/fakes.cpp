@@ -82,7 +82,7 @@ void recording_sink::evict(eviction_request request, std::function<void(eviction
     calls_.push_back(call{pod, current, request.cancelled, request.stuck});
     if (hold_) {
       held_.emplace_back(pod, std::move(done));
-    } else if (!script_.empty()) {
+    } else if (!script_.empty() && (!script_applies_to_ || script_applies_to_(pod))) {
       now = script_.front();
       script_.pop_front();
     } else {
@@ -134,9 +134,11 @@ void recording_sink::set_hold(bool hold) {
   hold_ = hold;
 }
 
-void recording_sink::script(std::vector<eviction_status> results) {
+void recording_sink::script(std::vector<eviction_status> results,
+                            std::function<bool(const pod_ref&)> applies_to) {
   std::lock_guard lock(mu_);
   script_.assign(results.begin(), results.end());
+  script_applies_to_ = std::move(applies_to);
 }
 
 std::optional<pod_ref> recording_sink::release_oldest(eviction_status status) {

@@ -62,8 +62,10 @@ public:
 
   /// true: hold `done`; false: call it at once with the next scripted result (default ok).
   void set_hold(bool hold);
-  /// Results for the next auto-completed evictions, in order (then `deleted`).
-  void script(std::vector<eviction_status> results);
+  /// Results for the next auto-completed evictions, in order (then `deleted`). With
+  /// `applies_to`, only evictions of the pods it accepts take them (the others are `deleted`).
+  void script(std::vector<eviction_status> results,
+              std::function<bool(const pod_ref&)> applies_to = {});
   /// The error a `failed` result carries from now on (default "injected failure").
   void set_failure_message(std::string message);
 
@@ -99,6 +101,7 @@ private:
   std::condition_variable cv_;
   bool hold_ = false;
   std::deque<eviction_status> script_;
+  std::function<bool(const pod_ref&)> script_applies_to_;
   std::string failure_message_ = "injected failure";
   std::vector<call> calls_;
   std::vector<std::pair<pod_ref, event_kind>> events_;
