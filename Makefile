@@ -4,9 +4,9 @@ JOBS ?= 2
 REPEAT ?= 10
 CLUSTER := deploy/local/cluster.sh
 
-.PHONY: all deps configure build test test-unit test-integration test-asan test-tsan \
+.PHONY: all deps configure build test test-unit test-integration test-node test-asan test-tsan \
         sanitizers test-repeat fuzz bench bench-micro bench-compare bench-quick demo demo-down \
-        format format-check lint clean
+        image format format-check lint clean
 
 all: build
 
@@ -33,6 +33,10 @@ test-unit: build
 
 test-integration: build
 	@cd build && ctest --output-on-failure -L integration
+
+# The tests on a real node (kubelet + containerd, the controller in-cluster): ctest -L e2e-node.
+test-node: build
+	@cd build && ctest --output-on-failure -L e2e-node
 
 sanitizers: test-asan test-tsan
 
@@ -80,7 +84,14 @@ bench-compare: build
 bench-quick: build
 	@bench/compare.sh --quick
 
-# The demo: a local control plane you can poke at with kubectl.
+# The project's image from deploy/Dockerfile, unchanged (buildah; no registry needed):
+# localhost/taint-eviction-controller:latest in the store under
+# ~/.cache/taint-eviction-controller/images. deploy/local/images.sh builds the other images.
+image: deps
+	@deploy/local/images.sh project
+
+# The demo: a local cluster you can poke at with kubectl; with a real node when the machine
+# can run one (scripts/demo.sh says which).
 demo: build
 	@scripts/demo.sh
 

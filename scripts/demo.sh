@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# `make demo`: a local control plane with the controller running against it, and a NoExecute
-# taint shown as it plays out. `make demo-down` (scripts/demo.sh down): stop both.
+# `make demo`: a local cluster with the controller running in it, and a NoExecute taint shown
+# as it plays out. With a real node (deploy/local/cluster.sh up --node) the controller runs as
+# the Deployment from deploy/ and the kubelet stops the evicted containers; where a node cannot
+# run, it says why and falls back to a control plane without a kubelet and the controller as a
+# local process. `make demo-down` (scripts/demo.sh down): stop everything.
 #
 #   scripts/demo.sh [up]   start (or restart) everything and run the scenario; leaves it all up
 #   scripts/demo.sh down   stop the controller and the local control plane (state kept)
 #
 # Environment: TEC_BIN (default build/bin/taint-eviction-controller), TEC_DEMO_WATCH (seconds
-# to watch after tainting, default 20), TEC_CLUSTER_DIR (see deploy/local/cluster.sh).
+# to watch after tainting, default 20), TEC_DEMO_NODE=0 (no real node), TEC_CLUSTER_DIR (see
+# deploy/local/cluster.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -47,6 +51,125 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# ---------------------------------------------------------------------------------------------
+# The demo on a real node: the controller runs in the cluster as the Deployment from deploy/,
+# and a kubelet on containerd really stops the containers it evicts.
+# ---------------------------------------------------------------------------------------------
+readonly NODE_TAINT_KEY=tec.test/evict  # the key deploy/local/node-overlay lets the controller tolerate
+readonly NODE_TAINT=$NODE_TAINT_KEY=demo:NoExecute
+
+node_demo() {
+  say "A local cluster with a real node: etcd, kube-apiserver, kube-controller-manager (its taint manager off), kube-scheduler, kubelet + containerd, kube-proxy (v1.20.2)"
+  echo "The controller image: the runtime stage of deploy/Dockerfile with $BIN"
+  echo "(first run: builds the kube binaries, a debootstrap base image and the pause image; cached after)"
+  local t0=$SECONDS
+  "$CLUSTER" up --node --controller-binary "$BIN"
+  echo "up in $((SECONDS - t0)) s"
+  KUBECONFIG="$("$CLUSTER" env | sed -n 's/^export KUBECONFIG=//p')"
+  export KUBECONFIG
+  # shellcheck disable=SC1091
+  source "${TEC_CLUSTER_DIR:-$ROOT/.local/cluster}/env"
+  local node=$TEC_CLUSTER_NODE_NAME image=$TEC_CLUSTER_WORKLOAD_IMAGE
+  stop_controller  # a controller process left by a demo without a kubelet
+
+  say "The node and the controller (kubectl apply -k: deploy/ + deploy/local/node-overlay)"
+  k get nodes -o wide
+  k -n "$DEPLOY_NS" get deployment,pods -o wide
+  echo "Lease holder (the active replica): $(k -n "$DEPLOY_NS" get lease taint-eviction-controller -o jsonpath='{.spec.holderIdentity}')"
+
+  say "A clean slate: node $node untainted, namespace $NS empty"
+  k taint nodes "$node" "$NODE_TAINT_KEY-" >/dev/null 2>&1 || true
+  k get namespace "$NS" >/dev/null 2>&1 || k create namespace "$NS"
+  k -n "$NS" delete deployments --all --wait=true >/dev/null 2>&1 || true
+  local deadline=$((SECONDS + 60))
+  until [ -z "$(k -n "$NS" get pods -o name)" ]; do
+    [ "$SECONDS" -lt "$deadline" ] || die "the pods of a previous demo did not go away"
+    sleep 0.5
+  done
+  until k -n "$NS" get serviceaccount default >/dev/null 2>&1; do sleep 0.5; done
+
+  say "Workloads (Deployments of $image) with different tolerations of $NODE_TAINT"
+  node_workload web 3 ""
+  node_workload tolerates-10s 1 10
+  node_workload tolerates-forever 1 forever
+  k -n "$NS" rollout status deployment/web --timeout=120s >/dev/null
+  k -n "$NS" rollout status deployment/tolerates-10s --timeout=120s >/dev/null
+  k -n "$NS" rollout status deployment/tolerates-forever --timeout=120s >/dev/null
+  node_show
+
+  say "kubectl taint nodes $node $NODE_TAINT   (at $(date +%T))"
+  k taint nodes "$node" "$NODE_TAINT"
+  local start=$SECONDS
+  while [ $((SECONDS - start)) -lt "$WATCH_SECONDS" ]; do
+    sleep 2
+    printf '\n-- %2d s after the taint\n' $((SECONDS - start))
+    node_show
+  done
+
+  say "Events: the controller's TaintManagerEviction and the kubelet's Killing"
+  k -n "$NS" get events --sort-by=.lastTimestamp \
+    --field-selector 'reason!=Scheduled,reason!=Pulled,reason!=Created,reason!=Started,reason!=SuccessfulCreate,reason!=ScalingReplicaSet' \
+    -o custom-columns='LAST-SEEN:.lastTimestamp,REASON:.reason,OBJECT:.involvedObject.name,SOURCE:.source.component,MESSAGE:.message' | tail -n 20
+
+  local leader
+  leader=$(k -n "$DEPLOY_NS" get lease taint-eviction-controller -o jsonpath='{.spec.holderIdentity}')
+  leader=${leader%%_*}
+  say "What the leader ($leader) logged"
+  k -n "$DEPLOY_NS" logs "$leader" | grep -E 'acting|deleting pod|deleted|cancelled|scheduled' | tail -n 12 || true
+  echo
+  echo "Expected: the web pods are deleted at once and their containers stopped by the kubelet"
+  echo "(RUNNING goes to 0, the pods vanish); the ReplicaSet's replacements stay Pending (the node is"
+  echo "tainted); tolerates-10s goes after ~10 s; tolerates-forever and the controller stay."
+
+  cat <<EOT
+
+Everything stays up. Try it by hand:
+  export KUBECONFIG=$KUBECONFIG
+  kubectl taint nodes $node $NODE_TAINT_KEY-            # remove the taint: the replacements start
+  kubectl taint nodes $node $NODE_TAINT      # and watch: kubectl -n $NS get pods -w
+  kubectl -n $DEPLOY_NS delete pod $leader    # the other replica takes the lease over
+  kubectl -n $DEPLOY_NS logs -f deployment/taint-eviction-controller
+  kubectl get events -A --field-selector reason=TaintManagerEviction
+  ctr --address $TEC_CLUSTER_CONTAINERD_SOCK -n k8s.io tasks ls   # the containers themselves
+Stop everything (and put the machine back as it was): make demo-down
+EOT
+}
+
+# node_workload NAME REPLICAS [SECONDS|forever]
+node_workload() {
+  local tol=""
+  if [ -n "${3:-}" ]; then
+    tol=$'      tolerations:\n      - {key: '"$NODE_TAINT_KEY"', operator: Exists, effect: NoExecute'
+    if [ "$3" = forever ]; then tol+="}"; else tol+=", tolerationSeconds: $3}"; fi
+  fi
+  k apply -f - >/dev/null <<EOT
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $1, namespace: $NS}
+spec:
+  replicas: $2
+  selector: {matchLabels: {app: $1}}
+  template:
+    metadata: {labels: {app: $1}}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 5
+      containers: [{name: app, image: $TEC_CLUSTER_WORKLOAD_IMAGE, imagePullPolicy: Never}]
+$tol
+EOT
+}
+
+# The pods, and how many of the namespace's containers containerd runs (sandboxes included).
+node_show() {
+  k -n "$NS" get pods -o custom-columns='POD:.metadata.name,PHASE:.status.phase,NODE:.spec.nodeName,DELETION-TIMESTAMP:.metadata.deletionTimestamp,DISRUPTION:.status.conditions[?(@.type=="DisruptionTarget")].reason'
+  local ids running=0 id
+  ids=$(ctr --address "$TEC_CLUSTER_CONTAINERD_SOCK" -n k8s.io containers ls -q "labels.\"io.kubernetes.pod.namespace\"==$NS" 2>/dev/null || true)
+  for id in $ids; do
+    ctr --address "$TEC_CLUSTER_CONTAINERD_SOCK" -n k8s.io tasks ls 2>/dev/null | grep -q "^$id .*RUNNING" && running=$((running + 1))
+  done
+  echo "containerd: $running containers RUNNING in namespace $NS (pause sandboxes included)"
+}
+
 case "${1:-up}" in
   down)
     stop_controller
@@ -62,6 +185,17 @@ for c in kubectl python3 curl; do
   command -v "$c" >/dev/null 2>&1 || die "$c not found on PATH"
 done
 mkdir -p "$DEMO_DIR"
+
+# A real node when this machine can run one (root, cgroup v1, containerd and friends
+# installable, no other real-node cluster running); TEC_DEMO_NODE=0 skips it.
+if [ "${TEC_DEMO_NODE:-1}" != 0 ]; then
+  if why=$("$CLUSTER" node-preflight 2>&1); then
+    node_demo
+    exit 0
+  fi
+  say "No real node on this machine: $(tail -n 1 <<<"$why" | sed 's/^cluster.sh: error: //')"
+  echo "Falling back to the demo without a kubelet (deleted pods stay Terminating)."
+fi
 
 say "Local control plane (etcd + kube-apiserver v1.20.2, no kubelet, no scheduler)"
 "$CLUSTER" up

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs every Debian package the project needs to build, test and run its local control
-# plane. Idempotent: it only calls apt-get when something is missing, and `apt-get update`
-# at most once per run. Needs root (or sudo) the first time on a fresh Debian bookworm.
-# `--fuzz` adds what `make fuzz` needs: clang 14 and its runtime libraries, where Debian
-# bookworm ships libFuzzer (libclang_rt.fuzzer*.a) and the sanitizer runtimes.
+# Installs every Debian package the project needs to build, test and run its local clusters
+# and build its images. Idempotent: it only calls apt-get when something is missing, and
+# `apt-get update` at most once per run. Needs root (or sudo) the first time on a fresh Debian
+# bookworm. `--fuzz` adds what `make fuzz` needs: clang 14 and its runtime libraries, where
+# Debian bookworm ships libFuzzer (libclang_rt.fuzzer*.a) and the sanitizer runtimes.
 set -euo pipefail
 
 packages=(
@@ -12,7 +12,12 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcli11-dev prometheus-cpp-dev
   clang-format clang-tidy
   etcd-server etcd-client golang-go golang-github-modern-go-reflect2-dev rsync dpkg-dev
-  iproute2 procps psmisc ccache
+  iproute2 procps psmisc ccache python3
+  # A real node (deploy/local/cluster.sh up --node) and local images (deploy/local/images.sh).
+  # On a machine run by systemd, installing containerd starts a system containerd; the local
+  # node runs its own, with its own socket and directories, beside it.
+  containerd runc containernetworking-plugins iptables nftables conntrack buildah
+  debootstrap busybox-static
 )
 if [ "${1:-}" = "--fuzz" ]; then
   packages+=(clang-14 libclang-rt-14-dev)

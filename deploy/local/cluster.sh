@@ -8,8 +8,6 @@
 # ${XDG_CACHE_HOME:-$HOME/.cache}/taint-eviction-controller/kubernetes-v1.20.2/bin/.
 set -euo pipefail
 
-readonly K8S_VERSION=v1.20.2
-readonly K8S_SRC_PACKAGE=kubernetes
 readonly SERVICE_CLUSTER_IP_RANGE=10.0.0.0/24
 readonly SERVICE_FIRST_IP=10.0.0.1
 readonly SA_ISSUER=https://kubernetes.default.svc
@@ -19,12 +17,8 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd -P)
 readonly SCRIPT_DIR REPO_ROOT
 PROG=$(basename "$0")
 readonly PROG
-
-CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/taint-eviction-controller"
-K8S_CACHE="$CACHE_ROOT/kubernetes-$K8S_VERSION"
-BIN_DIR="$K8S_CACHE/bin"
-BUILD_WORK="$K8S_CACHE/work"
-BUILD_LOG_DIR="$K8S_CACHE/logs"
+# shellcheck source=lib.sh
+source "$SCRIPT_DIR/lib.sh"
 
 CLUSTER_DIR="${TEC_CLUSTER_DIR:-$REPO_ROOT/.local/cluster}"
 case "$CLUSTER_DIR" in
@@ -41,7 +35,12 @@ MARKER_FILE="$CLUSTER_DIR/.tec-local-cluster"
 
 READY_TIMEOUT="${TEC_READY_TIMEOUT:-120}"
 STOP_TIMEOUT="${TEC_STOP_TIMEOUT:-10}"
-BUILD_JOBS="${TEC_BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+# Where kube-apiserver listens: 127.0.0.1, or the node address with --node (see node.sh).
+API_HOST=127.0.0.1
+NODE_MODE=0
+
+# shellcheck source=node.sh
+source "$SCRIPT_DIR/node.sh"
 
 usage() {
   cat <<EOF
@@ -85,141 +84,9 @@ serving cert, service-account keys, token file), etcd-data/, etcd.log, kube-apis
 EOF
 }
 
-log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
-
-is_root() { [ "$(id -u)" -eq 0 ]; }
-
-# need_cmd CMD DEBIAN_PACKAGE: make sure CMD is on PATH, installing the package as root.
-need_cmd() {
-  local cmd=$1 pkg=$2
-  command -v "$cmd" >/dev/null 2>&1 && return 0
-  if is_root && command -v apt-get >/dev/null 2>&1; then
-    log "installing $pkg (for $cmd)"
-    apt_update_once
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$pkg" >&2 \
-      || die "apt-get install $pkg failed"
-    command -v "$cmd" >/dev/null 2>&1 || die "$cmd still not found after installing $pkg"
-  else
-    die "'$cmd' not found; install the Debian package '$pkg' (scripts/install-deps.sh does)"
-  fi
-}
-
-APT_UPDATED=0
-apt_update_once() {
-  [ "$APT_UPDATED" -eq 1 ] && return 0
-  log "apt-get update"
-  apt-get update -q >&2 || die "apt-get update failed"
-  APT_UPDATED=1
-}
-
 # ---------------------------------------------------------------------------------------------
-# Building kube-apiserver / kube-controller-manager from Debian's source package
+# Building the Kubernetes components from Debian's source package
 # ---------------------------------------------------------------------------------------------
-
-# Is a deb-src entry configured anywhere?
-have_deb_src() {
-  local f
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    case "$f" in
-      *.sources)
-        # deb822: a stanza whose Types include deb-src.
-        grep -Eiq '^Types:.*[[:space:]]deb-src([[:space:]]|$)' "$f" && return 0
-        ;;
-      *)
-        grep -Eq '^[[:space:]]*deb-src[[:space:]]' "$f" && return 0
-        ;;
-    esac
-  done
-  return 1
-}
-
-# Add a deb-src twin of the configured Debian archive entry (deb822 or one-line format).
-ensure_deb_src() {
-  have_deb_src && return 0
-  is_root || die "no deb-src entry in the apt sources and not root: add one for Debian's main archive (or run as root) to build kube-apiserver"
-  local codename="" target=/etc/apt/sources.list.d/tec-deb-src.sources stanza=""
-  if [ -r /etc/os-release ]; then
-    # shellcheck disable=SC1091
-    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  fi
-  [ -n "$codename" ] || codename=bookworm
-  local f
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    # First enabled 'deb' stanza whose Suites has the release codename itself (not -security).
-    stanza=$(awk -v cn="$codename" '
-      BEGIN { RS = "" }
-      {
-        n = split($0, lines, "\n"); types = ""; suites = ""; enabled = "yes"; out = ""; copying = 0
-        for (i = 1; i <= n; i++) {
-          line = lines[i]
-          if (line ~ /^#/) continue
-          if (line ~ /^[ \t]/) {   # continuation line (e.g. an inline Signed-By key)
-            if (copying) out = out line "\n"
-            continue
-          }
-          copying = 0
-          if (match(line, /^[A-Za-z-]+:/)) {
-            key = tolower(substr(line, 1, RLENGTH - 1)); val = substr(line, RLENGTH + 1)
-            gsub(/^[ \t]+|[ \t]+$/, "", val)
-            if (key == "types") types = val
-            else if (key == "suites") suites = val
-            else if (key == "enabled") enabled = tolower(val)
-            if (key == "uris" || key == "suites" || key == "components" || key == "signed-by") {
-              out = out substr(line, 1, RLENGTH) " " val "\n"; copying = 1
-            }
-          }
-        }
-        if (enabled != "no" && (" " types " ") ~ / deb / && (" " suites " ") ~ (" " cn " ")) {
-          printf "Types: deb-src\n%s", out; exit
-        }
-      }' "$f")
-    [ -n "$stanza" ] && break
-  done
-  if [ -n "$stanza" ]; then
-    log "adding a deb-src entry: $target"
-    { echo "# Added by taint-eviction-controller deploy/local/cluster.sh (kube-apiserver build)."
-      printf '%s\n' "$stanza"; } >"$target"
-  elif [ -f /etc/apt/sources.list ] && grep -Eq "^[[:space:]]*deb[[:space:]].*[[:space:]]${codename}[[:space:]]" /etc/apt/sources.list; then
-    target=/etc/apt/sources.list.d/tec-deb-src.list
-    log "adding a deb-src entry: $target"
-    { echo "# Added by taint-eviction-controller deploy/local/cluster.sh (kube-apiserver build)."
-      grep -E "^[[:space:]]*deb[[:space:]].*[[:space:]]${codename}[[:space:]]" /etc/apt/sources.list \
-        | head -n1 | sed -E 's/^[[:space:]]*deb[[:space:]]/deb-src /'; } >"$target"
-  else
-    die "cannot find the Debian '$codename' entry in /etc/apt/sources.list(.d) to derive a deb-src entry from"
-  fi
-  APT_UPDATED=0
-}
-
-# Prints the unpacked source tree of Debian's kubernetes package, fetching it when needed.
-fetch_kubernetes_source() {
-  local src
-  src=$(find "$BUILD_WORK" -mindepth 1 -maxdepth 1 -type d -name "${K8S_SRC_PACKAGE}-*" 2>/dev/null | head -n1)
-  if [ -n "$src" ] && [ -f "$src/.tec-source-ok" ]; then
-    printf '%s\n' "$src"
-    return 0
-  fi
-  need_cmd dpkg-source dpkg-dev
-  ensure_deb_src
-  apt_update_once
-  rm -rf "$BUILD_WORK"
-  mkdir -p "$BUILD_WORK"
-  log "fetching Debian source package '$K8S_SRC_PACKAGE' into $BUILD_WORK"
-  (cd "$BUILD_WORK" && apt-get source -q "$K8S_SRC_PACKAGE") >&2 \
-    || die "apt-get source $K8S_SRC_PACKAGE failed (is a deb-src entry configured and apt-get update done?)"
-  src=$(find "$BUILD_WORK" -mindepth 1 -maxdepth 1 -type d -name "${K8S_SRC_PACKAGE}-*" | head -n1)
-  if [ -z "$src" ] || [ ! -f "$src/debian/rules" ]; then
-    die "unpacked source not found under $BUILD_WORK"
-  fi
-  # The tree must be Kubernetes $K8S_VERSION (the git-archive version stamp in hack/lib/version.sh).
-  grep -q "tag: $K8S_VERSION'" "$src/hack/lib/version.sh" \
-    || die "Debian's $K8S_SRC_PACKAGE source in $src is not Kubernetes $K8S_VERSION"
-  touch "$src/.tec-source-ok"
-  printf '%s\n' "$src"
-}
 
 # Bumped whenever the way we build changes, so binaries built the old way are rebuilt.
 # 2: vendored reflect2 replaced by Debian's 1.0.2 (see use_debian_reflect2).
@@ -256,14 +123,22 @@ use_debian_reflect2() {
   touch "$src/.tec-reflect2-debian"
 }
 
-# build_component NAME: make sure $BIN_DIR/NAME exists, building it if not cached.
-build_component() {
-  local name=$1
-  case "$name" in
-    kube-apiserver | kube-controller-manager) ;;
-    *) die "unknown component '$name' (expected kube-apiserver or kube-controller-manager)" ;;
-  esac
-  cached_binary_ok "$name" && return 0
+# The components 'build' knows: everything a cluster with a real node runs.
+readonly KUBE_COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy"
+
+# build_components NAME...: make sure $BIN_DIR/NAME exists for every NAME, building the missing
+# ones together (one `make WHAT=...`: they share most packages, so one Go build of three
+# binaries costs little more than one).
+build_components() {
+  local name missing=()
+  for name in "$@"; do
+    case " $KUBE_COMPONENTS " in
+      *" $name "*) ;;
+      *) die "unknown component '$name' (expected one of: $KUBE_COMPONENTS)" ;;
+    esac
+    cached_binary_ok "$name" || missing+=("$name")
+  done
+  [ "${#missing[@]}" -gt 0 ] || return 0
   mkdir -p "$K8S_CACHE" "$BIN_DIR" "$BUILD_LOG_DIR"
   need_cmd flock util-linux
   local lock_fd
@@ -272,21 +147,29 @@ build_component() {
     log "another build is running (lock $K8S_CACHE/.build.lock); waiting for it"
     flock -w 3600 "$lock_fd" || die "timed out waiting for the build lock"
   fi
-  if cached_binary_ok "$name"; then
+  local todo=()
+  for name in "${missing[@]}"; do
+    cached_binary_ok "$name" || todo+=("$name")
+  done
+  if [ "${#todo[@]}" -eq 0 ]; then
     exec {lock_fd}>&-
     return 0
   fi
   need_cmd go golang-go
   need_cmd make make
   need_cmd rsync rsync
-  local src buildlog="$BUILD_LOG_DIR/build-$name.log" start end
+  local src what="" tag buildlog start end
+  tag=$(IFS=+; echo "${todo[*]}")
+  buildlog="$BUILD_LOG_DIR/build-$tag.log"
+  for name in "${todo[@]}"; do what+="${what:+ }cmd/$name"; done
   src=$(fetch_kubernetes_source)
   use_debian_reflect2 "$src"
-  log "building $name $K8S_VERSION from $src (${BUILD_JOBS} jobs; usually 5-10 minutes; log: $buildlog)"
+  log "building ${todo[*]} $K8S_VERSION from $src (${BUILD_JOBS} jobs; usually 5-10 minutes; log: $buildlog)"
   start=$(date +%s)
   # What debian/rules does: GOPATH=<src>/.go with a k8s.io/kubernetes symlink to the tree,
   # CGO_ENABLED=0, then `make WHAT=cmd/<name>`; hack/lib/init.sh sets GO111MODULE=off, so the
-  # vendor/ tree is used. The version (v1.20.2) comes from the git-archive stamp.
+  # vendor/ tree is used. The version (v1.20.2) comes from the git-archive stamp. The Go build
+  # cache lives under $BUILD_WORK/home, so later builds of other components reuse it.
   if ! (
     exec {lock_fd}>&-
     cd "$src"
@@ -295,25 +178,42 @@ build_component() {
     export GOPATH="$src/.go" CGO_ENABLED=0 GO111MODULE=off GOFLAGS="-p=$BUILD_JOBS" \
       HOME="$BUILD_WORK/home" PATH="/usr/lib/go/bin:$PATH"
     unset GOBIN GOROOT
-    exec make WHAT="cmd/$name"
+    exec make WHAT="$what"
   ) >"$buildlog" 2>&1; then
     tail -n 40 "$buildlog" >&2
-    die "building $name failed; full log: $buildlog"
+    die "building ${todo[*]} failed; full log: $buildlog"
   fi
   end=$(date +%s)
-  local out="$src/_output/bin/$name"
-  [ -x "$out" ] || die "build finished but $out is missing (log: $buildlog)"
-  install -m 0755 "$out" "$BIN_DIR/.$name.tmp"
-  mv -f "$BIN_DIR/.$name.tmp" "$BIN_DIR/$name"
-  echo "$BUILD_RECIPE" >"$BIN_DIR/.$name.recipe"
-  cached_binary_ok "$name" || die "$BIN_DIR/$name does not report Kubernetes $K8S_VERSION"
-  log "built $BIN_DIR/$name in $((end - start)) s"
+  for name in "${todo[@]}"; do
+    local out="$src/_output/bin/$name"
+    [ -x "$out" ] || die "build finished but $out is missing (log: $buildlog)"
+    install -m 0755 "$out" "$BIN_DIR/.$name.tmp"
+    mv -f "$BIN_DIR/.$name.tmp" "$BIN_DIR/$name"
+    echo "$BUILD_RECIPE" >"$BIN_DIR/.$name.recipe"
+    cached_binary_ok "$name" || die "$BIN_DIR/$name does not report Kubernetes $K8S_VERSION"
+  done
+  log "built ${todo[*]} in $((end - start)) s (in $BIN_DIR)"
   exec {lock_fd}>&-
 }
 
 # ---------------------------------------------------------------------------------------------
 # State: PKI, ports, kubeconfig, env file
 # ---------------------------------------------------------------------------------------------
+
+# sign_cert NAME SUBJECT EXTENSIONS: a key and a certificate signed by the cluster CA in
+# $PKI_DIR/NAME.{key,crt}, with the given openssl extension lines.
+sign_cert() {
+  local name=$1 subject=$2 ext=$3
+  printf '%s\n' "$ext" >"$PKI_DIR/$name.ext"
+  if ! openssl req -new -newkey rsa:2048 -nodes -sha256 \
+      -keyout "$PKI_DIR/$name.key" -out "$PKI_DIR/$name.csr" -subj "$subject" 2>/dev/null \
+    || ! openssl x509 -req -sha256 -days 3650 -in "$PKI_DIR/$name.csr" \
+      -CA "$PKI_DIR/ca.crt" -CAkey "$PKI_DIR/ca.key" -CAcreateserial \
+      -extfile "$PKI_DIR/$name.ext" -out "$PKI_DIR/$name.crt" 2>/dev/null; then
+    die "openssl: generating the certificate $name failed"
+  fi
+  rm -f "$PKI_DIR/$name.csr"
+}
 
 gen_pki() {
   need_cmd openssl openssl
@@ -332,23 +232,17 @@ gen_pki() {
       || die "openssl: CA generation failed"
     rm -f "$PKI_DIR/apiserver.crt"
   fi
+  # Certificates from before the node address was a SAN are replaced.
+  if [ -s "$PKI_DIR/apiserver.crt" ] \
+    && ! openssl x509 -noout -text -in "$PKI_DIR/apiserver.crt" 2>/dev/null | grep -q "IP Address:$NODE_IP"; then
+    rm -f "$PKI_DIR/apiserver.crt"
+  fi
   if [ ! -s "$PKI_DIR/apiserver.crt" ] || [ ! -s "$PKI_DIR/apiserver.key" ]; then
     log "generating the kube-apiserver serving certificate"
-    cat >"$PKI_DIR/apiserver.ext" <<EOF
-basicConstraints=critical,CA:FALSE
+    sign_cert apiserver /CN=kube-apiserver "basicConstraints=critical,CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,DNS:localhost,IP:$SERVICE_FIRST_IP,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
-EOF
-    if ! openssl req -new -newkey rsa:2048 -nodes -sha256 \
-        -keyout "$PKI_DIR/apiserver.key" -out "$PKI_DIR/apiserver.csr" \
-        -subj "/CN=kube-apiserver" 2>/dev/null \
-      || ! openssl x509 -req -sha256 -days 3650 -in "$PKI_DIR/apiserver.csr" \
-        -CA "$PKI_DIR/ca.crt" -CAkey "$PKI_DIR/ca.key" -CAcreateserial \
-        -extfile "$PKI_DIR/apiserver.ext" -out "$PKI_DIR/apiserver.crt" 2>/dev/null; then
-      die "openssl: serving certificate generation failed"
-    fi
-    rm -f "$PKI_DIR/apiserver.csr"
+subjectAltName=IP:127.0.0.1,DNS:localhost,IP:$SERVICE_FIRST_IP,IP:$NODE_IP,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   fi
   if [ ! -s "$PKI_DIR/sa.key" ] || [ ! -s "$PKI_DIR/sa.pub" ]; then
     log "generating the service-account key pair"
@@ -372,9 +266,9 @@ read_state() {
   sed -n "s/^export $1=//p" "$ENV_FILE" | tail -n1 | tr -d "'\""
 }
 
-# port_in_use PORT: something accepts connections on 127.0.0.1:PORT.
+# port_in_use PORT [HOST]: something accepts connections on HOST (127.0.0.1):PORT.
 port_in_use() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+  (exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null
 }
 
 # port_free PORT: PORT can be bound on 127.0.0.1.
@@ -462,12 +356,14 @@ EOF
 }
 
 write_env_file() {
-  local etcd_port=$1 etcd_peer_port=$2 api_port=$3
+  local etcd_port=$1 etcd_peer_port=$2 api_port=$3 mode=$4
   cat >"$ENV_FILE.tmp" <<EOF
 # taint-eviction-controller local cluster ($K8S_VERSION); source this file to use it.
 export TEC_CLUSTER_DIR='$CLUSTER_DIR'
+export TEC_CLUSTER_MODE='$mode'
+export TEC_CLUSTER_APISERVER_HOST='$API_HOST'
 export TEC_CLUSTER_APISERVER_PORT='$api_port'
-export TEC_CLUSTER_APISERVER_URL='https://127.0.0.1:$api_port'
+export TEC_CLUSTER_APISERVER_URL='https://$API_HOST:$api_port'
 export TEC_CLUSTER_ETCD_PORT='$etcd_port'
 export TEC_CLUSTER_ETCD_PEER_PORT='$etcd_peer_port'
 export TEC_CLUSTER_ETCD_URL='http://127.0.0.1:$etcd_port'
@@ -475,6 +371,7 @@ export TEC_CLUSTER_CA_FILE='$PKI_DIR/ca.crt'
 export TEC_CLUSTER_KUBE_APISERVER='$BIN_DIR/kube-apiserver'
 export KUBECONFIG='$KUBECONFIG_PATH'
 EOF
+  if [ "$mode" = node ]; then node_env_lines >>"$ENV_FILE.tmp"; fi
   mv -f "$ENV_FILE.tmp" "$ENV_FILE"
 }
 
@@ -554,7 +451,7 @@ readyz_ok() {
   local port=$1
   curl -fsS --max-time 5 --cacert "$PKI_DIR/ca.crt" \
     -H "Authorization: Bearer $(admin_token)" \
-    "https://127.0.0.1:$port/readyz" >/dev/null 2>&1
+    "https://$API_HOST:$port/readyz" >/dev/null 2>&1
 }
 
 print_log_tails() {
@@ -574,8 +471,10 @@ print_log_tails() {
 STARTED=()
 UP_OK=0
 cleanup_failed_up() {
-  if [ "$UP_OK" -ne 1 ] && [ "${#STARTED[@]}" -gt 0 ]; then
+  if [ "$UP_OK" -ne 1 ] && { [ "${#STARTED[@]}" -gt 0 ] || [ "$NODE_MODE" -eq 1 ]; }; then
     log "'up' failed; stopping what it started"
+    # A half-started node is torn down completely (bridge, mounts, iptables, sysctls).
+    if [ "$NODE_MODE" -eq 1 ]; then node_teardown || true; fi
     local i
     for ((i = ${#STARTED[@]} - 1; i >= 0; i--)); do
       stop_daemon "${STARTED[$i]}" || true
@@ -587,62 +486,30 @@ print_export() {
   echo "export KUBECONFIG=$KUBECONFIG_PATH"
 }
 
+# The address kube-apiserver was started on (127.0.0.1, or the node address with --node).
+load_api_host() {
+  API_HOST=$(read_state TEC_CLUSTER_APISERVER_HOST)
+  [ -n "$API_HOST" ] || API_HOST=127.0.0.1
+}
+
 # ---------------------------------------------------------------------------------------------
 # Commands
 # ---------------------------------------------------------------------------------------------
 
 cmd_build() {
-  local name=${1:-kube-apiserver}
-  build_component "$name"
-  echo "$BIN_DIR/$name"
+  [ $# -gt 0 ] || set -- kube-apiserver
+  build_components "$@"
+  local name
+  for name in "$@"; do echo "$BIN_DIR/$name"; done
 }
 
-cmd_up() {
-  need_cmd curl curl
-  need_cmd setsid util-linux
-  need_cmd flock util-linux
-  need_cmd etcd etcd-server
-  build_component kube-apiserver
-  local apiserver="$BIN_DIR/kube-apiserver"
-
-  mkdir -p "$CLUSTER_DIR"
-  [ -f "$MARKER_FILE" ] || echo "taint-eviction-controller local cluster state ($K8S_VERSION)" >"$MARKER_FILE"
-
-  # Serialise up/down on this state directory.
-  local lock_fd
-  exec {lock_fd}>"$CLUSTER_DIR/.lock"
-  flock -w 300 "$lock_fd" || die "another '$PROG' is working on $CLUSTER_DIR (lock held for 5 minutes)"
-
-  gen_pki
-
-  local etcd_pid="" api_pid="" api_port
-  etcd_pid=$(pid_of etcd || true)
-  api_pid=$(pid_of kube-apiserver || true)
-  api_port=$(read_state TEC_CLUSTER_APISERVER_PORT)
-  if [ -n "$etcd_pid" ] && [ -n "$api_pid" ] && [ -n "$api_port" ]; then
-    # Running before (the env file is written only once /readyz was OK): give it a moment.
-    local healthy=0 until=$((SECONDS + 30))
-    while [ "$SECONDS" -lt "$until" ]; do
-      readyz_ok "$api_port" && { healthy=1; break; }
-      if ! pid_of kube-apiserver >/dev/null || ! pid_of etcd >/dev/null; then break; fi
-      sleep 1
-    done
-    if [ "$healthy" -eq 1 ]; then
-      [ -s "$KUBECONFIG_PATH" ] || write_kubeconfig_file "$KUBECONFIG_PATH" "https://127.0.0.1:$api_port" "$PKI_DIR/ca.crt" admin "$(admin_token)"
-      log "already running: kube-apiserver pid $api_pid on https://127.0.0.1:$api_port, etcd pid $etcd_pid ($CLUSTER_DIR)"
-      print_export
-      return 0
-    fi
-    log "processes are running but /readyz is not OK; restarting them"
-  fi
-  # Partially running (or unhealthy): stop the leftovers and start afresh.
-  stop_daemon kube-apiserver
-  stop_daemon etcd
-
-  trap cleanup_failed_up EXIT
+# start_control_plane: etcd and kube-apiserver (flags for the plain cluster or, with
+# NODE_MODE=1, for a cluster with a real node), then waits for /readyz and writes the admin
+# kubeconfig and the env file. Sets API_PORT.
+start_control_plane() {
   # Pick ports under a machine-wide lock so two concurrent 'up's cannot take the same ones.
   mkdir -p "$CACHE_ROOT"
-  local port_fd etcd_port etcd_peer_port
+  local port_fd etcd_port etcd_peer_port api_port
   exec {port_fd}>"$CACHE_ROOT/.ports.lock"
   flock -w 120 "$port_fd" || die "timed out waiting for $CACHE_ROOT/.ports.lock"
   etcd_port=$(choose_port "${TEC_ETCD_PORT:-}" "$(read_state TEC_CLUSTER_ETCD_PORT)" "" etcd)
@@ -679,10 +546,26 @@ cmd_up() {
     die "etcd did not become healthy on 127.0.0.1:$etcd_port"
   fi
 
-  log "starting kube-apiserver $K8S_VERSION on https://127.0.0.1:$api_port"
-  start_daemon kube-apiserver "$apiserver" \
-    --bind-address=127.0.0.1 \
-    --advertise-address=127.0.0.1 \
+  # The plain cluster: no ServiceAccount admission (no token controller runs) and no endpoint
+  # reconciler (127.0.0.1 is not a valid endpoint). With a node: both, on the node address,
+  # plus NodeRestriction and a client certificate for talking to the kubelet.
+  local mode_flags=(
+    --enable-admission-plugins=DefaultTolerationSeconds
+    --disable-admission-plugins=ServiceAccount
+    --endpoint-reconciler-type=none
+  )
+  if [ "$NODE_MODE" -eq 1 ]; then
+    mode_flags=(
+      --enable-admission-plugins=DefaultTolerationSeconds,NodeRestriction
+      --kubelet-client-certificate="$PKI_DIR/apiserver-kubelet-client.crt"
+      --kubelet-client-key="$PKI_DIR/apiserver-kubelet-client.key"
+      --kubelet-preferred-address-types=InternalIP
+    )
+  fi
+  log "starting kube-apiserver $K8S_VERSION on https://$API_HOST:$api_port"
+  start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
+    --bind-address="$API_HOST" \
+    --advertise-address="$API_HOST" \
     --secure-port="$api_port" \
     --insecure-port=0 \
     --etcd-servers="http://127.0.0.1:$etcd_port" \
@@ -697,16 +580,14 @@ cmd_up() {
     --service-account-issuer="$SA_ISSUER" \
     --api-audiences="$SA_ISSUER" \
     --service-cluster-ip-range="$SERVICE_CLUSTER_IP_RANGE" \
-    --enable-admission-plugins=DefaultTolerationSeconds \
-    --disable-admission-plugins=ServiceAccount \
-    --endpoint-reconciler-type=none \
+    "${mode_flags[@]}" \
     --allow-privileged=true \
     --profiling=false \
     --logtostderr=true \
     --v=1
   # Release the port lock once kube-apiserver holds its port.
   for i in $(seq 1 300); do
-    port_in_use "$api_port" && break
+    port_in_use "$api_port" "$API_HOST" && break
     pid_of kube-apiserver >/dev/null || break
     sleep 0.2
     : "$i"
@@ -736,12 +617,118 @@ cmd_up() {
     die "kube-apiserver did not report /readyz OK within ${READY_TIMEOUT}s"
   fi
 
-  write_kubeconfig_file "$KUBECONFIG_PATH" "https://127.0.0.1:$api_port" "$PKI_DIR/ca.crt" admin "$(admin_token)"
-  write_env_file "$etcd_port" "$etcd_peer_port" "$api_port"
+  write_kubeconfig_file "$KUBECONFIG_PATH" "https://$API_HOST:$api_port" "$PKI_DIR/ca.crt" admin "$(admin_token)"
+  # Without a node the env file is final now; with one, node_start adds its ports later.
+  local mode=plain
+  [ "$NODE_MODE" -eq 1 ] && mode=node-starting
+  write_env_file "$etcd_port" "$etcd_peer_port" "$api_port" "$mode"
+  API_PORT=$api_port
+}
+
+cmd_up() {
+  local arg controller_bin=""
+  while [ $# -gt 0 ]; do
+    arg=$1
+    shift
+    case "$arg" in
+      --node) NODE_MODE=1 ;;
+      --controller-binary)
+        [ $# -gt 0 ] || die "--controller-binary needs a path"
+        controller_bin=$(realpath -e "$1") || die "--controller-binary: $1 not found"
+        shift
+        ;;
+      --controller-binary=*)
+        controller_bin=$(realpath -e "${arg#*=}") || die "--controller-binary: ${arg#*=} not found"
+        ;;
+      *) die "up: unknown argument '$arg' (expected --node [--controller-binary PATH])" ;;
+    esac
+  done
+  [ -z "$controller_bin" ] || [ "$NODE_MODE" -eq 1 ] || die "--controller-binary needs --node"
+  need_cmd curl curl
+  need_cmd setsid util-linux
+  need_cmd flock util-linux
+  need_cmd etcd etcd-server
+  if [ "$NODE_MODE" -eq 1 ]; then
+    node_preflight
+    build_components $KUBE_COMPONENTS
+    node_images "$controller_bin"
+    API_HOST=$NODE_IP
+  else
+    build_components kube-apiserver
+  fi
+
+  mkdir -p "$CLUSTER_DIR"
+  [ -f "$MARKER_FILE" ] || echo "taint-eviction-controller local cluster state ($K8S_VERSION)" >"$MARKER_FILE"
+
+  # Serialise up/down on this state directory.
+  local lock_fd
+  exec {lock_fd}>"$CLUSTER_DIR/.lock"
+  flock -w 300 "$lock_fd" || die "another '$PROG' is working on $CLUSTER_DIR (lock held for 5 minutes)"
+
+  gen_pki
+  [ "$NODE_MODE" -eq 1 ] && node_gen_pki
+
+  local etcd_pid="" api_pid="" api_port running_mode
+  etcd_pid=$(pid_of etcd || true)
+  api_pid=$(pid_of kube-apiserver || true)
+  api_port=$(read_state TEC_CLUSTER_APISERVER_PORT)
+  running_mode=$(read_state TEC_CLUSTER_MODE)
+  [ -n "$running_mode" ] || running_mode=plain
+  if [ -n "$etcd_pid" ] && [ -n "$api_pid" ] && [ -n "$api_port" ] \
+     && { [ "$NODE_MODE" -eq 0 ] || [ "$running_mode" = node ]; }; then
+    # Running before (the env file is written only once /readyz was OK): give it a moment.
+    # A cluster with a node also answers a plain 'up' (it is a superset).
+    local saved_host=$API_HOST
+    API_HOST=$(read_state TEC_CLUSTER_APISERVER_HOST)
+    [ -n "$API_HOST" ] || API_HOST=127.0.0.1
+    local healthy=0 until=$((SECONDS + 30))
+    while [ "$SECONDS" -lt "$until" ]; do
+      readyz_ok "$api_port" && { healthy=1; break; }
+      if ! pid_of kube-apiserver >/dev/null || ! pid_of etcd >/dev/null; then break; fi
+      sleep 1
+    done
+    if [ "$healthy" -eq 1 ] && [ "$running_mode" = node ] && ! node_alive; then
+      healthy=0
+    fi
+    if [ "$healthy" -eq 1 ]; then
+      [ -s "$KUBECONFIG_PATH" ] || write_kubeconfig_file "$KUBECONFIG_PATH" "https://$API_HOST:$api_port" "$PKI_DIR/ca.crt" admin "$(admin_token)"
+      log "already running: kube-apiserver pid $api_pid on https://$API_HOST:$api_port, etcd pid $etcd_pid ($CLUSTER_DIR)"
+      if [ "$NODE_MODE" -eq 1 ]; then
+        # The image may have changed: apply it again (a new id is a new tag: a rollout).
+        sed -i "s|^export TEC_CLUSTER_CONTROLLER_IMAGE=.*|export TEC_CLUSTER_CONTROLLER_IMAGE='$CONTROLLER_IMAGE'|" "$ENV_FILE"
+        node_import_images
+        node_deploy
+      fi
+      print_export
+      return 0
+    fi
+    API_HOST=$saved_host
+    log "processes are running but not all healthy (or in another mode); restarting them"
+  fi
+  # Partially running, unhealthy or the other mode: stop the leftovers and start afresh.
+  trap cleanup_failed_up EXIT
+  node_teardown
+  stop_daemon kube-apiserver
+  stop_daemon etcd
+
+  if [ "$NODE_MODE" -eq 1 ]; then
+    node_record_host_state
+    node_create_bridge
+  fi
+  start_control_plane
+  if [ "$NODE_MODE" -eq 1 ]; then
+    node_start "https://$API_HOST:$API_PORT"
+    node_deploy
+    write_env_file "$(read_state TEC_CLUSTER_ETCD_PORT)" "$(read_state TEC_CLUSTER_ETCD_PEER_PORT)" "$API_PORT" node
+  fi
   UP_OK=1
   trap - EXIT
   exec {lock_fd}>&-
-  log "cluster is up: kube-apiserver pid $(pid_of kube-apiserver) https://127.0.0.1:$api_port, etcd pid $(pid_of etcd) 127.0.0.1:$etcd_port; state in $CLUSTER_DIR"
+  if [ "$NODE_MODE" -eq 1 ]; then
+    log "cluster is up with a real node: kube-apiserver https://$API_HOST:$API_PORT, node $NODE_NAME Ready, controller $CONTROLLER_IMAGE available; state in $CLUSTER_DIR"
+  else
+    log "cluster is up: kube-apiserver pid $(pid_of kube-apiserver) https://$API_HOST:$API_PORT, etcd pid $(pid_of etcd) 127.0.0.1:$(read_state TEC_CLUSTER_ETCD_PORT); state in $CLUSTER_DIR"
+  fi
   print_export
 }
 
@@ -765,6 +752,9 @@ cmd_down() {
   if ! pid_of kube-apiserver >/dev/null && ! pid_of etcd >/dev/null; then
     log "not running ($CLUSTER_DIR)"
   fi
+  # With a real node: pods, containers, mounts, the bridge, iptables chains, cgroups,
+  # sysctls and host directories first, while kube-apiserver still runs.
+  node_teardown
   stop_daemon kube-apiserver
   stop_daemon etcd
   if [ "$wipe" -eq 1 ]; then
@@ -780,10 +770,12 @@ cmd_down() {
 }
 
 cmd_status() {
-  local etcd_pid api_pid api_port
+  local etcd_pid api_pid api_port mode node_ok=1
+  load_api_host
   etcd_pid=$(pid_of etcd || true)
   api_pid=$(pid_of kube-apiserver || true)
   api_port=$(read_state TEC_CLUSTER_APISERVER_PORT)
+  mode=$(read_state TEC_CLUSTER_MODE)
   echo "state dir:      $CLUSTER_DIR"
   if [ -n "$etcd_pid" ]; then
     echo "etcd:           running, pid $etcd_pid, http://127.0.0.1:$(read_state TEC_CLUSTER_ETCD_PORT)"
@@ -791,12 +783,21 @@ cmd_status() {
     echo "etcd:           not running"
   fi
   if [ -n "$api_pid" ]; then
-    echo "kube-apiserver: running, pid $api_pid, https://127.0.0.1:$api_port"
+    echo "kube-apiserver: running, pid $api_pid, https://$API_HOST:$api_port"
   else
     echo "kube-apiserver: not running"
   fi
-  if [ -n "$etcd_pid" ] && [ -n "$api_pid" ] && [ -n "$api_port" ] && [ -s "$TOKEN_FILE" ] && readyz_ok "$api_port"; then
+  if [ "$mode" = node ] || [ "$mode" = node-starting ]; then
+    node_status_lines
+    node_alive >/dev/null 2>&1 || node_ok=0
+    [ "$mode" = node ] || node_ok=0
+  fi
+  if [ -n "$etcd_pid" ] && [ -n "$api_pid" ] && [ -n "$api_port" ] && [ -s "$TOKEN_FILE" ] \
+     && [ "$node_ok" -eq 1 ] && readyz_ok "$api_port"; then
     echo "readyz:         ok"
+    if [ "$mode" = node ]; then
+      if node_is_ready; then echo "node:           $NODE_NAME Ready"; else echo "node:           $NODE_NAME not Ready"; fi
+    fi
     echo "kubeconfig:     $KUBECONFIG_PATH"
     echo "status:         running"
     return 0
@@ -817,6 +818,7 @@ cmd_sa_kubeconfig() {
   [ -n "$out" ] || out="$CLUSTER_DIR/sa-$ns-$name.kubeconfig"
   need_cmd kubectl kubernetes-client
   cmd_status >/dev/null || die "the cluster in $CLUSTER_DIR is not running: run '$PROG up' first"
+  load_api_host
   local api_port k duration=${TEC_SA_TOKEN_DURATION:-24h} token
   api_port=$(read_state TEC_CLUSTER_APISERVER_PORT)
   k=(kubectl --kubeconfig "$KUBECONFIG_PATH" --request-timeout=30s)
@@ -838,13 +840,13 @@ cmd_sa_kubeconfig() {
     esac
     token=$(curl -fsS --max-time 30 --cacert "$PKI_DIR/ca.crt" \
       -H "Authorization: Bearer $(admin_token)" -H 'Content-Type: application/json' \
-      -X POST "https://127.0.0.1:$api_port/api/v1/namespaces/$ns/serviceaccounts/$name/token" \
+      -X POST "https://$API_HOST:$api_port/api/v1/namespaces/$ns/serviceaccounts/$name/token" \
       -d "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\",\"spec\":{\"expirationSeconds\":$seconds}}" \
       | sed -n 's/.*"token": *"\([^"]*\)".*/\1/p') || die "TokenRequest for $ns/$name failed"
   fi
   [ -n "$token" ] || die "TokenRequest for $ns/$name returned no token"
   mkdir -p "$(dirname "$out")"
-  write_kubeconfig_file "$out" "https://127.0.0.1:$api_port" "$PKI_DIR/ca.crt" "system:serviceaccount:$ns:$name" "$token" "$ns"
+  write_kubeconfig_file "$out" "https://$API_HOST:$api_port" "$PKI_DIR/ca.crt" "system:serviceaccount:$ns:$name" "$token" "$ns"
   echo "$out"
 }
 
@@ -852,12 +854,13 @@ main() {
   local cmd=${1:-}
   [ $# -gt 0 ] && shift
   case "$cmd" in
-    up) [ $# -eq 0 ] || die "up takes no arguments"; cmd_up ;;
+    up) cmd_up "$@" ;;
     down) cmd_down "$@" ;;
     status) cmd_status ;;
     env) cmd_env ;;
     sa-kubeconfig) cmd_sa_kubeconfig "$@" ;;
-    build) [ $# -le 1 ] || die "usage: $PROG build [kube-apiserver|kube-controller-manager]"; cmd_build "$@" ;;
+    node-preflight) [ $# -eq 0 ] || die "node-preflight takes no arguments"; node_preflight; echo "a real node can run here" ;;
+    build) cmd_build "$@" ;;
     help | --help | -h) usage ;;
     "") usage >&2; exit 2 ;;
     *) die "unknown command '$cmd' (see '$PROG --help')" ;;

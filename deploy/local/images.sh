@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# deploy/local/images.sh — the container images a real local node needs, built on this machine
+# (no container registry is reachable here: everything comes from Debian's packages and this
+# repository). See `images.sh --help`.
+#
+# Images live in a buildah store under the cache
+# (${XDG_CACHE_HOME:-$HOME/.cache}/taint-eviction-controller/images/), so the debootstrap base,
+# the pause image and the Dockerfile's layers are built once per machine and reused.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+REPO_ROOT=$(cd "$SCRIPT_DIR/../.." && pwd -P)
+readonly SCRIPT_DIR REPO_ROOT
+PROG=$(basename "$0")
+readonly PROG
+# shellcheck source=lib.sh
+source "$SCRIPT_DIR/lib.sh"
+
+readonly IMAGE_CACHE="$CACHE_ROOT/images"
+readonly STORE="$IMAGE_CACHE/store"
+readonly ARCHIVES="$IMAGE_CACHE/archives"
+readonly DEBIAN_SUITE=bookworm
+readonly DEBIAN_MIRROR="${TEC_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+readonly BASE_IMAGE=docker.io/library/debian:$DEBIAN_SUITE
+readonly BASE_SLIM_IMAGE=docker.io/library/debian:$DEBIAN_SUITE-slim
+readonly PAUSE_IMAGE=localhost/tec-pause:3.4
+readonly WORKLOAD_IMAGE=localhost/tec-workload:1
+readonly PROJECT_IMAGE=localhost/taint-eviction-controller:latest
+readonly PREBUILT_IMAGE=localhost/taint-eviction-controller:prebuilt
+# Bumped when the way an image is made changes, so the cached one is rebuilt.
+readonly BASE_RECIPE=1 PAUSE_RECIPE=1 WORKLOAD_RECIPE=1
+
+usage() {
+  cat <<EOF
+Usage: $PROG COMMAND [ARGS]
+
+Builds container images locally with buildah (store: $STORE).
+
+Commands:
+  base              $BASE_IMAGE and $BASE_SLIM_IMAGE: a minbase debootstrap
+                    of Debian $DEBIAN_SUITE from $DEBIAN_MIRROR (cached).
+  pause             $PAUSE_IMAGE: Kubernetes' build/pause/linux/pause.c, static.
+  workload          $WORKLOAD_IMAGE: Debian's busybox-static; by default a shell that
+                    sleeps and exits 0 on SIGTERM.
+  project           $PROJECT_IMAGE from deploy/Dockerfile, unchanged
+                    (buildah bud, host network for apt, cached layers). 'make image'.
+  prebuilt BIN      $PREBUILT_IMAGE: the runtime stage of deploy/Dockerfile
+                    with BIN (a taint-eviction-controller built on this host) in place of
+                    the build stage's binary. Seconds instead of minutes.
+  archive IMAGE     Print the path of a docker-archive of IMAGE (cached per image id), for
+                    'ctr images import'.
+  id IMAGE          Print the image id of IMAGE.
+  help              This text.
+
+Environment: TEC_DEBIAN_MIRROR (default $DEBIAN_MIRROR), XDG_CACHE_HOME.
+EOF
+}
+
+bah() { buildah --root "$STORE/storage" --runroot "$STORE/run" --storage-driver overlay "$@"; }
+
+have_image() { bah inspect --type image "$1" >/dev/null 2>&1; }
+
+image_id() { bah inspect --type image --format '{{.FromImageID}}' "$1"; }
+
+# The label every locally made image carries with its recipe number.
+recipe_of() { bah inspect --type image --format '{{index .ImageAnnotations "tec.recipe"}}' "$1" 2>/dev/null || true; }
+
+# with_lock CMD...: one image build at a time per machine (they share the store).
+with_lock() {
+  mkdir -p "$IMAGE_CACHE"
+  local fd
+  exec {fd}>"$IMAGE_CACHE/.lock"
+  if ! flock -n "$fd"; then
+    log "another image build is running (lock $IMAGE_CACHE/.lock); waiting for it"
+    flock -w 3600 "$fd" || die "timed out waiting for $IMAGE_CACHE/.lock"
+  fi
+  "$@"
+  exec {fd}>&-
+}
+
+need_tools() {
+  is_root || die "building images needs root (buildah with its own store, debootstrap)"
+  need_cmd buildah buildah
+  need_cmd flock util-linux
+}
+
+# commit_rootfs TAR IMAGE RECIPE [buildah config args...]: an image holding exactly TAR.
+commit_rootfs() {
+  local tar=$1 image=$2 recipe=$3 ctr
+  shift 3
+  ctr=$(bah from --pull=never scratch)
+  if ! bah add "$ctr" "$tar" / >/dev/null \
+    || ! bah config --annotation "tec.recipe=$recipe" "$@" "$ctr" \
+    || ! bah commit --quiet --rm "$ctr" "$image" >/dev/null; then
+    bah rm "$ctr" >/dev/null 2>&1 || true
+    die "could not commit $image"
+  fi
+}
+
+build_base() {
+  if have_image "$BASE_IMAGE" && have_image "$BASE_SLIM_IMAGE" \
+    && [ "$(recipe_of "$BASE_IMAGE")" = "$BASE_RECIPE" ]; then
+    return 0
+  fi
+  local tar="$IMAGE_CACHE/debian-$DEBIAN_SUITE-minbase-r$BASE_RECIPE.tar"
+  if [ ! -s "$tar" ]; then
+    need_cmd debootstrap debootstrap
+    local root="$IMAGE_CACHE/rootfs.tmp" start=$SECONDS
+    rm -rf "$root"
+    log "debootstrap --variant=minbase $DEBIAN_SUITE from $DEBIAN_MIRROR (about a minute)"
+    debootstrap --variant=minbase "$DEBIAN_SUITE" "$root" "$DEBIAN_MIRROR" \
+      >"$IMAGE_CACHE/debootstrap.log" 2>&1 \
+      || { tail -n 20 "$IMAGE_CACHE/debootstrap.log" >&2; die "debootstrap failed (log: $IMAGE_CACHE/debootstrap.log)"; }
+    # As in Debian's official image: the release, its updates and the security archive, as a
+    # deb822 source; no package lists or caches in the image.
+    rm -f "$root/etc/apt/sources.list"
+    cat >"$root/etc/apt/sources.list.d/debian.sources" <<EOF
+Types: deb
+URIs: $DEBIAN_MIRROR
+Suites: $DEBIAN_SUITE $DEBIAN_SUITE-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: ${DEBIAN_MIRROR%/debian}/debian-security
+Suites: $DEBIAN_SUITE-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
+      "$root"/var/log/* "$root"/tmp/*
+    tar --numeric-owner --xattrs -C "$root" -cf "$tar.tmp" . || die "could not archive $root"
+    mv -f "$tar.tmp" "$tar"
+    rm -rf "$root"
+    log "debootstrap done in $((SECONDS - start)) s; cached as $tar"
+  fi
+  commit_rootfs "$tar" "$BASE_IMAGE" "$BASE_RECIPE" --cmd '["bash"]' \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  bah tag "$BASE_IMAGE" "$BASE_SLIM_IMAGE"
+  log "built $BASE_IMAGE (also tagged $BASE_SLIM_IMAGE)"
+}
+
+build_pause() {
+  have_image "$PAUSE_IMAGE" && [ "$(recipe_of "$PAUSE_IMAGE")" = "$PAUSE_RECIPE" ] && return 0
+  need_cmd gcc build-essential
+  local src work
+  src=$(fetch_kubernetes_source)
+  [ -f "$src/build/pause/linux/pause.c" ] || die "no build/pause/linux/pause.c in $src"
+  work=$(mktemp -d "$IMAGE_CACHE/pause.XXXXXX")
+  # The flags of build/pause/Makefile.
+  gcc -Os -Wall -Werror -static -DVERSION=v3.4-tec -o "$work/pause" "$src/build/pause/linux/pause.c" \
+    || { rm -rf "$work"; die "could not compile pause.c (needs a static libc: libc6-dev)"; }
+  tar --numeric-owner --owner=0 --group=0 -C "$work" -cf "$work/rootfs.tar" pause
+  commit_rootfs "$work/rootfs.tar" "$PAUSE_IMAGE" "$PAUSE_RECIPE" --entrypoint '["/pause"]' \
+    --user 65535:65535
+  rm -rf "$work"
+  log "built $PAUSE_IMAGE"
+}
+
+build_workload() {
+  have_image "$WORKLOAD_IMAGE" && [ "$(recipe_of "$WORKLOAD_IMAGE")" = "$WORKLOAD_RECIPE" ] && return 0
+  need_cmd busybox busybox-static
+  local bb work applet
+  bb=$(command -v busybox)
+  dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'install ok installed' \
+    || die "$bb is not from Debian's busybox-static (a static binary is needed in a scratch image)"
+  work=$(mktemp -d "$IMAGE_CACHE/workload.XXXXXX")
+  mkdir -p "$work/root/bin" "$work/root/tmp" "$work/root/etc"
+  cp "$bb" "$work/root/bin/busybox"
+  for applet in $("$bb" --list); do
+    [ "$applet" = busybox ] || ln -sf busybox "$work/root/bin/$applet"
+  done
+  chmod 1777 "$work/root/tmp"
+  printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$work/root/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' >"$work/root/etc/group"
+  tar --numeric-owner --owner=0 --group=0 -C "$work/root" -cf "$work/rootfs.tar" .
+  # PID 1 ignores SIGTERM unless it handles it: trap it, so a kubelet stops the pod at once.
+  commit_rootfs "$work/rootfs.tar" "$WORKLOAD_IMAGE" "$WORKLOAD_RECIPE" \
+    --env PATH=/bin --entrypoint '[]' \
+    --cmd '["/bin/sh", "-c", "trap \"exit 0\" TERM INT; sleep 2147483647 & wait"]'
+  rm -rf "$work"
+  log "built $WORKLOAD_IMAGE"
+}
+
+build_project() {
+  build_base
+  local start=$SECONDS logf="$IMAGE_CACHE/build-project.log"
+  log "building $PROJECT_IMAGE from deploy/Dockerfile (cold: several minutes; log: $logf)"
+  # --network host: the RUN apt-get steps reach the Debian mirror through the host. --layers:
+  # unchanged steps (the apt-get layers, or everything when the sources did not change) are
+  # reused from the store.
+  if ! bah bud --pull=never --network host --layers --quiet -f "$REPO_ROOT/deploy/Dockerfile" \
+      -t "$PROJECT_IMAGE" "$REPO_ROOT" >"$logf" 2>&1; then
+    tail -n 40 "$logf" >&2
+    die "buildah bud deploy/Dockerfile failed (log: $logf)"
+  fi
+  log "built $PROJECT_IMAGE in $((SECONDS - start)) s (id $(image_id "$PROJECT_IMAGE" | cut -c1-12))"
+}
+
+# The runtime stage of deploy/Dockerfile, taking the binary from the build context instead of
+# the build stage: the same base, packages, user and entrypoint as `make image`, so the layer
+# cache shares everything but the binary.
+runtime_stage() {
+  awk '
+    /^ARG DEBIAN_RELEASE/ && !seen_from { print; next }
+    /^FROM .* AS runtime/ { on = 1; seen_from = 1 }
+    /^FROM / && !/ AS runtime/ { seen_from = 1; on = 0 }
+    on {
+      if ($0 ~ /^COPY --from=build /) { sub(/--from=build [^ ]*/, "taint-eviction-controller"); copied = 1 }
+      print
+    }
+    END { if (!copied) exit 1 }
+  ' "$REPO_ROOT/deploy/Dockerfile"
+}
+
+build_prebuilt() {
+  local bin=${1:-}
+  [ -n "$bin" ] || die "usage: $PROG prebuilt PATH-TO-taint-eviction-controller"
+  [ -x "$bin" ] || die "$bin is not an executable"
+  build_base
+  local work start=$SECONDS logf="$IMAGE_CACHE/build-prebuilt.log"
+  work=$(mktemp -d "$IMAGE_CACHE/prebuilt.XXXXXX")
+  runtime_stage >"$work/Dockerfile" || { rm -rf "$work"; die "no runtime stage with a 'COPY --from=build' in deploy/Dockerfile"; }
+  # As the Dockerfile's build stage does: no debug info in the image.
+  cp "$bin" "$work/taint-eviction-controller"
+  strip --strip-debug --strip-unneeded "$work/taint-eviction-controller"
+  if ! bah bud --pull=never --network host --layers --quiet -f "$work/Dockerfile" \
+      -t "$PREBUILT_IMAGE" "$work" >"$logf" 2>&1; then
+    tail -n 40 "$logf" >&2
+    rm -rf "$work"
+    die "building $PREBUILT_IMAGE failed (log: $logf)"
+  fi
+  rm -rf "$work"
+  log "built $PREBUILT_IMAGE from $bin in $((SECONDS - start)) s (id $(image_id "$PREBUILT_IMAGE" | cut -c1-12))"
+}
+
+# archive IMAGE: a docker-archive of IMAGE named IMAGE, kept per image id (older ones of the
+# same image are removed).
+archive() {
+  local image=$1 id safe out
+  have_image "$image" || die "no image $image in $STORE (build it first)"
+  id=$(image_id "$image")
+  safe=$(printf '%s' "$image" | tr -c 'A-Za-z0-9._-' '_')
+  out="$ARCHIVES/$safe-${id:0:16}.tar"
+  if [ ! -s "$out" ]; then
+    mkdir -p "$ARCHIVES"
+    rm -f "$ARCHIVES/$safe"-*.tar
+    bah push --quiet "$image" "docker-archive:$out.tmp:$image" >/dev/null 2>&1 \
+      || { rm -f "$out.tmp"; die "buildah push $image to a docker-archive failed"; }
+    mv -f "$out.tmp" "$out"
+  fi
+  echo "$out"
+}
+
+main() {
+  local cmd=${1:-}
+  [ $# -gt 0 ] && shift
+  case "$cmd" in
+    help | --help | -h) usage; return 0 ;;
+    "") usage >&2; exit 2 ;;
+  esac
+  need_tools
+  case "$cmd" in
+    base) with_lock build_base ;;
+    pause) with_lock build_pause ;;
+    workload) with_lock build_workload ;;
+    project) with_lock build_project ;;
+    prebuilt) with_lock build_prebuilt "$@" ;;
+    archive) [ $# -eq 1 ] || die "usage: $PROG archive IMAGE"; with_lock archive "$1" ;;
+    id) [ $# -eq 1 ] || die "usage: $PROG id IMAGE"; image_id "$1" ;;
+    *) die "unknown command '$cmd' (see '$PROG --help')" ;;
+  esac
+}
+
+main "$@"
