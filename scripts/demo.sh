@@ -80,7 +80,7 @@ node_demo() {
   say "A clean slate: node $node untainted, namespace $NS empty"
   k taint nodes "$node" "$NODE_TAINT_KEY-" >/dev/null 2>&1 || true
   k get namespace "$NS" >/dev/null 2>&1 || k create namespace "$NS"
-  k -n "$NS" delete deployments --all --wait=true >/dev/null 2>&1 || true
+  k -n "$NS" delete deployments,pods --all --wait=false >/dev/null 2>&1 || true
   local deadline=$((SECONDS + 60))
   until [ -z "$(k -n "$NS" get pods -o name)" ]; do
     [ "$SECONDS" -lt "$deadline" ] || die "the pods of a previous demo did not go away"
@@ -88,13 +88,12 @@ node_demo() {
   done
   until k -n "$NS" get serviceaccount default >/dev/null 2>&1; do sleep 0.5; done
 
-  say "Workloads (Deployments of $image) with different tolerations of $NODE_TAINT"
-  node_workload web 3 ""
-  node_workload tolerates-10s 1 10
-  node_workload tolerates-forever 1 forever
+  say "A Deployment 'web' (3 replicas of $image) and two pods tolerating $NODE_TAINT"
+  node_workload web 3
+  node_pod tolerates-10s 10
+  node_pod tolerates-forever forever
   k -n "$NS" rollout status deployment/web --timeout=120s >/dev/null
-  k -n "$NS" rollout status deployment/tolerates-10s --timeout=120s >/dev/null
-  k -n "$NS" rollout status deployment/tolerates-forever --timeout=120s >/dev/null
+  k -n "$NS" wait --for=condition=Ready pod/tolerates-10s pod/tolerates-forever --timeout=120s >/dev/null
   node_show
 
   say "kubectl taint nodes $node $NODE_TAINT   (at $(date +%T))"
@@ -108,7 +107,7 @@ node_demo() {
 
   say "Events: the controller's TaintManagerEviction and the kubelet's Killing"
   k -n "$NS" get events --sort-by=.lastTimestamp \
-    --field-selector 'reason!=Scheduled,reason!=Pulled,reason!=Created,reason!=Started,reason!=SuccessfulCreate,reason!=ScalingReplicaSet' \
+    --field-selector 'reason!=Scheduled,reason!=Pulled,reason!=Created,reason!=Started,reason!=SuccessfulCreate,reason!=ScalingReplicaSet,reason!=MissingClusterDNS' \
     -o custom-columns='LAST-SEEN:.lastTimestamp,REASON:.reason,OBJECT:.involvedObject.name,SOURCE:.source.component,MESSAGE:.message' | tail -n 20
 
   local leader
@@ -119,7 +118,8 @@ node_demo() {
   echo
   echo "Expected: the web pods are deleted at once and their containers stopped by the kubelet"
   echo "(RUNNING goes to 0, the pods vanish); the ReplicaSet's replacements stay Pending (the node is"
-  echo "tainted); tolerates-10s goes after ~10 s; tolerates-forever and the controller stay."
+  echo "tainted); tolerates-10s goes after ~10 s; tolerates-forever and the controller stay. A pod"
+  echo "object goes once the kubelet has removed its sandbox (its container GC runs once a minute)."
 
   cat <<EOT
 
@@ -135,13 +135,8 @@ Stop everything (and put the machine back as it was): make demo-down
 EOT
 }
 
-# node_workload NAME REPLICAS [SECONDS|forever]
+# node_workload NAME REPLICAS: a Deployment without tolerations.
 node_workload() {
-  local tol=""
-  if [ -n "${3:-}" ]; then
-    tol=$'      tolerations:\n      - {key: '"$NODE_TAINT_KEY"', operator: Exists, effect: NoExecute'
-    if [ "$3" = forever ]; then tol+="}"; else tol+=", tolerationSeconds: $3}"; fi
-  fi
   k apply -f - >/dev/null <<EOT
 apiVersion: apps/v1
 kind: Deployment
@@ -155,7 +150,22 @@ spec:
       automountServiceAccountToken: false
       terminationGracePeriodSeconds: 5
       containers: [{name: app, image: $TEC_CLUSTER_WORKLOAD_IMAGE, imagePullPolicy: Never}]
-$tol
+EOT
+}
+
+# node_pod NAME SECONDS|forever: a pod (no controller re-creates it) tolerating the taint.
+node_pod() {
+  local tol="{key: $NODE_TAINT_KEY, operator: Exists, effect: NoExecute"
+  if [ "$2" = forever ]; then tol+="}"; else tol+=", tolerationSeconds: $2}"; fi
+  k apply -f - >/dev/null <<EOT
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $NS}
+spec:
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 5
+  containers: [{name: app, image: $TEC_CLUSTER_WORKLOAD_IMAGE, imagePullPolicy: Never}]
+  tolerations: [$tol]
 EOT
 }
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # deploy/local/cluster.sh — a throw-away local Kubernetes control plane (etcd + kube-apiserver
 # v1.20.2, no kubelet, no controller-manager) for developing and testing the
-# taint-eviction-controller. See `cluster.sh --help`.
+# taint-eviction-controller, or with `up --node` a cluster with a real node (node.sh). See
+# `cluster.sh --help`.
 #
-# kube-apiserver is built once from Debian's `kubernetes` source package (the way Debian's own
-# debian/rules builds it: GOPATH mode, vendored dependencies, CGO_ENABLED=0) and cached under
+# The Kubernetes components are built once from Debian's `kubernetes` source package (the way
+# Debian's own debian/rules builds it: GOPATH mode, vendored dependencies, CGO_ENABLED=0) and
+# cached under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/taint-eviction-controller/kubernetes-v1.20.2/bin/.
 set -euo pipefail
 
@@ -46,23 +48,37 @@ usage() {
   cat <<EOF
 Usage: $PROG COMMAND [ARGS]
 
-A local Kubernetes $K8S_VERSION control plane (etcd + kube-apiserver on 127.0.0.1, no kubelet,
-no kube-controller-manager) for developing and testing taint-eviction-controller.
+A local Kubernetes $K8S_VERSION cluster for developing and testing taint-eviction-controller:
+etcd + kube-apiserver on 127.0.0.1 (no kubelet, no kube-controller-manager), or with --node a
+cluster with a real node running the controller as the Deployment from deploy/.
 
 Commands:
   up                       Build kube-apiserver if not cached, start etcd and kube-apiserver
                            in the background, wait for /readyz, write admin.kubeconfig and
                            print 'export KUBECONFIG=...'. Idempotent.
-  down [--wipe]            Stop the processes 'up' started (by recorded pid). State (certs,
-                           etcd data, ports) is kept unless --wipe.
+  up --node [--controller-binary PATH]
+                           (root) The same with a real node: kube-controller-manager (taint
+                           manager off), kube-scheduler, containerd, kubelet, kube-proxy and a
+                           CNI bridge ($NODE_BRIDGE, $NODE_IP/$NODE_PREFIX); builds what is not cached
+                           (components, images), applies deploy/ with deploy/local/node-overlay
+                           and waits until the node is Ready and the controller available. The
+                           controller image is deploy/Dockerfile's, or PATH on its runtime
+                           stage. One such cluster per machine.
+  down [--wipe]            Stop the processes 'up' started (by recorded pid); with a node, put
+                           the machine back as 'up' found it (pods, mounts, bridge, iptables,
+                           cgroups, sysctls, host directories). State (certs, etcd data, ports)
+                           is kept unless --wipe.
   status                   Say whether the cluster is running. Exit 0 if running, 3 if not.
   env                      Print 'export KUBECONFIG=...' for this cluster.
   sa-kubeconfig NS NAME [OUT]
                            Write a kubeconfig that authenticates as ServiceAccount NS/NAME
                            with a TokenRequest token (creates the namespace and the
                            ServiceAccount if missing) and print its path.
-  build [COMPONENT]        Build and cache COMPONENT (kube-apiserver, the default, or
-                           kube-controller-manager) from Debian's '$K8S_SRC_PACKAGE' source.
+  build [COMPONENT...]     Build and cache components (default kube-apiserver; any of
+                           $KUBE_COMPONENTS)
+                           from Debian's '$K8S_SRC_PACKAGE' source; print their paths.
+  node-preflight           Exit 0 if 'up --node' can run here, else say why (installs missing
+                           packages as root).
   help, --help, -h         This text.
 
 Environment:
@@ -71,16 +87,18 @@ Environment:
   TEC_APISERVER_PORT       kube-apiserver secure port (default: the last one, or a free one).
   TEC_ETCD_PORT            etcd client port (default: the last one, or a free one).
   TEC_ETCD_PEER_PORT       etcd peer port (default: the last one, or a free one).
-  TEC_READY_TIMEOUT        Seconds to wait for /readyz (default 120).
+  TEC_READY_TIMEOUT        Seconds to wait for /readyz, the node, the controller (default 120).
   TEC_STOP_TIMEOUT         Seconds between SIGTERM and SIGKILL on 'down' (default 10).
   TEC_BUILD_JOBS           Parallel Go compile jobs for 'build' (default: nproc).
   TEC_SA_TOKEN_DURATION    Lifetime of sa-kubeconfig tokens (default 24h).
+  TEC_KUBELET_VERBOSITY    The kubelet's --v with --node (default 1).
   XDG_CACHE_HOME           Binaries are cached in
-                           \${XDG_CACHE_HOME:-\$HOME/.cache}/taint-eviction-controller/kubernetes-$K8S_VERSION/bin
+                           \${XDG_CACHE_HOME:-\$HOME/.cache}/taint-eviction-controller/kubernetes-$K8S_VERSION/bin,
+                           images in .../taint-eviction-controller/images (images.sh).
 
 State directory contents: admin.kubeconfig, env (ports and paths, sourceable), pki/ (CA,
-serving cert, service-account keys, token file), etcd-data/, etcd.log, kube-apiserver.log,
-*.pid.
+serving cert, service-account keys, token file), etcd-data/, *.log, *.pid; with a node, node/
+(containerd, kubelet, CNI, the recorded host state, the applied kustomization).
 EOF
 }
 
@@ -555,6 +573,7 @@ start_control_plane() {
     --endpoint-reconciler-type=none
   )
   if [ "$NODE_MODE" -eq 1 ]; then
+    # shellcheck disable=SC2054 # the commas are in a flag's value
     mode_flags=(
       --enable-admission-plugins=DefaultTolerationSeconds,NodeRestriction
       --kubelet-client-certificate="$PKI_DIR/apiserver-kubelet-client.crt"
@@ -650,6 +669,7 @@ cmd_up() {
   need_cmd etcd etcd-server
   if [ "$NODE_MODE" -eq 1 ]; then
     node_preflight
+    # shellcheck disable=SC2086 # a word list
     build_components $KUBE_COMPONENTS
     node_images "$controller_bin"
     API_HOST=$NODE_IP

@@ -52,7 +52,9 @@ Commands:
   id IMAGE          Print the image id of IMAGE.
   help              This text.
 
-Environment: TEC_DEBIAN_MIRROR (default $DEBIAN_MIRROR), XDG_CACHE_HOME.
+Environment: TEC_DEBIAN_MIRROR (default $DEBIAN_MIRROR), TEC_IMAGE_STORE_MAX_GB (the
+store's size past which 'project' removes untagged images and so the layer cache; default 10),
+XDG_CACHE_HOME.
 EOF
 }
 
@@ -195,6 +197,18 @@ build_project() {
     die "buildah bud deploy/Dockerfile failed (log: $logf)"
   fi
   log "built $PROJECT_IMAGE in $((SECONDS - start)) s (id $(image_id "$PROJECT_IMAGE" | cut -c1-12))"
+  prune_store
+}
+
+# The layer cache grows by the build stage's layers (about 1 GB) whenever the sources change.
+# Past TEC_IMAGE_STORE_MAX_GB (default 10) the untagged images go, and with them the cached
+# layers: the next build of deploy/Dockerfile is a cold one.
+prune_store() {
+  local max_gb=${TEC_IMAGE_STORE_MAX_GB:-10} used_kb
+  used_kb=$(du -sk "$STORE/storage" 2>/dev/null | cut -f1) || return 0
+  [ "$used_kb" -gt $((max_gb * 1024 * 1024)) ] || return 0
+  log "the image store holds $((used_kb / 1024 / 1024)) GB (more than TEC_IMAGE_STORE_MAX_GB=$max_gb): removing untagged images"
+  bah rmi --prune >/dev/null 2>&1 || log "warning: buildah rmi --prune failed"
 }
 
 # The runtime stage of deploy/Dockerfile, taking the binary from the build context instead of

@@ -2,6 +2,7 @@
 # deploy/local/lib.sh — what the scripts under deploy/local/ share: the Kubernetes version,
 # the cache layout, logging, installing Debian packages on demand, and fetching Debian's
 # `kubernetes` source package. Sourced, not run; the caller sets PROG first.
+# shellcheck disable=SC2034 # the callers use the paths defined here
 
 readonly K8S_VERSION=v1.20.2
 readonly K8S_SRC_PACKAGE=kubernetes

@@ -560,7 +560,8 @@ EOF
 }
 
 node_env_lines() {
-  local p=($NODE_PORTS)
+  local p
+  read -r -a p <<<"$NODE_PORTS"
   cat <<EOF
 export TEC_CLUSTER_NODE_NAME='$NODE_NAME'
 export TEC_CLUSTER_NODE_IP='$NODE_IP'
@@ -580,35 +581,30 @@ EOF
 # Stopping: node_teardown leaves the machine as 'up' found it
 # ---------------------------------------------------------------------------------------------
 
-# Pods go through the kubelet while it still runs, so their containers stop, CNI DEL runs and
-# their volumes are unmounted the normal way. kube-controller-manager and the scheduler stop
-# first, so nothing is re-created meanwhile.
+# Pods go through the kubelet while it still runs, so their containers stop, their sandboxes
+# stop (CNI DEL) and their volumes are unmounted the normal way. kube-controller-manager and
+# the scheduler stop first, so nothing is re-created meanwhile. Once nothing runs any more the
+# pod objects are removed by force: a 1.20 kubelet removes a stopped pod's object only after
+# its container GC (once a minute) has removed the sandbox.
 node_drain_pods() {
   pid_of kubelet >/dev/null && pid_of kube-apiserver >/dev/null || return 0
   [ -s "$KUBECONFIG_PATH" ] || return 0
   log "deleting every pod on $NODE_NAME through the kubelet"
-  local start=$SECONDS
-  node_kubectl delete pods --all-namespaces --field-selector "spec.nodeName=$NODE_NAME" \
-    --grace-period=2 --wait=false >/dev/null 2>&1 || true
-  local deadline=$((SECONDS + 60)) left
+  local start=$SECONDS deadline=$((SECONDS + 90)) running
+  local sel=(--all-namespaces --field-selector "spec.nodeName=$NODE_NAME")
+  node_kubectl delete pods "${sel[@]}" --grace-period=2 --wait=false >/dev/null 2>&1 || true
   while :; do
-    left=$(node_kubectl get pods --all-namespaces --field-selector "spec.nodeName=$NODE_NAME" \
-      -o name 2>/dev/null | wc -l) || left=1
-    [ "$left" -eq 0 ] && break
+    running=$(node_ctr -n k8s.io tasks ls 2>/dev/null | awk '$3 == "RUNNING"' | wc -l) || running=1
+    [ "$running" -eq 0 ] && break
     if [ "$SECONDS" -ge "$deadline" ]; then
-      log "warning: $left pod(s) still on $NODE_NAME after 60 s; stopping their containers directly"
+      log "warning: $running container(s) still running after 90 s; killing them directly"
       break
     fi
     sleep 0.5
   done
-  log "pods deleted in $((SECONDS - start)) s"
+  node_kubectl delete pods "${sel[@]}" --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
   node_kubectl delete node "$NODE_NAME" --ignore-not-found >/dev/null 2>&1 || true
-  # The kubelet stops sandboxes (CNI DEL) right after the containers; give it a moment.
-  deadline=$((SECONDS + 30))
-  while node_ctr -n k8s.io tasks ls -q 2>/dev/null | grep -q .; do
-    [ "$SECONDS" -lt "$deadline" ] || break
-    sleep 0.5
-  done
+  log "pods stopped in $((SECONDS - start)) s"
 }
 
 # Kills every task containerd still has, then every containerd-shim naming our socket.
@@ -628,12 +624,11 @@ node_kill_containers() {
   done
   # Anything left in the pods' cgroups.
   local procs
-  for procs in $(find /sys/fs/cgroup/pids/kubepods /sys/fs/cgroup/memory/kubepods \
-      -name cgroup.procs 2>/dev/null); do
+  while IFS= read -r procs; do
     while read -r pid; do
       [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
     done <"$procs"
-  done
+  done < <(find /sys/fs/cgroup/pids/kubepods /sys/fs/cgroup/memory/kubepods -name cgroup.procs 2>/dev/null)
 }
 
 # The pids of containerd shims started for this state dir's containerd (their command line
@@ -682,7 +677,7 @@ node_remove_host_paths() {
   while IFS= read -r p; do
     [ -n "$p" ] || continue
     if [ -e "$p" ] || [ -L "$p" ]; then
-      if grep -q " $p[/ ]" /proc/self/mountinfo; then
+      if grep -q " ${p}[/ ]" /proc/self/mountinfo; then
         log "warning: $p still has mounts under it; left in place"
         continue
       fi

@@ -13,12 +13,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 wait_until 60 "the controller Deployment available with 2 replicas" controller_available 2
 pods=$(controller_pods)
-[ "$(wc -w <<<"$pods")" -eq 2 ] || fail "expected 2 running controller pods, got: $(echo $pods)"
+[ "$(wc -w <<<"$pods")" -eq 2 ] || fail "expected 2 running controller pods, got: $(tr '\n' ' ' <<<"$pods")"
 
 wait_until 60 "a Lease holder" lease_holder_pod
 holder=$(lease_holder_pod)
-grep -qxF "$holder" <<<"$pods" || fail "the Lease holder '$holder' is not one of the controller pods ($(echo $pods))"
-log "controller pods: $(echo $pods); leader: $holder"
+grep -qxF "$holder" <<<"$pods" || fail "the Lease holder '$holder' is not one of the controller pods ($(tr '\n' ' ' <<<"$pods"))"
+log "controller pods: $(tr '\n' ' ' <<<"$pods"); leader: $holder"
 
 image=$(k -n "$CONTROLLER_NS" get deployment taint-eviction-controller -o jsonpath='{.spec.template.spec.containers[0].image}')
 [ "$image" = "$TEC_CLUSTER_CONTROLLER_IMAGE" ] || fail "the Deployment runs '$image', expected $TEC_CLUSTER_CONTROLLER_IMAGE"

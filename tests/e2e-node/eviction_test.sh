@@ -28,7 +28,7 @@ for p in $victims; do
   # The sandbox (pause) and the workload container.
   [ "$running" -ge 2 ] || fail "pod $NS/$p: $running running containerd tasks, expected the sandbox and the container"
 done
-log "running on $NODE: $(echo $victims) (containerd tasks RUNNING)"
+log "running on $NODE: $(tr '\n' ' ' <<<"$victims") (containerd tasks RUNNING)"
 
 record_pod_updates "$WORK/watch.json" "$REPLICAS"
 t0=$(now_ms)

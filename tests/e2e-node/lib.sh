@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # sourced by the tests, which use what it defines
 # Shared helpers for the tests on the real node (deploy/local/cluster.sh up --node): kubectl as
 # admin, containerd's ctr on the node's socket, and the controller running in the cluster as the
 # Deployment from deploy/. Sourced, not run.
