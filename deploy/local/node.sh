@@ -265,21 +265,12 @@ extendedKeyUsage=clientAuth"
   umask "$old_umask"
 }
 
-node_write_configs() {
-  local api_url=$1 kubelet_port=$2 kubelet_healthz_port=$3 proxy_healthz_port=$4 proxy_metrics_port=$5
+# The runtime's configuration: containerd (its own socket, root, state, runc root and CNI
+# directories under the state dir) and the CNI network. Needs no port.
+node_write_runtime_config() {
   mkdir -p "$NODE_DIR/run" "$NODE_DIR/containerd" "$NODE_DIR/cni/net.d" "$NODE_DIR/cni/ipam" \
-    "$NODE_DIR/runc" "$NODE_DIR/kubelet" "$NODE_DIR/deploy"
-  write_kubeconfig_file "$NODE_DIR/kube-controller-manager.kubeconfig" "$api_url" "$PKI_DIR/ca.crt" \
-    system:kube-controller-manager "$(node_token system:kube-controller-manager)"
-  write_kubeconfig_file "$NODE_DIR/kube-scheduler.kubeconfig" "$api_url" "$PKI_DIR/ca.crt" \
-    system:kube-scheduler "$(node_token system:kube-scheduler)"
-  write_kubeconfig_file "$NODE_DIR/kube-proxy.kubeconfig" "$api_url" "$PKI_DIR/ca.crt" \
-    system:kube-proxy "$(node_token system:kube-proxy)"
-  write_kubeconfig_file "$NODE_DIR/kubelet.kubeconfig" "$api_url" "$PKI_DIR/ca.crt" \
-    "system:node:$NODE_NAME" "$(node_token "system:node:$NODE_NAME")"
-
-  # containerd: its own socket, root, state, runc root and CNI directories under the state
-  # dir. restrict_oom_score_adj: see the top of this file.
+    "$NODE_DIR/runc"
+  # restrict_oom_score_adj: see the top of this file.
   cat >"$NODE_DIR/containerd/config.toml" <<EOF
 version = 2
 root = "$NODE_DIR/containerd/root"
@@ -336,6 +327,19 @@ EOF
   ]
 }
 EOF
+}
+
+node_write_configs() {
+  local api_url=$1 kubelet_port=$2 kubelet_healthz_port=$3 proxy_healthz_port=$4 proxy_metrics_port=$5
+  mkdir -p "$NODE_DIR/kubelet"
+  write_kubeconfig_file "$NODE_DIR/kube-controller-manager.kubeconfig" "$api_url" "$PKI_DIR/ca.crt" \
+    system:kube-controller-manager "$(node_token system:kube-controller-manager)"
+  write_kubeconfig_file "$NODE_DIR/kube-scheduler.kubeconfig" "$api_url" "$PKI_DIR/ca.crt" \
+    system:kube-scheduler "$(node_token system:kube-scheduler)"
+  write_kubeconfig_file "$NODE_DIR/kube-proxy.kubeconfig" "$api_url" "$PKI_DIR/ca.crt" \
+    system:kube-proxy "$(node_token system:kube-proxy)"
+  write_kubeconfig_file "$NODE_DIR/kubelet.kubeconfig" "$api_url" "$PKI_DIR/ca.crt" \
+    "system:node:$NODE_NAME" "$(node_token "system:node:$NODE_NAME")"
 
   # The kubelet: cgroupfs, swap allowed, no eviction thresholds, no image GC, authenticated
   # and authorized API (x509 from our CA, webhook for tokens).
@@ -442,6 +446,12 @@ node_is_ready() {
 node_start() {
   local api_url=$1 port_fd kubelet_port kubelet_healthz_port proxy_healthz_port proxy_metrics_port
   local kcm_port sched_port avoid
+  node_write_runtime_config
+  log "starting containerd (socket $CONTAINERD_SOCK)"
+  start_daemon containerd containerd --config "$NODE_DIR/containerd/config.toml" --log-level warn
+  node_wait "containerd answering on $CONTAINERD_SOCK" 60 node_ctr version
+  node_import_images
+
   exec {port_fd}>"$CACHE_ROOT/.ports.lock"
   flock -w 120 "$port_fd" || die "timed out waiting for $CACHE_ROOT/.ports.lock"
   avoid="$(read_state TEC_CLUSTER_ETCD_PORT) $(read_state TEC_CLUSTER_ETCD_PEER_PORT) $(read_state TEC_CLUSTER_APISERVER_PORT)"
@@ -454,11 +464,6 @@ node_start() {
   NODE_PORTS="$kubelet_port $kubelet_healthz_port $proxy_healthz_port $proxy_metrics_port $kcm_port $sched_port"
 
   node_write_configs "$api_url" "$kubelet_port" "$kubelet_healthz_port" "$proxy_healthz_port" "$proxy_metrics_port"
-
-  log "starting containerd (socket $CONTAINERD_SOCK)"
-  start_daemon containerd containerd --config "$NODE_DIR/containerd/config.toml" --log-level warn
-  node_wait "containerd answering on $CONTAINERD_SOCK" 60 node_ctr version
-  node_import_images
 
   log "starting kube-controller-manager $K8S_VERSION (built-in taint manager off)"
   start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \

@@ -2,6 +2,8 @@
 # Leader failover of the in-cluster Deployment: deleting the leader pod (the kubelet sends it
 # SIGTERM, it releases the Lease) hands leadership to the other replica, which then evicts the
 # next untolerated pod when the node is tainted. The Deployment replaces the deleted replica.
+# The node is cordoned meanwhile: the replacement stays Pending, so the standby is the only
+# candidate for the released Lease (a replacement that started at once could win the race).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 readonly APP=next
 
@@ -17,6 +19,8 @@ workload "$APP" 1
 wait_until 120 "the $APP pod Running" app_running "$APP" 1
 victim=$(pods_of "$APP" | awk '{ print $1 }')
 
+k cordon "$NODE" >/dev/null || fail "cannot cordon $NODE"
+on_cleanup() { k uncordon "$NODE" >/dev/null 2>&1; }
 t0=$(now_ms)
 k -n "$CONTROLLER_NS" delete pod "$leader" --wait=false >/dev/null || fail "cannot delete the leader pod $leader"
 new_leader() { [ "$(lease_holder_pod)" = "$other" ]; }
@@ -35,8 +39,9 @@ grep -q "deleting pod pod=\"$NS/$victim\"" <<<"$leader_logs" \
   || fail "the new leader $other did not log the deletion of $NS/$victim"
 log "the new leader $other evicted $NS/$victim"
 
-# The Deployment replaced the deleted replica: two available again (the new one tolerates the
-# test taint, so it is scheduled although the node is tainted).
+# Uncordoned, the Deployment's replacement of the deleted replica runs: two available again
+# (it tolerates the test taint, so it is scheduled although the node is tainted).
+k uncordon "$NODE" >/dev/null || fail "cannot uncordon $NODE"
 wait_until 120 "the controller Deployment back to 2 available replicas" controller_available 2
 untaint_node
 
