@@ -77,15 +77,18 @@ node_demo() {
   k -n "$DEPLOY_NS" get deployment,pods -o wide
   echo "Lease holder (the active replica): $(k -n "$DEPLOY_NS" get lease taint-eviction-controller -o jsonpath='{.spec.holderIdentity}')"
 
-  say "A clean slate: node $node untainted, namespace $NS empty"
+  say "A clean slate: node $node untainted, namespace $NS new"
   k taint nodes "$node" "$NODE_TAINT_KEY-" >/dev/null 2>&1 || true
-  k get namespace "$NS" >/dev/null 2>&1 || k create namespace "$NS"
-  k -n "$NS" delete deployments,pods --all --wait=false >/dev/null 2>&1 || true
-  local deadline=$((SECONDS + 60))
-  until [ -z "$(k -n "$NS" get pods -o name)" ]; do
-    [ "$SECONDS" -lt "$deadline" ] || die "the pods of a previous demo did not go away"
-    sleep 0.5
-  done
+  # A previous demo's namespace goes with its pods and events (the kubelet stops the pods).
+  if k get namespace "$NS" >/dev/null 2>&1; then
+    k delete namespace "$NS" --wait=false >/dev/null
+    local deadline=$((SECONDS + 120))
+    while k get namespace "$NS" >/dev/null 2>&1; do
+      [ "$SECONDS" -lt "$deadline" ] || die "the namespace $NS of a previous demo did not go away within 120 s"
+      sleep 1
+    done
+  fi
+  k create namespace "$NS" >/dev/null
   until k -n "$NS" get serviceaccount default >/dev/null 2>&1; do sleep 0.5; done
 
   say "A Deployment 'web' (3 replicas of $image) and two pods tolerating $NODE_TAINT"
