@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tec/kube/duration.hpp"
+
 namespace tec::cmd {
 
 enum class log_format : unsigned char { text, json };
@@ -67,11 +69,8 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
                            const env_fn& env = real_env,
                            const read_file_fn& read_file = real_read_file);
 
-/// A Go time.Duration string ("15s", "500ms", "1m30s", "1.5h", "0"), rounded to
-/// milliseconds; nullopt when malformed, negative or too large.
-std::optional<std::chrono::milliseconds> parse_go_duration(std::string_view text);
-
-/// "1m30s"-style rendering for logs and messages.
-std::string format_duration(std::chrono::milliseconds d);
+/// Go durations (tec/kube/duration.hpp), as the flags spell them.
+using kube::format_duration;
+using kube::parse_go_duration;
 
 }  // namespace tec::cmd

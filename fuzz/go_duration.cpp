@@ -1,4 +1,4 @@
-// Fuzz target: the Go-duration parser of the command line (cmd/options.hpp).
+// Fuzz target: the Go-duration parser (tec/kube/duration.hpp) of the flags and the policy file.
 //
 // parse_go_duration is checked against an exact model of Go's time.ParseDuration grammar
 // ([-+]?("0" | ([0-9]*(\.[0-9]*)?unit)+), units ns us µs μs ms s m h, at least one digit per
@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
-#include "options.hpp"
 #include "support.hpp"
+#include "tec/kube/duration.hpp"
 
 namespace {
 
@@ -99,8 +99,8 @@ std::string show(std::optional<std::chrono::milliseconds> d) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using tec::cmd::format_duration;
-  using tec::cmd::parse_go_duration;
+  using tec::kube::format_duration;
+  using tec::kube::parse_go_duration;
   const std::string text(tec::fuzz::as_text(data, size));
   const auto parsed = parse_go_duration(text);
   const auto model = model_ns(text);

@@ -1,0 +1,56 @@
+#pragma once
+
+// The EvictionPolicy file: YAML in, a validated controller::eviction_policy out.
+//
+//   apiVersion: taint-eviction-controller/v1alpha1
+//   kind: EvictionPolicy
+//   dryRun: false
+//   rateLimit: {evictionsPerSecond: 0, burst: 0, maxInFlightPerNode: 0,
+//               maxInFlightPerNamespace: 0}
+//   stormBreaker: {maxTaintedNodesPercent: 0, minTaintedNodes: 0, hysteresisPercent: 0,
+//                  taintKeys: []}
+//
+// Strict, as Kubernetes' strict decoding is: an unknown or duplicate field, a value of the
+// wrong type, or a number out of range is an error naming the file, line, column and field
+// path ("policy.yaml:4:3: rateLimit.burts: unknown field ..."). Every problem is reported, not
+// just the first. `null` (or an empty value) means "not set". Booleans are `true` or `false`
+// only (YAML 1.1's yes/no/on/off are refused: they are a classic source of surprises).
+// Growing the format means adding fields to the tables in policy_file.cpp; apiVersion stays
+// v1alpha1 while fields are only added.
+//
+// Pure: no file system access except in load_policy_file(). Any thread.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tec/controller/policy.hpp"
+
+namespace tec::policy {
+
+inline constexpr std::string_view api_version = "taint-eviction-controller/v1alpha1";
+inline constexpr std::string_view kind = "EvictionPolicy";
+
+/// Policy files larger than this are refused (a ConfigMap holds at most 1 MiB anyway).
+inline constexpr std::size_t max_file_bytes = std::size_t{1} << 20U;
+
+/// A policy, or every problem found in the text. Exactly one of the two is set.
+struct parse_result {
+  std::optional<controller::eviction_policy> policy;
+  /// One line each: "<source>:<line>:<column>: <field path>: <what is wrong>".
+  std::vector<std::string> errors;
+
+  explicit operator bool() const { return policy.has_value(); }
+  /// The errors joined with "; " (for a single log line).
+  [[nodiscard]] std::string summary() const;
+};
+
+/// Parses and validates `text`; `source` names it in messages (the file path).
+parse_result parse_policy(std::string_view text, std::string_view source);
+
+/// Reads `path` (at most max_file_bytes) and parses it.
+parse_result load_policy_file(const std::string& path);
+
+}  // namespace tec::policy

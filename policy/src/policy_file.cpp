@@ -1,0 +1,408 @@
+#include "tec/policy/policy_file.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
+#include <utility>
+
+namespace tec::policy {
+namespace {
+
+// Upper bounds that keep numbers sane: anything above them is a typo, not a policy.
+constexpr double max_rate = 1e6;
+constexpr std::uint32_t max_count = 1'000'000;
+
+/// Walks the YAML tree and collects every problem with its position.
+class reader {
+public:
+  explicit reader(std::string_view source) : source_(source) {}
+
+  using value_fn = std::function<void(const YAML::Node& value, const std::string& path)>;
+  struct field {
+    std::string_view name;
+    value_fn read;
+  };
+
+  void error(const YAML::Mark& at, const std::string& path, std::string_view what) {
+    std::string line(source_);
+    if (!at.is_null()) {
+      line += ':' + std::to_string(at.line + 1) + ':' + std::to_string(at.column + 1);
+    }
+    line += ": ";
+    if (!path.empty()) {
+      line += path + ": ";
+    }
+    line += what;
+    errors_.push_back(std::move(line));
+  }
+
+  /// Reads a mapping: each key must be one of `fields` and appear once. Null values are
+  /// skipped (not set).
+  void map(const YAML::Node& node, const std::string& path, const std::vector<field>& fields) {
+    if (!node.IsMap()) {
+      error(node.Mark(), path, "expected a mapping, got " + describe(node));
+      return;
+    }
+    std::set<std::string, std::less<>> seen;
+    for (const auto& kv : node) {
+      const YAML::Node& key = kv.first;
+      if (!key.IsScalar()) {
+        error(key.Mark(), path, "keys must be strings");
+        continue;
+      }
+      const std::string name = key.Scalar();
+      std::string child = path;
+      if (!child.empty()) {
+        child += '.';
+      }
+      child += name;
+      if (!seen.insert(name).second) {
+        error(key.Mark(), child, "duplicate field");
+        continue;
+      }
+      const field* f = nullptr;
+      for (const auto& candidate : fields) {
+        if (candidate.name == name) {
+          f = &candidate;
+        }
+      }
+      if (f == nullptr) {
+        std::string known;
+        for (const auto& candidate : fields) {
+          known += known.empty() ? "" : ", ";
+          known += candidate.name;
+        }
+        error(key.Mark(), child, "unknown field (known: " + known + ")");
+        continue;
+      }
+      if (kv.second.IsNull()) {
+        continue;
+      }
+      f->read(kv.second, child);
+    }
+  }
+
+  std::optional<std::string> string(const YAML::Node& node, const std::string& path) {
+    if (!node.IsScalar()) {
+      error(node.Mark(), path, "expected a string, got " + describe(node));
+      return std::nullopt;
+    }
+    return node.Scalar();
+  }
+
+  std::optional<bool> boolean(const YAML::Node& node, const std::string& path) {
+    if (plain_scalar(node) && (node.Scalar() == "true" || node.Scalar() == "false")) {
+      return node.Scalar() == "true";
+    }
+    error(node.Mark(), path, "expected true or false, got " + describe(node));
+    return std::nullopt;
+  }
+
+  std::optional<std::uint32_t> count(const YAML::Node& node, const std::string& path,
+                                     std::uint32_t max = max_count) {
+    if (plain_scalar(node)) {
+      const std::string& s = node.Scalar();
+      std::uint64_t v = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec == std::errc{} && end == s.data() + s.size() && !s.empty()) {
+        if (v > max) {
+          error(node.Mark(), path, "must be at most " + std::to_string(max) + ", got " + s);
+          return std::nullopt;
+        }
+        return static_cast<std::uint32_t>(v);
+      }
+      if (!s.empty() && s.front() == '-') {
+        error(node.Mark(), path, "must not be negative, got " + s);
+        return std::nullopt;
+      }
+    }
+    error(node.Mark(), path, "expected a whole number >= 0, got " + describe(node));
+    return std::nullopt;
+  }
+
+  std::optional<double> number(const YAML::Node& node, const std::string& path, double max) {
+    if (plain_scalar(node)) {
+      const std::string& s = node.Scalar();
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(v) &&
+          s.find_first_of("xXnN") == std::string::npos) {  // no hex floats, nan, inf
+        if (v < 0) {
+          error(node.Mark(), path, "must not be negative, got " + s);
+          return std::nullopt;
+        }
+        if (v > max) {
+          error(node.Mark(), path, "must be at most " + format(max) + ", got " + s);
+          return std::nullopt;
+        }
+        return v;
+      }
+    }
+    error(node.Mark(), path, "expected a number >= 0, got " + describe(node));
+    return std::nullopt;
+  }
+
+  template <class F>
+  void sequence(const YAML::Node& node, const std::string& path, F&& each) {
+    if (!node.IsSequence()) {
+      error(node.Mark(), path, "expected a list, got " + describe(node));
+      return;
+    }
+    std::size_t i = 0;
+    for (const auto& item : node) {
+      each(item, path + "[" + std::to_string(i++) + "]");
+    }
+  }
+
+  [[nodiscard]] std::vector<std::string> take_errors() { return std::move(errors_); }
+  [[nodiscard]] bool ok() const { return errors_.empty(); }
+
+  static std::string describe(const YAML::Node& node) {
+    switch (node.Type()) {
+      case YAML::NodeType::Map:
+        return "a mapping";
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Scalar:
+        return (plain_scalar(node) ? "" : "the quoted string ") + quote(node.Scalar());
+      case YAML::NodeType::Null:
+        return "null";
+      case YAML::NodeType::Undefined:
+        break;
+    }
+    return "nothing";
+  }
+
+private:
+  /// Unquoted scalars only: "5" in quotes is a string, not a number (as in strict JSON).
+  static bool plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "?"; }
+
+  static std::string quote(const std::string& s) {
+    constexpr std::size_t max = 64;
+    std::string out = "\"";
+    for (const char c : s.substr(0, max)) {
+      out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+    }
+    return out + (s.size() > max ? "...\"" : "\"");
+  }
+
+  static std::string format(double v) {
+    std::string s = std::to_string(v);
+    while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) {
+      s.pop_back();
+    }
+    return s;
+  }
+
+  std::string_view source_;
+  std::vector<std::string> errors_;
+};
+
+/// A qualified name as Kubernetes validates label and taint keys: an optional DNS subdomain
+/// prefix and '/', then a name of at most 63 characters [A-Za-z0-9][-A-Za-z0-9_.]*.
+bool valid_taint_key(std::string_view key) {
+  std::string_view name = key;
+  if (const auto slash = key.find('/'); slash != std::string_view::npos) {
+    const std::string_view prefix = key.substr(0, slash);
+    name = key.substr(slash + 1);
+    if (prefix.empty() || prefix.size() > 253) {
+      return false;
+    }
+    for (const char c : prefix) {
+      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
+        return false;
+      }
+    }
+  }
+  if (name.empty() || name.size() > 63) {
+    return false;
+  }
+  const auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (!alnum(name.front()) || !alnum(name.back())) {
+    return false;
+  }
+  for (const char c : name) {
+    if (!alnum(c) && c != '-' && c != '_' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+void read_rate_limit(reader& r, const YAML::Node& node, const std::string& path,
+                     controller::rate_limit_policy& out) {
+  r.map(node, path,
+        {
+            {"evictionsPerSecond",
+             [&](const YAML::Node& v, const std::string& p) {
+               if (auto x = r.number(v, p, max_rate)) {
+                 out.evictions_per_second = *x;
+               }
+             }},
+            {"burst",
+             [&](const YAML::Node& v, const std::string& p) {
+               if (auto x = r.count(v, p)) {
+                 out.burst = *x;
+               }
+             }},
+            {"maxInFlightPerNode",
+             [&](const YAML::Node& v, const std::string& p) {
+               if (auto x = r.count(v, p)) {
+                 out.max_in_flight_per_node = *x;
+               }
+             }},
+            {"maxInFlightPerNamespace",
+             [&](const YAML::Node& v, const std::string& p) {
+               if (auto x = r.count(v, p)) {
+                 out.max_in_flight_per_namespace = *x;
+               }
+             }},
+        });
+}
+
+void read_storm_breaker(reader& r, const YAML::Node& node, const std::string& path,
+                        controller::storm_breaker_policy& out) {
+  r.map(node, path,
+        {
+            {"maxTaintedNodesPercent",
+             [&](const YAML::Node& v, const std::string& p) {
+               if (auto x = r.number(v, p, 100)) {
+                 out.max_tainted_nodes_percent = *x;
+               }
+             }},
+            {"minTaintedNodes",
+             [&](const YAML::Node& v, const std::string& p) {
+               if (auto x = r.count(v, p)) {
+                 out.min_tainted_nodes = *x;
+               }
+             }},
+            {"hysteresisPercent",
+             [&](const YAML::Node& v, const std::string& p) {
+               if (auto x = r.number(v, p, 100)) {
+                 out.hysteresis_percent = *x;
+               }
+             }},
+            {"taintKeys",
+             [&](const YAML::Node& v, const std::string& p) {
+               r.sequence(v, p, [&](const YAML::Node& item, const std::string& ip) {
+                 if (auto key = r.string(item, ip)) {
+                   if (!valid_taint_key(*key)) {
+                     r.error(item.Mark(), ip,
+                             "not a valid taint key (an optional DNS subdomain and '/', then "
+                             "at most 63 characters [A-Za-z0-9-_.], starting and ending "
+                             "alphanumeric)");
+                   } else {
+                     out.taint_keys.push_back(*key);
+                   }
+                 }
+               });
+             }},
+        });
+  if (out.hysteresis_percent > out.max_tainted_nodes_percent && out.enabled()) {
+    r.error(node.Mark(), path + ".hysteresisPercent",
+            "must not exceed maxTaintedNodesPercent (the breaker could never close)");
+  }
+}
+
+}  // namespace
+
+std::string parse_result::summary() const {
+  std::string out;
+  for (const auto& e : errors) {
+    out += out.empty() ? "" : "; ";
+    out += e;
+  }
+  return out;
+}
+
+parse_result parse_policy(std::string_view text, std::string_view source) {
+  parse_result out;
+  reader r(source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::ParserException& e) {
+    r.error(e.mark, "", "not valid YAML: " + e.msg);
+    out.errors = r.take_errors();
+    return out;
+  }
+  if (!root.IsMap()) {
+    r.error(root.Mark(), "", "expected an EvictionPolicy mapping, got " + reader::describe(root));
+    out.errors = r.take_errors();
+    return out;
+  }
+  controller::eviction_policy policy;
+  bool has_version = false;
+  bool has_kind = false;
+  r.map(
+      root, "",
+      {
+          {"apiVersion",
+           [&](const YAML::Node& v, const std::string& p) {
+             has_version = true;
+             if (auto s = r.string(v, p); s && *s != api_version) {
+               r.error(v.Mark(), p, "must be " + std::string(api_version));
+             }
+           }},
+          {"kind",
+           [&](const YAML::Node& v, const std::string& p) {
+             has_kind = true;
+             if (auto s = r.string(v, p); s && *s != kind) {
+               r.error(v.Mark(), p, "must be " + std::string(kind));
+             }
+           }},
+          {"dryRun",
+           [&](const YAML::Node& v, const std::string& p) {
+             if (auto b = r.boolean(v, p)) {
+               policy.dry_run = *b;
+             }
+           }},
+          {"rateLimit", [&](const YAML::Node& v,
+                            const std::string& p) { read_rate_limit(r, v, p, policy.rate_limit); }},
+          {"stormBreaker",
+           [&](const YAML::Node& v, const std::string& p) {
+             read_storm_breaker(r, v, p, policy.storm_breaker);
+           }},
+      });
+  if (!has_version) {
+    r.error(root.Mark(), "apiVersion", "missing (must be " + std::string(api_version) + ")");
+  }
+  if (!has_kind) {
+    r.error(root.Mark(), "kind", "missing (must be " + std::string(kind) + ")");
+  }
+  if (r.ok()) {
+    out.policy = std::move(policy);
+  } else {
+    out.errors = r.take_errors();
+  }
+  return out;
+}
+
+parse_result load_policy_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return parse_result{std::nullopt, {path + ": cannot open the policy file"}};
+  }
+  std::string text;
+  text.resize(max_file_bytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) {
+    return parse_result{std::nullopt, {path + ": cannot read the policy file"}};
+  }
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > max_file_bytes) {
+    return parse_result{std::nullopt,
+                        {path + ": larger than " + std::to_string(max_file_bytes) + " bytes"}};
+  }
+  return parse_policy(text, path);
+}
+
+}  // namespace tec::policy

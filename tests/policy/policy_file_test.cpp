@@ -1,0 +1,193 @@
+#include "tec/policy/policy_file.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace tec::policy {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* header =
+    "apiVersion: taint-eviction-controller/v1alpha1\n"
+    "kind: EvictionPolicy\n";
+
+parse_result parse(const std::string& body) {
+  return parse_policy(std::string(header) + body, "policy.yaml");
+}
+
+/// The single error of `r` (fails the test if there is not exactly one).
+std::string only_error(const parse_result& r) {
+  EXPECT_FALSE(r.policy);
+  EXPECT_EQ(r.errors.size(), 1U) << r.summary();
+  return r.errors.empty() ? std::string() : r.errors.front();
+}
+
+TEST(policy_file, header_only_is_no_policy) {
+  const auto r = parse("");
+  ASSERT_TRUE(r) << r.summary();
+  EXPECT_EQ(*r.policy, controller::eviction_policy{});
+  EXPECT_TRUE(r.policy->rate_limit.unlimited());
+  EXPECT_FALSE(r.policy->storm_breaker.enabled());
+  EXPECT_FALSE(r.policy->dry_run);
+}
+
+TEST(policy_file, every_field) {
+  const auto r = parse(
+      "dryRun: true\n"
+      "rateLimit:\n"
+      "  evictionsPerSecond: 2.5\n"
+      "  burst: 10\n"
+      "  maxInFlightPerNode: 3\n"
+      "  maxInFlightPerNamespace: 4\n"
+      "stormBreaker:\n"
+      "  maxTaintedNodesPercent: 50\n"
+      "  minTaintedNodes: 3\n"
+      "  hysteresisPercent: 10\n"
+      "  taintKeys: [node.kubernetes.io/unreachable, node.kubernetes.io/not-ready]\n");
+  ASSERT_TRUE(r) << r.summary();
+  const auto& p = *r.policy;
+  EXPECT_TRUE(p.dry_run);
+  EXPECT_DOUBLE_EQ(p.rate_limit.evictions_per_second, 2.5);
+  EXPECT_EQ(p.rate_limit.burst, 10U);
+  EXPECT_EQ(p.rate_limit.max_in_flight_per_node, 3U);
+  EXPECT_EQ(p.rate_limit.max_in_flight_per_namespace, 4U);
+  EXPECT_DOUBLE_EQ(p.storm_breaker.max_tainted_nodes_percent, 50);
+  EXPECT_EQ(p.storm_breaker.min_tainted_nodes, 3U);
+  EXPECT_DOUBLE_EQ(p.storm_breaker.hysteresis_percent, 10);
+  EXPECT_THAT(p.storm_breaker.taint_keys, ::testing::ElementsAre("node.kubernetes.io/unreachable",
+                                                                 "node.kubernetes.io/not-ready"));
+}
+
+TEST(policy_file, null_means_not_set) {
+  const auto r = parse("dryRun:\nrateLimit: ~\nstormBreaker:\n  taintKeys: null\n");
+  ASSERT_TRUE(r) << r.summary();
+  EXPECT_EQ(*r.policy, controller::eviction_policy{});
+}
+
+TEST(policy_file, unknown_field_names_the_line_and_path) {
+  const auto e = only_error(parse("rateLimit:\n  burts: 3\n"));
+  EXPECT_THAT(e, HasSubstr("policy.yaml:4:3: rateLimit.burts: unknown field"));
+  EXPECT_THAT(e, HasSubstr("burst"));
+}
+
+TEST(policy_file, unknown_top_level_field) {
+  EXPECT_THAT(only_error(parse("dryrun: true\n")),
+              HasSubstr("policy.yaml:3:1: dryrun: unknown field"));
+}
+
+TEST(policy_file, duplicate_field) {
+  EXPECT_THAT(only_error(parse("dryRun: true\ndryRun: false\n")),
+              HasSubstr("policy.yaml:4:1: dryRun: duplicate field"));
+}
+
+TEST(policy_file, wrong_types) {
+  EXPECT_THAT(only_error(parse("dryRun: yes\n")), HasSubstr("dryRun: expected true or false"));
+  EXPECT_THAT(only_error(parse("dryRun: \"true\"\n")),
+              HasSubstr("dryRun: expected true or false, got the quoted string"));
+  EXPECT_THAT(only_error(parse("rateLimit:\n  burst: \"5\"\n")),
+              HasSubstr("rateLimit.burst: expected a whole number"));
+  EXPECT_THAT(only_error(parse("rateLimit:\n  burst: 1.5\n")),
+              HasSubstr("rateLimit.burst: expected a whole number"));
+  EXPECT_THAT(only_error(parse("rateLimit: 5\n")),
+              HasSubstr("rateLimit: expected a mapping, got \"5\""));
+  EXPECT_THAT(only_error(parse("rateLimit:\n  evictionsPerSecond: fast\n")),
+              HasSubstr("rateLimit.evictionsPerSecond: expected a number"));
+  EXPECT_THAT(only_error(parse("rateLimit:\n  evictionsPerSecond: .nan\n")),
+              HasSubstr("expected a number"));
+  EXPECT_THAT(only_error(parse("stormBreaker:\n  taintKeys: node.kubernetes.io/unreachable\n")),
+              HasSubstr("stormBreaker.taintKeys: expected a list"));
+}
+
+TEST(policy_file, out_of_range_values) {
+  EXPECT_THAT(only_error(parse("rateLimit:\n  burst: -1\n")),
+              HasSubstr("rateLimit.burst: must not be negative"));
+  EXPECT_THAT(only_error(parse("rateLimit:\n  evictionsPerSecond: -0.5\n")),
+              HasSubstr("must not be negative"));
+  EXPECT_THAT(only_error(parse("rateLimit:\n  evictionsPerSecond: 1e300\n")),
+              HasSubstr("must be at most 1000000"));
+  EXPECT_THAT(only_error(parse("rateLimit:\n  maxInFlightPerNode: 99999999999999999999\n")),
+              HasSubstr("rateLimit.maxInFlightPerNode: expected a whole number"));
+  EXPECT_THAT(only_error(parse("stormBreaker:\n  maxTaintedNodesPercent: 101\n")),
+              HasSubstr("stormBreaker.maxTaintedNodesPercent: must be at most 100"));
+  EXPECT_THAT(only_error(parse("stormBreaker:\n  maxTaintedNodesPercent: 20\n"
+                               "  hysteresisPercent: 30\n")),
+              HasSubstr("hysteresisPercent: must not exceed maxTaintedNodesPercent"));
+}
+
+TEST(policy_file, taint_key_syntax) {
+  EXPECT_THAT(only_error(parse("stormBreaker:\n  taintKeys: [\"bad key\"]\n")),
+              HasSubstr("stormBreaker.taintKeys[0]: not a valid taint key"));
+  EXPECT_THAT(only_error(parse("stormBreaker:\n  taintKeys: [a/b/c]\n")),
+              HasSubstr("taintKeys[0]: not a valid taint key"));
+  EXPECT_THAT(only_error(parse("stormBreaker:\n  taintKeys: [/x]\n")),
+              HasSubstr("not a valid taint key"));
+  EXPECT_TRUE(parse("stormBreaker:\n  taintKeys: [example.com/maintenance, plain_key.v1]\n"));
+}
+
+TEST(policy_file, every_problem_is_reported) {
+  const auto r = parse("dryRun: maybe\nrateLimit:\n  burst: x\n  qps: 3\n");
+  EXPECT_FALSE(r);
+  ASSERT_EQ(r.errors.size(), 3U) << r.summary();
+  EXPECT_THAT(r.summary(), HasSubstr("dryRun"));
+  EXPECT_THAT(r.summary(), HasSubstr("rateLimit.burst"));
+  EXPECT_THAT(r.summary(), HasSubstr("rateLimit.qps: unknown field"));
+}
+
+TEST(policy_file, header_is_required_and_checked) {
+  EXPECT_THAT(only_error(parse_policy("kind: EvictionPolicy\n", "p")),
+              HasSubstr("apiVersion: missing"));
+  EXPECT_THAT(only_error(parse_policy("apiVersion: taint-eviction-controller/v1alpha1\n", "p")),
+              HasSubstr("kind: missing"));
+  EXPECT_THAT(only_error(parse_policy("apiVersion: v1\nkind: EvictionPolicy\n", "p")),
+              HasSubstr("p:1:13: apiVersion: must be taint-eviction-controller/v1alpha1"));
+  EXPECT_THAT(only_error(parse_policy(
+                  "apiVersion: taint-eviction-controller/v1alpha1\nkind: ConfigMap\n", "p")),
+              HasSubstr("kind: must be EvictionPolicy"));
+}
+
+TEST(policy_file, not_yaml_or_not_a_mapping) {
+  EXPECT_THAT(only_error(parse_policy("a: [1, 2\n", "p")), HasSubstr("p:"));
+  EXPECT_THAT(only_error(parse_policy("a: [1, 2\n", "p")), HasSubstr("not valid YAML"));
+  EXPECT_THAT(only_error(parse_policy("- 1\n- 2\n", "p")),
+              HasSubstr("expected an EvictionPolicy mapping, got a list"));
+  EXPECT_THAT(only_error(parse_policy("", "p")),
+              HasSubstr("expected an EvictionPolicy mapping, got null"));
+}
+
+TEST(policy_file, control_characters_in_values_are_not_echoed) {
+  const auto e = only_error(parse("dryRun: \"a\\nb\"\n"));
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+TEST(policy_file, load_reads_a_file_and_bounds_its_size) {
+  const auto dir =
+      std::filesystem::temp_directory_path() /
+      ("tec-policy-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "policy.yaml").string();
+  {
+    std::ofstream out(path);
+    out << header << "dryRun: true\n";
+  }
+  const auto ok = load_policy_file(path);
+  ASSERT_TRUE(ok) << ok.summary();
+  EXPECT_TRUE(ok.policy->dry_run);
+
+  {
+    std::ofstream out(path);
+    out << header << "# " << std::string(max_file_bytes, 'x') << "\n";
+  }
+  EXPECT_THAT(only_error(load_policy_file(path)), HasSubstr("larger than"));
+  EXPECT_THAT(only_error(load_policy_file((dir / "missing.yaml").string())),
+              HasSubstr("cannot open"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tec::policy
