@@ -8,10 +8,12 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <new>
 #include <random>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -37,6 +39,10 @@ constexpr time_point never = time_point::max();
 /// next callback, which is armed at once.
 constexpr std::size_t max_fired_per_tick = 1024;
 
+/// Refills are sums of products of seconds and rates: a token due "now" may be short by a
+/// rounding error, which must not cost a tick.
+constexpr double token_epsilon = 1e-9;
+
 /// How many work calls are on this thread's stack (to refuse a blocking shutdown there).
 thread_local int work_depth = 0;
 
@@ -52,6 +58,9 @@ constexpr std::uint32_t no_heap_index = std::numeric_limits<std::uint32_t>::max(
 struct entry {
   time_point created_at;
   time_point fire_at;
+  /// When the current (or last) run became due, and when it was admitted.
+  time_point due_at;
+  time_point admitted_at;
   std::uint64_t generation = 0;
   /// Error of the last failed run; allocated only for entries that have failed.
   std::unique_ptr<std::string> last_error;
@@ -59,29 +68,52 @@ struct entry {
   std::uint32_t attempts = 0;
   std::uint32_t key_size = 0;
   std::uint32_t payload_size = 0;
+  std::array<std::uint32_t, group_classes> group_size{};
   entry_state state = entry_state::pending;
+  /// For held entries: where they wait (ready set, or the blocked set of one group class).
+  hold_reason hold = hold_reason::none;
+  std::uint8_t hold_group = 0;
   /// Written under the queue mutex, read without it by completion::cancelled().
   std::atomic<bool> detached{false};
 
   [[nodiscard]] const char* chars() const { return reinterpret_cast<const char*>(this + 1); }
   [[nodiscard]] std::string_view key() const { return {chars(), key_size}; }
   [[nodiscard]] std::string_view payload() const { return {chars() + key_size, payload_size}; }
-
-  static entry* create(std::string_view key, std::string_view payload) {
-    constexpr std::size_t limit = std::numeric_limits<std::uint32_t>::max();
-    if (key.size() > limit || payload.size() > limit) {
-      throw std::length_error("timed_queue: key or payload longer than 4 GiB");
+  [[nodiscard]] std::string_view group(std::size_t c) const {
+    std::size_t offset = key_size + payload_size;
+    for (std::size_t i = 0; i < c; ++i) {
+      offset += group_size[i];
     }
-    void* raw = ::operator new(sizeof(entry) + key.size() + payload.size());
+    return {chars() + offset, group_size[c]};
+  }
+
+  static entry* create(std::string_view key, std::string_view payload, const group_names& groups) {
+    constexpr std::size_t limit = std::numeric_limits<std::uint32_t>::max();
+    std::size_t extra = key.size() + payload.size();
+    bool too_long = key.size() > limit || payload.size() > limit;
+    for (const auto g : groups) {
+      extra += g.size();
+      too_long = too_long || g.size() > limit;
+    }
+    if (too_long) {
+      throw std::length_error("timed_queue: key, payload or group longer than 4 GiB");
+    }
+    void* raw = ::operator new(sizeof(entry) + extra);
     auto* e = new (raw) entry;
     e->key_size = static_cast<std::uint32_t>(key.size());
     e->payload_size = static_cast<std::uint32_t>(payload.size());
     char* out = reinterpret_cast<char*>(e + 1);
-    if (!key.empty()) {
-      std::memcpy(out, key.data(), key.size());
-    }
-    if (!payload.empty()) {
-      std::memcpy(out + key.size(), payload.data(), payload.size());
+    const auto put = [&out](std::string_view s) {
+      if (!s.empty()) {
+        std::memcpy(out, s.data(), s.size());
+        out += s.size();
+      }
+    };
+    put(key);
+    put(payload);
+    for (std::size_t c = 0; c < group_classes; ++c) {
+      e->group_size[c] = static_cast<std::uint32_t>(groups[c].size());
+      put(groups[c]);
     }
     return e;
   }
@@ -116,6 +148,17 @@ struct heap_node {
   time_point due;
   entry* e;
 };
+
+struct group_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
+};
+
+/// Held entries in the order they became due (ties: schedule order).
+using held_order = std::pair<time_point, std::uint64_t>;
+using held_set = std::map<held_order, entry*>;
 
 time_point saturating_add(time_point t, duration d) {
   if (d.count() > 0 && t > time_point::max() - d) {
@@ -299,7 +342,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   }
 
   void on_timer() {
-    std::vector<entry*> due;
+    std::vector<entry*> start;
     {
       std::lock_guard lock(mu_);
       armed_.reset();
@@ -307,36 +350,230 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         return;
       }
       const time_point now = drv_.now();
+      std::size_t taken = 0;
       while (!heap_.empty() && heap_.front().due <= now && heap_.front().due != never &&
-             due.size() < max_fired_per_tick) {
+             taken < max_fired_per_tick) {
+        const time_point due = heap_.front().due;
         entry* e = heap_pop();
         if (e->state == entry_state::pending) {
           --pending_;
         } else {
           --backing_off_;
         }
-        mark_running(e);
-        due.push_back(e);
+        make_due(e, due, now, start);
+        ++taken;
       }
-      if (!heap_.empty() && heap_.front().due != never) {
-        arm_for(heap_.front().due);
-      } else {
+      pump(now, start);
+      if (taken == max_fired_per_tick) {
+        arm_for(now);  // more are due: the next tick at once
+      }
+      const time_point next = next_wake();
+      if (next != never) {
+        arm_for(next);
+      } else if (!armed_) {
         drv_.disarm();
       }
-      if (!due.empty()) {
+      if (!start.empty()) {
         ++posting_;
       }
     }
-    post_starts(std::move(due));
+    post_starts(std::move(start));
   }
 
-  // --- running --------------------------------------------------------------------------------
+  /// The earliest time something may change without an outside event: the next entry due,
+  /// or the next token when held entries wait for one. Requires mu_.
+  [[nodiscard]] time_point next_wake() const {
+    time_point next = heap_.empty() ? never : heap_.front().due;
+    if (token_wake_ && *token_wake_ < next) {
+      next = *token_wake_;
+    }
+    return next;
+  }
 
-  void mark_running(entry* e) {
+  // --- admission ------------------------------------------------------------------------------
+
+  /// An entry whose time has come (a first run or a retry). It starts now if nothing is held
+  /// before it and admission allows; else it is held. Requires mu_.
+  void make_due(entry* e, time_point due, time_point now, std::vector<entry*>& start) {
+    e->due_at = due;
+    if (ready_.empty() && !paused_ && admits(e, now)) {
+      admit(e, now, start);
+      return;
+    }
+    hold(e, ready_, hold_reason::rate_limit, 0);
+  }
+
+  /// Parks `e` in `set` (the ready set or one group's blocked set). Requires mu_.
+  void hold(entry* e, held_set& set, hold_reason why, std::uint8_t group_class) {
+    if (e->state != entry_state::held) {
+      e->state = entry_state::held;
+      ++held_;
+    }
+    e->hold = why;
+    e->hold_group = group_class;
+    set.emplace(held_order{e->due_at, e->generation}, e);
+  }
+
+  /// The class of a group of `e` that is full, or group_classes when none is.
+  [[nodiscard]] std::size_t full_group(const entry* e) const {
+    for (std::size_t c = 0; c < group_classes; ++c) {
+      const std::uint32_t cap = limits_.max_running_per_group[c];
+      if (cap == 0 || e->group_size[c] == 0) {
+        continue;
+      }
+      const auto it = running_in_group_[c].find(e->group(c));
+      if (it != running_in_group_[c].end() && it->second >= cap) {
+        return c;
+      }
+    }
+    return group_classes;
+  }
+
+  void refill(time_point now) {
+    const double cap = bucket_size();
+    if (now > tokens_at_) {
+      tokens_ = std::min(cap, tokens_ + std::chrono::duration<double>(now - tokens_at_).count() *
+                                            limits_.starts_per_second);
+      tokens_at_ = now;
+    }
+  }
+
+  [[nodiscard]] double bucket_size() const {
+    return limits_.burst > 0 ? static_cast<double>(limits_.burst)
+                             : std::max(1.0, std::ceil(limits_.starts_per_second));
+  }
+
+  /// Whether `e` may start now: its groups have room and a token is there. Takes the token.
+  /// Requires mu_.
+  bool admits(const entry* e, time_point now) {
+    if (full_group(e) != group_classes) {
+      return false;
+    }
+    if (limits_.starts_per_second <= 0) {
+      return true;
+    }
+    refill(now);
+    if (tokens_ < 1.0 - token_epsilon) {
+      return false;
+    }
+    tokens_ = std::max(0.0, tokens_ - 1.0);
+    return true;
+  }
+
+  void admit(entry* e, time_point now, std::vector<entry*>& start) {
+    if (e->state == entry_state::held) {
+      --held_;
+    }
+    e->hold = hold_reason::none;
+    e->admitted_at = now;
     e->state = entry_state::running;
     ++e->attempts;
     ++running_;
+    for (std::size_t c = 0; c < group_classes; ++c) {
+      if (e->group_size[c] > 0) {
+        auto [it, inserted] = running_in_group_[c].try_emplace(std::string(e->group(c)), 0);
+        ++it->second;
+      }
+    }
+    start.push_back(e);
   }
+
+  /// A run of `e` ended (or its entry was dropped while running): its group slots are free.
+  /// Requires mu_.
+  void release_groups(const entry* e) {
+    for (std::size_t c = 0; c < group_classes; ++c) {
+      if (e->group_size[c] == 0) {
+        continue;
+      }
+      const auto it = running_in_group_[c].find(e->group(c));
+      assert(it != running_in_group_[c].end() && it->second > 0);
+      if (it == running_in_group_[c].end()) {
+        continue;
+      }
+      if (--it->second == 0) {
+        running_in_group_[c].erase(it);
+      }
+      // One slot is free: the earliest entry blocked on this group gets another look.
+      const auto blocked = blocked_[c].find(e->group(c));
+      if (blocked != blocked_[c].end()) {
+        entry* next = blocked->second.begin()->second;
+        blocked->second.erase(blocked->second.begin());
+        if (blocked->second.empty()) {
+          blocked_[c].erase(blocked);
+        }
+        ready_.emplace(held_order{next->due_at, next->generation}, next);
+        next->hold = hold_reason::rate_limit;
+      }
+    }
+  }
+
+  /// Starts held entries in due order while admission allows (at most max_fired_per_tick per
+  /// call; the timer is armed at once for the rest). Arms a token wake-up when the bucket is
+  /// empty. Requires mu_.
+  void pump(time_point now, std::vector<entry*>& start) {
+    token_wake_.reset();
+    if (paused_ || shut_down_) {
+      return;
+    }
+    std::size_t started = 0;
+    while (!ready_.empty()) {
+      if (started == max_fired_per_tick) {
+        arm_for(now);
+        return;
+      }
+      entry* e = ready_.begin()->second;
+      if (const std::size_t c = full_group(e); c != group_classes) {
+        ready_.erase(ready_.begin());
+        auto [it, inserted] = blocked_[c].try_emplace(std::string(e->group(c)), held_set{});
+        hold(e, it->second, hold_reason::group_limit, static_cast<std::uint8_t>(c));
+        continue;
+      }
+      if (!admits(e, now)) {
+        // No token: the next one comes in (1 - tokens) / rate seconds.
+        const auto wait =
+            std::chrono::duration<double>((1.0 - tokens_) / limits_.starts_per_second);
+        token_wake_ = saturating_add(
+            now, std::max<duration>(std::chrono::duration_cast<duration>(wait), duration(1)));
+        arm_for(*token_wake_);
+        return;
+      }
+      ready_.erase(ready_.begin());
+      admit(e, now, start);
+      ++started;
+    }
+  }
+
+  /// Removes a held entry from wherever it waits. Requires mu_.
+  void unhold(entry* e) {
+    const held_order at{e->due_at, e->generation};
+    if (e->hold == hold_reason::group_limit) {
+      const std::size_t c = e->hold_group;
+      const auto it = blocked_[c].find(e->group(c));
+      assert(it != blocked_[c].end());
+      it->second.erase(at);
+      if (it->second.empty()) {
+        blocked_[c].erase(it);
+      }
+    } else {
+      ready_.erase(at);
+    }
+    --held_;
+  }
+
+  /// Every blocked entry back into the ready set (the caps changed). Requires mu_.
+  void unblock_all() {
+    for (auto& by_group : blocked_) {
+      for (auto& [group, set] : by_group) {
+        for (auto& [order, e] : set) {
+          e->hold = hold_reason::rate_limit;
+          ready_.emplace(order, e);
+        }
+      }
+      by_group.clear();
+    }
+  }
+
+  // --- running --------------------------------------------------------------------------------
 
   /// Hands entries marked running to the driver. Called without the mutex, after the caller
   /// incremented posting_ under it (if `due` is not empty): stop() waits for posting_ to drop
@@ -372,25 +609,43 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   void start_one(entry* e) {
     run_info info;
     completion c;
+    std::vector<entry*> start;
+    bool dropped = false;
     {
       std::lock_guard lock(mu_);
       if (e->detached.load(std::memory_order_relaxed)) {
-        // Cancelled (or shut down) between being posted and starting: nothing to run.
+        // Cancelled (or shut down) between being posted and starting: nothing to run, and
+        // its group slots are free again. After shutdown the driver may be gone: this runs
+        // on a batch posted before, so it must not be touched (no pump).
+        release_groups(e);
         entry::destroy(e);
-        return;
+        dropped = true;
+        if (!shut_down_) {
+          pump(drv_.now(), start);
+        }
+        if (!start.empty()) {
+          ++posting_;
+        }
+      } else {
+        info.key = e->key();
+        info.payload = e->payload();
+        info.created_at = e->created_at;
+        info.fire_at = e->fire_at;
+        info.due_at = e->due_at;
+        info.admitted_at = e->admitted_at;
+        info.attempt = e->attempts;
+        info.generation = e->generation;
+        c.state_ = std::make_shared<run_state>(shared_from_this(), e);
+        ++active_runs_;
+        ++stats_.started;
+        if (e->attempts > 1) {
+          ++stats_.retries;
+        }
       }
-      info.key = e->key();
-      info.payload = e->payload();
-      info.created_at = e->created_at;
-      info.fire_at = e->fire_at;
-      info.attempt = e->attempts;
-      info.generation = e->generation;
-      c.state_ = std::make_shared<run_state>(shared_from_this(), e);
-      ++active_runs_;
-      ++stats_.started;
-      if (e->attempts > 1) {
-        ++stats_.retries;
-      }
+    }
+    if (dropped) {
+      post_starts(std::move(start));
+      return;
     }
     const std::uint64_t generation = info.generation;
     ++work_depth;
@@ -409,20 +664,31 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   /// the key) or detached (cancelled or shut down), in which case the result is dropped.
   void finish(entry* e, outcome result, std::atomic<bool>& cancelled_at_finish) {
     std::vector<std::function<void()>> idle_callbacks;
+    std::vector<entry*> start;
     {
       std::lock_guard lock(mu_);
       --active_runs_;
       if (e->detached.load(std::memory_order_relaxed)) {
         cancelled_at_finish.store(true, std::memory_order_relaxed);
+        release_groups(e);
         entry::destroy(e);
       } else {
         apply_outcome(e, std::move(result));
+      }
+      if (!shut_down_) {
+        // The slot this run held may admit a held entry. (After shutdown, a late completion
+        // must not touch the driver, which may be gone.)
+        pump(drv_.now(), start);
+      }
+      if (!start.empty()) {
+        ++posting_;
       }
       if (active_runs_ == 0 && shut_down_) {
         idle_callbacks.swap(idle_callbacks_);
         idle_cv_.notify_all();
       }
     }
+    post_starts(std::move(start));
     for (auto& fn : idle_callbacks) {
       fn();
     }
@@ -432,6 +698,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   void apply_outcome(entry* e, outcome result) {
     assert(e->state == entry_state::running);
     --running_;
+    release_groups(e);
     if (result.ok) {
       ++stats_.succeeded;
       index_.erase(e->key());
@@ -477,6 +744,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   void drop_unstarted(entry* e) {
     std::lock_guard lock(mu_);
     if (e->detached.load(std::memory_order_relaxed)) {
+      release_groups(e);
       entry::destroy(e);
       return;
     }
@@ -486,7 +754,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   // --- public operations ----------------------------------------------------------------------
 
   schedule_result schedule(std::string_view key, time_point created_at, time_point fire_at,
-                           std::string_view payload) {
+                           std::string_view payload, const group_names& groups) {
     std::vector<entry*> start;
     {
       std::lock_guard lock(mu_);
@@ -498,7 +766,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         return (*found)->state == entry_state::running ? schedule_result::already_running
                                                        : schedule_result::already_pending;
       }
-      entry* e = entry::create(key, payload);
+      entry* e = entry::create(key, payload, groups);
       e->created_at = created_at;
       e->fire_at = fire_at;
       e->generation = next_generation_++;
@@ -509,10 +777,13 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         throw;
       }
       ++stats_.scheduled;
-      if (fire_at <= created_at || fire_at <= drv_.now()) {
-        mark_running(e);
-        start.push_back(e);
-        ++posting_;
+      const time_point now = drv_.now();
+      if (fire_at <= created_at || fire_at <= now) {
+        make_due(e, fire_at, now, start);
+        pump(now, start);
+        if (!start.empty()) {
+          ++posting_;
+        }
       } else {
         e->state = entry_state::pending;
         try {
@@ -550,12 +821,64 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         --backing_off_;
         entry::destroy(e);
         return false;
+      case entry_state::held:
+        unhold(e);
+        ++stats_.cancelled;
+        entry::destroy(e);
+        return true;
       case entry_state::running:
         --running_;
         e->detached.store(true, std::memory_order_relaxed);
         return false;
     }
     return false;
+  }
+
+  void set_admission(admission_limits limits) {
+    std::vector<entry*> start;
+    {
+      std::lock_guard lock(mu_);
+      if (limits == limits_) {
+        return;
+      }
+      const bool rate_changed =
+          limits.starts_per_second != limits_.starts_per_second || limits.burst != limits_.burst;
+      limits_ = limits;
+      if (shut_down_) {
+        return;  // nothing is held any more, and the driver may be gone
+      }
+      const time_point now = drv_.now();
+      if (rate_changed) {
+        tokens_ = bucket_size();  // a new bucket starts full
+        tokens_at_ = now;
+      }
+      unblock_all();
+      pump(now, start);
+      if (!start.empty()) {
+        ++posting_;
+      }
+    }
+    post_starts(std::move(start));
+  }
+
+  void set_paused(bool paused) {
+    std::vector<entry*> start;
+    {
+      std::lock_guard lock(mu_);
+      if (paused == paused_) {
+        return;
+      }
+      paused_ = paused;
+      if (paused || shut_down_) {
+        token_wake_.reset();
+      } else {
+        pump(drv_.now(), start);
+        if (!start.empty()) {
+          ++posting_;
+        }
+      }
+    }
+    post_starts(std::move(start));
   }
 
   std::optional<entry_info> lookup(std::string_view key) const {
@@ -569,7 +892,18 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     info.state = e->state;
     info.created_at = e->created_at;
     info.fire_at = e->fire_at;
-    info.next_attempt_at = e->heap_index != no_heap_index ? heap_[e->heap_index].due : e->fire_at;
+    info.next_attempt_at = e->heap_index != no_heap_index  ? heap_[e->heap_index].due
+                           : e->state == entry_state::held ? e->due_at
+                                                           : e->fire_at;
+    if (e->state == entry_state::held) {
+      info.hold = e->hold == hold_reason::group_limit ? hold_reason::group_limit
+                  : paused_                           ? hold_reason::paused
+                                                      : hold_reason::rate_limit;
+      info.hold_group = e->hold_group;
+    }
+    for (std::size_t c = 0; c < group_classes; ++c) {
+      info.groups[c] = std::string(e->group(c));
+    }
     info.payload = std::string(e->payload());
     info.generation = e->generation;
     info.attempts = e->attempts;
@@ -596,7 +930,12 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         index_.clear();
         heap_.clear();
         heap_.shrink_to_fit();
-        pending_ = running_ = backing_off_ = 0;
+        ready_.clear();
+        for (auto& by_group : blocked_) {
+          by_group.clear();
+        }
+        token_wake_.reset();
+        pending_ = running_ = backing_off_ = held_ = 0;
         armed_.reset();
         drv_.disarm();
       }
@@ -640,6 +979,24 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   std::size_t pending_ = 0;
   std::size_t running_ = 0;
   std::size_t backing_off_ = 0;
+  std::size_t held_ = 0;
+
+  // Admission control.
+  admission_limits limits_;
+  bool paused_ = false;
+  double tokens_ = 0;  ///< Set when a rate is configured (set_admission).
+  time_point tokens_at_{};
+  /// When pump() is waiting for the next token.
+  std::optional<time_point> token_wake_;
+  /// Held entries not blocked by a group, in due order.
+  held_set ready_;
+  /// Held entries whose group of that class is full, by group name, in due order.
+  std::array<std::unordered_map<std::string, held_set, group_hash, std::equal_to<>>, group_classes>
+      blocked_;
+  /// Running entries per group name, per class.
+  std::array<std::unordered_map<std::string, std::uint32_t, group_hash, std::equal_to<>>,
+             group_classes>
+      running_in_group_;
 };
 
 void timed_queue::impl::run_state::finish(outcome result) {
@@ -706,8 +1063,22 @@ timed_queue::~timed_queue() {
 }
 
 schedule_result timed_queue::schedule(std::string_view key, time_point created_at,
-                                      time_point fire_at, std::string_view payload) {
-  return impl_->schedule(key, created_at, fire_at, payload);
+                                      time_point fire_at, std::string_view payload,
+                                      group_names groups) {
+  return impl_->schedule(key, created_at, fire_at, payload, groups);
+}
+
+void timed_queue::set_admission(admission_limits limits) {
+  impl_->set_admission(limits);
+}
+
+void timed_queue::set_paused(bool paused) {
+  impl_->set_paused(paused);
+}
+
+bool timed_queue::paused() const {
+  std::lock_guard lock(impl_->mu_);
+  return impl_->paused_;
 }
 
 bool timed_queue::cancel(std::string_view key) {
@@ -734,6 +1105,7 @@ queue_stats timed_queue::stats() const {
   s.pending = impl_->pending_;
   s.running = impl_->running_;
   s.backing_off = impl_->backing_off_;
+  s.held = impl_->held_;
   return s;
 }
 

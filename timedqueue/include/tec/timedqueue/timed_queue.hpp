@@ -16,12 +16,21 @@
 //   at any later time (evictions are asynchronous HTTP requests). A completion that is
 //   dropped without being called counts as a failure ("abandoned") and is retried.
 //
+// Admission control (optional; by default every due entry starts at once): a token bucket
+// on the driver's clock (starts per second with a burst), caps on the entries running at once
+// per group (an entry names up to two groups at schedule time, one per group class: for the
+// controller its node and its namespace), and a pause switch. A due entry that may not start
+// yet is `held`: held entries start in the order they became due (an entry whose group is
+// full steps aside for later ones of free groups), they are never dropped, and cancelling one
+// counts as cancelling a pending entry (it has not started). Retries go through admission too.
+//
 // Why generation tokens (upstream kubernetes issues #100607, #107543, #110401, #125332 and
 // PR #141568): every entry gets a fresh generation when it is scheduled. A completion carries
 // the generation of the run it belongs to and only ever touches the entry that still has that
 // generation, so a finished or failed run can neither re-insert a cancelled key nor remove or
 // block a newer entry for the same key.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -90,6 +99,10 @@ struct run_info {
   std::string_view payload;  ///< The opaque payload given to schedule() (the pod UID).
   time_point created_at;
   time_point fire_at;
+  /// When this run became due (fire_at, or the retry's time) and when it was admitted: they
+  /// differ when admission control held it.
+  time_point due_at;
+  time_point admitted_at;
   std::uint32_t attempt = 1;  ///< 1 for the first run, 2.. for retries.
   std::uint64_t generation = 0;
 };
@@ -109,6 +122,34 @@ enum class entry_state : std::uint8_t {
   pending,  ///< Waiting for its fire time.
   running,  ///< Its work has been started and has not completed.
   backoff,  ///< Its last run failed; waiting to be retried.
+  held,     ///< Due, waiting for admission (see hold_reason).
+};
+
+/// Why a held entry does not start yet.
+enum class hold_reason : std::uint8_t {
+  none,
+  paused,       ///< set_paused(true).
+  rate_limit,   ///< No token in the bucket.
+  group_limit,  ///< One of its groups has max_running_per_group entries running.
+};
+
+/// The number of group classes an entry can belong to.
+inline constexpr std::size_t group_classes = 2;
+
+/// An entry's groups, one per class ("" = none for that class).
+using group_names = std::array<std::string_view, group_classes>;
+
+/// Admission control; the default admits everything at once.
+struct admission_limits {
+  double starts_per_second = 0;  ///< 0 (or less): no rate limit.
+  std::uint32_t burst = 0;       ///< Tokens saved up at most; 0 = max(1, starts_per_second).
+  /// Entries running at once per group, per class; 0 = unlimited.
+  std::array<std::uint32_t, group_classes> max_running_per_group{};
+
+  [[nodiscard]] bool unlimited() const {
+    return starts_per_second <= 0 && max_running_per_group == decltype(max_running_per_group){};
+  }
+  friend bool operator==(const admission_limits&, const admission_limits&) = default;
 };
 
 /// A snapshot of one entry.
@@ -119,8 +160,11 @@ struct entry_info {
   time_point next_attempt_at;  ///< For backoff: when the next retry runs.
   std::string payload;
   std::uint64_t generation = 0;
-  std::uint32_t attempts = 0;  ///< Runs started so far.
-  std::string last_error;      ///< Error of the last failed run, if any.
+  std::uint32_t attempts = 0;            ///< Runs started so far.
+  std::string last_error;                ///< Error of the last failed run, if any.
+  hold_reason hold = hold_reason::none;  ///< For held entries.
+  std::uint8_t hold_group = 0;           ///< For group_limit: the class of the full group.
+  std::array<std::string, group_classes> groups;
 };
 
 enum class schedule_result : std::uint8_t {
@@ -141,6 +185,7 @@ struct queue_stats {
   std::size_t pending = 0;
   std::size_t running = 0;
   std::size_t backing_off = 0;
+  std::size_t held = 0;  ///< Due entries waiting for admission.
 };
 
 class timed_queue {
@@ -162,15 +207,23 @@ public:
   /// reported (upstream: an already scheduled eviction keeps its fire time). Work with fire_at <=
   /// created_at, or fire_at <= now(), is started at once through driver::post(), without waiting
   /// for a timer tick.
+  /// `groups` are the entry's groups for admission control (see admission_limits).
   schedule_result schedule(std::string_view key, time_point created_at, time_point fire_at,
-                           std::string_view payload = {});
+                           std::string_view payload = {}, group_names groups = {});
 
-  /// Removes the entry for `key`. Returns true only when a pending, not yet fired entry was
-  /// cancelled (that is when the controller emits "Cancelling deletion"). An entry that is
-  /// running or backing off is removed too (the key is free at once for a new schedule) and
-  /// its run is marked cancelled: its result is ignored and it is not retried; for those,
-  /// cancel returns false.
+  /// Removes the entry for `key`. Returns true only when a pending or held, not yet started
+  /// entry was cancelled (that is when the controller emits "Cancelling deletion"). An entry that
+  /// is running or backing off is removed too (the key is free at once for a new schedule) and its
+  /// run is marked cancelled: its result is ignored and it is not retried; for those, cancel
+  /// returns false.
   bool cancel(std::string_view key);
+
+  /// Replaces the admission limits (at any time; held entries are re-examined at once).
+  void set_admission(admission_limits limits);
+  /// Pauses admission (nothing starts; due entries are held) or resumes it. Runs already
+  /// started go on.
+  void set_paused(bool paused);
+  [[nodiscard]] bool paused() const;
 
   [[nodiscard]] std::optional<entry_info> lookup(std::string_view key) const;
   [[nodiscard]] bool contains(std::string_view key) const;
