@@ -129,6 +129,7 @@ struct counters {
   std::atomic<std::uint64_t> skipped{0};
   std::atomic<std::uint64_t> cancellations{0};
   std::atomic<std::uint64_t> stale{0};
+  std::atomic<std::uint64_t> dry_run{0};
   std::function<void(std::chrono::nanoseconds)> on_deleted;
 };
 
@@ -277,6 +278,61 @@ struct worker {
 
 constexpr std::size_t key_lock_count = 64;
 
+timedqueue::admission_limits admission_of(const rate_limit_policy& r) {
+  timedqueue::admission_limits a;
+  a.starts_per_second = r.evictions_per_second;
+  a.burst = r.burst;
+  a.max_running_per_group = {r.max_in_flight_per_node, r.max_in_flight_per_namespace};
+  return a;
+}
+
+/// The storm breaker's view of the cluster: every node it was told of, and those carrying a
+/// NoExecute taint it counts. Guarded by its mutex.
+struct breaker {
+  std::mutex mu;
+  storm_breaker_policy cfg;
+  std::unordered_set<std::string, string_hash, std::equal_to<>> nodes;
+  std::unordered_set<std::string, string_hash, std::equal_to<>> tainted;
+  bool open = false;
+
+  /// Whether `taints` (all of a node's taints) hold a NoExecute taint the breaker counts.
+  [[nodiscard]] bool counts(const std::vector<taint>& taints) const {
+    for (const taint& t : taints) {
+      if (t.effect != taint_effect::no_execute) {
+        continue;
+      }
+      if (cfg.taint_keys.empty() ||
+          std::find(cfg.taint_keys.begin(), cfg.taint_keys.end(), t.key) != cfg.taint_keys.end()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Opens above the threshold (with at least min_tainted_nodes), closes below the threshold
+  /// minus the hysteresis. `fresh` (a new policy): decides as if closed, so that raising the
+  /// threshold above the current share releases an open breaker at once. Returns whether the
+  /// state changed.
+  bool evaluate(bool fresh = false) {
+    bool want = false;
+    if (cfg.enabled()) {
+      const double share = nodes.empty() ? 0.0
+                                         : 100.0 * static_cast<double>(tainted.size()) /
+                                               static_cast<double>(nodes.size());
+      if (!open || fresh) {
+        want = share > cfg.max_tainted_nodes_percent && tainted.size() >= cfg.min_tainted_nodes;
+      } else {
+        want = share >= cfg.max_tainted_nodes_percent - cfg.hysteresis_percent;
+      }
+    }
+    if (want == open) {
+      return false;
+    }
+    open = want;
+    return true;
+  }
+};
+
 }  // namespace
 
 struct controller::impl {
@@ -297,6 +353,9 @@ struct controller::impl {
             },
             options.retry) {
     ctr_->on_deleted = std::move(options.on_deleted);
+    on_waited_ = std::move(options.on_waited);
+    on_breaker_ = std::move(options.on_breaker);
+    apply_policy(options.policy);
     const std::size_t n = std::max<std::size_t>(options.workers, 1);
     workers_.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -478,8 +537,8 @@ struct controller::impl {
       const auto entry = queue_.lookup(key);
       if (entry && cancel_entry(key)) {
         bump(ctr_->cancellations);
-        sink_.record_event(pod_ref{std::string(ns), std::string(name), entry->payload},
-                           event_kind::cancelling_deletion, {});
+        record_event(pod_ref{std::string(ns), std::string(name), entry->payload},
+                     event_kind::cancelling_deletion);
         log_->info("cancelled eviction of deleted pod pod=\"{}\" uid={}", key, entry->payload);
       }
       return;
@@ -565,7 +624,9 @@ struct controller::impl {
   // Returns true when a new entry was created.
   bool schedule(std::string_view key, const pod_view& pod, time_point created_at,
                 time_point fire_at) {
-    const auto r = queue_.schedule(key, created_at, fire_at, pod.uid);
+    // Groups for the in-flight caps: the pod's node and namespace.
+    const auto r =
+        queue_.schedule(key, created_at, fire_at, pod.uid, {pod.node_name, pod.namespace_});
     if (r != timedqueue::schedule_result::scheduled) {
       return r == timedqueue::schedule_result::shut_down;
     }
@@ -588,9 +649,106 @@ struct controller::impl {
   void cancel_with_event(std::string_view key, const pod_view& pod) {
     if (cancel_entry(key)) {
       bump(ctr_->cancellations);
-      sink_.record_event(pod_ref{pod.namespace_, pod.name, pod.uid},
-                         event_kind::cancelling_deletion, {});
+      record_event(pod_ref{pod.namespace_, pod.name, pod.uid}, event_kind::cancelling_deletion);
       log_->info("cancelled eviction pod=\"{}\"", key);
+    }
+  }
+
+  /// Events go to the sink, except in dry-run mode, which writes nothing.
+  void record_event(const pod_ref& pod, event_kind kind, std::string_view detail = {}) {
+    if (!dry_run_.load(std::memory_order_relaxed)) {
+      sink_.record_event(pod, kind, detail);
+    }
+  }
+
+  // --- policy ---
+
+  void apply_policy(const eviction_policy& p) {
+    {
+      std::lock_guard lock(policy_mu_);
+      policy_ = p;
+    }
+    dry_run_.store(p.dry_run);
+    queue_.set_admission(admission_of(p.rate_limit));
+    bool changed = false;
+    {
+      std::lock_guard lock(breaker_.mu);
+      const bool recount = breaker_.cfg.taint_keys != p.storm_breaker.taint_keys;
+      const bool cfg_changed = !(breaker_.cfg == p.storm_breaker);
+      breaker_.cfg = p.storm_breaker;
+      if (recount) {
+        // Which taints count changed: recount from the tainted table.
+        breaker_.tainted.clear();
+        for (const auto& w : workers_) {
+          std::lock_guard table(w->table_mu);
+          for (const auto& [node, taints] : w->tainted) {
+            if (breaker_.counts(taints) && breaker_.nodes.contains(node)) {
+              breaker_.tainted.insert(node);
+            }
+          }
+        }
+      }
+      changed = breaker_.evaluate(/*fresh=*/cfg_changed);
+      if (changed) {
+        queue_.set_paused(breaker_.open);
+      }
+    }
+    if (changed) {
+      breaker_changed();
+    }
+  }
+
+  /// Intake of a node update for the breaker (before the workers decide its pods, so a storm
+  /// pauses evictions as soon as it is seen). Any thread.
+  void breaker_node(const node_view* old_node, const node_view* new_node) {
+    bool changed = false;
+    {
+      std::lock_guard lock(breaker_.mu);
+      const node_view& n = new_node != nullptr ? *new_node : *old_node;
+      if (new_node == nullptr) {
+        breaker_.nodes.erase(n.name);
+        breaker_.tainted.erase(n.name);
+      } else {
+        if (old_node == nullptr) {
+          breaker_.nodes.insert(n.name);
+        }
+        if (breaker_.counts(n.taints) && breaker_.nodes.contains(n.name)) {
+          breaker_.tainted.insert(n.name);
+        } else {
+          breaker_.tainted.erase(n.name);
+        }
+      }
+      changed = breaker_.evaluate();
+      if (changed) {
+        queue_.set_paused(breaker_.open);
+      }
+    }
+    if (changed) {
+      breaker_changed();
+    }
+  }
+
+  void breaker_changed() {
+    bool open = false;
+    std::size_t tainted = 0;
+    std::size_t nodes = 0;
+    {
+      std::lock_guard lock(breaker_.mu);
+      open = breaker_.open;
+      tainted = breaker_.tainted.size();
+      nodes = breaker_.nodes.size();
+    }
+    if (open) {
+      log_->warn(
+          "storm breaker OPEN: {} of {} nodes carry NoExecute taints; every eviction waits "
+          "until the share falls or the policy is changed ({} held)",
+          tainted, nodes, queue_.stats().held);
+    } else {
+      log_->warn("storm breaker closed: {} of {} nodes tainted; held evictions resume", tainted,
+                 nodes);
+    }
+    if (on_breaker_) {
+      on_breaker_(open, tainted, nodes);
     }
   }
 
@@ -643,11 +801,24 @@ struct controller::impl {
       return;
     }
     pod_ref ref{std::string(ns), std::string(name), std::string(info.payload)};
+    if (info.admitted_at > info.due_at && on_waited_) {
+      on_waited_(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(info.admitted_at - info.due_at));
+    }
+    if (dry_run_.load(std::memory_order_relaxed)) {
+      // The whole decision ran; nothing is written (no event, no patch, no DELETE).
+      bump(ctr_->dry_run);
+      stuck_.succeeded(info.key, info.generation);
+      log_->info("dry run: would delete pod pod=\"{}\" uid={}", info.key, info.payload);
+      slot->complete(timedqueue::outcome::success());
+      slot.reset();
+      return;
+    }
     const bool stuck = info.attempt > stuck_after_;
     if (info.attempt == 1) {
       bump(ctr_->started);
       log_->info("deleting pod pod=\"{}\" uid={}", info.key, info.payload);
-      sink_.record_event(ref, event_kind::marking_for_deletion, {});
+      record_event(ref, event_kind::marking_for_deletion);
     } else {
       // Once stuck, its warnings come with its events (at most every stuck_event_interval).
       log_->log(stuck ? spdlog::level::debug : spdlog::level::info,
@@ -726,7 +897,7 @@ struct controller::impl {
     log_->warn(
         "eviction is stuck pod=\"{}\" uid={}: {} attempts failed in a row, still retrying: {}", key,
         pod.uid, attempt, detail);
-    sink_.record_event(pod, event_kind::eviction_failed, detail);
+    record_event(pod, event_kind::eviction_failed, detail);
   }
 
   // --- lifecycle ---
@@ -809,6 +980,12 @@ struct controller::impl {
   std::atomic<bool> shut_down_{false};
   std::atomic<std::size_t> outstanding_{0};
   std::atomic<std::size_t> tainted_count_{0};
+  std::atomic<bool> dry_run_{false};
+  std::function<void(std::chrono::nanoseconds)> on_waited_;
+  std::function<void(bool, std::size_t, std::size_t)> on_breaker_;
+  mutable std::mutex policy_mu_;
+  eviction_policy policy_;
+  breaker breaker_;
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;
   // Last: its work refers to everything above.
@@ -839,6 +1016,9 @@ bool controller::node_updated(const node_view* old_node, const node_view* new_no
       same_no_execute(old_node->taints, new_node->taints)) {
     impl_->ctr_->ignored.fetch_add(1, std::memory_order_relaxed);
     return false;
+  }
+  if (!impl_->stopping_.load()) {
+    impl_->breaker_node(old_node, new_node);
   }
   const node_view& current = new_node != nullptr ? *new_node : *old_node;
   if (current.name.empty()) {
@@ -915,6 +1095,13 @@ controller_stats controller::stats() const {
   s.evictions_skipped = get(c.skipped);
   s.cancellations = get(c.cancellations);
   s.stale_entries_dropped = get(c.stale);
+  s.dry_run_deletions = get(c.dry_run);
+  {
+    std::lock_guard lock(impl_->breaker_.mu);
+    s.breaker_open = impl_->breaker_.open;
+    s.breaker_tainted_nodes = impl_->breaker_.tainted.size();
+    s.nodes = impl_->breaker_.nodes.size();
+  }
   s.tainted_nodes = impl_->tainted_count_.load();
   s.stuck_evictions = impl_->stuck_.size();
   s.worker_queue_depth.reserve(impl_->workers_.size());
@@ -924,6 +1111,15 @@ controller_stats controller::stats() const {
   }
   s.queue = impl_->queue_.stats();
   return s;
+}
+
+void controller::set_policy(const eviction_policy& policy) {
+  impl_->apply_policy(policy);
+}
+
+eviction_policy controller::policy() const {
+  std::lock_guard lock(impl_->policy_mu_);
+  return impl_->policy_;
 }
 
 const timedqueue::timed_queue& controller::queue() const {

@@ -87,6 +87,7 @@
 
 #include "tec/controller/matching.hpp"
 #include "tec/controller/model.hpp"
+#include "tec/controller/policy.hpp"
 #include "tec/controller/ports.hpp"
 #include "tec/timedqueue/timed_queue.hpp"
 
@@ -128,6 +129,15 @@ struct controller_options {
   /// While a stuck eviction keeps failing, its event and warning are repeated at most this
   /// often (on the driver's clock).
   timedqueue::duration stuck_event_interval = std::chrono::minutes(10);
+  /// Called when an eviction starts after admission control held it (rate limit, in-flight
+  /// caps, storm breaker), with how long it waited since it was due. From the queue's thread.
+  std::function<void(std::chrono::nanoseconds)> on_waited;
+  /// Called when the storm breaker opens or closes (see storm_breaker_policy), with the
+  /// tainted and total node counts that decided it. From the thread that delivered the node
+  /// update or the policy; must be quick and must not call back into the controller.
+  std::function<void(bool open, std::size_t tainted_nodes, std::size_t nodes)> on_breaker;
+  /// The policy to start with (set_policy() replaces it later). Default: none (upstream).
+  eviction_policy policy;
 };
 
 /// Counters for metrics. Monotonic except tainted_nodes and worker_queue_depth.
@@ -146,6 +156,13 @@ struct controller_stats {
   std::uint64_t cancellations = 0;          ///< Pending evictions cancelled (cancel events).
   std::uint64_t stale_entries_dropped = 0;  ///< Entries dropped for a UID mismatch.
   std::size_t tainted_nodes = 0;
+  /// Evictions that would have deleted a pod in dry-run mode.
+  std::uint64_t dry_run_deletions = 0;
+  /// The storm breaker: open or not, the nodes carrying a NoExecute taint it counts, and the
+  /// nodes it knows.
+  bool breaker_open = false;
+  std::size_t breaker_tainted_nodes = 0;
+  std::size_t nodes = 0;
   /// Evictions that failed at least `stuck_after` (5) times in a row and are still retried
   /// (a gauge): one leaves it as soon as it succeeds or is cancelled.
   std::size_t stuck_evictions = 0;
@@ -187,6 +204,12 @@ public:
   /// Threaded mode: waits (bounded) until every enqueued update has been handled. Returns
   /// false on timeout. Evictions the handling started may still be running on the driver.
   bool wait_idle(std::chrono::milliseconds timeout);
+
+  /// Replaces the policy (a reload): admission limits apply to what is held at once, the
+  /// storm breaker is re-evaluated with its new thresholds, dry-run applies to the next
+  /// eviction that starts. Any thread.
+  void set_policy(const eviction_policy& policy);
+  [[nodiscard]] eviction_policy policy() const;
 
   /// The NoExecute taints recorded for `node`, or nullopt when it is not in the tainted
   /// table. Any thread.
