@@ -39,6 +39,7 @@
 #include "tec/kube/tls.hpp"
 #include "tec/ops/http_endpoints.hpp"
 #include "tec/ops/metrics.hpp"
+#include "tec/policy/policy_file.hpp"
 #include "tec/timedqueue/asio_driver.hpp"
 #include "tec/version.hpp"
 
@@ -169,9 +170,11 @@ struct daemon::impl {
 
     driver.emplace(io.get_executor(), io.get_executor());
     recorder.emplace(io.get_executor(), *api);
+    const controller::eviction_policy start_policy = opts.effective_policy(opts.policy);
     sink.emplace(io.get_executor(), *api, &*recorder,
                  adapters::eviction_sink_options{.disruption_condition = opts.disruption_condition,
-                                                 .pods = &pods});
+                                                 .pods = &pods,
+                                                 .dry_run = start_policy.dry_run});
 
     controller::controller_options ctl;
     ctl.workers = static_cast<std::size_t>(opts.workers);
@@ -181,6 +184,7 @@ struct daemon::impl {
     ctl.on_deleted = [m = *metrics](std::chrono::nanoseconds due_to_deleted) {
       m.pod_deletion_duration.observe(std::chrono::duration<double>(due_to_deleted).count());
     };
+    ctl.policy = start_policy;
     ctrl.emplace(pods, *sink, *driver, std::move(ctl));
     feed.emplace(*ctrl);
     gate.emplace(
@@ -376,6 +380,18 @@ struct daemon::impl {
         opts.workers, opts.kube_api_qps, opts.kube_api_burst,
         opts.disruption_condition ? "on" : "off");
     build(cfg);
+    const controller::eviction_policy start_policy = ctrl->policy();
+    if (opts.policy_file.empty()) {
+      log->info("eviction policy: none (upstream's behaviour){}",
+                start_policy.dry_run ? ", dry-run on (--dry-run)" : "");
+    } else {
+      log->info("eviction policy from {}: {}", opts.policy_file, policy::describe(start_policy));
+    }
+    if (start_policy.dry_run) {
+      log->warn(
+          "DRY RUN: no pod is patched or deleted and no event is written; the log says "
+          "\"would delete\" for each eviction decided");
+    }
     if (auto e = start_servers(); !e.empty()) {
       log->error("{}", e);
       stop_servers();

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "tec/ops/http_endpoints.hpp"
+#include "tec/policy/policy_file.hpp"
 
 namespace tec::cmd {
 namespace {
@@ -82,7 +83,8 @@ std::optional<std::string> real_read_file(const std::string& path) {
 }
 
 parse_result parse_options(const std::vector<std::string>& args, std::string_view version,
-                           const env_fn& env, const read_file_fn& read_file) {
+                           const env_fn& env, const read_file_fn& read_file,
+                           const read_policy_fn& read_policy) {
   parse_result result;
   options o;
   CLI::App app{
@@ -129,6 +131,12 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
                "Add the DisruptionTarget pod condition before each delete");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical or off");
   app.add_option("--log-format", format, "text or json (one JSON object per line)");
+  app.add_option("--policy", o.policy_file,
+                 "EvictionPolicy file (YAML; rate limits, storm breaker, dry-run), re-read when "
+                 "it changes; empty: none (upstream's behaviour)");
+  app.add_flag("--dry-run", o.dry_run,
+               "Decide everything, write nothing: no pod is patched or deleted and no event is "
+               "written; the log says \"would delete\"");
   app.add_flag("--version", show_version, "Print the version and exit");
 
   std::vector<const char*> argv;
@@ -236,6 +244,17 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
     o.format = log_format::json;
   } else {
     problems.push_back("--log-format: \"" + format + "\" is not one of text, json");
+  }
+
+  if (!o.policy_file.empty()) {
+    auto text = read_policy ? read_policy(o.policy_file) : policy::read_policy_text(o.policy_file);
+    if (!text) {
+      problems.push_back("--policy: " + text.error().message);
+    } else if (auto parsed = policy::parse_policy(*text, o.policy_file); !parsed) {
+      problems.push_back("--policy: " + parsed.summary());
+    } else {
+      o.policy = *parsed.policy;
+    }
   }
 
   if (!problems.empty()) {

@@ -11,7 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "tec/controller/policy.hpp"
 #include "tec/kube/duration.hpp"
+#include "tec/kube/result.hpp"
 
 namespace tec::cmd {
 
@@ -38,6 +40,19 @@ struct options {
   bool disruption_condition = true;
   std::string log_level = "info";  ///< trace, debug, info, warn, error, critical, off.
   log_format format = log_format::text;
+  /// --policy: the EvictionPolicy file (empty: none, upstream's behaviour), re-read when it
+  /// changes; `policy` is what it held at start, validated.
+  std::string policy_file;
+  controller::eviction_policy policy;
+  /// --dry-run: decide everything, write nothing, whatever the policy file says.
+  bool dry_run = false;
+
+  /// The policy to apply: `file_policy` (the file's, at start or reloaded) with --dry-run.
+  [[nodiscard]] controller::eviction_policy effective_policy(
+      controller::eviction_policy file_policy) const {
+    file_policy.dry_run = file_policy.dry_run || dry_run;
+    return file_policy;
+  }
 };
 
 /// What main() should do after parsing.
@@ -55,6 +70,9 @@ using env_fn = std::function<std::optional<std::string>(const std::string&)>;
 /// Reads a whole file; nullopt when it cannot be read.
 using read_file_fn = std::function<std::optional<std::string>(const std::string&)>;
 
+/// Reads the policy file: its content, or an error naming it.
+using read_policy_fn = std::function<kube::result<std::string>(const std::string&)>;
+
 /// The process environment and the real file system.
 std::optional<std::string> real_env(const std::string& name);
 std::optional<std::string> real_read_file(const std::string& path);
@@ -64,10 +82,14 @@ inline constexpr const char* service_account_namespace_file =
 
 /// Parses `args` (without the program name). The default Lease namespace is POD_NAMESPACE
 /// from `env`, else the content of service_account_namespace_file, else "kube-system".
-/// `version` is what --version prints after the program name.
+/// `version` is what --version prints after the program name. --policy FILE is read through
+/// `read_policy` (empty: policy::read_policy_text, bounded and regular files only) and
+/// validated: a bad file is exit 2 with one line naming every problem ("--policy:
+/// FILE:LINE:COLUMN: field: what; ...").
 parse_result parse_options(const std::vector<std::string>& args, std::string_view version,
                            const env_fn& env = real_env,
-                           const read_file_fn& read_file = real_read_file);
+                           const read_file_fn& read_file = real_read_file,
+                           const read_policy_fn& read_policy = {});
 
 /// Go durations (tec/kube/duration.hpp), as the flags spell them.
 using kube::format_duration;

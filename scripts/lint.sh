@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# clang-tidy over the production code (timedqueue/ controller/ kube/ adapters/ ops/ cmd/: the
-# .cpp files of the compile database and the headers they include, per .clang-tidy's
+# clang-tidy over the production code (timedqueue/ controller/ kube/ adapters/ ops/ policy/
+# cmd/: the .cpp files of the compile database and the headers they include, per .clang-tidy's
 # HeaderFilterRegex), every enabled check an error (.clang-tidy: WarningsAsErrors '*').
 # Tests, benchmarks and fuzz targets are not linted: gtest's and Google Benchmark's macros
 # trip several of the checks by design, and they are not what ships.
@@ -15,7 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${1:-"$root/build"}
 jobs=${JOBS:-2}
-files=${LINT_FILES:-"^$root/(timedqueue|controller|kube|adapters|ops|cmd)/"}
+files=${LINT_FILES:-"^$root/(timedqueue|controller|kube|adapters|ops|policy|cmd)/"}
 
 tidy=$(command -v clang-tidy-14 || command -v clang-tidy || true)
 runner=$(command -v run-clang-tidy-14 || command -v run-clang-tidy || true)

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -106,7 +107,17 @@ struct k8s_eviction_sink::impl {
         writer(c),
         events(ev),
         options(opts),
-        patched(opts.remembered_patches) {}
+        patched(opts.remembered_patches),
+        dry_run(opts.dry_run) {}
+
+  // Dry-run is on: the attempt ends here, without a write.
+  eviction_result would_delete(const pod_ref& pod, const std::string& who) {
+    logger()->info("dry run: would delete pod=\"{}\" uid={}", who, pod.uid);
+    const std::lock_guard lock(mutex);
+    patched.forget(pod.uid);
+    ++counters.dry_run_deletions;
+    return eviction_result{eviction_status::gone, {}};
+  }
 
   void record_failure(const error& err) {
     const std::lock_guard lock(mutex);
@@ -225,6 +236,9 @@ struct k8s_eviction_sink::impl {
   asio::awaitable<eviction_result> run(controller::eviction_request req) {
     const pod_ref& pod = req.pod;
     const std::string who = pod.namespace_ + "/" + pod.name;
+    if (dry_run.load()) {
+      co_return would_delete(pod, who);
+    }
     if (options.disruption_condition) {
       if (auto stop = co_await add_condition(req, who)) {
         co_return std::move(*stop);
@@ -232,6 +246,9 @@ struct k8s_eviction_sink::impl {
       if (req.cancelled && req.cancelled()) {
         co_return cancelled_result();  // Cancelled while the patch was in flight.
       }
+    }
+    if (dry_run.load()) {
+      co_return would_delete(pod, who);  // switched on while the patch was in flight
     }
     auto deleted = co_await writer.delete_pod(pod.namespace_, pod.name, pod.uid, req.cancelled);
     if (!deleted) {
@@ -265,6 +282,7 @@ struct k8s_eviction_sink::impl {
   eviction_sink_stats counters;
   patched_memory patched;
   bool stopped = false;
+  std::atomic<bool> dry_run;  // read without the mutex
 };
 
 k8s_eviction_sink::k8s_eviction_sink(asio::any_io_executor executor, client& c,
@@ -314,9 +332,18 @@ void k8s_eviction_sink::evict(controller::eviction_request request,
 
 void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind kind,
                                      std::string_view detail) {
+  if (impl_->dry_run.load()) {
+    const std::lock_guard lock(impl_->mutex);
+    ++impl_->counters.dry_run_events;
+    return;
+  }
   if (impl_->events != nullptr) {
     impl_->events->record(pod, kind, detail);
   }
+}
+
+void k8s_eviction_sink::set_dry_run(bool on) {
+  impl_->dry_run.store(on);
 }
 
 void k8s_eviction_sink::stop() {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -17,6 +18,15 @@ namespace {
 // Upper bounds that keep numbers sane: anything above them is a typo, not a policy.
 constexpr double max_rate = 1e6;
 constexpr std::uint32_t max_count = 1'000'000;
+
+/// A number without trailing zeros ("2.5", "100").
+std::string format_number(double v) {
+  std::string s = std::to_string(v);
+  while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) {
+    s.pop_back();
+  }
+  return s;
+}
 
 /// Walks the YAML tree and collects every problem with its position.
 class reader {
@@ -138,7 +148,7 @@ public:
           return std::nullopt;
         }
         if (v > max) {
-          error(node.Mark(), path, "must be at most " + format(max) + ", got " + s);
+          error(node.Mark(), path, "must be at most " + format_number(max) + ", got " + s);
           return std::nullopt;
         }
         return v;
@@ -190,14 +200,6 @@ private:
       out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
     }
     return out + (s.size() > max ? "...\"" : "\"");
-  }
-
-  static std::string format(double v) {
-    std::string s = std::to_string(v);
-    while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) {
-      s.pop_back();
-    }
-    return s;
   }
 
   std::string_view source_;
@@ -386,23 +388,75 @@ parse_result parse_policy(std::string_view text, std::string_view source) {
   return out;
 }
 
-parse_result load_policy_file(const std::string& path) {
+kube::result<std::string> read_policy_text(const std::string& path) {
+  // A FIFO would block the reader (the daemon's I/O thread) until a writer comes, a device
+  // would be read endlessly: only regular files (symlinks followed, as a ConfigMap mount
+  // needs) are policy files.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return kube::make_error(kube::errc::config_invalid,
+                            path + (std::filesystem::exists(path, ec)
+                                        ? ": not a regular file"
+                                        : ": cannot open the policy file (no such file)"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return parse_result{std::nullopt, {path + ": cannot open the policy file"}};
+    return kube::make_error(kube::errc::config_invalid, path + ": cannot open the policy file");
   }
   std::string text;
   text.resize(max_file_bytes + 1);
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) {
-    return parse_result{std::nullopt, {path + ": cannot read the policy file"}};
+    return kube::make_error(kube::errc::config_invalid, path + ": cannot read the policy file");
   }
   text.resize(static_cast<std::size_t>(in.gcount()));
   if (text.size() > max_file_bytes) {
-    return parse_result{std::nullopt,
-                        {path + ": larger than " + std::to_string(max_file_bytes) + " bytes"}};
+    return kube::make_error(kube::errc::config_invalid,
+                            path + ": larger than " + std::to_string(max_file_bytes) + " bytes");
   }
-  return parse_policy(text, path);
+  return text;
+}
+
+parse_result load_policy_file(const std::string& path) {
+  auto text = read_policy_text(path);
+  if (!text) {
+    return parse_result{std::nullopt, {text.error().message}};
+  }
+  return parse_policy(*text, path);
+}
+
+std::string describe(const controller::eviction_policy& p) {
+  const auto count = [](std::uint32_t n) {
+    return n == 0 ? std::string("unlimited") : std::to_string(n);
+  };
+  std::string out = p.dry_run ? "dry-run on" : "dry-run off";
+  const auto& r = p.rate_limit;
+  if (r.evictions_per_second > 0) {
+    out += ", rate limit " + format_number(r.evictions_per_second) + "/s burst " +
+           (r.burst == 0 ? std::string("auto") : std::to_string(r.burst));
+  } else {
+    out += ", no rate limit";
+  }
+  out += ", in flight per node " + count(r.max_in_flight_per_node) + ", per namespace " +
+         count(r.max_in_flight_per_namespace);
+  const auto& b = p.storm_breaker;
+  if (b.enabled()) {
+    out += ", storm breaker above " + format_number(b.max_tainted_nodes_percent) +
+           "% of nodes tainted (at least " + std::to_string(b.min_tainted_nodes) +
+           " nodes), closing below " +
+           format_number(b.max_tainted_nodes_percent - b.hysteresis_percent) + "%";
+    if (b.taint_keys.empty()) {
+      out += ", any NoExecute taint";
+    } else {
+      out += ", taint keys";
+      for (std::size_t i = 0; i < b.taint_keys.size(); ++i) {
+        out += (i == 0 ? " " : ",") + b.taint_keys[i];
+      }
+    }
+  } else {
+    out += ", storm breaker off";
+  }
+  return out;
 }
 
 }  // namespace tec::policy

@@ -22,6 +22,7 @@
 #include "kube/support/fake_http_server.hpp"
 #include "kube/support/run_sync.hpp"
 #include "kube/support/test_client.hpp"
+#include "tec/adapters/event_recorder.hpp"
 #include "tec/adapters/eviction_sink.hpp"
 #include "tec/adapters/store.hpp"
 
@@ -278,6 +279,44 @@ TEST_F(pod_writer_test, sink_skips_the_delete_when_the_patch_finds_no_pod) {
   EXPECT_EQ(server_.requests().size(), 1U);
   EXPECT_EQ(sink.stats().already_gone, 1U);
   EXPECT_EQ(sink.stats().deletions, 0U);
+}
+
+// --- dry-run: the sink's own guard (the controller hands nothing over in dry-run) ---
+
+TEST_F(pod_writer_test, sink_in_dry_run_sends_nothing_and_says_would_delete) {
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr, {.dry_run = true});
+  const auto got = evict(sink);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::gone);
+  EXPECT_TRUE(server_.requests().empty());
+  const auto st = sink.stats();
+  EXPECT_EQ(st.dry_run_deletions, 1U);
+  EXPECT_EQ(st.deletions, 0U);
+  EXPECT_EQ(st.already_gone, 0U);
+
+  // Switched off, the same sink writes again: the guard is what kept the requests away.
+  server_.push(reply::with(200, "{}").match("/status"));
+  server_.push(reply::with(200, "{}"));
+  sink.set_dry_run(false);
+  const auto real = evict(sink);
+  ASSERT_TRUE(real);
+  EXPECT_EQ(real->status, eviction_status::deleted);
+  EXPECT_EQ(methods(), (std::vector<std::string>{"PATCH", "DELETE"}));
+}
+
+TEST_F(pod_writer_test, sink_in_dry_run_records_no_event) {
+  event_recorder recorder(io_.get_executor(), client_);
+  k8s_eviction_sink sink(io_.get_executor(), client_, &recorder);
+  sink.set_dry_run(true);
+  sink.record_event(pod_ref{"ns1", "web-0", "uid-1"}, controller::event_kind::marking_for_deletion,
+                    {});
+  EXPECT_EQ(recorder.stats().recorded, 0U);
+  EXPECT_EQ(sink.stats().dry_run_events, 1U);
+  sink.set_dry_run(false);
+  sink.record_event(pod_ref{"ns1", "web-0", "uid-1"}, controller::event_kind::marking_for_deletion,
+                    {});
+  EXPECT_EQ(recorder.stats().recorded, 1U);
+  recorder.stop();
 }
 
 // --- the condition patch refused for good: the DELETE goes on (issue 11, item 4) ---

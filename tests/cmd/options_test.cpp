@@ -164,3 +164,80 @@ TEST(options, go_durations) {
 
 }  // namespace
 }  // namespace tec::cmd
+
+namespace tec::cmd {
+namespace {
+
+/// A policy reader serving one file, "p.yaml", with `text`.
+read_policy_fn policy_file(std::string text) {
+  return [text = std::move(text)](const std::string& path) -> kube::result<std::string> {
+    if (path != "p.yaml") {
+      return kube::make_error(kube::errc::config_invalid, path + ": cannot open the policy file");
+    }
+    return text;
+  };
+}
+
+constexpr const char* policy_header =
+    "apiVersion: taint-eviction-controller/v1alpha1\n"
+    "kind: EvictionPolicy\n";
+
+TEST(options, no_policy_and_no_dry_run_by_default) {
+  const auto r = parse({});
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->policy_file, "");
+  EXPECT_FALSE(r.opts->dry_run);
+  EXPECT_EQ(r.opts->effective_policy(r.opts->policy), controller::eviction_policy{});
+}
+
+TEST(options, the_policy_file_is_read_and_validated_at_start) {
+  const auto r = parse_options({"--policy=p.yaml"}, "9.9.9", no_env, no_file,
+                               policy_file(std::string(policy_header) +
+                                           "rateLimit:\n  evictionsPerSecond: 5\n  burst: 9\n"));
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->policy_file, "p.yaml");
+  EXPECT_DOUBLE_EQ(r.opts->policy.rate_limit.evictions_per_second, 5);
+  EXPECT_EQ(r.opts->policy.rate_limit.burst, 9U);
+  EXPECT_FALSE(r.opts->effective_policy(r.opts->policy).dry_run);
+}
+
+TEST(options, a_bad_policy_file_is_exit_two_with_one_line_naming_every_problem) {
+  const auto r =
+      parse_options({"--policy", "p.yaml"}, "9.9.9", no_env, no_file,
+                    policy_file(std::string(policy_header) + "dryrun: true\nrateLimit: 5\n"));
+  EXPECT_FALSE(r.opts);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "taint-eviction-controller: --policy: p.yaml:3:1: dryrun: unknown field (known: "
+            "apiVersion, kind, dryRun, rateLimit, stormBreaker); p.yaml:4:12: rateLimit: "
+            "expected a mapping, got \"5\"\nRun with --help for the flags.\n");
+  const auto missing =
+      parse_options({"--policy=other.yaml"}, "9.9.9", no_env, no_file, policy_file(policy_header));
+  EXPECT_FALSE(missing.opts);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("--policy: other.yaml: cannot open the policy file"),
+            std::string::npos)
+      << missing.err;
+}
+
+TEST(options, the_real_policy_reader_refuses_what_is_not_a_regular_file) {
+  const auto r = parse({"--policy=/dev/zero"});
+  EXPECT_FALSE(r.opts);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--policy: /dev/zero: not a regular file"), std::string::npos) << r.err;
+}
+
+TEST(options, dry_run_flag_forces_dry_run_over_any_policy) {
+  const auto r = parse_options({"--dry-run", "--policy=p.yaml"}, "9.9.9", no_env, no_file,
+                               policy_file(std::string(policy_header) + "dryRun: false\n"));
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_TRUE(r.opts->dry_run);
+  EXPECT_FALSE(r.opts->policy.dry_run);  // the file's own value, kept for reloads
+  EXPECT_TRUE(r.opts->effective_policy(r.opts->policy).dry_run);
+  const auto alone = parse({"--dry-run"});
+  ASSERT_TRUE(alone.opts) << alone.err;
+  EXPECT_TRUE(alone.opts->effective_policy(alone.opts->policy).dry_run);
+}
+
+}  // namespace
+}  // namespace tec::cmd

@@ -186,7 +186,24 @@ TEST(policy_file, load_reads_a_file_and_bounds_its_size) {
   EXPECT_THAT(only_error(load_policy_file(path)), HasSubstr("larger than"));
   EXPECT_THAT(only_error(load_policy_file((dir / "missing.yaml").string())),
               HasSubstr("cannot open"));
+  // Neither a directory nor a device (read endlessly) nor a FIFO (blocks until a writer).
+  EXPECT_THAT(only_error(load_policy_file(dir.string())), HasSubstr("not a regular file"));
+  EXPECT_THAT(only_error(load_policy_file("/dev/zero")), HasSubstr("not a regular file"));
   std::filesystem::remove_all(dir);
+}
+
+TEST(policy_file, describe_says_what_the_policy_does) {
+  EXPECT_EQ(describe(controller::eviction_policy{}),
+            "dry-run off, no rate limit, in flight per node unlimited, per namespace unlimited, "
+            "storm breaker off");
+  controller::eviction_policy p;
+  p.dry_run = true;
+  p.rate_limit = {2.5, 10, 3, 0};
+  p.storm_breaker = {50, 3, 10, {"a/b", "c"}};
+  EXPECT_EQ(describe(p),
+            "dry-run on, rate limit 2.5/s burst 10, in flight per node 3, per namespace "
+            "unlimited, storm breaker above 50% of nodes tainted (at least 3 nodes), closing "
+            "below 40%, taint keys a/b,c");
 }
 
 }  // namespace

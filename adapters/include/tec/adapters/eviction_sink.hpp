@@ -35,6 +35,8 @@ struct eviction_sink_options {
   /// the condition. The oldest are forgotten first; forgetting one costs at most one
   /// redundant patch. About 100 bytes each.
   std::size_t remembered_patches = 4096;
+  /// Dry-run at start (set_dry_run() changes it): see k8s_eviction_sink::set_dry_run().
+  bool dry_run = false;
 };
 
 /// Counters for metrics; a consistent snapshot.
@@ -48,6 +50,10 @@ struct eviction_sink_stats {
   /// Condition patches not sent: the pod (this UID) already carries our condition.
   std::uint64_t conditions_unchanged = 0;
   std::uint64_t cancelled = 0;  ///< Attempts stopped because the eviction was cancelled.
+  /// Attempts ended without a write because dry-run was on ("would delete").
+  std::uint64_t dry_run_deletions = 0;
+  /// Events not handed to the recorder because dry-run was on.
+  std::uint64_t dry_run_events = 0;
   /// Permanent condition patch failures, by error_reason() (the DELETE went ahead).
   std::map<std::string, std::uint64_t> condition_failures_by_reason;
   std::map<std::string, std::uint64_t> failures_by_reason;  ///< error_reason() -> count.
@@ -90,9 +96,17 @@ public:
   void evict(controller::eviction_request request,
              std::function<void(controller::eviction_result)> done) override;
 
-  /// Hands the event to the recorder (never blocks); dropped when there is none.
+  /// Hands the event to the recorder (never blocks); dropped when there is none, or in
+  /// dry-run (counted in dry_run_events).
   void record_event(const controller::pod_ref& pod, controller::event_kind kind,
                     std::string_view detail) override;
+
+  /// Dry-run: from now on no PATCH or DELETE is sent and no event recorded. An attempt logs
+  /// "dry run: would delete", counts in dry_run_deletions and reports `gone` (done, nothing
+  /// deleted); an attempt already past its last check sends what it was sending. The
+  /// controller does not hand evictions over in dry-run at all (its policy's dry_run): this is
+  /// the writer's own guard, for an attempt that was handed over before the switch. Any thread.
+  void set_dry_run(bool on);
 
   /// Refuses new evictions from now on (done() is called with failed, "shutting down").
   void stop();

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tec/controller/policy.hpp"
+#include "tec/kube/result.hpp"
 
 namespace tec::policy {
 
@@ -50,7 +51,17 @@ struct parse_result {
 /// Parses and validates `text`; `source` names it in messages (the file path).
 parse_result parse_policy(std::string_view text, std::string_view source);
 
-/// Reads `path` (at most max_file_bytes) and parses it.
+/// The content of `path`, or an error naming it (missing, not a regular file, unreadable,
+/// larger than max_file_bytes). Symlinks are followed (a ConfigMap mount is made of them).
+/// Never reads more than max_file_bytes + 1 bytes and never opens a FIFO or a device, so a
+/// wrong path cannot block the caller or cost more memory than a valid file.
+kube::result<std::string> read_policy_text(const std::string& path);
+
+/// Reads `path` (read_policy_text) and parses it.
 parse_result load_policy_file(const std::string& path);
+
+/// One line for the log: what the policy does ("dry-run off, rate limit 5/s burst 10, ...,
+/// storm breaker off").
+std::string describe(const controller::eviction_policy& p);
 
 }  // namespace tec::policy
