@@ -184,6 +184,9 @@ struct daemon::impl {
     ctl.on_deleted = [m = *metrics](std::chrono::nanoseconds due_to_deleted) {
       m.pod_deletion_duration.observe(std::chrono::duration<double>(due_to_deleted).count());
     };
+    ctl.on_waited = [m = *metrics](std::chrono::nanoseconds waited) {
+      m.eviction_wait_duration.observe(std::chrono::duration<double>(waited).count());
+    };
     ctl.policy = start_policy;
     ctrl.emplace(pods, *sink, *driver, std::move(ctl));
     feed.emplace(*ctrl);

@@ -279,6 +279,10 @@ std::vector<double> pod_deletion_duration_buckets() {
   return {0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240};
 }
 
+std::vector<double> eviction_wait_duration_buckets() {
+  return {0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
+}
+
 namespace {
 
 constexpr std::string_view prefix = "taint_eviction_controller_";
@@ -346,6 +350,19 @@ const stats_family stats_families[] = {
      .type = MetricType::Counter,
      .label = "reason",
      .by_label = &scrape_stats::disruption_condition_failures},
+    {.name = "evictions_waiting",
+     .help = "Due evictions the eviction policy holds back (rate limit, in-flight caps, storm "
+             "breaker).",
+     .type = MetricType::Gauge,
+     .value = &scrape_stats::waiting_evictions},
+    {.name = "storm_breaker_open",
+     .help = "1 while the storm breaker is open and every eviction waits, else 0.",
+     .type = MetricType::Gauge,
+     .value = &scrape_stats::storm_breaker_open},
+    {.name = "dry_run_pod_deletions_total",
+     .help = "Pods the controller would have deleted, had dry-run been off.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::dry_run_pod_deletions},
     {.name = "watch_decode_errors_total",
      .help = "Objects in watch events or LIST pages that could not be decoded and were skipped, "
              "by resource.",
@@ -438,6 +455,17 @@ standard_metrics register_standard_metrics(registry& r, std::string_view version
       .is_leader = r.add_gauge(n("is_leader"),
                                "1 while this process holds the leader election lease, else 0.")
                        .with({}),
+      .eviction_wait_duration =
+          r.add_histogram(n("eviction_wait_duration_seconds"),
+                          "Seconds an eviction the eviction policy held back waited from when "
+                          "it was due to when it started.",
+                          eviction_wait_duration_buckets())
+              .with({}),
+      .policy_reload_failures =
+          r.add_counter(n("policy_reload_failures_total"),
+                        "Policy file changes rejected (invalid, unreadable or missing); the "
+                        "policy in force stayed.")
+              .with({}),
       .build_info = build_info.with({version}),
   };
 }

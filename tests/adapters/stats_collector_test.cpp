@@ -33,7 +33,11 @@ TEST(collect_stats, maps_every_library_total) {
   cs.eviction_attempts = 20;
   cs.tainted_nodes = 3;
   cs.stuck_evictions = 2;
+  cs.queue.held = 8;
+  cs.breaker_open = true;
+  cs.dry_run_deletions = 30;
   eviction_sink_stats ss;
+  ss.dry_run_deletions = 1;
   ss.deletions = 9;
   ss.failures_by_reason = {{"forbidden", 4}};
   ss.condition_failures_by_reason = {{"invalid", 1}};
@@ -63,6 +67,9 @@ TEST(collect_stats, maps_every_library_total) {
   EXPECT_EQ(s.disruption_condition_failures, (Map{{"invalid", 1}}));
   EXPECT_EQ(s.tainted_nodes, 3U);
   EXPECT_EQ(s.stuck_evictions, 2U);
+  EXPECT_EQ(s.waiting_evictions, 8U);
+  EXPECT_EQ(s.storm_breaker_open, 1U);
+  EXPECT_EQ(s.dry_run_pod_deletions, 31U);
   EXPECT_EQ(s.watch_restarts, (Map{{"pods", 5}, {"nodes", 15}}));
   EXPECT_EQ(s.relists, (Map{{"pods", 6}, {"nodes", 16}}));
   EXPECT_EQ(s.watch_decode_errors, (Map{{"pods", 7}, {"nodes", 17}}));

@@ -307,6 +307,9 @@ scrape_stats every_series() {
   s.watch_decode_errors = {{"nodes", 0}};
   s.events = {{"sent", 1}};
   s.tainted_nodes = 2;
+  s.waiting_evictions = 4;
+  s.storm_breaker_open = 1;
+  s.dry_run_pod_deletions = 5;
   return s;
 }
 
@@ -353,6 +356,25 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
         "resource", ""}},
       {p + "is_leader",
        {"gauge", "1 while this process holds the leader election lease, else 0.", "", ""}},
+      {p + "evictions_waiting",
+       {"gauge",
+        "Due evictions the eviction policy holds back (rate limit, in-flight caps, storm "
+        "breaker).",
+        "", ""}},
+      {p + "storm_breaker_open",
+       {"gauge", "1 while the storm breaker is open and every eviction waits, else 0.", "", ""}},
+      {p + "dry_run_pod_deletions_total",
+       {"counter", "Pods the controller would have deleted, had dry-run been off.", "", ""}},
+      {p + "eviction_wait_duration_seconds",
+       {"histogram",
+        "Seconds an eviction the eviction policy held back waited from when it was due to when "
+        "it started.",
+        "", "0.1 0.5 1 5 10 30 60 120 300 600 1800 3600 +Inf"}},
+      {p + "policy_reload_failures_total",
+       {"counter",
+        "Policy file changes rejected (invalid, unreadable or missing); the policy in force "
+        "stayed.",
+        "", ""}},
       {p + "build_info",
        {"gauge", "Always 1; the version label is the running build.", "version", ""}},
   };
@@ -361,6 +383,8 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   m.api_requests.with({"DELETE", "200"}).inc();
   m.api_request_duration.with({"DELETE"}).observe(0.01);
   m.api_request_duration.with({"GET"}).observe(100);
+  m.eviction_wait_duration.observe(12);
+  m.policy_reload_failures.inc();
   const auto text = r.render();
   const auto scraped = parse_exposition(text);
   EXPECT_EQ(scraped, golden) << text;
@@ -372,6 +396,12 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   }
   EXPECT_NE(text.find(p + "build_info{version=\"1.2.3\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find(p + "tainted_nodes 2\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "evictions_waiting 4\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "storm_breaker_open 1\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "dry_run_pod_deletions_total 5\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "eviction_wait_duration_seconds_bucket{le=\"30\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find(p + "policy_reload_failures_total 1\n"), std::string::npos);
   EXPECT_NE(text.find(p + "watch_restarts_total{resource=\"pods\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find(p + "api_requests_total{code=\"200\",verb=\"DELETE\"} 1\n"),
             std::string::npos);

@@ -235,6 +235,10 @@ private:
 /// Upstream's bucket bounds for taint_eviction_controller_pod_deletion_duration_seconds.
 std::vector<double> pod_deletion_duration_buckets();
 
+/// Bucket bounds of taint_eviction_controller_eviction_wait_duration_seconds: a rate limit
+/// spreads a mass eviction over minutes, a storm breaker may hold one for hours.
+std::vector<double> eviction_wait_duration_buckets();
+
 /// The daemon's metrics updated where things happen, registered by register_standard_metrics().
 /// Plain references into the registry: copy freely, valid as long as the registry.
 struct standard_metrics {
@@ -248,6 +252,11 @@ struct standard_metrics {
   histogram_family& api_request_duration;
   /// 1 while this process holds the leader lease, else 0.
   gauge& is_leader;
+  /// For evictions the policy held back (rate limit, in-flight caps, storm breaker): seconds
+  /// from when they became due to when they started.
+  histogram& eviction_wait_duration;
+  /// Policy file changes rejected (invalid, unreadable, missing): the old policy stayed.
+  counter& policy_reload_failures;
   /// Always 1, labelled with the version.
   gauge& build_info;
 };
@@ -284,6 +293,12 @@ struct scrape_stats {
   std::uint64_t tainted_nodes = 0;
   /// Evictions that failed at least 5 times in a row and are still being retried (a gauge).
   std::uint64_t stuck_evictions = 0;
+  /// Due evictions the policy holds back (rate limit, in-flight caps, storm breaker) (a gauge).
+  std::uint64_t waiting_evictions = 0;
+  /// 1 while the storm breaker is open (every eviction waits), else 0 (a gauge).
+  std::uint64_t storm_breaker_open = 0;
+  /// Pods that dry-run would have deleted.
+  std::uint64_t dry_run_pod_deletions = 0;
 };
 
 /// Called at every scrape, on the scraping thread (possibly two at once: /metrics may be
