@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -40,6 +41,7 @@
 #include "tec/ops/http_endpoints.hpp"
 #include "tec/ops/metrics.hpp"
 #include "tec/policy/policy_file.hpp"
+#include "tec/policy/reloader.hpp"
 #include "tec/timedqueue/asio_driver.hpp"
 #include "tec/version.hpp"
 
@@ -56,6 +58,11 @@ constexpr auto in_flight_budget = 1500ms;  // evictions already sent
 constexpr auto drain_budget = 2s;          // the I/O thread running out of work
 // /healthz tolerance past the lease duration (kube-controller-manager uses 20 s).
 constexpr auto healthz_tolerance = 20s;
+// How often the policy file is re-read (a ConfigMap update reaches the pod within about a
+// minute anyway: the kubelet's sync period plus its cache TTL).
+constexpr auto policy_poll_interval = 5s;
+// While the storm breaker is open, the count of held evictions is logged this often.
+constexpr auto breaker_log_interval = 60s;
 
 std::string describe(const std::exception_ptr& e) {
   try {
@@ -95,6 +102,10 @@ struct daemon::impl {
   std::optional<ops::http_endpoints> health_server;
   std::optional<ops::http_endpoints> metrics_server;
   std::optional<asio::signal_set> signals;
+  // The policy file's watch (I/O thread only), when --policy is given.
+  std::optional<policy::reloader> policy_reloader;
+  std::optional<asio::steady_timer> policy_timer;
+  steady::time_point breaker_logged_at{};
   std::thread io_thread;
 
   // Who may act. The gate is I/O-thread only; the feed gates the informer handlers
@@ -218,6 +229,61 @@ struct daemon::impl {
       le.on_stopped_leading = [this] { stopped_leading(); };
       elector.emplace(io.get_executor(), *api, std::move(le));
     }
+  }
+
+  // I/O thread: re-reads the policy file every policy_poll_interval until shutdown.
+  void arm_policy_timer() {
+    policy_timer->expires_after(policy_poll_interval);
+    policy_timer->async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopping.load()) {
+        return;
+      }
+      reload_policy();
+      log_open_breaker();
+      arm_policy_timer();
+    });
+  }
+
+  // I/O thread. A valid new policy applies at once (the sink's dry-run first, so an eviction
+  // the controller hands over is never written while dry-run is being switched on, nor
+  // dropped while it is being switched off); an invalid one leaves the old one in force.
+  void reload_policy() {
+    const auto r = policy_reloader->poll();
+    switch (r.what) {
+      case policy::reload_result::kind::unchanged:
+        return;
+      case policy::reload_result::kind::applied: {
+        const controller::eviction_policy p = opts.effective_policy(*r.policy);
+        sink->set_dry_run(p.dry_run);
+        ctrl->set_policy(p);
+        log->info("eviction policy reloaded from {}: {}", opts.policy_file, policy::describe(p));
+        return;
+      }
+      case policy::reload_result::kind::rejected: {
+        metrics->policy_reload_failures.inc();
+        log->warn("eviction policy change rejected, the policy in force stays ({}): {}",
+                  policy::describe(ctrl->policy()), r.summary());
+        return;
+      }
+    }
+  }
+
+  // I/O thread: while the storm breaker holds every eviction, say so every minute.
+  void log_open_breaker() {
+    const auto now = steady::now();
+    if (now - breaker_logged_at < breaker_log_interval) {
+      return;
+    }
+    const auto s = ctrl->stats();
+    if (!s.breaker_open) {
+      return;
+    }
+    breaker_logged_at = now;
+    log->warn(
+        "storm breaker open: {} of {} nodes carry NoExecute taints; {} due evictions are held "
+        "(they start when the share falls below the threshold minus the hysteresis, or when "
+        "the policy file changes)",
+        s.breaker_tainted_nodes, s.nodes, s.queue.held);
   }
 
   // I/O thread: the elector gave up the lease (stop()) or lost it.
@@ -388,7 +454,8 @@ struct daemon::impl {
       log->info("eviction policy: none (upstream's behaviour){}",
                 start_policy.dry_run ? ", dry-run on (--dry-run)" : "");
     } else {
-      log->info("eviction policy from {}: {}", opts.policy_file, policy::describe(start_policy));
+      log->info("eviction policy from {} (re-read every {}): {}", opts.policy_file,
+                format_duration(policy_poll_interval), policy::describe(start_policy));
     }
     if (start_policy.dry_run) {
       log->warn(
@@ -404,6 +471,11 @@ struct daemon::impl {
     signals.emplace(io, SIGINT, SIGTERM);
     wait_signal();
     recorder->start();
+    if (!opts.policy_file.empty()) {
+      policy_reloader.emplace(opts.policy_file, opts.policy);
+      policy_timer.emplace(io);
+      arm_policy_timer();
+    }
     spawn_informer(*node_informer, node_informer_cancel, node_informer_done, "node");
     spawn_informer(*pod_informer, pod_informer_cancel, pod_informer_done, "pod");
     if (elector) {
@@ -494,6 +566,9 @@ struct daemon::impl {
     asio::post(io, [this] {
       boost::system::error_code ignored;
       signals->cancel(ignored);
+      if (policy_timer) {
+        policy_timer->cancel();
+      }
     });
     api->shutdown();
     ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
