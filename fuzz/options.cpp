@@ -5,7 +5,8 @@
 // input matters. Whatever the arguments, parse_options either exits (0 with text for stdout:
 // --help or --version; 2 with a reason on stderr) or returns options that satisfy every check
 // it promises: positive durations that client-go's leader election accepts, numbers in range,
-// valid names and bind addresses, a known log level.
+// valid names and bind addresses, a known log level, the policy of the --policy file (an
+// injected reader: "fuzz.yaml" holds a valid policy, every other path is missing).
 
 #include <cmath>
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include "options.hpp"
 #include "support.hpp"
+#include "tec/kube/result.hpp"
 #include "tec/ops/http_endpoints.hpp"
 
 namespace {
@@ -58,6 +60,9 @@ void check_options(const tec::cmd::options& o, const std::string& args) {
     level_ok = level_ok || o.log_level == level;
   }
   TEC_FUZZ_CHECK(level_ok, args);
+  TEC_FUZZ_CHECK(o.policy_file.empty() ? o.policy == tec::cmd::options{}.policy
+                                       : o.policy.rate_limit.evictions_per_second == 5,
+                 args);
 }
 
 }  // namespace
@@ -79,7 +84,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     TEC_FUZZ_CHECK(path == tec::cmd::service_account_namespace_file, "read " + path);
     return std::string("fuzz-ns\n");
   };
-  const tec::cmd::parse_result r = tec::cmd::parse_options(args, "0.0.0-fuzz", env, read_file);
+  // --policy: "fuzz.yaml" is a valid policy, any other path is missing (no real file is read).
+  const auto read_policy = [](const std::string& path) -> tec::kube::result<std::string> {
+    if (path != "fuzz.yaml") {
+      return tec::kube::make_error(tec::kube::errc::config_invalid, path + ": no such file");
+    }
+    return std::string(
+        "apiVersion: taint-eviction-controller/v1alpha1\nkind: EvictionPolicy\n"
+        "rateLimit: {evictionsPerSecond: 5}\n");
+  };
+  const tec::cmd::parse_result r =
+      tec::cmd::parse_options(args, "0.0.0-fuzz", env, read_file, read_policy);
   if (r.opts) {
     TEC_FUZZ_CHECK(r.exit_code == 0 && r.err.empty() && r.out.empty(), shown);
     check_options(*r.opts, shown);
