@@ -93,8 +93,8 @@ EOF
 # --- 0. the shipped kustomization renders and holds what it should -------------------------
 
 k kustomize "$DEPLOY_DIR" >"$WORK/rendered.yaml" || fail "kubectl kustomize $DEPLOY_DIR failed"
-for kind in Namespace ServiceAccount ClusterRole ClusterRoleBinding Role RoleBinding Deployment \
-  Service NetworkPolicy PodDisruptionBudget; do
+for kind in Namespace ServiceAccount ClusterRole ClusterRoleBinding Role RoleBinding ConfigMap \
+  Deployment Service NetworkPolicy PodDisruptionBudget; do
   grep -q "^kind: $kind\$" "$WORK/rendered.yaml" || fail "deploy/ renders no $kind"
 done
 if grep -E '^  namespace: ' "$WORK/rendered.yaml" | grep -vq '^  namespace: taint-eviction-controller$'; then
