@@ -112,7 +112,9 @@ out=$(k apply --dry-run=server -f "$WORK/all-but-pdb.yaml" 2>&1) \
 $out"
 echo "  ${out//$'\n'/$'\n'  }"
 n_objects=$(grep -c '(server dry run)' <<<"$out" || true)
-[ "$n_objects" -eq 9 ] || fail "expected 9 objects in the server dry run, got $n_objects"
+# Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding, the policy
+# ConfigMap, Deployment, Service, NetworkPolicy.
+[ "$n_objects" -eq 10 ] || fail "expected 10 objects in the server dry run, got $n_objects"
 
 # The Deployment alone, for field checks (kubectl applies -o jsonpath to each object).
 awk 'BEGIN { RS = "---\n" } /(^|\n)kind: Deployment\n/ { printf "%s", $0 }' "$WORK/all-but-pdb.yaml" \
@@ -147,6 +149,15 @@ expect_field "{$c.livenessProbe.httpGet.path}" /healthz
 expect_field "{$c.readinessProbe.httpGet.path}" /readyz
 expect_field "{$c.env[?(@.name==\"POD_NAMESPACE\")].valueFrom.fieldRef.fieldPath}" metadata.namespace
 expect_field '{.spec.template.spec.priorityClassName}' system-cluster-critical
+# The policy: the ConfigMap of deploy/policy.yaml, mounted read-only, its key passed as --policy.
+expect_field '{.spec.template.spec.volumes[?(@.name=="policy")].configMap.name}' \
+  "taint-eviction-controller-policy$NAME_SUFFIX"
+expect_field "{$c.volumeMounts[?(@.name==\"policy\")].mountPath}" /etc/taint-eviction-controller
+expect_field "{$c.volumeMounts[?(@.name==\"policy\")].readOnly}" true
+deploy_json "{$c.args}" | grep -qF '"--policy=/etc/taint-eviction-controller/policy.yaml"' \
+  || fail "the Deployment does not pass --policy=/etc/taint-eviction-controller/policy.yaml: $(deploy_json "{$c.args}")"
+grep -q "^  name: taint-eviction-controller-policy$NAME_SUFFIX\$" "$WORK/all-but-pdb.yaml" \
+  || fail "the render has no ConfigMap taint-eviction-controller-policy$NAME_SUFFIX"
 n_containers=$(deploy_json '{range .spec.template.spec.containers[*]}{.name}{"\n"}{end}' | grep -c .)
 [ "$n_containers" -eq 1 ] || fail "expected one container, got $n_containers (each needs the security context)"
 
