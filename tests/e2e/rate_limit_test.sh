@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# End to end: the policy's eviction rate on the real API server. 2,000 pods on 20 nodes, every
+# node tainted at once, `rateLimit: {evictionsPerSecond: 50, burst: 1}` and the API client's
+# own QPS limit lifted: the evictions start at 50/s within ±10% (from the controller's
+# "deleting pod" lines, millisecond timestamps), nothing is lost, and untainting half the nodes
+# mid-run cancels their waiting evictions: those pods stay, and every pod on the other nodes is
+# evicted.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+readonly NODE_COUNT=20 PER_NODE=100 RATE=50
+
+setup_rbac
+node() { echo "tec-e2e-rate-$1-$SUFFIX"; }
+for i in $(seq 1 "$NODE_COUNT"); do make_node "$(node "$i")"; done
+# One kubectl call for all pods (a call per pod would take minutes on a loaded machine).
+for i in $(seq 1 "$NODE_COUNT"); do
+  for j in $(seq 1 "$PER_NODE"); do
+    printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%s-%s, namespace: %s}\nspec:\n  nodeName: %s\n  automountServiceAccountToken: false\n  containers: [{name: pause, image: registry.k8s.io/pause:3.9}]\n' \
+      "$i" "$j" "$NS" "$(node "$i")"
+  done
+done >"$WORK/pods.yaml"
+timeout 600 kubectl --request-timeout=60s create -f "$WORK/pods.yaml" >/dev/null || fail "cannot create the pods"
+total=$((NODE_COUNT * PER_NODE))
+log "created $total pods on $NODE_COUNT nodes"
+
+policy="$WORK/policy.yaml"
+cat >"$policy" <<EOT
+apiVersion: taint-eviction-controller/v1alpha1
+kind: EvictionPolicy
+rateLimit:
+  evictionsPerSecond: $RATE
+  burst: 1
+EOT
+start_controller rate --policy "$policy" --kube-api-qps 0
+wait_acting "$CONTROLLER_LOG" 120
+
+started() { grep -c 'deleting pod pod=' "$CONTROLLER_LOG" || true; }
+for i in $(seq 1 "$NODE_COUNT"); do taint "$(node "$i")" testTaint1=test1:NoExecute; done
+log "tainted $NODE_COUNT nodes"
+
+# Mid-run (a quarter of the pods started): untaint the second half of the nodes.
+deadline=$((SECONDS + 300))
+until [ "$(started)" -ge $((total / 4)) ]; do
+  [ "$SECONDS" -lt "$deadline" ] || fail "only $(started) evictions started within 300 s"
+  sleep 0.2
+done
+for i in $(seq $((NODE_COUNT / 2 + 1)) "$NODE_COUNT"); do
+  k taint nodes "$(node "$i")" testTaint1- >/dev/null || fail "cannot untaint node $i"
+done
+log "untainted nodes $((NODE_COUNT / 2 + 1))-$NODE_COUNT after $(started) starts"
+
+# Every pod on the nodes still tainted goes (nothing lost).
+kept_half=$((NODE_COUNT * PER_NODE / 2))
+evicted_on() {  # evicted_on FIRST LAST: pods with a deletionTimestamp on our nodes FIRST..LAST
+  k -n "$NS" get pods -o jsonpath='{range .items[*]}{.spec.nodeName} {.metadata.deletionTimestamp}{"\n"}{end}' \
+    | awk -v s="$SUFFIX" -v a="$1" -v b="$2" '$2 != "" { split($1, f, "-"); if (f[4] >= a && f[4] <= b) n++ } END { print n + 0 }'
+}
+deadline=$((SECONDS + 300))
+until [ "$(evicted_on 1 $((NODE_COUNT / 2)))" -eq "$kept_half" ]; do
+  [ "$SECONDS" -lt "$deadline" ] || fail "only $(evicted_on 1 $((NODE_COUNT / 2)))/$kept_half pods on the tainted nodes evicted within 300 s"
+  sleep 1
+done
+wait_metric taint_eviction_controller_evictions_waiting 'v == 0' 60
+
+# The untainted half: what had started before the untaint went, the rest was cancelled.
+n_start=$(started)
+on_untainted=$(evicted_on $((NODE_COUNT / 2 + 1)) "$NODE_COUNT")
+[ "$on_untainted" -lt "$kept_half" ] || fail "every pod on the untainted nodes was evicted: nothing was cancelled"
+[ $((kept_half + on_untainted)) -eq "$n_start" ] \
+  || fail "$n_start evictions started, but $kept_half + $on_untainted pods have a deletionTimestamp"
+sleep_s=5
+deadline=$((SECONDS + sleep_s))
+while [ "$SECONDS" -lt "$deadline" ]; do
+  [ "$(started)" -eq "$n_start" ] || fail "evictions kept starting after every due one was done"
+  sleep 1
+done
+log "$kept_half pods on tainted nodes evicted; on the untainted ones $on_untainted started before the untaint, $((kept_half - on_untainted)) cancelled"
+
+# The rate: starts per second between the first and the last start.
+rate=$(grep 'deleting pod pod=' "$CONTROLLER_LOG" | python3 -c '
+import sys, datetime
+ts = []
+for line in sys.stdin:
+    stamp = line.split()[0]
+    ts.append(datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
+print(f"{(len(ts) - 1) / (ts[-1] - ts[0]):.1f}")')
+log "measured start rate: $rate/s over $n_start evictions (limit $RATE/s)"
+awk -v r="$rate" -v l="$RATE" 'BEGIN { exit !(r >= l * 0.9 && r <= l * 1.1) }' \
+  || fail "the eviction rate was $rate/s, not within 10% of $RATE/s"
+
+stop_controller "$CONTROLLER_PID"
+echo "PASS: $TEST_NAME"
