@@ -1,5 +1,6 @@
 #include "daemon.hpp"
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -106,6 +107,8 @@ struct daemon::impl {
   std::optional<policy::reloader> policy_reloader;
   std::optional<asio::steady_timer> policy_timer;
   steady::time_point breaker_logged_at{};
+  // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
+  std::atomic<bool> dry_run{false};
   std::thread io_thread;
 
   // Who may act. The gate is I/O-thread only; the feed gates the informer handlers
@@ -198,7 +201,11 @@ struct daemon::impl {
     ctl.on_waited = [m = *metrics](std::chrono::nanoseconds waited) {
       m.eviction_wait_duration.observe(std::chrono::duration<double>(waited).count());
     };
+    ctl.on_breaker = [this](bool open, std::size_t tainted, std::size_t known) {
+      breaker_event(open, tainted, known, std::nullopt);
+    };
     ctl.policy = start_policy;
+    dry_run.store(start_policy.dry_run);
     ctrl.emplace(pods, *sink, *driver, std::move(ctl));
     feed.emplace(*ctrl);
     gate.emplace(
@@ -255,6 +262,7 @@ struct daemon::impl {
       case policy::reload_result::kind::applied: {
         const controller::eviction_policy p = opts.effective_policy(*r.policy);
         sink->set_dry_run(p.dry_run);
+        dry_run.store(p.dry_run);
         ctrl->set_policy(p);
         log->info("eviction policy reloaded from {}: {}", opts.policy_file, policy::describe(p));
         return;
@@ -284,6 +292,35 @@ struct daemon::impl {
         "(they start when the share falls below the threshold minus the hysteresis, or when "
         "the policy file changes)",
         s.breaker_tainted_nodes, s.nodes, s.queue.held);
+    breaker_event(true, s.breaker_tainted_nodes, s.nodes, s.queue.held);
+  }
+
+  // Any thread (the controller calls it when the breaker opens or closes; must not call back
+  // into the controller). The storm breaker's Events go on the controller's Lease (kind Lease
+  // in --leader-elect-resource-namespace, named --leader-elect-resource-name): it names this
+  // controller whether or not leader election is on, and `kubectl describe lease` shows them.
+  // Warning StormBreakerOpen when it opens and with each minute's log line while it stays
+  // open, Normal StormBreakerClosed when it closes; none in dry-run (nothing is written).
+  void breaker_event(bool open, std::size_t tainted, std::size_t known,
+                     std::optional<std::size_t> held) {
+    if (dry_run.load()) {
+      return;
+    }
+    std::string message = fmt::format("Storm breaker {}: {} of {} nodes carry NoExecute taints; ",
+                                      open ? "open" : "closed", tainted, known);
+    if (!open) {
+      message += "held evictions resume";
+    } else if (held) {
+      message += fmt::format("{} due evictions are held", *held);
+    } else {
+      message += "due evictions are held until the share falls or the policy changes";
+    }
+    recorder->record(adapters::involved_object{.api_version = "coordination.k8s.io/v1",
+                                               .kind = "Lease",
+                                               .ref = {opts.lease_namespace, opts.lease_name, {}}},
+                     adapters::event_content{open ? "Warning" : "Normal",
+                                             open ? "StormBreakerOpen" : "StormBreakerClosed",
+                                             std::move(message)});
   }
 
   // I/O thread: the elector gave up the lease (stop()) or lost it.

@@ -170,7 +170,7 @@ struct similar_events {
 struct series {
   // The correlation key: object, type, reason, and the hash of the message or "combined".
   std::string key;
-  pod_ref pod;
+  involved_object object;
   event_content content;  // The message moves to the latest one on a combined Event.
   std::string name;
   bool combined = false;                        // A "(combined from similar events)" Event.
@@ -232,20 +232,22 @@ std::string sanitize_event_message(std::string_view text, std::size_t max_bytes)
   return out;
 }
 
-std::string make_event_body(const pod_ref& pod, const event_content& content,
+std::string make_event_body(const involved_object& object, const event_content& content,
                             const std::string& name, const event_recorder_options& options,
                             std::chrono::system_clock::time_point first,
                             std::chrono::system_clock::time_point last, std::uint64_t count) {
+  json involved = {{"kind", object.kind},
+                   {"apiVersion", object.api_version},
+                   {"namespace", object.ref.namespace_},
+                   {"name", object.ref.name}};
+  if (!object.ref.uid.empty()) {
+    involved["uid"] = object.ref.uid;
+  }
   const json body = {
       {"kind", "Event"},
       {"apiVersion", "v1"},
-      {"metadata", {{"name", name}, {"namespace", pod.namespace_}}},
-      {"involvedObject",
-       {{"kind", "Pod"},
-        {"apiVersion", "v1"},
-        {"namespace", pod.namespace_},
-        {"name", pod.name},
-        {"uid", pod.uid}}},
+      {"metadata", {{"name", name}, {"namespace", object.ref.namespace_}}},
+      {"involvedObject", std::move(involved)},
       {"type", content.type},
       {"reason", content.reason},
       {"message", content.message},
@@ -257,6 +259,13 @@ std::string make_event_body(const pod_ref& pod, const event_content& content,
       {"count", count},
   };
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string make_event_body(const pod_ref& pod, const event_content& content,
+                            const std::string& name, const event_recorder_options& options,
+                            std::chrono::system_clock::time_point first,
+                            std::chrono::system_clock::time_point last, std::uint64_t count) {
+  return make_event_body(involved_object{.ref = pod}, content, name, options, first, last, count);
 }
 
 std::string make_event_patch(std::string_view message, std::chrono::system_clock::time_point last,
@@ -358,9 +367,12 @@ struct event_recorder::impl {
   }
 
   /// The correlation of record(): see the top of event_recorder.hpp.
-  bool record(const pod_ref& pod, event_content content) {
+  bool record(const involved_object& object, event_content content) {
+    const pod_ref& pod = object.ref;
     // One recorder is one source (component and instance): they are not part of the keys.
-    std::string object_key = pod.namespace_;
+    std::string object_key = object.kind;
+    object_key += '\0';
+    object_key += pod.namespace_;
     object_key += '\0';
     object_key += pod.name;
     object_key += '\0';
@@ -411,7 +423,7 @@ struct event_recorder::impl {
       if (!s) {
         s = std::make_shared<series>();
         s->key = key;
-        s->pod = pod;
+        s->object = object;
         s->name = next_name(pod.name, wall);
         s->combined = combined;
         s->first = wall;
@@ -493,11 +505,11 @@ struct event_recorder::impl {
     request req;
     req.background = true;  // evictions first, their record right after
     const std::string events =
-        "/api/v1/namespaces/" + escape_path_segment(s.pod.namespace_) + "/events";
+        "/api/v1/namespaces/" + escape_path_segment(s.object.ref.namespace_) + "/events";
     if (!s.exists) {
       req.method = boost::beast::http::verb::post;
       req.target = events;
-      req.body = make_event_body(s.pod, s.content, s.name, options, s.first, s.last, count);
+      req.body = make_event_body(s.object, s.content, s.name, options, s.first, s.last, count);
     } else {
       req.method = boost::beast::http::verb::patch;
       req.target = events + "/" + escape_path_segment(s.name);
@@ -530,7 +542,7 @@ struct event_recorder::impl {
   /// is (re)sent. `retry_timer` is this delivery's own (in retry_timers, so that stop() can
   /// cancel its wait).
   asio::awaitable<void> deliver(std::shared_ptr<series> s, asio::steady_timer& retry_timer) {
-    const std::string pod = s->pod.namespace_ + "/" + s->pod.name;
+    const std::string pod = s->object.ref.namespace_ + "/" + s->object.ref.name;
     std::uint64_t taken = 0;
     bool switched = false;  // Went from PATCH to POST (404) or from POST to PATCH (409) once.
     for (int attempt = 1;;) {
@@ -674,8 +686,12 @@ void event_recorder::stop() {
 }
 
 bool event_recorder::record(const pod_ref& pod, event_content content) {
+  return record(involved_object{.ref = pod}, std::move(content));
+}
+
+bool event_recorder::record(const involved_object& object, event_content content) {
   content.message = sanitize_event_message(content.message, impl_->options.max_message_bytes);
-  return impl_->record(pod, std::move(content));
+  return impl_->record(object, std::move(content));
 }
 
 bool event_recorder::record(const pod_ref& pod, event_kind kind, std::string_view detail) {

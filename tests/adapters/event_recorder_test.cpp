@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -240,6 +241,37 @@ TEST_F(event_recorder_test, posts_the_event_to_the_pods_namespace) {
   EXPECT_EQ(body["involvedObject"]["uid"], "uid-1");
   const std::string name = body["metadata"]["name"];
   EXPECT_TRUE(std::regex_match(name, std::regex(R"(web-0\.[0-9a-f]+)"))) << name;
+  rec.stop();
+}
+
+TEST_F(event_recorder_test, an_event_on_another_kind_names_it_and_is_its_own_series) {
+  server_.set_fallback(reply::with(201, "{}"));
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  rec.start();
+  const involved_object lease{
+      .api_version = "coordination.k8s.io/v1", .kind = "Lease", .ref = {"ns1", "web-0", ""}};
+  const event_content open{"Warning", "StormBreakerOpen", "Storm breaker open"};
+  EXPECT_TRUE(rec.record(lease, open));
+  // A pod of the same namespace and name is another object: its own Event, not a PATCH.
+  EXPECT_TRUE(rec.record(pod_ref{"ns1", "web-0", ""}, open));
+  ASSERT_TRUE(run_until([&] { return rec.stats().sent == 2; }));
+  const auto reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 2U);
+  std::set<std::string> kinds;
+  for (const auto& r : reqs) {
+    EXPECT_EQ(r.method, "POST");
+    EXPECT_EQ(r.target, "/api/v1/namespaces/ns1/events");
+    const json body = json::parse(r.body);
+    kinds.insert(body["involvedObject"]["kind"].get<std::string>());
+    EXPECT_FALSE(body["involvedObject"].contains("uid")) << r.body;  // None given: none sent.
+    if (body["involvedObject"]["kind"] == "Lease") {
+      EXPECT_EQ(body["involvedObject"]["apiVersion"], "coordination.k8s.io/v1");
+      EXPECT_EQ(body["involvedObject"]["name"], "web-0");
+      EXPECT_EQ(body["reason"], "StormBreakerOpen");
+      EXPECT_EQ(body["type"], "Warning");
+    }
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"Lease", "Pod"}));
   rec.stop();
 }
 

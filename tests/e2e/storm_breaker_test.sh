@@ -6,6 +6,8 @@
 # counted. Untainting down to 40% (the threshold minus the hysteresis) keeps it open and
 # cancels the untainted nodes' held evictions; one more untaint (below 40%) closes it: the pods
 # on the nodes still tainted are evicted at once (nothing was forgotten), the others are not.
+# The opening and the closing are Events on the controller's Lease (Warning StormBreakerOpen,
+# Normal StormBreakerClosed).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 readonly OURS=20 DUE_S=20
 
@@ -40,6 +42,19 @@ stormBreaker:
   maxTaintedNodesPercent: 50
   hysteresisPercent: 10
 EOT
+lease=taint-eviction-controller  # the default Lease name (the RBAC names it)
+# lease_events REASON: "name|type|message" of the Events with REASON on our Lease.
+lease_events() {
+  k -n "$DEPLOY_NS" get events \
+    --field-selector "reason=$1,involvedObject.kind=Lease,involvedObject.name=$lease" \
+    -o jsonpath='{range .items[*]}{.metadata.name}|{.type}|{.message}{"\n"}{end}'
+}
+# Events left by an earlier run on this cluster do not count.
+old_events=$( (lease_events StormBreakerOpen; lease_events StormBreakerClosed) | cut -d'|' -f1)
+new_lease_events() {
+  lease_events "$1" | awk -F'|' -v old="$old_events" \
+    'BEGIN { n = split(old, o, "\n"); for (i = 1; i <= n; i++) seen[o[i]] = 1 } !($1 in seen)'
+}
 start_controller storm --policy "$policy"
 wait_acting "$CONTROLLER_LOG"
 
@@ -54,6 +69,16 @@ mapfile -t all < <(pods_from 1 "$open_n")
 assert_not_terminating_for $((DUE_S + 15)) "${all[@]}"
 wait_metric taint_eviction_controller_evictions_waiting "v == $open_n" 30
 log "breaker open: $open_n due evictions held, none started"
+wait_lease_event() {  # wait_lease_event REASON TYPE
+  local deadline=$((SECONDS + 30))
+  until new_lease_events "$1" | grep -q "^[^|]*|$2|Storm breaker"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "no $2 $1 event on Lease $DEPLOY_NS/$lease within 30 s"
+    sleep 0.5
+  done
+}
+wait_lease_event StormBreakerOpen Warning
+[ -z "$(new_lease_events StormBreakerClosed)" ] || fail "a StormBreakerClosed event while the breaker is open"
+log "Warning StormBreakerOpen on Lease $DEPLOY_NS/$lease: $(new_lease_events StormBreakerOpen | head -1)"
 
 untaint_from $((hold_n + 1)) "$open_n"
 wait_metric taint_eviction_controller_evictions_waiting "v == $hold_n" 30
@@ -65,6 +90,7 @@ untaint_from "$hold_n" "$hold_n"
 wait_metric taint_eviction_controller_storm_breaker_open 'v == 0' 30
 for i in $(seq 1 "$close_n"); do wait_terminating "p$i" 30; done
 log "breaker closed below 40%: the $close_n held pods on nodes still tainted were evicted"
+wait_lease_event StormBreakerClosed Normal
 mapfile -t kept < <(pods_from "$hold_n" "$open_n")
 assert_not_terminating_for 10 "${kept[@]}"
 wait_metric taint_eviction_controller_evictions_waiting 'v == 0' 30

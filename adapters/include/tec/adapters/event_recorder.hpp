@@ -135,6 +135,17 @@ struct event_content {
   std::string message;
 };
 
+/// The object an Event is about (its involvedObject): a pod, or another object such as the
+/// controller's Lease (the storm breaker's events). `ref` gives namespace, name and uid (an
+/// empty uid is left out of the Event).
+struct involved_object {
+  std::string api_version = "v1";
+  std::string kind = "Pod";
+  controller::pod_ref ref;
+
+  friend bool operator==(const involved_object&, const involved_object&) = default;
+};
+
 /// The content of the controller's event `kind` for `pod` (ports.hpp: event_type_of,
 /// event_reason_of, event_message).
 event_content make_event_content(const controller::pod_ref& pod, controller::event_kind kind,
@@ -148,6 +159,11 @@ std::string sanitize_event_message(std::string_view text, std::size_t max_bytes)
 /// The JSON body of the Event to POST (pure; exposed for tests). `name` is the series'
 /// metadata.name, `first`/`last` its firstTimestamp/lastTimestamp, `count` the occurrences
 /// it stands for.
+std::string make_event_body(const involved_object& object, const event_content& content,
+                            const std::string& name, const event_recorder_options& options,
+                            std::chrono::system_clock::time_point first,
+                            std::chrono::system_clock::time_point last, std::uint64_t count);
+/// make_event_body() for a pod.
 std::string make_event_body(const controller::pod_ref& pod, const event_content& content,
                             const std::string& name, const event_recorder_options& options,
                             std::chrono::system_clock::time_point first,
@@ -191,6 +207,9 @@ public:
   /// the queue is full (and !drop_oldest). Returns whether it was accepted (it may still be
   /// dropped later to make room when drop_oldest).
   bool record(const controller::pod_ref& pod, event_content content);
+  /// record() for any object (a Lease, ...): the same filters and correlation, keyed by the
+  /// object's kind as well.
+  bool record(const involved_object& object, event_content content);
   /// record() with make_event_content(pod, kind, detail).
   bool record(const controller::pod_ref& pod, controller::event_kind kind,
               std::string_view detail = {});
