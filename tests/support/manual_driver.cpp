@@ -24,6 +24,11 @@ void manual_driver::disarm() {
   on_due_ = nullptr;
 }
 
+void manual_driver::set_lateness(duration late) {
+  std::lock_guard lock(mu_);
+  late_ = late;
+}
+
 void manual_driver::post(std::function<void()> fn) {
   std::lock_guard lock(mu_);
   posted_.push_back(std::move(fn));
@@ -42,11 +47,14 @@ void manual_driver::advance(duration d) {
     std::function<void()> due;
     {
       std::lock_guard lock(mu_);
-      if (!deadline_ || *deadline_ > target) {
+      const time_point fires = deadline_ && *deadline_ <= time_point::max() - late_
+                                   ? *deadline_ + late_
+                                   : time_point::max();
+      if (!deadline_ || fires > target) {
         break;
       }
-      if (*deadline_ > now_) {
-        now_ = *deadline_;
+      if (fires > now_) {
+        now_ = fires;
       }
       deadline_.reset();
       due = std::exchange(on_due_, nullptr);

@@ -36,6 +36,9 @@ public:
   /// timer callback if the timer is armed to a deadline <= now(). Returns how many functions
   /// ran (timer callbacks included).
   std::size_t run_pending();
+  /// From now on the timer fires `late` after its deadline (a busy machine's late wake-ups):
+  /// advance() moves the clock to deadline + late before calling it.
+  void set_lateness(duration late);
   /// How many posted functions wait to run.
   [[nodiscard]] std::size_t posted() const;
   [[nodiscard]] std::optional<time_point> armed_deadline() const;
@@ -45,6 +48,7 @@ private:
   time_point now_;
   bool inline_;
   std::optional<time_point> deadline_;
+  duration late_{0};
   std::function<void()> on_due_;
   std::deque<std::function<void()>> posted_;
 };

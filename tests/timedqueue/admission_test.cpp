@@ -129,6 +129,54 @@ TEST_F(admission_test, the_rate_over_a_long_run_is_the_configured_one) {
   EXPECT_EQ(queue.size(), 0U);
 }
 
+TEST_F(admission_test, late_wake_ups_do_not_lower_the_rate) {
+  // A busy machine wakes the queue 3 ms after each token wake-up it asked for (with burst 1 a
+  // token bucket would lose the tokens due in the meantime: 200/s would become ~150/s).
+  queue.set_admission({.starts_per_second = 200, .burst = 1});
+  drv.set_lateness(3ms);
+  const time_point t0 = drv.now();
+  for (int i = 0; i < 2000; ++i) {
+    queue.schedule("k" + std::to_string(i), t0, t0);
+  }
+  drv.run_pending();
+  drv.advance(5s);
+  // 1 at once, then 200/s: 1001 by 5 s, give or take the last late wake-up's 2-3 tokens.
+  EXPECT_GE(runs.size(), 995U);
+  EXPECT_LE(runs.size(), 1001U);
+  drv.advance(5s + 100ms);
+  EXPECT_EQ(runs.size(), 2000U);
+}
+
+TEST_F(admission_test, a_high_rate_wakes_the_queue_at_most_every_10ms) {
+  queue.set_admission({.starts_per_second = 1000, .burst = 1});
+  const time_point t0 = drv.now();
+  for (int i = 0; i < 100; ++i) {
+    queue.schedule("k" + std::to_string(i), t0, t0);
+  }
+  drv.run_pending();
+  ASSERT_EQ(runs.size(), 1U);
+  ASSERT_TRUE(drv.armed_deadline().has_value());
+  EXPECT_EQ(*drv.armed_deadline(), t0 + 10ms) << "not one wake-up per 1 ms token";
+  drv.advance(10ms);
+  // The 10 tokens due by then start together: the rate is kept.
+  EXPECT_EQ(runs.size(), 11U);
+  drv.advance(90ms);
+  EXPECT_EQ(runs.size(), 100U);
+}
+
+TEST_F(admission_test, after_a_quiet_spell_the_burst_is_the_configured_one) {
+  // Catching up is for entries that waited: an idle bucket still holds `burst` tokens only.
+  queue.set_admission({.starts_per_second = 200, .burst = 1});
+  drv.set_lateness(3ms);
+  drv.advance(10s);
+  const time_point t0 = drv.now();
+  for (int i = 0; i < 10; ++i) {
+    queue.schedule("k" + std::to_string(i), t0, t0);
+  }
+  drv.run_pending();
+  EXPECT_EQ(runs.size(), 1U);
+}
+
 TEST_F(admission_test, a_cancelled_held_entry_never_runs_and_counts_as_cancelled) {
   queue.set_admission({.starts_per_second = 1, .burst = 1});
   const time_point t0 = drv.now();

@@ -43,6 +43,15 @@ constexpr std::size_t max_fired_per_tick = 1024;
 /// rounding error, which must not cost a tick.
 constexpr double token_epsilon = 1e-9;
 
+/// While held entries wait for tokens, the queue wakes at most this often (it starts the
+/// tokens due since, together), so a high rate does not cost a timer wake-up per start.
+constexpr auto min_token_wake_interval = std::chrono::milliseconds(10);
+/// A wake-up for a token that comes late (a busy machine) still counts the tokens due since
+/// the planned time, as a waiter of client-go's rate.Limiter reserves its slot when it starts
+/// to wait: lateness does not lower the rate. At most this much lateness is made up (a stalled
+/// process does not release a long burst when it resumes).
+constexpr auto max_token_catch_up = std::chrono::milliseconds(100);
+
 /// How many work calls are on this thread's stack (to refuse a blocking shutdown there).
 thread_local int work_depth = 0;
 
@@ -432,8 +441,11 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   void refill(time_point now) {
     const double cap = bucket_size();
     if (now > tokens_at_) {
-      tokens_ = std::min(cap, tokens_ + std::chrono::duration<double>(now - tokens_at_).count() *
-                                            limits_.starts_per_second);
+      // Tokens made up for a late wake-up (pump) may exceed the bucket: they are not cut.
+      if (tokens_ < cap) {
+        tokens_ = std::min(cap, tokens_ + std::chrono::duration<double>(now - tokens_at_).count() *
+                                              limits_.starts_per_second);
+      }
       tokens_at_ = now;
     }
   }
@@ -511,9 +523,18 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   /// call; the timer is armed at once for the rest). Arms a token wake-up when the bucket is
   /// empty. Requires mu_.
   void pump(time_point now, std::vector<entry*>& start) {
+    const bool waited = token_wake_.has_value();
     token_wake_.reset();
     if (paused_ || shut_down_) {
       return;
+    }
+    if (waited && now > token_due_ && limits_.starts_per_second > 0) {
+      // Held entries waited for the token due at token_due_: the bucket fills (up to its
+      // size) until then, and the tokens due between then and now are theirs on top of it.
+      refill(token_due_);
+      const auto late = std::min<duration>(now - token_due_, max_token_catch_up);
+      tokens_ += std::chrono::duration<double>(late).count() * limits_.starts_per_second;
+      tokens_at_ = now;
     }
     std::size_t started = 0;
     while (!ready_.empty()) {
@@ -529,11 +550,16 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
         continue;
       }
       if (!admits(e, now)) {
-        // No token: the next one comes in (1 - tokens) / rate seconds.
+        // No token: the next one comes in (1 - tokens) / rate seconds (the tokens due by a
+        // later wake-up are counted then, see max_token_catch_up).
         const auto wait =
             std::chrono::duration<double>((1.0 - tokens_) / limits_.starts_per_second);
+        const auto to_token =
+            std::max<duration>(std::chrono::duration_cast<duration>(wait), duration(1));
+        token_due_ = saturating_add(now, to_token);
         token_wake_ = saturating_add(
-            now, std::max<duration>(std::chrono::duration_cast<duration>(wait), duration(1)));
+            now, std::max<duration>(to_token,
+                                    std::chrono::duration_cast<duration>(min_token_wake_interval)));
         arm_for(*token_wake_);
         return;
       }
@@ -986,8 +1012,10 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   bool paused_ = false;
   double tokens_ = 0;  ///< Set when a rate is configured (set_admission).
   time_point tokens_at_{};
-  /// When pump() is waiting for the next token.
+  /// When pump() is waiting for the next token: the wake-up, and when that token comes
+  /// (earlier than the wake-up when min_token_wake_interval batches the starts).
   std::optional<time_point> token_wake_;
+  time_point token_due_{};
   /// Held entries not blocked by a group, in due order.
   held_set ready_;
   /// Held entries whose group of that class is full, by group name, in due order.

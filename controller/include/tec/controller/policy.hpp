@@ -17,7 +17,7 @@ struct rate_limit_policy {
   /// Evictions started per second, cluster-wide (a token bucket on the controller's clock,
   /// separate from the API client's QPS).
   double evictions_per_second = 0;
-  /// Evictions that may start at once after a quiet period; 0 = max(1, evictions_per_second).
+  /// Evictions that may start at once after a quiet period; 0 = max(1, ceil(evictions_per_second)).
   std::uint32_t burst = 0;
   /// Evictions in flight (started, not yet finished) per node and per namespace.
   std::uint32_t max_in_flight_per_node = 0;

@@ -23,6 +23,10 @@
 // yet is `held`: held entries start in the order they became due (an entry whose group is
 // full steps aside for later ones of free groups), they are never dropped, and cancelling one
 // counts as cancelling a pending entry (it has not started). Retries go through admission too.
+// While entries are held for tokens, the queue wakes at most every 10 ms and counts the tokens
+// due since the one it waited for even when it wakes late (up to 100 ms late), as client-go's
+// rate.Limiter reserves a waiter's slot: a busy machine's late wake-ups do not lower the rate,
+// and a high rate does not cost a wake-up per start.
 //
 // Why generation tokens (upstream kubernetes issues #100607, #107543, #110401, #125332 and
 // PR #141568): every entry gets a fresh generation when it is scheduled. A completion carries
@@ -142,7 +146,7 @@ using group_names = std::array<std::string_view, group_classes>;
 /// Admission control; the default admits everything at once.
 struct admission_limits {
   double starts_per_second = 0;  ///< 0 (or less): no rate limit.
-  std::uint32_t burst = 0;       ///< Tokens saved up at most; 0 = max(1, starts_per_second).
+  std::uint32_t burst = 0;       ///< Tokens saved up at most; 0 = max(1, ceil(starts_per_second)).
   /// Entries running at once per group, per class; 0 = unlimited.
   std::array<std::uint32_t, group_classes> max_running_per_group{};
 
