@@ -5,7 +5,7 @@ REPEAT ?= 10
 CLUSTER := deploy/local/cluster.sh
 
 .PHONY: all deps configure build test test-unit test-integration test-node test-asan test-tsan \
-        sanitizers test-repeat fuzz bench bench-micro bench-compare bench-quick demo demo-down \
+        sanitizers test-repeat fuzz bench bench-micro bench-compare bench-quick demo demo-breaker demo-down \
         image format format-check lint clean
 
 all: build
@@ -94,6 +94,11 @@ image: deps
 # can run one (scripts/demo.sh says which).
 demo: build
 	@scripts/demo.sh
+
+# The eviction policy holding a mass eviction (a mistyped `kubectl taint --all`): the rate limit
+# and the storm breaker, on a control plane of its own.
+demo-breaker: build
+	@scripts/demo.sh breaker
 
 demo-down:
 	@scripts/demo.sh down

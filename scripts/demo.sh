@@ -6,7 +6,10 @@
 # local process. `make demo-down` (scripts/demo.sh down): stop everything.
 #
 #   scripts/demo.sh [up]   start (or restart) everything and run the scenario; leaves it all up
-#   scripts/demo.sh down   stop the controller and the local control plane (state kept)
+#   scripts/demo.sh breaker  `make demo-breaker`: the storm breaker and the rate limit holding a
+#                          mistyped `kubectl taint` of every node (a control plane of its own,
+#                          no kubelet, the controller as a local process with a policy file)
+#   scripts/demo.sh down   stop the controllers and the local control planes (state kept)
 #
 # Environment: TEC_BIN (default build/bin/taint-eviction-controller), TEC_DEMO_WATCH (seconds
 # to watch after tainting, default 20), TEC_DEMO_NODE=0 (no real node), TEC_CLUSTER_DIR (see
@@ -183,14 +186,145 @@ node_show() {
   echo "containerd: $running containers RUNNING in namespace $NS (pause sandboxes included)"
 }
 
+
+# ---------------------------------------------------------------------------------------------
+# `make demo-breaker`: an eviction policy holding a mass eviction. Its own control plane (state
+# in .local/demo-breaker-cluster, so the real-node demo's in-cluster controller never sees
+# these nodes) and the controller as a local process with a policy file.
+# ---------------------------------------------------------------------------------------------
+readonly BREAKER_CLUSTER_DIR="$ROOT/.local/demo-breaker-cluster"
+readonly BREAKER_NODES=10 BREAKER_PODS_PER_NODE=3
+
+breaker_demo() {
+  export TEC_CLUSTER_DIR=$BREAKER_CLUSTER_DIR
+  say "Local control plane of its own (etcd + kube-apiserver v1.20.2, no kubelet; state in ${BREAKER_CLUSTER_DIR#"$ROOT"/})"
+  "$CLUSTER" up
+  KUBECONFIG="$("$CLUSTER" env | sed -n 's/^export KUBECONFIG=//p')"
+  export KUBECONFIG
+  for f in namespace serviceaccount clusterrole clusterrolebinding role rolebinding; do
+    k apply -f "deploy/$f.yaml" >/dev/null
+  done
+  SA_KUBECONFIG=$("$CLUSTER" sa-kubeconfig "$DEPLOY_NS" taint-eviction-controller \
+    "$DEMO_DIR/breaker.kubeconfig")
+  stop_controller
+
+  say "A clean slate: $BREAKER_NODES nodes untainted, $((BREAKER_NODES * BREAKER_PODS_PER_NODE)) pods without tolerations in namespace $NS"
+  k get namespace "$NS" >/dev/null 2>&1 || k create namespace "$NS" >/dev/null
+  k -n "$NS" delete pods --all --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+  local deadline=$((SECONDS + 30)) i j
+  until [ -z "$(k -n "$NS" get pods -o name)" ]; do
+    [ "$SECONDS" -lt "$deadline" ] || die "the pods of a previous demo did not go away"
+    sleep 0.2
+  done
+  for i in $(seq "$BREAKER_NODES"); do
+    printf 'apiVersion: v1\nkind: Node\nmetadata: {name: breaker-node-%s, labels: {tec.demo: breaker}}\n' "$i"
+    echo ---
+  done | k apply -f - >/dev/null
+  k taint nodes -l tec.demo=breaker dedicated:NoExecute- >/dev/null 2>&1 || true
+  for i in $(seq "$BREAKER_NODES"); do
+    for j in $(seq "$BREAKER_PODS_PER_NODE"); do
+      printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: app-%s-%s, namespace: %s}\n' "$i" "$j" "$NS"
+      printf 'spec: {nodeName: breaker-node-%s, automountServiceAccountToken: false, containers: [{name: app, image: registry.k8s.io/pause:3.9}]}\n---\n' "$i"
+    done
+  done | k apply -f - >/dev/null
+  echo "pods: $(k -n "$NS" get pods -o name | wc -l) on $BREAKER_NODES nodes (breaker-node-1..$BREAKER_NODES)"
+
+  local policy="$DEMO_DIR/breaker-policy.yaml"
+  cat >"$policy" <<'EOT'
+apiVersion: taint-eviction-controller/v1alpha1
+kind: EvictionPolicy
+rateLimit:
+  evictionsPerSecond: 1        # at most one eviction a second, cluster-wide
+  burst: 1
+stormBreaker:
+  maxTaintedNodesPercent: 50   # more than half the nodes tainted NoExecute: hold everything
+  hysteresisPercent: 10        # until fewer than 40% are
+EOT
+  say "The controller with --policy $policy:"
+  sed 's/^/    /' "$policy"
+  METRICS_PORT=$(free_port)
+  HEALTH_PORT=$(free_port)
+  "$BIN" --kubeconfig "$SA_KUBECONFIG" --leader-elect-resource-namespace "$DEPLOY_NS" \
+    --policy "$policy" --metrics-bind-address "127.0.0.1:$METRICS_PORT" \
+    --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" >"$LOG_FILE" 2>&1 </dev/null &
+  echo $! >"$PID_FILE"
+  deadline=$((SECONDS + 30))
+  until curl -fsS --max-time 1 "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1 \
+        && grep -q "acting: replayed" "$LOG_FILE"; do
+    kill -0 "$(cat "$PID_FILE")" 2>/dev/null || { tail -20 "$LOG_FILE" >&2; die "the controller exited"; }
+    [ "$SECONDS" -lt "$deadline" ] || { tail -20 "$LOG_FILE" >&2; die "the controller is not acting after 30 s"; }
+    sleep 0.2
+  done
+  echo "pid $(cat "$PID_FILE"), log $LOG_FILE, metrics http://127.0.0.1:$METRICS_PORT/metrics"
+
+  say "The mistake: kubectl taint nodes --all $TAINT   (at $(date +%T))"
+  echo "(every node of this cluster; upstream's taint manager would delete all $((BREAKER_NODES * BREAKER_PODS_PER_NODE)) pods at once)"
+  k taint nodes --all "$TAINT" >/dev/null
+  local start=$SECONDS
+  while [ $((SECONDS - start)) -lt "$WATCH_SECONDS" ]; do
+    sleep 4
+    breaker_show "$((SECONDS - start)) s after the taint"
+  done
+
+  say "Events on the controller's Lease: kubectl get events -n $DEPLOY_NS --field-selector involvedObject.kind=Lease"
+  k -n "$DEPLOY_NS" get events --field-selector involvedObject.kind=Lease \
+    -o custom-columns='LAST-SEEN:.lastTimestamp,TYPE:.type,REASON:.reason,MESSAGE:.message' | tail -n 5
+
+  say "The fix: kubectl taint nodes --all dedicated:NoExecute-   (at $(date +%T))"
+  k taint nodes --all dedicated:NoExecute- >/dev/null
+  sleep 3
+  breaker_show "after the untaint"
+  say "What the controller logged"
+  grep -E 'storm breaker|deleting pod|cancelled' "$LOG_FILE" | cut -c1-160 | tail -n 12 || true
+  echo
+  echo "Expected: the first evictions start at 1/s while fewer than half the nodes carry the taint;"
+  echo "once more than half do (one kubectl command taints them one after another), the breaker"
+  echo "opens and every other eviction is held (evictions_waiting), with a Warning StormBreakerOpen"
+  echo "on the Lease. Removing the taint cancels the held evictions and closes the breaker: only"
+  echo "the few pods evicted before it opened are gone (no kubelet: they stay Terminating). (--all"
+  echo "untaints the nodes one after another: once fewer than 40% are tainted the breaker closes,"
+  echo "and an eviction on a node not yet untainted may start, and be cancelled, in between.)"
+  cat <<EOT
+
+Everything stays up. Try it by hand:
+  export KUBECONFIG=$KUBECONFIG
+  kubectl taint nodes breaker-node-1 breaker-node-2 $TAINT   # 20%: evicted at 1/s
+  \$EDITOR $policy                  # re-read within 5 s (rate, thresholds)
+  curl -s http://127.0.0.1:$METRICS_PORT/metrics | grep -E 'storm_breaker|evictions_waiting'
+  tail -f $LOG_FILE
+Stop everything: make demo-down
+EOT
+}
+
+# breaker_show TITLE: pods by state, and the policy's metrics.
+breaker_show() {
+  local terminating total
+  total=$(k -n "$NS" get pods -o name | wc -l)
+  terminating=$(k -n "$NS" get pods -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"\n"}{end}' | grep -c . || true)
+  printf '\n-- %s: %s of %s pods evicted (Terminating); ' "$1" "$terminating" "$total"
+  curl -fsS --max-time 2 "http://127.0.0.1:$METRICS_PORT/metrics" 2>/dev/null \
+    | grep -E '^taint_eviction_controller_(storm_breaker_open|evictions_waiting|tainted_nodes) ' \
+    | sed 's/^taint_eviction_controller_//' | tr '\n' ' '
+  echo
+}
+
 case "${1:-up}" in
   down)
     stop_controller
     "$CLUSTER" down
+    if [ -f "$BREAKER_CLUSTER_DIR/env" ]; then
+      TEC_CLUSTER_DIR=$BREAKER_CLUSTER_DIR "$CLUSTER" down
+    fi
+    exit 0
+    ;;
+  breaker)
+    [ -x "$BIN" ] || die "no controller binary at $BIN (run 'make build' or set TEC_BIN)"
+    mkdir -p "$DEMO_DIR"
+    breaker_demo
     exit 0
     ;;
   up) ;;
-  *) echo "usage: $0 [up|down]" >&2; exit 2 ;;
+  *) echo "usage: $0 [up|breaker|down]" >&2; exit 2 ;;
 esac
 
 [ -x "$BIN" ] || die "no controller binary at $BIN (run 'make build' or set TEC_BIN)"
