@@ -17,6 +17,32 @@
 
 namespace tec::controller {
 
+std::string_view to_string(decision_kind kind) noexcept {
+  switch (kind) {
+    case decision_kind::scheduled:
+      return "scheduled";
+    case decision_kind::would_delete:
+      return "would_delete";
+    case decision_kind::cancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(cancel_reason reason) noexcept {
+  switch (reason) {
+    case cancel_reason::none:
+      return "none";
+    case cancel_reason::untainted:
+      return "untainted";
+    case cancel_reason::pod_gone:
+      return "pod_gone";
+    case cancel_reason::replaced:
+      return "replaced";
+  }
+  return "unknown";
+}
+
 std::uint32_t fnv1a_32(std::string_view s) noexcept {
   std::uint32_t h = 2166136261U;
   for (const char c : s) {
@@ -355,6 +381,7 @@ struct controller::impl {
     ctr_->on_deleted = std::move(options.on_deleted);
     on_waited_ = std::move(options.on_waited);
     on_breaker_ = std::move(options.on_breaker);
+    on_decision_ = std::move(options.on_decision);
     apply_policy(options.policy);
     const std::size_t n = std::max<std::size_t>(options.workers, 1);
     workers_.reserve(n);
@@ -537,9 +564,10 @@ struct controller::impl {
       const auto entry = queue_.lookup(key);
       if (entry && cancel_entry(key)) {
         bump(ctr_->cancellations);
-        record_event(pod_ref{std::string(ns), std::string(name), entry->payload},
-                     event_kind::cancelling_deletion);
+        pod_ref ref{std::string(ns), std::string(name), entry->payload};
+        record_event(ref, event_kind::cancelling_deletion);
         log_->info("cancelled eviction of deleted pod pod=\"{}\" uid={}", key, entry->payload);
+        note_cancelled(std::move(ref), cancel_reason::pod_gone, entry->fire_at);
       }
       return;
     }
@@ -581,14 +609,14 @@ struct controller::impl {
         return verdict::done;
       }
       if (d || from_node) {
-        cancel_with_event(key, pod);
+        cancel_with_event(key, pod, cancel_reason::untainted);
       }
       // Otherwise docs/behaviour.md §5: a pod update on an untainted node cancels nothing.
       return verdict::done;
     }
     // Section 6: schedule first; only when an entry already exists is it looked at.
     const time_point fire_at = d->untolerated ? now : now + d->time.delay();
-    if (schedule(key, pod, now, fire_at)) {
+    if (schedule(key, pod, now, fire_at, *taints)) {
       return verdict::done;
     }
     const auto entry = queue_.lookup(key);
@@ -600,7 +628,7 @@ struct controller::impl {
         return verdict::reread;
       }
       drop_foreign(key, entry->payload, pod.uid);
-      schedule(key, pod, now, fire_at);
+      schedule(key, pod, now, fire_at, *taints);
       return verdict::done;
     }
     // An eviction of this very pod exists and keeps its fire time, unless the pod is no
@@ -608,14 +636,23 @@ struct controller::impl {
     // One already due, running or retrying is left alone (no duplicate eviction).
     if (d->untolerated && entry->state == timedqueue::entry_state::pending &&
         entry->fire_at > now) {
-      cancel_with_event(key, pod);
-      schedule(key, pod, now, now);
+      // No note for this cancel: the scheduled note that follows replaces the old due time.
+      cancel_with_event(key, pod, cancel_reason::none);
+      schedule(key, pod, now, now, *taints);
     }
     return verdict::done;
   }
 
   void drop_foreign(std::string_view key, std::string_view old_uid, std::string_view uid) {
-    cancel_entry(key);
+    std::optional<timedqueue::entry_info> entry;
+    if (on_decision_) {
+      entry = queue_.lookup(key);
+    }
+    if (cancel_entry(key) && entry) {
+      const auto [ns, name] = split_key(key);
+      note_cancelled(pod_ref{std::string(ns), std::string(name), std::string(old_uid)},
+                     cancel_reason::replaced, entry->fire_at);
+    }
     bump(ctr_->stale);
     log_->info("dropped eviction made for replaced pod pod=\"{}\" old_uid={} uid={}", key, old_uid,
                uid);
@@ -623,7 +660,7 @@ struct controller::impl {
 
   // Returns true when a new entry was created.
   bool schedule(std::string_view key, const pod_view& pod, time_point created_at,
-                time_point fire_at) {
+                time_point fire_at, const std::vector<taint>& taints) {
     // Groups for the in-flight caps: the pod's node and namespace.
     const auto r =
         queue_.schedule(key, created_at, fire_at, pod.uid, {pod.node_name, pod.namespace_});
@@ -631,6 +668,16 @@ struct controller::impl {
       return r == timedqueue::schedule_result::shut_down;
     }
     bump(ctr_->scheduled);
+    if (on_decision_) {
+      decision_note note;
+      note.kind = decision_kind::scheduled;
+      note.pod = pod_ref{pod.namespace_, pod.name, pod.uid};
+      note.node = pod.node_name;
+      note.taints = taints;
+      note.at = created_at;
+      note.due = fire_at;
+      on_decision_(note);
+    }
     if (log_->should_log(spdlog::level::debug)) {
       log_->debug(
           "scheduled eviction pod=\"{}\" uid={} in={}ms", key, pod.uid,
@@ -646,12 +693,36 @@ struct controller::impl {
     return was_pending;
   }
 
-  void cancel_with_event(std::string_view key, const pod_view& pod) {
+  // `reason` none: no note (the caller reschedules at once).
+  void cancel_with_event(std::string_view key, const pod_view& pod, cancel_reason reason) {
+    std::optional<timedqueue::entry_info> entry;
+    if (on_decision_ && reason != cancel_reason::none) {
+      entry = queue_.lookup(key);
+    }
     if (cancel_entry(key)) {
       bump(ctr_->cancellations);
-      record_event(pod_ref{pod.namespace_, pod.name, pod.uid}, event_kind::cancelling_deletion);
+      pod_ref ref{pod.namespace_, pod.name, pod.uid};
+      record_event(ref, event_kind::cancelling_deletion);
       log_->info("cancelled eviction pod=\"{}\"", key);
+      if (entry) {
+        note_cancelled(std::move(ref), reason, entry->fire_at);
+      }
     }
+  }
+
+  // Tells the decision observer (if any) that the eviction of `pod`, due at `due`, was
+  // cancelled.
+  void note_cancelled(pod_ref pod, cancel_reason reason, time_point due) {
+    if (!on_decision_) {
+      return;
+    }
+    decision_note note;
+    note.kind = decision_kind::cancelled;
+    note.pod = std::move(pod);
+    note.at = drv_.now();
+    note.due = due;
+    note.reason = reason;
+    on_decision_(note);
   }
 
   /// Events go to the sink, except in dry-run mode, which writes nothing.
@@ -796,6 +867,8 @@ struct controller::impl {
       // its UID precondition anyway). No Marking event for a pod we do not delete.
       bump(ctr_->skipped);
       stuck_.succeeded(info.key, info.generation);
+      note_cancelled(pod_ref{std::string(ns), std::string(name), std::string(info.payload)},
+                     pod ? cancel_reason::replaced : cancel_reason::pod_gone, info.fire_at);
       slot->complete(timedqueue::outcome::success());
       slot.reset();
       return;
@@ -810,6 +883,14 @@ struct controller::impl {
       bump(ctr_->dry_run);
       stuck_.succeeded(info.key, info.generation);
       log_->info("dry run: would delete pod pod=\"{}\" uid={}", info.key, info.payload);
+      if (on_decision_) {
+        decision_note note;
+        note.kind = decision_kind::would_delete;
+        note.pod = ref;
+        note.at = drv_.now();
+        note.due = info.fire_at;
+        on_decision_(note);
+      }
       slot->complete(timedqueue::outcome::success());
       slot.reset();
       return;
@@ -983,6 +1064,7 @@ struct controller::impl {
   std::atomic<bool> dry_run_{false};
   std::function<void(std::chrono::nanoseconds)> on_waited_;
   std::function<void(bool, std::size_t, std::size_t)> on_breaker_;
+  std::function<void(const decision_note&)> on_decision_;
   mutable std::mutex policy_mu_;
   eviction_policy policy_;
   breaker breaker_;

@@ -110,6 +110,37 @@ inline constexpr std::size_t max_event_detail = 1024;
 /// boundary, with "..." marking the cut.
 [[nodiscard]] std::string event_detail(std::string_view text);
 
+/// What a decision observer (controller_options::on_decision) is told.
+enum class decision_kind : std::uint8_t {
+  scheduled,     ///< An eviction was scheduled (`due`: when it fires; now when untolerated).
+  would_delete,  ///< Dry-run: an eviction fired and would have deleted the pod (`at`).
+  cancelled,     ///< A pending eviction was cancelled (`reason`), or found the pod gone.
+};
+
+/// Why a pending eviction was cancelled.
+enum class cancel_reason : std::uint8_t {
+  none,       ///< Not a cancellation.
+  untainted,  ///< The node lost its NoExecute taints, or the pod now tolerates them forever.
+  pod_gone,   ///< The pod was deleted (at intake, or found gone when its eviction fired).
+  replaced,   ///< The name now belongs to another pod (another UID): the entry was dropped.
+};
+
+/// "scheduled", "would_delete", "cancelled"; "untainted", "pod_gone", "replaced", "none".
+[[nodiscard]] std::string_view to_string(decision_kind kind) noexcept;
+[[nodiscard]] std::string_view to_string(cancel_reason reason) noexcept;
+
+/// One decision, as the observer sees it. Times are on the driver's clock.
+struct decision_note {
+  decision_kind kind = decision_kind::scheduled;
+  pod_ref pod;  ///< The pod (its UID: the one the eviction was made for).
+  /// The pod's node and that node's NoExecute taints (scheduled only; empty otherwise).
+  std::string node;
+  std::vector<taint> taints;
+  timedqueue::time_point at{};   ///< When the decision was taken (the driver's now).
+  timedqueue::time_point due{};  ///< scheduled: when it fires; cancelled: when it would have.
+  cancel_reason reason = cancel_reason::none;
+};
+
 struct controller_options {
   /// Number of workers (upstream: 8). 0 is treated as 1.
   std::size_t workers = 8;
@@ -136,6 +167,11 @@ struct controller_options {
   /// tainted and total node counts that decided it. From the thread that delivered the node
   /// update or the policy; must be quick and must not call back into the controller.
   std::function<void(bool open, std::size_t tainted_nodes, std::size_t nodes)> on_breaker;
+  /// Decision observer (shadow mode): told when an eviction is scheduled, when one fires in
+  /// dry-run ("would delete") and when a pending one is cancelled, with why. Called from a
+  /// worker or the driver's thread, possibly under a per-pod lock: must be quick, must not
+  /// throw and must not call back into the controller. Empty: nothing is built.
+  std::function<void(const decision_note&)> on_decision;
   /// The policy to start with (set_policy() replaces it later). Default: none (upstream).
   eviction_policy policy;
 };
