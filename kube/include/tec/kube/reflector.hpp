@@ -91,6 +91,9 @@ struct reflector_options {
   /// API server's watch cache, which ignores the page limit; "" reads etcd in pages (tests of
   /// paging against a real server use it).
   std::string first_list_resource_version = "0";
+  /// Query parameters added to every LIST and WATCH (escaped, without a leading '&'), e.g.
+  /// "fieldSelector=reason%3DTaintManagerEviction"; empty: none.
+  std::string query;
   /// Seed for the watch timeouts and the backoff jitter; 0 = random.
   std::uint64_t seed = 0;
   /// Called once, on the executor, right after the first LIST was applied to the store

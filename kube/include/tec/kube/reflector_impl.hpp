@@ -139,6 +139,9 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
   for (;;) {
     std::string target =
         std::string(Codec::path) + "?limit=" + std::to_string(options_.page_size) + "&";
+    if (!options_.query.empty()) {
+      target += options_.query + "&";
+    }
     if (!continue_token.empty()) {
       // The API server refuses resourceVersion together with continue.
       target += "continue=" + escape_query_value(continue_token);
@@ -305,6 +308,9 @@ reflector<Codec, Store>::watch(const std::string& resource_version, std::chrono:
   req.target = std::string(Codec::path) + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
                escape_query_value(resource_version) +
                "&timeoutSeconds=" + std::to_string(timeout.count());
+  if (!options_.query.empty()) {
+    req.target += "&" + options_.query;
+  }
   req.idempotent = true;
   line_splitter splitter(options_.max_line_bytes);
   std::uint64_t applied = 0;

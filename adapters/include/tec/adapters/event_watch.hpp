@@ -1,0 +1,148 @@
+#pragma once
+
+// Shadow mode's view of the built-in taint manager's Events: core/v1 Events with reason
+// TaintManagerEviction (a LIST and WATCH of /api/v1/events with that fieldSelector), decoded
+// into compact records, an event_store for the reflector, and the event_informer type.
+//
+// Decoding: nlohmann's DOM parser (these Events are few: a field selector picks them on the
+// server); depth-limited like decode.hpp; malformed JSON is errc::malformed_json, valid JSON
+// of the wrong shape (a wrong type, a missing metadata.name or involvedObject.name) is
+// errc::unexpected_shape with the JSON path. The message is clipped to max_event_message
+// bytes. Pure and thread-safe; never throws for bad input.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tec/adapters/decode.hpp"
+#include "tec/adapters/shadow_tracker.hpp"
+#include "tec/adapters/store.hpp"
+#include "tec/kube/reflector.hpp"
+#include "tec/kube/result.hpp"
+#include "tec/kube/watch.hpp"
+
+namespace tec::adapters {
+
+/// The most bytes of an Event's message kept.
+inline constexpr std::size_t max_event_message = 1024;
+
+/// The fields of a core/v1 Event shadow mode reads.
+struct event_record {
+  std::string namespace_;  ///< metadata.namespace
+  std::string name;        ///< metadata.name
+  std::string resource_version;
+  std::string reason;
+  std::string message;  ///< Clipped to max_event_message bytes.
+  /// source.component, else reportingComponent: "taint-controller" (kube-controller-manager
+  /// before 1.29) or "taint-eviction-controller" (1.29 and later).
+  std::string component;
+  std::int64_t count = 0;  ///< 0 when absent.
+  std::string involved_kind;
+  std::string involved_namespace;
+  std::string involved_name;
+  std::string involved_uid;  ///< Empty before 1.29 (kube-controller-manager set none).
+
+  friend bool operator==(const event_record&, const event_record&) = default;
+};
+
+using event_watch_event = watch_event<event_record>;
+
+/// One Event object.
+result<event_record> decode_event_object(std::string_view json);
+/// One watch event line of an Event watch. BOOKMARK carries only the resourceVersion.
+result<event_watch_event> decode_event_watch_line(std::string_view line);
+/// An EventList page (items decoded too).
+result<list_page<event_record>> decode_event_list(std::string_view body);
+
+/// What an Event record says to shadow mode: a Marking or Cancelling event of a taint
+/// manager for a pod, or nullopt (another reason, message or kind).
+std::optional<shadow_event> to_shadow_event(const event_record& e);
+
+/// A LIST page of Events decoded as it streams (list_splitter + decode_event_object).
+class event_list_decoder {
+public:
+  explicit event_list_decoder(list_limits limits) : splitter_(limits) {}
+  template <class OnItem, class OnSkip>
+  bool feed(std::string_view bytes, OnItem&& on_item, OnSkip&& on_skip) {
+    return splitter_.feed(bytes, [&](std::string_view element) {
+      auto decoded = decode_event_object(element);
+      if (decoded) {
+        on_item(std::move(decoded).value());
+        return true;
+      }
+      error e = decoded.error();
+      e.message = "items[" + std::to_string(splitter_.items() - 1) + "]: " + e.message;
+      if (e.code == make_error_code(errc::unexpected_shape)) {
+        on_skip(e);
+        return true;
+      }
+      splitter_.fail(std::move(e));
+      return false;
+    });
+  }
+  result<list_page<event_record>> finish();
+  [[nodiscard]] const std::optional<error>& failure() const noexcept { return splitter_.failure(); }
+  [[nodiscard]] std::size_t bytes() const noexcept { return splitter_.bytes(); }
+
+private:
+  list_splitter splitter_;
+};
+
+/// The reflector's codec: /api/v1/events (the daemon adds the fieldSelector).
+struct event_codec {
+  using object_type = event_record;
+  static constexpr const char* path = "/api/v1/events";
+  static constexpr const char* kind = "events";
+  static kube::result<event_watch_event> decode_event(std::string_view line) {
+    return decode_event_watch_line(line);
+  }
+  static kube::result<kube::api_status> decode_status(std::string_view body) {
+    return adapters::decode_status(body);
+  }
+  static event_list_decoder make_list_decoder(std::size_t max_item_bytes,
+                                              std::size_t max_page_bytes) {
+    return event_list_decoder(list_limits{max_item_bytes, max_page_bytes});
+  }
+};
+
+/// The Events seen, by namespace/name, bounded: beyond `max_events` a new Event is not kept
+/// (its change is still delivered; a relist delivers it again as new). Thread-safe.
+class event_store {
+public:
+  explicit event_store(std::size_t max_events = 100'000) : max_(max_events) {}
+  std::optional<event_record> upsert(const event_record& r);
+  std::optional<event_record> erase(const event_record& r);
+  replace_result<event_record> replace_all(std::vector<event_record> records);
+  [[nodiscard]] std::size_t size() const;
+  /// Events not kept because the store was full.
+  [[nodiscard]] std::uint64_t refused() const;
+
+private:
+  static std::string key(const event_record& r) { return r.namespace_ + "/" + r.name; }
+  std::size_t max_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, event_record> events_;
+  std::uint64_t refused_ = 0;
+};
+
+using event_informer = kube::reflector<event_codec, event_store>;
+
+/// The fieldSelector query of the event informer (reflector_options::query).
+inline constexpr std::string_view taint_manager_events_query =
+    "fieldSelector=reason%3DTaintManagerEviction";
+
+/// The event informer's handler for shadow mode: a new Event, or one whose count or message
+/// changed (the recorder counts a repeat on the same Event), goes to `tracker` as a
+/// shadow_event; deletions (the Event's TTL) are ignored.
+[[nodiscard]] event_informer::handler shadow_event_handler(shadow_tracker& tracker);
+
+}  // namespace tec::adapters
+
+extern template class tec::kube::reflector<tec::adapters::event_codec, tec::adapters::event_store>;

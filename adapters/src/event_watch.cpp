@@ -1,0 +1,359 @@
+// GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frame allocator (see
+// informers.cpp). Only this diagnostic, only this file.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+#include "tec/adapters/event_watch.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "tec/kube/reflector_impl.hpp"
+
+template class tec::kube::reflector<tec::adapters::event_codec, tec::adapters::event_store>;
+
+namespace tec::adapters {
+namespace {
+
+using nlohmann::json;
+
+// Deeper JSON is refused before nlohmann's DOM is built (as decode.hpp's limit).
+constexpr std::size_t max_depth = 64;
+
+constexpr std::string_view marking_prefix = "Marking for deletion Pod ";
+constexpr std::string_view cancelling_prefix = "Cancelling deletion of Pod ";
+
+result<json> parse(std::string_view text) {
+  bool too_deep = false;
+  const json::parser_callback_t depth_check = [&](int depth, json::parse_event_t event,
+                                                  json& /*parsed*/) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        static_cast<std::size_t>(depth) >= max_depth) {
+      too_deep = true;
+      return false;
+    }
+    return !too_deep;
+  };
+  json doc = json::parse(text.begin(), text.end(), depth_check, /*allow_exceptions=*/false);
+  if (too_deep) {
+    return kube::make_error(errc::malformed_json, "malformed JSON: too deep");
+  }
+  if (doc.is_discarded()) {
+    return kube::make_error(errc::malformed_json, "malformed JSON");
+  }
+  return doc;
+}
+
+error shape(const std::string& path, std::string_view why) {
+  return kube::make_error(errc::unexpected_shape, path + ": " + std::string(why));
+}
+
+// The string at `key` of `obj` into `out` (absent or null: left empty).
+std::optional<error> read_string(const json& obj, const char* key, const std::string& path,
+                                 std::string& out) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return std::nullopt;
+  }
+  if (!it->is_string()) {
+    return shape(path + "." + key, "not a string");
+  }
+  out = it->get<std::string>();
+  return std::nullopt;
+}
+
+// The object at `key` of `obj` (nullptr when absent or null).
+result<const json*> read_object(const json& obj, const char* key, const std::string& path) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    return static_cast<const json*>(nullptr);
+  }
+  if (!it->is_object()) {
+    return shape(path + "." + key, "not an object");
+  }
+  return &*it;
+}
+
+std::string clip(std::string s) {
+  if (s.size() > max_event_message) {
+    std::size_t cut = max_event_message;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0U) == 0x80U) {
+      --cut;  // not inside a UTF-8 character
+    }
+    s.resize(cut);
+    s += "...";
+  }
+  return s;
+}
+
+result<event_record> decode_object(const json& obj, const std::string& path, bool bookmark) {
+  if (!obj.is_object()) {
+    return shape(path, "not an object");
+  }
+  event_record r;
+  auto meta = read_object(obj, "metadata", path);
+  if (!meta) {
+    return meta.error();
+  }
+  const std::string mpath = path + ".metadata";
+  if (*meta != nullptr) {
+    for (auto [key, out] : {std::pair{"name", &r.name}, std::pair{"namespace", &r.namespace_},
+                            std::pair{"resourceVersion", &r.resource_version}}) {
+      if (auto e = read_string(**meta, key, mpath, *out)) {
+        return *e;
+      }
+    }
+  }
+  if (bookmark) {
+    return r;
+  }
+  if (r.name.empty()) {
+    return shape(mpath + ".name", "missing");
+  }
+  for (auto [key, out] : {std::pair{"reason", &r.reason}, std::pair{"message", &r.message},
+                          std::pair{"reportingComponent", &r.component}}) {
+    if (auto e = read_string(obj, key, path, *out)) {
+      return *e;
+    }
+  }
+  r.message = clip(std::move(r.message));
+  auto source = read_object(obj, "source", path);
+  if (!source) {
+    return source.error();
+  }
+  if (*source != nullptr) {
+    std::string component;
+    if (auto e = read_string(**source, "component", path + ".source", component)) {
+      return *e;
+    }
+    if (!component.empty()) {
+      r.component = std::move(component);
+    }
+  }
+  if (const auto it = obj.find("count"); it != obj.end() && !it->is_null()) {
+    if (!it->is_number_integer()) {
+      return shape(path + ".count", "not an integer");
+    }
+    r.count = it->get<std::int64_t>();
+  }
+  auto involved = read_object(obj, "involvedObject", path);
+  if (!involved) {
+    return involved.error();
+  }
+  const std::string ipath = path + ".involvedObject";
+  if (*involved == nullptr) {
+    return shape(ipath, "missing");
+  }
+  for (auto [key, out] :
+       {std::pair{"kind", &r.involved_kind}, std::pair{"namespace", &r.involved_namespace},
+        std::pair{"name", &r.involved_name}, std::pair{"uid", &r.involved_uid}}) {
+    if (auto e = read_string(**involved, key, ipath, *out)) {
+      return *e;
+    }
+  }
+  if (r.involved_name.empty()) {
+    return shape(ipath + ".name", "missing");
+  }
+  return r;
+}
+
+}  // namespace
+
+result<event_record> decode_event_object(std::string_view text) {
+  auto doc = parse(text);
+  if (!doc) {
+    return doc.error();
+  }
+  return decode_object(*doc, "event", false);
+}
+
+result<event_watch_event> decode_event_watch_line(std::string_view line) {
+  auto doc = parse(line);
+  if (!doc) {
+    return doc.error();
+  }
+  if (!doc->is_object()) {
+    return shape("watch event", "not an object");
+  }
+  std::string type;
+  if (auto e = read_string(*doc, "type", "watch event", type)) {
+    return *e;
+  }
+  event_watch_event ev;
+  if (type == "ADDED") {
+    ev.type = event_type::added;
+  } else if (type == "MODIFIED") {
+    ev.type = event_type::modified;
+  } else if (type == "DELETED") {
+    ev.type = event_type::deleted;
+  } else if (type == "BOOKMARK") {
+    ev.type = event_type::bookmark;
+  } else if (type == "ERROR") {
+    ev.type = event_type::error;
+  } else {
+    return shape("watch event.type", "unknown type \"" + kube::printable(type, 32) + "\"");
+  }
+  const auto obj = doc->find("object");
+  if (obj == doc->end() || !obj->is_object()) {
+    return shape("watch event.object", "missing or not an object");
+  }
+  if (ev.type == event_type::error) {
+    auto status = adapters::decode_status(obj->dump());
+    if (!status) {
+      return status.error();
+    }
+    ev.status = std::move(status).value();
+    return ev;
+  }
+  auto rec = decode_object(*obj, "object", ev.type == event_type::bookmark);
+  if (!rec) {
+    return rec.error();
+  }
+  ev.object = std::move(rec).value();
+  return ev;
+}
+
+result<list_page<event_record>> decode_event_list(std::string_view body) {
+  auto doc = parse(body);
+  if (!doc) {
+    return doc.error();
+  }
+  if (!doc->is_object()) {
+    return shape("list", "not an object");
+  }
+  list_page<event_record> page;
+  auto meta = read_object(*doc, "metadata", "list");
+  if (!meta) {
+    return meta.error();
+  }
+  if (*meta != nullptr) {
+    if (auto e = read_string(**meta, "resourceVersion", "list.metadata", page.resource_version)) {
+      return *e;
+    }
+    if (auto e = read_string(**meta, "continue", "list.metadata", page.continue_token)) {
+      return *e;
+    }
+  }
+  if (const auto items = doc->find("items"); items != doc->end() && !items->is_null()) {
+    if (!items->is_array()) {
+      return shape("list.items", "not an array");
+    }
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      auto rec = decode_object((*items)[i], "items[" + std::to_string(i) + "]", false);
+      if (!rec) {
+        return rec.error();
+      }
+      page.items.push_back(std::move(rec).value());
+    }
+  }
+  return page;
+}
+
+result<list_page<event_record>> event_list_decoder::finish() {
+  auto envelope = splitter_.finish();
+  if (!envelope) {
+    return envelope.error();
+  }
+  return decode_event_list(envelope.value());
+}
+
+std::optional<shadow_event> to_shadow_event(const event_record& e) {
+  if (e.reason != "TaintManagerEviction" ||
+      (!e.involved_kind.empty() && e.involved_kind != "Pod")) {
+    return std::nullopt;
+  }
+  shadow_event out;
+  std::string_view msg = e.message;
+  if (msg.starts_with(marking_prefix)) {
+    out.marking = true;
+  } else if (msg.starts_with(cancelling_prefix)) {
+    out.marking = false;
+  } else {
+    return std::nullopt;
+  }
+  out.namespace_ = e.involved_namespace.empty() ? e.namespace_ : e.involved_namespace;
+  out.name = e.involved_name;
+  out.uid = e.involved_uid;
+  out.message = e.message;
+  return out;
+}
+
+std::optional<event_record> event_store::upsert(const event_record& r) {
+  const std::lock_guard lock(mu_);
+  const auto k = key(r);
+  const auto it = events_.find(k);
+  if (it != events_.end()) {
+    std::optional<event_record> old = std::move(it->second);
+    it->second = r;
+    return old;
+  }
+  if (events_.size() >= max_) {
+    ++refused_;
+    return std::nullopt;
+  }
+  events_.emplace(k, r);
+  return std::nullopt;
+}
+
+std::optional<event_record> event_store::erase(const event_record& r) {
+  const std::lock_guard lock(mu_);
+  const auto it = events_.find(key(r));
+  if (it == events_.end()) {
+    return std::nullopt;
+  }
+  std::optional<event_record> old = std::move(it->second);
+  events_.erase(it);
+  return old;
+}
+
+replace_result<event_record> event_store::replace_all(std::vector<event_record> records) {
+  const std::lock_guard lock(mu_);
+  replace_result<event_record> out;
+  std::unordered_map<std::string, event_record> next;
+  for (auto& r : records) {
+    const auto k = key(r);
+    if (next.size() >= max_ && !next.contains(k)) {
+      ++refused_;
+      continue;
+    }
+    std::optional<event_record> old;
+    if (const auto it = events_.find(k); it != events_.end()) {
+      old = std::move(it->second);
+      events_.erase(it);
+    }
+    next.insert_or_assign(k, r);
+    out.upserted.emplace_back(std::move(old), std::move(r));
+  }
+  for (auto& [k, r] : events_) {
+    out.deleted.push_back(std::move(r));
+  }
+  events_ = std::move(next);
+  return out;
+}
+
+std::size_t event_store::size() const {
+  const std::lock_guard lock(mu_);
+  return events_.size();
+}
+
+std::uint64_t event_store::refused() const {
+  const std::lock_guard lock(mu_);
+  return refused_;
+}
+
+event_informer::handler shadow_event_handler(shadow_tracker& tracker) {
+  return [&tracker](const event_record* old_event, const event_record* new_event) {
+    if (new_event == nullptr) {
+      return;  // the Event expired (its TTL): nothing happened to the pod
+    }
+    if (old_event != nullptr && old_event->count == new_event->count &&
+        old_event->message == new_event->message) {
+      return;  // not a new occurrence
+    }
+    if (auto ev = to_shadow_event(*new_event)) {
+      tracker.event_seen(*ev);
+    }
+  };
+}
+
+}  // namespace tec::adapters
