@@ -137,6 +137,14 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   app.add_flag("--dry-run", o.dry_run,
                "Decide everything, write nothing: no pod is patched or deleted and no event is "
                "written; the log says \"would delete\"");
+  std::string shadow_window = "30s";
+  app.add_flag("--shadow", o.shadow,
+               "Dry-run, and compare our would-be evictions with what kube-controller-manager's "
+               "taint manager does to the same pods (metrics, /debug/shadow on the metrics "
+               "port)");
+  app.add_option("--shadow-window", shadow_window,
+                 "Shadow mode: how far apart two evictions of a pod may be and still agree, "
+                 "and how long an unmatched one waits before it is reported (1s to 1h)");
   app.add_flag("--version", show_version, "Print the version and exit");
 
   std::vector<const char*> argv;
@@ -182,6 +190,14 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
           "--leader-elect-renew-deadline must be greater than 1.2 x "
           "--leader-elect-retry-period");
     }
+  }
+  if (auto w = parse_go_duration(shadow_window); !w) {
+    problems.push_back("--shadow-window: invalid duration \"" + shadow_window +
+                       "\" (expected a Go duration such as 30s or 2m)");
+  } else if (*w < std::chrono::seconds(1) || *w > std::chrono::hours(1)) {
+    problems.push_back("--shadow-window: must be between 1s and 1h, got \"" + shadow_window + "\"");
+  } else {
+    o.shadow_window = *w;
   }
   if (!o.context.empty() && o.kubeconfig.empty()) {
     problems.emplace_back(

@@ -46,11 +46,17 @@ struct options {
   controller::eviction_policy policy;
   /// --dry-run: decide everything, write nothing, whatever the policy file says.
   bool dry_run = false;
+  /// --shadow: dry-run plus a comparison with the built-in taint manager (README "Shadow
+  /// mode"); --shadow-window: how far apart two evictions of a pod may be and still agree,
+  /// and how long an unmatched one waits before it is reported (1s..1h).
+  bool shadow = false;
+  std::chrono::milliseconds shadow_window{30'000};
 
-  /// The policy to apply: `file_policy` (the file's, at start or reloaded) with --dry-run.
+  /// The policy to apply: `file_policy` (the file's, at start or reloaded) with --dry-run;
+  /// --shadow implies dry-run, which no reload can turn off.
   [[nodiscard]] controller::eviction_policy effective_policy(
       controller::eviction_policy file_policy) const {
-    file_policy.dry_run = file_policy.dry_run || dry_run;
+    file_policy.dry_run = file_policy.dry_run || dry_run || shadow;
     return file_policy;
   }
 };

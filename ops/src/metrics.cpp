@@ -470,4 +470,36 @@ standard_metrics register_standard_metrics(registry& r, std::string_view version
   };
 }
 
+std::vector<double> shadow_agreement_delay_buckets() {
+  return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+}
+
+shadow_metrics register_shadow_metrics(registry& r) {
+  const auto n = [](std::string_view s) { return std::string(prefix) + std::string(s); };
+  auto& decisions = r.add_counter(
+      n("shadow_decisions_total"),
+      "Shadow mode: pods settled by outcome (agreed, only_them, only_us, cancelled_both).",
+      {"outcome"});
+  for (const std::string_view outcome : {"agreed", "only_them", "only_us", "cancelled_both"}) {
+    decisions.with({outcome});
+  }
+  return shadow_metrics{
+      .decisions = decisions,
+      .agreement_delay =
+          r.add_histogram(n("shadow_agreement_delay_seconds"),
+                          "Shadow mode: seconds between the built-in taint manager's eviction "
+                          "and ours, for agreed pods.",
+                          shadow_agreement_delay_buckets())
+              .with({}),
+      .pending = r.add_gauge(n("shadow_pending"),
+                             "Shadow mode: pods with a decision (ours or theirs) not yet settled.")
+                     .with({}),
+      .settled_early =
+          r.add_counter(n("shadow_settled_early_total"),
+                        "Shadow mode: pods settled early, as their best guess, because too many "
+                        "were pending.")
+              .with({}),
+  };
+}
+
 }  // namespace tec::ops

@@ -2,6 +2,7 @@
 // with exit status 2, and the Lease namespace fallback chain.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -237,6 +238,39 @@ TEST(options, dry_run_flag_forces_dry_run_over_any_policy) {
   const auto alone = parse({"--dry-run"});
   ASSERT_TRUE(alone.opts) << alone.err;
   EXPECT_TRUE(alone.opts->effective_policy(alone.opts->policy).dry_run);
+}
+
+TEST(options, shadow_is_off_by_default_and_implies_dry_run) {
+  const auto off = parse({});
+  ASSERT_TRUE(off.opts) << off.err;
+  EXPECT_FALSE(off.opts->shadow);
+  EXPECT_EQ(off.opts->shadow_window, 30s);
+  EXPECT_FALSE(off.opts->effective_policy(off.opts->policy).dry_run);
+  const auto r =
+      parse_options({"--shadow", "--shadow-window=3s", "--policy=p.yaml"}, "9.9.9", no_env, no_file,
+                    policy_file(std::string(policy_header) + "dryRun: false\n"));
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_TRUE(r.opts->shadow);
+  EXPECT_FALSE(r.opts->dry_run);
+  EXPECT_EQ(r.opts->shadow_window, 3s);
+  // A reloaded policy saying dryRun: false cannot turn dry-run off while --shadow.
+  EXPECT_TRUE(r.opts->effective_policy(r.opts->policy).dry_run);
+  const auto edges = parse({"--shadow", "--shadow-window=1h"});
+  ASSERT_TRUE(edges.opts) << edges.err;
+  EXPECT_EQ(edges.opts->shadow_window, 1h);
+}
+
+TEST(options, a_bad_shadow_window_is_exit_two_with_one_line) {
+  for (const std::string bad :
+       {"--shadow-window=0s", "--shadow-window=999ms", "--shadow-window=61m",
+        "--shadow-window=soon", "--shadow-window=-5s", "--shadow-window=30"}) {
+    const auto r = parse({"--shadow", bad});
+    EXPECT_FALSE(r.opts) << bad;
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_EQ(r.err.rfind("taint-eviction-controller: --shadow-window: ", 0), 0U) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2)
+        << "one line and the hint: " << r.err;
+  }
 }
 
 }  // namespace

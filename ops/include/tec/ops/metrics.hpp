@@ -261,6 +261,26 @@ struct standard_metrics {
   gauge& build_info;
 };
 
+/// Shadow mode's metrics (registered only with --shadow; see register_shadow_metrics).
+struct shadow_metrics {
+  /// Settled pods by outcome: agreed, only_them, only_us, cancelled_both (every child exists
+  /// from the start, at 0).
+  counter_family& decisions;
+  /// |their eviction time - ours| for agreed pods, in seconds.
+  histogram& agreement_delay;
+  /// Pods with a decision (ours or theirs) not yet settled.
+  gauge& pending;
+  /// Pods settled early, as a best guess, because too many were pending.
+  counter& settled_early;
+};
+
+/// Bucket bounds of taint_eviction_controller_shadow_agreement_delay_seconds (10 ms to 60 s).
+std::vector<double> shadow_agreement_delay_buckets();
+
+/// Registers shadow mode's families in `r` (once). Throws std::invalid_argument if `r` already
+/// holds one of the names.
+shadow_metrics register_shadow_metrics(registry& r);
+
 /// The daemon's values that the libraries count themselves, read at every scrape (the
 /// scrape-time families of register_standard_metrics). Counters are totals since the process
 /// started. A labelled family whose map is empty is not exposed (as a family without children).
