@@ -30,8 +30,10 @@
 #include "activation.hpp"
 #include "tec/adapters/controller_feed.hpp"
 #include "tec/adapters/event_recorder.hpp"
+#include "tec/adapters/event_watch.hpp"
 #include "tec/adapters/eviction_sink.hpp"
 #include "tec/adapters/informers.hpp"
+#include "tec/adapters/shadow_tracker.hpp"
 #include "tec/adapters/stats_collector.hpp"
 #include "tec/adapters/store.hpp"
 #include "tec/controller/controller.hpp"
@@ -64,6 +66,8 @@ constexpr auto healthz_tolerance = 20s;
 constexpr auto policy_poll_interval = 5s;
 // While the storm breaker is open, the count of held evictions is logged this often.
 constexpr auto breaker_log_interval = 60s;
+// Shadow mode settles what is due this often.
+constexpr auto shadow_sweep_interval = 1s;
 
 std::string describe(const std::exception_ptr& e) {
   try {
@@ -88,11 +92,18 @@ struct daemon::impl {
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
   ops::registry registry;
   std::optional<ops::standard_metrics> metrics;
+  // Shadow mode (--shadow): the comparison (the controller's observer, the pod and Event
+  // handlers and the sweep feed it; /debug/shadow reads it), before everything that feeds it.
+  adapters::clock_bridge shadow_clock;
+  std::optional<ops::shadow_metrics> shadow_metrics;
+  std::optional<adapters::shadow_tracker> shadow;
   std::optional<kube::client> api;
   adapters::pod_store pods;
   adapters::node_store nodes;
   std::optional<adapters::pod_informer> pod_informer;
   std::optional<adapters::node_informer> node_informer;
+  adapters::event_store events;                            // shadow mode's TaintManagerEviction
+  std::optional<adapters::event_informer> event_informer;  // Events
   std::optional<timedqueue::asio_driver> driver;
   std::optional<adapters::event_recorder> recorder;
   std::optional<adapters::k8s_eviction_sink> sink;
@@ -109,6 +120,7 @@ struct daemon::impl {
   steady::time_point breaker_logged_at{};
   // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
   std::atomic<bool> dry_run{false};
+  std::optional<asio::steady_timer> shadow_timer;  // shadow mode's sweep (I/O thread)
   std::thread io_thread;
 
   // Who may act. The gate is I/O-thread only; the feed gates the informer handlers
@@ -120,6 +132,7 @@ struct daemon::impl {
   // cancellation_signal is not thread-safe) by a shutdown they outlast.
   asio::cancellation_signal pod_informer_cancel;
   asio::cancellation_signal node_informer_cancel;
+  asio::cancellation_signal event_informer_cancel;
   asio::cancellation_signal elector_cancel;
 
   // The main thread waits on cv for a stop reason, then (in shutdown) for each completion.
@@ -129,6 +142,7 @@ struct daemon::impl {
   // Completions of what the I/O thread runs.
   bool pod_informer_done = false;
   bool node_informer_done = false;
+  bool event_informer_done = true;  // false while the shadow Event informer runs
   bool elector_done = false;
   bool io_done = false;  // the I/O thread ran out of work
 
@@ -206,6 +220,13 @@ struct daemon::impl {
     };
     ctl.policy = start_policy;
     dry_run.store(start_policy.dry_run);
+    if (opts.shadow) {
+      build_shadow();
+      // From the workers and the driver: the tracker takes a short lock.
+      ctl.on_decision = [this](const controller::decision_note& note) {
+        shadow->note(adapters::to_shadow_note(note, shadow_clock));
+      };
+    }
     ctrl.emplace(pods, *sink, *driver, std::move(ctl));
     feed.emplace(*ctrl);
     gate.emplace(
@@ -216,7 +237,30 @@ struct daemon::impl {
     pod_opts.on_synced = [this] { gate->pods_synced(); };
     kube::reflector_options node_opts;
     node_opts.on_synced = [this] { gate->nodes_synced(); };
-    pod_informer.emplace(*api, pods, feed->pod_handler(), std::move(pod_opts));
+    auto pod_handler = feed->pod_handler();
+    if (opts.shadow) {
+      // Pods are compared only while we act (lead, caches synced), as decisions are made.
+      pod_handler = [this, forward = std::move(pod_handler)](const adapters::pod_record* old_pod,
+                                                             const adapters::pod_record* new_pod) {
+        forward(old_pod, new_pod);
+        if (feed->active()) {
+          shadow->pod_changed(old_pod, new_pod);
+        }
+      };
+      kube::reflector_options event_opts;
+      event_opts.query = std::string(adapters::taint_manager_events_query);
+      // The Events of the first LIST happened before we looked: only later ones count.
+      event_informer.emplace(
+          *api, events,
+          [this, forward = adapters::shadow_event_handler(*shadow)](
+              const adapters::event_record* old_event, const adapters::event_record* new_event) {
+            if (feed->active() && event_informer->has_synced()) {
+              forward(old_event, new_event);
+            }
+          },
+          std::move(event_opts));
+    }
+    pod_informer.emplace(*api, pods, std::move(pod_handler), std::move(pod_opts));
     node_informer.emplace(*api, nodes, feed->node_handler(), std::move(node_opts));
 
     if (opts.leader_elect) {
@@ -236,6 +280,35 @@ struct daemon::impl {
       le.on_stopped_leading = [this] { stopped_leading(); };
       elector.emplace(io.get_executor(), *api, std::move(le));
     }
+  }
+
+  void build_shadow() {
+    shadow_metrics.emplace(ops::register_shadow_metrics(registry));
+    adapters::shadow_options so;
+    so.window = opts.shadow_window;
+    so.on_settled = [m = *shadow_metrics](const adapters::shadow_settled& s) {
+      m.decisions.with({adapters::to_string(s.outcome)}).inc();
+      if (s.outcome == adapters::shadow_outcome::agreed) {
+        m.agreement_delay.observe(s.delay_seconds);
+      }
+      if (s.early) {
+        m.settled_early.inc();
+      }
+    };
+    shadow.emplace(std::move(so));
+  }
+
+  // I/O thread: settles shadow mode's due pods every shadow_sweep_interval until shutdown.
+  void arm_shadow_timer() {
+    shadow_timer->expires_after(shadow_sweep_interval);
+    shadow_timer->async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopping.load()) {
+        return;
+      }
+      shadow->sweep();
+      shadow_metrics->pending.set(static_cast<double>(shadow->counts().pending));
+      arm_shadow_timer();
+    });
   }
 
   // I/O thread: re-reads the policy file every policy_poll_interval until shutdown.
@@ -405,12 +478,16 @@ struct daemon::impl {
     const auto metrics_handler = [this] {
       return ops::http_response{200, std::string(ops::metrics_content_type), registry.render()};
     };
-    if (shared) {
-      health_server->handle("/metrics", metrics_handler);
-    } else {
+    if (!shared) {
       metrics_server.emplace(io.get_executor(), ops::http_endpoints_options{
                                                     .bind_address = opts.metrics_bind_address});
-      metrics_server->handle("/metrics", metrics_handler);
+    }
+    ops::http_endpoints& metrics_port = shared ? *health_server : *metrics_server;
+    metrics_port.handle("/metrics", metrics_handler);
+    if (shadow) {
+      metrics_port.handle("/debug/shadow", [this] {
+        return ops::http_response{200, "application/json", shadow->report_json()};
+      });
     }
     const auto start = [this](ops::http_endpoints& server, const std::string& flag,
                               const std::string& what) -> std::string {
@@ -494,6 +571,13 @@ struct daemon::impl {
       log->info("eviction policy from {} (re-read every {}): {}", opts.policy_file,
                 format_duration(policy_poll_interval), policy::describe(start_policy));
     }
+    if (opts.shadow) {
+      log->warn(
+          "SHADOW MODE: dry-run, and our would-be evictions are compared with what the "
+          "built-in taint manager does to the same pods (window {}; "
+          "taint_eviction_controller_shadow_* metrics, /debug/shadow on the metrics port)",
+          format_duration(opts.shadow_window));
+    }
     if (start_policy.dry_run) {
       log->warn(
           "DRY RUN: no pod is patched or deleted and no event is written; the log says "
@@ -515,6 +599,12 @@ struct daemon::impl {
     }
     spawn_informer(*node_informer, node_informer_cancel, node_informer_done, "node");
     spawn_informer(*pod_informer, pod_informer_cancel, pod_informer_done, "pod");
+    if (event_informer) {
+      event_informer_done = false;
+      spawn_informer(*event_informer, event_informer_cancel, event_informer_done, "event");
+      shadow_timer.emplace(io);
+      arm_shadow_timer();
+    }
     if (elector) {
       log->info("leader election: lease {}/{} as {} (duration {}, renew deadline {}, retry {})",
                 opts.lease_namespace, opts.lease_name, elector->identity(),
@@ -599,6 +689,9 @@ struct daemon::impl {
     }
     pod_informer->stop();
     node_informer->stop();
+    if (event_informer) {
+      event_informer->stop();
+    }
     stop_servers();
     asio::post(io, [this] {
       boost::system::error_code ignored;
@@ -606,13 +699,17 @@ struct daemon::impl {
       if (policy_timer) {
         policy_timer->cancel();
       }
+      if (shadow_timer) {
+        shadow_timer->cancel();
+      }
     });
     api->shutdown();
     ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
     const auto drain_deadline = steady::now() + drain_budget;
     if (!wait_done(
             [this] {
-              return pod_informer_done && node_informer_done && (!elector || elector_done);
+              return pod_informer_done && node_informer_done && event_informer_done &&
+                     (!elector || elector_done);
             },
             drain_deadline)) {
       log->warn(
@@ -621,6 +718,7 @@ struct daemon::impl {
       asio::post(io, [this] {  // after the client's shutdown, posted before
         pod_informer_cancel.emit(asio::cancellation_type::terminal);
         node_informer_cancel.emit(asio::cancellation_type::terminal);
+        event_informer_cancel.emit(asio::cancellation_type::terminal);
         elector_cancel.emit(asio::cancellation_type::terminal);
       });
     }

@@ -271,6 +271,8 @@ can_i yes delete pods -n kube-system
 can_i yes patch pods --subresource=status -n "$OTHER_NS"
 can_i yes create events -n "$OTHER_NS"
 can_i yes patch events -n "$OTHER_NS"
+can_i yes list events --all-namespaces   # shadow mode's TaintManagerEviction watch
+can_i yes watch events --all-namespaces
 can_i yes create leases.coordination.k8s.io -n "$NS"
 can_i yes get "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
 can_i yes update "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
@@ -295,6 +297,8 @@ can_i no get secrets -n "$NS"
 can_i no list secrets --all-namespaces
 can_i no get configmaps -n "$OTHER_NS"
 can_i no delete events -n "$OTHER_NS"
+can_i no get events -n "$OTHER_NS"
+can_i no update events -n "$OTHER_NS"
 can_i no list leases.coordination.k8s.io -n "$NS"
 can_i no watch leases.coordination.k8s.io -n "$NS"
 can_i no delete "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
