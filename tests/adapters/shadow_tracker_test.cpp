@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tec::adapters {
@@ -337,6 +339,58 @@ TEST(ShadowFormat, ClockBridge) {
   EXPECT_EQ(w.at, w0 + 1s);
   EXPECT_EQ(w.due, w0 + 2s);
   EXPECT_EQ(w.taints, std::vector<std::string>{"k=v:NoExecute"});
+}
+
+// The controller's workers and driver, the informers' thread, the sweep and /debug/shadow
+// all reach the tracker at once (run under TSan).
+TEST(ShadowTrackerThreads, ConcurrentNotesObservationsSweepsAndReports) {
+  std::atomic<std::int64_t> clock_ms{0};
+  shadow_options o;
+  o.window = 1h;  // nothing settles by time during the run: every pod is agreed
+  o.max_pending = 64;
+  o.now = [&clock_ms] {
+    return wall_clock::time_point{} + std::chrono::milliseconds(clock_ms.load());
+  };
+  std::atomic<int> settled{0};
+  o.on_settled = [&settled](const shadow_settled&) { ++settled; };
+  shadow_tracker tracker(o);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        const std::string name = "p" + std::to_string(t) + "-" + std::to_string(i);
+        shadow_note n;
+        n.kind = decision_kind::would_delete;
+        n.pod = {"ns", name, "uid-" + name};
+        n.at = o.now();
+        n.due = n.at;
+        tracker.note(n);
+        pod_record before;
+        before.pod.namespace_ = "ns";
+        before.pod.name = name;
+        before.pod.uid = "uid-" + name;
+        auto after = before;
+        after.pod.terminating = true;
+        shadow_event e{"ns", name, "", true, "Marking for deletion Pod ns/" + name};
+        tracker.event_seen(e);
+        tracker.pod_changed(&before, &after);
+        clock_ms.fetch_add(1);
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    for (int i = 0; i < 300; ++i) {
+      tracker.sweep();
+      EXPECT_FALSE(tracker.report_json().empty());
+    }
+  });
+  for (auto& th : threads) {
+    th.join();
+  }
+  const auto c = tracker.counts();
+  EXPECT_EQ(c.pending, 0U);
+  EXPECT_EQ(c.agreed, 1500U);
+  EXPECT_EQ(settled.load(), 1500);
 }
 
 class ShadowTrackerBound : public ShadowTracker {
