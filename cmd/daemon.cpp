@@ -286,6 +286,13 @@ struct daemon::impl {
     shadow_metrics.emplace(ops::register_shadow_metrics(registry));
     adapters::shadow_options so;
     so.window = opts.shadow_window;
+    so.node_taints = [this](std::string_view node) {
+      std::vector<std::string> out;
+      for (const auto& t : ctrl->tainted_taints(node).value_or(std::vector<controller::taint>{})) {
+        out.push_back(adapters::describe_taint(t));
+      }
+      return out;
+    };
     so.on_settled = [m = *shadow_metrics](const adapters::shadow_settled& s) {
       m.decisions.with({adapters::to_string(s.outcome)}).inc();
       if (s.outcome == adapters::shadow_outcome::agreed) {

@@ -517,6 +517,10 @@ void shadow_tracker::pod_changed(const pod_record* old_pod, const pod_record* ne
   if (!new_deletion && !new_condition) {
     return;
   }
+  std::vector<std::string> node_taints;
+  if (impl_->opts.node_taints && !p.node_name.empty()) {
+    node_taints = impl_->opts.node_taints(p.node_name);
+  }
   std::vector<shadow_settled> out;
   {
     const std::lock_guard lock(impl_->mu);
@@ -534,6 +538,9 @@ void shadow_tracker::pod_changed(const pod_record* old_pod, const pod_record* ne
     auto& e = impl_->entry_for(controller::pod_ref{p.namespace_, p.name, p.uid}, out);
     if (e.node.empty()) {
       e.node = p.node_name;
+    }
+    if (e.taints.empty()) {
+      e.taints = std::move(node_taints);
     }
     if (new_deletion && !e.deleted_at) {
       e.deleted_at = now;

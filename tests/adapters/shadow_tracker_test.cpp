@@ -28,6 +28,9 @@ protected:
     o.max_disagreements = 3;
     o.now = [this] { return now_; };
     o.on_settled = [this](const shadow_settled& s) { settled_.push_back(s); };
+    o.node_taints = [](std::string_view node) {
+      return std::vector<std::string>{std::string(node) + "-taint:NoExecute"};
+    };
     return o;
   }
 
@@ -165,6 +168,9 @@ TEST_F(ShadowTracker, OnlyThemSettlesAfterTheWindow) {
   advance(1ms);
   ASSERT_EQ(outcomes(), std::vector<O>{O::only_them});
   EXPECT_EQ(settled_[0].ours, "none");
+  EXPECT_EQ(settled_[0].node, "node-1");
+  EXPECT_EQ(settled_[0].taints, std::vector<std::string>{"node-1-taint:NoExecute"})
+      << "the node's taints when we made no decision";
   EXPECT_EQ(settled_[0].theirs.rfind("deleted at ", 0), 0U);
   EXPECT_NE(settled_[0].theirs.find("(event: Marking for deletion Pod ns/p1)"), std::string::npos);
 }

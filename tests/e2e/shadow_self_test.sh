@@ -84,6 +84,9 @@ only_us=$(jq -c '.disagreements[] | select(.outcome == "only_us")' <<<"$doc")
 [ "$(jq -r .theirs <<<"$only_us")" = none ] || fail "only_us: theirs: $only_us"
 only_them=$(jq -c '.disagreements[] | select(.outcome == "only_them")' <<<"$doc")
 [ "$(jq -r .ours <<<"$only_them")" = none ] || fail "only_them: ours: $only_them"
+[ "$(jq -c .taints <<<"$only_them")" = '["testTaint1=test1:NoExecute"]' ] \
+  || fail "only_them: the node's taints: $only_them"
+[ "$(jq -r .uid <<<"$only_them")" != "" ] || fail "only_them: uid: $only_them"
 [[ "$(jq -r .theirs <<<"$only_them")" == "deleted at "*" (event: Marking for deletion Pod $NS/p3)" ]] \
   || fail "only_them: theirs: $only_them"
 grep -q "shadow: only_us pod=$NS/p2 " "$CONTROLLER_LOG" || fail "no log line for p2's only_us"

@@ -136,6 +136,9 @@ struct shadow_options {
   std::size_t max_disagreements = 1'000;
   /// The wall clock; empty: std::chrono::system_clock::now.
   std::function<wall_clock::time_point()> now;
+  /// The NoExecute taints of a node now (describe_taint() of each), for a pod of theirs we
+  /// made no decision on; empty: none. Called without the tracker's lock, from pod_changed().
+  std::function<std::vector<std::string>(std::string_view node)> node_taints;
   /// Every settled pod (each outcome). Called without the tracker's lock; must be quick.
   std::function<void(const shadow_settled&)> on_settled;
 };
