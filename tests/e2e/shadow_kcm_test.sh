@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# End to end: --shadow beside kube-controller-manager v1.20.2's taint manager (issue 14, item 5)
+# on the real API server. Ours decides but writes nothing and compares its decisions with what
+# the built-in one did to the same pods (a deletionTimestamp plus its "Marking for deletion Pod
+# ns/name" event), reported at /debug/shadow on the metrics port.
+#
+# Phase A, upstream's scenarios with kube-controller-manager at its default API rate: both
+# controllers agree on every pod (agreed 4, cancelled on both 1, no only-them, no only-us, no
+# disagreement listed).
+#
+# Phase B, ROUNDS rounds of the same-name race: kube-controller-manager 1.20 deletes by name
+# without a UID precondition. Restarted with --kube-api-qps=1 --kube-api-burst=1, its DELETE
+# leaves seconds after its decision (a decoy pod evicted just before uses up the token). Each
+# round: pod web-N (untolerated) on a tainted node; once kube-controller-manager logged its
+# decision, the test force-deletes web-N (preconditioned on the resourceVersion it created, so
+# it fails if the built-in DELETE came first) and re-creates web-N (a new uid) on an untainted
+# node in the same curl call; the late DELETE, retried by name, lands on the new pod. Every new
+# uid it deleted must be listed as only_them, and ours never reports a new pod as only_us.
+#
+# Needs the kube-controller-manager binary (deploy/local/cluster.sh build kube-controller-manager,
+# cached after the first build); without it the test fails with a line saying so.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+ROUNDS=${ROUNDS:-20}
+readonly WINDOW=30        # --shadow-window, seconds
+readonly CANCEL_TOL=15    # tolerationSeconds of the pod whose taint is removed in time
+readonly KCM_START_S=300  # bound on kube-controller-manager's start (discovery is throttled too)
+
+for c in python3 base64; do
+  command -v "$c" >/dev/null 2>&1 || fail "$c not found on PATH"
+done
+kcm=$("$REPO_ROOT/deploy/local/cluster.sh" build kube-controller-manager 2>"$WORK/kcm-build.err" | tail -n 1) || true
+[ -n "$kcm" ] && [ -x "$kcm" ] \
+  || fail "no kube-controller-manager v1.20.2 binary (deploy/local/cluster.sh build kube-controller-manager: $(tail -n 3 "$WORK/kcm-build.err" | tr '\n' ' '))"
+
+# ---- kube-controller-manager ----------------------------------------------------------------
+KCM_PID=""
+on_cleanup() { [ -z "$KCM_PID" ] || stop_kcm; }
+
+# start_kcm NAME QPS BURST: the node lifecycle controller only, its taint manager on (the 1.20
+# default), node health monitoring out of the way (fake nodes never report). Returns once the
+# taint manager runs (its caches synced); sets KCM_PID, KCM_LOG.
+start_kcm() {
+  KCM_LOG="$WORK/kcm-$1.log"
+  "$kcm" --kubeconfig="$KUBECONFIG" --controllers=nodelifecycle --leader-elect=false \
+    --node-monitor-grace-period=1h --node-startup-grace-period=1h --port=0 --secure-port=0 \
+    --kube-api-qps="$2" --kube-api-burst="$3" >"$KCM_LOG" 2>&1 &
+  KCM_PID=$!
+  CONTROLLER_LOGS+=("$KCM_LOG")
+  local deadline=$((SECONDS + KCM_START_S))
+  until grep -q 'Starting NoExecuteTaintManager' "$KCM_LOG"; do
+    kill -0 "$KCM_PID" 2>/dev/null || fail "kube-controller-manager ($1) exited: $(tail -n 5 "$KCM_LOG")"
+    [ "$SECONDS" -lt "$deadline" ] || fail "kube-controller-manager ($1) did not start its taint manager within $KCM_START_S s"
+    sleep 0.2
+  done
+}
+
+stop_kcm() {  # its exit status after SIGTERM is of no interest
+  kill -TERM "$KCM_PID" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$KCM_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$KCM_PID" 2>/dev/null || true
+  wait "$KCM_PID" 2>/dev/null || true
+  KCM_PID=""
+}
+
+# kcm_decided POD: kube-controller-manager logged its decision to delete $NS/POD.
+kcm_decided() { grep -qF "NoExecuteTaintManager is deleting Pod: $NS/$1" "$KCM_LOG"; }
+wait_kcm_decided() {  # wait_kcm_decided POD SECONDS
+  local deadline=$(($(now_ms) + $2 * 1000))
+  until kcm_decided "$1"; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "kube-controller-manager did not decide to delete $NS/$1 within $2 s"
+    sleep 0.05
+  done
+}
+
+# ---- the report -----------------------------------------------------------------------------
+# shadow_get: /debug/shadow into $WORK/shadow.json (fails the test if it is not JSON).
+shadow_get() {
+  curl -fsS --max-time 5 "$METRICS_URL/debug/shadow" >"$WORK/shadow.json" \
+    || fail "GET $METRICS_URL/debug/shadow failed"
+  python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$WORK/shadow.json" 2>/dev/null \
+    || fail "/debug/shadow is not JSON: $(head -c 300 "$WORK/shadow.json")"
+}
+# shadow_counts: "agreed onlyThem onlyUs cancelledBoth pending" of the last shadow_get.
+shadow_counts() {
+  python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))["counts"]
+print(*(int(c[k]) for k in ("agreed", "onlyThem", "onlyUs", "cancelledBoth", "pending")))' \
+    "$WORK/shadow.json" || fail "/debug/shadow has no counts: $(head -c 300 "$WORK/shadow.json")"
+}
+# disagreements: "outcome uid pod" lines of the last shadow_get.
+disagreements() {
+  python3 -c 'import json, sys
+for d in json.load(open(sys.argv[1]))["disagreements"]:
+    print(d["outcome"], d["uid"], d["pod"])' "$WORK/shadow.json" \
+    || fail "/debug/shadow has no disagreements list: $(head -c 300 "$WORK/shadow.json")"
+}
+
+# ---- the API server by curl (one process per step: the race is a matter of milliseconds) -----
+api_setup() {
+  local ca
+  raw() { k config view --raw --minify -o jsonpath="$1"; }
+  API=$(raw '{.clusters[0].cluster.server}')
+  ca=$(raw '{.clusters[0].cluster.certificate-authority-data}')
+  if [ -n "$ca" ]; then
+    base64 -d <<<"$ca" >"$WORK/ca.crt"
+  else
+    cp "$(raw '{.clusters[0].cluster.certificate-authority}')" "$WORK/ca.crt" || fail "no CA in $KUBECONFIG"
+  fi
+  (umask 077 && printf 'Authorization: Bearer %s\n' "$(raw '{.users[0].user.token}')" >"$WORK/auth.h")
+  grep -q 'Bearer .' "$WORK/auth.h" || fail "the admin kubeconfig has no token (curl needs one)"
+  # (The API server pretty-prints for curl's user agent.)
+  CURL=(curl -sS -A tec-e2e --max-time 20 --cacert "$WORK/ca.crt" -H @"$WORK/auth.h" -H 'Content-Type: application/json')
+}
+pod_json() {  # pod_json NAME NODE
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"%s"},"spec":{"nodeName":"%s","automountServiceAccountToken":false,"terminationGracePeriodSeconds":30,"containers":[{"name":"pause","image":"registry.k8s.io/pause:3.9"}]}}' \
+    "$1" "$NS" "$2"
+}
+# api_create_pair FIRST SECOND NODE: POSTs both pods, in that order, in one curl process;
+# prints "uid resourceVersion" of the second.
+api_create_pair() {
+  local codes
+  codes=$("${CURL[@]}" -o "$WORK/first.json" -w '%{http_code} ' -X POST --data "$(pod_json "$1" "$3")" \
+    "$API/api/v1/namespaces/$NS/pods" \
+    --next "${CURL[@]:1}" -o "$WORK/second.json" -w '%{http_code} ' -X POST \
+    --data "$(pod_json "$2" "$3")" "$API/api/v1/namespaces/$NS/pods") || fail "POST pods $1, $2 failed"
+  [ "$codes" = "201 201 " ] \
+    || fail "POST pods $1, $2: HTTP $codes: $(head -c 300 "$WORK/first.json") $(head -c 300 "$WORK/second.json")"
+  # The first uid and resourceVersion are the metadata's (no python3 start-up: it would cost
+  # the race a second on a busy machine).
+  echo "$(json_field uid <"$WORK/second.json") $(json_field resourceVersion <"$WORK/second.json")"
+}
+# json_field NAME: the first "NAME":"value" string of compact JSON on stdin.
+json_field() { grep -o "\"$1\": *\"[^\"]*\"" | head -n 1 | cut -d'"' -f4; }
+# api_pod NAME: "uid deletionTimestamp" ("" when gone).
+api_pod() {
+  local body
+  body=$("${CURL[@]}" -f "$API/api/v1/namespaces/$NS/pods/$1" 2>/dev/null) || return 0
+  echo "$(json_field uid <<<"$body") $(json_field deletionTimestamp <<<"$body")"
+}
+
+# api_event_messages NAME: the messages of the pod's TaintManagerEvictions events, one a line.
+api_event_messages() {
+  "${CURL[@]}" -f "$API/api/v1/namespaces/$NS/events?fieldSelector=involvedObject.name%3D$1,reason%3DTaintManagerEviction" 2>/dev/null \
+    | grep -o '"message": *"[^"]*"' | cut -d'"' -f4 || true
+}
+# wait_kcm_event POD MESSAGE_PREFIX SECONDS: until kube-controller-manager's event is written.
+wait_kcm_event() {
+  local deadline=$((SECONDS + $3))
+  until api_event_messages "$1" | grep -q "^$2"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "no '$2' event for $NS/$1 within $3 s"
+    sleep 0.2
+  done
+}
+
+setup_rbac
+api_setup
+
+# ---- phase A: upstream's scenarios ---------------------------------------------------------
+node() { echo "tec-e2e-shadow-$1-$SUFFIX"; }
+for n in a b c d; do make_node "$(node "$n")"; done
+taint "$(node a)" testTaint1=test1:NoExecute
+taint "$(node c)" testTaint1=test1:NoSchedule
+taint "$(node d)" testTaint1=test1:NoExecute
+
+start_kcm default 20 30
+start_controller shadow --shadow --shadow-window="${WINDOW}s"
+wait_acting "$CONTROLLER_LOG"
+log "kube-controller-manager and ours (--shadow --shadow-window=${WINDOW}s) act"
+
+# Pods on node b before it is tainted.
+make_pod b-bound "$(node b)"
+make_pod b-cancel "$(node b)" "$(toleration testTaint1 test1 "$CANCEL_TOL")"
+# Pods created on tainted nodes.
+make_pod a-untolerated "$(node a)"
+make_pod a-three "$(node a)" "$(toleration testTaint1 test1 3)"
+make_pod a-forever "$(node a)" "$(toleration testTaint1 test1)"
+make_pod c-noschedule "$(node c)"
+make_pod d-second "$(node d)" "$(toleration testTaint1 test1)"
+
+# A taint on a node with bound pods; removed once both controllers decided b-bound (so both saw
+# it and scheduled b-cancel), well before b-cancel's toleration ends.
+taint "$(node b)" testTaint1=test1:NoExecute
+we_decided() { grep -q "would delete pod pod=\"$NS/$1\"" "$CONTROLLER_LOG"; }
+deadline=$((SECONDS + 60))
+until kcm_decided b-bound && we_decided b-bound; do
+  [ "$SECONDS" -lt "$deadline" ] || fail "b-bound not decided by both within 60 s (kcm: $(kcm_decided b-bound && echo yes || echo no), ours: $(we_decided b-bound && echo yes || echo no))"
+  sleep 0.1
+done
+k taint nodes "$(node b)" testTaint1:NoExecute- >/dev/null || fail "cannot untaint node b"
+untainted_at=$SECONDS
+# A second, untolerated taint beside a tolerated one.
+taint "$(node d)" testTaint2=test2:NoExecute
+
+for p in a-untolerated a-three b-bound d-second; do wait_terminating "$p" 60; done
+wait_event b-cancel "Cancelling deletion" 60
+
+# Settled: past b-cancel's toleration and a window after it, nothing pending.
+deadline=$((SECONDS + WINDOW + CANCEL_TOL + 120))
+while :; do
+  shadow_get
+  read -r agreed only_them only_us cancelled pending <<<"$(shadow_counts)"
+  if [ "$SECONDS" -ge $((untainted_at + CANCEL_TOL + WINDOW + 5)) ] && [ "$pending" -eq 0 ]; then
+    break
+  fi
+  [ "$SECONDS" -lt "$deadline" ] || fail "the shadow report did not settle: $(cat "$WORK/shadow.json")"
+  sleep 1
+done
+assert_not_terminating_for 1 a-forever b-cancel c-noschedule
+[ "$only_them" -eq 0 ] && [ "$only_us" -eq 0 ] && [ "$agreed" -eq 4 ] && [ "$cancelled" -eq 1 ] \
+  || fail "upstream scenarios: expected agreed 4, onlyThem 0, onlyUs 0, cancelledBoth 1: $(cat "$WORK/shadow.json")"
+[ -z "$(disagreements)" ] || fail "upstream scenarios: disagreements listed: $(disagreements | tr '\n' ';')"
+wait_metric 'taint_eviction_controller_shadow_decisions_total{outcome="agreed"}' 'v == 4' 10
+wait_metric 'taint_eviction_controller_shadow_decisions_total{outcome="cancelled_both"}' 'v == 1' 10
+wait_metric 'taint_eviction_controller_shadow_decisions_total{outcome="only_them"}' 'v == 0' 10
+wait_metric 'taint_eviction_controller_shadow_decisions_total{outcome="only_us"}' 'v == 0' 10
+wait_metric taint_eviction_controller_shadow_pending 'v == 0' 10
+log "upstream scenarios: agreed $agreed, cancelled on both $cancelled, no disagreement; agreedDelaySeconds $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["agreedDelaySeconds"])' "$WORK/shadow.json")"
+
+# Out of phase B's way: the restarted kube-controller-manager would evict the Terminating pods
+# on still-tainted nodes again.
+stop_kcm
+k -n "$NS" delete pods --all --grace-period=0 --force --wait=false >/dev/null 2>&1 || fail "cannot delete phase A's pods"
+for n in a b c d; do k delete node "$(node "$n")" --wait=false >/dev/null || fail "cannot delete node $n"; done
+
+# ---- phase B: the same-name race -------------------------------------------------------------
+TAINTED=$(node t)
+UNTAINTED=$(node u)
+make_node "$TAINTED"
+make_node "$UNTAINTED"
+taint "$TAINTED" testTaint1=test1:NoExecute
+start_kcm throttled 1 1
+log "kube-controller-manager restarted with --kube-api-qps=1 --kube-api-burst=1"
+
+raced=0 not_raced=0 missed=0
+race_uids=()
+for round in $(seq "$ROUNDS"); do
+  # Decided together, the decoy's DELETE and event take the client's tokens before web-N's
+  # DELETE: that one waits seconds for a token.
+  read -r uid1 rv1 <<<"$(api_create_pair "decoy-$round" "web-$round" "$TAINTED")"
+  wait_kcm_decided "web-$round" 60
+  # Force-delete web-N if unchanged since created (the built-in DELETE would have changed it),
+  # and re-create it on the untainted node, in one curl process.
+  codes=$("${CURL[@]}" -o /dev/null -w '%{http_code} ' -X DELETE \
+    --data "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":\"$uid1\",\"resourceVersion\":\"$rv1\"}}" \
+    "$API/api/v1/namespaces/$NS/pods/web-$round" \
+    --next "${CURL[@]:1}" -o /dev/null -w '%{http_code} ' -X POST \
+    --data "$(pod_json "web-$round" "$UNTAINTED")" "$API/api/v1/namespaces/$NS/pods") \
+    || fail "round $round: the delete/create curl failed"
+  if [ "$codes" != "200 201 " ]; then
+    # The built-in DELETE was first: no race this round.
+    not_raced=$((not_raced + 1))
+    log "round $round: kube-controller-manager's DELETE came first (HTTP $codes)"
+    wait_kcm_event "web-$round" "Marking for deletion" 60
+    continue
+  fi
+  # Its events queue behind its DELETEs, one at a time: wait for the last one of this round
+  # (the cancel it logged when web-N went away), so that they do not fall further behind
+  # every round (an event later than the window would not tell its eviction from another's).
+  wait_kcm_event "web-$round" "Cancelling deletion" 60
+  uid2=""
+  deadline=$((SECONDS + 60))
+  while :; do
+    read -r uid ts <<<"$(api_pod "web-$round")"
+    [ -n "$uid" ] || fail "round $round: the re-created web-$round vanished"
+    [ "$uid" != "$uid1" ] || fail "round $round: web-$round still has the first uid"
+    if [ -n "$ts" ]; then uid2=$uid; break; fi
+    [ "$SECONDS" -lt "$deadline" ] || break
+    sleep 0.2
+  done
+  if [ -z "$uid2" ]; then
+    missed=$((missed + 1))
+    log "round $round: the re-created web-$round was not deleted within 60 s"
+    continue
+  fi
+  raced=$((raced + 1))
+  race_uids+=("$uid2")
+done
+log "$ROUNDS rounds: $raced re-created pods deleted by kube-controller-manager, $not_raced rounds it was first, $missed re-created pods it left"
+[ "$raced" -ge $((ROUNDS / 2)) ] || fail "only $raced of $ROUNDS rounds raced (need at least $((ROUNDS / 2)))"
+
+# Settled: every wrongly deleted new uid is only_them; no new pod is only_us.
+deadline=$((SECONDS + WINDOW + 120))
+while :; do
+  shadow_get
+  disagreements >"$WORK/disagreements"
+  missing=0
+  for u in "${race_uids[@]}"; do
+    grep -q "^only_them $u " "$WORK/disagreements" || missing=$((missing + 1))
+  done
+  read -r _ _ _ _ pending <<<"$(shadow_counts)"
+  [ "$missing" -ne 0 ] || [ "$pending" -ne 0 ] || break
+  [ "$SECONDS" -lt "$deadline" ] \
+    || fail "$missing of $raced wrongly deleted pods not reported only_them (pending $pending): $(cat "$WORK/shadow.json")"
+  sleep 1
+done
+for u in "${race_uids[@]}"; do
+  if grep -q " $u " <(grep -v '^only_them ' "$WORK/disagreements"); then
+    fail "the re-created pod $u is also listed as: $(grep " $u " "$WORK/disagreements" | tr '\n' ';')"
+  fi
+done
+read -r agreed only_them only_us cancelled pending <<<"$(shadow_counts)"
+log "report: agreed $agreed, onlyThem $only_them, onlyUs $only_us, cancelledBoth $cancelled; all $raced wrong evictions only_them"
+
+stop_controller "$CONTROLLER_PID"
+echo "PASS: $TEST_NAME"
