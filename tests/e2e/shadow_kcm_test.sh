@@ -24,7 +24,9 @@ ROUNDS=${ROUNDS:-20}
 # --shadow-window, seconds: kube-controller-manager evicts within a second of us at its default
 # rate, and its events trail its DELETEs by a few seconds when throttled (phase B).
 readonly WINDOW=20
-readonly CANCEL_TOL=15    # tolerationSeconds of the pod whose taint is removed in time
+# tolerationSeconds of the pod whose taint is removed in time: the removal follows two log
+# lines and a kubectl call, seconds on a loaded machine.
+readonly CANCEL_TOL=30
 readonly KCM_START_S=300  # bound on kube-controller-manager's start (discovery is throttled too)
 
 for c in python3 base64; do
@@ -64,14 +66,21 @@ stop_kcm() {  # its exit status after SIGTERM is of no interest
   KCM_PID=""
 }
 
+# wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds (polled every 50 ms: the race
+# reacts to what it waits for), or fails the test saying WHAT did not happen.
+wait_for() {
+  local deadline=$(($(now_ms) + $1 * 1000)) what=$2
+  shift 2
+  until "$@"; do
+    [ "$(now_ms)" -lt "$deadline" ] || fail "$what"
+    sleep 0.05
+  done
+}
+
 # kcm_decided POD: kube-controller-manager logged its decision to delete $NS/POD.
 kcm_decided() { grep -qF "NoExecuteTaintManager is deleting Pod: $NS/$1" "$KCM_LOG"; }
 wait_kcm_decided() {  # wait_kcm_decided POD SECONDS
-  local deadline=$(($(now_ms) + $2 * 1000))
-  until kcm_decided "$1"; do
-    [ "$(now_ms)" -lt "$deadline" ] || fail "kube-controller-manager did not decide to delete $NS/$1 within $2 s"
-    sleep 0.05
-  done
+  wait_for "$2" "kube-controller-manager did not decide to delete $NS/$1 within $2 s" kcm_decided "$1"
 }
 
 # ---- the report -----------------------------------------------------------------------------
@@ -166,12 +175,9 @@ api_event_messages() {
     | grep -o '"message": *"[^"]*"' | cut -d'"' -f4 || true
 }
 # wait_kcm_event POD MESSAGE_PREFIX SECONDS: until kube-controller-manager's event is written.
+kcm_event() { api_event_messages "$1" | grep -q "^$2"; }
 wait_kcm_event() {
-  local deadline=$((SECONDS + $3))
-  until api_event_messages "$1" | grep -q "^$2"; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "no '$2' event for $NS/$1 within $3 s"
-    sleep 0.2
-  done
+  wait_for "$3" "no '$2' event for $NS/$1 within $3 s" kcm_event "$1" "$2"
 }
 
 setup_rbac
@@ -201,24 +207,25 @@ make_pod d-second "$(node d)" "$(toleration testTaint1 test1)"
 
 # A taint on a node with bound pods; removed once both controllers decided b-bound (so both saw
 # it and scheduled b-cancel), well before b-cancel's toleration ends.
+tainted_b_at=$SECONDS
 taint "$(node b)" testTaint1=test1:NoExecute
 we_decided() { grep -q "would delete pod pod=\"$NS/$1\"" "$CONTROLLER_LOG"; }
-deadline=$((SECONDS + 60))
-until kcm_decided b-bound && we_decided b-bound; do
-  [ "$SECONDS" -lt "$deadline" ] || fail "b-bound not decided by both within 60 s (kcm: $(kcm_decided b-bound && echo yes || echo no), ours: $(we_decided b-bound && echo yes || echo no))"
-  sleep 0.1
-done
+wait_kcm_decided b-bound 60
+wait_for 60 "ours did not decide to delete $NS/b-bound within 60 s" we_decided b-bound
 k taint nodes "$(node b)" testTaint1:NoExecute- >/dev/null || fail "cannot untaint node b"
 untainted_at=$SECONDS
+[ $((untainted_at - tainted_b_at)) -lt $((CANCEL_TOL - 5)) ] \
+  || fail "node b was untainted $((untainted_at - tainted_b_at)) s after its taint, too close to b-cancel's $CANCEL_TOL s toleration for a cancel"
 # A second, untolerated taint beside a tolerated one.
 taint "$(node d)" testTaint2=test2:NoExecute
 
 for p in a-untolerated a-three b-bound d-second; do wait_terminating "$p" 60; done
 wait_event b-cancel "Cancelling deletion" 60
 
-# Settled: b-cancel's cancel a window ago (cancelled_both), past its toleration (the built-in
-# one did not evict it late either), nothing pending.
-settled_at=$((untainted_at + (CANCEL_TOL > WINDOW ? CANCEL_TOL : WINDOW) + 5))
+# Settled: b-cancel's cancel a window ago (cancelled_both), past the end of its toleration (the
+# built-in one did not evict it late either), nothing pending.
+settled_at=$((untainted_at + WINDOW + 2))
+[ "$settled_at" -ge $((tainted_b_at + CANCEL_TOL + 5)) ] || settled_at=$((tainted_b_at + CANCEL_TOL + 5))
 deadline=$((settled_at + 120))
 while :; do
   shadow_get
@@ -238,7 +245,13 @@ wait_metric 'taint_eviction_controller_shadow_decisions_total{outcome="cancelled
 wait_metric 'taint_eviction_controller_shadow_decisions_total{outcome="only_them"}' 'v == 0' 10
 wait_metric 'taint_eviction_controller_shadow_decisions_total{outcome="only_us"}' 'v == 0' 10
 wait_metric taint_eviction_controller_shadow_pending 'v == 0' 10
-log "upstream scenarios: agreed $agreed, cancelled on both $cancelled, no disagreement; agreedDelaySeconds $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["agreedDelaySeconds"])' "$WORK/shadow.json")"
+# Both evicted each pod at about the same time (a-three: both at about 3 s), not merely within
+# the window.
+delay_max=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["agreedDelaySeconds"]["max"])' "$WORK/shadow.json") \
+  || fail "/debug/shadow has no agreedDelaySeconds.max: $(cat "$WORK/shadow.json")"
+awk -v d="$delay_max" 'BEGIN { exit !(d >= 0 && d <= 5) }' \
+  || fail "upstream scenarios: agreed evictions up to $delay_max s apart (expected within 5 s)"
+log "upstream scenarios: agreed $agreed, cancelled on both $cancelled, no disagreement; agreed delay max ${delay_max} s"
 
 # Out of phase B's way: the restarted kube-controller-manager would evict the Terminating pods
 # on still-tainted nodes again.
@@ -300,7 +313,9 @@ for round in $(seq "$ROUNDS"); do
   echo "$uid2 $NS/web-$round" >>"$WORK/race_uids"
 done
 log "$ROUNDS rounds: $raced re-created pods deleted by kube-controller-manager, $not_raced rounds it was first, $missed re-created pods it left (${SECONDS} s)"
-[ "$raced" -ge $((ROUNDS / 2)) ] || fail "only $raced of $ROUNDS rounds raced (need at least $((ROUNDS / 2)))"
+# 20 of 20 raced on an idle machine; a loaded one reacts slower (a round it loses is no error).
+min_raced=$(((ROUNDS + 3) / 4))
+[ "$raced" -ge "$min_raced" ] || fail "only $raced of $ROUNDS rounds raced (need at least $min_raced)"
 
 # Settled: every new uid it deleted is only_them (and only that), nothing pending.
 deadline=$((SECONDS + WINDOW + 120))
