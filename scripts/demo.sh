@@ -187,6 +187,27 @@ node_show() {
 }
 
 
+# start_local_controller [FLAG...]: the controller as a local process (ServiceAccount
+# kubeconfig $SA_KUBECONFIG) with FLAG..., on free metrics and probe ports (METRICS_PORT,
+# HEALTH_PORT); returns once it is ready and acting.
+start_local_controller() {
+  METRICS_PORT=$(free_port)
+  HEALTH_PORT=$(free_port)
+  "$BIN" --kubeconfig "$SA_KUBECONFIG" --leader-elect-resource-namespace "$DEPLOY_NS" "$@" \
+    --metrics-bind-address "127.0.0.1:$METRICS_PORT" \
+    --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" >"$LOG_FILE" 2>&1 </dev/null &
+  echo $! >"$PID_FILE"
+  local deadline=$((SECONDS + 30))
+  until curl -fsS --max-time 1 "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1 \
+        && grep -q "acting: replayed" "$LOG_FILE"; do
+    kill -0 "$(cat "$PID_FILE")" 2>/dev/null || { tail -20 "$LOG_FILE" >&2; die "the controller exited"; }
+    [ "$SECONDS" -lt "$deadline" ] || { tail -20 "$LOG_FILE" >&2; die "the controller is not acting after 30 s"; }
+    sleep 0.2
+  done
+  echo "pid $(cat "$PID_FILE"), log $LOG_FILE"
+  echo "metrics http://127.0.0.1:$METRICS_PORT/metrics, probes http://127.0.0.1:$HEALTH_PORT/healthz and /readyz"
+}
+
 # ---------------------------------------------------------------------------------------------
 # `make demo-breaker`: an eviction policy holding a mass eviction. Its own control plane (state
 # in .local/demo-breaker-cluster, so the real-node demo's in-cluster controller never sees
@@ -242,20 +263,7 @@ stormBreaker:
 EOT
   say "The controller with --policy $policy:"
   sed 's/^/    /' "$policy"
-  METRICS_PORT=$(free_port)
-  HEALTH_PORT=$(free_port)
-  "$BIN" --kubeconfig "$SA_KUBECONFIG" --leader-elect-resource-namespace "$DEPLOY_NS" \
-    --policy "$policy" --metrics-bind-address "127.0.0.1:$METRICS_PORT" \
-    --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" >"$LOG_FILE" 2>&1 </dev/null &
-  echo $! >"$PID_FILE"
-  deadline=$((SECONDS + 30))
-  until curl -fsS --max-time 1 "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1 \
-        && grep -q "acting: replayed" "$LOG_FILE"; do
-    kill -0 "$(cat "$PID_FILE")" 2>/dev/null || { tail -20 "$LOG_FILE" >&2; die "the controller exited"; }
-    [ "$SECONDS" -lt "$deadline" ] || { tail -20 "$LOG_FILE" >&2; die "the controller is not acting after 30 s"; }
-    sleep 0.2
-  done
-  echo "pid $(cat "$PID_FILE"), log $LOG_FILE, metrics http://127.0.0.1:$METRICS_PORT/metrics"
+  start_local_controller --policy "$policy"
 
   say "The mistake: kubectl taint nodes --all $TAINT   (at $(date +%T))"
   echo "(every node of this cluster; upstream's taint manager would delete all $((BREAKER_NODES * BREAKER_PODS_PER_NODE)) pods at once)"
@@ -378,21 +386,7 @@ EOT
 done
 
 say "Starting the controller as ServiceAccount $DEPLOY_NS/taint-eviction-controller"
-METRICS_PORT=$(free_port)
-HEALTH_PORT=$(free_port)
-"$BIN" --kubeconfig "$SA_KUBECONFIG" --leader-elect-resource-namespace "$DEPLOY_NS" \
-  --metrics-bind-address "127.0.0.1:$METRICS_PORT" \
-  --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" >"$LOG_FILE" 2>&1 </dev/null &
-echo $! >"$PID_FILE"
-deadline=$((SECONDS + 30))
-until curl -fsS --max-time 1 "http://127.0.0.1:$HEALTH_PORT/readyz" >/dev/null 2>&1 \
-      && grep -q "acting: replayed" "$LOG_FILE"; do
-  kill -0 "$(cat "$PID_FILE")" 2>/dev/null || { tail -20 "$LOG_FILE" >&2; die "the controller exited"; }
-  [ "$SECONDS" -lt "$deadline" ] || { tail -20 "$LOG_FILE" >&2; die "the controller is not acting after 30 s"; }
-  sleep 0.2
-done
-echo "pid $(cat "$PID_FILE"), log $LOG_FILE"
-echo "metrics http://127.0.0.1:$METRICS_PORT/metrics, probes http://127.0.0.1:$HEALTH_PORT/healthz and /readyz"
+start_local_controller
 
 say "Pods on $NODE1 with different tolerations of $TAINT (and one on $NODE2)"
 make_pod() {  # make_pod NAME NODE [SECONDS|forever]
