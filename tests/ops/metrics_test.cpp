@@ -418,13 +418,13 @@ TEST(metrics, the_shadow_families_exist_only_when_registered) {
   const std::string text = r.render();
   const std::string p = "taint_eviction_controller_";
   for (const std::string& line : {p + "shadow_decisions_total{outcome=\"agreed\"} 0\n",
-                                 p + "shadow_decisions_total{outcome=\"cancelled_both\"} 0\n",
-                                 p + "shadow_decisions_total{outcome=\"only_them\"} 0\n",
-                                 p + "shadow_decisions_total{outcome=\"only_us\"} 1\n",
-                                 p + "shadow_agreement_delay_seconds_bucket{le=\"0.01\"} 0\n",
-                                 p + "shadow_agreement_delay_seconds_bucket{le=\"0.5\"} 1\n",
-                                 p + "shadow_agreement_delay_seconds_bucket{le=\"60\"} 1\n",
-                                 p + "shadow_pending 4\n", p + "shadow_settled_early_total 0\n"}) {
+                                  p + "shadow_decisions_total{outcome=\"cancelled_both\"} 0\n",
+                                  p + "shadow_decisions_total{outcome=\"only_them\"} 0\n",
+                                  p + "shadow_decisions_total{outcome=\"only_us\"} 1\n",
+                                  p + "shadow_agreement_delay_seconds_bucket{le=\"0.01\"} 0\n",
+                                  p + "shadow_agreement_delay_seconds_bucket{le=\"0.5\"} 1\n",
+                                  p + "shadow_agreement_delay_seconds_bucket{le=\"60\"} 1\n",
+                                  p + "shadow_pending 4\n", p + "shadow_settled_early_total 0\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
   }
   EXPECT_THROW(register_shadow_metrics(r), std::invalid_argument);
