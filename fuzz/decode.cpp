@@ -128,6 +128,11 @@ json encode(const pod_record& r) {
   if (p.terminating) {
     metadata["deletionTimestamp"] = "2024-05-01T12:34:56Z";
   }
+  if (p.bound_unix != 0) {
+    const auto text = format_rfc3339(p.bound_unix);
+    TEC_FUZZ_CHECK(text.has_value(), "bind time out of range: " + std::to_string(p.bound_unix));
+    metadata["creationTimestamp"] = *text;
+  }
   if (p.mirror) {
     metadata["annotations"] = {{"kubernetes.io/config.mirror", "abc"}, {"other", "x"}};
   }

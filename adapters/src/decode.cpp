@@ -68,6 +68,7 @@ enum class field : std::uint8_t {
   namespace_,
   uid,
   deletion_timestamp,
+  creation_timestamp,
   annotations,
   mirror,
   owner_references,
@@ -85,6 +86,7 @@ enum class field : std::uint8_t {
   time_added,
   conditions,
   condition_status,  // a pod condition's "status" (a string, unlike an object's "status")
+  last_transition_time,
 };
 
 constexpr std::string_view json_name(field f) noexcept {
@@ -121,6 +123,8 @@ constexpr std::string_view json_name(field f) noexcept {
       return "uid";
     case field::deletion_timestamp:
       return "deletionTimestamp";
+    case field::creation_timestamp:
+      return "creationTimestamp";
     case field::annotations:
       return "annotations";
     case field::mirror:
@@ -155,6 +159,8 @@ constexpr std::string_view json_name(field f) noexcept {
       return "conditions";
     case field::condition_status:
       return "status";
+    case field::last_transition_time:
+      return "lastTransitionTime";
   }
   return "";
 }
@@ -478,6 +484,7 @@ private:
           saw_object_ = true;
           cur_ = Record{};
           have_controller_ = false;
+          bound_from_condition_ = false;
         }
         push(json_name(f));
         const bool ok = walk_members<Dom>(value, *kind);
@@ -621,6 +628,7 @@ private:
     switch (f) {
       case field::type:
         condition_.target = v == disruption_target_type;
+        condition_.scheduled = v == "PodScheduled";
         break;
       case field::condition_status:
         condition_.is_true = v == "True";
@@ -630,6 +638,11 @@ private:
         break;
       case field::message:
         condition_.message_ours = v == taint_manager_message;
+        break;
+      case field::last_transition_time:
+        // Only a bind time is read from it: one that does not parse is ignored rather than
+        // costing the pod its place in the cache (the API server validates it anyway).
+        condition_.transition_unix = parse_rfc3339(v).value_or(0);
         break;
       default:
         break;
@@ -665,6 +678,15 @@ private:
       case field::deletion_timestamp:
         if constexpr (is_pod) {
           cur_.pod.terminating = true;
+        }
+        break;
+      case field::creation_timestamp:
+        if constexpr (is_pod) {
+          // A PodScheduled condition, in any order, wins. One that does not parse is
+          // ignored, as a condition's lastTransitionTime is.
+          if (!bound_from_condition_) {
+            cur_.pod.bound_unix = parse_rfc3339(v).value_or(0);
+          }
         }
         break;
       default:
@@ -727,6 +749,7 @@ private:
       case frame_kind::object_root:
         cur_ = Record{};
         have_controller_ = false;  // each item of a list has its own controller reference
+        bound_from_condition_ = false;
         break;
       case frame_kind::owner_ref:
         owner_kind_.clear();
@@ -809,6 +832,13 @@ private:
         break;
       case frame_kind::condition:
         if constexpr (is_pod) {
+          // The bind time: a True PodScheduled condition's lastTransitionTime, else (below,
+          // in assign_metadata) the creationTimestamp.
+          if (condition_.scheduled && condition_.is_true && condition_.transition_unix != 0 &&
+              !bound_from_condition_) {
+            cur_.pod.bound_unix = condition_.transition_unix;
+            bound_from_condition_ = true;
+          }
           // The first DisruptionTarget condition counts (upstream's GetPodCondition).
           if (condition_.target && cur_.disruption == disruption_state::absent) {
             cur_.disruption = !condition_.is_true ? disruption_state::not_true
@@ -875,6 +905,9 @@ private:
           if (k == "deletionTimestamp") {
             return field::deletion_timestamp;
           }
+          if (k == "creationTimestamp") {
+            return field::creation_timestamp;
+          }
           if (k == "annotations") {
             return field::annotations;
           }
@@ -916,6 +949,9 @@ private:
         }
         if (k == "reason") {
           return field::reason;
+        }
+        if (k == "lastTransitionTime") {
+          return field::last_transition_time;
         }
         return k == "message" ? field::message : field::none;
       case frame_kind::node_spec:
@@ -1009,11 +1045,14 @@ private:
     bool is_true = false;
     bool reason_ours = false;
     bool message_ours = false;
+    bool scheduled = false;  // type PodScheduled
+    std::int64_t transition_unix = 0;
   };
   condition_flags condition_{};
   std::string owner_kind_;
   bool owner_controller_ = false;
   bool have_controller_ = false;
+  bool bound_from_condition_ = false;  // cur_.pod.bound_unix came from PodScheduled
 
   std::string type_;
   bool saw_type_ = false;

@@ -132,6 +132,59 @@ TEST(decode_pod, disruption_target_condition) {
   EXPECT_EQ(event->object.disruption, disruption_state::true_ours);
 }
 
+TEST(decode_pod, bind_time) {
+  // 2024-05-01T12:00:00Z and 12:00:07Z.
+  constexpr std::int64_t created = 1714564800;
+  constexpr std::int64_t scheduled = 1714564807;
+  const std::string sched = R"({"type":"PodScheduled","status":"True",)"
+                            R"("lastTransitionTime":"2024-05-01T12:00:07Z"})";
+  const auto with = [](const std::string& metadata_extra, const std::string& conditions) {
+    return R"({"metadata":{"name":"p","uid":"u")" + metadata_extra +
+           R"(},"status":{"phase":"Running","conditions":)" + conditions + "}}";
+  };
+  const std::string created_at = R"(,"creationTimestamp":"2024-05-01T12:00:00Z")";
+  const std::vector<std::pair<std::string, std::int64_t>> cases{
+      {with("", "[]"), 0},
+      {with(created_at, "[]"), created},
+      {with(created_at, "[" + sched + "]"), scheduled},
+      {with("", "[" + sched + "]"), scheduled},
+      // The condition wins in any order: status before metadata.
+      {R"({"status":{"conditions":[)" + sched +
+           R"(]},"metadata":{"name":"p","uid":"u","creationTimestamp":"2024-05-01T12:00:00Z"}})",
+       scheduled},
+      // Not True, or another type: the creation time.
+      {with(created_at, R"([{"type":"PodScheduled","status":"False",)"
+                        R"("lastTransitionTime":"2024-05-01T12:00:07Z"}])"),
+       created},
+      {with(created_at, R"([{"type":"Ready","status":"True",)"
+                        R"("lastTransitionTime":"2024-05-01T12:00:07Z"}])"),
+       created},
+      // A time that does not parse is ignored, never an error.
+      {with(R"(,"creationTimestamp":"yesterday")", "[]"), 0},
+      {with(created_at, R"([{"type":"PodScheduled","status":"True",)"
+                        R"("lastTransitionTime":"soon"}])"),
+       created},
+  };
+  for (const auto& [json, expected] : cases) {
+    for (const auto engine : {json_engine::fast, json_engine::nlohmann}) {
+      auto pod = decode_pod(json, engine);
+      ASSERT_TRUE(pod) << pod.error().message << "\n" << json;
+      EXPECT_EQ(pod->pod.bound_unix, expected) << json;
+    }
+  }
+  // Each item of a list has its own.
+  auto page = decode_pod_list(R"({"metadata":{"resourceVersion":"5"},"items":[)" +
+                              with(created_at, "[" + sched + "]") + "," + with("", "[]") + "]}");
+  ASSERT_TRUE(page) << page.error().message;
+  ASSERT_EQ(page->items.size(), 2U);
+  EXPECT_EQ(page->items[0].pod.bound_unix, scheduled);
+  EXPECT_EQ(page->items[1].pod.bound_unix, 0);
+  // The realistic fixture has a creationTimestamp and no PodScheduled condition.
+  auto fixture_pod = decode_pod(fixture("pod.json"));
+  ASSERT_TRUE(fixture_pod) << fixture_pod.error().message;
+  EXPECT_EQ(fixture_pod->pod.bound_unix, created);
+}
+
 TEST(decode_pod, malformed_conditions_name_the_path) {
   expect_shape_error(decode_pod(pod_with_conditions("{}")).error(),
                      "status.conditions: expected an array");

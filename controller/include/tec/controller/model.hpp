@@ -17,7 +17,8 @@ struct taint {
   std::string key;
   std::string value;
   taint_effect effect = taint_effect::no_execute;
-  /// timeAdded, seconds since the Unix epoch; 0 when absent. Informational only.
+  /// timeAdded, seconds since the Unix epoch; 0 when absent. Read only when a controller
+  /// starts acting (controller_options::deadlines_from_taint_time).
   std::int64_t time_added_unix = 0;
 
   friend bool operator==(const taint&, const taint&) = default;
@@ -50,6 +51,9 @@ struct pod_view {
   bool terminating = false;  ///< metadata.deletionTimestamp is set.
   std::string owner_kind;    ///< Kind of the controller owner reference, if any.
   bool mirror = false;       ///< Has the kubernetes.io/config.mirror annotation.
+  /// When the pod was bound to its node, seconds since the Unix epoch: the lastTransitionTime
+  /// of a True PodScheduled condition, else metadata.creationTimestamp; 0 when unknown.
+  std::int64_t bound_unix = 0;
 
   friend bool operator==(const pod_view&, const pod_view&) = default;
 };
