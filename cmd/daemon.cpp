@@ -219,6 +219,7 @@ struct daemon::impl {
       breaker_event(open, tainted, known, std::nullopt);
     };
     ctl.policy = start_policy;
+    ctl.deadlines_from_taint_time = opts.deadlines_from_taint_time;
     dry_run.store(start_policy.dry_run);
     if (opts.shadow) {
       build_shadow();

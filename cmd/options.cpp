@@ -145,6 +145,11 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   app.add_option("--shadow-window", shadow_window,
                  "Shadow mode: how far apart two evictions of a pod may be and still agree, "
                  "and how long an unmatched one waits before it is reported (1s to 1h)");
+  app.add_flag("--deadlines-from-taint-time", o.deadlines_from_taint_time,
+               "When this process starts acting (start, leader failover), count the toleration "
+               "of a pod already on a tainted node from the taint's timeAdded (or the pod's "
+               "bind time, if later) instead of from now (--deadlines-from-taint-time=false: "
+               "from now, as kube-controller-manager does)");
   app.add_flag("--version", show_version, "Print the version and exit");
 
   std::vector<const char*> argv;

@@ -51,6 +51,10 @@ struct options {
   /// and how long an unmatched one waits before it is reported (1s..1h).
   bool shadow = false;
   std::chrono::milliseconds shadow_window{30'000};
+  /// --deadlines-from-taint-time: when this process starts acting (a restart, a leader
+  /// failover), count the tolerations of pods already on tainted nodes from the taints'
+  /// timeAdded (and the pods' bind time) instead of from now.
+  bool deadlines_from_taint_time = true;
 
   /// The policy to apply: `file_policy` (the file's, at start or reloaded) with --dry-run;
   /// --shadow implies dry-run, which no reload can turn off.

@@ -26,7 +26,7 @@ controller_feed::replayed controller_feed::activate(const node_store& nodes,
   replayed out;
   const auto node_snapshot = nodes.list();
   for (const auto& n : node_snapshot) {
-    ctrl_.node_updated(nullptr, &n.node);
+    ctrl_.node_updated(nullptr, &n.node, controller::update_origin::replay);
     if (!controller::no_execute_taints(n.node.taints).empty()) {
       ++out.tainted_nodes;
     }

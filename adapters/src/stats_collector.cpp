@@ -22,6 +22,7 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
   out.storm_breaker_open = cs.breaker_open ? 1 : 0;
   // Decided by the controller; the sink's are the rare ones handed over before a switch.
   out.dry_run_pod_deletions = cs.dry_run_deletions + ss.dry_run_deletions;
+  out.deadlines_from_taint_time = cs.deadlines_from_taint_time;
   out.watch_restarts = {{"pods", pods.watch_restarts}, {"nodes", nodes.watch_restarts}};
   out.relists = {{"pods", pods.relists}, {"nodes", nodes.relists}};
   out.watch_decode_errors = {{"pods", pods.decode_errors}, {"nodes", nodes.decode_errors}};

@@ -156,6 +156,7 @@ struct counters {
   std::atomic<std::uint64_t> cancellations{0};
   std::atomic<std::uint64_t> stale{0};
   std::atomic<std::uint64_t> dry_run{0};
+  std::atomic<std::uint64_t> from_taint_time{0};
   std::function<void(std::chrono::nanoseconds)> on_deleted;
 };
 
@@ -260,10 +261,17 @@ struct pod_item {
   }
 };
 
+// One waiting node update: its latest NoExecute taints (nullopt = deleted), and whether the
+// replay at activation is among the updates merged into it.
+struct node_pending {
+  std::optional<std::vector<taint>> taints;
+  bool replay = false;
+};
+
 struct work_item {
   bool is_node = false;
   std::string node;
-  std::optional<std::vector<taint>> taints;  // Node items: nullopt = node deleted.
+  node_pending update;  // Node items.
   pod_item pod;
 };
 
@@ -271,7 +279,7 @@ struct worker {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::string> node_order;
-  std::unordered_map<std::string, std::optional<std::vector<taint>>> node_latest;
+  std::unordered_map<std::string, node_pending> node_latest;
   std::deque<pod_item> pod_order;
   std::unordered_set<std::string> pod_waiting;
 
@@ -291,7 +299,7 @@ struct worker {
       out.node = std::move(node_order.front());
       node_order.pop_front();
       auto it = node_latest.find(out.node);
-      out.taints = std::move(it->second);
+      out.update = std::move(it->second);
       node_latest.erase(it);
       return;
     }
@@ -382,6 +390,8 @@ struct controller::impl {
     on_waited_ = std::move(options.on_waited);
     on_breaker_ = std::move(options.on_breaker);
     on_decision_ = std::move(options.on_decision);
+    deadlines_from_taint_time_ = options.deadlines_from_taint_time;
+    wall_clock_ = std::move(options.wall_clock);
     apply_policy(options.policy);
     const std::size_t n = std::max<std::size_t>(options.workers, 1);
     workers_.reserve(n);
@@ -392,7 +402,7 @@ struct controller::impl {
 
   // --- intake (any thread) ---
 
-  bool enqueue_node(std::string name, std::optional<std::vector<taint>> taints) {
+  bool enqueue_node(std::string name, std::optional<std::vector<taint>> taints, bool replay) {
     worker& w = *workers_[shard_of(name, workers_.size())];
     bool fresh = false;
     {
@@ -400,8 +410,9 @@ struct controller::impl {
       if (stopping_.load()) {
         return false;
       }
-      auto [it, inserted] = w.node_latest.try_emplace(name, std::nullopt);
-      it->second = std::move(taints);
+      auto [it, inserted] = w.node_latest.try_emplace(name);
+      it->second.taints = std::move(taints);
+      it->second.replay = it->second.replay || replay;  // the pods are still to be replayed
       if (inserted) {
         w.node_order.push_back(std::move(name));
         outstanding_.fetch_add(1);
@@ -468,7 +479,7 @@ struct controller::impl {
   void handle(worker& w, work_item& item) {
     try {
       if (item.is_node) {
-        handle_node(w, item.node, std::move(item.taints));
+        handle_node(w, item.node, std::move(item.update.taints), item.update.replay);
       } else {
         handle_pod(w, item.pod.node(), item.pod.key());
       }
@@ -488,7 +499,8 @@ struct controller::impl {
   }
 
   // Section 4.
-  void handle_node(worker& w, const std::string& name, std::optional<std::vector<taint>> taints) {
+  void handle_node(worker& w, const std::string& name, std::optional<std::vector<taint>> taints,
+                   bool replay) {
     if (!taints || taints->empty()) {
       std::lock_guard lock(w.table_mu);
       if (w.tainted.erase(name) > 0) {
@@ -518,8 +530,8 @@ struct controller::impl {
       // The snapshot is used as is unless an entry made for another UID shows it may be
       // stale; then the pod is read again (under the key lock) and decided from that.
       if (p.node_name != name ||
-          decide_locked(key, p, current, true, now, false) == verdict::reread) {
-        reconcile_locked(key, p.namespace_, p.name, name, current, true, now);
+          decide_locked(key, p, current, true, now, false, replay) == verdict::reread) {
+        reconcile_locked(key, p.namespace_, p.name, name, current, true, now, replay);
       }
     }
   }
@@ -557,7 +569,7 @@ struct controller::impl {
   // (docs/behaviour.md §5). Caller holds the key lock.
   void reconcile_locked(std::string_view key, std::string_view ns, std::string_view name,
                         std::string_view node, const std::vector<taint>* taints, bool from_node,
-                        time_point now) {
+                        time_point now, bool replay = false) {
     const std::optional<pod_view> pod = pods_.get_pod(ns, name);
     if (!pod) {
       // Section 5.1, upstream's event included (it names the UID the eviction was for).
@@ -580,7 +592,7 @@ struct controller::impl {
       }
       return;
     }
-    decide_locked(key, *pod, taints, from_node, now, true);
+    decide_locked(key, *pod, taints, from_node, now, true, replay);
   }
 
   enum class verdict : std::uint8_t { done, reread };
@@ -590,7 +602,7 @@ struct controller::impl {
   // otherwise (a pods_on_node snapshot) such an entry asks the caller to read the pod again.
   // Caller holds the key lock.
   verdict decide_locked(std::string_view key, const pod_view& pod, const std::vector<taint>* taints,
-                        bool from_node, time_point now, bool verified) {
+                        bool from_node, time_point now, bool verified, bool replay = false) {
     std::optional<pod_decision> d;
     if (taints != nullptr) {
       d = decide(*taints, pod.tolerations);
@@ -615,8 +627,14 @@ struct controller::impl {
       return verdict::done;
     }
     // Section 6: schedule first; only when an entry already exists is it looked at.
-    const time_point fire_at = d->untolerated ? now : now + d->time.delay();
-    if (schedule(key, pod, now, fire_at, *taints)) {
+    time_point created_at = now;
+    time_point fire_at = d->untolerated ? now : now + d->time.delay();
+    std::optional<countdown> resumed;
+    if (replay && deadlines_from_taint_time_ && !d->untolerated && !d->time.is_now()) {
+      resumed = resume_countdown(pod, *taints, now, created_at, fire_at);
+    }
+    if (schedule(key, pod, created_at, fire_at, *taints)) {
+      note_resumed(key, pod, resumed, now, fire_at);
       return verdict::done;
     }
     const auto entry = queue_.lookup(key);
@@ -628,7 +646,9 @@ struct controller::impl {
         return verdict::reread;
       }
       drop_foreign(key, entry->payload, pod.uid);
-      schedule(key, pod, now, fire_at, *taints);
+      if (schedule(key, pod, created_at, fire_at, *taints)) {
+        note_resumed(key, pod, resumed, now, fire_at);
+      }
       return verdict::done;
     }
     // An eviction of this very pod exists and keeps its fire time, unless the pod is no
@@ -641,6 +661,41 @@ struct controller::impl {
       schedule(key, pod, now, now, *taints);
     }
     return verdict::done;
+  }
+
+  // The replay found `pod` on a node with `taints` and no eviction scheduled: when its
+  // countdown started before now (countdown_since), moves `created_at` and `fire_at` back to
+  // where an uninterrupted controller would have them (a fire time already past fires at
+  // once). nullopt (and nothing moved) when it counts from now.
+  std::optional<countdown> resume_countdown(const pod_view& pod, const std::vector<taint>& taints,
+                                            time_point now, time_point& created_at,
+                                            time_point& fire_at) const {
+    const auto wall = wall_clock_ ? wall_clock_() : std::chrono::system_clock::now();
+    const std::int64_t now_unix =
+        std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
+    std::optional<countdown> c = countdown_since(taints, pod.tolerations, pod.bound_unix, now_unix);
+    if (!c || c->start_unix >= now_unix) {
+      return std::nullopt;
+    }
+    const auto elapsed = std::chrono::duration_cast<timedqueue::duration>(
+        wall - std::chrono::system_clock::time_point(std::chrono::seconds(c->start_unix)));
+    created_at = now - elapsed;
+    fire_at = created_at + c->time.delay();
+    return c;
+  }
+
+  void note_resumed(std::string_view key, const pod_view& pod, const std::optional<countdown>& c,
+                    time_point now, time_point fire_at) {
+    if (!c) {
+      return;
+    }
+    bump(ctr_->from_taint_time);
+    const auto due_in = std::chrono::duration_cast<std::chrono::milliseconds>(fire_at - now);
+    log_->info(
+        "eviction deadline from taint time pod=\"{}\" uid={} taint=\"{}\" counted_from={} "
+        "toleration={}s due_in={}ms",
+        key, pod.uid, c->started_by != nullptr ? c->started_by->key : std::string(), c->start_unix,
+        c->time.seconds.count(), std::max<std::int64_t>(due_in.count(), 0));
   }
 
   void drop_foreign(std::string_view key, std::string_view old_uid, std::string_view uid) {
@@ -1065,6 +1120,8 @@ struct controller::impl {
   std::function<void(std::chrono::nanoseconds)> on_waited_;
   std::function<void(bool, std::size_t, std::size_t)> on_breaker_;
   std::function<void(const decision_note&)> on_decision_;
+  bool deadlines_from_taint_time_ = true;
+  std::function<std::chrono::system_clock::time_point()> wall_clock_;
   mutable std::mutex policy_mu_;
   eviction_policy policy_;
   breaker breaker_;
@@ -1090,7 +1147,8 @@ void controller::shutdown() {
   impl_->shutdown();
 }
 
-bool controller::node_updated(const node_view* old_node, const node_view* new_node) {
+bool controller::node_updated(const node_view* old_node, const node_view* new_node,
+                              update_origin origin) {
   if (old_node == nullptr && new_node == nullptr) {
     return false;
   }
@@ -1112,7 +1170,7 @@ bool controller::node_updated(const node_view* old_node, const node_view* new_no
   if (new_node != nullptr) {
     taints = no_execute_taints(new_node->taints);
   }
-  return impl_->enqueue_node(current.name, std::move(taints));
+  return impl_->enqueue_node(current.name, std::move(taints), origin == update_origin::replay);
 }
 
 bool controller::pod_updated(const pod_view* old_pod, const pod_view* new_pod) {
@@ -1178,6 +1236,7 @@ controller_stats controller::stats() const {
   s.cancellations = get(c.cancellations);
   s.stale_entries_dropped = get(c.stale);
   s.dry_run_deletions = get(c.dry_run);
+  s.deadlines_from_taint_time = get(c.from_taint_time);
   {
     std::lock_guard lock(impl_->breaker_.mu);
     s.breaker_open = impl_->breaker_.open;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace tec::controller {
 
@@ -137,6 +139,39 @@ pod_decision decide(std::span<const taint> taints,
   d.time =
       zero ? toleration_time::immediately() : finish_min(!taints.empty(), any_finite, min_seconds);
   return d;
+}
+
+std::optional<countdown> countdown_since(std::span<const taint> taints,
+                                         std::span<const toleration> tolerations,
+                                         std::int64_t bound_unix, std::int64_t now_unix) {
+  const std::int64_t bound = std::min(bound_unix, now_unix);
+  std::vector<std::pair<std::int64_t, std::size_t>> order;  // (counted from, index)
+  order.reserve(taints.size());
+  for (std::size_t i = 0; i < taints.size(); ++i) {
+    const std::int64_t added =
+        taints[i].time_added_unix != 0 ? taints[i].time_added_unix : now_unix;
+    order.emplace_back(std::min(std::max(added, bound), now_unix), i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<taint> present;
+  present.reserve(taints.size());
+  for (std::size_t i = 0; i < order.size();) {
+    const std::int64_t at = order[i].first;
+    std::size_t last = i;
+    for (; i < order.size() && order[i].first == at; ++i) {  // every taint present at `at`
+      present.push_back(taints[order[i].second]);
+      last = i;
+    }
+    const pod_decision d = decide(present, tolerations);
+    if (d.untolerated) {
+      return countdown{at, toleration_time::immediately(), &taints[order[last].second]};
+    }
+    if (!d.time.is_forever()) {
+      return countdown{at, d.time, &taints[order[last].second]};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace tec::controller

@@ -363,6 +363,11 @@ const stats_family stats_families[] = {
      .help = "Pods the controller would have deleted, had dry-run been off.",
      .type = MetricType::Counter,
      .value = &scrape_stats::dry_run_pod_deletions},
+    {.name = "deadlines_from_taint_time_total",
+     .help = "Evictions scheduled when this process started acting whose countdown was "
+             "counted from the taint's timeAdded (or the pod's bind time) rather than from now.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::deadlines_from_taint_time},
     {.name = "watch_decode_errors_total",
      .help = "Objects in watch events or LIST pages that could not be decoded and were skipped, "
              "by resource.",

@@ -310,6 +310,7 @@ scrape_stats every_series() {
   s.waiting_evictions = 4;
   s.storm_breaker_open = 1;
   s.dry_run_pod_deletions = 5;
+  s.deadlines_from_taint_time = 6;
   return s;
 }
 
@@ -365,6 +366,11 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
        {"gauge", "1 while the storm breaker is open and every eviction waits, else 0.", "", ""}},
       {p + "dry_run_pod_deletions_total",
        {"counter", "Pods the controller would have deleted, had dry-run been off.", "", ""}},
+      {p + "deadlines_from_taint_time_total",
+       {"counter",
+        "Evictions scheduled when this process started acting whose countdown was counted from "
+        "the taint's timeAdded (or the pod's bind time) rather than from now.",
+        "", ""}},
       {p + "eviction_wait_duration_seconds",
        {"histogram",
         "Seconds an eviction the eviction policy held back waited from when it was due to when "
@@ -399,6 +405,7 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   EXPECT_NE(text.find(p + "evictions_waiting 4\n"), std::string::npos);
   EXPECT_NE(text.find(p + "storm_breaker_open 1\n"), std::string::npos);
   EXPECT_NE(text.find(p + "dry_run_pod_deletions_total 5\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "deadlines_from_taint_time_total 6\n"), std::string::npos);
   EXPECT_NE(text.find(p + "eviction_wait_duration_seconds_bucket{le=\"30\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find(p + "policy_reload_failures_total 1\n"), std::string::npos);

@@ -110,6 +110,12 @@ inline constexpr std::size_t max_event_detail = 1024;
 /// boundary, with "..." marking the cut.
 [[nodiscard]] std::string event_detail(std::string_view text);
 
+/// Where a node update comes from.
+enum class update_origin : std::uint8_t {
+  watch,   ///< A change the informer saw.
+  replay,  ///< The replay of the caches when this process starts acting (leader, synced).
+};
+
 /// What a decision observer (controller_options::on_decision) is told.
 enum class decision_kind : std::uint8_t {
   scheduled,     ///< An eviction was scheduled (`due`: when it fires; now when untolerated).
@@ -174,6 +180,14 @@ struct controller_options {
   std::function<void(const decision_note&)> on_decision;
   /// The policy to start with (set_policy() replaces it later). Default: none (upstream).
   eviction_policy policy;
+  /// When the replay (update_origin::replay) finds a pod on a tainted node with no eviction
+  /// scheduled, count its toleration from when an uninterrupted controller would have started
+  /// it (countdown_since: the taints' timeAdded and the pod's bind time) instead of from now,
+  /// so a restart or failover does not restart every countdown. Taints without timeAdded
+  /// still count from now; updates the informers deliver later always count from now.
+  bool deadlines_from_taint_time = true;
+  /// The wall clock countdown_since() compares timeAdded with. Empty: system_clock::now.
+  std::function<std::chrono::system_clock::time_point()> wall_clock;
 };
 
 /// Counters for metrics. Monotonic except tainted_nodes and worker_queue_depth.
@@ -194,6 +208,9 @@ struct controller_stats {
   std::size_t tainted_nodes = 0;
   /// Evictions that would have deleted a pod in dry-run mode.
   std::uint64_t dry_run_deletions = 0;
+  /// Evictions the replay scheduled with their countdown counted from the taint's timeAdded
+  /// (controller_options::deadlines_from_taint_time) rather than from now.
+  std::uint64_t deadlines_from_taint_time = 0;
   /// The storm breaker: open or not, the nodes carrying a NoExecute taint it counts, and the
   /// nodes it knows.
   bool breaker_open = false;
@@ -226,8 +243,10 @@ public:
 
   /// A node was added (old_node null), updated, or deleted (new_node null). Returns true when
   /// the update was enqueued, false when ignored (NoExecute taints unchanged, both null, or
-  /// after shutdown). Any thread.
-  bool node_updated(const node_view* old_node, const node_view* new_node);
+  /// after shutdown). `origin` replay: the update is part of the replay when this process
+  /// starts acting (see controller_options::deadlines_from_taint_time). Any thread.
+  bool node_updated(const node_view* old_node, const node_view* new_node,
+                    update_origin origin = update_origin::watch);
   /// A pod was added (old_pod null), updated, or deleted (new_pod null). Ignored when
   /// tolerations, nodeName and UID are unchanged, or when the pod is unscheduled (a
   /// re-created unscheduled pod replacing a scheduled one is still enqueued for the old node,

@@ -76,4 +76,29 @@ struct pod_decision {
 [[nodiscard]] pod_decision decide(std::span<const taint> taints,
                                   std::span<const toleration> tolerations) noexcept;
 
+/// Where a countdown that started before this process acted began (see countdown_since).
+struct countdown {
+  /// When it started, seconds since the Unix epoch.
+  std::int64_t start_unix = 0;
+  /// How long the pod may stay, counted from start_unix (never kind::forever).
+  toleration_time time;
+  /// The taint whose arrival started it (the last one of the taints present then).
+  const taint* started_by = nullptr;
+};
+
+/// When a controller starts acting (a restart, a leader failover) and finds a pod on a node
+/// whose NoExecute `taints` it tolerates for a while (decide() says neither untolerated nor
+/// forever): when an uninterrupted controller would have started the pod's countdown, and for
+/// how long. Each taint counts from max(its timeAdded, the pod's bind time `bound_unix`),
+/// clamped to `now_unix`; a taint without timeAdded (kubectl taint sets none) counts from now.
+/// Walking the taints in that order, the countdown starts at the first time the taints
+/// present make the pod's stay finite, and lasts what they allowed then: a taint that came
+/// later does not move it (an uninterrupted controller keeps a scheduled eviction's time).
+/// nullopt when the taints, so placed, leave the stay forever (not for a valid input: the
+/// whole set is finite). Allocates; called only when the controller starts acting.
+[[nodiscard]] std::optional<countdown> countdown_since(std::span<const taint> taints,
+                                                       std::span<const toleration> tolerations,
+                                                       std::int64_t bound_unix,
+                                                       std::int64_t now_unix);
+
 }  // namespace tec::controller

@@ -319,6 +319,9 @@ struct scrape_stats {
   std::uint64_t storm_breaker_open = 0;
   /// Pods that dry-run would have deleted.
   std::uint64_t dry_run_pod_deletions = 0;
+  /// Evictions scheduled on activation with their countdown counted from the taint's
+  /// timeAdded (--deadlines-from-taint-time) rather than from now.
+  std::uint64_t deadlines_from_taint_time = 0;
 };
 
 /// Called at every scrape, on the scraping thread (possibly two at once: /metrics may be
