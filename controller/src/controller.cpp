@@ -43,6 +43,28 @@ std::string_view to_string(cancel_reason reason) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(skip_reason reason) noexcept {
+  switch (reason) {
+    case skip_reason::annotation:
+      return "annotation";
+    case skip_reason::namespace_annotation:
+      return "namespace_annotation";
+    case skip_reason::namespace_:
+      return "namespace";
+    case skip_reason::pod_selector:
+      return "pod_selector";
+    case skip_reason::mirror:
+      return "mirror";
+    case skip_reason::terminal:
+      return "terminal";
+    case skip_reason::daemon_set:
+      return "daemonset";
+    case skip_reason::taint_ignored:
+      return "taint_ignored";
+  }
+  return "unknown";
+}
+
 std::uint32_t fnv1a_32(std::string_view s) noexcept {
   std::uint32_t h = 2166136261U;
   for (const char c : s) {
@@ -157,6 +179,8 @@ struct counters {
   std::atomic<std::uint64_t> stale{0};
   std::atomic<std::uint64_t> dry_run{0};
   std::atomic<std::uint64_t> from_taint_time{0};
+  std::array<std::atomic<std::uint64_t>, skip_reason_count> skipped_by{};
+  std::atomic<std::uint64_t> overrides{0};
   std::function<void(std::chrono::nanoseconds)> on_deleted;
 };
 
@@ -392,6 +416,7 @@ struct controller::impl {
     on_decision_ = std::move(options.on_decision);
     deadlines_from_taint_time_ = options.deadlines_from_taint_time;
     wall_clock_ = std::move(options.wall_clock);
+    namespace_opted_out_ = std::move(options.namespace_opted_out);
     apply_policy(options.policy);
     const std::size_t n = std::max<std::size_t>(options.workers, 1);
     workers_.reserve(n);
@@ -421,6 +446,40 @@ struct controller::impl {
     }
     enqueued(w, ctr_->node_updates, fresh);
     return true;
+  }
+
+  // Every tainted node decided again (a policy change, a namespace's opt-out changed). A node
+  // with an update already waiting is left alone: that update decides its pods anyway, with
+  // taints newer than the table's.
+  void redecide_all() {
+    for (const auto& wp : workers_) {
+      worker& w = *wp;
+      std::vector<std::pair<std::string, std::vector<taint>>> nodes;
+      {
+        std::lock_guard table(w.table_mu);
+        nodes.reserve(w.tainted.size());
+        for (const auto& [name, taints] : w.tainted) {
+          nodes.emplace_back(name, taints);
+        }
+      }
+      for (auto& [name, taints] : nodes) {
+        bool fresh = false;
+        {
+          std::lock_guard lock(w.mu);
+          if (stopping_.load()) {
+            return;
+          }
+          auto [it, inserted] = w.node_latest.try_emplace(name);
+          if (inserted) {
+            it->second.taints = std::move(taints);
+            w.node_order.push_back(name);
+            outstanding_.fetch_add(1);
+            fresh = true;
+          }
+        }
+        enqueued(w, ctr_->node_updates, fresh);
+      }
+    }
   }
 
   bool enqueue_pod(std::string_view node, std::string_view ns, std::string_view name) {
@@ -604,9 +663,29 @@ struct controller::impl {
   verdict decide_locked(std::string_view key, const pod_view& pod, const std::vector<taint>* taints,
                         bool from_node, time_point now, bool verified, bool replay = false) {
     std::optional<pod_decision> d;
+    std::shared_ptr<const eviction_policy> scope;
+    const taint* overridden = nullptr;
+    const taint_rule* rule = nullptr;
     if (taints != nullptr) {
-      d = decide(*taints, pod.tolerations);
       bump(ctr_->decisions);
+      if (scoped_.load(std::memory_order_acquire)) {
+        std::lock_guard lock(policy_mu_);
+        scope = scope_;
+      }
+      if (const auto skip = skipped(pod, scope.get())) {
+        note_skip(key, *skip);
+        d = pod_decision{false, toleration_time::never()};
+      } else if (scope && !scope->taints.empty()) {
+        const ruled_decision rd = decide(*taints, pod.tolerations, scope->taints);
+        if (rd.all_ignored) {
+          note_skip(key, skip_reason::taint_ignored);
+        }
+        d = rd.decision;
+        overridden = rd.overridden;
+        rule = rd.rule;
+      } else {
+        d = decide(*taints, pod.tolerations);
+      }
     }
     if (!d || (!d->untolerated && d->time.is_forever())) {
       const auto entry = queue_.lookup(key);
@@ -631,10 +710,13 @@ struct controller::impl {
     time_point fire_at = d->untolerated ? now : now + d->time.delay();
     std::optional<countdown> resumed;
     if (replay && deadlines_from_taint_time_ && !d->untolerated && !d->time.is_now()) {
-      resumed = resume_countdown(pod, *taints, now, created_at, fire_at);
+      resumed = resume_countdown(
+          pod, *taints, now, created_at, fire_at,
+          scope ? std::span<const taint_rule>(scope->taints) : std::span<const taint_rule>());
     }
     if (schedule(key, pod, created_at, fire_at, *taints)) {
       note_resumed(key, pod, resumed, now, fire_at);
+      note_override(key, pod, overridden, rule, now, fire_at);
       return verdict::done;
     }
     const auto entry = queue_.lookup(key);
@@ -648,6 +730,7 @@ struct controller::impl {
       drop_foreign(key, entry->payload, pod.uid);
       if (schedule(key, pod, created_at, fire_at, *taints)) {
         note_resumed(key, pod, resumed, now, fire_at);
+        note_override(key, pod, overridden, rule, now, fire_at);
       }
       return verdict::done;
     }
@@ -669,11 +752,13 @@ struct controller::impl {
   // once). nullopt (and nothing moved) when it counts from now.
   std::optional<countdown> resume_countdown(const pod_view& pod, const std::vector<taint>& taints,
                                             time_point now, time_point& created_at,
-                                            time_point& fire_at) const {
+                                            time_point& fire_at,
+                                            std::span<const taint_rule> rules) const {
     const auto wall = wall_clock_ ? wall_clock_() : std::chrono::system_clock::now();
     const std::int64_t now_unix =
         std::chrono::duration_cast<std::chrono::seconds>(wall.time_since_epoch()).count();
-    std::optional<countdown> c = countdown_since(taints, pod.tolerations, pod.bound_unix, now_unix);
+    std::optional<countdown> c =
+        countdown_since(taints, pod.tolerations, pod.bound_unix, now_unix, rules);
     if (!c || c->start_unix >= now_unix) {
       return std::nullopt;
     }
@@ -696,6 +781,69 @@ struct controller::impl {
         "toleration={}s due_in={}ms",
         key, pod.uid, c->started_by != nullptr ? c->started_by->key : std::string(), c->start_unix,
         c->time.seconds.count(), std::max<std::int64_t>(due_in.count(), 0));
+  }
+
+  // Why `pod` is left alone whatever its tolerations say, if it is (the opt-out annotations,
+  // then the policy's exclude rules in `scope`, which may be null).
+  [[nodiscard]] std::optional<skip_reason> skipped(const pod_view& pod,
+                                                   const eviction_policy* scope) const {
+    if (pod.opted_out) {
+      return skip_reason::annotation;
+    }
+    if (namespace_opted_out_ && namespace_opted_out_(pod.namespace_)) {
+      return skip_reason::namespace_annotation;
+    }
+    if (scope == nullptr) {
+      return std::nullopt;
+    }
+    const exclude_policy& ex = scope->exclude;
+    if (std::find(ex.namespaces.begin(), ex.namespaces.end(), pod.namespace_) !=
+        ex.namespaces.end()) {
+      return skip_reason::namespace_;
+    }
+    if (ex.mirror_pods && pod.mirror) {
+      return skip_reason::mirror;
+    }
+    if (ex.terminal_pods && (pod.phase == pod_phase::succeeded || pod.phase == pod_phase::failed)) {
+      return skip_reason::terminal;
+    }
+    if (ex.daemon_set_pods && pod.owner_kind == "DaemonSet") {
+      return skip_reason::daemon_set;
+    }
+    if (selects(ex.pod_selector, pod.labels)) {
+      return skip_reason::pod_selector;
+    }
+    return std::nullopt;
+  }
+
+  void note_skip(std::string_view key, skip_reason reason) {
+    bump(ctr_->skipped_by[static_cast<std::size_t>(reason)]);
+    if (log_->should_log(spdlog::level::debug)) {
+      log_->debug("not evicting pod=\"{}\" reason={}", key, to_string(reason));
+    }
+  }
+
+  // A taint rule's floor or cap set the time of the eviction just scheduled: a deviation from
+  // the pod's spec, logged once per scheduled eviction.
+  void note_override(std::string_view key, const pod_view& pod, const taint* t, const taint_rule* r,
+                     time_point now, time_point fire_at) {
+    if (t == nullptr || r == nullptr) {
+      return;
+    }
+    bump(ctr_->overrides);
+    const auto it = std::find_if(pod.tolerations.begin(), pod.tolerations.end(),
+                                 [&](const toleration& tol) { return tolerates(tol, *t); });
+    std::string own = "untolerated";
+    if (it != pod.tolerations.end()) {
+      own = it->seconds ? std::to_string(*it->seconds) + "s" : std::string("forever");
+    }
+    const auto due_in = std::chrono::duration_cast<std::chrono::milliseconds>(fire_at - now);
+    log_->info(
+        "eviction time set by policy, not by the pod's toleration pod=\"{}\" uid={} taint=\"{}\" "
+        "rule=\"{}{}\" toleration={} minTolerationSeconds={} maxTolerationSeconds={} "
+        "due_in={}ms",
+        key, pod.uid, t->key, r->key, r->prefix ? "*" : "", own, r->min_toleration_seconds,
+        r->max_toleration_seconds, std::max<std::int64_t>(due_in.count(), 0));
   }
 
   void drop_foreign(std::string_view key, std::string_view old_uid, std::string_view uid) {
@@ -790,9 +938,14 @@ struct controller::impl {
   // --- policy ---
 
   void apply_policy(const eviction_policy& p) {
+    bool rescope = false;
     {
       std::lock_guard lock(policy_mu_);
+      rescope = !(policy_.exclude == p.exclude) || policy_.taints != p.taints;
       policy_ = p;
+      const bool scoped = !p.exclude.empty() || !p.taints.empty();
+      scope_ = scoped ? std::make_shared<const eviction_policy>(p) : nullptr;
+      scoped_.store(scoped, std::memory_order_release);
     }
     dry_run_.store(p.dry_run);
     queue_.set_admission(admission_of(p.rate_limit));
@@ -821,6 +974,10 @@ struct controller::impl {
     }
     if (changed) {
       breaker_changed();
+    }
+    if (rescope && !workers_.empty()) {
+      log_->info("scoping rules changed: deciding every pod on a tainted node again");
+      redecide_all();
     }
   }
 
@@ -1122,8 +1279,13 @@ struct controller::impl {
   std::function<void(const decision_note&)> on_decision_;
   bool deadlines_from_taint_time_ = true;
   std::function<std::chrono::system_clock::time_point()> wall_clock_;
+  std::function<bool(std::string_view)> namespace_opted_out_;
   mutable std::mutex policy_mu_;
   eviction_policy policy_;
+  // The policy when it has exclude or taints rules (what decide_locked reads), else null;
+  // scoped_ says which without the lock.
+  std::shared_ptr<const eviction_policy> scope_;
+  std::atomic<bool> scoped_{false};
   breaker breaker_;
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;
@@ -1178,7 +1340,11 @@ bool controller::pod_updated(const pod_view* old_pod, const pod_view* new_pod) {
     return false;
   }
   if (old_pod != nullptr && new_pod != nullptr && old_pod->uid == new_pod->uid &&
-      old_pod->node_name == new_pod->node_name && old_pod->tolerations == new_pod->tolerations) {
+      old_pod->node_name == new_pod->node_name && old_pod->tolerations == new_pod->tolerations &&
+      old_pod->opted_out == new_pod->opted_out &&
+      (!impl_->scoped_.load(std::memory_order_relaxed) ||
+       (old_pod->labels == new_pod->labels && old_pod->phase == new_pod->phase &&
+        old_pod->owner_kind == new_pod->owner_kind))) {
     impl_->ctr_->ignored.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -1237,6 +1403,10 @@ controller_stats controller::stats() const {
   s.stale_entries_dropped = get(c.stale);
   s.dry_run_deletions = get(c.dry_run);
   s.deadlines_from_taint_time = get(c.from_taint_time);
+  for (std::size_t i = 0; i < skip_reason_count; ++i) {
+    s.skipped[i] = get(c.skipped_by[i]);
+  }
+  s.toleration_overrides = get(c.overrides);
   {
     std::lock_guard lock(impl_->breaker_.mu);
     s.breaker_open = impl_->breaker_.open;
@@ -1256,6 +1426,10 @@ controller_stats controller::stats() const {
 
 void controller::set_policy(const eviction_policy& policy) {
   impl_->apply_policy(policy);
+}
+
+void controller::redecide_all() {
+  impl_->redecide_all();
 }
 
 eviction_policy controller::policy() const {

@@ -141,9 +141,137 @@ pod_decision decide(std::span<const taint> taints,
   return d;
 }
 
+const taint_rule* rule_for(std::span<const taint_rule> rules, std::string_view key) noexcept {
+  for (const taint_rule& r : rules) {
+    if (r.matches(key)) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+ruled_decision decide(std::span<const taint> taints, std::span<const toleration> tolerations,
+                      std::span<const taint_rule> rules) noexcept {
+  ruled_decision out;
+  if (rules.empty()) {
+    out.decision = decide(taints, tolerations);
+    return out;
+  }
+  // Per taint: 0 = now, > 0 = that many seconds, nullopt = forever; then the minimum.
+  bool saw_any = false;
+  bool any_finite = false;
+  bool zero = false;
+  std::int64_t min_seconds = 0;
+  for (const taint& t : taints) {
+    const taint_rule* r = rule_for(rules, t.key);
+    if (r != nullptr && r->action == taint_action::ignore) {
+      continue;
+    }
+    saw_any = true;
+    const auto it = std::find_if(tolerations.begin(), tolerations.end(),
+                                 [&](const toleration& tol) { return tolerates(tol, t); });
+    std::optional<std::int64_t> own;  // The pod's own time for this taint.
+    bool untolerated = it == tolerations.end();
+    if (!untolerated) {
+      own = it->seconds ? std::optional<std::int64_t>(std::max<std::int64_t>(*it->seconds, 0))
+                        : std::nullopt;
+    }
+    std::optional<std::int64_t> applied = untolerated ? std::optional<std::int64_t>(0) : own;
+    if (r != nullptr && applied) {
+      if (r->min_toleration_seconds > 0 && *applied < r->min_toleration_seconds) {
+        applied = r->min_toleration_seconds;
+      }
+      if (r->max_toleration_seconds > 0 && *applied > r->max_toleration_seconds) {
+        applied = r->max_toleration_seconds;
+      }
+      if (*applied != (untolerated ? 0 : own.value_or(0)) && out.overridden == nullptr) {
+        out.overridden = &t;
+        out.rule = r;
+      }
+    }
+    if (untolerated && *applied == 0) {
+      out.decision.untolerated = true;
+      return out;
+    }
+    if (!applied) {
+      continue;  // Tolerated forever.
+    }
+    if (*applied == 0) {
+      zero = true;  // Keep looking: a later untolerated taint still wins.
+    } else if (!any_finite || *applied < min_seconds) {
+      min_seconds = *applied;
+      any_finite = true;
+    }
+  }
+  if (!saw_any) {
+    out.all_ignored = true;
+    out.decision.time = toleration_time::never();
+    return out;
+  }
+  out.decision.time =
+      zero ? toleration_time::immediately() : finish_min(true, any_finite, min_seconds);
+  return out;
+}
+
+std::optional<std::string_view> label_value(std::string_view labels,
+                                            std::string_view key) noexcept {
+  while (!labels.empty()) {
+    const std::size_t end = std::min(labels.find('\n'), labels.size());
+    const std::string_view line = labels.substr(0, end);
+    const std::size_t eq = line.find('=');
+    if (eq != std::string_view::npos && line.substr(0, eq) == key) {
+      return line.substr(eq + 1);
+    }
+    labels.remove_prefix(std::min(end + 1, labels.size()));
+  }
+  return std::nullopt;
+}
+
+bool selects(const label_selector& selector, std::string_view labels) noexcept {
+  if (selector.empty()) {
+    return false;
+  }
+  for (const auto& [key, value] : selector.match_labels) {
+    const auto have = label_value(labels, key);
+    if (!have || *have != value) {
+      return false;
+    }
+  }
+  for (const label_requirement& req : selector.match_expressions) {
+    const auto have = label_value(labels, req.key);
+    const auto listed = [&] {
+      return std::find(req.values.begin(), req.values.end(), *have) != req.values.end();
+    };
+    switch (req.operator_) {
+      case label_requirement::op::in:
+        if (!have || !listed()) {
+          return false;
+        }
+        break;
+      case label_requirement::op::not_in:
+        if (have && listed()) {
+          return false;
+        }
+        break;
+      case label_requirement::op::exists:
+        if (!have) {
+          return false;
+        }
+        break;
+      case label_requirement::op::does_not_exist:
+        if (have) {
+          return false;
+        }
+        break;
+    }
+  }
+  return true;
+}
+
 std::optional<countdown> countdown_since(std::span<const taint> taints,
                                          std::span<const toleration> tolerations,
-                                         std::int64_t bound_unix, std::int64_t now_unix) {
+                                         std::int64_t bound_unix, std::int64_t now_unix,
+                                         std::span<const taint_rule> rules) {
   const std::int64_t bound = std::min(bound_unix, now_unix);
   std::vector<std::pair<std::int64_t, std::size_t>> order;  // (counted from, index)
   order.reserve(taints.size());
@@ -163,7 +291,8 @@ std::optional<countdown> countdown_since(std::span<const taint> taints,
       present.push_back(taints[order[i].second]);
       last = i;
     }
-    const pod_decision d = decide(present, tolerations);
+    const ruled_decision rd = decide(present, tolerations, rules);
+    const pod_decision& d = rd.decision;
     if (d.untolerated) {
       return countdown{at, toleration_time::immediately(), &taints[order[last].second]};
     }

@@ -75,6 +75,7 @@
 // queue down, which waits for evictions in flight: the sink must eventually call (or drop)
 // every `done` callback it holds.
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -130,6 +131,28 @@ enum class cancel_reason : std::uint8_t {
   pod_gone,   ///< The pod was deleted (at intake, or found gone when its eviction fired).
   replaced,   ///< The name now belongs to another pod (another UID): the entry was dropped.
 };
+
+/// Why a pod on a tainted node is not evicted although its tolerations would let it go: the
+/// policy's `exclude` and `taints` rules and the opt-out annotation (README "Scoping").
+enum class skip_reason : std::uint8_t {
+  annotation,            ///< The pod has taint-eviction-controller/exclude: "true".
+  namespace_annotation,  ///< Its namespace has that annotation.
+  namespace_,            ///< exclude.namespaces lists its namespace.
+  pod_selector,          ///< exclude.podSelector selects it.
+  mirror,                ///< exclude.mirrorPods and it is a mirror pod.
+  terminal,              ///< exclude.terminalPods and it has succeeded or failed.
+  daemon_set,            ///< exclude.daemonSetPods and a DaemonSet controls it.
+  taint_ignored,         ///< Every NoExecute taint of its node has a rule with action Ignore.
+};
+inline constexpr std::size_t skip_reason_count = 8;
+
+/// The annotation (on a pod or its namespace) that opts out of eviction, and its value.
+inline constexpr std::string_view opt_out_annotation = "taint-eviction-controller/exclude";
+inline constexpr std::string_view opt_out_value = "true";
+
+/// "annotation", "namespace_annotation", "namespace", "pod_selector", "mirror", "terminal",
+/// "daemonset", "taint_ignored" (the metric's label values).
+[[nodiscard]] std::string_view to_string(skip_reason reason) noexcept;
 
 /// "scheduled", "would_delete", "cancelled"; "untainted", "pod_gone", "replaced", "none".
 [[nodiscard]] std::string_view to_string(decision_kind kind) noexcept;
@@ -188,6 +211,11 @@ struct controller_options {
   bool deadlines_from_taint_time = true;
   /// The wall clock countdown_since() compares timeAdded with. Empty: system_clock::now.
   std::function<std::chrono::system_clock::time_point()> wall_clock;
+  /// True when the namespace carries the opt-out annotation (taint-eviction-controller/
+  /// exclude: "true"): its pods are never evicted. Called from the workers, concurrently:
+  /// must be thread-safe, quick, must not throw and must not call back into the controller.
+  /// When it changes its answer for a namespace, call redecide_all(). Empty: none opts out.
+  std::function<bool(std::string_view namespace_)> namespace_opted_out;
 };
 
 /// Counters for metrics. Monotonic except tainted_nodes and worker_queue_depth.
@@ -216,6 +244,12 @@ struct controller_stats {
   bool breaker_open = false;
   std::size_t breaker_tainted_nodes = 0;
   std::size_t nodes = 0;
+  /// Decisions that left a pod alone for a scoping rule, by skip_reason (a pod decided again
+  /// counts again).
+  std::array<std::uint64_t, skip_reason_count> skipped{};
+  /// Evictions scheduled with a time a taint rule's floor or cap changed from what the pod's
+  /// own tolerations gave.
+  std::uint64_t toleration_overrides = 0;
   /// Evictions that failed at least `stuck_after` (5) times in a row and are still retried
   /// (a gauge): one leaves it as soon as it succeeds or is cancelled.
   std::size_t stuck_evictions = 0;
@@ -262,8 +296,14 @@ public:
 
   /// Replaces the policy (a reload): admission limits apply to what is held at once, the
   /// storm breaker is re-evaluated with its new thresholds, dry-run applies to the next
-  /// eviction that starts. Any thread.
+  /// eviction that starts. When `exclude` or `taints` changed, every pod on a tainted node is
+  /// decided again (redecide_all): a pod newly excluded, or whose taints are now all ignored,
+  /// has its pending eviction cancelled; evictions already scheduled keep their time. Any
+  /// thread.
   void set_policy(const eviction_policy& policy);
+  /// Decides every pod on every tainted node again, as a node update would (the update is
+  /// merged into one already waiting for that node). Any thread.
+  void redecide_all();
   [[nodiscard]] eviction_policy policy() const;
 
   /// The NoExecute taints recorded for `node`, or nullopt when it is not in the tainted

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "tec/controller/model.hpp"
+#include "tec/controller/policy.hpp"
 
 namespace tec::controller {
 
@@ -76,6 +77,41 @@ struct pod_decision {
 [[nodiscard]] pod_decision decide(std::span<const taint> taints,
                                   std::span<const toleration> tolerations) noexcept;
 
+/// decide() with the policy's taint rules (policy.hpp taint_rule; the first rule whose key
+/// matches a taint applies to it):
+/// - a taint whose rule says Ignore is left out, as if the node did not carry it;
+/// - for the others, the time the pod gets for that taint is its toleration's, then raised to
+///   the rule's floor (min_toleration_seconds; a taint the pod does not tolerate, or tolerates
+///   for <= 0 s, gets the floor too) and lowered to its cap (max_toleration_seconds; a
+///   toleration without tolerationSeconds is not capped);
+/// - the pod gets the minimum over the taints, as decide() computes it.
+struct ruled_decision {
+  pod_decision decision;
+  /// Every taint was ignored: the pod is left alone as on an untainted node (`decision` is
+  /// "forever").
+  bool all_ignored = false;
+  /// A rule changed the time of some taint from what the pod's tolerations gave: the first
+  /// such taint and its rule (for the log line); null when nothing changed.
+  const taint* overridden = nullptr;
+  const taint_rule* rule = nullptr;
+};
+
+/// See ruled_decision. With no rules it is exactly decide(). `taints` must not be empty.
+[[nodiscard]] ruled_decision decide(std::span<const taint> taints,
+                                    std::span<const toleration> tolerations,
+                                    std::span<const taint_rule> rules) noexcept;
+
+/// The first rule of `rules` whose key matches `key`, or null.
+[[nodiscard]] const taint_rule* rule_for(std::span<const taint_rule> rules,
+                                         std::string_view key) noexcept;
+
+/// The value of label `key` in `labels` (pod_view::labels: "k=v" lines), or nullopt.
+[[nodiscard]] std::optional<std::string_view> label_value(std::string_view labels,
+                                                          std::string_view key) noexcept;
+
+/// True when `selector` selects a pod with `labels`. An empty selector selects nothing.
+[[nodiscard]] bool selects(const label_selector& selector, std::string_view labels) noexcept;
+
 /// Where a countdown that started before this process acted began (see countdown_since).
 struct countdown {
   /// When it started, seconds since the Unix epoch.
@@ -95,10 +131,12 @@ struct countdown {
 /// present make the pod's stay finite, and lasts what they allowed then: a taint that came
 /// later does not move it (an uninterrupted controller keeps a scheduled eviction's time).
 /// nullopt when the taints, so placed, leave the stay forever (not for a valid input: the
-/// whole set is finite). Allocates; called only when the controller starts acting.
+/// whole set is finite). The time is computed with `rules` (see ruled_decision). Allocates;
+/// called only when the controller starts acting.
 [[nodiscard]] std::optional<countdown> countdown_since(std::span<const taint> taints,
                                                        std::span<const toleration> tolerations,
                                                        std::int64_t bound_unix,
-                                                       std::int64_t now_unix);
+                                                       std::int64_t now_unix,
+                                                       std::span<const taint_rule> rules = {});
 
 }  // namespace tec::controller

@@ -54,6 +54,12 @@ struct pod_view {
   /// When the pod was bound to its node, seconds since the Unix epoch: the lastTransitionTime
   /// of a True PodScheduled condition, else metadata.creationTimestamp; 0 when unknown.
   std::int64_t bound_unix = 0;
+  /// Has the annotation taint-eviction-controller/exclude: "true" (opted out of eviction).
+  bool opted_out = false;
+  /// metadata.labels as "key=value" lines joined by '\n', in the object's order (label keys
+  /// and values cannot contain '=' or '\n'). Kept only when the daemon may need them (a
+  /// policy file is configured; see adapters::keep_pod_labels); empty otherwise.
+  std::string labels;
 
   friend bool operator==(const pod_view&, const pod_view&) = default;
 };

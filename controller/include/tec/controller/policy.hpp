@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tec::controller {
@@ -45,11 +47,74 @@ struct storm_breaker_policy {
   friend bool operator==(const storm_breaker_policy&, const storm_breaker_policy&) = default;
 };
 
+/// One requirement of a label selector (metav1.LabelSelectorRequirement).
+struct label_requirement {
+  enum class op : std::uint8_t { in, not_in, exists, does_not_exist };
+  std::string key;
+  op operator_ = op::in;
+  std::vector<std::string> values;  ///< In / NotIn only (non-empty there).
+
+  friend bool operator==(const label_requirement&, const label_requirement&) = default;
+};
+
+/// A metav1.LabelSelector: every matchLabels pair and every requirement must hold. Unlike a
+/// PDB's, an empty selector selects nothing here (the policy file's `podSelector: {}` is the
+/// default, "no pod is excluded").
+struct label_selector {
+  std::vector<std::pair<std::string, std::string>> match_labels;
+  std::vector<label_requirement> match_expressions;
+
+  [[nodiscard]] bool empty() const { return match_labels.empty() && match_expressions.empty(); }
+  friend bool operator==(const label_selector&, const label_selector&) = default;
+};
+
+/// Pods the controller never evicts (each skip is counted by reason; see skip_reason).
+struct exclude_policy {
+  std::vector<std::string> namespaces;  ///< Exact namespace names.
+  label_selector pod_selector;          ///< Empty: selects no pod.
+  bool mirror_pods = false;             ///< Pods with the kubernetes.io/config.mirror annotation.
+  bool terminal_pods = false;           ///< Phase Succeeded or Failed.
+  bool daemon_set_pods = false;         ///< Controlled by a DaemonSet.
+
+  [[nodiscard]] bool empty() const {
+    return namespaces.empty() && pod_selector.empty() && !mirror_pods && !terminal_pods &&
+           !daemon_set_pods;
+  }
+  friend bool operator==(const exclude_policy&, const exclude_policy&) = default;
+};
+
+enum class taint_action : std::uint8_t {
+  evict,   ///< The taint evicts as upstream's does (with the rule's floor and cap, if any).
+  ignore,  ///< The taint is ignored: as if the node did not carry it.
+};
+
+/// A per-taint-key rule. The first rule whose key matches a taint applies to it.
+struct taint_rule {
+  /// An exact taint key, or a prefix when `prefix` is set (written "example.com/*" in the
+  /// file; "*" alone matches every key).
+  std::string key;
+  bool prefix = false;
+  taint_action action = taint_action::evict;
+  /// Floor on the tolerationSeconds a pod gets for this taint (0 = none). A pod that does not
+  /// tolerate the taint, or tolerates it for <= 0 s, also waits this long.
+  std::int64_t min_toleration_seconds = 0;
+  /// Cap on a finite tolerationSeconds (0 = none). A toleration without tolerationSeconds
+  /// (tolerate forever) is not capped.
+  std::int64_t max_toleration_seconds = 0;
+
+  [[nodiscard]] bool matches(std::string_view taint_key) const {
+    return prefix ? taint_key.starts_with(key) : taint_key == key;
+  }
+  friend bool operator==(const taint_rule&, const taint_rule&) = default;
+};
+
 struct eviction_policy {
   /// Decide everything, write nothing: "would delete" in the logs, decisions in the metrics.
   bool dry_run = false;
   rate_limit_policy rate_limit;
   storm_breaker_policy storm_breaker;
+  exclude_policy exclude;
+  std::vector<taint_rule> taints;
 
   friend bool operator==(const eviction_policy&, const eviction_policy&) = default;
 };
