@@ -570,6 +570,9 @@ struct daemon::impl {
         tec::version, cfg.tls ? "https" : "http", cfg.host, cfg.port, cfg.base_path, cfg.source,
         opts.workers, opts.kube_api_qps, opts.kube_api_burst,
         opts.disruption_condition ? "on" : "off");
+    // Pod labels cost memory and only a policy's podSelector reads them; a policy file can
+    // gain a selector on reload, so they are kept whenever one is configured.
+    adapters::keep_pod_labels(!opts.policy_file.empty());
     build(cfg);
     const controller::eviction_policy start_policy = ctrl->policy();
     if (opts.policy_file.empty()) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <atomic>
 #include <cassert>
 #include <charconv>
 #include <cstdint>
@@ -24,6 +25,9 @@
 namespace tec::adapters {
 namespace {
 
+/// keep_pod_labels(): read once per metadata object, set once at start-up.
+std::atomic<bool> keep_labels{false};
+
 using nlohmann::ordered_json;
 /// What the document is: decides the root frame.
 enum class mode : std::uint8_t { event, list, object };
@@ -37,6 +41,7 @@ enum class frame_kind : std::uint8_t {
   object_root,  // a Pod, a Node, or a metav1.Status
   metadata,
   annotations,
+  labels,
   owner_refs,  // [owner_ref, ...]
   owner_ref,
   pod_spec,
@@ -71,6 +76,9 @@ enum class field : std::uint8_t {
   creation_timestamp,
   annotations,
   mirror,
+  opt_out,
+  labels,
+  label,  // one label's value (its key is the member name)
   owner_references,
   kind,
   controller,
@@ -129,6 +137,12 @@ constexpr std::string_view json_name(field f) noexcept {
       return "annotations";
     case field::mirror:
       return "kubernetes.io/config.mirror";
+    case field::opt_out:
+      return controller::opt_out_annotation;
+    case field::labels:
+      return "labels";
+    case field::label:
+      return "(label)";
     case field::owner_references:
       return "ownerReferences";
     case field::kind:
@@ -174,6 +188,7 @@ constexpr shape shape_of(field f) noexcept {
     case field::metadata:
     case field::spec:
     case field::annotations:
+    case field::labels:
       return shape::object;
     case field::items:
     case field::owner_references:
@@ -460,6 +475,7 @@ private:
   bool walk_members(const typename Dom::node& object, frame_kind kind) {
     return Dom::each_member(object, [&](std::string_view key, const typename Dom::node& value) {
       const field f = lookup(kind, key);
+      member_key_ = key;
       return f == field::none || walk_field<Dom>(kind, f, value);
     });
   }
@@ -596,7 +612,21 @@ private:
         return assign_metadata(f, v);
       case frame_kind::annotations:
         if constexpr (is_pod) {
-          cur_.pod.mirror = true;
+          if (f == field::mirror) {
+            cur_.pod.mirror = true;
+          } else {
+            cur_.pod.opted_out = v == controller::opt_out_value;
+          }
+        }
+        return true;
+      case frame_kind::labels:
+        if constexpr (is_pod) {
+          std::string& labels = cur_.pod.labels;
+          if (!labels.empty()) {
+            labels.push_back('\n');
+          }
+          labels.append(member_key_).push_back('=');
+          labels.append(v);
         }
         return true;
       case frame_kind::owner_ref:
@@ -780,6 +810,8 @@ private:
         return parent == frame_kind::list_root ? frame_kind::list_meta : frame_kind::metadata;
       case field::annotations:
         return frame_kind::annotations;
+      case field::labels:
+        return frame_kind::labels;
       case field::spec:
         return is_pod ? frame_kind::pod_spec : frame_kind::node_spec;
       case field::status:
@@ -911,13 +943,20 @@ private:
           if (k == "annotations") {
             return field::annotations;
           }
+          if (k == "labels" && keep_labels.load(std::memory_order_relaxed)) {
+            return field::labels;
+          }
           if (k == "ownerReferences") {
             return field::owner_references;
           }
         }
         return field::none;
       case frame_kind::annotations:
-        return k == "kubernetes.io/config.mirror" ? field::mirror : field::none;
+        return k == "kubernetes.io/config.mirror"    ? field::mirror
+               : k == controller::opt_out_annotation ? field::opt_out
+                                                     : field::none;
+      case frame_kind::labels:
+        return field::label;
       case frame_kind::owner_ref:
         return k == "kind" ? field::kind : k == "controller" ? field::controller : field::none;
       case frame_kind::pod_spec:
@@ -1057,6 +1096,7 @@ private:
   std::string type_;
   bool saw_type_ = false;
   bool saw_object_ = false;
+  std::string_view member_key_;  // The name of the member being read (a label's key).
   api_status status_;
   std::string list_rv_;
   std::string continue_;
@@ -1577,6 +1617,10 @@ result<std::string> list_splitter::finish() {
       malformed("unexpected end of input inside items", bytes_);
       return *failure_;
   }
+}
+
+void keep_pod_labels(bool keep) noexcept {
+  keep_labels.store(keep, std::memory_order_relaxed);
 }
 
 result<api_status> decode_status(std::string_view json_text, json_engine engine) {

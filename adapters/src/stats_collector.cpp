@@ -23,6 +23,11 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
   // Decided by the controller; the sink's are the rare ones handed over before a switch.
   out.dry_run_pod_deletions = cs.dry_run_deletions + ss.dry_run_deletions;
   out.deadlines_from_taint_time = cs.deadlines_from_taint_time;
+  for (std::size_t i = 0; i < controller::skip_reason_count; ++i) {
+    out.pods_skipped[std::string(controller::to_string(static_cast<controller::skip_reason>(i)))] =
+        cs.skipped[i];
+  }
+  out.toleration_overrides = cs.toleration_overrides;
   out.watch_restarts = {{"pods", pods.watch_restarts}, {"nodes", nodes.watch_restarts}};
   out.relists = {{"pods", pods.relists}, {"nodes", nodes.relists}};
   out.watch_decode_errors = {{"pods", pods.decode_errors}, {"nodes", nodes.decode_errors}};

@@ -368,6 +368,17 @@ const stats_family stats_families[] = {
              "counted from the taint's timeAdded (or the pod's bind time) rather than from now.",
      .type = MetricType::Counter,
      .value = &scrape_stats::deadlines_from_taint_time},
+    {.name = "pods_skipped_total",
+     .help = "Decisions that left a pod on a tainted node alone for a scoping rule of the "
+             "policy or the opt-out annotation, by reason.",
+     .type = MetricType::Counter,
+     .label = "reason",
+     .by_label = &scrape_stats::pods_skipped},
+    {.name = "toleration_overrides_total",
+     .help = "Evictions scheduled with a time a taint rule's minTolerationSeconds or "
+             "maxTolerationSeconds set instead of the pod's own toleration.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::toleration_overrides},
     {.name = "watch_decode_errors_total",
      .help = "Objects in watch events or LIST pages that could not be decoded and were skipped, "
              "by resource.",

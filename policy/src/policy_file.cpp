@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -239,6 +240,290 @@ bool valid_taint_key(std::string_view key) {
   return true;
 }
 
+/// A label value: empty, or at most 63 characters [A-Za-z0-9-_.] starting and ending
+/// alphanumeric.
+bool valid_label_value(std::string_view v) {
+  if (v.empty()) {
+    return true;
+  }
+  const auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) {
+    return false;
+  }
+  return std::all_of(v.begin(), v.end(),
+                     [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+/// A namespace name (a DNS-1123 label): at most 63 characters [a-z0-9-], starting and ending
+/// alphanumeric.
+bool valid_namespace(std::string_view v) {
+  const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (v.empty() || v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) {
+    return false;
+  }
+  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-'; });
+}
+
+constexpr std::string_view key_syntax =
+    "not a valid key (an optional DNS subdomain and '/', then at most 63 characters "
+    "[A-Za-z0-9-_.], starting and ending alphanumeric)";
+
+/// A taint rule's key: a taint key, or a prefix of one followed by '*' ("example.com/*",
+/// "node.kubernetes.io/not-*", "*"). The prefix is checked for characters a key may hold.
+bool valid_rule_key(std::string_view key, bool& prefix) {
+  prefix = !key.empty() && key.back() == '*';
+  if (!prefix) {
+    return valid_taint_key(key);
+  }
+  const std::string_view head = key.substr(0, key.size() - 1);
+  if (head.find('*') != std::string_view::npos || std::count(head.begin(), head.end(), '/') > 1 ||
+      head.size() > 253 + 1 + 63) {
+    return false;
+  }
+  return std::all_of(head.begin(), head.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == '/';
+  });
+}
+
+void read_selector(reader& r, const YAML::Node& node, const std::string& path,
+                   controller::label_selector& out) {
+  r.map(node, path,
+        {
+            {"matchLabels",
+             [&](const YAML::Node& v, const std::string& p) {
+               if (!v.IsMap()) {
+                 r.error(v.Mark(), p, "expected a mapping, got " + reader::describe(v));
+                 return;
+               }
+               for (const auto& kv : v) {
+                 const auto key = r.string(kv.first, p);
+                 if (!key) {
+                   continue;
+                 }
+                 const std::string kp = p + "." + *key;
+                 if (!valid_taint_key(*key)) {
+                   r.error(kv.first.Mark(), kp, std::string(key_syntax));
+                   continue;
+                 }
+                 const auto value =
+                     kv.second.IsNull() ? std::optional<std::string>("") : r.string(kv.second, kp);
+                 if (value && !valid_label_value(*value)) {
+                   r.error(kv.second.Mark(), kp,
+                           "not a valid label value (at most 63 characters [A-Za-z0-9-_.], "
+                           "starting and ending alphanumeric)");
+                 } else if (value) {
+                   out.match_labels.emplace_back(*key, *value);
+                 }
+               }
+             }},
+            {"matchExpressions",
+             [&](const YAML::Node& v, const std::string& p) {
+               r.sequence(v, p, [&](const YAML::Node& item, const std::string& ip) {
+                 controller::label_requirement req;
+                 bool has_key = false;
+                 bool has_op = false;
+                 bool has_values = false;
+                 bool op_ok = false;
+                 r.map(item, ip,
+                       {
+                           {"key",
+                            [&](const YAML::Node& kv, const std::string& kp) {
+                              if (auto s = r.string(kv, kp)) {
+                                has_key = true;
+                                req.key = *s;
+                                if (!valid_taint_key(*s)) {
+                                  r.error(kv.Mark(), kp, std::string(key_syntax));
+                                }
+                              }
+                            }},
+                           {"operator",
+                            [&](const YAML::Node& ov, const std::string& op) {
+                              const auto s = r.string(ov, op);
+                              if (!s) {
+                                return;
+                              }
+                              using o = controller::label_requirement::op;
+                              has_op = true;
+                              op_ok = true;
+                              if (*s == "In") {
+                                req.operator_ = o::in;
+                              } else if (*s == "NotIn") {
+                                req.operator_ = o::not_in;
+                              } else if (*s == "Exists") {
+                                req.operator_ = o::exists;
+                              } else if (*s == "DoesNotExist") {
+                                req.operator_ = o::does_not_exist;
+                              } else {
+                                op_ok = false;
+                                r.error(ov.Mark(), op,
+                                        "must be In, NotIn, Exists or DoesNotExist, got " +
+                                            reader::describe(ov));
+                              }
+                            }},
+                           {"values",
+                            [&](const YAML::Node& vv, const std::string& vp) {
+                              has_values = true;
+                              r.sequence(vv, vp, [&](const YAML::Node& x, const std::string& xp) {
+                                if (auto s = r.string(x, xp)) {
+                                  req.values.push_back(*s);
+                                }
+                              });
+                            }},
+                       });
+                 if (!item.IsMap()) {
+                   return;
+                 }
+                 if (!has_key) {
+                   r.error(item.Mark(), ip + ".key", "missing");
+                 }
+                 if (!has_op) {
+                   r.error(item.Mark(), ip + ".operator", "missing");
+                   return;
+                 }
+                 if (!op_ok) {
+                   return;
+                 }
+                 using o = controller::label_requirement::op;
+                 const bool set_op = req.operator_ == o::in || req.operator_ == o::not_in;
+                 if (set_op && req.values.empty()) {
+                   r.error(item.Mark(), ip + ".values", "must not be empty for In and NotIn");
+                 } else if (!set_op && has_values && !req.values.empty()) {
+                   r.error(item.Mark(), ip + ".values",
+                           "must be empty for Exists and DoesNotExist");
+                 }
+                 out.match_expressions.push_back(std::move(req));
+               });
+             }},
+        });
+}
+
+void read_exclude(reader& r, const YAML::Node& node, const std::string& path,
+                  controller::exclude_policy& out) {
+  const auto flag = [&](bool& target) {
+    return [&r, &target](const YAML::Node& v, const std::string& p) {
+      if (auto b = r.boolean(v, p)) {
+        target = *b;
+      }
+    };
+  };
+  r.map(
+      node, path,
+      {
+          {"namespaces",
+           [&](const YAML::Node& v, const std::string& p) {
+             r.sequence(v, p, [&](const YAML::Node& item, const std::string& ip) {
+               if (auto ns = r.string(item, ip)) {
+                 if (!valid_namespace(*ns)) {
+                   r.error(item.Mark(), ip,
+                           "not a valid namespace name (at most 63 characters [a-z0-9-], "
+                           "starting and ending alphanumeric)");
+                 } else {
+                   out.namespaces.push_back(*ns);
+                 }
+               }
+             });
+           }},
+          {"podSelector", [&](const YAML::Node& v,
+                              const std::string& p) { read_selector(r, v, p, out.pod_selector); }},
+          {"mirrorPods", flag(out.mirror_pods)},
+          {"terminalPods", flag(out.terminal_pods)},
+          {"daemonSetPods", flag(out.daemon_set_pods)},
+      });
+}
+
+// tolerationSeconds floors and caps: at most 100 years, as toleration_time::max_delay.
+constexpr std::uint32_t max_seconds = 3'153'600'000U;
+
+void read_taint_rules(reader& r, const YAML::Node& node, const std::string& path,
+                      std::vector<controller::taint_rule>& out) {
+  r.sequence(node, path, [&](const YAML::Node& item, const std::string& ip) {
+    controller::taint_rule rule;
+    bool has_key = false;
+    bool key_ok = false;
+    bool has_action = false;
+    bool has_seconds = false;
+    r.map(item, ip,
+          {
+              {"key",
+               [&](const YAML::Node& v, const std::string& p) {
+                 if (auto s = r.string(v, p)) {
+                   has_key = true;
+                   if (valid_rule_key(*s, rule.prefix)) {
+                     key_ok = true;
+                     rule.key = rule.prefix ? s->substr(0, s->size() - 1) : *s;
+                   } else {
+                     r.error(v.Mark(), p,
+                             "not a valid taint key or prefix (a taint key, or the start of one "
+                             "followed by a single '*' at the end, e.g. example.com/*)");
+                   }
+                 }
+               }},
+              {"action",
+               [&](const YAML::Node& v, const std::string& p) {
+                 if (auto s = r.string(v, p)) {
+                   has_action = true;
+                   if (*s == "Evict") {
+                     rule.action = controller::taint_action::evict;
+                   } else if (*s == "Ignore") {
+                     rule.action = controller::taint_action::ignore;
+                   } else {
+                     r.error(v.Mark(), p, "must be Evict or Ignore, got " + reader::describe(v));
+                   }
+                 }
+               }},
+              {"minTolerationSeconds",
+               [&](const YAML::Node& v, const std::string& p) {
+                 if (auto x = r.count(v, p, max_seconds)) {
+                   has_seconds = has_seconds || *x > 0;
+                   rule.min_toleration_seconds = *x;
+                 }
+               }},
+              {"maxTolerationSeconds",
+               [&](const YAML::Node& v, const std::string& p) {
+                 if (auto x = r.count(v, p, max_seconds)) {
+                   has_seconds = has_seconds || *x > 0;
+                   rule.max_toleration_seconds = *x;
+                 }
+               }},
+          });
+    if (!item.IsMap()) {
+      return;
+    }
+    if (!has_key) {
+      r.error(item.Mark(), ip + ".key", "missing");
+      return;
+    }
+    if (has_action && rule.action == controller::taint_action::ignore && has_seconds) {
+      r.error(item.Mark(), ip,
+              "minTolerationSeconds and maxTolerationSeconds have no effect with action Ignore");
+    }
+    if (rule.max_toleration_seconds > 0 &&
+        rule.min_toleration_seconds > rule.max_toleration_seconds) {
+      r.error(item.Mark(), ip + ".minTolerationSeconds",
+              "must not exceed maxTolerationSeconds (" +
+                  std::to_string(rule.min_toleration_seconds) + " > " +
+                  std::to_string(rule.max_toleration_seconds) + ")");
+    }
+    if (!key_ok) {
+      return;
+    }
+    for (const auto& earlier : out) {
+      // An earlier prefix covers every key starting with it; an earlier exact key only itself.
+      if (earlier.prefix ? rule.key.starts_with(earlier.key)
+                         : !rule.prefix && earlier.key == rule.key) {
+        r.error(item.Mark(), ip + ".key",
+                "never applies: an earlier rule (" + earlier.key + (earlier.prefix ? "*" : "") +
+                    ") matches every key this one does (the first matching rule wins)");
+        return;
+      }
+    }
+    out.push_back(std::move(rule));
+  });
+}
+
 void read_rate_limit(reader& r, const YAML::Node& node, const std::string& path,
                      controller::rate_limit_policy& out) {
   r.map(node, path,
@@ -373,6 +658,10 @@ parse_result parse_policy(std::string_view text, std::string_view source) {
            [&](const YAML::Node& v, const std::string& p) {
              read_storm_breaker(r, v, p, policy.storm_breaker);
            }},
+          {"exclude", [&](const YAML::Node& v,
+                          const std::string& p) { read_exclude(r, v, p, policy.exclude); }},
+          {"taints", [&](const YAML::Node& v,
+                         const std::string& p) { read_taint_rules(r, v, p, policy.taints); }},
       });
   if (!has_version) {
     r.error(root.Mark(), "apiVersion", "missing (must be " + std::string(api_version) + ")");
@@ -455,6 +744,53 @@ std::string describe(const controller::eviction_policy& p) {
     }
   } else {
     out += ", storm breaker off";
+  }
+  const auto& ex = p.exclude;
+  if (ex.empty()) {
+    out += ", no exclusions";
+  } else {
+    out += ", excluded:";
+    const auto list = [&](const std::vector<std::string>& items) {
+      std::string s;
+      for (const auto& i : items) {
+        s += (s.empty() ? "" : ",") + i;
+      }
+      return s;
+    };
+    std::string parts;
+    const auto add = [&](const std::string& part) { parts += (parts.empty() ? " " : ", ") + part; };
+    if (!ex.namespaces.empty()) {
+      add("namespaces " + list(ex.namespaces));
+    }
+    if (!ex.pod_selector.empty()) {
+      add("pods matching the selector");
+    }
+    if (ex.mirror_pods) {
+      add("mirror pods");
+    }
+    if (ex.terminal_pods) {
+      add("terminal pods");
+    }
+    if (ex.daemon_set_pods) {
+      add("DaemonSet pods");
+    }
+    out += parts;
+  }
+  if (p.taints.empty()) {
+    out += ", no taint rules";
+  } else {
+    out += ", taint rules";
+    for (std::size_t i = 0; i < p.taints.size(); ++i) {
+      const auto& t = p.taints[i];
+      out += (i == 0 ? " " : "; ") + t.key + (t.prefix ? "*" : "") + " " +
+             (t.action == controller::taint_action::ignore ? "Ignore" : "Evict");
+      if (t.min_toleration_seconds > 0) {
+        out += " min " + std::to_string(t.min_toleration_seconds) + "s";
+      }
+      if (t.max_toleration_seconds > 0) {
+        out += " max " + std::to_string(t.max_toleration_seconds) + "s";
+      }
+    }
   }
   return out;
 }

@@ -185,6 +185,37 @@ TEST(decode_pod, bind_time) {
   EXPECT_EQ(fixture_pod->pod.bound_unix, created);
 }
 
+TEST(decode_pod, opt_out_annotation_and_labels) {
+  const std::string json = R"({"metadata":{"name":"p","uid":"u","labels":{"app":"web","tier":""},)"
+                           R"("annotations":{"taint-eviction-controller/exclude":"true",)"
+                           R"("kubernetes.io/config.mirror":"x"}}})";
+  const std::string other =
+      R"({"metadata":{"name":"p","uid":"u","annotations":{"taint-eviction-controller/exclude":"True"}}})";
+  const std::string bad_label = R"({"metadata":{"name":"p","uid":"u","labels":{"app":5}}})";
+  for (const auto engine : {json_engine::fast, json_engine::nlohmann}) {
+    keep_pod_labels(false);
+    auto pod = decode_pod(json, engine);
+    ASSERT_TRUE(pod) << pod.error().message;
+    EXPECT_TRUE(pod->pod.opted_out);
+    EXPECT_TRUE(pod->pod.mirror);
+    EXPECT_EQ(pod->pod.labels, "") << "labels are not kept unless asked for";
+    EXPECT_TRUE(decode_pod(bad_label, engine)) << "nor read";
+    auto not_true = decode_pod(other, engine);
+    ASSERT_TRUE(not_true);
+    EXPECT_FALSE(not_true->pod.opted_out) << "only the exact value \"true\" opts out";
+
+    keep_pod_labels(true);
+    pod = decode_pod(json, engine);
+    ASSERT_TRUE(pod) << pod.error().message;
+    EXPECT_EQ(pod->pod.labels, "app=web\ntier=");
+    auto bad = decode_pod(bad_label, engine);
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("metadata.labels"), std::string::npos)
+        << bad.error().message;
+    keep_pod_labels(false);
+  }
+}
+
 TEST(decode_pod, malformed_conditions_name_the_path) {
   expect_shape_error(decode_pod(pod_with_conditions("{}")).error(),
                      "status.conditions: expected an array");

@@ -311,6 +311,8 @@ scrape_stats every_series() {
   s.storm_breaker_open = 1;
   s.dry_run_pod_deletions = 5;
   s.deadlines_from_taint_time = 6;
+  s.pods_skipped = {{"pod_selector", 7}};
+  s.toleration_overrides = 8;
   return s;
 }
 
@@ -371,6 +373,16 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
         "Evictions scheduled when this process started acting whose countdown was counted from "
         "the taint's timeAdded (or the pod's bind time) rather than from now.",
         "", ""}},
+      {p + "pods_skipped_total",
+       {"counter",
+        "Decisions that left a pod on a tainted node alone for a scoping rule of the policy or "
+        "the opt-out annotation, by reason.",
+        "reason", ""}},
+      {p + "toleration_overrides_total",
+       {"counter",
+        "Evictions scheduled with a time a taint rule's minTolerationSeconds or "
+        "maxTolerationSeconds set instead of the pod's own toleration.",
+        "", ""}},
       {p + "eviction_wait_duration_seconds",
        {"histogram",
         "Seconds an eviction the eviction policy held back waited from when it was due to when "
@@ -406,6 +418,8 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   EXPECT_NE(text.find(p + "storm_breaker_open 1\n"), std::string::npos);
   EXPECT_NE(text.find(p + "dry_run_pod_deletions_total 5\n"), std::string::npos);
   EXPECT_NE(text.find(p + "deadlines_from_taint_time_total 6\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "pods_skipped_total{reason=\"pod_selector\"} 7\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "toleration_overrides_total 8\n"), std::string::npos);
   EXPECT_NE(text.find(p + "eviction_wait_duration_seconds_bucket{le=\"30\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find(p + "policy_reload_failures_total 1\n"), std::string::npos);

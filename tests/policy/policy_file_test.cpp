@@ -195,7 +195,7 @@ TEST(policy_file, load_reads_a_file_and_bounds_its_size) {
 TEST(policy_file, describe_says_what_the_policy_does) {
   EXPECT_EQ(describe(controller::eviction_policy{}),
             "dry-run off, no rate limit, in flight per node unlimited, per namespace unlimited, "
-            "storm breaker off");
+            "storm breaker off, no exclusions, no taint rules");
   controller::eviction_policy p;
   p.dry_run = true;
   p.rate_limit = {2.5, 10, 3, 0};
@@ -203,7 +203,148 @@ TEST(policy_file, describe_says_what_the_policy_does) {
   EXPECT_EQ(describe(p),
             "dry-run on, rate limit 2.5/s burst 10, in flight per node 3, per namespace "
             "unlimited, storm breaker above 50% of nodes tainted (at least 3 nodes), closing "
-            "below 40%, taint keys a/b,c");
+            "below 40%, taint keys a/b,c, no exclusions, no taint rules");
+}
+
+}  // namespace
+}  // namespace tec::policy
+
+// --- scoping: exclude and taints (issue 15 items 1-2) ---
+
+namespace tec::policy {
+namespace {
+
+TEST(policy_scope, every_field) {
+  const auto r = parse(
+      "exclude:\n"
+      "  namespaces: [kube-system, monitoring]\n"
+      "  podSelector:\n"
+      "    matchLabels: {protected: \"true\"}\n"
+      "    matchExpressions:\n"
+      "      - {key: tier, operator: In, values: [db, cache]}\n"
+      "      - {key: example.com/canary, operator: DoesNotExist}\n"
+      "  mirrorPods: true\n"
+      "  terminalPods: true\n"
+      "  daemonSetPods: true\n"
+      "taints:\n"
+      "  - key: vendor.example.com/*\n"
+      "    action: Ignore\n"
+      "  - key: node.kubernetes.io/unreachable\n"
+      "    minTolerationSeconds: 120\n"
+      "    maxTolerationSeconds: 900\n"
+      "  - {key: \"*\", action: Evict, maxTolerationSeconds: 3600}\n");
+  ASSERT_TRUE(r) << r.summary();
+  const auto& ex = r.policy->exclude;
+  EXPECT_THAT(ex.namespaces, ::testing::ElementsAre("kube-system", "monitoring"));
+  ASSERT_EQ(ex.pod_selector.match_labels.size(), 1U);
+  EXPECT_EQ(ex.pod_selector.match_labels[0].first, "protected");
+  EXPECT_EQ(ex.pod_selector.match_labels[0].second, "true");
+  ASSERT_EQ(ex.pod_selector.match_expressions.size(), 2U);
+  EXPECT_EQ(ex.pod_selector.match_expressions[0].operator_, controller::label_requirement::op::in);
+  EXPECT_THAT(ex.pod_selector.match_expressions[0].values, ::testing::ElementsAre("db", "cache"));
+  EXPECT_EQ(ex.pod_selector.match_expressions[1].operator_,
+            controller::label_requirement::op::does_not_exist);
+  EXPECT_TRUE(ex.mirror_pods);
+  EXPECT_TRUE(ex.terminal_pods);
+  EXPECT_TRUE(ex.daemon_set_pods);
+  const auto& t = r.policy->taints;
+  ASSERT_EQ(t.size(), 3U);
+  EXPECT_EQ(t[0].key, "vendor.example.com/");
+  EXPECT_TRUE(t[0].prefix);
+  EXPECT_EQ(t[0].action, controller::taint_action::ignore);
+  EXPECT_EQ(t[1].key, "node.kubernetes.io/unreachable");
+  EXPECT_FALSE(t[1].prefix);
+  EXPECT_EQ(t[1].action, controller::taint_action::evict);
+  EXPECT_EQ(t[1].min_toleration_seconds, 120);
+  EXPECT_EQ(t[1].max_toleration_seconds, 900);
+  EXPECT_EQ(t[2].key, "");
+  EXPECT_TRUE(t[2].prefix);
+  const std::string d = describe(*r.policy);
+  EXPECT_THAT(d, HasSubstr("namespaces kube-system,monitoring"));
+  EXPECT_THAT(d, HasSubstr("vendor.example.com/* Ignore"));
+  EXPECT_THAT(d, HasSubstr("node.kubernetes.io/unreachable Evict min 120s max 900s"));
+}
+
+TEST(policy_scope, the_issues_defaults_are_no_policy) {
+  const auto r = parse(
+      "exclude:\n"
+      "  namespaces: []\n"
+      "  podSelector: {}\n"
+      "  mirrorPods: false\n"
+      "  terminalPods: false\n"
+      "  daemonSetPods: false\n"
+      "taints: []\n");
+  ASSERT_TRUE(r) << r.summary();
+  EXPECT_EQ(*r.policy, controller::eviction_policy{});
+  EXPECT_THAT(describe(*r.policy), HasSubstr("no exclusions, no taint rules"));
+}
+
+TEST(policy_scope, bad_taint_key_syntax) {
+  for (const char* key : {"\"*foo\"", "a*b", "example.com/**", "\"bad key\"", "-x", "a/b/c*"}) {
+    const auto e = only_error(parse(std::string("taints:\n  - key: ") + key + "\n"));
+    EXPECT_THAT(e, HasSubstr("taints[0].key: not a valid taint key or prefix")) << key;
+  }
+}
+
+TEST(policy_scope, negative_seconds) {
+  const auto e = only_error(parse("taints:\n  - {key: a, minTolerationSeconds: -5}\n"));
+  EXPECT_THAT(e, HasSubstr("taints[0].minTolerationSeconds: must not be negative, got -5"));
+}
+
+TEST(policy_scope, floor_above_cap) {
+  const auto e = only_error(
+      parse("taints:\n  - {key: a, minTolerationSeconds: 900, maxTolerationSeconds: 120}\n"));
+  EXPECT_THAT(e, HasSubstr("taints[0].minTolerationSeconds: must not exceed maxTolerationSeconds "
+                           "(900 > 120)"));
+}
+
+TEST(policy_scope, absurd_seconds) {
+  const auto e = only_error(parse("taints:\n  - {key: a, maxTolerationSeconds: 99999999999}\n"));
+  EXPECT_THAT(e, HasSubstr("must be at most 3153600000"));
+}
+
+TEST(policy_scope, ignore_with_seconds_and_unknown_action) {
+  EXPECT_THAT(only_error(parse("taints:\n  - {key: a, action: Ignore, minTolerationSeconds: 5}\n")),
+              HasSubstr("no effect with action Ignore"));
+  EXPECT_THAT(only_error(parse("taints:\n  - {key: a, action: Drop}\n")),
+              HasSubstr("taints[0].action: must be Evict or Ignore"));
+  EXPECT_THAT(only_error(parse("taints:\n  - {action: Ignore}\n")),
+              HasSubstr("taints[0].key: missing"));
+}
+
+TEST(policy_scope, a_rule_an_earlier_one_shadows) {
+  EXPECT_THAT(only_error(parse("taints:\n  - {key: example.com/*}\n  - {key: example.com/a}\n")),
+              HasSubstr("taints[1].key: never applies: an earlier rule (example.com/*)"));
+  EXPECT_THAT(only_error(parse("taints:\n  - {key: a}\n  - {key: a, action: Ignore}\n")),
+              HasSubstr("taints[1].key: never applies"));
+  // A more specific rule first is fine.
+  EXPECT_TRUE(parse("taints:\n  - {key: example.com/a}\n  - {key: example.com/*}\n"));
+}
+
+TEST(policy_scope, fields_of_evict_mode_are_not_accepted_yet) {
+  EXPECT_THAT(only_error(parse("taints:\n  - {key: a, fallbackAfter: 10m}\n")),
+              HasSubstr("taints[0].fallbackAfter: unknown field"));
+  EXPECT_THAT(only_error(parse("evictionMode: Evict\n")), HasSubstr("evictionMode: unknown field"));
+}
+
+TEST(policy_scope, bad_exclude_values) {
+  EXPECT_THAT(only_error(parse("exclude:\n  namespaces: [Kube_System]\n")),
+              HasSubstr("exclude.namespaces[0]: not a valid namespace name"));
+  EXPECT_THAT(only_error(parse("exclude:\n  mirrorPods: yes\n")),
+              HasSubstr("exclude.mirrorPods: expected true or false"));
+  EXPECT_THAT(only_error(parse("exclude:\n  podSelector: {matchLabels: {app: \"a b\"}}\n")),
+              HasSubstr("not a valid label value"));
+  EXPECT_THAT(only_error(parse(
+                  "exclude:\n  podSelector:\n    matchExpressions: [{key: a, operator: In}]\n")),
+              HasSubstr("values: must not be empty for In and NotIn"));
+  EXPECT_THAT(only_error(parse("exclude:\n  podSelector:\n    matchExpressions:\n"
+                               "      - {key: a, operator: Exists, values: [x]}\n")),
+              HasSubstr("values: must be empty for Exists and DoesNotExist"));
+  EXPECT_THAT(only_error(parse("exclude:\n  podSelector:\n    matchExpressions:\n"
+                               "      - {key: a, operator: Has}\n")),
+              HasSubstr("must be In, NotIn, Exists or DoesNotExist"));
+  EXPECT_THAT(only_error(parse("exclude:\n  podSelector: {matchFields: {}}\n")),
+              HasSubstr("exclude.podSelector.matchFields: unknown field"));
 }
 
 }  // namespace

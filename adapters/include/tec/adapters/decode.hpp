@@ -76,6 +76,12 @@ result<pod_record> decode_pod(std::string_view json, json_engine engine = json_e
 /// Decodes a single Node object.
 result<node_record> decode_node(std::string_view json, json_engine engine = json_engine::fast);
 
+/// Whether pod decoders keep metadata.labels (pod_view::labels). Off by default: labels are
+/// only needed by the policy's exclude.podSelector, so the daemon turns this on, before its
+/// informers start, only when a policy file is configured (it may gain a selector on reload).
+/// Any thread; applies to objects decoded after the call.
+void keep_pod_labels(bool keep) noexcept;
+
 /// Decodes a metav1.Status body (e.g. the body of a 410 response). Fields that are absent
 /// stay empty; only malformed JSON or a non-object is an error.
 result<api_status> decode_status(std::string_view json, json_engine engine = json_engine::fast);

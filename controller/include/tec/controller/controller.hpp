@@ -146,10 +146,6 @@ enum class skip_reason : std::uint8_t {
 };
 inline constexpr std::size_t skip_reason_count = 8;
 
-/// The annotation (on a pod or its namespace) that opts out of eviction, and its value.
-inline constexpr std::string_view opt_out_annotation = "taint-eviction-controller/exclude";
-inline constexpr std::string_view opt_out_value = "true";
-
 /// "annotation", "namespace_annotation", "namespace", "pod_selector", "mirror", "terminal",
 /// "daemonset", "taint_ignored" (the metric's label values).
 [[nodiscard]] std::string_view to_string(skip_reason reason) noexcept;

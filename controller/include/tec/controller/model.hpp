@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tec::controller {
@@ -37,6 +38,10 @@ struct toleration {
 
   friend bool operator==(const toleration&, const toleration&) = default;
 };
+
+/// The annotation (on a pod or its namespace) that opts out of eviction, and its value.
+inline constexpr std::string_view opt_out_annotation = "taint-eviction-controller/exclude";
+inline constexpr std::string_view opt_out_value = "true";
 
 enum class pod_phase : std::uint8_t { pending, running, succeeded, failed, unknown };
 

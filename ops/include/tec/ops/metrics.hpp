@@ -322,6 +322,11 @@ struct scrape_stats {
   /// Evictions scheduled on activation with their countdown counted from the taint's
   /// timeAdded (--deadlines-from-taint-time) rather than from now.
   std::uint64_t deadlines_from_taint_time = 0;
+  /// Decisions that left a pod on a tainted node alone for a scoping rule, by reason
+  /// (controller::skip_reason: "annotation", "namespace", "pod_selector", ...).
+  std::map<std::string, std::uint64_t> pods_skipped;
+  /// Evictions scheduled with a time a taint rule's floor or cap set, not the pod's toleration.
+  std::uint64_t toleration_overrides = 0;
 };
 
 /// Called at every scrape, on the scraping thread (possibly two at once: /metrics may be

@@ -9,6 +9,10 @@
 //               maxInFlightPerNamespace: 0}
 //   stormBreaker: {maxTaintedNodesPercent: 0, minTaintedNodes: 0, hysteresisPercent: 0,
 //                  taintKeys: []}
+//   exclude: {namespaces: [], podSelector: {matchLabels: {}, matchExpressions: []},
+//             mirrorPods: false, terminalPods: false, daemonSetPods: false}
+//   taints:   # first matching rule wins; key exact, or a prefix ending in '*'
+//     - {key: example.com/*, action: Evict, minTolerationSeconds: 0, maxTolerationSeconds: 0}
 //
 // Strict, as Kubernetes' strict decoding is: an unknown or duplicate field, a value of the
 // wrong type, or a number out of range is an error naming the file, line, column and field
