@@ -119,21 +119,26 @@ struct pod_store::impl {
     node_slot* node = nullptr;  // nullptr: unscheduled
     string_pool::node* owner_kind = nullptr;
     tolerations_pool::node* tolerations = nullptr;
+    // The labels ("k=v" lines), shared: the replicas of one workload carry the same ones.
+    string_pool::node* labels = nullptr;
+    std::int64_t bound_unix = 0;
     std::uint32_t node_pos = 0;  // position in node->second
     controller::pod_phase phase = controller::pod_phase::unknown;
-    bool terminating = false;
-    bool mirror = false;
+    bool terminating : 1 = false;
+    bool mirror : 1 = false;
+    bool opted_out : 1 = false;
     disruption_state disruption = disruption_state::absent;
   };
-  // The small fields share one word after the pointers (the DisruptionTarget state fills what
-  // was padding): per-pod memory is what it was before the condition was cached.
-  static_assert(sizeof(void*) != 8 || sizeof(entry) == 2 * sizeof(std::string) + 4 * sizeof(void*));
+  // The small fields share one word after the pointers and the bind time.
+  static_assert(sizeof(void*) != 8 ||
+                sizeof(entry) == 2 * sizeof(std::string) + 6 * sizeof(void*));
 
   mutable std::shared_mutex mutex;
   pod_map pods;
   node_index by_node;
   string_pool namespaces;
   string_pool owner_kinds;
+  string_pool label_sets;
   tolerations_pool tolerations;
 
   string_pool::node* acquire_string(string_pool& pool, std::string_view s) {
@@ -163,6 +168,9 @@ struct pod_store::impl {
     v.terminating = s.second.terminating;
     v.owner_kind = text(s.second.owner_kind);
     v.mirror = s.second.mirror;
+    v.opted_out = s.second.opted_out;
+    v.bound_unix = s.second.bound_unix;
+    v.labels = text(s.second.labels);
     return v;
   }
 
@@ -211,11 +219,17 @@ struct pod_store::impl {
     e.phase = r.pod.phase;
     e.terminating = r.pod.terminating;
     e.mirror = r.pod.mirror;
+    e.opted_out = r.pod.opted_out;
+    e.bound_unix = r.pod.bound_unix;
     e.disruption = r.disruption;
 
     string_pool::node* owner = acquire_string(owner_kinds, r.pod.owner_kind);
     release_string(owner_kinds, e.owner_kind);
     e.owner_kind = owner;
+
+    string_pool::node* labels = acquire_string(label_sets, r.pod.labels);
+    release_string(label_sets, e.labels);
+    e.labels = labels;
 
     tolerations_pool::node* tols =
         r.pod.tolerations.empty() ? nullptr : tolerations.acquire(r.pod.tolerations);
@@ -250,6 +264,7 @@ struct pod_store::impl {
   pod_map::iterator remove(pod_map::iterator it) {
     detach_node(*it);
     release_string(owner_kinds, it->second.owner_kind);
+    release_string(label_sets, it->second.labels);
     if (it->second.tolerations != nullptr) {
       tolerations.release(it->second.tolerations);
     }

@@ -53,6 +53,9 @@ TEST(pod_store, upsert_get_and_round_trip) {
   auto r = pod("shop", "web-1", "node-a", "10");
   r.pod.terminating = true;
   r.pod.mirror = true;
+  r.pod.opted_out = true;
+  r.pod.bound_unix = 1714564807;
+  r.pod.labels = "app=web\ntier=frontend";
   r.disruption = disruption_state::true_ours;
   r.pod.tolerations.push_back(
       {"dedicated", toleration_operator::equal, "web", std::nullopt, std::nullopt});
@@ -198,6 +201,9 @@ TEST(pod_store, randomised_against_a_model) {
         break;
     }
     r.pod.owner_kind = rng() % 2 == 0 ? "" : "Job";
+    r.pod.labels = rng() % 2 == 0 ? "" : "app=a" + std::to_string(rng() % 2);
+    r.pod.bound_unix = static_cast<std::int64_t>(rng() % 3);
+    r.pod.opted_out = rng() % 4 == 0;
     r.disruption = static_cast<disruption_state>(rng() % 4);
     return r;
   };
