@@ -130,8 +130,7 @@ struct pod_store::impl {
     disruption_state disruption = disruption_state::absent;
   };
   // The small fields share one word after the pointers and the bind time.
-  static_assert(sizeof(void*) != 8 ||
-                sizeof(entry) == 2 * sizeof(std::string) + 6 * sizeof(void*));
+  static_assert(sizeof(void*) != 8 || sizeof(entry) == 2 * sizeof(std::string) + 6 * sizeof(void*));
 
   mutable std::shared_mutex mutex;
   pod_map pods;
