@@ -259,9 +259,7 @@ TEST(Scope, TheAnnotationWorksWithoutAPolicyAndCancelsAPendingEviction) {
 TEST(Scope, ANamespaceOptOutAndRedecideAll) {
   std::set<std::string> opted;
   controller_options o = manual_options();
-  o.namespace_opted_out = [&opted](std::string_view ns) {
-    return opted.contains(std::string(ns));
-  };
+  o.namespace_opted_out = [&opted](std::string_view ns) { return opted.contains(std::string(ns)); };
   harness h(std::move(o));
   pod_view a = make_pod("a", "n1", {make_toleration(1, 60)});
   a.namespace_ = "team-a";
@@ -374,10 +372,9 @@ TEST(Scope, TheReplayCountsFromTheTaintTimeWithTheRules) {
   pod_view pod = make_pod("p", "n1", {make_toleration(1, 3600)});
   h.index.put(pod);
   taint t = make_taint(1);
-  const auto now_unix =
-      std::chrono::duration_cast<std::chrono::seconds>(
-          (start + h.drv.now().time_since_epoch()).time_since_epoch())
-          .count();
+  const auto now_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                            (start + h.drv.now().time_since_epoch()).time_since_epoch())
+                            .count();
   t.time_added_unix = now_unix - 70;  // tainted 70 s ago; the cap leaves 30 s
   const node_view n = make_node("n1", {t});
   h.ctl.node_updated(nullptr, &n, update_origin::replay);
