@@ -50,6 +50,10 @@ TEST(shipped_policy, its_commented_example_is_valid_and_sets_every_section) {
   EXPECT_FALSE(r.policy->rate_limit.unlimited()) << text;
   EXPECT_TRUE(r.policy->storm_breaker.enabled()) << text;
   EXPECT_EQ(r.policy->storm_breaker.taint_keys.size(), 2U) << text;
+  EXPECT_EQ(r.policy->exclude.namespaces.size(), 1U) << text;
+  EXPECT_EQ(r.policy->exclude.pod_selector.match_labels.size(), 1U) << text;
+  EXPECT_TRUE(r.policy->exclude.mirror_pods) << text;
+  EXPECT_EQ(r.policy->taints.size(), 2U) << text;
 }
 
 }  // namespace
