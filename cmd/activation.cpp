@@ -18,6 +18,11 @@ void activation_gate::nodes_synced() {
   check();
 }
 
+void activation_gate::namespaces_synced() {
+  namespaces_ = true;
+  check();
+}
+
 void activation_gate::may_lead() {
   may_lead_ = true;
   check();

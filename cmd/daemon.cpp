@@ -26,6 +26,7 @@
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "activation.hpp"
 #include "tec/adapters/controller_feed.hpp"
@@ -33,10 +34,12 @@
 #include "tec/adapters/event_watch.hpp"
 #include "tec/adapters/eviction_sink.hpp"
 #include "tec/adapters/informers.hpp"
+#include "tec/adapters/namespaces.hpp"
 #include "tec/adapters/shadow_tracker.hpp"
 #include "tec/adapters/stats_collector.hpp"
 #include "tec/adapters/store.hpp"
 #include "tec/controller/controller.hpp"
+#include "tec/kube/api_error.hpp"
 #include "tec/kube/client.hpp"
 #include "tec/kube/config.hpp"
 #include "tec/kube/leader_election.hpp"
@@ -100,8 +103,15 @@ struct daemon::impl {
   std::optional<kube::client> api;
   adapters::pod_store pods;
   adapters::node_store nodes;
+  // Which namespaces opt out (the controller's namespace_opted_out); a change of answer
+  // reaches namespaces_changed() on the I/O thread.
+  adapters::namespace_store namespaces{
+      [this](const std::vector<adapters::opt_out_change>& changes) {
+        namespaces_changed(changes);
+      }};
   std::optional<adapters::pod_informer> pod_informer;
   std::optional<adapters::node_informer> node_informer;
+  std::optional<adapters::namespace_informer> namespace_informer;
   adapters::event_store events;                            // shadow mode's TaintManagerEviction
   std::optional<adapters::event_informer> event_informer;  // Events
   std::optional<timedqueue::asio_driver> driver;
@@ -132,6 +142,7 @@ struct daemon::impl {
   // cancellation_signal is not thread-safe) by a shutdown they outlast.
   asio::cancellation_signal pod_informer_cancel;
   asio::cancellation_signal node_informer_cancel;
+  asio::cancellation_signal namespace_informer_cancel;
   asio::cancellation_signal event_informer_cancel;
   asio::cancellation_signal elector_cancel;
 
@@ -142,6 +153,7 @@ struct daemon::impl {
   // Completions of what the I/O thread runs.
   bool pod_informer_done = false;
   bool node_informer_done = false;
+  bool namespace_informer_done = false;
   bool event_informer_done = true;  // false while the shadow Event informer runs
   bool elector_done = false;
   bool io_done = false;  // the I/O thread ran out of work
@@ -176,8 +188,10 @@ struct daemon::impl {
   void build(const kube::rest_config& config) {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
     metrics.emplace(ops::register_standard_metrics(registry, tec::version, [this] {
-      return adapters::collect_stats(ctrl->stats(), sink->stats(), pod_informer->stats(),
-                                     node_informer->stats(), recorder->stats());
+      auto stats = adapters::collect_stats(ctrl->stats(), sink->stats(), pod_informer->stats(),
+                                           node_informer->stats(), recorder->stats());
+      adapters::add_informer_stats(stats, "namespaces", namespace_informer->stats());
+      return stats;
     }));
 
     kube::client_options copts;
@@ -220,6 +234,8 @@ struct daemon::impl {
     };
     ctl.policy = start_policy;
     ctl.deadlines_from_taint_time = opts.deadlines_from_taint_time;
+    // From the workers: a shared lock on the namespace cache.
+    ctl.namespace_opted_out = [this](std::string_view ns) { return namespaces.opted_out(ns); };
     dry_run.store(start_policy.dry_run);
     if (opts.shadow) {
       build_shadow();
@@ -231,13 +247,21 @@ struct daemon::impl {
     ctrl.emplace(pods, *sink, *driver, std::move(ctl));
     feed.emplace(*ctrl);
     gate.emplace(
-        [this] { log->info("caches synced: {} nodes, {} pods", nodes.size(), pods.size()); },
+        [this] {
+          log->info("caches synced: {} nodes, {} pods, {} namespaces ({} opted out)", nodes.size(),
+                    pods.size(), namespaces.size(), namespaces.opted_out_namespaces().size());
+        },
         [this] { activate(); });
     // The reflectors call on_synced on the I/O thread, where the gate lives.
     kube::reflector_options pod_opts;
     pod_opts.on_synced = [this] { gate->pods_synced(); };
     kube::reflector_options node_opts;
     node_opts.on_synced = [this] { gate->nodes_synced(); };
+    kube::reflector_options namespace_opts;
+    namespace_opts.on_synced = [this] { gate->namespaces_synced(); };
+    namespace_opts.on_list_failed = [this](const kube::error& e, std::chrono::milliseconds d) {
+      return namespace_list_failed(e, d);
+    };
     auto pod_handler = feed->pod_handler();
     if (opts.shadow) {
       // Pods are compared only while we act (lead, caches synced), as decisions are made.
@@ -263,6 +287,8 @@ struct daemon::impl {
     }
     pod_informer.emplace(*api, pods, std::move(pod_handler), std::move(pod_opts));
     node_informer.emplace(*api, nodes, feed->node_handler(), std::move(node_opts));
+    // The store reports what matters (an answer that changed); no handler needed.
+    namespace_informer.emplace(*api, namespaces, nullptr, std::move(namespace_opts));
 
     if (opts.leader_elect) {
       kube::leader_election_config le;
@@ -404,6 +430,50 @@ struct daemon::impl {
                                              std::move(message)});
   }
 
+  // I/O thread (the namespace informer's store): namespaces that opt out of eviction, or no
+  // longer do. While acting, every pod on a tainted node is decided again: a pending eviction
+  // in a namespace that now opts out is cancelled, and pods of one that no longer does are
+  // scheduled. Before acting nothing is needed: activation replays every pod.
+  void namespaces_changed(const std::vector<adapters::opt_out_change>& changes) {
+    constexpr std::size_t most_logged = 20;
+    for (std::size_t i = 0; i < changes.size() && i < most_logged; ++i) {
+      const auto& c = changes[i];
+      if (c.opted_out) {
+        log->info(
+            "namespace=\"{}\" opts out of taint eviction ({}: \"{}\"): its pods are not "
+            "evicted",
+            c.namespace_, controller::opt_out_annotation, controller::opt_out_value);
+      } else {
+        log->info(
+            "namespace=\"{}\" no longer opts out of taint eviction (annotation removed or "
+            "namespace deleted)",
+            c.namespace_);
+      }
+    }
+    if (changes.size() > most_logged) {
+      log->info("... and {} more namespaces changed their taint-eviction opt-out",
+                changes.size() - most_logged);
+    }
+    if (feed->active()) {
+      ctrl->redecide_all();
+    }
+  }
+
+  // I/O thread: the namespace informer's LIST failed. A 403 is an upgrade that kept an older
+  // ClusterRole: say what is missing in one line (instead of the reflector's warning), at
+  // every retry. The controller is not ready and does not act until the namespaces are listed.
+  bool namespace_list_failed(const kube::error& e, std::chrono::milliseconds retry_in) {
+    if (e.code != make_error_code(kube::errc::forbidden)) {
+      return false;
+    }
+    log->error(
+        "cannot list namespaces ({}): the ClusterRole needs list and watch on namespaces (for "
+        "the {} annotation; apply deploy/clusterrole.yaml of this version); not ready and not "
+        "acting until it can; retrying in {} ms",
+        e.message, controller::opt_out_annotation, retry_in.count());
+    return true;
+  }
+
   // I/O thread: the elector gave up the lease (stop()) or lost it.
   void stopped_leading() {
     metrics->is_leader.set(0);
@@ -480,6 +550,11 @@ struct daemon::impl {
       }
       if (!node_informer->has_synced()) {
         return {false, "waiting for the first LIST of nodes"};
+      }
+      if (!namespace_informer->has_synced()) {
+        const auto e = namespace_informer->last_list_error();
+        return {false, "waiting for the first LIST of namespaces" +
+                           (e ? " (last failure: " + e.message + ")" : std::string())};
       }
       return {};
     });
@@ -610,6 +685,8 @@ struct daemon::impl {
     }
     spawn_informer(*node_informer, node_informer_cancel, node_informer_done, "node");
     spawn_informer(*pod_informer, pod_informer_cancel, pod_informer_done, "pod");
+    spawn_informer(*namespace_informer, namespace_informer_cancel, namespace_informer_done,
+                   "namespace");
     if (event_informer) {
       event_informer_done = false;
       spawn_informer(*event_informer, event_informer_cancel, event_informer_done, "event");
@@ -700,6 +777,7 @@ struct daemon::impl {
     }
     pod_informer->stop();
     node_informer->stop();
+    namespace_informer->stop();
     if (event_informer) {
       event_informer->stop();
     }
@@ -719,8 +797,8 @@ struct daemon::impl {
     const auto drain_deadline = steady::now() + drain_budget;
     if (!wait_done(
             [this] {
-              return pod_informer_done && node_informer_done && event_informer_done &&
-                     (!elector || elector_done);
+              return pod_informer_done && node_informer_done && namespace_informer_done &&
+                     event_informer_done && (!elector || elector_done);
             },
             drain_deadline)) {
       log->warn(
@@ -729,6 +807,7 @@ struct daemon::impl {
       asio::post(io, [this] {  // after the client's shutdown, posted before
         pod_informer_cancel.emit(asio::cancellation_type::terminal);
         node_informer_cancel.emit(asio::cancellation_type::terminal);
+        namespace_informer_cancel.emit(asio::cancellation_type::terminal);
         event_informer_cancel.emit(asio::cancellation_type::terminal);
         elector_cancel.emit(asio::cancellation_type::terminal);
       });

@@ -6,8 +6,7 @@
 
 #include "tec/adapters/event_watch.hpp"
 
-#include <nlohmann/json.hpp>
-
+#include "json_fields.hpp"
 #include "tec/kube/reflector_impl.hpp"
 
 template class tec::kube::reflector<tec::adapters::event_codec, tec::adapters::event_store>;
@@ -15,64 +14,13 @@ template class tec::kube::reflector<tec::adapters::event_codec, tec::adapters::e
 namespace tec::adapters {
 namespace {
 
-using nlohmann::json;
-
-// Deeper JSON is refused before nlohmann's DOM is built (as decode.hpp's limit).
-constexpr std::size_t max_depth = 64;
+using json_fields::json;
+using json_fields::read_object;
+using json_fields::read_string;
+using json_fields::shape;
 
 constexpr std::string_view marking_prefix = "Marking for deletion Pod ";
 constexpr std::string_view cancelling_prefix = "Cancelling deletion of Pod ";
-
-result<json> parse(std::string_view text) {
-  bool too_deep = false;
-  const json::parser_callback_t depth_check = [&](int depth, json::parse_event_t event,
-                                                  json& /*parsed*/) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        static_cast<std::size_t>(depth) >= max_depth) {
-      too_deep = true;
-      return false;
-    }
-    return !too_deep;
-  };
-  json doc = json::parse(text.begin(), text.end(), depth_check, /*allow_exceptions=*/false);
-  if (too_deep) {
-    return kube::make_error(errc::malformed_json, "malformed JSON: too deep");
-  }
-  if (doc.is_discarded()) {
-    return kube::make_error(errc::malformed_json, "malformed JSON");
-  }
-  return doc;
-}
-
-error shape(const std::string& path, std::string_view why) {
-  return kube::make_error(errc::unexpected_shape, path + ": " + std::string(why));
-}
-
-// The string at `key` of `obj` into `out` (absent or null: left empty).
-std::optional<error> read_string(const json& obj, const char* key, const std::string& path,
-                                 std::string& out) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) {
-    return std::nullopt;
-  }
-  if (!it->is_string()) {
-    return shape(path + "." + key, "not a string");
-  }
-  out = it->get<std::string>();
-  return std::nullopt;
-}
-
-// The object at `key` of `obj` (nullptr when absent or null).
-result<const json*> read_object(const json& obj, const char* key, const std::string& path) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) {
-    return static_cast<const json*>(nullptr);
-  }
-  if (!it->is_object()) {
-    return shape(path + "." + key, "not an object");
-  }
-  return &*it;
-}
 
 std::string clip(std::string s) {
   if (s.size() > max_event_message) {
@@ -160,101 +108,15 @@ result<event_record> decode_object(const json& obj, const std::string& path, boo
 }  // namespace
 
 result<event_record> decode_event_object(std::string_view text) {
-  auto doc = parse(text);
-  if (!doc) {
-    return doc.error();
-  }
-  return decode_object(*doc, "event", false);
+  return json_fields::decode_document<event_record>(text, "event", decode_object);
 }
 
 result<event_watch_event> decode_event_watch_line(std::string_view line) {
-  auto doc = parse(line);
-  if (!doc) {
-    return doc.error();
-  }
-  if (!doc->is_object()) {
-    return shape("watch event", "not an object");
-  }
-  std::string type;
-  if (auto e = read_string(*doc, "type", "watch event", type)) {
-    return *e;
-  }
-  event_watch_event ev;
-  if (type == "ADDED") {
-    ev.type = event_type::added;
-  } else if (type == "MODIFIED") {
-    ev.type = event_type::modified;
-  } else if (type == "DELETED") {
-    ev.type = event_type::deleted;
-  } else if (type == "BOOKMARK") {
-    ev.type = event_type::bookmark;
-  } else if (type == "ERROR") {
-    ev.type = event_type::error;
-  } else {
-    return shape("watch event.type", "unknown type \"" + kube::printable(type, 32) + "\"");
-  }
-  const auto obj = doc->find("object");
-  if (obj == doc->end() || !obj->is_object()) {
-    return shape("watch event.object", "missing or not an object");
-  }
-  if (ev.type == event_type::error) {
-    auto status = adapters::decode_status(obj->dump());
-    if (!status) {
-      return status.error();
-    }
-    ev.status = std::move(status).value();
-    return ev;
-  }
-  auto rec = decode_object(*obj, "object", ev.type == event_type::bookmark);
-  if (!rec) {
-    return rec.error();
-  }
-  ev.object = std::move(rec).value();
-  return ev;
+  return json_fields::decode_watch_line<event_record>(line, decode_object);
 }
 
 result<list_page<event_record>> decode_event_list(std::string_view body) {
-  auto doc = parse(body);
-  if (!doc) {
-    return doc.error();
-  }
-  if (!doc->is_object()) {
-    return shape("list", "not an object");
-  }
-  list_page<event_record> page;
-  auto meta = read_object(*doc, "metadata", "list");
-  if (!meta) {
-    return meta.error();
-  }
-  if (*meta != nullptr) {
-    if (auto e = read_string(**meta, "resourceVersion", "list.metadata", page.resource_version)) {
-      return *e;
-    }
-    if (auto e = read_string(**meta, "continue", "list.metadata", page.continue_token)) {
-      return *e;
-    }
-  }
-  if (const auto items = doc->find("items"); items != doc->end() && !items->is_null()) {
-    if (!items->is_array()) {
-      return shape("list.items", "not an array");
-    }
-    for (std::size_t i = 0; i < items->size(); ++i) {
-      auto rec = decode_object((*items)[i], "items[" + std::to_string(i) + "]", false);
-      if (!rec) {
-        return rec.error();
-      }
-      page.items.push_back(std::move(rec).value());
-    }
-  }
-  return page;
-}
-
-result<list_page<event_record>> event_list_decoder::finish() {
-  auto envelope = splitter_.finish();
-  if (!envelope) {
-    return envelope.error();
-  }
-  return decode_event_list(envelope.value());
+  return json_fields::decode_list<event_record>(body, decode_object);
 }
 
 std::optional<shadow_event> to_shadow_event(const event_record& e) {

@@ -42,4 +42,11 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
   return out;
 }
 
+void add_informer_stats(ops::scrape_stats& out, const std::string& resource,
+                        const kube::reflector_stats& stats) {
+  out.watch_restarts[resource] = stats.watch_restarts;
+  out.relists[resource] = stats.relists;
+  out.watch_decode_errors[resource] = stats.decode_errors;
+}
+
 }  // namespace tec::adapters

@@ -13,13 +13,6 @@ std::size_t mix(std::size_t seed, std::size_t h) noexcept {
   return seed ^ (h + 0x9e3779b97f4a7c15ULL + (seed << 6U) + (seed >> 2U));
 }
 
-struct string_hash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return std::hash<std::string_view>{}(s);
-  }
-};
-
 struct tolerations_hash {
   std::size_t operator()(const std::vector<controller::toleration>& list) const noexcept {
     std::size_t h = list.size();

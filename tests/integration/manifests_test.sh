@@ -266,6 +266,8 @@ can_i yes list nodes
 can_i yes watch nodes
 can_i yes list pods --all-namespaces
 can_i yes watch pods --all-namespaces
+can_i yes list namespaces   # the opt-out annotation (taint-eviction-controller/exclude)
+can_i yes watch namespaces
 can_i yes delete pods -n "$OTHER_NS"
 can_i yes delete pods -n kube-system
 can_i yes patch pods --subresource=status -n "$OTHER_NS"
@@ -279,6 +281,10 @@ can_i yes update "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
 
 # What it must not.
 can_i no get nodes/some-node
+can_i no get namespaces/"$OTHER_NS"
+can_i no update namespaces
+can_i no patch namespaces
+can_i no delete namespaces
 can_i no get pods -n "$OTHER_NS"
 can_i no create events.events.k8s.io -n "$OTHER_NS"
 can_i no delete nodes

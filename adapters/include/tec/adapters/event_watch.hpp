@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tec/adapters/decode.hpp"
+#include "tec/adapters/object_codec.hpp"
 #include "tec/adapters/shadow_tracker.hpp"
 #include "tec/adapters/store.hpp"
 #include "tec/kube/reflector.hpp"
@@ -65,51 +66,11 @@ result<list_page<event_record>> decode_event_list(std::string_view body);
 /// manager for a pod, or nullopt (another reason, message or kind).
 std::optional<shadow_event> to_shadow_event(const event_record& e);
 
-/// A LIST page of Events decoded as it streams (list_splitter + decode_event_object).
-class event_list_decoder {
-public:
-  explicit event_list_decoder(list_limits limits) : splitter_(limits) {}
-  template <class OnItem, class OnSkip>
-  bool feed(std::string_view bytes, OnItem&& on_item, OnSkip&& on_skip) {
-    return splitter_.feed(bytes, [&](std::string_view element) {
-      auto decoded = decode_event_object(element);
-      if (decoded) {
-        on_item(std::move(decoded).value());
-        return true;
-      }
-      error e = decoded.error();
-      e.message = "items[" + std::to_string(splitter_.items() - 1) + "]: " + e.message;
-      if (e.code == make_error_code(errc::unexpected_shape)) {
-        on_skip(e);
-        return true;
-      }
-      splitter_.fail(std::move(e));
-      return false;
-    });
-  }
-  result<list_page<event_record>> finish();
-  [[nodiscard]] const std::optional<error>& failure() const noexcept { return splitter_.failure(); }
-  [[nodiscard]] std::size_t bytes() const noexcept { return splitter_.bytes(); }
-
-private:
-  list_splitter splitter_;
-};
-
 /// The reflector's codec: /api/v1/events (the daemon adds the fieldSelector).
-struct event_codec {
-  using object_type = event_record;
+struct event_codec : object_codec<event_record, &decode_event_object, &decode_event_watch_line,
+                                  &decode_event_list> {
   static constexpr const char* path = "/api/v1/events";
   static constexpr const char* kind = "events";
-  static kube::result<event_watch_event> decode_event(std::string_view line) {
-    return decode_event_watch_line(line);
-  }
-  static kube::result<kube::api_status> decode_status(std::string_view body) {
-    return adapters::decode_status(body);
-  }
-  static event_list_decoder make_list_decoder(std::size_t max_item_bytes,
-                                              std::size_t max_page_bytes) {
-    return event_list_decoder(list_limits{max_item_bytes, max_page_bytes});
-  }
 };
 
 /// The Events seen, by namespace/name, bounded: beyond `max_events` a new Event is not kept

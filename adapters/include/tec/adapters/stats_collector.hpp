@@ -4,6 +4,8 @@
 // metrics (ops::register_standard_metrics) read those counts at each scrape through
 // collect_stats(). Nothing is copied between scrapes.
 
+#include <string>
+
 #include "tec/adapters/event_recorder.hpp"
 #include "tec/adapters/eviction_sink.hpp"
 #include "tec/controller/controller.hpp"
@@ -18,5 +20,10 @@ namespace tec::adapters {
 ops::scrape_stats collect_stats(const controller::controller_stats& cs,
                                 const eviction_sink_stats& ss, const kube::reflector_stats& pods,
                                 const kube::reflector_stats& nodes, const event_recorder_stats& es);
+
+/// Adds another informer's watch_restarts, relists and watch_decode_errors to `out`, labelled
+/// `resource` (e.g. "namespaces").
+void add_informer_stats(ops::scrape_stats& out, const std::string& resource,
+                        const kube::reflector_stats& stats);
 
 }  // namespace tec::adapters

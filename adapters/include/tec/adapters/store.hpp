@@ -9,6 +9,7 @@
 // so no lock outlives a call.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -29,6 +30,14 @@ template <class Record>
 struct replace_result {
   std::vector<std::pair<std::optional<Record>, Record>> upserted;
   std::vector<Record> deleted;
+};
+
+/// A hash for maps keyed by std::string that are searched with a std::string_view.
+struct string_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return std::hash<std::string_view>{}(s);
+  }
 };
 
 /// Pods by namespace/name with an index by node name.
@@ -102,13 +111,6 @@ public:
   [[nodiscard]] std::size_t size() const;
 
 private:
-  struct string_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>{}(s);
-    }
-  };
-
   mutable std::shared_mutex mutex_;
   std::unordered_map<std::string, node_record, string_hash, std::equal_to<>> nodes_;
 };

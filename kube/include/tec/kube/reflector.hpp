@@ -101,6 +101,12 @@ struct reflector_options {
   /// watch event yet). Lets a caller act on the sync event instead of polling has_synced().
   /// Must be quick and must not throw.
   std::function<void()> on_synced;
+  /// Called on the executor after each failed LIST, before the backoff wait, with why it
+  /// failed (as last_list_error(): an error response carries its errc_for_status() code and
+  /// http_status) and the wait. Returns true when it logged the failure itself, and the
+  /// reflector's own warning is left out: a caller can say what an operator should do (e.g.
+  /// which RBAC rule a 403 lacks) in one line. Must be quick and must not throw.
+  std::function<bool(const error& why, std::chrono::milliseconds retry_in)> on_list_failed;
 };
 
 /// Counters, for metrics and tests. `relists` excludes the initial list.

@@ -19,6 +19,7 @@
 #include <random>
 #include <utility>
 
+#include "tec/kube/api_error.hpp"
 #include "tec/kube/line_splitter.hpp"
 #include "tec/kube/paths.hpp"
 #include "tec/kube/reflector.hpp"
@@ -196,6 +197,8 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
       if (res->status == 410) {
         out.why += " (the continue token expired twice)";
       }
+      out.err = error{make_error_code(errc_for_status(res->status)), out.why,
+                      static_cast<int>(res->status)};
       co_return out;
     }
     auto page = decoder.finish();
@@ -397,9 +400,14 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
   std::uniform_int_distribution<std::int64_t> watch_seconds(options_.min_watch_timeout.count(),
                                                             options_.max_watch_timeout.count() - 1);
 
-  auto pause = [&](const std::string& why) -> std::chrono::milliseconds {
+  // `report`, when set, may log the failure itself (returning true) instead of the warning.
+  auto pause = [&](const std::string& why,
+                   const std::function<bool(std::chrono::milliseconds)>& report = {})
+      -> std::chrono::milliseconds {
     const auto d = delays.next();
-    detail::watch_log()->warn("{}: {}; retrying in {} ms", what, why, d.count());
+    if (!report || !report(d)) {
+      detail::watch_log()->warn("{}: {}; retrying in {} ms", what, why, d.count());
+    }
     count([](reflector_stats& s) { ++s.errors; });
     return d;
   };
@@ -431,11 +439,18 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
         continue;
       }
       if (listed.what != lkind::ok) {
+        const error failure = listed.err ? listed.err : make_error(errc::http_status, listed.why);
         {
           std::lock_guard lock(mutex_);
-          last_error_ = listed.err ? listed.err : make_error(errc::http_status, listed.why);
+          last_error_ = failure;
         }
-        wait = pause("list failed: " + listed.why);
+        std::function<bool(std::chrono::milliseconds)> report;
+        if (options_.on_list_failed) {
+          report = [&](std::chrono::milliseconds retry_in) {
+            return options_.on_list_failed(failure, retry_in);
+          };
+        }
+        wait = pause("list failed: " + listed.why, report);
         if (listed.err.code == make_error_code(errc::response_too_large) && list_rv == "0") {
           // resourceVersion=0 is served from the watch cache in one response whatever the
           // limit (1.20), so a big cluster's first LIST can pass the page bound; etcd honours
