@@ -97,7 +97,7 @@ start_controller() {
   CONTROLLER_LOG="$WORK/controller-$name.log"
   : >"$CONTROLLER_LOG"  # exists before the background child opens it (the sed below reads it)
   "$TEC_BIN" --kubeconfig "$SA_KUBECONFIG" --leader-elect-resource-namespace "$DEPLOY_NS" \
-    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+    --metrics-bind-address "${METRICS_BIND_ADDRESS:-127.0.0.1:0}" --health-probe-bind-address 127.0.0.1:0 \
     --log-level debug "$@" >"$CONTROLLER_LOG" 2>&1 &
   CONTROLLER_PID=$!
   CONTROLLER_PIDS+=("$CONTROLLER_PID")
