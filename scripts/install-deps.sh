@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcli11-dev prometheus-cpp-dev
   clang-format clang-tidy
   etcd-server etcd-client golang-go golang-github-modern-go-reflect2-dev rsync dpkg-dev
-  iproute2 procps psmisc ccache python3
+  iproute2 procps psmisc ccache python3 jq
   # A real node (deploy/local/cluster.sh up --node) and local images (deploy/local/images.sh).
   # On a machine run by systemd, installing containerd starts a system containerd; the local
   # node runs its own, with its own socket and directories, beside it.
