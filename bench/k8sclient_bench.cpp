@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tec/adapters/decode.hpp"
+#include "tec/adapters/evictions_report.hpp"
 #include "tec/adapters/store.hpp"
 #include "tec/kube/line_splitter.hpp"
 
@@ -572,6 +573,31 @@ private:
 };
 
 }  // namespace
+
+/// The /debug/evictions document for a full list (max_listed_evictions entries).
+void BM_evictions_json(benchmark::State& state) {
+  tec::controller::eviction_list list;
+  list.total = 100'000;
+  for (std::size_t i = 0; i < tec::adapters::max_listed_evictions; ++i) {
+    tec::controller::eviction_view v;
+    v.pod = {"namespace-" + std::to_string(i % 50), "pod-" + std::to_string(i),
+             "6f1c2d3e-4b5a-6978-8a9b-0c1d2e3f4a" + std::to_string(10 + i % 90)};
+    v.node = "node-" + std::to_string(i % 1000);
+    v.taints = {
+        {"node.kubernetes.io/unreachable", "", tec::controller::taint_effect::no_execute, 0}};
+    v.due = std::chrono::steady_clock::now() + std::chrono::seconds(i);
+    v.state = "pending";
+    v.why = "";
+    list.evictions.push_back(std::move(v));
+  }
+  const tec::adapters::clock_bridge clock;
+  for (auto _ : state) {
+    auto text = tec::adapters::evictions_json(list, true, clock, tec::adapters::wall_clock::now());
+    benchmark::DoNotOptimize(text);
+    state.counters["bytes"] = static_cast<double>(text.size());
+  }
+}
+BENCHMARK(BM_evictions_json)->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_list_fast)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_list_stream)->Unit(benchmark::kMillisecond);

@@ -179,6 +179,27 @@ void bm_fire(benchmark::State& state) {
 }
 BENCHMARK(bm_fire)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 
+/// snapshot(10'000) of a queue of n pending entries (what /debug/evictions takes, under the
+/// queue's mutex): the sort of n pointers and the copies of the first 10,000 entries.
+void bm_snapshot(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  null_driver drv;
+  timed_queue queue(drv, no_op_work);
+  const time_point now = drv.now();
+  const std::string uid = make_uid(0);
+  std::mt19937_64 rng(1);
+  for (std::size_t i = 0; i < n; ++i) {
+    queue.schedule(make_key(i), now, now + 1h + std::chrono::milliseconds(rng() % 3'600'000), uid,
+                   {"node-" + std::to_string(i % 1000), "ns"});
+  }
+  for (auto _ : state) {
+    auto snap = queue.snapshot(10'000);
+    benchmark::DoNotOptimize(snap);
+  }
+  queue.shutdown();
+}
+BENCHMARK(bm_snapshot)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
+
 /// Heap bytes per pending entry, everything included: the entry with its key and payload, its
 /// slot in the index and its heap node (with the vectors' spare capacity at that size).
 void bm_bytes_per_entry(benchmark::State& state) {

@@ -12,6 +12,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -33,6 +35,7 @@
 #include "tec/adapters/event_recorder.hpp"
 #include "tec/adapters/event_watch.hpp"
 #include "tec/adapters/eviction_sink.hpp"
+#include "tec/adapters/evictions_report.hpp"
 #include "tec/adapters/informers.hpp"
 #include "tec/adapters/namespaces.hpp"
 #include "tec/adapters/shadow_tracker.hpp"
@@ -132,6 +135,10 @@ struct daemon::impl {
   std::atomic<bool> dry_run{false};
   std::optional<asio::steady_timer> shadow_timer;  // shadow mode's sweep (I/O thread)
   std::thread io_thread;
+  // Builds the /debug/evictions documents off the I/O thread. After the objects it reads
+  // (ctrl, feed, driver), so it is joined before they are destroyed; shutdown() joins it once
+  // the servers stopped.
+  asio::thread_pool reports{1};
 
   // Who may act. The gate is I/O-thread only; the feed gates the informer handlers
   // (activated on the I/O thread; deactivated there, and by shutdown from the main thread).
@@ -236,6 +243,7 @@ struct daemon::impl {
     ctl.deadlines_from_taint_time = opts.deadlines_from_taint_time;
     // From the workers: a shared lock on the namespace cache.
     ctl.namespace_opted_out = [this](std::string_view ns) { return namespaces.opted_out(ns); };
+    ctl.scheduled_events = opts.scheduled_events;
     dry_run.store(start_policy.dry_run);
     if (opts.shadow) {
       build_shadow();
@@ -474,6 +482,16 @@ struct daemon::impl {
     return true;
   }
 
+  // The reports thread: /debug/evictions. A copy of at most max_listed_evictions entries (the
+  // queue's mutex is held while n pointers are sorted), then the JSON from the copy.
+  asio::awaitable<ops::http_response> evictions_report() {
+    const auto list = ctrl->evictions(adapters::max_listed_evictions);
+    const auto wall_now = adapters::wall_clock::now();
+    const adapters::clock_bridge clock(driver->now(), wall_now);
+    co_return ops::http_response{200, "application/json",
+                                 adapters::evictions_json(list, feed->active(), clock, wall_now)};
+  }
+
   // I/O thread: the elector gave up the lease (stop()) or lost it.
   void stopped_leading() {
     metrics->is_leader.set(0);
@@ -572,6 +590,11 @@ struct daemon::impl {
         return ops::http_response{200, "application/json", shadow->report_json()};
       });
     }
+    // Built on the reports thread, not the I/O thread: a full list (10,000 entries, a few
+    // MB) takes tens of ms. A standby answers too, with what its queue holds: nothing.
+    metrics_port.handle_async("/debug/evictions", [this] {
+      return asio::co_spawn(reports, evictions_report(), asio::use_awaitable);
+    });
     const auto start = [this](ops::http_endpoints& server, const std::string& flag,
                               const std::string& what) -> std::string {
       auto bound = server.start();
@@ -782,6 +805,7 @@ struct daemon::impl {
       event_informer->stop();
     }
     stop_servers();
+    reports.join();  // a report being built finishes (its connection is closed already)
     asio::post(io, [this] {
       boost::system::error_code ignored;
       signals->cancel(ignored);

@@ -150,6 +150,10 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
                "of a pod already on a tainted node from the taint's timeAdded (or the pod's "
                "bind time, if later) instead of from now (--deadlines-from-taint-time=false: "
                "from now, as kube-controller-manager does)");
+  app.add_flag("--scheduled-events", o.scheduled_events,
+               "Record a Normal TaintEvictionScheduled event on a pod when its eviction is "
+               "scheduled for a later time, naming the taint, the tolerationSeconds and the due "
+               "time (--scheduled-events=false: none, as kube-controller-manager)");
   app.add_flag("--version", show_version, "Print the version and exit");
 
   std::vector<const char*> argv;

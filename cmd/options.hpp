@@ -55,6 +55,9 @@ struct options {
   /// failover), count the tolerations of pods already on tainted nodes from the taints'
   /// timeAdded (and the pods' bind time) instead of from now.
   bool deadlines_from_taint_time = true;
+  /// --scheduled-events: a Normal TaintEvictionScheduled event on a pod when its eviction is
+  /// scheduled for a later time (its toleration's tolerationSeconds).
+  bool scheduled_events = true;
 
   /// The policy to apply: `file_policy` (the file's, at start or reloaded) with --dry-run;
   /// --shadow implies dry-run, which no reload can turn off.

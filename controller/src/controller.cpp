@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -144,6 +145,47 @@ std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
     return {std::string_view{}, key};
   }
   return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+// The taint whose toleration set a pod's time of `seconds`: the first of `taints` whose first
+// matching toleration has that tolerationSeconds (the smallest, which decide() took); the
+// first taint when none has (not for a decision decide() made from these taints).
+const taint& setting_taint(const std::vector<taint>& taints,
+                           const std::vector<toleration>& tolerations, std::int64_t seconds) {
+  for (const taint& t : taints) {
+    const auto tol =
+        std::find_if(tolerations.begin(), tolerations.end(),
+                     [&](const toleration& candidate) { return tolerates(candidate, t); });
+    if (tol != tolerations.end() && tol->seconds == seconds) {
+      return t;
+    }
+  }
+  return taints.front();
+}
+
+// An entry's state and why it waits, as eviction_view names them. Only the storm breaker
+// pauses the queue (set_paused), and the groups are {node, namespace} (schedule()).
+std::pair<std::string_view, std::string_view> state_of(const timedqueue::entry_info& e) {
+  switch (e.state) {
+    case timedqueue::entry_state::pending:
+      return {"pending", ""};
+    case timedqueue::entry_state::running:
+      return {"running", ""};
+    case timedqueue::entry_state::backoff:
+      return {"retrying", "backoff"};
+    case timedqueue::entry_state::held:
+      break;
+  }
+  switch (e.hold) {
+    case timedqueue::hold_reason::paused:
+      return {"waiting", "storm_breaker"};
+    case timedqueue::hold_reason::group_limit:
+      return {"waiting", e.hold_group == 0 ? "in_flight_limit_node" : "in_flight_limit_namespace"};
+    case timedqueue::hold_reason::rate_limit:
+    case timedqueue::hold_reason::none:
+      break;
+  }
+  return {"waiting", "rate_limit"};
 }
 
 std::shared_ptr<spdlog::logger> controller_logger() {
@@ -415,6 +457,7 @@ struct controller::impl {
     on_breaker_ = std::move(options.on_breaker);
     on_decision_ = std::move(options.on_decision);
     deadlines_from_taint_time_ = options.deadlines_from_taint_time;
+    scheduled_events_ = options.scheduled_events;
     wall_clock_ = std::move(options.wall_clock);
     namespace_opted_out_ = std::move(options.namespace_opted_out);
     apply_policy(options.policy);
@@ -717,6 +760,7 @@ struct controller::impl {
     if (schedule(key, pod, created_at, fire_at, *taints)) {
       note_resumed(key, pod, resumed, now, fire_at);
       note_override(key, pod, overridden, rule, now, fire_at);
+      announce(pod, *taints, resumed ? resumed->time : d->time, now, fire_at, overridden);
       return verdict::done;
     }
     const auto entry = queue_.lookup(key);
@@ -731,6 +775,7 @@ struct controller::impl {
       if (schedule(key, pod, created_at, fire_at, *taints)) {
         note_resumed(key, pod, resumed, now, fire_at);
         note_override(key, pod, overridden, rule, now, fire_at);
+        announce(pod, *taints, resumed ? resumed->time : d->time, now, fire_at, overridden);
       }
       return verdict::done;
     }
@@ -846,6 +891,24 @@ struct controller::impl {
         r->max_toleration_seconds, std::max<std::int64_t>(due_in.count(), 0));
   }
 
+  // A new entry for `pod` fires at `fire_at` after the pod's toleration of `time` on a node
+  // with `taints`: when that is later than `now`, a TaintEvictionScheduled event says when and
+  // why (controller_options::scheduled_events).
+  // `set_by`: the taint a policy rule set the time for (named in the event), else null.
+  void announce(const pod_view& pod, const std::vector<taint>& taints, const toleration_time& time,
+                time_point now, time_point fire_at, const taint* set_by = nullptr) {
+    if (!scheduled_events_ || fire_at <= now || time.what != toleration_time::kind::after) {
+      return;
+    }
+    const auto wall = wall_clock_ ? wall_clock_() : std::chrono::system_clock::now();
+    const auto due =
+        wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(fire_at - now);
+    const taint& t =
+        set_by != nullptr ? *set_by : setting_taint(taints, pod.tolerations, time.seconds.count());
+    record_event(pod_ref{pod.namespace_, pod.name, pod.uid}, event_kind::eviction_scheduled,
+                 scheduled_event_detail(due, t, time.seconds.count()));
+  }
+
   void drop_foreign(std::string_view key, std::string_view old_uid, std::string_view uid) {
     std::optional<timedqueue::entry_info> entry;
     if (on_decision_) {
@@ -861,14 +924,15 @@ struct controller::impl {
                uid);
   }
 
-  // Returns true when a new entry was created.
+  // Returns true when a new entry was created (false also after shutdown, when the queue
+  // holds nothing).
   bool schedule(std::string_view key, const pod_view& pod, time_point created_at,
                 time_point fire_at, const std::vector<taint>& taints) {
     // Groups for the in-flight caps: the pod's node and namespace.
     const auto r =
         queue_.schedule(key, created_at, fire_at, pod.uid, {pod.node_name, pod.namespace_});
     if (r != timedqueue::schedule_result::scheduled) {
-      return r == timedqueue::schedule_result::shut_down;
+      return false;
     }
     bump(ctr_->scheduled);
     if (on_decision_) {
@@ -1280,6 +1344,7 @@ struct controller::impl {
   bool deadlines_from_taint_time_ = true;
   std::function<std::chrono::system_clock::time_point()> wall_clock_;
   std::function<bool(std::string_view)> namespace_opted_out_;
+  bool scheduled_events_ = true;
   mutable std::mutex policy_mu_;
   eviction_policy policy_;
   // The policy when it has exclude or taints rules (what decide_locked reads), else null;
@@ -1439,6 +1504,32 @@ eviction_policy controller::policy() const {
 
 const timedqueue::timed_queue& controller::queue() const {
   return impl_->queue_;
+}
+
+eviction_list controller::evictions(std::size_t limit) const {
+  const timedqueue::queue_snapshot snap = impl_->queue_.snapshot(limit);
+  eviction_list out;
+  out.total = snap.total;
+  out.evictions.reserve(snap.entries.size());
+  // Each node's taints are looked up once: a tainted node has many pods.
+  std::unordered_map<std::string, std::vector<taint>> taints_of;
+  for (const auto& [key, info] : snap.entries) {
+    eviction_view v;
+    const auto [ns, name] = split_key(key);
+    v.pod = pod_ref{std::string(ns), std::string(name), info.payload};
+    v.node = info.groups[0];
+    auto it = taints_of.find(v.node);
+    if (it == taints_of.end()) {
+      it = taints_of.emplace(v.node, tainted_taints(v.node).value_or(std::vector<taint>{})).first;
+    }
+    v.taints = it->second;
+    v.due = info.fire_at;
+    std::tie(v.state, v.why) = state_of(info);
+    v.attempts = info.attempts;
+    v.last_error = info.last_error;
+    out.evictions.push_back(std::move(v));
+  }
+  return out;
 }
 
 }  // namespace tec::controller

@@ -141,13 +141,20 @@ struct http_endpoints::impl {
 
   static asio::awaitable<void> accept_loop(std::shared_ptr<impl> self);
   static asio::awaitable<void> session(std::shared_ptr<impl> self, tcp::socket socket);
-  http::message_generator respond(const http::request<http::string_body>& req) const;
+  /// The response to `req`; `computed` is what an async handler answered for it.
+  http::message_generator respond(const http::request<http::string_body>& req,
+                                  std::optional<http_response> computed = {}) const;
+  /// The async handler `req` asks for, or null (another path or method, or stopped).
+  const std::function<asio::awaitable<http_response>()>* async_handler_for(
+      const http::request<http::string_body>& req) const;
   void make_room();
   void close_all();
 
   asio::strand<asio::any_io_executor> strand;
   const http_endpoints_options options;
   std::map<std::string, std::function<http_response()>, std::less<>> handlers;  // set before start
+  std::map<std::string, std::function<asio::awaitable<http_response>()>, std::less<>>
+      async_handlers;  // set before start
   std::atomic<bool> started{false};
   std::atomic<bool> stopped{false};
   std::atomic<std::size_t> open_connections{0};
@@ -291,7 +298,22 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
       co_await std::move(write_refusal);
       break;
     }
-    auto res = self->respond(parser.get());
+    std::optional<http_response> computed;
+    if (const auto* fn = self->async_handler_for(parser.get()); fn != nullptr) {
+      try {
+        auto op = (*fn)();  // named: see above on GCC 12
+        computed = co_await std::move(op);
+      } catch (const std::exception& e) {
+        logger()->error("handler for {} threw: {}", std::string_view(parser.get().target()),
+                        e.what());
+        computed = http_response{500, "text/plain; charset=utf-8",
+                                 std::string("internal error: ") + e.what() + "\n"};
+      }
+      if (self->stopped) {
+        break;
+      }
+    }
+    auto res = self->respond(parser.get(), std::move(computed));
     const bool keep_alive = res.keep_alive();
     stream.expires_after(opt.write_timeout);
     auto write = beast::async_write(stream, std::move(res), asio::as_tuple(asio::use_awaitable));
@@ -305,18 +327,35 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
   stream.socket().close(ignored);
 }
 
-http::message_generator http_endpoints::impl::respond(
+namespace {
+
+std::string_view path_of(const http::request<http::string_body>& req) {
+  const auto target = std::string_view(req.target());
+  return target.substr(0, target.find('?'));
+}
+
+}  // namespace
+
+const std::function<asio::awaitable<http_response>()>* http_endpoints::impl::async_handler_for(
     const http::request<http::string_body>& req) const {
+  if (stopped || (req.method() != http::verb::get && req.method() != http::verb::head)) {
+    return nullptr;
+  }
+  const auto it = async_handlers.find(path_of(req));
+  return it == async_handlers.end() ? nullptr : &it->second;
+}
+
+http::message_generator http_endpoints::impl::respond(const http::request<http::string_body>& req,
+                                                      std::optional<http_response> computed) const {
   const bool keep_alive = req.keep_alive() && !stopped;
   const bool head = req.method() == http::verb::head;
   if (req.method() != http::verb::get && !head) {
     return make_response(req.version(), keep_alive, false,
                          {405, "text/plain; charset=utf-8", "method not allowed\n"}, "GET, HEAD");
   }
-  auto path = std::string_view(req.target());
-  path = path.substr(0, path.find('?'));
+  const auto path = path_of(req);
   const auto it = handlers.find(path);
-  if (it == handlers.end()) {
+  if (it == handlers.end() && !computed) {
     return make_response(req.version(), keep_alive, head,
                          {404, "text/plain; charset=utf-8", "404 page not found\n"});
   }
@@ -324,6 +363,9 @@ http::message_generator http_endpoints::impl::respond(
     // Handlers may reference objects the owner destroys once stop() has returned.
     return make_response(req.version(), false, head,
                          {503, "text/plain; charset=utf-8", "shutting down\n"});
+  }
+  if (computed) {
+    return make_response(req.version(), keep_alive, head, std::move(*computed));
   }
   http_response r;
   try {
@@ -376,6 +418,12 @@ http_endpoints::~http_endpoints() {
 void http_endpoints::handle(std::string path, std::function<http_response()> fn) {
   assert(!impl_->started && "register handlers before start()");
   impl_->handlers.insert_or_assign(std::move(path), std::move(fn));
+}
+
+void http_endpoints::handle_async(std::string path,
+                                  std::function<asio::awaitable<http_response>()> fn) {
+  assert(!impl_->started && "register handlers before start()");
+  impl_->async_handlers.insert_or_assign(std::move(path), std::move(fn));
 }
 
 void http_endpoints::handle_check(std::string path, std::function<check_result()> check) {

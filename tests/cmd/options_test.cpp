@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "options.hpp"
@@ -261,16 +262,22 @@ TEST(options, shadow_is_off_by_default_and_implies_dry_run) {
   EXPECT_EQ(edges.opts->shadow_window, 1h);
 }
 
-TEST(options, deadlines_from_taint_time_is_on_by_default) {
-  const auto on = parse({});
-  ASSERT_TRUE(on.opts) << on.err;
-  EXPECT_TRUE(on.opts->deadlines_from_taint_time);
-  const auto off = parse({"--deadlines-from-taint-time=false"});
-  ASSERT_TRUE(off.opts) << off.err;
-  EXPECT_FALSE(off.opts->deadlines_from_taint_time);
-  const auto bad = parse({"--deadlines-from-taint-time=maybe"});
-  EXPECT_FALSE(bad.opts);
-  EXPECT_NE(bad.err.find("deadlines-from-taint-time"), std::string::npos) << bad.err;
+TEST(options, deadlines_from_taint_time_and_scheduled_events_are_on_by_default) {
+  const std::pair<std::string, bool options::*> flags[] = {
+      {"deadlines-from-taint-time", &options::deadlines_from_taint_time},
+      {"scheduled-events", &options::scheduled_events},
+  };
+  for (const auto& [flag, member] : flags) {
+    const auto on = parse({});
+    ASSERT_TRUE(on.opts) << on.err;
+    EXPECT_TRUE((*on.opts).*member) << flag;
+    const auto off = parse({"--" + flag + "=false"});
+    ASSERT_TRUE(off.opts) << off.err;
+    EXPECT_FALSE((*off.opts).*member) << flag;
+    const auto bad = parse({"--" + flag + "=maybe"});
+    EXPECT_FALSE(bad.opts) << flag;
+    EXPECT_NE(bad.err.find(flag), std::string::npos) << bad.err;
+  }
 }
 
 TEST(options, a_bad_shadow_window_is_exit_two_with_one_line) {

@@ -195,7 +195,13 @@ TEST(Uid, RecreatedPodWithDeletionUnseenGetsItsOwnDecision) {
   EXPECT_EQ(entry->payload, new_pod.uid);
   EXPECT_EQ(entry->fire_at, h.drv.now() + 300s);  // Its own window, not the old one.
   EXPECT_EQ(h.ctl.stats().stale_entries_dropped, 1U);
-  EXPECT_TRUE(h.sink.events().empty());  // No cancel event for the vanished pod.
+  // No cancel event for the vanished pod; each pod got its own TaintEvictionScheduled.
+  const auto events = h.sink.events();
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0], std::make_pair(pod_ref{"default", "pod1", old_pod.uid},
+                                      event_kind::eviction_scheduled));
+  EXPECT_EQ(events[1], std::make_pair(pod_ref{"default", "pod1", new_pod.uid},
+                                      event_kind::eviction_scheduled));
   h.advance(299s);
   EXPECT_FALSE(h.evicted("pod1"));
   h.advance(1s);
@@ -251,8 +257,8 @@ TEST(Uid, DeletedPodCancelsWithEventNamingItsUid) {
   h.delete_pod("pod1");
   EXPECT_FALSE(h.scheduled("pod1"));
   const auto events = h.sink.events();
-  ASSERT_EQ(events.size(), 1U);
-  EXPECT_EQ(events[0],
+  ASSERT_EQ(events.size(), 2U);  // TaintEvictionScheduled, then the cancel.
+  EXPECT_EQ(events[1],
             std::make_pair(pod_ref{"default", "pod1", p.uid}, event_kind::cancelling_deletion));
   h.advance(ten_days);
   EXPECT_FALSE(h.evicted("pod1"));
@@ -267,7 +273,8 @@ TEST(Uid, FiringForReplacedPodMakesNoApiCall) {
   h.advance(10s);
   EXPECT_FALSE(h.evicted("pod1"));
   EXPECT_EQ(h.ctl.stats().evictions_skipped, 1U);
-  EXPECT_TRUE(h.sink.events().empty());
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 0U);
+  EXPECT_EQ(h.sink.events().size(), 1U);  // Only when it was scheduled.
 }
 
 // Taint removed while an immediate eviction is in flight, pod re-created with a new UID, node
@@ -349,9 +356,10 @@ TEST(Races, UntoleratedTaintCancelsPendingAndEvictsNow) {
   h.update_node(make_node("node1", {make_taint(1), make_taint(2)}));
   EXPECT_TRUE(h.evicted("pod1"));
   const auto events = h.sink.events();
-  ASSERT_EQ(events.size(), 2U);  // Upstream: cancel event, then marking.
-  EXPECT_EQ(events[0].second, event_kind::cancelling_deletion);
-  EXPECT_EQ(events[1].second, event_kind::marking_for_deletion);
+  ASSERT_EQ(events.size(), 3U);  // Scheduled; then, as upstream: cancel event, then marking.
+  EXPECT_EQ(events[0].second, event_kind::eviction_scheduled);
+  EXPECT_EQ(events[1].second, event_kind::cancelling_deletion);
+  EXPECT_EQ(events[2].second, event_kind::marking_for_deletion);
 }
 
 // --- durable retry ---

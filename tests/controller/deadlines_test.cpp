@@ -22,8 +22,9 @@ using testing::make_pod;
 using testing::make_taint;
 using testing::make_toleration;
 using testing::manual_options;
+using testing::wall_harness;
 
-constexpr std::int64_t t0 = 1'700'000'000;  // "now" on the wall clock when a test starts
+constexpr std::int64_t t0 = testing::wall_start_unix;  // the wall clock when a test starts
 
 taint added_at(int i, std::int64_t unix_seconds) {
   taint t = make_taint(i);
@@ -112,37 +113,6 @@ TEST(CountdownSince, ForeverEverywhereIsNullopt) {
 
 // --- the controller ---
 
-// A harness whose wall clock starts at t0 and moves with the manual driver's clock.
-struct wall_harness {
-  explicit wall_harness(bool from_taint_time = true) : h(options(from_taint_time, this)) {}
-
-  static controller_options options(bool from_taint_time, wall_harness* self) {
-    controller_options o = manual_options();
-    o.deadlines_from_taint_time = from_taint_time;
-    o.wall_clock = [self] {
-      return std::chrono::system_clock::time_point(std::chrono::seconds(t0)) +
-             std::chrono::duration_cast<std::chrono::system_clock::duration>(self->h.drv.now() -
-                                                                             self->start);
-    };
-    return o;
-  }
-
-  /// The process starts acting: the caches hold `n` and `pods`, replayed as adds.
-  void replay(const node_view& n, const std::vector<pod_view>& pods) {
-    for (const pod_view& p : pods) {
-      h.index.put(p);
-    }
-    h.ctl.node_updated(nullptr, &n, update_origin::replay);
-    for (const pod_view& p : pods) {
-      h.ctl.pod_updated(nullptr, &p);
-    }
-    h.settle();
-  }
-
-  harness h;
-  timedqueue::time_point start = h.drv.now();
-};
-
 /// `pod` is still there one second before `after` from now, and evicted at `after`.
 void expect_evicted_after(harness& h, std::chrono::seconds after, const std::string& pod) {
   h.advance(after - 1s);
@@ -185,7 +155,9 @@ TEST(DeadlinesFromTaintTime, ATaintWithoutTimeAddedCountsFromNow) {
 }
 
 TEST(DeadlinesFromTaintTime, TurnedOffTheReplayCountsFromNow) {
-  wall_harness w(false);
+  controller_options o = manual_options();
+  o.deadlines_from_taint_time = false;
+  wall_harness w(o);
   w.replay(make_node("node1", {added_at(1, t0 - 30)}),
            {make_pod("pod1", "node1", {make_toleration(1, 40)})});
   expect_evicted_after(w.h, 40s, "pod1");

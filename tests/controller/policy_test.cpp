@@ -17,13 +17,7 @@ using testing::make_node;
 using testing::make_pod;
 using testing::make_taint;
 using testing::make_toleration;
-using testing::manual_options;
-
-controller_options with_policy(const eviction_policy& p) {
-  auto o = manual_options();
-  o.policy = p;
-  return o;
-}
+using testing::with_policy;
 
 /// `nodes` nodes n0.., each with `pods_per_node` pods n<i>-p<j> tolerating taint 1 for
 /// `seconds` (-1: no toleration).

@@ -312,21 +312,24 @@ TEST(UpstreamEvents, MarkingOncePerFiringCancelOnlyWhenPending) {
   pod_view p = make_pod("pod1", "node1", {make_toleration(1, 10)});
   h.add_pod(p);
   h.update_node(make_node("node1", {make_taint(1)}));
-  EXPECT_TRUE(h.sink.events().empty());
-  // Cancel of a pending eviction: one cancel event, carrying the UID.
-  h.update_node(make_node("node1"));
+  // Upstream writes nothing here; ours says when the eviction is due (TaintEvictionScheduled).
   auto events = h.sink.events();
   ASSERT_EQ(events.size(), 1U);
-  EXPECT_EQ(events[0].second, event_kind::cancelling_deletion);
-  EXPECT_EQ(events[0].first, (pod_ref{"default", "pod1", p.uid}));
+  EXPECT_EQ(events[0].second, event_kind::eviction_scheduled);
+  // Cancel of a pending eviction: one cancel event, carrying the UID.
+  h.update_node(make_node("node1"));
+  events = h.sink.events();
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[1].second, event_kind::cancelling_deletion);
+  EXPECT_EQ(events[1].first, (pod_ref{"default", "pod1", p.uid}));
   // Cancel with nothing pending: no event.
   h.update_node(make_node("node1", {make_taint(2)}));  // Untolerated: evicted now.
   events = h.sink.events();
-  ASSERT_EQ(events.size(), 2U);
-  EXPECT_EQ(events[1].second, event_kind::marking_for_deletion);
-  EXPECT_EQ(events[1].first, (pod_ref{"default", "pod1", p.uid}));
+  ASSERT_EQ(events.size(), 3U);
+  EXPECT_EQ(events[2].second, event_kind::marking_for_deletion);
+  EXPECT_EQ(events[2].first, (pod_ref{"default", "pod1", p.uid}));
   h.update_node(make_node("node1"));
-  EXPECT_EQ(h.sink.events().size(), 2U);
+  EXPECT_EQ(h.sink.events().size(), 3U);
 }
 
 }  // namespace

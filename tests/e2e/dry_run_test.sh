@@ -2,9 +2,9 @@
 # End to end: --dry-run over upstream's scenarios on the real API server. The controller decides
 # everything and logs each decision ("dry run: would delete"), counts it in
 # dry_run_pod_deletions_total, and writes nothing to pods: no deletionTimestamp, no
-# DisruptionTarget condition, no TaintManagerEviction event, and not one PATCH or DELETE among
-# the requests it sent (api_requests_total, counted by the controller's own client), over a
-# meaningful interval after the evictions were due.
+# DisruptionTarget condition, no TaintManagerEviction or TaintEvictionScheduled event, and not
+# one PATCH or DELETE among the requests it sent (api_requests_total, counted by the
+# controller's own client), over a meaningful interval after the evictions were due.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 setup_rbac
@@ -35,6 +35,8 @@ for p in untolerated three other-key; do
   c=$(k -n "$NS" get pod "$p" -o jsonpath='{.status.conditions[?(@.type=="DisruptionTarget")].status}')
   [ -z "$c" ] || fail "pod $NS/$p got a DisruptionTarget condition ($c) in dry-run"
   [ -z "$(events "$p")" ] || fail "pod $NS/$p got TaintManagerEviction events in dry-run: $(events "$p" | tr '\n' ' ')"
+  [ -z "$(events_with_reason "$p" TaintEvictionScheduled)" ] \
+    || fail "pod $NS/$p got a TaintEvictionScheduled event in dry-run: $(events_with_reason "$p" TaintEvictionScheduled)"
 done
 
 wait_metric taint_eviction_controller_dry_run_pod_deletions_total 'v >= 3' 30

@@ -90,14 +90,16 @@ setup_rbac() {
 }
 
 # start_controller NAME [extra flags...]: starts the controller in the background; sets
-# CONTROLLER_PID, CONTROLLER_LOG; waits until it serves /readyz (caches synced).
+# CONTROLLER_PID, CONTROLLER_LOG; waits until it serves /readyz (caches synced). The metrics
+# port listens on METRICS_BIND_ADDRESS (default 127.0.0.1:0).
 start_controller() {
   local name=$1
   shift
   CONTROLLER_LOG="$WORK/controller-$name.log"
   : >"$CONTROLLER_LOG"  # exists before the background child opens it (the sed below reads it)
   "$TEC_BIN" --kubeconfig "$SA_KUBECONFIG" --leader-elect-resource-namespace "$DEPLOY_NS" \
-    --metrics-bind-address "${METRICS_BIND_ADDRESS:-127.0.0.1:0}" --health-probe-bind-address 127.0.0.1:0 \
+    --metrics-bind-address "${METRICS_BIND_ADDRESS:-127.0.0.1:0}" \
+    --health-probe-bind-address 127.0.0.1:0 \
     --log-level debug "$@" >"$CONTROLLER_LOG" 2>&1 &
   CONTROLLER_PID=$!
   CONTROLLER_PIDS+=("$CONTROLLER_PID")
@@ -122,6 +124,15 @@ wait_acting() {
   local logf=$1 deadline=$((SECONDS + ${2:-30}))
   until grep -q "acting: replayed" "$logf"; do
     [ "$SECONDS" -lt "$deadline" ] || fail "controller ($logf) did not start acting within ${2:-30} s"
+    sleep 0.1
+  done
+}
+
+# wait_scheduled LOG POD SECONDS: until the controller logged an eviction scheduled for $NS/POD.
+wait_scheduled() {
+  local deadline=$((SECONDS + $3))
+  until grep -q "scheduled eviction pod=\"$NS/$2\"" "$1"; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "no eviction scheduled for $NS/$2 within $3 s"
     sleep 0.1
   done
 }

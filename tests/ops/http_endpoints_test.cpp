@@ -7,6 +7,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -17,6 +18,7 @@
 #include <boost/beast/http/write.hpp>
 #include <chrono>
 #include <exception>
+#include <future>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -174,6 +176,62 @@ TEST_F(http_endpoints_test, serves_metrics) {
   const auto with_query = run_until_done(ioc_, fetch(ep, http::verb::get, "/metrics?x=1"));
   EXPECT_EQ(with_query.status, 200U);
   server.stop();
+}
+
+// Work an async handler puts on another executor: says it started, then blocks that
+// executor's thread until `gate` opens.
+asio::awaitable<http_response> slow_body(std::shared_future<void> gate,
+                                         std::atomic<bool>* started) {
+  started->store(true);
+  gate.wait();
+  co_return http_response{200, "application/json", "{\"slow\":true}"};
+}
+
+asio::awaitable<http_response> throwing_body() {
+  throw std::runtime_error("no report");
+  co_return http_response{};
+}
+
+TEST_F(http_endpoints_test, an_async_handler_leaves_the_executor_free_while_it_computes) {
+  asio::thread_pool pool(1);
+  std::promise<void> open;
+  const std::shared_future<void> gate = open.get_future().share();
+  std::atomic<bool> started{false};
+  http_endpoints server(ioc_.get_executor(), options());
+  server.handle("/x", [] { return http_response{200, "text/plain", "x"}; });
+  server.handle_async("/slow", [&pool, gate, &started] {
+    return asio::co_spawn(pool, slow_body(gate, &started), asio::use_awaitable);
+  });
+  server.handle_async(
+      "/throws", [&pool] { return asio::co_spawn(pool, throwing_body(), asio::use_awaitable); });
+  const auto ep = start(server);
+
+  std::optional<reply> slow;
+  asio::co_spawn(ioc_, fetch(ep, http::verb::get, "/slow"),
+                 [&slow](const std::exception_ptr& e, reply r) {
+                   EXPECT_FALSE(e);
+                   slow = std::move(r);
+                 });
+  ASSERT_TRUE(run_until(ioc_, [&started] { return started.load(); }));
+  // The slow one holds the pool's thread; the server's executor still answers.
+  const auto x = run_until_done(ioc_, fetch(ep, http::verb::get, "/x"));
+  EXPECT_EQ(x.status, 200U);
+  EXPECT_FALSE(slow.has_value());
+  open.set_value();
+  ASSERT_TRUE(run_until(ioc_, [&slow] { return slow.has_value(); }));
+  EXPECT_EQ(slow->status, 200U);
+  EXPECT_EQ(slow->content_type, "application/json");
+  EXPECT_EQ(slow->body, R"({"slow":true})");
+
+  const auto head = run_until_done(ioc_, fetch(ep, http::verb::head, "/slow"));
+  EXPECT_EQ(head.status, 200U);
+  EXPECT_EQ(head.content_length, "13");
+  EXPECT_EQ(run_until_done(ioc_, fetch(ep, http::verb::post, "/slow", "x")).status, 405U);
+  const auto thrown = run_until_done(ioc_, fetch(ep, http::verb::get, "/throws"));
+  EXPECT_EQ(thrown.status, 500U);
+  EXPECT_NE(thrown.body.find("no report"), std::string::npos) << thrown.body;
+  server.stop();
+  pool.join();
 }
 
 TEST_F(http_endpoints_test, healthz_flips_to_500_with_the_reason) {

@@ -913,7 +913,30 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     if (found == index_.end()) {
       return std::nullopt;
     }
-    const entry* e = *found;
+    return info_of(*found);
+  }
+
+  queue_snapshot snapshot(std::size_t limit) const {
+    std::lock_guard lock(mu_);
+    queue_snapshot out;
+    out.total = index_.size();
+    std::vector<const entry*> all(index_.begin(), index_.end());
+    const std::size_t n = std::min(limit, all.size());
+    const auto first = all.begin();
+    std::partial_sort(first, first + static_cast<std::ptrdiff_t>(n), all.end(),
+                      [](const entry* a, const entry* b) {
+                        return a->fire_at != b->fire_at ? a->fire_at < b->fire_at
+                                                        : a->key() < b->key();
+                      });
+    out.entries.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      out.entries.emplace_back(std::string(all[i]->key()), info_of(all[i]));
+    }
+    return out;
+  }
+
+  /// The snapshot of an entry in the index. Called with mu_ held.
+  entry_info info_of(const entry* e) const {
     entry_info info;
     info.state = e->state;
     info.created_at = e->created_at;
@@ -1115,6 +1138,10 @@ bool timed_queue::cancel(std::string_view key) {
 
 std::optional<entry_info> timed_queue::lookup(std::string_view key) const {
   return impl_->lookup(key);
+}
+
+queue_snapshot timed_queue::snapshot(std::size_t limit) const {
+  return impl_->snapshot(limit);
 }
 
 bool timed_queue::contains(std::string_view key) const {

@@ -4,8 +4,11 @@
 // plus helpers that play the informers: every helper updates the cache first, then tells the
 // controller, then runs everything that became runnable (workers and posted work).
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "controller/support/fakes.hpp"
 #include "support/manual_driver.hpp"
@@ -21,6 +24,13 @@ inline controller_options manual_options(std::size_t workers = 8) {
   o.retry.max = std::chrono::seconds(8);
   o.retry.jitter = 0.0;
   o.retry.seed = 1;
+  return o;
+}
+
+/// manual_options() with `policy`.
+inline controller_options with_policy(const eviction_policy& policy) {
+  controller_options o = manual_options();
+  o.policy = policy;
   return o;
 }
 
@@ -114,6 +124,41 @@ public:
 
 private:
   std::map<std::string, node_view> nodes_;
+};
+
+/// The wall clock of a wall_harness when it is made, seconds since the Unix epoch.
+inline constexpr std::int64_t wall_start_unix = 1'700'000'000;
+
+/// A harness whose wall clock (controller_options::wall_clock) reads wall_start_unix when it
+/// is made and moves with the manual driver's clock.
+struct wall_harness {
+  explicit wall_harness(controller_options o = manual_options())
+      : h(with_wall_clock(std::move(o), this)) {}
+
+  static controller_options with_wall_clock(controller_options o, const wall_harness* self) {
+    o.wall_clock = [self] { return self->wall_now(); };
+    return o;
+  }
+
+  [[nodiscard]] std::chrono::system_clock::time_point wall_now() const {
+    return std::chrono::system_clock::time_point(std::chrono::seconds(wall_start_unix)) +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(h.drv.now() - start);
+  }
+
+  /// The process starts acting: the caches hold `n` and `pods`, replayed as adds.
+  void replay(const node_view& n, const std::vector<pod_view>& pods) {
+    for (const pod_view& p : pods) {
+      h.index.put(p);
+    }
+    h.ctl.node_updated(nullptr, &n, update_origin::replay);
+    for (const pod_view& p : pods) {
+      h.ctl.pod_updated(nullptr, &p);
+    }
+    h.settle();
+  }
+
+  harness h;
+  timedqueue::time_point start = h.drv.now();
 };
 
 }  // namespace tec::controller::testing

@@ -42,40 +42,18 @@
 #include <vector>
 
 #include "tec/adapters/records.hpp"
+#include "tec/adapters/wall_time.hpp"
 #include "tec/controller/controller.hpp"
 
 namespace tec::adapters {
-
-using wall_clock = std::chrono::system_clock;
 
 enum class shadow_outcome : std::uint8_t { agreed, only_them, only_us, cancelled_both };
 
 /// "agreed", "only_them", "only_us", "cancelled_both" (the metric's outcome label).
 [[nodiscard]] std::string_view to_string(shadow_outcome outcome) noexcept;
 
-/// `t` as RFC 3339 in UTC with milliseconds ("2026-11-23T08:40:00.123Z").
-[[nodiscard]] std::string format_rfc3339_ms(wall_clock::time_point t);
-
 /// A NoExecute taint as "key=value:NoExecute" ("key:NoExecute" without a value).
-[[nodiscard]] std::string describe_taint(const controller::taint& t);
-
-/// Maps the driver's (steady) clock onto the wall clock: both read once, at construction.
-/// Good enough for a report (a wall clock step later shifts the reported times, nothing else).
-class clock_bridge {
-public:
-  clock_bridge()
-      : steady_origin_(std::chrono::steady_clock::now()), wall_origin_(wall_clock::now()) {}
-  clock_bridge(std::chrono::steady_clock::time_point steady_origin,
-               wall_clock::time_point wall_origin)
-      : steady_origin_(steady_origin), wall_origin_(wall_origin) {}
-  [[nodiscard]] wall_clock::time_point wall(std::chrono::steady_clock::time_point t) const {
-    return wall_origin_ + std::chrono::duration_cast<wall_clock::duration>(t - steady_origin_);
-  }
-
-private:
-  std::chrono::steady_clock::time_point steady_origin_;
-  wall_clock::time_point wall_origin_;
-};
+using controller::describe_taint;
 
 /// One of our decisions on the wall clock (see controller::decision_note).
 struct shadow_note {

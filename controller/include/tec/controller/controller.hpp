@@ -197,6 +197,12 @@ struct controller_options {
   /// worker or the driver's thread, possibly under a per-pod lock: must be quick, must not
   /// throw and must not call back into the controller. Empty: nothing is built.
   std::function<void(const decision_note&)> on_decision;
+  /// Record a Normal TaintEvictionScheduled event on the pod when an eviction is scheduled
+  /// for a later time (a toleration with tolerationSeconds > 0, not an immediate eviction nor
+  /// a replayed countdown already over), once per queue entry, naming the taint, the
+  /// tolerationSeconds used and the due time (wall_clock + the delay). Not upstream's: it has
+  /// no such event. None in dry-run (no event is).
+  bool scheduled_events = true;
   /// The policy to start with (set_policy() replaces it later). Default: none (upstream).
   eviction_policy policy;
   /// When the replay (update_origin::replay) finds a pod on a tainted node with no eviction
@@ -212,6 +218,31 @@ struct controller_options {
   /// must be thread-safe, quick, must not throw and must not call back into the controller.
   /// When it changes its answer for a namespace, call redecide_all(). Empty: none opts out.
   std::function<bool(std::string_view namespace_)> namespace_opted_out;
+};
+
+/// One eviction the timed queue holds, as controller::evictions() lists it.
+struct eviction_view {
+  pod_ref pod;       ///< Namespace and name (the queue key); uid: the one it was made for.
+  std::string node;  ///< The pod's node when it was scheduled.
+  /// That node's NoExecute taints now (tainted_taints()); empty when it is no longer tainted.
+  std::vector<taint> taints;
+  timedqueue::time_point due{};  ///< When it was (or is) due, on the driver's clock.
+  /// "pending" (its time has not come), "waiting" (due, held by the policy), "running" (its
+  /// attempt is in flight) or "retrying" (its last attempt failed; backing off). A string, so
+  /// that a later state (an Evict-mode "blocked" by a PodDisruptionBudget) is one more value.
+  /// Both point at string literals.
+  std::string_view state;
+  /// Why it waits: "" (it does not), "rate_limit", "in_flight_limit_node",
+  /// "in_flight_limit_namespace", "storm_breaker" (waiting) or "backoff" (retrying).
+  std::string_view why;
+  std::uint32_t attempts = 0;  ///< Attempts started so far.
+  std::string last_error;      ///< The last failed attempt's error, as the API gave it.
+};
+
+/// What controller::evictions() returns.
+struct eviction_list {
+  std::size_t total = 0;                 ///< Evictions in the queue, listed or not.
+  std::vector<eviction_view> evictions;  ///< The first ones in due order.
 };
 
 /// Counters for metrics. Monotonic except tainted_nodes and worker_queue_depth.
@@ -309,6 +340,10 @@ public:
   [[nodiscard]] controller_stats stats() const;
   /// The timed queue (lookup() by "namespace/name" shows a pod's eviction). Any thread.
   [[nodiscard]] const timedqueue::timed_queue& queue() const;
+  /// The evictions the queue holds (at most `limit` of them, in due order, from one
+  /// timed_queue::snapshot()), each with its node's NoExecute taints now. No I/O; copies
+  /// everything. Any thread.
+  [[nodiscard]] eviction_list evictions(std::size_t limit) const;
 
 private:
   struct impl;

@@ -3,6 +3,7 @@
 // The controller's two seams to the outside world. The informers implement pod_index; the
 // daemon implements eviction_sink on top of the API client. Tests substitute fakes.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -41,6 +42,9 @@ enum class event_kind : std::uint8_t {
   cancelling_deletion,   ///< Normal TaintManagerEviction "Cancelling deletion of Pod <ns>/<name>"
   /// Warning TaintEvictionFailed: an eviction keeps failing; the detail is the API's message.
   eviction_failed,
+  /// Normal TaintEvictionScheduled: an eviction was scheduled for a later time (a toleration
+  /// with tolerationSeconds); the detail is scheduled_event_detail().
+  eviction_scheduled,
 };
 
 /// The Event fields the sink writes (core/v1 Event). The first two kinds are upstream's, so
@@ -50,6 +54,7 @@ inline constexpr std::string_view event_type = "Normal";
 inline constexpr std::string_view event_reason = "TaintManagerEviction";
 inline constexpr std::string_view warning_event_type = "Warning";
 inline constexpr std::string_view eviction_failed_reason = "TaintEvictionFailed";
+inline constexpr std::string_view eviction_scheduled_reason = "TaintEvictionScheduled";
 
 /// The Event type of `kind`: "Normal" or "Warning".
 [[nodiscard]] inline std::string_view event_type_of(event_kind kind) {
@@ -58,11 +63,22 @@ inline constexpr std::string_view eviction_failed_reason = "TaintEvictionFailed"
 
 /// The Event reason of `kind`.
 [[nodiscard]] inline std::string_view event_reason_of(event_kind kind) {
-  return kind == event_kind::eviction_failed ? eviction_failed_reason : event_reason;
+  switch (kind) {
+    case event_kind::eviction_failed:
+      return eviction_failed_reason;
+    case event_kind::eviction_scheduled:
+      return eviction_scheduled_reason;
+    case event_kind::marking_for_deletion:
+    case event_kind::cancelling_deletion:
+      break;
+  }
+  return event_reason;
 }
 
-/// "Marking for deletion Pod <ns>/<name>", "Cancelling deletion of Pod <ns>/<name>", or
-/// "Cannot delete Pod <ns>/<name>: <detail>" (eviction_failed; `detail` is the last error).
+/// "Marking for deletion Pod <ns>/<name>", "Cancelling deletion of Pod <ns>/<name>",
+/// "Cannot delete Pod <ns>/<name>: <detail>" (eviction_failed; `detail` is the last error), or
+/// "Pod <ns>/<name> will be evicted at <detail>" (eviction_scheduled; `detail` is
+/// scheduled_event_detail()).
 [[nodiscard]] inline std::string event_message(const pod_ref& pod, event_kind kind,
                                                std::string_view detail = {}) {
   std::string msg;
@@ -76,15 +92,34 @@ inline constexpr std::string_view eviction_failed_reason = "TaintEvictionFailed"
     case event_kind::eviction_failed:
       msg = "Cannot delete Pod ";
       break;
+    case event_kind::eviction_scheduled:
+      msg = "Pod ";
+      break;
   }
   msg.append(pod.namespace_).push_back('/');
   msg.append(pod.name);
   if (kind == event_kind::eviction_failed) {
     msg.append(": ");
     msg.append(detail);
+  } else if (kind == event_kind::eviction_scheduled) {
+    msg.append(" will be evicted at ");
+    msg.append(detail);
   }
   return msg;
 }
+
+/// The detail of an eviction_scheduled event: "<due>: taint <key>[=<value>]:NoExecute,
+/// tolerationSeconds <seconds>", with `due` in RFC 3339 UTC to the second
+/// ("2026-11-23T15:40:00Z"). `t` is the taint whose toleration set the time.
+[[nodiscard]] std::string scheduled_event_detail(std::chrono::system_clock::time_point due,
+                                                 const taint& t, std::int64_t seconds);
+
+/// A taint as "key=value:NoExecute" ("key:NoExecute" without a value; ":Other" for another
+/// effect).
+[[nodiscard]] std::string describe_taint(const taint& t);
+
+/// `t` as RFC 3339 in UTC, whole seconds (rounded down): "2026-11-23T15:40:00Z".
+[[nodiscard]] std::string format_rfc3339_seconds(std::chrono::system_clock::time_point t);
 
 /// The result of one eviction attempt.
 enum class eviction_status : std::uint8_t {

@@ -13,6 +13,7 @@
 // answered nothing to /healthz while 64 idle connections were open).
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstddef>
@@ -85,6 +86,12 @@ public:
 
   /// Serves `fn()` at `path` (exact match, query string ignored) for GET and HEAD.
   void handle(std::string path, std::function<http_response()> fn);
+  /// Serves the result of awaiting `fn()` at `path`, as handle() does. For a costly response:
+  /// the connection's coroutine awaits it (on the server's strand) while the work runs where
+  /// the awaitable puts it (e.g. co_spawn onto another executor), so the executor the server
+  /// shares with the rest of the program stays free. An exception it throws is a 500. After
+  /// stop(), a response still being computed is dropped with its connection.
+  void handle_async(std::string path, std::function<boost::asio::awaitable<http_response>()> fn);
   /// Serves a check at `path`: 200 "ok", or 500 with the check's message when it fails (or
   /// throws).
   void handle_check(std::string path, std::function<check_result()> check);

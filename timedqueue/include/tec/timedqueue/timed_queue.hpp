@@ -42,6 +42,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace tec::timedqueue {
 
@@ -171,6 +173,13 @@ struct entry_info {
   std::array<std::string, group_classes> groups;
 };
 
+/// A copy of the queue's entries taken at one instant (see timed_queue::snapshot).
+struct queue_snapshot {
+  std::size_t total = 0;  ///< Entries in the queue, in any state (listed or not).
+  /// The first entries in due order (fire_at, ties by key), each with its key.
+  std::vector<std::pair<std::string, entry_info>> entries;
+};
+
 enum class schedule_result : std::uint8_t {
   scheduled,        ///< A new entry was created (and, if already due, started).
   already_pending,  ///< Skipped: the key is pending or backing off; its fire time is kept.
@@ -230,6 +239,11 @@ public:
   [[nodiscard]] bool paused() const;
 
   [[nodiscard]] std::optional<entry_info> lookup(std::string_view key) const;
+  /// Copies of the first `limit` entries in due order (fire_at, ties by key; the states and
+  /// hold reasons lookup() gives) and the count of all entries, for a report. O(n log limit)
+  /// under the queue's mutex, which holds schedule() and the timer off meanwhile: n pointers
+  /// are sorted, only the listed entries are copied.
+  [[nodiscard]] queue_snapshot snapshot(std::size_t limit) const;
   [[nodiscard]] bool contains(std::string_view key) const;
   /// Entries in any state.
   [[nodiscard]] std::size_t size() const;
