@@ -1338,19 +1338,19 @@ struct controller::impl {
   std::atomic<std::size_t> outstanding_{0};
   std::atomic<std::size_t> tainted_count_{0};
   std::atomic<bool> dry_run_{false};
+  // scope_ (below) is set: the policy has exclude or taints rules. Read without the lock.
+  std::atomic<bool> scoped_{false};
+  bool deadlines_from_taint_time_ = true;
+  bool scheduled_events_ = true;
   std::function<void(std::chrono::nanoseconds)> on_waited_;
   std::function<void(bool, std::size_t, std::size_t)> on_breaker_;
   std::function<void(const decision_note&)> on_decision_;
-  bool deadlines_from_taint_time_ = true;
   std::function<std::chrono::system_clock::time_point()> wall_clock_;
   std::function<bool(std::string_view)> namespace_opted_out_;
-  bool scheduled_events_ = true;
   mutable std::mutex policy_mu_;
   eviction_policy policy_;
-  // The policy when it has exclude or taints rules (what decide_locked reads), else null;
-  // scoped_ says which without the lock.
+  // The policy when it has exclude or taints rules (what decide_locked reads), else null.
   std::shared_ptr<const eviction_policy> scope_;
-  std::atomic<bool> scoped_{false};
   breaker breaker_;
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;
