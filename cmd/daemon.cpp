@@ -162,8 +162,8 @@ struct daemon::impl {
   bool node_informer_done = false;
   bool namespace_informer_done = false;
   bool event_informer_done = true;  // false while the shadow Event informer runs
-  bool elector_done = false;
-  bool io_done = false;  // the I/O thread ran out of work
+  bool elector_done = true;         // false while the elector runs (from the caches' sync)
+  bool io_done = false;             // the I/O thread ran out of work
 
   void request_stop(int code) {
     {
@@ -258,6 +258,7 @@ struct daemon::impl {
         [this] {
           log->info("caches synced: {} nodes, {} pods, {} namespaces ({} opted out)", nodes.size(),
                     pods.size(), namespaces.size(), namespaces.opted_out_namespaces().size());
+          start_election();
         },
         [this] { activate(); });
     // The reflectors call on_synced on the I/O thread, where the gate lives.
@@ -308,13 +309,42 @@ struct daemon::impl {
       le.release_on_cancel = true;
       le.on_started_leading = [this] {
         metrics->is_leader.set(1);
-        log->info("became the leader (lease {}/{}); acting once the caches are synced",
-                  opts.lease_namespace, opts.lease_name);
+        log->info("became the leader (lease {}/{}); acting", opts.lease_namespace, opts.lease_name);
         gate->may_lead();
       };
       le.on_stopped_leading = [this] { stopped_leading(); };
       elector.emplace(io.get_executor(), *api, std::move(le));
     }
+  }
+
+  // I/O thread, when the caches are synced (the gate's first callback): campaign for the
+  // lease. Not before: a replica whose caches never sync (an old ClusterRole, a resource it
+  // cannot list) must not hold the lease, or nobody would act while the other replica could.
+  void start_election() {
+    if (!elector) {
+      return;
+    }
+    {
+      const std::lock_guard lock(mutex);
+      if (stopping.load()) {
+        return;  // shutdown began: elector_done stays true
+      }
+      elector_done = false;
+    }
+    // Owned through elector_cancel: shutdown asks it to release the lease (stop()), and
+    // cancels it only when it is still running after the client's shutdown. A stop() that
+    // came first makes run() return at once.
+    asio::co_spawn(io, elector->run(),
+                   asio::bind_cancellation_slot(
+                       elector_cancel.slot(), [this](const std::exception_ptr& e, bool clean) {
+                         if (e && !stopping.load()) {
+                           log->error("leader election failed: {}; exiting", describe(e));
+                           request_stop(1);
+                         } else if (!e && !clean && !stopping.load()) {
+                           request_stop(1);
+                         }
+                         mark_done(elector_done);
+                       }));
   }
 
   void build_shadow() {
@@ -717,23 +747,12 @@ struct daemon::impl {
       arm_shadow_timer();
     }
     if (elector) {
-      log->info("leader election: lease {}/{} as {} (duration {}, renew deadline {}, retry {})",
-                opts.lease_namespace, opts.lease_name, elector->identity(),
-                format_duration(opts.lease_duration), format_duration(opts.renew_deadline),
-                format_duration(opts.retry_period));
-      // Owned through elector_cancel: shutdown asks it to release the lease (stop()), and
-      // cancels it only when it is still running after the client's shutdown.
-      asio::co_spawn(io, elector->run(),
-                     asio::bind_cancellation_slot(
-                         elector_cancel.slot(), [this](const std::exception_ptr& e, bool clean) {
-                           if (e && !stopping.load()) {
-                             log->error("leader election failed: {}; exiting", describe(e));
-                             request_stop(1);
-                           } else if (!e && !clean && !stopping.load()) {
-                             request_stop(1);
-                           }
-                           mark_done(elector_done);
-                         }));
+      log->info(
+          "leader election: lease {}/{} as {} (duration {}, renew deadline {}, retry {}); "
+          "campaigning once the caches are synced",
+          opts.lease_namespace, opts.lease_name, elector->identity(),
+          format_duration(opts.lease_duration), format_duration(opts.renew_deadline),
+          format_duration(opts.retry_period));
     } else {
       log->warn(
           "leader election is off (--leader-elect=false): acting as soon as the caches "

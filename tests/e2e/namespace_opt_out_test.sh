@@ -3,7 +3,9 @@
 # against the local kube-apiserver, the controller running as the deploy/ ServiceAccount:
 #   0. an old ClusterRole without namespaces list/watch (an upgrade that kept it): the
 #      controller logs one clear error line per LIST attempt, repeated with backoff, /readyz
-#      is 500 naming the namespaces, and it never acts;
+#      is 500 naming the namespaces, and it never acts; it runs with leader election and the
+#      Lease permissions, and never takes the Lease (it campaigns only once its caches sync,
+#      so it cannot keep a healthy replica from acting);
 #   1. namespace OPT annotated, namespace $NS not, each with a pod that does not tolerate the
 #      taint (none) and one tolerating it 20 s (t20); taint the node: $NS/none goes at once,
 #      $NS/t20 at ~20 s; OPT's pods are not terminating 40 s after the taint, and the
@@ -29,6 +31,7 @@ on_cleanup() {
   fi
   k delete clusterrolebinding "$OLD_RBAC" --ignore-not-found >/dev/null 2>&1
   k delete clusterrole "$OLD_RBAC" --ignore-not-found >/dev/null 2>&1
+  k -n "$DEPLOY_NS" delete rolebinding "$OLD_RBAC" --ignore-not-found >/dev/null 2>&1
   k -n "$DEPLOY_NS" delete serviceaccount "$OLD_RBAC" --ignore-not-found >/dev/null 2>&1
 }
 
@@ -59,18 +62,21 @@ k get clusterrole taint-eviction-controller -o json \
   | k apply -f - >/dev/null || fail "cannot create the old ClusterRole"
 k create clusterrolebinding "$OLD_RBAC" --clusterrole="$OLD_RBAC" \
   --serviceaccount="$DEPLOY_NS:$OLD_RBAC" >/dev/null || fail "cannot bind the old ClusterRole"
+k -n "$DEPLOY_NS" create rolebinding "$OLD_RBAC" --role=taint-eviction-controller-leader-election \
+  --serviceaccount="$DEPLOY_NS:$OLD_RBAC" >/dev/null || fail "cannot bind the Lease Role"
 old_kubeconfig=$("$REPO_ROOT/deploy/local/cluster.sh" sa-kubeconfig "$DEPLOY_NS" "$OLD_RBAC" \
   "$WORK/old.kubeconfig") || fail "cannot write a kubeconfig for the old-RBAC ServiceAccount"
 # RBAC changes take effect within a second or so; wait until the old role really says no.
 deadline=$((SECONDS + 30))
 until [ "$(k auth can-i list namespaces --as="system:serviceaccount:$DEPLOY_NS:$OLD_RBAC" 2>/dev/null)" = no ] \
-  && [ "$(k auth can-i list pods --all-namespaces --as="system:serviceaccount:$DEPLOY_NS:$OLD_RBAC" 2>/dev/null)" = yes ]; do
+  && [ "$(k auth can-i list pods --all-namespaces --as="system:serviceaccount:$DEPLOY_NS:$OLD_RBAC" 2>/dev/null)" = yes ] \
+  && [ "$(k -n "$DEPLOY_NS" auth can-i update "leases.coordination.k8s.io/$LEASE_NAME" --as="system:serviceaccount:$DEPLOY_NS:$OLD_RBAC" 2>/dev/null)" = yes ]; do
   [ "$SECONDS" -lt "$deadline" ] || fail "the old-RBAC ServiceAccount's permissions did not settle"
   sleep 0.5
 done
 
 old_log="$WORK/controller-old-rbac.log"
-"$TEC_BIN" --kubeconfig "$old_kubeconfig" --leader-elect=false \
+"$TEC_BIN" --kubeconfig "$old_kubeconfig" --leader-elect-resource-namespace "$DEPLOY_NS" \
   --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
   --log-level debug >"$old_log" 2>&1 &
 old_pid=$!
@@ -99,6 +105,12 @@ code=$(curl -s -o "$WORK/readyz" -w '%{http_code}' --max-time 5 "$health/readyz"
 grep -q "namespaces" "$WORK/readyz" || fail "/readyz does not name the namespaces: $(cat "$WORK/readyz")"
 log "/readyz: $code $(tr '\n' ' ' <"$WORK/readyz")"
 grep -q "acting: replayed" "$old_log" && fail "the controller acts although it cannot list namespaces"
+identity=$(sed -n 's|.*leader election: lease [^ ]* as \([^ ]*\) .*|\1|p' "$old_log" | head -1)
+[ -n "$identity" ] || fail "the old-RBAC controller did not log its leader election identity"
+holder=$(k -n "$DEPLOY_NS" get lease "$LEASE_NAME" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) || true
+[ "$holder" != "$identity" ] || fail "the controller that cannot sync its caches holds the Lease"
+grep -q "became the leader" "$old_log" && fail "the controller that cannot sync its caches became the leader"
+log "old ClusterRole: Lease not taken (holder '${holder}', ours $identity)"
 stop_controller "$old_pid"
 log "old ClusterRole: error line repeated with backoff (${waits[*]} ms), not ready, not acting"
 
