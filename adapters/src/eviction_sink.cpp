@@ -233,11 +233,79 @@ struct k8s_eviction_sink::impl {
                   std::forward<Args>(args)...);
   }
 
+  // The Eviction API's group/version, found once by discovery (a failed discovery fails the
+  // attempt, which the queue retries).
+  asio::awaitable<result<std::string>> eviction_version() {
+    {
+      const std::lock_guard lock(mutex);
+      if (!eviction_api.empty()) {
+        co_return eviction_api;
+      }
+    }
+    auto found = co_await writer.discover_eviction_version();
+    if (found) {
+      logger()->info("using the Eviction API {}", *found);
+      const std::lock_guard lock(mutex);
+      eviction_api = *found;
+    }
+    co_return found;
+  }
+
+  // An eviction_method::evict attempt: POST the Eviction; a refusal is `blocked`.
+  asio::awaitable<eviction_result> evict(const controller::eviction_request& req,
+                                         const std::string& who) {
+    const pod_ref& pod = req.pod;
+    auto version = co_await eviction_version();
+    if (!version) {
+      log_failure(req, "pod=\"{}\": cannot evict: {}", who, version.error().message);
+      record_failure(version.error());
+      co_return eviction_result{eviction_status::failed, version.error().message};
+    }
+    if (dry_run.load()) {
+      co_return would_delete(pod, who);  // switched on while discovery was in flight
+    }
+    auto answer =
+        co_await writer.evict_pod(pod.namespace_, pod.name, pod.uid, *version, req.cancelled);
+    if (!answer) {
+      if (is_cancelled(answer.error())) {
+        co_return cancelled_result();
+      }
+      log_failure(req, "pod=\"{}\": eviction failed: {}", who, answer.error().message);
+      record_failure(answer.error());
+      co_return eviction_result{eviction_status::failed, answer.error().message};
+    }
+    switch (answer->outcome) {
+      case evict_outcome::evicted: {
+        logger()->info("evicted pod=\"{}\" uid={} (Eviction API {})", who, pod.uid, *version);
+        finished(pod.uid, false);
+        const std::lock_guard lock(mutex);
+        ++counters.evictions;
+        co_return eviction_result{eviction_status::deleted, {}};
+      }
+      case evict_outcome::blocked: {
+        logger()->debug("eviction refused pod=\"{}\" uid={}: {}", who, pod.uid, answer->message);
+        const std::lock_guard lock(mutex);
+        ++counters.blocked;
+        co_return eviction_result{eviction_status::blocked, std::move(answer->message)};
+      }
+      case evict_outcome::not_found:
+      case evict_outcome::uid_mismatch:
+        break;
+    }
+    logger()->info("pod=\"{}\" uid={} is already gone ({})", who, pod.uid,
+                   answer->outcome == evict_outcome::not_found ? "404" : "409 UID mismatch");
+    finished(pod.uid, true);
+    co_return eviction_result{eviction_status::gone, {}};
+  }
+
   asio::awaitable<eviction_result> run(controller::eviction_request req) {
     const pod_ref& pod = req.pod;
     const std::string who = pod.namespace_ + "/" + pod.name;
     if (dry_run.load()) {
       co_return would_delete(pod, who);
+    }
+    if (req.method == controller::eviction_method::evict) {
+      co_return co_await evict(req, who);
     }
     if (options.disruption_condition) {
       if (auto stop = co_await add_condition(req, who)) {
@@ -281,6 +349,7 @@ struct k8s_eviction_sink::impl {
   mutable std::condition_variable idle;
   eviction_sink_stats counters;
   patched_memory patched;
+  std::string eviction_api;  ///< The Eviction API's group/version once discovered.
   bool stopped = false;
   std::atomic<bool> dry_run;  // read without the mutex
 };

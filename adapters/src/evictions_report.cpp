@@ -29,6 +29,12 @@ std::string evictions_json(const controller::eviction_list& list, bool acting,
     item["why"] = v.why;
     item["attempts"] = v.attempts;
     item["lastError"] = v.last_error;
+    if (v.blocked_since) {
+      item["blockedSince"] = format_rfc3339_ms(clock.wall(*v.blocked_since));
+      item["fallbackAt"] = v.fallback_at
+                               ? ordered_json(format_rfc3339_ms(clock.wall(*v.fallback_at)))
+                               : ordered_json();
+    }
     items.push_back(std::move(item));
   }
   doc["evictions"] = std::move(items);

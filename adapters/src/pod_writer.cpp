@@ -59,6 +59,46 @@ bool is_2xx(unsigned status) noexcept {
 
 }  // namespace
 
+request make_evict_pod_request(std::string_view ns, std::string_view name, std::string_view uid,
+                               std::string_view api_version) {
+  const json body = {{"apiVersion", std::string(api_version)},
+                     {"kind", "Eviction"},
+                     {"metadata", {{"name", std::string(name)}, {"namespace", std::string(ns)}}},
+                     {"deleteOptions", {{"preconditions", {{"uid", std::string(uid)}}}}}};
+  request req;
+  req.method = http::verb::post;
+  req.target = pod_path(ns, name) + "/eviction";
+  req.body = body.dump();
+  req.content_type = "application/json";
+  return req;
+}
+
+std::optional<std::string> eviction_version_in_discovery(std::string_view body) {
+  const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) {
+    return std::nullopt;
+  }
+  const auto resources = doc.find("resources");
+  if (resources == doc.end() || !resources->is_array()) {
+    return std::nullopt;
+  }
+  for (const auto& r : *resources) {
+    if (!r.is_object() || r.value("name", json()) != "pods/eviction") {
+      continue;
+    }
+    const json group = r.value("group", json());
+    const json version = r.value("version", json());
+    if (group.is_string() && version.is_string() &&
+        !version.get_ref<const std::string&>().empty()) {
+      return group.get<std::string>() + "/" + version.get<std::string>();
+    }
+    // Listed without a group/version: the subresource of the core group's own version
+    // (never served so; the Eviction kind has always lived in policy).
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 request make_delete_pod_request(std::string_view ns, std::string_view name, std::string_view uid) {
   const json body = {{"kind", "DeleteOptions"},
                      {"apiVersion", "v1"},
@@ -126,6 +166,54 @@ boost::asio::awaitable<result<delete_outcome>> pod_writer::delete_pod(
     co_return delete_outcome::uid_mismatch;
   }
   co_return api_error(what, resp.value());
+}
+
+boost::asio::awaitable<result<evict_answer>> pod_writer::evict_pod(
+    std::string ns, std::string name, std::string uid, std::string api_version,
+    std::function<bool()> cancelled) {
+  request req = make_evict_pod_request(ns, name, uid, api_version);
+  req.cancelled = std::move(cancelled);
+  auto resp = co_await client_.send(std::move(req));
+  const std::string what = "POST pod eviction " + ns + "/" + name;
+  if (!resp) {
+    co_return with_context(what, resp.error());
+  }
+  const unsigned status = resp->status;
+  if (is_2xx(status)) {
+    co_return evict_answer{evict_outcome::evicted, {}};
+  }
+  if (status == 429) {
+    co_return evict_answer{evict_outcome::blocked, kube::status_message(resp->body)};
+  }
+  if (status == 404) {
+    co_return evict_answer{evict_outcome::not_found, {}};
+  }
+  // A 409 is also what an eviction answers when its update of the budget keeps conflicting:
+  // only one about the UID precondition means the pod we meant is gone.
+  if (status == 409 && (names_uid_cause(resp->body) ||
+                        kube::status_message(resp->body).find("UID") != std::string::npos)) {
+    co_return evict_answer{evict_outcome::uid_mismatch, {}};
+  }
+  co_return api_error(what, resp.value());
+}
+
+boost::asio::awaitable<result<std::string>> pod_writer::discover_eviction_version() {
+  request req;
+  req.method = http::verb::get;
+  req.target = "/api/v1";
+  req.idempotent = true;
+  auto resp = co_await client_.send(std::move(req));
+  const std::string what = "GET /api/v1 (discovery of the Eviction API)";
+  if (!resp) {
+    co_return with_context(what, resp.error());
+  }
+  if (!is_2xx(resp->status)) {
+    co_return api_error(what, resp.value());
+  }
+  if (auto version = eviction_version_in_discovery(resp->body)) {
+    co_return std::move(*version);
+  }
+  co_return make_error(errc::http_status, what + ": the API server does not list pods/eviction");
 }
 
 boost::asio::awaitable<result<patch_outcome>> pod_writer::add_disruption_condition(

@@ -7,7 +7,11 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
                                 const kube::reflector_stats& nodes,
                                 const event_recorder_stats& es) {
   ops::scrape_stats out;
-  out.pod_deletions = ss.deletions;
+  out.pod_deletions = ss.deletions + ss.evictions;
+  out.pod_evictions = ss.evictions;
+  out.eviction_refusals = cs.blocked_attempts;
+  out.evictions_blocked = cs.blocked_evictions;
+  out.eviction_fallbacks = cs.eviction_fallbacks;
   out.scheduled_evictions = cs.evictions_scheduled;
   out.cancelled_evictions = cs.cancellations;
   // Read one after the other, attempts may lag first attempts: the registry keeps the exposed

@@ -163,6 +163,18 @@ const taint& setting_taint(const std::vector<taint>& taints,
   return taints.front();
 }
 
+// A duration for messages: "20s", or "20.3s" when not whole seconds (tenths, rounded down).
+std::string seconds_text(std::chrono::nanoseconds d) {
+  const auto tenths = std::chrono::duration_cast<std::chrono::milliseconds>(d).count() / 100;
+  std::string out = std::to_string(tenths / 10);
+  if (tenths % 10 != 0) {
+    out += '.';
+    out += static_cast<char>('0' + tenths % 10);
+  }
+  out += 's';
+  return out;
+}
+
 // An entry's state and why it waits, as eviction_view names them. Only the storm breaker
 // pauses the queue (set_paused), and the groups are {node, namespace} (schedule()).
 std::pair<std::string_view, std::string_view> state_of(const timedqueue::entry_info& e) {
@@ -223,6 +235,8 @@ struct counters {
   std::atomic<std::uint64_t> from_taint_time{0};
   std::array<std::atomic<std::uint64_t>, skip_reason_count> skipped_by{};
   std::atomic<std::uint64_t> overrides{0};
+  std::atomic<std::uint64_t> fallbacks{0};
+  std::atomic<std::uint64_t> blocked{0};
   std::function<void(std::chrono::nanoseconds)> on_deleted;
 };
 
@@ -312,6 +326,116 @@ private:
   std::mutex mu_;
   std::unordered_map<std::string, record, string_hash, std::equal_to<>> entries_;
   std::atomic<std::size_t> count_{0};  // entries_.size(), readable without the lock
+};
+
+// Evict mode: the evictions the Eviction API refuses (a disruption budget), by key. An entry
+// belongs to one queue entry (its generation) and goes when that eviction succeeds, finds
+// nothing to do, or is cancelled. Thread-safe.
+class blocked_table {
+public:
+  struct record {
+    std::uint64_t generation = 0;
+    time_point since;                       // the first refusal
+    std::optional<time_point> fallback_at;  // when the pod is deleted anyway; none: never
+    bool fell_back = false;                 // its fallback delete was announced
+  };
+
+  // A refusal at `now`; `fallback` is the fallbackAfter that applies now (0: never). Returns
+  // the record and whether it is the eviction's first refusal. `cancelled` is checked under
+  // the lock (see stuck_table::failed).
+  std::pair<record, bool> refused(std::string_view key, std::uint64_t generation, time_point now,
+                                  std::chrono::milliseconds fallback,
+                                  const std::function<bool()>& cancelled) {
+    std::lock_guard lock(mu_);
+    if (cancelled()) {
+      return {record{generation, now, std::nullopt, false}, false};
+    }
+    auto it = entries_.find(key);
+    bool first = false;
+    if (it == entries_.end()) {
+      it = entries_.emplace(std::string(key), record{generation, now, std::nullopt, false}).first;
+      first = true;
+    } else if (it->second.generation != generation) {
+      it->second = record{generation, now, std::nullopt, false};
+      first = true;
+    }
+    // Recomputed at each refusal: a taint added since (out-of-service) may shorten it.
+    it->second.fallback_at = fallback.count() > 0
+                                 ? std::optional<time_point>(it->second.since + fallback)
+                                 : std::nullopt;
+    count_.store(entries_.size());
+    return {it->second, first};
+  }
+
+  [[nodiscard]] std::optional<record> find(std::string_view key, std::uint64_t generation) const {
+    if (count_.load() == 0) {
+      return std::nullopt;
+    }
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.generation != generation) {
+      return std::nullopt;
+    }
+    return it->second;
+  }
+
+  // The record of `key` whatever its generation (for evictions()).
+  [[nodiscard]] std::optional<record> lookup(std::string_view key) const {
+    if (count_.load() == 0) {
+      return std::nullopt;
+    }
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      return std::nullopt;
+    }
+    return it->second;
+  }
+
+  // The eviction of `key` with `generation` is over (done, or nothing to do).
+  void done(std::string_view key, std::uint64_t generation) {
+    if (count_.load() == 0) {
+      return;
+    }
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it != entries_.end() && it->second.generation == generation) {
+      entries_.erase(it);
+      count_.store(entries_.size());
+    }
+  }
+
+  // The queue entry of `key` was cancelled (whatever its generation). Takes the lock always,
+  // as stuck_table::cancelled does. True when it was blocked.
+  bool cancelled(std::string_view key) {
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      return false;
+    }
+    entries_.erase(it);
+    count_.store(entries_.size());
+    return true;
+  }
+
+  // The eviction of `key` (`generation`) falls back to a delete: true the first time only, so
+  // a fallback delete that fails and is retried is announced once.
+  bool fall_back_once(std::string_view key, std::uint64_t generation) {
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.generation != generation || it->second.fell_back) {
+      return false;
+    }
+    it->second.fell_back = true;
+    return true;
+  }
+
+  [[nodiscard]] std::size_t size() const { return count_.load(); }
+
+private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, record, string_hash, std::equal_to<>> entries_;
+  std::atomic<std::size_t> count_{0};
 };
 
 // One waiting pod update: "<node>/<namespace>/<name>" (node names contain no '/').
@@ -957,7 +1081,10 @@ struct controller::impl {
   bool cancel_entry(std::string_view key) {
     const bool was_pending = queue_.cancel(key);
     stuck_.cancelled(key);
-    return was_pending;
+    // A blocked eviction is still to happen, as far as the pod's events tell: its cancel gets
+    // the "Cancelling deletion" event a pending one gets.
+    const bool was_blocked = blocked_.cancelled(key);
+    return was_pending || was_blocked;
   }
 
   // `reason` none: no note (the caller reschedules at once).
@@ -999,6 +1126,17 @@ struct controller::impl {
     }
   }
 
+  // The NoExecute taints of `node` in the tainted table; nullopt when it is not tainted.
+  std::optional<std::vector<taint>> node_taints(std::string_view node) const {
+    const worker& w = *workers_[shard_of(node, workers_.size())];
+    std::lock_guard lock(w.table_mu);
+    const auto it = w.tainted.find(node);
+    if (it == w.tainted.end()) {
+      return std::nullopt;
+    }
+    return it->second;
+  }
+
   // --- policy ---
 
   void apply_policy(const eviction_policy& p) {
@@ -1012,6 +1150,7 @@ struct controller::impl {
       scoped_.store(scoped, std::memory_order_release);
     }
     dry_run_.store(p.dry_run);
+    evict_mode_.store(p.mode == eviction_mode::evict);
     queue_.set_admission(admission_of(p.rate_limit));
     bool changed = false;
     {
@@ -1143,6 +1282,7 @@ struct controller::impl {
       // its UID precondition anyway). No Marking event for a pod we do not delete.
       bump(ctr_->skipped);
       stuck_.succeeded(info.key, info.generation);
+      blocked_.done(info.key, info.generation);
       note_cancelled(pod_ref{std::string(ns), std::string(name), std::string(info.payload)},
                      pod ? cancel_reason::replaced : cancel_reason::pod_gone, info.fire_at);
       slot->complete(timedqueue::outcome::success());
@@ -1158,6 +1298,7 @@ struct controller::impl {
       // The whole decision ran; nothing is written (no event, no patch, no DELETE).
       bump(ctr_->dry_run);
       stuck_.succeeded(info.key, info.generation);
+      blocked_.done(info.key, info.generation);
       log_->info("dry run: would delete pod pod=\"{}\" uid={}", info.key, info.payload);
       if (on_decision_) {
         decision_note note;
@@ -1171,10 +1312,27 @@ struct controller::impl {
       slot.reset();
       return;
     }
+    eviction_method method = eviction_method::delete_pod;
+    std::chrono::milliseconds fallback{0};
+    if (evict_mode_.load(std::memory_order_relaxed)) {
+      method = eviction_method::evict;
+      fallback = fallback_for(*pod);
+      if (const auto b = blocked_.find(info.key, info.generation)) {
+        const time_point now = drv_.now();
+        if (fallback.count() > 0 && now - b->since >= fallback) {
+          method = eviction_method::delete_pod;
+          if (blocked_.fall_back_once(info.key, info.generation)) {
+            fall_back(ref, now - b->since, fallback);
+          }
+        }
+      }
+    }
     const bool stuck = info.attempt > stuck_after_;
     if (info.attempt == 1) {
       bump(ctr_->started);
-      log_->info("deleting pod pod=\"{}\" uid={}", info.key, info.payload);
+      log_->info("{} pod pod=\"{}\" uid={}",
+                 method == eviction_method::evict ? "evicting" : "deleting", info.key,
+                 info.payload);
       record_event(ref, event_kind::marking_for_deletion);
     } else {
       // Once stuck, its warnings come with its events (at most every stuck_event_interval).
@@ -1193,27 +1351,81 @@ struct controller::impl {
                                const auto h = weak.lock();
                                return !h || h->called.load() || h->done.cancelled();
                              },
-                             stuck};
+                             stuck, method};
     // The callback uses `this` only before complete(): until then the queue's shutdown, and
     // so the controller's, waits for this run. A second call returns before touching it.
-    sink_.evict(
-        std::move(request), [this, holder, ref = std::move(ref), key = std::string(info.key),
-                             generation = info.generation, attempt = info.attempt,
-                             fire_at = info.fire_at](eviction_result result) {
-          if (holder->called.exchange(true)) {
-            return;  // A sink calling `done` twice: the first call counts.
-          }
-          finish_attempt(*holder, key, generation, attempt, fire_at, ref, std::move(result));
-        });
+    sink_.evict(std::move(request),
+                [this, holder, ref = std::move(ref), key = std::string(info.key),
+                 generation = info.generation, attempt = info.attempt, fire_at = info.fire_at,
+                 method, fallback](eviction_result result) {
+                  if (holder->called.exchange(true)) {
+                    return;  // A sink calling `done` twice: the first call counts.
+                  }
+                  finish_attempt(*holder, key, generation, attempt, fire_at, ref, std::move(result),
+                                 method, fallback);
+                });
+  }
+
+  // Evict mode: the fallbackAfter that applies to `pod` on its node now (see fallback_after()).
+  std::chrono::milliseconds fallback_for(const pod_view& pod) const {
+    const std::optional<std::vector<taint>> taints = node_taints(pod.node_name);
+    if (!taints || taints->empty()) {
+      return std::chrono::milliseconds{0};
+    }
+    std::lock_guard lock(policy_mu_);
+    return fallback_after(*taints, pod.tolerations, policy_.taints, policy_.fallback_after);
+  }
+
+  // Evict mode: an eviction refused for `blocked_for` (>= `fallback`) is done by DELETE.
+  void fall_back(const pod_ref& pod, timedqueue::duration blocked_for,
+                 std::chrono::milliseconds fallback) {
+    bump(ctr_->fallbacks);
+    const std::string detail = "after its eviction was refused for " + seconds_text(blocked_for) +
+                               " (fallbackAfter " + seconds_text(fallback) + ")";
+    log_->warn("deleting pod=\"{}/{}\" uid={} {}", pod.namespace_, pod.name, pod.uid, detail);
+    record_event(pod, event_kind::eviction_fallback, detail);
+  }
+
+  // Evict mode: the Eviction API refused an attempt (a disruption budget). Not a failure to
+  // report as stuck: the blocked gauge and a Warning event (one Event, its count raised at each
+  // refusal) show it. Retried with the queue's backoff, and at the fallback time at the latest.
+  void attempt_blocked(pending_done& holder, std::string_view key, std::uint64_t generation,
+                       const pod_ref& pod, std::string message,
+                       std::chrono::milliseconds fallback) {
+    stuck_.succeeded(key, generation);  // an answer, not a failure in a row
+    const time_point now = drv_.now();
+    const auto [rec, first] = blocked_.refused(key, generation, now, fallback,
+                                               [&holder] { return holder.done.cancelled(); });
+    std::string detail = message;
+    if (!detail.empty() && detail.back() != '.') {
+      detail += '.';
+    }
+    if (rec.fallback_at) {
+      const auto wall = wall_clock_ ? wall_clock_() : std::chrono::system_clock::now();
+      const auto at = wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                 *rec.fallback_at - now);
+      detail += " Retrying; deleting it anyway at " + format_rfc3339_seconds(at) +
+                " (fallbackAfter " + seconds_text(fallback) + ").";
+    } else {
+      detail += " Retrying until it is allowed (no fallbackAfter).";
+    }
+    log_->log(first ? spdlog::level::info : spdlog::level::debug,
+              "eviction refused pod=\"{}\" uid={}: {}", key, pod.uid, detail);
+    record_event(pod, event_kind::eviction_blocked, detail);
+    holder.done.complete(rec.fallback_at
+                             ? timedqueue::outcome::failure(std::move(message), *rec.fallback_at)
+                             : timedqueue::outcome::failure(std::move(message)));
   }
 
   void finish_attempt(pending_done& holder, std::string_view key, std::uint64_t generation,
                       std::uint32_t attempt, time_point fire_at, const pod_ref& pod,
-                      eviction_result result) {
+                      eviction_result result, eviction_method method,
+                      std::chrono::milliseconds fallback) {
     switch (result.status) {
       case eviction_status::deleted:
         bump(ctr_->succeeded);
         stuck_.succeeded(key, generation);
+        blocked_.done(key, generation);
         // Only a DELETE of ours that was accepted is a deletion for the histogram.
         if (ctr_->on_deleted) {
           ctr_->on_deleted(
@@ -1225,7 +1437,22 @@ struct controller::impl {
       case eviction_status::gone:
         bump(ctr_->succeeded);
         stuck_.succeeded(key, generation);
+        blocked_.done(key, generation);
         holder.done.complete(timedqueue::outcome::success());
+        return;
+      case eviction_status::blocked:
+        if (method != eviction_method::evict) {
+          result.status = eviction_status::failed;  // a sink's bug: only an eviction is refused
+          finish_attempt(holder, key, generation, attempt, fire_at, pod, std::move(result), method,
+                         fallback);
+          return;
+        }
+        if (holder.done.cancelled()) {
+          holder.done.complete(timedqueue::outcome::failure(std::move(result.error)));
+          return;
+        }
+        bump(ctr_->blocked);
+        attempt_blocked(holder, key, generation, pod, std::move(result.error), fallback);
         return;
       case eviction_status::failed:
         if (holder.done.cancelled()) {
@@ -1330,6 +1557,7 @@ struct controller::impl {
   std::shared_ptr<spdlog::logger> log_;
   std::shared_ptr<counters> ctr_;
   stuck_table stuck_;
+  blocked_table blocked_;
   std::vector<std::unique_ptr<worker>> workers_;
   std::array<std::mutex, key_lock_count> key_locks_;
   std::atomic<bool> stopping_{false};
@@ -1338,6 +1566,7 @@ struct controller::impl {
   std::atomic<std::size_t> outstanding_{0};
   std::atomic<std::size_t> tainted_count_{0};
   std::atomic<bool> dry_run_{false};
+  std::atomic<bool> evict_mode_{false};  // eviction_policy::mode is evict
   // scope_ (below) is set: the policy has exclude or taints rules. Read without the lock.
   std::atomic<bool> scoped_{false};
   bool deadlines_from_taint_time_ = true;
@@ -1434,13 +1663,7 @@ bool controller::wait_idle(std::chrono::milliseconds timeout) {
 }
 
 std::optional<std::vector<taint>> controller::tainted_taints(std::string_view node) const {
-  const worker& w = *impl_->workers_[shard_of(node, impl_->workers_.size())];
-  std::lock_guard lock(w.table_mu);
-  const auto it = w.tainted.find(node);
-  if (it == w.tainted.end()) {
-    return std::nullopt;
-  }
-  return it->second;
+  return impl_->node_taints(node);
 }
 
 std::size_t controller::tainted_node_count() const {
@@ -1480,6 +1703,9 @@ controller_stats controller::stats() const {
   }
   s.tainted_nodes = impl_->tainted_count_.load();
   s.stuck_evictions = impl_->stuck_.size();
+  s.blocked_evictions = impl_->blocked_.size();
+  s.blocked_attempts = get(c.blocked);
+  s.eviction_fallbacks = get(c.fallbacks);
   s.worker_queue_depth.reserve(impl_->workers_.size());
   for (const auto& w : impl_->workers_) {
     std::lock_guard lock(w->mu);
@@ -1525,6 +1751,14 @@ eviction_list controller::evictions(std::size_t limit) const {
     v.taints = it->second;
     v.due = info.fire_at;
     std::tie(v.state, v.why) = state_of(info);
+    if (info.state != timedqueue::entry_state::pending) {
+      if (const auto b = impl_->blocked_.lookup(key); b && b->generation == info.generation) {
+        v.state = "blocked";
+        v.why = "pdb";
+        v.blocked_since = b->since;
+        v.fallback_at = b->fallback_at;
+      }
+    }
     v.attempts = info.attempts;
     v.last_error = info.last_error;
     out.evictions.push_back(std::move(v));

@@ -303,4 +303,27 @@ std::optional<countdown> countdown_since(std::span<const taint> taints,
   return std::nullopt;
 }
 
+std::chrono::milliseconds fallback_after(std::span<const taint> taints,
+                                         std::span<const toleration> tolerations,
+                                         std::span<const taint_rule> rules,
+                                         std::chrono::milliseconds global) noexcept {
+  std::chrono::milliseconds shortest{0};
+  for (const taint& t : taints) {
+    const taint_rule* rule = rule_for(rules, t.key);
+    if (rule != nullptr && rule->action == taint_action::ignore) {
+      continue;
+    }
+    const ruled_decision d = decide(std::span<const taint>(&t, 1), tolerations, rules);
+    if (!d.decision.untolerated && d.decision.time.is_forever()) {
+      continue;
+    }
+    const std::chrono::milliseconds mine =
+        rule != nullptr && rule->fallback_after ? *rule->fallback_after : global;
+    if (mine.count() > 0 && (shortest.count() == 0 || mine < shortest)) {
+      shortest = mine;
+    }
+  }
+  return shortest;
+}
+
 }  // namespace tec::controller

@@ -21,8 +21,8 @@ json parse_status(std::string_view body) {
   return status;
 }
 
-/// The server's explanation, clipped and escaped for logs (printable()): a hostile or broken
-/// server must not write huge or forged log lines through it.
+}  // namespace
+
 std::string status_message(std::string_view body) {
   const json status = parse_status(body);
   if (!status.is_discarded()) {
@@ -33,8 +33,6 @@ std::string status_message(std::string_view body) {
   }
   return printable(body, max_body_in_message);
 }
-
-}  // namespace
 
 errc errc_for_status(unsigned status) noexcept {
   switch (status) {

@@ -13,6 +13,8 @@
 #include <set>
 #include <utility>
 
+#include "tec/kube/duration.hpp"
+
 namespace tec::policy {
 namespace {
 
@@ -156,6 +158,27 @@ public:
       }
     }
     error(node.Mark(), path, "expected a number >= 0, got " + describe(node));
+    return std::nullopt;
+  }
+
+  /// A Go duration ("30s", "10m", "1h30m", "0s"): not negative, at most 100 years.
+  std::optional<std::chrono::milliseconds> duration(const YAML::Node& node,
+                                                    const std::string& path) {
+    if (node.IsScalar()) {
+      if (const auto d = kube::parse_go_duration(node.Scalar())) {
+        if (d->count() < 0) {
+          error(node.Mark(), path, "must not be negative, got " + describe(node));
+          return std::nullopt;
+        }
+        if (*d > std::chrono::hours(24 * 365 * 100)) {
+          error(node.Mark(), path, "must be at most 100 years, got " + describe(node));
+          return std::nullopt;
+        }
+        return d;
+      }
+    }
+    error(node.Mark(), path,
+          "expected a duration such as 30s, 10m or 1h30m, got " + describe(node));
     return std::nullopt;
   }
 
@@ -445,6 +468,7 @@ void read_taint_rules(reader& r, const YAML::Node& node, const std::string& path
     bool key_ok = false;
     bool has_action = false;
     bool has_seconds = false;
+    bool has_fallback = false;
     r.map(item, ip,
           {
               {"key",
@@ -488,6 +512,13 @@ void read_taint_rules(reader& r, const YAML::Node& node, const std::string& path
                    rule.max_toleration_seconds = *x;
                  }
                }},
+              {"fallbackAfter",
+               [&](const YAML::Node& v, const std::string& p) {
+                 if (auto d = r.duration(v, p)) {
+                   has_fallback = true;
+                   rule.fallback_after = *d;
+                 }
+               }},
           });
     if (!item.IsMap()) {
       return;
@@ -499,6 +530,9 @@ void read_taint_rules(reader& r, const YAML::Node& node, const std::string& path
     if (has_action && rule.action == controller::taint_action::ignore && has_seconds) {
       r.error(item.Mark(), ip,
               "minTolerationSeconds and maxTolerationSeconds have no effect with action Ignore");
+    }
+    if (has_action && rule.action == controller::taint_action::ignore && has_fallback) {
+      r.error(item.Mark(), ip + ".fallbackAfter", "has no effect with action Ignore");
     }
     if (rule.max_toleration_seconds > 0 &&
         rule.min_toleration_seconds > rule.max_toleration_seconds) {
@@ -652,6 +686,24 @@ parse_result parse_policy(std::string_view text, std::string_view source) {
                policy.dry_run = *b;
              }
            }},
+          {"evictionMode",
+           [&](const YAML::Node& v, const std::string& p) {
+             if (auto s = r.string(v, p)) {
+               if (*s == "Delete") {
+                 policy.mode = controller::eviction_mode::delete_pod;
+               } else if (*s == "Evict") {
+                 policy.mode = controller::eviction_mode::evict;
+               } else {
+                 r.error(v.Mark(), p, "must be Delete or Evict, got " + reader::describe(v));
+               }
+             }
+           }},
+          {"fallbackAfter",
+           [&](const YAML::Node& v, const std::string& p) {
+             if (auto d = r.duration(v, p)) {
+               policy.fallback_after = *d;
+             }
+           }},
           {"rateLimit", [&](const YAML::Node& v,
                             const std::string& p) { read_rate_limit(r, v, p, policy.rate_limit); }},
           {"stormBreaker",
@@ -719,6 +771,11 @@ std::string describe(const controller::eviction_policy& p) {
     return n == 0 ? std::string("unlimited") : std::to_string(n);
   };
   std::string out = p.dry_run ? "dry-run on" : "dry-run off";
+  if (p.mode == controller::eviction_mode::evict) {
+    out += ", evictionMode Evict, fallback ";
+    out += p.fallback_after.count() > 0 ? "after " + kube::format_duration(p.fallback_after)
+                                        : std::string("never");
+  }
   const auto& r = p.rate_limit;
   if (r.evictions_per_second > 0) {
     out += ", rate limit " + format_number(r.evictions_per_second) + "/s burst " +
@@ -789,6 +846,11 @@ std::string describe(const controller::eviction_policy& p) {
       }
       if (t.max_toleration_seconds > 0) {
         out += " max " + std::to_string(t.max_toleration_seconds) + "s";
+      }
+      if (t.fallback_after) {
+        out += " fallback " + (t.fallback_after->count() > 0
+                                   ? "after " + kube::format_duration(*t.fallback_after)
+                                   : std::string("never"));
       }
     }
   }

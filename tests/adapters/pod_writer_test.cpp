@@ -735,5 +735,146 @@ TEST_F(pod_writer_test, sink_refuses_work_after_stop) {
   EXPECT_TRUE(server_.requests().empty());
 }
 
+// --- Evict mode: the Eviction API ---
+
+// The /api/v1 discovery document of a 1.20 API server, cut to a few resources.
+std::string discovery_with(const std::string& version) {
+  return json{{"kind", "APIResourceList"},
+              {"groupVersion", "v1"},
+              {"resources",
+               json::array({{{"name", "pods"}, {"namespaced", true}, {"kind", "Pod"}},
+                            {{"name", "pods/eviction"},
+                             {"namespaced", true},
+                             {"group", "policy"},
+                             {"version", version},
+                             {"kind", "Eviction"},
+                             {"verbs", json::array({"create"})}},
+                            {{"name", "pods/status"}, {"namespaced", true}, {"kind", "Pod"}}})}}
+      .dump();
+}
+
+TEST(pod_writer_format, evict_request_is_an_eviction_with_the_uid_precondition) {
+  const request req = make_evict_pod_request("ns1", "web-0", "uid-1", "policy/v1beta1");
+  EXPECT_EQ(req.method, boost::beast::http::verb::post);
+  EXPECT_EQ(req.target, std::string(pod_path) + "/eviction");
+  EXPECT_FALSE(req.idempotent) << "a resent eviction may be refused where the first passed";
+  EXPECT_EQ(json::parse(req.body), json::parse(R"({"apiVersion":"policy/v1beta1","kind":"Eviction",
+      "metadata":{"name":"web-0","namespace":"ns1"},
+      "deleteOptions":{"preconditions":{"uid":"uid-1"}}})"));
+}
+
+TEST(pod_writer_format, the_eviction_version_comes_from_discovery) {
+  EXPECT_EQ(eviction_version_in_discovery(discovery_with("v1beta1")), "policy/v1beta1");
+  EXPECT_EQ(eviction_version_in_discovery(discovery_with("v1")), "policy/v1");
+  EXPECT_EQ(eviction_version_in_discovery(R"({"resources":[{"name":"pods"}]})"), std::nullopt);
+  EXPECT_EQ(eviction_version_in_discovery("not json"), std::nullopt);
+  EXPECT_EQ(eviction_version_in_discovery(R"({"resources":{}})"), std::nullopt);
+  EXPECT_EQ(eviction_version_in_discovery(R"({"resources":[{"name":"pods/eviction"}]})"),
+            std::nullopt);
+}
+
+class evict_sink_test : public pod_writer_test {
+protected:
+  std::optional<eviction_result> evict_api(k8s_eviction_sink& sink,
+                                           const std::string& uid = "uid-1") {
+    std::optional<eviction_result> got;
+    controller::eviction_request req{pod_ref{"ns1", "web-0", uid}, {}};
+    req.method = controller::eviction_method::evict;
+    sink.evict(std::move(req), [&](eviction_result r) { got = std::move(r); });
+    run_until(got);
+    EXPECT_TRUE(got) << "the eviction did not end";
+    return got;
+  }
+};
+
+TEST_F(evict_sink_test, discovers_once_then_posts_the_eviction_without_a_condition) {
+  server_.push(reply::with(200, discovery_with("v1beta1")).match("/api/v1"));
+  server_.push(reply::with(201, R"({"kind":"Status","status":"Success"})").match("/eviction"));
+  server_.push(reply::with(201, R"({"kind":"Status","status":"Success"})").match("/eviction"));
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
+  auto got = evict_api(sink);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::deleted);
+  got = evict_api(sink);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::deleted);
+  const auto reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 3U) << "one discovery, two evictions, no condition patch";
+  EXPECT_EQ(reqs[0].method, "GET");
+  EXPECT_EQ(reqs[0].target, "/api/v1");
+  EXPECT_EQ(reqs[1].method, "POST");
+  EXPECT_EQ(reqs[1].target, std::string(pod_path) + "/eviction");
+  EXPECT_EQ(json::parse(reqs[1].body)["apiVersion"], "policy/v1beta1");
+  EXPECT_EQ(sink.stats().evictions, 2U);
+  EXPECT_EQ(sink.stats().deletions, 0U);
+}
+
+TEST_F(evict_sink_test, a_429_is_blocked_with_the_servers_message) {
+  server_.push(reply::with(200, discovery_with("v1")).match("/api/v1"));
+  server_.push(reply::with(429, status_body(429, "TooManyRequests",
+                                            "Cannot evict pod as it would violate the pod's "
+                                            "disruption budget."))
+                   .match("/eviction"));
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
+  const auto got = evict_api(sink);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::blocked);
+  EXPECT_EQ(got->error, "Cannot evict pod as it would violate the pod's disruption budget.");
+  EXPECT_EQ(sink.stats().blocked, 1U);
+  EXPECT_EQ(sink.stats().failures, 0U);
+}
+
+TEST_F(evict_sink_test, gone_pods_and_other_errors) {
+  server_.push(reply::with(200, discovery_with("v1")).match("/api/v1"));
+  server_.push(reply::with(404, status_body(404, "NotFound", "pods \"web-0\" not found"))
+                   .match("/eviction"));
+  server_.push(reply::with(409, status_body(409, "Conflict",
+                                            "Precondition failed: UID in precondition: uid-1, UID "
+                                            "in object meta: x"))
+                   .match("/eviction"));
+  // A conflict on the budget's update, not about the pod: retried.
+  server_.push(reply::with(409, status_body(409, "Conflict",
+                                            "Operation cannot be fulfilled on "
+                                            "poddisruptionbudgets.policy \"pdb\": the object has "
+                                            "been modified"))
+                   .match("/eviction"));
+  server_.push(reply::with(500, status_body(500, "InternalError",
+                                            "This pod has more than one PodDisruptionBudget, which "
+                                            "the eviction subresource does not support."))
+                   .match("/eviction"));
+  server_.push(reply::with(403, status_body(403, "Forbidden", "no create on pods/eviction"))
+                   .match("/eviction"));
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
+  EXPECT_EQ(evict_api(sink)->status, eviction_status::gone);
+  EXPECT_EQ(evict_api(sink)->status, eviction_status::gone);
+  auto got = evict_api(sink);
+  EXPECT_EQ(got->status, eviction_status::failed);
+  EXPECT_NE(got->error.find("the object has been modified"), std::string::npos) << got->error;
+  got = evict_api(sink);
+  EXPECT_EQ(got->status, eviction_status::failed);
+  EXPECT_NE(got->error.find("more than one PodDisruptionBudget"), std::string::npos) << got->error;
+  got = evict_api(sink);
+  EXPECT_EQ(got->status, eviction_status::failed);
+  EXPECT_NE(got->error.find("403"), std::string::npos) << got->error;
+  EXPECT_EQ(sink.stats().already_gone, 2U);
+  EXPECT_EQ(sink.stats().failures, 3U);
+}
+
+TEST_F(evict_sink_test, a_failed_discovery_fails_the_attempt_and_is_tried_again) {
+  server_.push(
+      reply::with(403, status_body(403, "Forbidden", "no get on /api/v1")).match("/api/v1"));
+  server_.push(reply::with(200, R"({"resources":[]})").match("/api/v1"));
+  server_.push(reply::with(200, discovery_with("v1beta1")).match("/api/v1"));
+  server_.push(reply::with(201, "{}").match("/eviction"));
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
+  auto got = evict_api(sink);
+  EXPECT_EQ(got->status, eviction_status::failed);
+  EXPECT_NE(got->error.find("403"), std::string::npos) << got->error;
+  got = evict_api(sink);
+  EXPECT_EQ(got->status, eviction_status::failed);
+  EXPECT_NE(got->error.find("does not list pods/eviction"), std::string::npos) << got->error;
+  EXPECT_EQ(evict_api(sink)->status, eviction_status::deleted);
+}
+
 }  // namespace
 }  // namespace tec::adapters

@@ -209,11 +209,13 @@ TEST(options, a_bad_policy_file_is_exit_two_with_one_line_naming_every_problem) 
                     policy_file(std::string(policy_header) + "dryrun: true\nrateLimit: 5\n"));
   EXPECT_FALSE(r.opts);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "taint-eviction-controller: --policy: p.yaml:3:1: dryrun: unknown field (known: "
-            "apiVersion, kind, dryRun, rateLimit, stormBreaker, exclude, taints); p.yaml:4:12: "
-            "rateLimit: "
-            "expected a mapping, got \"5\"\nRun with --help for the flags.\n");
+  EXPECT_EQ(
+      r.err,
+      "taint-eviction-controller: --policy: p.yaml:3:1: dryrun: unknown field (known: "
+      "apiVersion, kind, dryRun, evictionMode, fallbackAfter, rateLimit, stormBreaker, exclude, "
+      "taints); p.yaml:4:12: "
+      "rateLimit: "
+      "expected a mapping, got \"5\"\nRun with --help for the flags.\n");
   const auto missing =
       parse_options({"--policy=other.yaml"}, "9.9.9", no_env, no_file, policy_file(policy_header));
   EXPECT_FALSE(missing.opts);

@@ -271,6 +271,7 @@ can_i yes watch namespaces
 can_i yes delete pods -n "$OTHER_NS"
 can_i yes delete pods -n kube-system
 can_i yes patch pods --subresource=status -n "$OTHER_NS"
+can_i yes create pods --subresource=eviction -n "$OTHER_NS"   # evictionMode: Evict
 can_i yes create events -n "$OTHER_NS"
 can_i yes patch events -n "$OTHER_NS"
 can_i yes list events --all-namespaces   # shadow mode's TaintManagerEviction watch
@@ -297,7 +298,6 @@ can_i no update pods -n "$OTHER_NS"
 can_i no patch pods -n "$OTHER_NS"
 can_i no deletecollection pods -n "$OTHER_NS"
 can_i no update pods --subresource=status -n "$OTHER_NS"
-can_i no create pods --subresource=eviction -n "$OTHER_NS"
 can_i no create pods --subresource=exec -n "$OTHER_NS"
 can_i no get secrets -n "$NS"
 can_i no list secrets --all-namespaces

@@ -313,6 +313,10 @@ scrape_stats every_series() {
   s.deadlines_from_taint_time = 6;
   s.pods_skipped = {{"pod_selector", 7}};
   s.toleration_overrides = 8;
+  s.pod_evictions = 9;
+  s.eviction_refusals = 10;
+  s.evictions_blocked = 11;
+  s.eviction_fallbacks = 12;
   return s;
 }
 
@@ -383,6 +387,19 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
         "Evictions scheduled with a time a taint rule's minTolerationSeconds or "
         "maxTolerationSeconds set instead of the pod's own toleration.",
         "", ""}},
+      {p + "pod_evictions_total",
+       {"counter",
+        "Pods evicted through the Eviction API (evictionMode Evict); each is also in "
+        "pod_deletions_total.",
+        "", ""}},
+      {p + "eviction_refusals_total",
+       {"counter", "Eviction API calls refused (429: a PodDisruptionBudget) and retried.", "", ""}},
+      {p + "evictions_blocked",
+       {"gauge",
+        "Evictions the Eviction API refuses right now (a PodDisruptionBudget), still retried.", "",
+        ""}},
+      {p + "eviction_fallbacks_total",
+       {"counter", "Pods deleted after their eviction was refused for fallbackAfter.", "", ""}},
       {p + "eviction_wait_duration_seconds",
        {"histogram",
         "Seconds an eviction the eviction policy held back waited from when it was due to when "
@@ -420,6 +437,10 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   EXPECT_NE(text.find(p + "deadlines_from_taint_time_total 6\n"), std::string::npos);
   EXPECT_NE(text.find(p + "pods_skipped_total{reason=\"pod_selector\"} 7\n"), std::string::npos);
   EXPECT_NE(text.find(p + "toleration_overrides_total 8\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "pod_evictions_total 9\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "eviction_refusals_total 10\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "evictions_blocked 11\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "eviction_fallbacks_total 12\n"), std::string::npos);
   EXPECT_NE(text.find(p + "eviction_wait_duration_seconds_bucket{le=\"30\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find(p + "policy_reload_failures_total 1\n"), std::string::npos);

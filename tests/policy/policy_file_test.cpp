@@ -321,10 +321,40 @@ TEST(policy_scope, a_rule_an_earlier_one_shadows) {
   EXPECT_TRUE(parse("taints:\n  - {key: example.com/a}\n  - {key: example.com/*}\n"));
 }
 
-TEST(policy_scope, fields_of_evict_mode_are_not_accepted_yet) {
-  EXPECT_THAT(only_error(parse("taints:\n  - {key: a, fallbackAfter: 10m}\n")),
-              HasSubstr("taints[0].fallbackAfter: unknown field"));
-  EXPECT_THAT(only_error(parse("evictionMode: Evict\n")), HasSubstr("evictionMode: unknown field"));
+TEST(policy_evict, mode_and_fallbacks) {
+  const auto r = parse(
+      "evictionMode: Evict\nfallbackAfter: 10m\ntaints:\n"
+      "  - {key: node.kubernetes.io/out-of-service, fallbackAfter: 30s}\n"
+      "  - {key: example.com/*, fallbackAfter: 0s}\n  - {key: other}\n");
+  ASSERT_TRUE(r.policy) << (r.errors.empty() ? "" : r.errors.front());
+  EXPECT_EQ(r.policy->mode, controller::eviction_mode::evict);
+  EXPECT_EQ(r.policy->fallback_after, std::chrono::minutes(10));
+  ASSERT_EQ(r.policy->taints.size(), 3U);
+  EXPECT_EQ(r.policy->taints[0].fallback_after, std::chrono::seconds(30));
+  EXPECT_EQ(r.policy->taints[1].fallback_after, std::chrono::milliseconds(0));
+  EXPECT_FALSE(r.policy->taints[2].fallback_after.has_value());
+  EXPECT_THAT(describe(*r.policy), HasSubstr("evictionMode Evict, fallback after 10m"));
+  EXPECT_THAT(describe(*r.policy), HasSubstr("example.com/* Evict fallback never"));
+
+  const auto d = parse("evictionMode: Delete\n");
+  ASSERT_TRUE(d.policy);
+  EXPECT_EQ(*d.policy, controller::eviction_policy{});  // Delete is the default: no policy
+}
+
+TEST(policy_evict, bad_values) {
+  EXPECT_THAT(only_error(parse("evictionMode: Foo\n")),
+              HasSubstr(":3:15: evictionMode: must be Delete or Evict, got \"Foo\""));
+  EXPECT_THAT(only_error(parse("fallbackAfter: -5s\n")),
+              HasSubstr("fallbackAfter: must not be negative, got \"-5s\""));
+  EXPECT_THAT(only_error(parse("fallbackAfter: abc\n")),
+              HasSubstr("fallbackAfter: expected a duration such as 30s, 10m or 1h30m"));
+  EXPECT_THAT(only_error(parse("fallbackAfter: 10\n")), HasSubstr("expected a duration"));
+  EXPECT_THAT(only_error(parse("fallbackAfter: 1000000h\n")),
+              HasSubstr("must be at most 100 years"));
+  EXPECT_THAT(only_error(parse("taints:\n  - {key: a, fallbackAfter: 1x}\n")),
+              HasSubstr("taints[0].fallbackAfter: expected a duration"));
+  EXPECT_THAT(only_error(parse("taints:\n  - {key: a, action: Ignore, fallbackAfter: 1m}\n")),
+              HasSubstr("taints[0].fallbackAfter: has no effect with action Ignore"));
 }
 
 TEST(policy_scope, bad_exclude_values) {

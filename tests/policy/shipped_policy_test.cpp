@@ -53,7 +53,10 @@ TEST(shipped_policy, its_commented_example_is_valid_and_sets_every_section) {
   EXPECT_EQ(r.policy->exclude.namespaces.size(), 1U) << text;
   EXPECT_EQ(r.policy->exclude.pod_selector.match_labels.size(), 1U) << text;
   EXPECT_TRUE(r.policy->exclude.mirror_pods) << text;
-  EXPECT_EQ(r.policy->taints.size(), 2U) << text;
+  EXPECT_EQ(r.policy->taints.size(), 3U) << text;
+  EXPECT_EQ(r.policy->mode, controller::eviction_mode::evict) << text;
+  ASSERT_EQ(r.policy->taints.size(), 3U);
+  EXPECT_EQ(r.policy->taints[2].fallback_after, std::chrono::seconds(30)) << text;
 }
 
 }  // namespace

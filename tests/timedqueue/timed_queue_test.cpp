@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -384,6 +385,44 @@ TEST(timed_queue_retry, failures_back_off_exponentially_up_to_the_cap) {
   EXPECT_EQ(s.failed, 7U);
   EXPECT_EQ(s.retries, 7U);
   EXPECT_EQ(s.succeeded, 1U);
+  queue.shutdown();
+}
+
+TEST(timed_queue_retry, a_failure_may_ask_for_its_retry_sooner_never_later) {
+  manual_driver drv;
+  retry_policy p;
+  p.initial = 10s;
+  p.max = 10s;
+  p.jitter = 0.0;
+  std::vector<time_point> runs;
+  std::vector<std::optional<time_point>> retry_by;  // per run, in order
+  timed_queue queue(
+      drv,
+      [&](const run_info&, completion done) {
+        const std::size_t i = runs.size();
+        runs.push_back(drv.now());
+        if (i < retry_by.size()) {
+          done.complete(retry_by[i] ? outcome::failure("later", *retry_by[i])
+                                    : outcome::failure("later"));
+        } else {
+          done.complete(outcome::success());
+        }
+      },
+      p);
+  const time_point t0 = drv.now();
+  retry_by = {t0 + 3s, t0 + 60s, t0 - 1s, std::nullopt};
+  queue.schedule("a", t0, t0, "uid");
+  drv.run_pending();
+  drv.advance(3s);   // sooner than the backoff's 10 s
+  drv.advance(10s);  // 60 s is later than the backoff: the backoff wins
+  drv.advance(0s);   // a time already past: at once
+  drv.advance(10s);
+  ASSERT_EQ(runs.size(), 5U);
+  EXPECT_EQ(runs[1], t0 + 3s);
+  EXPECT_EQ(runs[2], t0 + 13s);
+  EXPECT_EQ(runs[3], t0 + 13s);
+  EXPECT_EQ(runs[4], t0 + 23s);
+  EXPECT_FALSE(queue.contains("a"));
   queue.shutdown();
 }
 

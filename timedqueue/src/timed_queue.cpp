@@ -737,8 +737,12 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     } else {
       e->last_error = std::make_unique<std::string>(std::move(result.error));
     }
-    const duration delay = next_delay(e->attempts);
-    const time_point due = saturating_add(drv_.now(), delay);
+    const time_point now = drv_.now();
+    duration delay = next_delay(e->attempts);
+    if (result.retry_by && *result.retry_by - now < delay) {
+      delay = std::max(*result.retry_by - now, duration::zero());
+    }
+    const time_point due = saturating_add(now, delay);
     e->state = entry_state::backoff;
     ++backing_off_;
     heap_push(e, due);

@@ -79,12 +79,15 @@ void recording_sink::evict(eviction_request request, std::function<void(eviction
   std::optional<eviction_status> now;
   {
     std::lock_guard lock(mu_);
-    calls_.push_back(call{pod, current, request.cancelled, request.stuck});
+    calls_.push_back(call{pod, current, request.cancelled, request.stuck, request.method});
     if (hold_) {
       held_.emplace_back(pod, std::move(done));
     } else if (!script_.empty() && (!script_applies_to_ || script_applies_to_(pod))) {
       now = script_.front();
       script_.pop_front();
+      if (*now == eviction_status::blocked && request.method != eviction_method::evict) {
+        now = eviction_status::deleted;  // only the Eviction API refuses; a DELETE goes through
+      }
     } else {
       now = eviction_status::deleted;
     }
@@ -117,7 +120,7 @@ void recording_sink::finish(const pod_ref& pod, std::function<void(eviction_resu
   }
   eviction_result result;
   result.status = status;
-  if (status == eviction_status::failed) {
+  if (status == eviction_status::failed || status == eviction_status::blocked) {
     std::lock_guard lock(mu_);
     result.error = failure_message_;
   }

@@ -53,6 +53,7 @@ public:
     bool pod_current = false;         ///< The index held this very UID when evict() was called.
     std::function<bool()> cancelled;  ///< The request's cancellation check.
     bool stuck = false;               ///< The request's `stuck` flag.
+    eviction_method method = eviction_method::delete_pod;  ///< The request's method.
   };
 
   explicit recording_sink(fake_index* api = nullptr) : api_(api) {}
@@ -64,9 +65,10 @@ public:
   void set_hold(bool hold);
   /// Results for the next auto-completed evictions, in order (then `deleted`). With
   /// `applies_to`, only evictions of the pods it accepts take them (the others are `deleted`).
+  /// A scripted `blocked` given to a request whose method is not evict is `deleted`.
   void script(std::vector<eviction_status> results,
               std::function<bool(const pod_ref&)> applies_to = {});
-  /// The error a `failed` result carries from now on (default "injected failure").
+  /// The error a `failed` or `blocked` result carries from now on (default "injected failure").
   void set_failure_message(std::string message);
 
   /// Completes the oldest held eviction; returns its pod, or nullopt if none is held.

@@ -42,6 +42,8 @@ struct eviction_sink_options {
 /// Counters for metrics; a consistent snapshot.
 struct eviction_sink_stats {
   std::uint64_t deletions = 0;     ///< DELETE accepted (2xx).
+  std::uint64_t evictions = 0;     ///< Eviction API calls accepted (2xx): the pod was deleted.
+  std::uint64_t blocked = 0;       ///< Eviction API calls refused (429: a disruption budget).
   std::uint64_t already_gone = 0;  ///< Done without a delete: 404 or UID mismatch.
   std::uint64_t failures = 0;      ///< Attempts reported as failed (not counting cancelled ones).
   /// Condition patches that failed permanently (403, 422, any other 4xx): the DELETE went on.

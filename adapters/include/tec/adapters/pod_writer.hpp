@@ -33,6 +33,36 @@ enum class patch_outcome : std::uint8_t {
   uid_mismatch,  ///< 422/409 naming metadata.uid: the name now belongs to another pod.
 };
 
+/// How a POST to the Eviction API ended when it did not fail.
+enum class evict_outcome : std::uint8_t {
+  evicted,       ///< 2xx: the API server deleted the pod (it has a deletionTimestamp, or is gone).
+  blocked,       ///< 429: a disruption budget (or its not yet observed status) refuses it.
+  not_found,     ///< 404: the pod is already gone.
+  uid_mismatch,  ///< 409 naming the UID precondition: the name belongs to another pod now.
+};
+
+struct evict_answer {
+  evict_outcome outcome = evict_outcome::evicted;
+  std::string message;  ///< blocked: the API server's message (clipped, printable).
+};
+
+/// The Eviction API versions this writer speaks, newest first ("policy/v1" from Kubernetes
+/// 1.22; "policy/v1beta1" before).
+inline constexpr std::string_view eviction_v1 = "policy/v1";
+inline constexpr std::string_view eviction_v1beta1 = "policy/v1beta1";
+
+/// The POST `/api/v1/namespaces/{ns}/pods/{name}/eviction` of an Eviction in `api_version`
+/// whose deleteOptions carry preconditions.uid. Not idempotent for the client (a resent
+/// eviction may be refused where the first passed, so it is not resent after a network error;
+/// the timed queue retries the attempt).
+request make_evict_pod_request(std::string_view ns, std::string_view name, std::string_view uid,
+                               std::string_view api_version);
+
+/// The group/version of the `pods/eviction` subresource in the `GET /api/v1` discovery
+/// document `body` ("policy/v1", "policy/v1beta1"), or nullopt when it is not listed or the
+/// body is not a discovery document.
+std::optional<std::string> eviction_version_in_discovery(std::string_view body);
+
 /// The DELETE request: `/api/v1/namespaces/{ns}/pods/{name}` with DeleteOptions carrying
 /// preconditions.uid; idempotent (a resend after a network error cannot hit another pod).
 request make_delete_pod_request(std::string_view ns, std::string_view name, std::string_view uid);
@@ -79,6 +109,16 @@ public:
   boost::asio::awaitable<result<patch_outcome>> add_disruption_condition(
       std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {},
       bool keep_transition_time = false);
+
+  /// POSTs an Eviction (make_evict_pod_request). 2xx, 429, 404 and a UID conflict are
+  /// outcomes; any other status (403, another 409, 500 for a pod with several budgets) or a
+  /// transport failure is an error value.
+  boost::asio::awaitable<result<evict_answer>> evict_pod(std::string ns, std::string name,
+                                                         std::string uid, std::string api_version,
+                                                         std::function<bool()> cancelled = {});
+
+  /// GET /api/v1 and the Eviction API's group/version in it (eviction_version_in_discovery).
+  boost::asio::awaitable<result<std::string>> discover_eviction_version();
 
 private:
   client& client_;

@@ -228,15 +228,19 @@ struct eviction_view {
   std::vector<taint> taints;
   timedqueue::time_point due{};  ///< When it was (or is) due, on the driver's clock.
   /// "pending" (its time has not come), "waiting" (due, held by the policy), "running" (its
-  /// attempt is in flight) or "retrying" (its last attempt failed; backing off). A string, so
-  /// that a later state (an Evict-mode "blocked" by a PodDisruptionBudget) is one more value.
-  /// Both point at string literals.
+  /// attempt is in flight), "retrying" (its last attempt failed; backing off) or "blocked"
+  /// (Evict mode: the Eviction API refuses it; retried, or running a retry). Both point at
+  /// string literals.
   std::string_view state;
   /// Why it waits: "" (it does not), "rate_limit", "in_flight_limit_node",
-  /// "in_flight_limit_namespace", "storm_breaker" (waiting) or "backoff" (retrying).
+  /// "in_flight_limit_namespace", "storm_breaker" (waiting), "backoff" (retrying) or "pdb"
+  /// (blocked: a PodDisruptionBudget).
   std::string_view why;
   std::uint32_t attempts = 0;  ///< Attempts started so far.
   std::string last_error;      ///< The last failed attempt's error, as the API gave it.
+  /// Blocked: since the first refusal, and when the pod is deleted anyway (none: never).
+  std::optional<timedqueue::time_point> blocked_since;
+  std::optional<timedqueue::time_point> fallback_at;
 };
 
 /// What controller::evictions() returns.
@@ -280,6 +284,11 @@ struct controller_stats {
   /// Evictions that failed at least `stuck_after` (5) times in a row and are still retried
   /// (a gauge): one leaves it as soon as it succeeds or is cancelled.
   std::size_t stuck_evictions = 0;
+  /// Evict mode: evictions the Eviction API refuses right now (a disruption budget), still
+  /// retried (a gauge); attempts it refused; and evictions done by DELETE after fallbackAfter.
+  std::size_t blocked_evictions = 0;
+  std::uint64_t blocked_attempts = 0;
+  std::uint64_t eviction_fallbacks = 0;
   std::vector<std::size_t> worker_queue_depth;  ///< Updates waiting, per worker.
   timedqueue::queue_stats queue;
 };

@@ -101,6 +101,16 @@ struct ruled_decision {
                                     std::span<const toleration> tolerations,
                                     std::span<const taint_rule> rules) noexcept;
 
+/// Evict mode (eviction_policy::mode): how long an eviction a disruption budget refuses may
+/// wait before the pod is deleted anyway. Over the `taints` that evict the pod (no rule ignores
+/// them, and the pod does not tolerate them forever), each one's rule's fallback_after, or
+/// `global` when its rule sets none; the shortest that is not zero. Zero: never (no such taint,
+/// or every one says never).
+[[nodiscard]] std::chrono::milliseconds fallback_after(std::span<const taint> taints,
+                                                       std::span<const toleration> tolerations,
+                                                       std::span<const taint_rule> rules,
+                                                       std::chrono::milliseconds global) noexcept;
+
 /// The first rule of `rules` whose key matches `key`, or null.
 [[nodiscard]] const taint_rule* rule_for(std::span<const taint_rule> rules,
                                          std::string_view key) noexcept;

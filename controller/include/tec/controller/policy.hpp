@@ -101,6 +101,9 @@ struct taint_rule {
   /// Cap on a finite tolerationSeconds (0 = none). A toleration without tolerationSeconds
   /// (tolerate forever) is not capped.
   std::int64_t max_toleration_seconds = 0;
+  /// Evict mode: overrides eviction_policy::fallback_after for this taint (0 = never);
+  /// nullopt = the global value.
+  std::optional<std::chrono::milliseconds> fallback_after;
 
   [[nodiscard]] bool matches(std::string_view taint_key) const {
     return prefix ? taint_key.starts_with(key) : taint_key == key;
@@ -108,9 +111,21 @@ struct taint_rule {
   friend bool operator==(const taint_rule&, const taint_rule&) = default;
 };
 
+/// How an eviction removes the pod.
+enum class eviction_mode : std::uint8_t {
+  delete_pod,  ///< DisruptionTarget condition + DELETE, as upstream's taint manager.
+  /// The Eviction API (pods/eviction), which honours PodDisruptionBudgets: a refusal (429) is
+  /// retried with backoff, and after fallback_after the pod is deleted as in delete_pod.
+  evict,
+};
+
 struct eviction_policy {
   /// Decide everything, write nothing: "would delete" in the logs, decisions in the metrics.
   bool dry_run = false;
+  eviction_mode mode = eviction_mode::delete_pod;
+  /// Evict mode: how long an eviction may stay refused by a disruption budget before the pod
+  /// is deleted anyway (0 = never). A taint rule's fallback_after overrides it for its taint.
+  std::chrono::milliseconds fallback_after{0};
   rate_limit_policy rate_limit;
   storm_breaker_policy storm_breaker;
   exclude_policy exclude;

@@ -45,6 +45,12 @@ enum class event_kind : std::uint8_t {
   /// Normal TaintEvictionScheduled: an eviction was scheduled for a later time (a toleration
   /// with tolerationSeconds); the detail is scheduled_event_detail().
   eviction_scheduled,
+  /// Warning TaintEvictionBlocked: the Eviction API refused the eviction (a disruption
+  /// budget); the detail is the API's message and what happens next.
+  eviction_blocked,
+  /// Warning TaintEvictionFallback: an eviction refused for fallbackAfter is done by DELETE;
+  /// the detail says for how long it was refused.
+  eviction_fallback,
 };
 
 /// The Event fields the sink writes (core/v1 Event). The first two kinds are upstream's, so
@@ -55,10 +61,22 @@ inline constexpr std::string_view event_reason = "TaintManagerEviction";
 inline constexpr std::string_view warning_event_type = "Warning";
 inline constexpr std::string_view eviction_failed_reason = "TaintEvictionFailed";
 inline constexpr std::string_view eviction_scheduled_reason = "TaintEvictionScheduled";
+inline constexpr std::string_view eviction_blocked_reason = "TaintEvictionBlocked";
+inline constexpr std::string_view eviction_fallback_reason = "TaintEvictionFallback";
 
 /// The Event type of `kind`: "Normal" or "Warning".
 [[nodiscard]] inline std::string_view event_type_of(event_kind kind) {
-  return kind == event_kind::eviction_failed ? warning_event_type : event_type;
+  switch (kind) {
+    case event_kind::eviction_failed:
+    case event_kind::eviction_blocked:
+    case event_kind::eviction_fallback:
+      return warning_event_type;
+    case event_kind::marking_for_deletion:
+    case event_kind::cancelling_deletion:
+    case event_kind::eviction_scheduled:
+      break;
+  }
+  return event_type;
 }
 
 /// The Event reason of `kind`.
@@ -68,6 +86,10 @@ inline constexpr std::string_view eviction_scheduled_reason = "TaintEvictionSche
       return eviction_failed_reason;
     case event_kind::eviction_scheduled:
       return eviction_scheduled_reason;
+    case event_kind::eviction_blocked:
+      return eviction_blocked_reason;
+    case event_kind::eviction_fallback:
+      return eviction_fallback_reason;
     case event_kind::marking_for_deletion:
     case event_kind::cancelling_deletion:
       break;
@@ -78,7 +100,8 @@ inline constexpr std::string_view eviction_scheduled_reason = "TaintEvictionSche
 /// "Marking for deletion Pod <ns>/<name>", "Cancelling deletion of Pod <ns>/<name>",
 /// "Cannot delete Pod <ns>/<name>: <detail>" (eviction_failed; `detail` is the last error), or
 /// "Pod <ns>/<name> will be evicted at <detail>" (eviction_scheduled; `detail` is
-/// scheduled_event_detail()).
+/// scheduled_event_detail()), "Pod <ns>/<name> not evicted yet: <detail>" (eviction_blocked)
+/// or "Deleting Pod <ns>/<name> <detail>" (eviction_fallback).
 [[nodiscard]] inline std::string event_message(const pod_ref& pod, event_kind kind,
                                                std::string_view detail = {}) {
   std::string msg;
@@ -93,7 +116,11 @@ inline constexpr std::string_view eviction_scheduled_reason = "TaintEvictionSche
       msg = "Cannot delete Pod ";
       break;
     case event_kind::eviction_scheduled:
+    case event_kind::eviction_blocked:
       msg = "Pod ";
+      break;
+    case event_kind::eviction_fallback:
+      msg = "Deleting Pod ";
       break;
   }
   msg.append(pod.namespace_).push_back('/');
@@ -103,6 +130,12 @@ inline constexpr std::string_view eviction_scheduled_reason = "TaintEvictionSche
     msg.append(detail);
   } else if (kind == event_kind::eviction_scheduled) {
     msg.append(" will be evicted at ");
+    msg.append(detail);
+  } else if (kind == event_kind::eviction_blocked) {
+    msg.append(" not evicted yet: ");
+    msg.append(detail);
+  } else if (kind == event_kind::eviction_fallback) {
+    msg.push_back(' ');
     msg.append(detail);
   }
   return msg;
@@ -127,6 +160,18 @@ enum class eviction_status : std::uint8_t {
   gone,     ///< Nothing to delete: the pod is already gone (404) or the name belongs to
             ///< another pod now (409 / UID mismatch). Done, but no deletion of ours.
   failed,   ///< The attempt failed; the timed queue retries with backoff.
+  /// eviction_method::evict only: the Eviction API refused (429, a disruption budget says no;
+  /// `error` is its message). Retried with backoff as `failed`, and counted as blocked.
+  blocked,
+};
+
+/// How the sink removes the pod.
+enum class eviction_method : std::uint8_t {
+  delete_pod,  ///< DisruptionTarget condition + DELETE with preconditions.uid (upstream's).
+  /// POST pods/{name}/eviction (policy/v1, or v1beta1 where only that is served) with
+  /// preconditions.uid: the API server checks the pod's disruption budgets. No condition of
+  /// ours (the API server adds its own, 1.26+, when it evicts).
+  evict,
 };
 
 struct eviction_result {
@@ -147,6 +192,7 @@ struct eviction_request {
   /// stuck_event_interval). The sink logs this attempt's failure at debug level instead of as
   /// a warning, so a pod retried for hours does not fill the log.
   bool stuck = false;
+  eviction_method method = eviction_method::delete_pod;
 };
 
 /// Where the controller's decisions go. Called from the controller's worker threads and from

@@ -17,6 +17,11 @@ namespace tec::kube {
 /// request, e.g. "DELETE pod ns/name"; it must not contain secrets.
 error api_error(std::string_view what, const response& resp);
 
+/// The message of the Status object in `body` (the body itself when it is not one), clipped
+/// and escaped for logs and events: a hostile or broken server must not write huge or forged
+/// log lines through it.
+std::string status_message(std::string_view body);
+
 /// The errc a non-2xx HTTP status maps to.
 errc errc_for_status(unsigned status) noexcept;
 

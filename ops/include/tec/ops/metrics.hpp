@@ -285,7 +285,8 @@ shadow_metrics register_shadow_metrics(registry& r);
 /// scrape-time families of register_standard_metrics). Counters are totals since the process
 /// started. A labelled family whose map is empty is not exposed (as a family without children).
 struct scrape_stats {
-  /// Pods deleted (upstream's taint_eviction_controller_pod_deletions_total).
+  /// Pods deleted (upstream's taint_eviction_controller_pod_deletions_total), by DELETE or
+  /// through the Eviction API.
   std::uint64_t pod_deletions = 0;
   /// Evictions scheduled (a pod became due for eviction at some time).
   std::uint64_t scheduled_evictions = 0;
@@ -327,6 +328,13 @@ struct scrape_stats {
   std::map<std::string, std::uint64_t> pods_skipped;
   /// Evictions scheduled with a time a taint rule's floor or cap set, not the pod's toleration.
   std::uint64_t toleration_overrides = 0;
+  /// Evict mode: pods evicted through the Eviction API (also in pod_deletions), Eviction API
+  /// calls refused, evictions refused right now (a gauge), and pods deleted after
+  /// fallbackAfter.
+  std::uint64_t pod_evictions = 0;
+  std::uint64_t eviction_refusals = 0;
+  std::uint64_t evictions_blocked = 0;
+  std::uint64_t eviction_fallbacks = 0;
 };
 
 /// Called at every scrape, on the scraping thread (possibly two at once: /metrics may be

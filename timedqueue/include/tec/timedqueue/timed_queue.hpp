@@ -71,9 +71,15 @@ public:
 struct outcome {
   bool ok = true;
   std::string error;  ///< Why it failed (for logs and metrics); empty when ok.
+  /// A failure's retry runs no later than this (a time in the past: at once), even when the
+  /// backoff would wait longer. For work that knows when its answer will change.
+  std::optional<time_point> retry_by;
 
   static outcome success() { return {}; }
-  static outcome failure(std::string why) { return {false, std::move(why)}; }
+  static outcome failure(std::string why) { return {false, std::move(why), std::nullopt}; }
+  static outcome failure(std::string why, time_point retry_no_later_than) {
+    return {false, std::move(why), retry_no_later_than};
+  }
 };
 
 /// Handed to each run of the work; call complete() exactly once, from any thread.
