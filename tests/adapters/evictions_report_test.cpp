@@ -68,6 +68,30 @@ TEST(EvictionsReport, ListsEveryFieldWithWallClockTimes) {
   EXPECT_EQ(r["lastError"], "DELETE pod ns2/db-1: 403 Forbidden");
 }
 
+TEST(EvictionsReport, ABlockedOneHasItsFirstRefusalAndItsFallbackTime) {
+  controller::eviction_list list;
+  list.total = 2;
+  controller::eviction_view blocked = pending_view();
+  blocked.state = "blocked";
+  blocked.why = "pdb";
+  blocked.blocked_since = steady0 + 301s;
+  blocked.fallback_at = steady0 + 331s;
+  list.evictions.push_back(blocked);
+  blocked.pod = {"ns1", "web-1", "uid-2"};
+  blocked.fallback_at.reset();
+  list.evictions.push_back(blocked);
+  list.evictions.push_back(pending_view());
+  const json doc = json::parse(evictions_json(list, true, clock_bridge(steady0, wall0), wall0));
+  ASSERT_EQ(doc["evictions"].size(), 3U);
+  EXPECT_EQ(doc["evictions"][0]["state"], "blocked");
+  EXPECT_EQ(doc["evictions"][0]["why"], "pdb");
+  EXPECT_EQ(doc["evictions"][0]["blockedSince"], "2026-11-23T15:40:01.000Z");
+  EXPECT_EQ(doc["evictions"][0]["fallbackAt"], "2026-11-23T15:40:31.000Z");
+  EXPECT_TRUE(doc["evictions"][1]["fallbackAt"].is_null()) << "never";
+  EXPECT_FALSE(doc["evictions"][2].contains("blockedSince")) << "only blocked ones";
+  EXPECT_FALSE(doc["evictions"][2].contains("fallbackAt"));
+}
+
 TEST(EvictionsReport, TruncatedWhenTheTotalIsLarger) {
   controller::eviction_list list;
   list.total = max_listed_evictions + 5;
