@@ -233,8 +233,9 @@ struct k8s_eviction_sink::impl {
                   std::forward<Args>(args)...);
   }
 
-  // The Eviction API's group/version, found once by discovery (a failed discovery fails the
-  // attempt, which the queue retries).
+  // The Eviction API's group/version, found by discovery and kept (a failed discovery fails
+  // the attempt, which the queue retries). The first attempts, in flight together, may each
+  // ask; one logs the answer.
   asio::awaitable<result<std::string>> eviction_version() {
     {
       const std::lock_guard lock(mutex);
@@ -244,9 +245,15 @@ struct k8s_eviction_sink::impl {
     }
     auto found = co_await writer.discover_eviction_version();
     if (found) {
-      logger()->info("using the Eviction API {}", *found);
-      const std::lock_guard lock(mutex);
-      eviction_api = *found;
+      bool first = false;
+      {
+        const std::lock_guard lock(mutex);
+        first = eviction_api.empty();
+        eviction_api = *found;
+      }
+      if (first) {
+        logger()->info("using the Eviction API {}", *found);
+      }
     }
     co_return found;
   }
