@@ -252,10 +252,72 @@ struct string_hash {
   }
 };
 
-// The evictions that failed `stuck_after` times in a row and are still retried, by key. An
-// entry belongs to one queue entry (its generation); it goes when that eviction succeeds or is
-// cancelled. Thread-safe.
-class stuck_table {
+// Records about queue entries, by key; each belongs to one entry (its generation) and goes
+// when that entry's eviction ends. Thread-safe; size() reads without the lock.
+template <class Record>
+class entry_records {
+public:
+  // The eviction of `key` with `generation` is over (done, or nothing to do). The record it
+  // may remove was made by an earlier attempt of the same entry, which completed before this
+  // one started: the shortcut on an empty table cannot miss it.
+  void done(std::string_view key, std::uint64_t generation) {
+    if (count_.load() == 0) {
+      return;
+    }
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it != entries_.end() && it->second.generation == generation) {
+      entries_.erase(it);
+      count_.store(entries_.size());
+    }
+  }
+
+  // The queue entry of `key` was cancelled (whatever its generation): true when it had a
+  // record. Always takes the lock (no shortcut on an empty table): an attempt may be between
+  // its cancelled() check and its insert.
+  bool cancelled(std::string_view key) {
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      return false;
+    }
+    entries_.erase(it);
+    count_.store(entries_.size());
+    return true;
+  }
+
+  [[nodiscard]] std::size_t size() const { return count_.load(); }
+
+protected:
+  // The record of `key` for `generation`, made (or replaced, for another generation) with
+  // `fresh`; requires mu_. Second: whether it is new.
+  std::pair<Record&, bool> upsert(std::string_view key, std::uint64_t generation,
+                                  const Record& fresh) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      it = entries_.emplace(std::string(key), fresh).first;
+      count_.store(entries_.size());
+      return {it->second, true};
+    }
+    if (it->second.generation != generation) {
+      it->second = fresh;
+      return {it->second, true};
+    }
+    return {it->second, false};
+  }
+
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Record, string_hash, std::equal_to<>> entries_;
+  std::atomic<std::size_t> count_{0};  // entries_.size(), readable without the lock
+};
+
+struct stuck_record {
+  std::uint64_t generation = 0;
+  time_point last_report;
+};
+
+// The evictions that failed `stuck_after` times in a row and are still retried.
+class stuck_table : public entry_records<stuck_record> {
 public:
   // A failed attempt `attempt` of the eviction of `key` (generation `generation`) at `now`.
   // Returns true when a stuck report (event + warning) is due: on its `stuck_after`-th
@@ -272,115 +334,57 @@ public:
     if (cancelled()) {
       return false;
     }
-    auto it = entries_.find(key);
-    if (it == entries_.end()) {
-      entries_.emplace(std::string(key), record{generation, now});
-      count_.store(entries_.size());
+    auto [rec, fresh] = upsert(key, generation, stuck_record{generation, now});
+    if (fresh) {
       return true;
     }
-    if (it->second.generation != generation) {
-      it->second = record{generation, now};
-      return true;
-    }
-    if (now - it->second.last_report >= interval) {
-      it->second.last_report = now;
+    if (now - rec.last_report >= interval) {
+      rec.last_report = now;
       return true;
     }
     return false;
   }
-
-  // The eviction of `key` with `generation` succeeded (or found nothing to do). The record it
-  // may remove was made by an earlier attempt of the same entry, which completed before this
-  // one started: the shortcut cannot miss it.
-  void succeeded(std::string_view key, std::uint64_t generation) {
-    if (count_.load() == 0) {
-      return;
-    }
-    std::lock_guard lock(mu_);
-    const auto it = entries_.find(key);
-    if (it != entries_.end() && it->second.generation == generation) {
-      entries_.erase(it);
-      count_.store(entries_.size());
-    }
-  }
-
-  // The queue entry of `key` was cancelled (whatever its generation). Always takes the lock
-  // (no shortcut on an empty table): an attempt's failed() may be between its cancelled()
-  // check and its insert.
-  void cancelled(std::string_view key) {
-    std::lock_guard lock(mu_);
-    const auto it = entries_.find(key);
-    if (it != entries_.end()) {
-      entries_.erase(it);
-      count_.store(entries_.size());
-    }
-  }
-
-  [[nodiscard]] std::size_t size() const { return count_.load(); }
-
-private:
-  struct record {
-    std::uint64_t generation = 0;
-    time_point last_report;
-  };
-  std::mutex mu_;
-  std::unordered_map<std::string, record, string_hash, std::equal_to<>> entries_;
-  std::atomic<std::size_t> count_{0};  // entries_.size(), readable without the lock
 };
 
-// Evict mode: the evictions the Eviction API refuses (a disruption budget), by key. An entry
-// belongs to one queue entry (its generation) and goes when that eviction succeeds, finds
-// nothing to do, or is cancelled. Thread-safe.
-class blocked_table {
-public:
-  struct record {
-    std::uint64_t generation = 0;
-    time_point since;                       // the first refusal
-    std::optional<time_point> fallback_at;  // when the pod is deleted anyway; none: never
-    bool fell_back = false;                 // its fallback delete was announced
-  };
+struct blocked_record {
+  std::uint64_t generation = 0;
+  time_point since;                       // the first refusal
+  std::optional<time_point> fallback_at;  // when the pod is deleted anyway; none: never
+  bool fell_back = false;                 // its fallback delete was announced
+};
 
+// Evict mode: the evictions the Eviction API refuses (a disruption budget).
+class blocked_table : public entry_records<blocked_record> {
+public:
   // A refusal at `now`; `fallback` is the fallbackAfter that applies now (0: never). Returns
   // the record and whether it is the eviction's first refusal. `cancelled` is checked under
   // the lock (see stuck_table::failed).
-  std::pair<record, bool> refused(std::string_view key, std::uint64_t generation, time_point now,
-                                  std::chrono::milliseconds fallback,
-                                  const std::function<bool()>& cancelled) {
+  std::pair<blocked_record, bool> refused(std::string_view key, std::uint64_t generation,
+                                          time_point now, std::chrono::milliseconds fallback,
+                                          const std::function<bool()>& cancelled) {
     std::lock_guard lock(mu_);
     if (cancelled()) {
-      return {record{generation, now, std::nullopt, false}, false};
+      return {blocked_record{generation, now, std::nullopt, false}, false};
     }
-    auto it = entries_.find(key);
-    bool first = false;
-    if (it == entries_.end()) {
-      it = entries_.emplace(std::string(key), record{generation, now, std::nullopt, false}).first;
-      first = true;
-    } else if (it->second.generation != generation) {
-      it->second = record{generation, now, std::nullopt, false};
-      first = true;
-    }
-    // Recomputed at each refusal: a taint added since (out-of-service) may shorten it.
-    it->second.fallback_at = fallback.count() > 0
-                                 ? std::optional<time_point>(it->second.since + fallback)
-                                 : std::nullopt;
-    count_.store(entries_.size());
-    return {it->second, first};
+    auto [rec, first] =
+        upsert(key, generation, blocked_record{generation, now, std::nullopt, false});
+    // Worked out at each refusal: a taint added since (out-of-service) may shorten it.
+    rec.fallback_at =
+        fallback.count() > 0 ? std::optional<time_point>(rec.since + fallback) : std::nullopt;
+    return {rec, first};
   }
 
-  [[nodiscard]] std::optional<record> find(std::string_view key, std::uint64_t generation) const {
-    if (count_.load() == 0) {
+  [[nodiscard]] std::optional<blocked_record> find(std::string_view key,
+                                                   std::uint64_t generation) const {
+    auto rec = lookup(key);
+    if (rec && rec->generation != generation) {
       return std::nullopt;
     }
-    std::lock_guard lock(mu_);
-    const auto it = entries_.find(key);
-    if (it == entries_.end() || it->second.generation != generation) {
-      return std::nullopt;
-    }
-    return it->second;
+    return rec;
   }
 
   // The record of `key` whatever its generation (for evictions()).
-  [[nodiscard]] std::optional<record> lookup(std::string_view key) const {
+  [[nodiscard]] std::optional<blocked_record> lookup(std::string_view key) const {
     if (count_.load() == 0) {
       return std::nullopt;
     }
@@ -390,32 +394,6 @@ public:
       return std::nullopt;
     }
     return it->second;
-  }
-
-  // The eviction of `key` with `generation` is over (done, or nothing to do).
-  void done(std::string_view key, std::uint64_t generation) {
-    if (count_.load() == 0) {
-      return;
-    }
-    std::lock_guard lock(mu_);
-    const auto it = entries_.find(key);
-    if (it != entries_.end() && it->second.generation == generation) {
-      entries_.erase(it);
-      count_.store(entries_.size());
-    }
-  }
-
-  // The queue entry of `key` was cancelled (whatever its generation). Takes the lock always,
-  // as stuck_table::cancelled does. True when it was blocked.
-  bool cancelled(std::string_view key) {
-    std::lock_guard lock(mu_);
-    const auto it = entries_.find(key);
-    if (it == entries_.end()) {
-      return false;
-    }
-    entries_.erase(it);
-    count_.store(entries_.size());
-    return true;
   }
 
   // The eviction of `key` (`generation`) falls back to a delete: true the first time only, so
@@ -429,13 +407,6 @@ public:
     it->second.fell_back = true;
     return true;
   }
-
-  [[nodiscard]] std::size_t size() const { return count_.load(); }
-
-private:
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, record, string_hash, std::equal_to<>> entries_;
-  std::atomic<std::size_t> count_{0};
 };
 
 // One waiting pod update: "<node>/<namespace>/<name>" (node names contain no '/').
@@ -1281,7 +1252,7 @@ struct controller::impl {
       // Gone or replaced since the decision: nothing to delete (and the DELETE would fail
       // its UID precondition anyway). No Marking event for a pod we do not delete.
       bump(ctr_->skipped);
-      stuck_.succeeded(info.key, info.generation);
+      stuck_.done(info.key, info.generation);
       blocked_.done(info.key, info.generation);
       note_cancelled(pod_ref{std::string(ns), std::string(name), std::string(info.payload)},
                      pod ? cancel_reason::replaced : cancel_reason::pod_gone, info.fire_at);
@@ -1297,7 +1268,7 @@ struct controller::impl {
     if (dry_run_.load(std::memory_order_relaxed)) {
       // The whole decision ran; nothing is written (no event, no patch, no DELETE).
       bump(ctr_->dry_run);
-      stuck_.succeeded(info.key, info.generation);
+      stuck_.done(info.key, info.generation);
       blocked_.done(info.key, info.generation);
       log_->info("dry run: would delete pod pod=\"{}\" uid={}", info.key, info.payload);
       if (on_decision_) {
@@ -1392,7 +1363,7 @@ struct controller::impl {
   void attempt_blocked(pending_done& holder, std::string_view key, std::uint64_t generation,
                        const pod_ref& pod, std::string message,
                        std::chrono::milliseconds fallback) {
-    stuck_.succeeded(key, generation);  // an answer, not a failure in a row
+    stuck_.done(key, generation);  // an answer, not a failure in a row
     const time_point now = drv_.now();
     const auto [rec, first] = blocked_.refused(key, generation, now, fallback,
                                                [&holder] { return holder.done.cancelled(); });
@@ -1424,7 +1395,7 @@ struct controller::impl {
     switch (result.status) {
       case eviction_status::deleted:
         bump(ctr_->succeeded);
-        stuck_.succeeded(key, generation);
+        stuck_.done(key, generation);
         blocked_.done(key, generation);
         // Only a DELETE of ours that was accepted is a deletion for the histogram.
         if (ctr_->on_deleted) {
@@ -1436,7 +1407,7 @@ struct controller::impl {
         return;
       case eviction_status::gone:
         bump(ctr_->succeeded);
-        stuck_.succeeded(key, generation);
+        stuck_.done(key, generation);
         blocked_.done(key, generation);
         holder.done.complete(timedqueue::outcome::success());
         return;
