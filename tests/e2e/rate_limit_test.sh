@@ -61,12 +61,25 @@ until [ "$(evicted_on 1 $((NODE_COUNT / 2)))" -eq "$kept_half" ]; do
 done
 wait_metric taint_eviction_controller_evictions_waiting 'v == 0' 60
 
-# The untainted half: what had started before the untaint went, the rest was cancelled.
+# The untainted half: what had been sent before the untaint went, the rest was cancelled. An
+# eviction that had started (its "deleting pod" line) but whose DELETE still waited for a
+# connection when the untaint came is cancelled without a request ("cancelled means no
+# request"): the DELETEs the API server accepted (the sink's "deleted" lines) are what must
+# match the deletionTimestamps, and any started-but-not-deleted pod must be on an untainted node.
 n_start=$(started)
 on_untainted=$(evicted_on $((NODE_COUNT / 2 + 1)) "$NODE_COUNT")
 [ "$on_untainted" -lt "$kept_half" ] || fail "every pod on the untainted nodes was evicted: nothing was cancelled"
-[ $((kept_half + on_untainted)) -eq "$n_start" ] \
-  || fail "$n_start evictions started, but $kept_half + $on_untainted pods have a deletionTimestamp"
+pods_of() { sed -n "s/.*$1 *pod=\"$NS\/\(p[0-9]*-[0-9]*\)\".*/\1/p" "$CONTROLLER_LOG" | sort -u; }
+sed -n "s/.*pod=\"$NS\/\(p[0-9]*-[0-9]*\)\" uid=[^ ]* deleted\$/\1/p" "$CONTROLLER_LOG" | sort -u >"$WORK/deleted"
+pods_of 'deleting pod' >"$WORK/started"
+n_deleted=$(wc -l <"$WORK/deleted")
+[ $((kept_half + on_untainted)) -eq "$n_deleted" ] \
+  || fail "$n_deleted DELETEs accepted, but $kept_half + $on_untainted pods have a deletionTimestamp"
+comm -23 "$WORK/started" "$WORK/deleted" >"$WORK/withdrawn"
+if grep -qvE "^p($(seq -s '|' $((NODE_COUNT / 2 + 1)) "$NODE_COUNT"))-" "$WORK/withdrawn"; then
+  fail "started but not deleted on a node still tainted: $(grep -vE "^p($(seq -s '|' $((NODE_COUNT / 2 + 1)) "$NODE_COUNT"))-" "$WORK/withdrawn" | head -5 | tr '\n' ' ')"
+fi
+log "$n_start evictions started, $n_deleted DELETEs accepted, $(wc -l <"$WORK/withdrawn") withdrawn in flight by the untaint"
 sleep_s=5
 deadline=$((SECONDS + sleep_s))
 while [ "$SECONDS" -lt "$deadline" ]; do
