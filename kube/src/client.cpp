@@ -67,6 +67,17 @@ bool is_ip_literal(const std::string& host) {
   return !ec;
 }
 
+/// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
+/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
+long long trace_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
+      .count();
+}
+
+bool tracing() {
+  return client_log()->should_log(spdlog::level::trace);
+}
+
 std::string millis(std::chrono::nanoseconds d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
@@ -494,6 +505,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
     auto fired = std::make_shared<bool>(false);
     auto guard = deadline(c, opts_.request_timeout, fired);
     auto [wec, wn] = co_await http::async_write(stream, msg, use_tuple);
+    if (tracing()) {
+      client_log()->trace("stage=written {} {} conn=#{} t_us={}",
+                          std::string(http::to_string(msg.method())), std::string(msg.target()),
+                          c.id, trace_us());
+    }
     if (wec) {
       out.err = transport_error(wec, *fired, "writing a request to", opts_.request_timeout);
       out.write_failed = true;
@@ -509,6 +525,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
     }
     const auto& head = parser.get();
     out.status = head.result_int();
+    if (tracing()) {
+      client_log()->trace("stage=response {} {} conn=#{} status={} t_us={}",
+                          std::string(http::to_string(msg.method())), std::string(msg.target()),
+                          c.id, out.status, trace_us());
+    }
     if (auto it = head.find(http::field::retry_after); it != head.end()) {
       out.retry_after = parse_retry_after(it->value());
     }
@@ -575,6 +596,10 @@ struct client::impl : std::enable_shared_from_this<impl> {
     // Made on the first network error only: most requests are never resent, and seeding
     // costs a read from std::random_device.
     std::optional<backoff> network_backoff;
+    if (tracing()) {
+      client_log()->trace("stage=request {} {} t_us={}", std::string(http::to_string(req.method)),
+                          req.target, trace_us());
+    }
     for (;;) {
       if (stopping_) {
         co_return shutting_down_error();
@@ -607,6 +632,15 @@ struct client::impl : std::enable_shared_from_this<impl> {
         co_return cancelled_error();
       }
       const bool reused = conn->exchanges > 0;
+      if (tracing()) {
+        client_log()->trace("stage=acquired {} {} conn=#{} reused={} idle_ms={} t_us={}",
+                            std::string(http::to_string(req.method)), req.target, conn->id, reused,
+                            reused ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         clock_->now() - conn->idle_since)
+                                         .count()
+                                   : 0,
+                            trace_us());
+      }
       // Not a ?: with two co_awaits: GCC 12 miscompiles that (double destruction).
       attempt_outcome out;
       if (conn->memory) {
@@ -617,6 +651,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
         out = co_await attempt(*conn->plain, *conn, msg, sink, idle_timeout);
       }
       const bool reusable = !out.err && out.reusable;
+      if (tracing() && !sink) {
+        client_log()->trace("stage=done {} {} conn=#{} status={} t_us={}",
+                            std::string(http::to_string(req.method)), req.target, conn->id,
+                            out.status, trace_us());
+      }
       release(std::move(conn), reusable);
       observe(req.method, out.err ? 0 : out.status, start);
 
