@@ -308,6 +308,12 @@ struct k8s_eviction_sink::impl {
   asio::awaitable<eviction_result> run(controller::eviction_request req) {
     const pod_ref& pod = req.pod;
     const std::string who = pod.namespace_ + "/" + pod.name;
+    if (logger()->should_log(spdlog::level::trace)) {
+      logger()->trace("stage=sink pod=\"{}\" t_us={}", who,
+                      std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count());
+    }
     if (dry_run.load()) {
       co_return would_delete(pod, who);
     }

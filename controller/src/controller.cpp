@@ -200,6 +200,14 @@ std::pair<std::string_view, std::string_view> state_of(const timedqueue::entry_i
   return {"waiting", "rate_limit"};
 }
 
+/// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
+/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
+long long trace_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::shared_ptr<spdlog::logger> controller_logger() {
   if (auto existing = spdlog::get("controller")) {
     return existing;
@@ -567,6 +575,9 @@ struct controller::impl {
 
   bool enqueue_node(std::string name, std::optional<std::vector<taint>> taints, bool replay) {
     worker& w = *workers_[shard_of(name, workers_.size())];
+    if (log_->should_log(spdlog::level::trace)) {
+      log_->trace("stage=enqueued node=\"{}\" t_us={}", name, trace_us());
+    }
     bool fresh = false;
     {
       std::lock_guard lock(w.mu);
@@ -698,6 +709,9 @@ struct controller::impl {
   // Section 4.
   void handle_node(worker& w, const std::string& name, std::optional<std::vector<taint>> taints,
                    bool replay) {
+    if (log_->should_log(spdlog::level::trace)) {
+      log_->trace("stage=worker node=\"{}\" t_us={}", name, trace_us());
+    }
     if (!taints || taints->empty()) {
       std::lock_guard lock(w.table_mu);
       if (w.tainted.erase(name) > 0) {
@@ -1023,6 +1037,9 @@ struct controller::impl {
   // holds nothing).
   bool schedule(std::string_view key, const pod_view& pod, time_point created_at,
                 time_point fire_at, const std::vector<taint>& taints) {
+    if (log_->should_log(spdlog::level::trace)) {
+      log_->trace("stage=decided pod=\"{}\" t_us={}", key, trace_us());
+    }
     // Groups for the in-flight caps: the pod's node and namespace.
     const auto r =
         queue_.schedule(key, created_at, fire_at, pod.uid, {pod.node_name, pod.namespace_});
@@ -1218,6 +1235,9 @@ struct controller::impl {
   };
 
   void run_eviction(const timedqueue::run_info& info, timedqueue::completion done) {
+    if (log_->should_log(spdlog::level::trace)) {
+      log_->trace("stage=fired pod=\"{}\" t_us={}", info.key, trace_us());
+    }
     std::optional<timedqueue::completion> slot(std::move(done));
     try {
       start_eviction(info, slot);

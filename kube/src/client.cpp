@@ -67,6 +67,17 @@ bool is_ip_literal(const std::string& host) {
   return !ec;
 }
 
+/// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
+/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
+long long trace_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
+      .count();
+}
+
+bool tracing() {
+  return client_log()->should_log(spdlog::level::trace);
+}
+
 std::string millis(std::chrono::nanoseconds d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
@@ -234,6 +245,31 @@ struct client::impl : std::enable_shared_from_this<impl> {
 
   // ---- the pool -----------------------------------------------------------------------
 
+  /// Marks a plain (not streamed, not background) request from when it has passed the rate
+  /// limiter until its attempt is over (answer read, or failed): background requests wait
+  /// while any request is marked. Yielding a connection is not enough: with one free, an
+  /// eviction's event POST went out with its DELETE and reached the API server first in 16
+  /// to 22 of 30-40 runs, which then handled both at once (kube-controller-manager's event
+  /// comes about 0.7 ms after its DELETE). Held until the DELETE is answered, the DELETE took
+  /// 5.1 and 4.6 ms instead of 6.1 and 6.2 ms at the median in two runs of
+  /// bench/single_eviction.py (40 each, the API server's audit log; issue 16). A retry's
+  /// backoff and a rate-limit wait are not marked, so a throttled burst holds the events back
+  /// no longer than it takes to send.
+  class unanswered_mark {
+  public:
+    explicit unanswered_mark(impl& owner) : owner_(owner) { ++owner_.unanswered_; }
+    ~unanswered_mark() {
+      if (--owner_.unanswered_ == 0 && owner_.waiters_.empty() && owner_.handoffs_ == 0) {
+        owner_.wake_one_waiter();  // the background waiters
+      }
+    }
+    unanswered_mark(const unanswered_mark&) = delete;
+    unanswered_mark& operator=(const unanswered_mark&) = delete;
+
+  private:
+    impl& owner_;
+  };
+
   /// A request waiting for a pooled connection. wake_one_waiter() takes it off its list
   /// before cancelling its timer, so two releases in a row wake two waiters (a wake-up
   /// aimed at a waiter already woken but not yet resumed would be lost, leaving a
@@ -266,8 +302,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
         co_return shutting_down_error();
       }
       // A background request waits its turn behind every other waiter, including those
-      // woken and on their way to the connection freed for them.
-      const bool yield = background && (!waiters_.empty() || handoffs_ > 0);
+      // woken and on their way to the connection freed for them, and behind every plain
+      // request on its way to the server or waiting for its answer (see unanswered_mark).
+      const bool yield = background && (!waiters_.empty() || handoffs_ > 0 || unanswered_ > 0);
       while (!yield && !idle_.empty()) {
         std::unique_ptr<connection> c = std::move(idle_.back());
         idle_.pop_back();
@@ -494,6 +531,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
     auto fired = std::make_shared<bool>(false);
     auto guard = deadline(c, opts_.request_timeout, fired);
     auto [wec, wn] = co_await http::async_write(stream, msg, use_tuple);
+    if (tracing()) {
+      client_log()->trace("stage=written {} {} conn=#{} t_us={}",
+                          std::string(http::to_string(msg.method())), std::string(msg.target()),
+                          c.id, trace_us());
+    }
     if (wec) {
       out.err = transport_error(wec, *fired, "writing a request to", opts_.request_timeout);
       out.write_failed = true;
@@ -509,6 +551,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
     }
     const auto& head = parser.get();
     out.status = head.result_int();
+    if (tracing()) {
+      client_log()->trace("stage=response {} {} conn=#{} status={} t_us={}",
+                          std::string(http::to_string(msg.method())), std::string(msg.target()),
+                          c.id, out.status, trace_us());
+    }
     if (auto it = head.find(http::field::retry_after); it != head.end()) {
       out.retry_after = parse_retry_after(it->value());
     }
@@ -575,6 +622,10 @@ struct client::impl : std::enable_shared_from_this<impl> {
     // Made on the first network error only: most requests are never resent, and seeding
     // costs a read from std::random_device.
     std::optional<backoff> network_backoff;
+    if (tracing()) {
+      client_log()->trace("stage=request {} {} t_us={}", std::string(http::to_string(req.method)),
+                          req.target, trace_us());
+    }
     for (;;) {
       if (stopping_) {
         co_return shutting_down_error();
@@ -596,6 +647,10 @@ struct client::impl : std::enable_shared_from_this<impl> {
       auto msg = build(req, token);
 
       const auto start = clock_->now();
+      std::optional<unanswered_mark> unanswered;
+      if (!req.background && sink == nullptr) {
+        unanswered.emplace(*this);
+      }
       auto acquired = co_await acquire(start + opts_.request_timeout, req.background);
       if (!acquired) {
         observe(req.method, 0, start);
@@ -607,6 +662,15 @@ struct client::impl : std::enable_shared_from_this<impl> {
         co_return cancelled_error();
       }
       const bool reused = conn->exchanges > 0;
+      if (tracing()) {
+        client_log()->trace("stage=acquired {} {} conn=#{} reused={} idle_ms={} t_us={}",
+                            std::string(http::to_string(req.method)), req.target, conn->id, reused,
+                            reused ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         clock_->now() - conn->idle_since)
+                                         .count()
+                                   : 0,
+                            trace_us());
+      }
       // Not a ?: with two co_awaits: GCC 12 miscompiles that (double destruction).
       attempt_outcome out;
       if (conn->memory) {
@@ -617,6 +681,12 @@ struct client::impl : std::enable_shared_from_this<impl> {
         out = co_await attempt(*conn->plain, *conn, msg, sink, idle_timeout);
       }
       const bool reusable = !out.err && out.reusable;
+      unanswered.reset();
+      if (tracing() && !sink) {
+        client_log()->trace("stage=done {} {} conn=#{} status={} t_us={}",
+                            std::string(http::to_string(req.method)), req.target, conn->id,
+                            out.status, trace_us());
+      }
       release(std::move(conn), reusable);
       observe(req.method, out.err ? 0 : out.status, start);
 
@@ -726,6 +796,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
   std::list<waiter*> waiters_;
   std::list<waiter*> background_waiters_;  // request::background, served last
   std::size_t handoffs_ = 0;               // waiters woken, not yet back in acquire()
+  std::size_t unanswered_ = 0;             // unanswered_mark's count
   std::set<asio::steady_timer*> sleepers_;
 };
 

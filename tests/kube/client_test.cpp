@@ -7,10 +7,14 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/beast/_experimental/test/stream.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kube/support/fake_http_server.hpp"
@@ -322,6 +326,77 @@ TEST_F(client_test, background_requests_alone_go_at_once) {
   asio::co_spawn(io_, send_recorded(c, "/event-2", true, &done), asio::detached);
   EXPECT_TRUE(run_until([&] { return done.size() == 2; }));
   EXPECT_EQ(done, (std::vector<std::string>{"/event-1", "/event-2"}));
+}
+
+TEST_F(client_test, background_requests_wait_for_the_answers_to_plain_requests) {
+  // Issue 16: with a connection free, an eviction's event POST went out with its DELETE and
+  // the API server handled both at once. It now waits until the DELETE is answered.
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  server_.push(reply().match("/delete").hold("answer").raw(ok));
+  server_.set_fallback(reply().raw(ok));
+  auto opts = fast_options();
+  opts.max_connections = 4;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::vector<std::string> done;
+  asio::co_spawn(io_, send_recorded(c, "/delete", false, &done), asio::detached);
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
+  asio::co_spawn(io_, send_recorded(c, "/event", true, &done), asio::detached);
+  run_ready();
+  EXPECT_EQ(server_.requests().size(), 1U);  // three connections free, and the event waits
+  EXPECT_TRUE(done.empty());
+  server_.release("answer");
+  EXPECT_TRUE(run_until([&] { return done.size() == 2; }));
+  EXPECT_EQ(done, (std::vector<std::string>{"/delete", "/event"}));
+  EXPECT_EQ(server_.requests().size(), 2U);
+}
+
+TEST_F(client_test, background_requests_do_not_wait_for_streams) {
+  // A watch's answer never ends: only plain requests hold the background ones back.
+  server_.push(reply::chunked(200).match("/watch").chunk("{}\n").stall());
+  server_.set_fallback(reply().raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
+  auto opts = fast_options();
+  opts.max_connections = 2;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::optional<result<response>> watch;
+  asio::co_spawn(
+      io_,
+      [](client& to, std::optional<result<response>>* out) -> asio::awaitable<void> {
+        *out = co_await to.stream(
+            request(http::verb::get, "/watch"), [](std::string_view) { return true; }, 1h);
+      }(c, &watch),
+      asio::detached);
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
+  std::vector<std::string> done;
+  asio::co_spawn(io_, send_recorded(c, "/event", true, &done), asio::detached);
+  EXPECT_TRUE(run_until([&] { return done.size() == 1; }));
+  EXPECT_FALSE(watch.has_value());
+  c.shutdown();
+  run_ready();
+}
+
+TEST_F(client_test, background_requests_go_once_a_plain_request_fails) {
+  // The mark ends with the attempt however it ends: a refused connection here.
+  server_.set_fallback(reply().raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
+  auto opts = fast_options();
+  opts.max_retries = 0;
+  bool refuse = true;
+  auto connect = server_.connector();
+  opts.connector = [&refuse, connect](
+                       const asio::any_io_executor& ex) -> result<std::unique_ptr<memory_stream>> {
+    if (std::exchange(refuse, false)) {
+      return make_error(errc::connection_failed, "refused");
+    }
+    return connect(ex);
+  };
+  client c(io_.get_executor(), plain_config(), opts);
+  std::optional<result<response>> failed;
+  start_send(c, request(http::verb::delete_, "/delete"), failed);
+  std::vector<std::string> done;
+  asio::co_spawn(io_, send_recorded(c, "/event", true, &done), asio::detached);
+  EXPECT_TRUE(run_until([&] { return failed.has_value() && done.size() == 1; }));
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_FALSE(*failed);
+  EXPECT_EQ(done, (std::vector<std::string>{"/event"}));
 }
 
 TEST_F(client_test, too_many_requests_honours_retry_after) {

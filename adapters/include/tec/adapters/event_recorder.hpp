@@ -29,11 +29,12 @@
 // succeeded, and many increments coalesce into one PATCH.
 //
 // Series wait on a bounded FIFO queue. One coroutine drains it, keeping up to `max_in_flight`
-// requests at once. They are background requests: they take only the pooled connections no
-// DELETE is waiting for, so a mass eviction's deletions go first and its events follow at the
-// API server's pace. The spam filter, the aggregation records and the series each live in an
-// LRU of 4096 entries (client-go's size), except the series with a request queued or in
-// flight, which are never forgotten; an idle series forgotten by its LRU starts a new Event.
+// requests at once. They are background requests: they wait until no DELETE is waiting for a
+// pooled connection or for its answer, so an eviction's DELETE has the API server to itself,
+// a mass eviction's deletions go first, and the events follow at the API server's pace. The
+// spam filter, the aggregation records and the series each live in an LRU of 4096 entries
+// (client-go's size), except the series with a request queued or in flight, which are never
+// forgotten; an idle series forgotten by its LRU starts a new Event.
 // Unlike upstream, involvedObject carries the pod's uid, so `kubectl describe pod` shows them.
 
 #include <boost/asio/any_io_executor.hpp>

@@ -110,10 +110,12 @@ struct request {
   /// Safe to resend after a network error (GET, DELETE with a UID precondition, PUT with a
   /// resourceVersion). Retries on 429/5xx happen for every request.
   bool idempotent = false;
-  /// Yields to the other requests for a pooled connection: waits while any other request is
-  /// waiting for one, and that wait has no deadline (shutdown ends it; the request timeout
-  /// runs from when it has a connection). For the Events, so a burst of evictions reaches the
-  /// API server first and its record follows; nothing is dropped for it.
+  /// Yields to the other requests: waits while any other request is waiting for a pooled
+  /// connection, or is on its way to the server or waiting for its answer (send() only, once
+  /// past the rate limiter; streams do not count), and that wait has no deadline (shutdown
+  /// ends it; the request timeout runs from when it has a connection). For the Events, so an
+  /// eviction's DELETE, or a burst of them, reaches the API server first and has it to itself,
+  /// and their record follows; nothing is dropped for it.
   bool background = false;
   /// Checked just before the request is written: after its wait for the rate limiter and
   /// for a pooled connection (and before each retry). When it returns true, nothing is sent

@@ -52,6 +52,14 @@ bool too_large_resource_version(const response& res) {
   return res.status == 504 && too_large_resource_version(res, Codec::decode_status(res.body));
 }
 
+/// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
+/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
+inline long long trace_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace detail
 
 template <class Codec, class Store>
@@ -255,7 +263,13 @@ void reflector<Codec, Store>::apply_list(std::vector<object_type> items) {
 template <class Codec, class Store>
 bool reflector<Codec, Store>::apply_line(std::string_view line, watch_outcome& out) {
   using kind = typename watch_outcome::kind;
+  const auto& log = detail::watch_log();
+  const bool tracing = log->should_log(spdlog::level::trace);
   auto ev = Codec::decode_event(line);
+  if (tracing && ev) {
+    log->trace("stage=decoded kind={} rv={} t_us={}", Codec::kind, ev->object.resource_version,
+               detail::trace_us());
+  }
   if (!ev && ev.error().code == make_error_code(errc::unexpected_shape)) {
     // Valid JSON we cannot use (a wrong type, a missing uid): failing the watch would only
     // bring the same object back on the next one, forever. Skip it and go on.
@@ -276,6 +290,10 @@ bool reflector<Codec, Store>::apply_line(std::string_view line, watch_outcome& o
       ++out.events;
       if (on_change_) {
         on_change_(old ? &*old : nullptr, &ev->object);
+      }
+      if (tracing) {
+        log->trace("stage=handled kind={} rv={} t_us={}", Codec::kind, ev->object.resource_version,
+                   detail::trace_us());
       }
       return true;
     }
@@ -319,6 +337,10 @@ reflector<Codec, Store>::watch(const std::string& resource_version, std::chrono:
   std::uint64_t applied = 0;
   auto sink = [&](std::string_view bytes) {
     out.bytes += bytes.size();
+    if (detail::watch_log()->should_log(spdlog::level::trace)) {
+      detail::watch_log()->trace("stage=watch_bytes kind={} bytes={} t_us={}", Codec::kind,
+                                 bytes.size(), detail::trace_us());
+    }
     if (stopping_) {
       out.what = kind::stopped;
       out.decided = true;
