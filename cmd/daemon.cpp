@@ -266,6 +266,10 @@ struct daemon::impl {
     pod_opts.on_synced = [this] { gate->pods_synced(); };
     kube::reflector_options node_opts;
     node_opts.on_synced = [this] { gate->nodes_synced(); };
+    if (opts.protobuf) {
+      pod_opts.accept = adapters::protobuf_accept;
+      node_opts.accept = adapters::protobuf_accept;
+    }
     kube::reflector_options namespace_opts;
     namespace_opts.on_synced = [this] { gate->namespaces_synced(); };
     namespace_opts.on_list_failed = [this](const kube::error& e, std::chrono::milliseconds d) {

@@ -107,6 +107,11 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   app.add_option("--kube-api-qps", o.kube_api_qps,
                  "Client-side rate limit of API requests per second (0 disables it)");
   app.add_option("--kube-api-burst", o.kube_api_burst, "Burst of the client-side rate limit");
+  std::string content_type = "application/vnd.kubernetes.protobuf";
+  app.add_option("--kube-api-content-type", content_type,
+                 "How pods and nodes are listed and watched: application/vnd.kubernetes.protobuf "
+                 "(smaller and faster for the API server to encode) or application/json")
+      ->check(CLI::IsMember({"application/vnd.kubernetes.protobuf", "application/json"}));
   app.add_option("--kube-api-connections", o.kube_api_connections,
                  "Most HTTP/1.1 connections to the API server at once (two hold the watches)");
   app.add_option("--workers", o.workers, "Workers deciding evictions (sharded by node)");
@@ -263,6 +268,7 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
     problems.push_back("--log-level: \"" + o.log_level +
                        "\" is not one of trace, debug, info, warn, error, critical, off");
   }
+  o.protobuf = content_type == "application/vnd.kubernetes.protobuf";
   if (format == "text") {
     o.format = log_format::text;
   } else if (format == "json") {

@@ -29,6 +29,9 @@ struct options {
   int kube_api_connections = 128;
   int workers = 8;
   bool leader_elect = true;
+  /// --kube-api-content-type: pods and nodes are listed and watched as protobuf (as
+  /// kube-controller-manager's default) or JSON.
+  bool protobuf = true;
   std::chrono::milliseconds lease_duration{15'000};
   std::chrono::milliseconds renew_deadline{10'000};
   std::chrono::milliseconds retry_period{2'000};

@@ -1173,7 +1173,7 @@ bool run(walker<Record>& w, std::string_view text, json_engine engine) {
   return w.template walk<nlohmann_dom>(doc);
 }
 
-std::optional<event_type> parse_event_type(std::string_view s) noexcept {
+std::optional<event_type> event_type_of(std::string_view s) noexcept {
   if (s == "ADDED") {
     return event_type::added;
   }
@@ -1205,7 +1205,7 @@ result<watch_event<Record>> decode_event(std::string_view line, std::string_view
   if (!h.saw_type()) {
     return bad("type: missing");
   }
-  const auto type = parse_event_type(h.type());
+  const auto type = event_type_of(h.type());
   if (!type) {
     return bad("type: unknown watch event type \"" + printable(h.type(), 64) + "\"");
   }
@@ -1261,6 +1261,10 @@ result<Record> decode_object(std::string_view json_text, std::string_view what,
 }
 
 }  // namespace
+
+std::optional<event_type> parse_event_type(std::string_view text) noexcept {
+  return event_type_of(text);
+}
 
 std::string_view to_string(event_type type) noexcept {
   switch (type) {
@@ -1617,6 +1621,10 @@ result<std::string> list_splitter::finish() {
       malformed("unexpected end of input inside items", bytes_);
       return *failure_;
   }
+}
+
+bool keeping_pod_labels() noexcept {
+  return keep_labels.load(std::memory_order_relaxed);
 }
 
 void keep_pod_labels(bool keep) noexcept {

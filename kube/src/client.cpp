@@ -494,7 +494,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     http::request<http::string_body> msg{req.method, config_.base_path + req.target, 11};
     msg.set(http::field::host, host_header_);
     msg.set(http::field::user_agent, opts_.user_agent);
-    msg.set(http::field::accept, "application/json");
+    msg.set(http::field::accept, req.accept);
     if (!token.empty()) {
       msg.set(http::field::authorization, "Bearer " + token);
     }

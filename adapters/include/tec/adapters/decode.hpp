@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "tec/adapters/kube_names.hpp"
+#include "tec/adapters/protobuf.hpp"
 #include "tec/adapters/records.hpp"
 #include "tec/kube/line_splitter.hpp"
 #include "tec/kube/result.hpp"
@@ -55,6 +56,8 @@ using kube::watch_event;
 
 /// "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR".
 std::string_view to_string(event_type type) noexcept;
+/// The inverse of to_string(); nullopt for anything else.
+std::optional<event_type> parse_event_type(std::string_view text) noexcept;
 
 using pod_event = watch_event<pod_record>;
 using node_event = watch_event<node_record>;
@@ -81,6 +84,8 @@ result<node_record> decode_node(std::string_view json, json_engine engine = json
 /// informers start, only when a policy file is configured (it may gain a selector on reload).
 /// Any thread; applies to objects decoded after the call.
 void keep_pod_labels(bool keep) noexcept;
+/// What keep_pod_labels() last set.
+bool keeping_pod_labels() noexcept;
 
 /// Decodes a metav1.Status body (e.g. the body of a 410 response). Fields that are absent
 /// stay empty; only malformed JSON or a non-object is an error.
@@ -199,33 +204,39 @@ template <class Record>
 class list_decoder {
 public:
   explicit list_decoder(list_limits limits = {}, json_engine engine = json_engine::fast)
-      : splitter_(limits), engine_(engine) {}
+      : splitter_(limits), limits_(limits), engine_(engine) {}
 
   /// Feeds bytes; calls `on_item(Record&&)` for every decoded element and `on_skip(const
   /// error&)` for every skipped one, in order. False once the page is broken (failure()).
+  /// A body that starts with protobuf's magic (protobuf.hpp) is read as protobuf.
   template <class OnItem, class OnSkip>
   bool feed(std::string_view bytes, OnItem&& on_item, OnSkip&& on_skip) {
+    if (!protobuf_ && splitter_.bytes() == 0 && !bytes.empty() && bytes.front() == 'k') {
+      protobuf_.emplace(limits_.max_item_bytes, limits_.max_page_bytes);
+    }
+    if (protobuf_) {
+      return protobuf_->feed(bytes, [&](std::string_view message) {
+        return take(protobuf_->items() - 1, decode_message(message), on_item, on_skip, *protobuf_);
+      });
+    }
     return splitter_.feed(bytes, [&](std::string_view element) {
-      const std::size_t index = splitter_.items() - 1;
-      auto decoded = decode(element);
-      if (decoded) {
-        on_item(std::move(decoded).value());
-        return true;
-      }
-      error e = decoded.error();
-      e.message = "items[" + std::to_string(index) + "]: " + e.message;
-      if (e.code == make_error_code(errc::unexpected_shape)) {
-        on_skip(e);
-        return true;
-      }
-      splitter_.fail(std::move(e));
-      return false;
+      return take(splitter_.items() - 1, decode(element), on_item, on_skip, splitter_);
     });
   }
 
   /// The end of the body: metadata.resourceVersion and metadata.continue (items empty; they
   /// were delivered by feed()), or why the page is broken.
   result<list_page<Record>> finish() {
+    if (protobuf_) {
+      auto meta = protobuf_->finish();
+      if (!meta) {
+        return meta.error();
+      }
+      list_page<Record> page;
+      page.resource_version = std::move(meta.value().first);
+      page.continue_token = std::move(meta.value().second);
+      return page;
+    }
     auto envelope = splitter_.finish();
     if (!envelope) {
       return envelope.error();
@@ -237,10 +248,14 @@ public:
     }
   }
 
-  [[nodiscard]] const std::optional<error>& failure() const noexcept { return splitter_.failure(); }
+  [[nodiscard]] const std::optional<error>& failure() const noexcept {
+    return protobuf_ ? protobuf_->failure() : splitter_.failure();
+  }
 
   /// Bytes fed so far.
-  [[nodiscard]] std::size_t bytes() const noexcept { return splitter_.bytes(); }
+  [[nodiscard]] std::size_t bytes() const noexcept {
+    return protobuf_ ? protobuf_->bytes() : splitter_.bytes();
+  }
 
 private:
   result<Record> decode(std::string_view element) const {
@@ -251,7 +266,34 @@ private:
     }
   }
 
+  static result<Record> decode_message(std::string_view message) {
+    if constexpr (std::is_same_v<Record, pod_record>) {
+      return decode_pod_message(message);
+    } else {
+      return decode_node_message(message);
+    }
+  }
+
+  template <class OnItem, class OnSkip, class Splitter>
+  static bool take(std::size_t index, result<Record> decoded, OnItem& on_item, OnSkip& on_skip,
+                   Splitter& splitter) {
+    if (decoded) {
+      on_item(std::move(decoded).value());
+      return true;
+    }
+    error e = decoded.error();
+    e.message = "items[" + std::to_string(index) + "]: " + e.message;
+    if (e.code == make_error_code(errc::unexpected_shape)) {
+      on_skip(e);
+      return true;
+    }
+    splitter.fail(std::move(e));
+    return false;
+  }
+
   list_splitter splitter_;
+  std::optional<protobuf_list_splitter> protobuf_;
+  list_limits limits_;
   json_engine engine_;
 };
 

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "tec/adapters/decode.hpp"
+#include "tec/adapters/protobuf.hpp"
 #include "tec/adapters/records.hpp"
 #include "tec/adapters/store.hpp"
 #include "tec/kube/reflector.hpp"
@@ -14,11 +15,13 @@
 namespace tec::adapters {
 
 /// What the pod and node codecs share: Status bodies and LIST pages streamed item by item.
+/// Each body and watch event is read as JSON or protobuf by its first bytes (protobuf.hpp), so
+/// the reflector may ask for either (reflector_options::accept).
 template <class Record>
 struct record_codec {
   using object_type = Record;
   static kube::result<kube::api_status> decode_status(std::string_view body) {
-    return adapters::decode_status(body);
+    return is_protobuf(body) ? decode_status_protobuf(body) : adapters::decode_status(body);
   }
   static list_decoder<Record> make_list_decoder(std::size_t max_item_bytes,
                                                 std::size_t max_page_bytes) {
@@ -31,7 +34,7 @@ struct pod_codec : record_codec<pod_record> {
   static constexpr const char* path = "/api/v1/pods";
   static constexpr const char* kind = "pods";
   static kube::result<pod_event> decode_event(std::string_view line) {
-    return decode_pod_event(line);
+    return is_protobuf_event(line) ? decode_pod_event_protobuf(line) : decode_pod_event(line);
   }
 };
 
@@ -40,7 +43,7 @@ struct node_codec : record_codec<node_record> {
   static constexpr const char* path = "/api/v1/nodes";
   static constexpr const char* kind = "nodes";
   static kube::result<node_event> decode_event(std::string_view line) {
-    return decode_node_event(line);
+    return is_protobuf_event(line) ? decode_node_event_protobuf(line) : decode_node_event(line);
   }
 };
 

@@ -107,6 +107,8 @@ struct request {
   std::string target;  ///< Path and query, e.g. "/api/v1/pods?limit=500".
   std::string body;
   std::string content_type = "application/json";
+  /// The Accept header.
+  std::string accept = "application/json";
   /// Safe to resend after a network error (GET, DELETE with a UID precondition, PUT with a
   /// resourceVersion). Retries on 429/5xx happen for every request.
   bool idempotent = false;

@@ -94,6 +94,10 @@ struct reflector_options {
   /// Query parameters added to every LIST and WATCH (escaped, without a leading '&'), e.g.
   /// "fieldSelector=reason%3DTaintManagerEviction"; empty: none.
   std::string query;
+  /// The Accept header of every LIST and WATCH. The codec reads what comes back by its first
+  /// bytes (a JSON body or a "k8s\0" protobuf envelope; JSON lines or length-delimited
+  /// frames, kube::watch_splitter), so asking for protobuf with JSON as a fallback works.
+  std::string accept = "application/json";
   /// Seed for the watch timeouts and the backoff jitter; 0 = random.
   std::uint64_t seed = 0;
   /// Called once, on the executor, right after the first LIST was applied to the store

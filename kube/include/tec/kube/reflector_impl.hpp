@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "tec/kube/api_error.hpp"
+#include "tec/kube/frame_splitter.hpp"
 #include "tec/kube/line_splitter.hpp"
 #include "tec/kube/paths.hpp"
 #include "tec/kube/reflector.hpp"
@@ -160,6 +161,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
     request req;
     req.target = std::move(target);
     req.idempotent = true;
+    req.accept = options_.accept;
     // The page is decoded as it streams: items are kept as compact records, never the body.
     auto decoder = Codec::make_list_decoder(options_.max_line_bytes, api_.max_response_bytes());
     auto sink = [&](std::string_view bytes) {
@@ -333,7 +335,8 @@ reflector<Codec, Store>::watch(const std::string& resource_version, std::chrono:
     req.target += "&" + options_.query;
   }
   req.idempotent = true;
-  line_splitter splitter(options_.max_line_bytes);
+  req.accept = options_.accept;
+  watch_splitter splitter(options_.max_line_bytes);
   std::uint64_t applied = 0;
   auto sink = [&](std::string_view bytes) {
     out.bytes += bytes.size();
