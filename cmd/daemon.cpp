@@ -3,6 +3,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <malloc.h>
 #include <atomic>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -74,6 +75,8 @@ constexpr auto policy_poll_interval = 5s;
 constexpr auto breaker_log_interval = 60s;
 // Shadow mode settles what is due this often.
 constexpr auto shadow_sweep_interval = 1s;
+// How often heap memory freed since the last look is handed back to the kernel (issue 16).
+constexpr auto trim_interval = 5s;
 
 std::string describe(const std::exception_ptr& e) {
   try {
@@ -134,6 +137,7 @@ struct daemon::impl {
   // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
   std::atomic<bool> dry_run{false};
   std::optional<asio::steady_timer> shadow_timer;  // shadow mode's sweep (I/O thread)
+  std::optional<asio::steady_timer> trim_timer;    // returns freed heap to the kernel (I/O)
   std::thread io_thread;
   // Builds the /debug/evictions documents off the I/O thread. After the objects it reads
   // (ctrl, feed, driver), so it is joined before they are destroyed; shutdown() joins it once
@@ -387,6 +391,22 @@ struct daemon::impl {
     });
   }
 
+  // I/O thread: every trim_interval until shutdown, gives the heap that has been freed back to
+  // the kernel. glibc keeps what a burst of work freed (the initial LIST's pages, a relist, a
+  // mass eviction's requests) in its arenas, fragmented between the live records, so RSS
+  // stays at the burst's peak: at 50,000 pods that was most of the RSS (issue 16, BENCHMARKS.md).
+  // malloc_trim walks the free chunks only (a few ms at that size).
+  void arm_trim_timer() {
+    trim_timer->expires_after(trim_interval);
+    trim_timer->async_wait([this](const boost::system::error_code& ec) {
+      if (ec || stopping.load()) {
+        return;
+      }
+      ::malloc_trim(0);
+      arm_trim_timer();
+    });
+  }
+
   // I/O thread: re-reads the policy file every policy_poll_interval until shutdown.
   void arm_policy_timer() {
     policy_timer->expires_after(policy_poll_interval);
@@ -557,6 +577,7 @@ struct daemon::impl {
       metrics->is_leader.set(1);
     }
     const auto replayed = feed->activate(nodes, pods);
+    ::malloc_trim(0);  // what the LISTs and the replay freed; trim_timer does the rest later
     log->info("acting: replayed {} nodes ({} with NoExecute taints) and {} pods from the caches",
               replayed.nodes, replayed.tainted_nodes, replayed.pods);
   }
@@ -740,6 +761,8 @@ struct daemon::impl {
       policy_timer.emplace(io);
       arm_policy_timer();
     }
+    trim_timer.emplace(io);
+    arm_trim_timer();
     spawn_informer(*node_informer, node_informer_cancel, node_informer_done, "node");
     spawn_informer(*pod_informer, pod_informer_cancel, pod_informer_done, "pod");
     spawn_informer(*namespace_informer, namespace_informer_cancel, namespace_informer_done,
@@ -838,6 +861,7 @@ struct daemon::impl {
       if (shadow_timer) {
         shadow_timer->cancel();
       }
+      trim_timer->cancel();
     });
     api->shutdown();
     ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running

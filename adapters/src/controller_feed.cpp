@@ -31,12 +31,15 @@ controller_feed::replayed controller_feed::activate(const node_store& nodes,
       ++out.tainted_nodes;
     }
   }
-  const auto pod_snapshot = pods.list();
-  for (const auto& p : pod_snapshot) {
+  // One pod at a time, not a snapshot of the whole cache (issue 16: the peak RSS). The store's
+  // writers are the informer handlers on this thread, so nothing changes under the shared lock,
+  // and the controller only queues the pod here (its workers read the store under shared locks
+  // of their own).
+  pods.for_each([&](const pod_record& p) {
     ctrl_.pod_updated(nullptr, &p.pod);
-  }
+    ++out.pods;
+  });
   out.nodes = node_snapshot.size();
-  out.pods = pod_snapshot.size();
   return out;
 }
 

@@ -120,6 +120,7 @@ struct pod_store::impl {
     bool terminating : 1 = false;
     bool mirror : 1 = false;
     bool opted_out : 1 = false;
+    bool relisted : 1 = false;  // named by the relist in progress (relist_add)
     disruption_state disruption = disruption_state::absent;
   };
   // The small fields share one word after the pointers and the bind time.
@@ -322,6 +323,39 @@ replace_result<pod_record> pod_store::replace_all(std::vector<pod_record> record
   return out;
 }
 
+void pod_store::relist_begin() {
+  const std::unique_lock lock(impl_->mutex);
+  for (auto& s : impl_->pods) {
+    s.second.relisted = false;
+  }
+}
+
+replace_result<pod_record> pod_store::relist_add(std::vector<pod_record> batch) {
+  replace_result<pod_record> out;
+  out.upserted.reserve(batch.size());
+  const std::unique_lock lock(impl_->mutex);
+  for (auto& r : batch) {
+    auto [slot, old] = impl_->upsert(r);
+    slot->second.relisted = true;
+    out.upserted.emplace_back(std::move(old), std::move(r));
+  }
+  return out;
+}
+
+replace_result<pod_record> pod_store::relist_end() {
+  replace_result<pod_record> out;
+  const std::unique_lock lock(impl_->mutex);
+  for (auto it = impl_->pods.begin(); it != impl_->pods.end();) {
+    if (it->second.relisted) {
+      ++it;
+      continue;
+    }
+    out.deleted.push_back(impl_->record_of(*it));
+    it = impl_->remove(it);
+  }
+  return out;
+}
+
 std::optional<pod_record> pod_store::get(std::string_view namespace_, std::string_view name) const {
   const std::shared_lock lock(impl_->mutex);
   auto it = impl::find(std::as_const(*impl_), namespace_, name);
@@ -339,6 +373,13 @@ std::vector<pod_record> pod_store::list() const {
     out.push_back(impl_->record_of(s));
   }
   return out;
+}
+
+void pod_store::for_each(const std::function<void(const pod_record&)>& visit) const {
+  const std::shared_lock lock(impl_->mutex);
+  for (const auto& s : impl_->pods) {
+    visit(impl_->record_of(s));
+  }
 }
 
 std::size_t pod_store::size() const {

@@ -155,6 +155,49 @@ TEST(pod_store, replace_all_reports_additions_updates_and_deletions) {
   EXPECT_EQ(store.get("ns", "keep"), keep_new);
 }
 
+TEST(pod_store, relist_in_steps_reports_like_replace_all) {
+  pod_store store;
+  const auto keep_old = pod("ns", "keep", "node-a", "1");
+  const auto same = pod("ns", "same", "node-b", "1");
+  store.upsert(keep_old);
+  store.upsert(same);
+  store.upsert(pod("ns", "gone", "node-a", "1"));
+
+  // An abandoned relist (the LIST failed half-way) keeps what it wrote, and its marks do not
+  // carry over: "gone", named by it, is deleted by the next relist, which does not name it.
+  store.relist_begin();
+  store.relist_add({pod("ns", "gone", "node-a", "2")});
+  EXPECT_EQ(store.get("ns", "gone"), pod("ns", "gone", "node-a", "2"));
+
+  store.relist_begin();
+  const auto keep_new = pod("ns", "keep", "node-c", "5");
+  auto first = store.relist_add({keep_new});
+  ASSERT_EQ(first.upserted.size(), 1U);
+  EXPECT_EQ(first.upserted[0].first, keep_old);
+  EXPECT_EQ(first.upserted[0].second, keep_new);
+  EXPECT_TRUE(first.deleted.empty());
+  const auto fresh = pod("ns", "fresh", "node-a", "6");
+  auto second = store.relist_add({same, fresh});
+  ASSERT_EQ(second.upserted.size(), 2U);
+  EXPECT_EQ(second.upserted[0].first, same);
+  EXPECT_EQ(second.upserted[1].first, std::nullopt);
+  EXPECT_EQ(second.upserted[1].second, fresh);
+  EXPECT_EQ(store.size(), 4U);  // nothing removed before relist_end()
+
+  auto end = store.relist_end();
+  EXPECT_TRUE(end.upserted.empty());
+  ASSERT_EQ(end.deleted.size(), 1U);
+  EXPECT_EQ(end.deleted[0], pod("ns", "gone", "node-a", "2"));
+  EXPECT_EQ(store.size(), 3U);
+  EXPECT_EQ(names_on(store, "node-a"), (std::set<std::string>{"ns/fresh"}));
+  EXPECT_EQ(names_on(store, "node-c"), (std::set<std::string>{"ns/keep"}));
+
+  // An empty relist deletes everything.
+  store.relist_begin();
+  EXPECT_EQ(store.relist_end().deleted.size(), 3U);
+  EXPECT_EQ(store.size(), 0U);
+}
+
 TEST(pod_store, replace_all_with_empty_list_deletes_everything) {
   pod_store store;
   store.upsert(pod("ns", "a", "n"));
@@ -176,6 +219,26 @@ TEST(pod_store, list_snapshot) {
   ASSERT_EQ(all.size(), 2U);
   EXPECT_EQ(all[0], pod("ns", "a", "n"));
   EXPECT_EQ(all[1], pod("ns", "b", ""));
+}
+
+TEST(pod_store, for_each_visits_what_list_returns) {
+  pod_store store;
+  store.upsert(pod("ns", "a", "n"));
+  store.upsert(pod("ns", "b", ""));
+  store.upsert(pod("", "c", "n"));
+  std::vector<pod_record> visited;
+  store.for_each([&](const pod_record& r) {
+    visited.push_back(r);
+    EXPECT_TRUE(store.get(r.pod.namespace_, r.pod.name).has_value());  // reads may nest
+  });
+  auto listed = store.list();
+  auto by_name = [](const pod_record& x, const pod_record& y) { return x.pod.name < y.pod.name; };
+  std::sort(visited.begin(), visited.end(), by_name);
+  std::sort(listed.begin(), listed.end(), by_name);
+  EXPECT_EQ(visited, listed);
+
+  pod_store empty;
+  empty.for_each([](const pod_record&) { ADD_FAILURE() << "visited a pod of an empty store"; });
 }
 
 /// Random operations against a plain std::map model: the index by node and the pooled
@@ -237,7 +300,18 @@ TEST(pod_store, randomised_against_a_model) {
       for (const auto& [k, r] : next) {
         fresh.push_back(r);
       }
-      auto result = store.replace_all(fresh);
+      replace_result<pod_record> result;
+      if (rng() % 2 == 0) {
+        result = store.replace_all(fresh);
+      } else {  // the same in steps of up to 3 pods
+        store.relist_begin();
+        for (std::size_t i = 0; i < fresh.size(); i += 3) {
+          const auto last = std::min(fresh.size(), i + 3);
+          store.relist_add({fresh.begin() + static_cast<std::ptrdiff_t>(i),
+                            fresh.begin() + static_cast<std::ptrdiff_t>(last)});
+        }
+        result = store.relist_end();
+      }
       std::size_t expected_deleted = 0;
       for (const auto& [k, r] : model) {
         expected_deleted += next.contains(k) ? 0U : 1U;

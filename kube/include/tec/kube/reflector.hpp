@@ -15,7 +15,11 @@
 // objects to skip; any other decoding error fails the page or the watch.
 // The store: upsert(const object_type&) and erase(const object_type&) return the previous
 // object (std::optional); replace_all(std::vector<object_type>) returns {upserted: (old, new)
-// pairs of what changed, removed: what is gone}.
+// pairs of what changed, removed: what is gone}. A store may also offer relist_begin(),
+// relist_add(std::vector<object_type>) and relist_end() (a replace_all in steps, each returning
+// the same pairs): the reflector then hands it the listed objects in batches as they are
+// decoded and delivers their changes at once, instead of holding the whole list (issue 16: a
+// first LIST at resourceVersion=0 is one response of every object).
 //
 // One coroutine per reflector runs the whole session: a paginated LIST (resourceVersion=0,
 // limit=500, following `continue`; an expired continue token -> paging again from the start,
@@ -168,6 +172,9 @@ private:
   bool apply_line(std::string_view line, watch_outcome& out);
   void skipped_undecodable(const error& e);
   void apply_list(std::vector<object_type> items);
+  /// Calls the handler for what a replace_all (or a step of one) changed.
+  template <class Changes>
+  void deliver(const Changes& changes);
   void set_resource_version(const std::string& rv);
   template <class F>
   void count(F&& update);

@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cassert>
 #include <cctype>
 #include <memory>
 #include <random>
@@ -43,6 +44,17 @@ constexpr auto decode_error_log_period = std::chrono::seconds{10};
 /// asked for (client-go treats it like 410 and relists). `status` is the body decoded as a Status.
 bool too_large_resource_version(const response& res, const result<api_status>& status);
 
+/// A store that takes a relist in steps (reflector.hpp).
+template <class Store, class Object>
+concept relisted_in_steps = requires(Store& s, std::vector<Object> batch) {
+  s.relist_begin();
+  s.relist_add(std::move(batch));
+  s.relist_end();
+};
+
+/// How many decoded objects are handed to such a store at once.
+constexpr std::size_t relist_batch = 256;
+
 template <class Codec>
 std::string describe_status(const response& res) {
   return describe_status(res, Codec::decode_status(res.body));
@@ -66,7 +78,8 @@ inline long long trace_us() {
 template <class Codec, class Store>
 struct reflector<Codec, Store>::list_outcome {
   enum class kind { ok, gone, failed, stopped } what = kind::failed;
-  std::vector<object_type> items;
+  std::vector<object_type> items;  ///< Not yet handed to the store.
+  std::size_t added = 0;           ///< Handed to a relisted_in_steps store already.
   std::string resource_version;
   std::string why;
   error err;  ///< For kind::failed, when the failure has a code (e.g. response_too_large).
@@ -146,6 +159,17 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
   list_outcome out;
   std::string continue_token;
   bool restarted = false;  // paging began again after an expired continue token
+  constexpr bool in_steps = detail::relisted_in_steps<Store, object_type>;
+  // Hands the decoded objects to a store that takes the relist in steps.
+  auto add_items = [&] {
+    if constexpr (in_steps) {
+      out.added += out.items.size();
+      deliver(store_.relist_add(std::exchange(out.items, {})));
+    }
+  };
+  if constexpr (in_steps) {
+    store_.relist_begin();
+  }
   for (;;) {
     std::string target =
         std::string(Codec::path) + "?limit=" + std::to_string(options_.page_size) + "&";
@@ -169,7 +193,13 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
         return false;
       }
       return decoder.feed(
-          bytes, [&](object_type&& item) { out.items.push_back(std::move(item)); },
+          bytes,
+          [&](object_type&& item) {
+            out.items.push_back(std::move(item));
+            if (out.items.size() >= detail::relist_batch) {
+              add_items();
+            }
+          },
           [&](const error& e) { skipped_undecodable(e); });
     };
     auto res = co_await api_.stream(std::move(req), sink, options_.idle_timeout);
@@ -193,6 +223,10 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
       restarted = true;
       continue_token.clear();
       out.items.clear();
+      out.added = 0;
+      if constexpr (in_steps) {
+        store_.relist_begin();  // the objects of the expired snapshot count for nothing
+      }
       continue;
     }
     if ((res->status == 410 && continue_token.empty()) ||
@@ -218,6 +252,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
       out.err = page.error();
       co_return out;
     }
+    add_items();
     if (page->continue_token.empty()) {
       out.resource_version = std::move(page->resource_version);
       out.what = kind::ok;
@@ -246,7 +281,17 @@ void reflector<Codec, Store>::skipped_undecodable(const error& e) {
 
 template <class Codec, class Store>
 void reflector<Codec, Store>::apply_list(std::vector<object_type> items) {
-  auto changes = store_.replace_all(std::move(items));
+  if constexpr (detail::relisted_in_steps<Store, object_type>) {
+    assert(items.empty());  // list() handed them over already
+    deliver(store_.relist_end());
+  } else {
+    deliver(store_.replace_all(std::move(items)));
+  }
+}
+
+template <class Codec, class Store>
+template <class Changes>
+void reflector<Codec, Store>::deliver(const Changes& changes) {
   for (const auto& [old, cur] : changes.upserted) {
     if (old && *old == cur) {
       continue;  // unchanged since we last saw it
@@ -487,7 +532,7 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
         }
         continue;
       }
-      const auto n = listed.items.size();
+      const auto n = listed.added + listed.items.size();
       apply_list(std::move(listed.items));
       set_resource_version(listed.resource_version);
       count([&](reflector_stats& s) {
