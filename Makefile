@@ -5,7 +5,7 @@ REPEAT ?= 10
 CLUSTER := deploy/local/cluster.sh
 
 .PHONY: all deps configure build test test-unit test-integration test-node test-asan test-tsan \
-        sanitizers test-repeat fuzz bench bench-micro bench-compare bench-quick demo demo-breaker demo-down \
+        sanitizers test-repeat fuzz bench bench-micro bench-compare bench-scale bench-quick demo demo-breaker demo-down \
         image format format-check lint clean
 
 all: build
@@ -79,6 +79,11 @@ bench-micro: build
 
 bench-compare: build
 	@bench/compare.sh
+
+# Scenario 7 alone (issue 16): 5,000 nodes and 150,000 pods, a zone outage, a pod churn.
+# Takes a long while; eviction_compare's --scale-* flags after ARGS= make it smaller.
+bench-scale: build
+	@bench/compare.sh --scenarios scale $(ARGS)
 
 # The side-by-side comparison at a small scale (a few minutes): checks that it all works.
 bench-quick: build

@@ -18,6 +18,9 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
   default_dir="/dev/shm/tec-bench-cluster-$(id -u)"
 fi
 export TEC_CLUSTER_DIR=${TEC_BENCH_CLUSTER_DIR:-$default_dir}
+# 150,000 realistic pods (scenario 7) with their managedFields and the outage's and churn's
+# revisions outgrow etcd's 2 GiB default quota; tmpfs holds only what is written.
+export TEC_ETCD_QUOTA_BYTES=${TEC_ETCD_QUOTA_BYTES:-$((8 * 1024 * 1024 * 1024))}
 out=${TEC_BENCH_OUT:-$root/build/bench}
 
 for bin in eviction_compare taint-eviction-controller; do

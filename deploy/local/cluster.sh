@@ -37,6 +37,7 @@ MARKER_FILE="$CLUSTER_DIR/.tec-local-cluster"
 
 READY_TIMEOUT="${TEC_READY_TIMEOUT:-120}"
 STOP_TIMEOUT="${TEC_STOP_TIMEOUT:-10}"
+ETCD_QUOTA_BYTES="${TEC_ETCD_QUOTA_BYTES:-$((2 * 1024 * 1024 * 1024))}"
 # Where kube-apiserver listens: 127.0.0.1, or the node address with --node (see node.sh).
 API_HOST=127.0.0.1
 NODE_MODE=0
@@ -89,6 +90,7 @@ Environment:
   TEC_ETCD_PEER_PORT       etcd peer port (default: the last one, or a free one).
   TEC_READY_TIMEOUT        Seconds to wait for /readyz, the node, the controller (default 120).
   TEC_STOP_TIMEOUT         Seconds between SIGTERM and SIGKILL on 'down' (default 10).
+  TEC_ETCD_QUOTA_BYTES     etcd's --quota-backend-bytes (default 2 GiB; bench/compare.sh: 8 GiB).
   TEC_BUILD_JOBS           Parallel Go compile jobs for 'build' (default: nproc).
   TEC_SA_TOKEN_DURATION    Lifetime of sa-kubeconfig tokens (default 24h).
   TEC_KUBELET_VERBOSITY    The kubelet's --v with --node (default 1).
@@ -547,7 +549,7 @@ start_control_plane() {
     --initial-cluster "tec-local=http://127.0.0.1:$etcd_peer_port" \
     --initial-cluster-state new \
     --initial-cluster-token "tec-local-$etcd_port" \
-    --quota-backend-bytes $((2 * 1024 * 1024 * 1024)) \
+    --quota-backend-bytes "$ETCD_QUOTA_BYTES" \
     --logger zap
   local i ok=0
   for i in $(seq 1 60); do

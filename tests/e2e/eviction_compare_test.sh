@@ -15,7 +15,7 @@ kcm=$("$REPO_ROOT/deploy/local/cluster.sh" build kube-controller-manager | tail 
 out="$WORK/out"
 log "running eviction_compare --quick (a few minutes)"
 rc=0
-timeout 900 "$TEC_COMPARE_BIN" --kubeconfig "$KUBECONFIG" --cluster-dir "$TEC_CLUSTER_DIR" --kcm "$kcm" --tec "$TEC_BIN" \
+timeout 1200 "$TEC_COMPARE_BIN" --kubeconfig "$KUBECONFIG" --cluster-dir "$TEC_CLUSTER_DIR" --kcm "$kcm" --tec "$TEC_BIN" \
   --namespace "$NS" --out-dir "$out" --quick >"$WORK/compare.out" 2>&1 || rc=$?
 if [ "$rc" -ne 0 ]; then
   tail -n 60 "$WORK/compare.out" >&2
@@ -29,7 +29,10 @@ if grep -q 'FAILED' "$table"; then
 fi
 # Every scenario row has a figure for both controllers (the ratio may be n/a at this scale).
 for row in 'latency p50' 'limits lifted: throughput' 'QPS 20/30: throughput' 'timer error p99' \
-  'RSS, 1000 pods'; do
+  'RSS, 1000 pods' 'scale: synced and acting, 200 pods' 'scale: synced and acting, 400 pods' \
+  'scale: CPU during sync, 400 pods' 'scale: RSS steady, 400 pods' 'scale: RSS peak, 400 pods' \
+  'scale: outage error p50' 'scale: outage error p99' 'scale: outage error max' \
+  'scale: outage issue rate' 'scale: CPU per pod update'; do
   grep -E "^\| [0-9] \| [^|]*$row[^|]* \| [0-9.]+ [^|]+ \| [0-9.]+ [^|]+ \|" "$table" >/dev/null \
     || { cat "$table" >&2; fail "no figures for both controllers in the row '$row'"; }
 done
