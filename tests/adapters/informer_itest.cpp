@@ -72,7 +72,8 @@ struct recorder {
   }
 };
 
-class informer_itest : public ::testing::Test {
+/// The parameter: pods and nodes listed and watched as protobuf (the daemon's default) or JSON.
+class informer_itest : public ::testing::TestWithParam<bool> {
 protected:
   void SetUp() override {
     const char* path = std::getenv("KUBECONFIG");
@@ -103,6 +104,14 @@ protected:
     EXPECT_EQ(res->status, status) << res->body;
   }
 
+  /// The options of every informer of a test: its Accept header by the parameter.
+  static kube::reflector_options with_accept(kube::reflector_options opts = {}) {
+    if (GetParam()) {
+      opts.accept = protobuf_accept;
+    }
+    return opts;
+  }
+
   void start_nodes(kube::reflector_options opts = {}) {
     nodes_ = std::make_unique<node_informer>(
         *api_, node_store_,
@@ -116,7 +125,7 @@ protected:
                                       (n->node.taints.empty() ? "" : " tainted"));
           }
         },
-        opts);
+        with_accept(std::move(opts)));
     asio::co_spawn(io_, nodes_->run(), [this](std::exception_ptr) { ++finished_; });
   }
 
@@ -156,7 +165,7 @@ protected:
   int finished_ = 0;
 };
 
-TEST_F(informer_itest, node_create_update_delete) {
+TEST_P(informer_itest, node_create_update_delete) {
   connect(config_);
   start_nodes();
   ASSERT_TRUE(run_until([this] { return nodes_->has_synced(); }));
@@ -179,7 +188,7 @@ TEST_F(informer_itest, node_create_update_delete) {
   EXPECT_EQ(nodes_->stats().relists, 0U);
 }
 
-TEST_F(informer_itest, pod_create_update_delete_indexed_by_node) {
+TEST_P(informer_itest, pod_create_update_delete_indexed_by_node) {
   connect(config_);
   std::vector<std::string> seen;
   pods_ = std::make_unique<pod_informer>(
@@ -187,7 +196,7 @@ TEST_F(informer_itest, pod_create_update_delete_indexed_by_node) {
       [&](const pod_record* o, const pod_record* n) {
         seen.push_back(std::string(o ? "-" + o->pod.name : "") + (n ? "+" + n->pod.name : ""));
       },
-      kube::reflector_options{});
+      with_accept());
   asio::co_spawn(io_, pods_->run(), [this](std::exception_ptr) { ++finished_; });
   ASSERT_TRUE(run_until([this] { return pods_->has_synced(); }));
 
@@ -331,7 +340,7 @@ private:
   std::string dir_;
 };
 
-TEST_F(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back_to_latest) {
+TEST_P(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back_to_latest) {
   if (shell("command -v etcdctl >/dev/null").first != 0) {
     GTEST_SKIP() << "etcdctl is not installed";
   }
@@ -476,7 +485,7 @@ protected:
   int requests_ = 0;
 };
 
-TEST_F(informer_paging_itest, pages_from_etcd_are_streamed_and_followed) {
+TEST_P(informer_paging_itest, pages_from_etcd_are_streamed_and_followed) {
   start_paging([](int) {});
   ASSERT_TRUE(run_until([this] { return nodes_->has_synced(); }));
   expect_created_nodes();
@@ -487,7 +496,7 @@ TEST_F(informer_paging_itest, pages_from_etcd_are_streamed_and_followed) {
   EXPECT_GE(requests_, 3);  // at least 5 nodes in pages of 2
 }
 
-TEST_F(informer_paging_itest, an_expired_continue_token_pages_again_from_the_start) {
+TEST_P(informer_paging_itest, an_expired_continue_token_pages_again_from_the_start) {
   if (etcd_.empty() || shell("command -v etcdctl >/dev/null").first != 0) {
     GTEST_SKIP() << "needs etcdctl and the cluster's etcd endpoint (deploy/local/cluster.sh)";
   }
@@ -520,6 +529,12 @@ TEST_F(informer_paging_itest, an_expired_continue_token_pages_again_from_the_sta
   // would send one LIST without a limit: 3 requests in all).
   EXPECT_GE(requests_, 5);
 }
+
+const auto encoding_name = [](const ::testing::TestParamInfo<bool>& info) {
+  return std::string(info.param ? "protobuf" : "json");
+};
+INSTANTIATE_TEST_SUITE_P(encodings, informer_itest, ::testing::Bool(), encoding_name);
+INSTANTIATE_TEST_SUITE_P(encodings, informer_paging_itest, ::testing::Bool(), encoding_name);
 
 }  // namespace
 }  // namespace tec::adapters
