@@ -467,12 +467,13 @@ protected:
     opts.qps = 0;
     opts.request_timeout = 60s;
     opts.max_retries = 10;
-    // Under sanitizers only time is at stake (memory is not measured): a smaller page cap.
-    if (sanitized) {
-      opts.max_response_bytes = std::size_t{32} << 20U;
-    }
     return opts;
   }
+
+  /// The page cap of these tests (the default, 16 GiB, would take minutes to reach). Under
+  /// sanitizers only time is at stake (memory is not measured): a smaller one.
+  static constexpr std::size_t page_cap =
+      sanitized ? std::size_t{32} << 20U : std::size_t{256} << 20U;
 
   /// Runs the informer until it has synced; the first LIST is the huge one, the second a
   /// small good one. Returns the peak resident growth in KiB over the run (-1: not measured).
@@ -485,6 +486,7 @@ protected:
     opts.backoff.initial = 0ms;  // no timer: the relist follows the failed one at once
     opts.backoff.cap = 0ms;
     opts.seed = 1;
+    opts.max_list_bytes = page_cap;
     informer_ = std::make_unique<pod_informer>(api_, store_, nullptr, opts);
     const long before = status_kib("VmRSS");
     const bool measured = !sanitized && reset_peak_rss() && before > 0;
@@ -559,6 +561,46 @@ TEST_F(huge_list_test, many_items_beyond_the_page_cap_fail_as_too_large_once_in_
   expect_one_too_large_then_synced(growth);
   EXPECT_NE(informer_->last_list_error().message.find("the body is larger than"), std::string::npos)
       << informer_->last_list_error().message;
+}
+
+TEST_F(huge_list_test, a_list_beyond_the_clients_response_cap_streams_in_one_request) {
+  // The watch cache answers resourceVersion=0 with every object in one response (1.2 GB for
+  // 150,000 realistic pods): a streamed LIST is bounded by max_list_bytes, not by the cap on
+  // the bodies the client buffers. Here 4,000 pods (34 MB) against a 1 MiB client cap.
+  client small_cap(io_.get_executor(), kube::testing::plain_config(server_), [] {
+    auto o = options();
+    o.max_response_bytes = std::size_t{1} << 20U;
+    return o;
+  }());
+  std::string items = bulky_pod(0);
+  for (int i = 1; i < 4'000; ++i) {
+    items += "," + bulky_pod(i);
+  }
+  ASSERT_GT(items.size(), std::size_t{32} << 20U);
+  server_.push(reply::with(
+      200, R"({"kind":"PodList","metadata":{"resourceVersion":"50"},"items":[)" + items + "]}"));
+  server_.push(reply::chunked(200).stall());
+  kube::reflector_options opts;
+  opts.seed = 1;
+  informer_ = std::make_unique<pod_informer>(small_cap, store_, nullptr, opts);
+  bool finished = false;
+  asio::co_spawn(io_, informer_->run(), [&](const std::exception_ptr&) { finished = true; });
+  EXPECT_TRUE(kube::testing::run_until(
+      io_, [this] { return informer_->has_synced(); }, 120s));
+  EXPECT_EQ(store_.size(), 4'000U);
+  EXPECT_EQ(informer_->stats().errors, 0U) << informer_->last_list_error().message;
+  const auto reqs = server_.requests();
+  ASSERT_GE(reqs.size(), 1U);
+  EXPECT_EQ(reqs[0].target, "/api/v1/pods?limit=500&resourceVersion=0");
+  EXPECT_EQ(
+      std::count_if(reqs.begin(), reqs.end(),
+                    [](const auto& r) { return r.target.find("watch=1") == std::string::npos; }),
+      1);
+  informer_->stop();
+  small_cap.shutdown();
+  EXPECT_TRUE(kube::testing::run_until(
+      io_, [&] { return finished; }, wait_cap));
+  informer_.reset();  // it borrows small_cap
 }
 
 // ---- continue tokens, undecodable objects, server text -------------------------------------

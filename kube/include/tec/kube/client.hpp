@@ -65,8 +65,9 @@ struct client_options {
   /// An idle pooled connection older than this is closed instead of reused (client-go's
   /// IdleConnTimeout is 90 s; servers close idle connections on their own schedule).
   std::chrono::milliseconds idle_connection_timeout{90'000};
-  /// Bound on a send() response body, and on one LIST page an informer streams (a page of
-  /// 500 large pods stays well below). A larger body is errc::response_too_large, never retried.
+  /// Bound on a send() response body, which the client buffers whole, and on a stream()'s
+  /// error body. A streamed body's consumer bounds it (reflector_options::max_list_bytes).
+  /// A larger body is errc::response_too_large, never retried.
   std::size_t max_response_bytes = std::size_t{256} << 20U;
   /// Test seam: maps each wait the client makes (its reason and the time wanted) to the wait
   /// actually slept; tests record the requested values and return zero. Empty = sleep the

@@ -35,12 +35,13 @@
 // 60 s) -> the watch is dropped and re-opened at once (half-open connections).
 //
 // LIST pages are decoded as they stream (list_decoder): memory holds the compact records, at
-// most one incomplete item (max_line_bytes) and never the body; a page over the client's
-// max_response_bytes fails with errc::response_too_large (not retried by the client; the
-// reflector backs off as for any failed list). A first LIST at resourceVersion=0 that is too
-// large is followed by LISTs from etcd (resourceVersion=""), whose pages the server does
-// bound: the watch cache ignores the limit and answers one page with every object. An object that
-// is valid JSON of the wrong shape (in a LIST page or a watch event) is skipped, counted in
+// most one incomplete item (max_line_bytes) and never the body, so a page is bounded by
+// reflector_options::max_list_bytes (16 GiB), not by the client's max_response_bytes (256 MiB,
+// for bodies it buffers). A larger page fails with errc::response_too_large (not retried by the
+// client; the reflector backs off as for any failed list). A first LIST at resourceVersion=0
+// that is too large is followed by LISTs from etcd (resourceVersion=""), whose pages the server
+// does bound: the watch cache ignores the limit and answers one page with every object. An object
+// that is valid JSON of the wrong shape (in a LIST page or a watch event) is skipped, counted in
 // reflector_stats::decode_errors and logged at most every 10 s, instead of failing the list or
 // watch forever (the server would send it again each time). Malformed JSON still fails the page or
 // the watch.
@@ -88,6 +89,12 @@ struct reflector_options {
   backoff_policy backoff;
   /// Bound on one watch event line, and on one item of a LIST page.
   std::size_t max_line_bytes = line_splitter::default_max_line_bytes;
+  /// Bound on one LIST response. It is streamed (memory holds the records, never the body),
+  /// and the watch cache answers resourceVersion=0 with every object in one response: 1.2 GB
+  /// of protobuf for 150,000 realistic pods (BENCHMARKS.md). 16 GiB is more than an etcd at
+  /// its largest quota (8 GiB) holds, even written out as JSON; it stops a server that never
+  /// ends the body. A larger response is errc::response_too_large (see the top of this file).
+  std::size_t max_list_bytes = std::size_t{16} << 30U;
   /// A watch that ends with no event sooner than this counts as a failure (backoff), so a
   /// server that closes watches at once does not make us spin (client-go: 1 s).
   std::chrono::milliseconds short_watch{1'000};

@@ -187,7 +187,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
     req.idempotent = true;
     req.accept = options_.accept;
     // The page is decoded as it streams: items are kept as compact records, never the body.
-    auto decoder = Codec::make_list_decoder(options_.max_line_bytes, api_.max_response_bytes());
+    auto decoder = Codec::make_list_decoder(options_.max_line_bytes, options_.max_list_bytes);
     auto sink = [&](std::string_view bytes) {
       if (stopping_) {
         return false;
