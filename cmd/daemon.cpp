@@ -578,8 +578,10 @@ struct daemon::impl {
     }
     const auto replayed = feed->activate(nodes, pods);
     ::malloc_trim(0);  // what the LISTs and the replay freed; trim_timer does the rest later
-    log->info("acting: replayed {} nodes ({} with NoExecute taints) and {} pods from the caches",
-              replayed.nodes, replayed.tainted_nodes, replayed.pods);
+    log->info(
+        "acting: replayed {} nodes ({} with NoExecute taints) and the {} pods on those from the "
+        "caches",
+        replayed.nodes, replayed.tainted_nodes, replayed.pods);
   }
 
   void wait_signal() {

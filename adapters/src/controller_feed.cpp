@@ -27,18 +27,22 @@ controller_feed::replayed controller_feed::activate(const node_store& nodes,
   const auto node_snapshot = nodes.list();
   for (const auto& n : node_snapshot) {
     ctrl_.node_updated(nullptr, &n.node, controller::update_origin::replay);
-    if (!controller::no_execute_taints(n.node.taints).empty()) {
-      ++out.tainted_nodes;
+  }
+  // Then the pods on the nodes with NoExecute taints, from the store's node index, one node at
+  // a time. A pod on any other node has nothing to decide: upstream's handlePodUpdate returns
+  // at once when the pod's node is not among its tainted nodes, and nothing is scheduled yet
+  // that could be cancelled. Replaying all of them cost 0.8 s at 150,000 pods, on this
+  // thread, ahead of the first eviction (issue 16).
+  for (const auto& n : node_snapshot) {
+    if (controller::no_execute_taints(n.node.taints).empty()) {
+      continue;
+    }
+    ++out.tainted_nodes;
+    for (const auto& p : pods.pods_on_node(n.node.name)) {
+      ctrl_.pod_updated(nullptr, &p);
+      ++out.pods;
     }
   }
-  // One pod at a time, not a snapshot of the whole cache (issue 16: the peak RSS). The store's
-  // writers are the informer handlers on this thread, so nothing changes under the shared lock,
-  // and the controller only queues the pod here (its workers read the store under shared locks
-  // of their own).
-  pods.for_each([&](const pod_record& p) {
-    ctrl_.pod_updated(nullptr, &p.pod);
-    ++out.pods;
-  });
   out.nodes = node_snapshot.size();
   return out;
 }

@@ -33,12 +33,13 @@ public:
   struct replayed {
     std::size_t nodes = 0;
     std::size_t tainted_nodes = 0;  ///< Nodes with at least one NoExecute taint.
-    std::size_t pods = 0;
+    std::size_t pods = 0;           ///< Pods on those nodes.
   };
 
-  /// Starts forwarding, and replays every cached node, then every cached pod, as an add. Call
-  /// it on the informers' executor, so that no informer event slips between the snapshot and
-  /// the handlers starting to forward.
+  /// Starts forwarding, and replays every cached node, then every cached pod on a node with a
+  /// NoExecute taint, as an add (a pod on another node has nothing to decide). Call it on the
+  /// informers' executor, so that no informer event slips between the snapshot and the
+  /// handlers starting to forward.
   replayed activate(const node_store& nodes, const pod_store& pods);
 
   /// Stops forwarding (at once: another process may already be leading). Any thread.
