@@ -106,6 +106,8 @@ struct options {
   bool scale_lifted = false;  ///< The controllers at lifted_qps/lifted_burst, not the default.
   /// kube-controller-manager's node monitor on during the scale scenario (off by default).
   bool scale_kcm_monitor = false;
+  /// Leave the scale scenario's nodes and pods in the cluster (to profile a controller by hand).
+  bool scale_keep = false;
   long seed_concurrency = 32;
   bool quick = false;
 };
@@ -428,7 +430,9 @@ bool runner::connect() {
     std::fprintf(stderr, "error: the pod watch did not sync within 120 s\n");
     return false;
   }
-  return cleanup();
+  // What an earlier run left is removed, unless it was a --scale-keep run's seed: it is kept
+  // and the scale scenario's seeding takes what exists (409).
+  return o_.scale_keep || cleanup();
 }
 
 std::string runner::pod_body(const std::string& name, const std::string& node,
@@ -1144,6 +1148,11 @@ json runner::scale(const std::vector<variant>& vs) {
       r["step_seconds"] = tb::seconds_since(t0);
       out[key][v.id] = r;
     }
+  }
+  if (o_.scale_keep) {
+    std::printf("[scale] --scale-keep: the nodes and pods stay in the cluster\n");
+    kcm_monitor_off_ = false;
+    return out;
   }
   t0 = steady::now();
   if (!cleanup()) {
@@ -1976,6 +1985,10 @@ int main(int argc, char** argv) {
   app.add_flag("--scale-kcm-monitor", o.scale_kcm_monitor,
                "Keep kube-controller-manager's node monitor on in the scale scenario (it then "
                "re-taints the outage's zone at --node-eviction-rate and paces the evictions)");
+  app.add_flag("--scale-keep", o.scale_keep,
+               "Leave the scale scenario's nodes and pods in the cluster afterwards, and keep "
+               "what a run left at the start (with --controllers none: seed a cluster to "
+               "profile a controller by hand; later runs with it reuse the seed)");
   app.add_flag("--quick", o.quick, "A small run to check that everything works (minutes)");
   CLI11_PARSE(app, argc, argv);
   const auto needs = [&](const char* c) {

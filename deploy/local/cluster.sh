@@ -38,6 +38,8 @@ MARKER_FILE="$CLUSTER_DIR/.tec-local-cluster"
 READY_TIMEOUT="${TEC_READY_TIMEOUT:-120}"
 STOP_TIMEOUT="${TEC_STOP_TIMEOUT:-10}"
 ETCD_QUOTA_BYTES="${TEC_ETCD_QUOTA_BYTES:-$((2 * 1024 * 1024 * 1024))}"
+# Go's soft memory limit for kube-apiserver only (GOMEMLIMIT syntax, e.g. 9GiB; empty: none).
+APISERVER_GOMEMLIMIT="${TEC_APISERVER_GOMEMLIMIT:-}"
 # Where kube-apiserver listens: 127.0.0.1, or the node address with --node (see node.sh).
 API_HOST=127.0.0.1
 NODE_MODE=0
@@ -91,6 +93,8 @@ Environment:
   TEC_READY_TIMEOUT        Seconds to wait for /readyz, the node, the controller (default 120).
   TEC_STOP_TIMEOUT         Seconds between SIGTERM and SIGKILL on 'down' (default 10).
   TEC_ETCD_QUOTA_BYTES     etcd's --quota-backend-bytes (default 2 GiB; bench/compare.sh: 8 GiB).
+  TEC_APISERVER_GOMEMLIMIT Go's soft memory limit for kube-apiserver alone, e.g. 9GiB (default
+                           none; bench/compare.sh sets one: see there).
   TEC_BUILD_JOBS           Parallel Go compile jobs for 'build' (default: nproc).
   TEC_SA_TOKEN_DURATION    Lifetime of sa-kubeconfig tokens (default 24h).
   TEC_KUBELET_VERBOSITY    The kubelet's --v with --node (default 1).
@@ -584,7 +588,9 @@ start_control_plane() {
     )
   fi
   log "starting kube-apiserver $K8S_VERSION on https://$API_HOST:$api_port"
-  start_daemon kube-apiserver "$BIN_DIR/kube-apiserver" \
+  local apiserver_env=()
+  [ -n "$APISERVER_GOMEMLIMIT" ] && apiserver_env=(env "GOMEMLIMIT=$APISERVER_GOMEMLIMIT")
+  start_daemon kube-apiserver "${apiserver_env[@]}" "$BIN_DIR/kube-apiserver" \
     --bind-address="$API_HOST" \
     --advertise-address="$API_HOST" \
     --secure-port="$api_port" \
