@@ -747,6 +747,39 @@ TEST_F(client_test, idle_stream_times_out) {
   EXPECT_EQ(server_.requests().size(), 1U);  // not replayed once bytes were delivered
 }
 
+TEST_F(client_test, a_stream_times_out_idle_timeout_after_its_last_byte_not_its_first) {
+  server_.push(reply::chunked(200).chunk("a").hold("b").chunk("b").hold("c").chunk("c").stall());
+  client c(io_.get_executor(), plain_config(), fast_options());
+  std::string got;
+  request req;
+  req.target = "/api/v1/pods?watch=1";
+  std::optional<result<response>> res;
+  asio::co_spawn(
+      io_,
+      [](client& to, request r, std::string* into,
+         std::optional<result<response>>* out) -> asio::awaitable<void> {
+        *out = co_await to.stream(
+            std::move(r),
+            [into](std::string_view bytes) {
+              into->append(bytes);
+              return true;
+            },
+            300ms);
+      }(c, req, &got, &res),
+      asio::detached);
+  ASSERT_TRUE(run_until([&] { return got == "a"; }));
+  // Bytes 200 ms apart, past the first byte's 300 ms: the guard counts from the last one.
+  for (const char* next : {"b", "c"}) {
+    clock_->advance(200ms);
+    run_ready();
+    server_.release(next);
+    ASSERT_TRUE(run_until([&] { return got.back() == *next; })) << got;
+    ASSERT_FALSE(res.has_value());
+  }
+  ASSERT_NO_FATAL_FAILURE(expect_timeout_at(300ms, res));
+  EXPECT_EQ(got, "abc");
+}
+
 TEST_F(client_test, stream_stopped_by_the_sink) {
   server_.push(reply::chunked(200).chunk("a").hold("never").chunk("b").end());
   client c(io_.get_executor(), plain_config(), fast_options());
