@@ -21,6 +21,11 @@ export TEC_CLUSTER_DIR=${TEC_BENCH_CLUSTER_DIR:-$default_dir}
 # 150,000 realistic pods (scenario 7) with their managedFields and the outage's and churn's
 # revisions outgrow etcd's 2 GiB default quota; tmpfs holds only what is written.
 export TEC_ETCD_QUOTA_BYTES=${TEC_ETCD_QUOTA_BYTES:-$((8 * 1024 * 1024 * 1024))}
+# kube-apiserver 1.20 holds 150,000 realistic pods in a live heap of 5-7 GiB; with Go's default
+# GC it grew to 16-21 GiB while seeding and listing them, which with kube-controller-manager's
+# 5.7 GiB outgrows this 24 GiB machine. A soft limit keeps it at about 10.5 GiB (its LIST of
+# all pods then took 5-8 s to its first byte, against 4-8 s at 11 GiB and 11-19 s at 8 GiB).
+export TEC_APISERVER_GOMEMLIMIT=${TEC_APISERVER_GOMEMLIMIT-10GiB}
 out=${TEC_BENCH_OUT:-$root/build/bench}
 
 for bin in eviction_compare taint-eviction-controller; do

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -256,6 +257,21 @@ std::optional<process_sample> sample_process(pid_t pid) {
       }
     }
     out.cpu_seconds = ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  std::error_code ec;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  double run_ns = 0;
+  bool read_any = false;
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+    std::ifstream stat(task.path() / "schedstat");
+    double ns = 0;
+    if (stat >> ns) {
+      run_ns += ns;
+      read_any = true;
+    }
+  }
+  if (!ec && read_any) {
+    out.run_seconds = run_ns / 1e9;
   }
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;

@@ -80,7 +80,11 @@ tally run_batch(boost::asio::io_context& io, kube::client& api, long count,
 
 /// Counters of another process, from /proc/<pid>/{stat,status}.
 struct process_sample {
-  double cpu_seconds = 0;            ///< utime + stime, all threads.
+  double cpu_seconds = 0;  ///< utime + stime, all threads (10 ms ticks).
+  /// Time on a CPU of the threads alive now, in nanoseconds' resolution (the first field of
+  /// /proc/PID/task/*/schedstat); -1 when not readable. For differences over a window in
+  /// which no thread ends: a figure per pod update needs a finer clock than the ticks.
+  double run_seconds = -1;
   std::uint64_t rss_bytes = 0;       ///< VmRSS.
   std::uint64_t rss_peak_bytes = 0;  ///< VmHWM.
 };
