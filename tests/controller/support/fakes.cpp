@@ -91,8 +91,11 @@ void recording_sink::evict(eviction_request request, std::function<void(eviction
     } else {
       now = eviction_status::deleted;
     }
+    // Under the lock: a waiter that sees this call (e.g. held() == n) may release it, let
+    // the controller shut down and destroy this sink at once; a notify after the unlock
+    // would then touch a destroyed condition variable (TSan, Threaded.Shutdown...).
+    cv_.notify_all();
   }
-  cv_.notify_all();
   if (now) {
     finish(pod, done, *now);
   }
@@ -103,8 +106,8 @@ void recording_sink::record_event(const pod_ref& pod, event_kind kind, std::stri
     std::lock_guard lock(mu_);
     events_.emplace_back(pod, kind);
     event_details_.emplace_back(detail);
+    cv_.notify_all();  // under the lock, as in evict()
   }
-  cv_.notify_all();
 }
 
 void recording_sink::finish(const pod_ref& pod, std::function<void(eviction_result)>& done,
