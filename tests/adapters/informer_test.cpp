@@ -226,7 +226,8 @@ TEST_F(informer_test, in_stream_gone_relists_at_the_last_version_and_delivers_de
   EXPECT_EQ(seen_,
             (std::vector<std::string>{"add n1", "add n2", "update n1", "add n4", "delete n2"}));
   auto t = targets();
-  EXPECT_EQ(t[2], "/api/v1/nodes?limit=500&resourceVersion=15");
+  // No limit: the API server answers from its watch cache, at least as fresh (client-go).
+  EXPECT_EQ(t[2], "/api/v1/nodes?resourceVersion=15");
   EXPECT_NE(t[3].find("resourceVersion=20&"), std::string::npos) << t[3];
   EXPECT_EQ(store_.size(), 2U);
   const auto st = informer_->stats();
@@ -273,10 +274,39 @@ TEST_F(informer_test, gone_list_at_the_last_version_falls_back_to_the_latest) {
   ASSERT_TRUE(run_until([this] { return seen_.size() >= 2; }));
   auto t = targets();
   EXPECT_NE(t[1].find("watch=1"), std::string::npos);
-  EXPECT_EQ(t[2], "/api/v1/nodes?limit=500&resourceVersion=10");
+  EXPECT_EQ(t[2], "/api/v1/nodes?resourceVersion=10");
   EXPECT_EQ(t[3], "/api/v1/nodes?limit=500&resourceVersion=");
   EXPECT_NE(t[4].find("resourceVersion=30&"), std::string::npos);
   EXPECT_EQ(seen_, (std::vector<std::string>{"add n1", "delete n1"}));
+}
+
+// A server that paged a list (no watch cache) keeps getting the limit on relists. If the relist
+// at the watch's version comes back at that same version and the watch from there is too old
+// again (an API server restarted with a newer watch cache, etcd still holding the version),
+// the next list asks for the latest instead of looping list/watch without a pause.
+TEST_F(informer_test, relist_that_stays_too_old_to_watch_lists_the_latest) {
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10", "tok")));
+  server_.push(reply::with(200, node_list({node_json("n2", "9")}, "10")));
+  server_.push(reply::chunked(200).chunk(gone_event()).stall());
+  server_.push(reply::with(200, node_list({node_json("n1", "8"), node_json("n2", "9")}, "10")));
+  server_.push(reply::chunked(200).chunk(gone_event()).stall());
+  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "30")));
+  server_.push(reply::chunked(200).stall());
+  start(fast_informer());
+  ASSERT_TRUE(run_until([this] { return requests() >= 7; }));
+  ASSERT_TRUE(run_until([this] { return seen_.size() >= 3; }));
+  auto t = targets();
+  EXPECT_EQ(t[0], "/api/v1/nodes?limit=500&resourceVersion=0");
+  EXPECT_EQ(t[1], "/api/v1/nodes?limit=500&continue=tok");
+  EXPECT_NE(t[2].find("watch=1&allowWatchBookmarks=true&resourceVersion=10&"), std::string::npos)
+      << t[2];
+  EXPECT_EQ(t[3], "/api/v1/nodes?limit=500&resourceVersion=10");
+  EXPECT_NE(t[4].find("watch=1&allowWatchBookmarks=true&resourceVersion=10&"), std::string::npos)
+      << t[4];
+  EXPECT_EQ(t[5], "/api/v1/nodes?limit=500&resourceVersion=");
+  EXPECT_NE(t[6].find("resourceVersion=30&"), std::string::npos) << t[6];
+  EXPECT_EQ(seen_, (std::vector<std::string>{"add n1", "add n2", "delete n2"}));
+  EXPECT_EQ(informer_->stats().relists, 2U);
 }
 
 TEST_F(informer_test, expired_continue_token_pages_again_from_the_start) {

@@ -200,6 +200,8 @@ private:
   // On the executor only: the rate limit of the log line for skipped objects.
   std::chrono::steady_clock::time_point next_decode_log_{};
   std::uint64_t unlogged_decode_errors_ = 0;
+  // On the executor only: a list came back in pages (no watch cache), so relists keep the limit.
+  bool paginated_ = false;
 };
 
 }  // namespace tec::kube

@@ -170,9 +170,18 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
   if constexpr (in_steps) {
     store_.relist_begin();
   }
+  // As client-go's reflector: a relist at the version a watch reached asks for no limit, and
+  // the API server answers from its watch cache with objects at least that fresh. With a
+  // limit, 1.20 reads etcd at exactly that version; after an API server restart (a new watch
+  // cache starting later) the next watch from there is "too old" again, and the relist/watch
+  // loop spun without a pause until etcd compacted the version (5 minutes). A server that
+  // answered in pages before (no watch cache) keeps getting the limit.
+  const bool unpaged = !resource_version.empty() && resource_version != "0" && !paginated_;
   for (;;) {
-    std::string target =
-        std::string(Codec::path) + "?limit=" + std::to_string(options_.page_size) + "&";
+    std::string target = std::string(Codec::path) + "?";
+    if (!unpaged) {
+      target += "limit=" + std::to_string(options_.page_size) + "&";
+    }
     if (!options_.query.empty()) {
       target += options_.query + "&";
     }
@@ -258,6 +267,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
       out.what = kind::ok;
       co_return out;
     }
+    paginated_ = true;
     continue_token = std::move(page->continue_token);
   }
 }
@@ -483,6 +493,9 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
   };
 
   std::string list_rv = options_.first_list_resource_version;
+  // A relist at a version that came back at that same version (etcd read it exactly): if the
+  // watch from there is too old too, the next list asks for the latest instead of looping.
+  std::string exact_rv;
   bool need_list = true;
   bool listed_once = false;
   bool watched_once = false;
@@ -521,10 +534,11 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
           };
         }
         wait = pause("list failed: " + listed.why, report);
-        if (listed.err.code == make_error_code(errc::response_too_large) && list_rv == "0") {
-          // resourceVersion=0 is served from the watch cache in one response whatever the
-          // limit (1.20), so a big cluster's first LIST can pass the page bound; etcd honours
-          // the limit: page from there (a consistent read) after the backoff.
+        if (listed.err.code == make_error_code(errc::response_too_large) && !list_rv.empty()) {
+          // resourceVersion=0 (and a relist at a version, which has no limit) is served from
+          // the watch cache in one response whatever the limit (1.20), so a big cluster's LIST
+          // can pass the page bound; etcd honours the limit: page from there (a consistent
+          // read) after the backoff.
           detail::watch_log()->info(
               "{}: listing from etcd in pages of {} instead (resourceVersion=\"\")", what,
               options_.page_size);
@@ -532,6 +546,9 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
         }
         continue;
       }
+      exact_rv = !list_rv.empty() && list_rv != "0" && listed.resource_version == list_rv
+                     ? list_rv
+                     : std::string();
       const auto n = listed.added + listed.items.size();
       apply_list(std::move(listed.items));
       set_resource_version(listed.resource_version);
@@ -574,6 +591,12 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
                                   watched.why);
         need_list = true;
         list_rv = resource_version();
+        if (!exact_rv.empty() && list_rv == exact_rv) {
+          detail::watch_log()->info("{}: relisted at resourceVersion {} and it is too old to "
+                                    "watch from; listing the latest",
+                                    what, list_rv);
+          list_rv.clear();
+        }
         break;
       case wkind::idle:
         detail::watch_log()->warn("{}: watch silent for {} ms ({}); re-watching from {}", what,
