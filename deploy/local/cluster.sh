@@ -295,12 +295,15 @@ port_in_use() {
   (exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null
 }
 
-# port_free PORT: PORT can be bound on 127.0.0.1.
+# port_free PORT: a server can listen on PORT on 127.0.0.1. SO_REUSEADDR, as etcd and
+# kube-apiserver (Go) set it: connections of a stopped server left in TIME_WAIT do not hold the
+# port, so a restarted cluster ('down', then 'up') keeps its ports and kubeconfig.
 port_free() {
   if command -v python3 >/dev/null 2>&1; then
     python3 - "$1" <<'EOF' 2>/dev/null
 import socket, sys
 s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 try:
     s.bind(("127.0.0.1", int(sys.argv[1])))
 except OSError:
