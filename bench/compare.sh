@@ -40,5 +40,10 @@ kcm=$("$cluster" build kube-controller-manager | tail -n 1)
 trap '"$cluster" down --wipe >/dev/null 2>&1 || true' EXIT
 
 mkdir -p "$out"
+# The scale scenario restarts the control plane after seeding each size (same ports, state and
+# credentials), so its syncs meet an API server whose heap holds the cluster and nothing of the
+# phases before (eviction_compare.cpp, restart_server).
+restart="$(printf '%q' "$cluster") down >&2 && $(printf '%q' "$cluster") up >&2"
 "$root/build/bin/eviction_compare" --kubeconfig "$TEC_CLUSTER_DIR/admin.kubeconfig" \
-  --cluster-dir "$TEC_CLUSTER_DIR" --kcm "$kcm" --tec "$root/build/bin/taint-eviction-controller" --out-dir "$out" "$@"
+  --cluster-dir "$TEC_CLUSTER_DIR" --kcm "$kcm" --tec "$root/build/bin/taint-eviction-controller" \
+  --restart-apiserver "$restart" --out-dir "$out" "$@"

@@ -24,6 +24,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -110,6 +111,10 @@ struct options {
   bool scale_keep = false;
   /// Sync measurements per controller and size, interleaved (the median is reported).
   int scale_sync_repeat = 2;
+  /// A shell command that restarts the control plane on the same address and credentials
+  /// (bench/compare.sh: cluster.sh down, then up); run after seeding each size of the scale
+  /// scenario, before its sync measurements. Empty: the server is not restarted.
+  std::string restart_apiserver;
   long seed_concurrency = 32;
   bool quick = false;
 };
@@ -309,6 +314,9 @@ private:
   json scale(const std::vector<variant>& vs);
   /// Starts `v`, measures its sync (time to acting, CPU, RSS after the settle time), stops it.
   json scale_sync(const variant& v, double qps, int burst, long pods);
+  /// --restart-apiserver: restarts the control plane, then waits until the API server serves
+  /// pods from its watch cache, the bench's own watches are open again and the server is idle.
+  json restart_server(const std::string& node);
   /// Pod updates at --scale-churn-rate on pods off the outage nodes; `child`'s CPU per update.
   json scale_churn(tb::child_process& child, std::size_t node_count, std::size_t outage, long pods);
   /// The zone outage against `child` (stopped at the end), then the cluster put back.
@@ -1117,6 +1125,13 @@ json runner::scale(const std::vector<variant>& vs) {
     }
     out["durations"]["seed_" + key + "_seconds"] = tb::seconds_since(t0);
     have = target;
+    if (!o_.restart_apiserver.empty()) {
+      out[key]["restart"] = restart_server(nodes.front());
+      if (out[key]["restart"].contains("error")) {
+        out["error"] = out[key]["restart"]["error"];
+        break;
+      }
+    }
     // Every controller's sync first, interleaved and repeated (--scale-sync-repeat), on the
     // cluster as seeded: the API server's state drifts (its heap, after a controller's LIST of
     // 1.2 GB or an outage of 30,000 pods), and a controller measured after another's outage
@@ -1210,6 +1225,61 @@ json runner::scale_sync(const variant& v, double qps, int burst, long pods) {
   std::fflush(stdout);
   child.stop(10s);
   r["step_seconds"] = tb::seconds_since(t0);
+  return r;
+}
+
+json runner::restart_server(const std::string& node) {
+  // kube-apiserver's live heap grows as it runs: at 150,000 pods it held 7.4 GiB right after a
+  // start and 9.8 GiB after a sync, a churn and part of an outage, against the 10 GiB
+  // GOMEMLIMIT compare.sh gives it on this machine; its LIST of all pods then took 15-17 s
+  // instead of 7-10 s (gctrace: a GC cycle of 5-7 s every few seconds). Restarted after
+  // seeding, every size's syncs meet a server that holds the cluster and nothing of the
+  // phases before, whichever controller goes first.
+  const auto t0 = steady::now();
+  const auto pod_watches0 = informer_->stats().watches;
+  const auto node_watches0 = node_informer_->stats().watches;
+  std::printf("[scale] restarting the API server\n");
+  std::fflush(stdout);
+  if (const int rc = std::system(o_.restart_apiserver.c_str()); rc != 0) {
+    return {{"error", "--restart-apiserver command exited " + std::to_string(rc)}};
+  }
+  json r;
+  // A LIST from the watch cache (resourceVersion=0) waits until the cache holds every pod; one
+  // node's pods, by the cache's spec.nodeName index, keep it small.
+  const auto cached = call(http::verb::get,
+                           "/api/v1/pods?fieldSelector=spec.nodeName%3D" + node +
+                               "&resourceVersion=0",
+                           {}, "application/json", 300s);
+  if (!cached || cached->status != 200) {
+    return {{"error", "the restarted API server does not list pods: " +
+                          (cached ? std::to_string(cached->status) : cached.error().message)}};
+  }
+  r["cache_ready_seconds"] = tb::seconds_since(t0);
+  // The bench's watches, which see the controllers' evictions, open again (after a relist).
+  if (!tb::run_until(
+          io_,
+          [&] {
+            return informer_->stats().watches > pod_watches0 &&
+                   node_informer_->stats().watches > node_watches0;
+          },
+          steady::now() + 600s)) {
+    return {{"error", "the bench's watches did not reopen within 600 s of the restart"}};
+  }
+  r["watching_seconds"] = tb::seconds_since(t0);
+  // Idle: kube-apiserver and etcd below a quarter of a core over 3 s (up to 300 s).
+  bool idle = false;
+  const auto deadline = steady::now() + 300s;
+  while (!idle && steady::now() < deadline) {
+    const double c0 = server_cpu_seconds();
+    tb::run_for(io_, 3s);
+    idle = (server_cpu_seconds() - c0) / 3 < 0.25;
+  }
+  r["idle"] = idle;
+  r["seconds"] = tb::seconds_since(t0);
+  std::printf("[scale] API server restarted: cache ready in %.1f s, watched in %.1f s, %s in %.1f s\n",
+              r["cache_ready_seconds"].get<double>(), r["watching_seconds"].get<double>(),
+              idle ? "idle" : "still busy", r["seconds"].get<double>());
+  std::fflush(stdout);
   return r;
 }
 
@@ -2057,6 +2127,9 @@ int main(int argc, char** argv) {
   app.add_option("--scale-sync-repeat", o.scale_sync_repeat,
                  "Sync measurements per controller and pod count, interleaved (median reported)")
       ->check(CLI::Range(1, 20));
+  app.add_option("--restart-apiserver", o.restart_apiserver,
+                 "Shell command restarting the control plane (same address and credentials), "
+                 "run after seeding each size of the scale scenario, before its syncs");
   app.add_flag("--scale-keep", o.scale_keep,
                "Leave the scale scenario's nodes and pods in the cluster afterwards, and keep "
                "what a run left at the start (with --controllers none: seed a cluster to "

@@ -16,7 +16,9 @@ out="$WORK/out"
 log "running eviction_compare --quick (a few minutes)"
 rc=0
 timeout 1200 "$TEC_COMPARE_BIN" --kubeconfig "$KUBECONFIG" --cluster-dir "$TEC_CLUSTER_DIR" --kcm "$kcm" --tec "$TEC_BIN" \
-  --namespace "$NS" --out-dir "$out" --quick >"$WORK/compare.out" 2>&1 || rc=$?
+  --namespace "$NS" --out-dir "$out" --quick \
+  --restart-apiserver "$(printf '%q' "$REPO_ROOT/deploy/local/cluster.sh") down >&2 && $(printf '%q' "$REPO_ROOT/deploy/local/cluster.sh") up >&2" \
+  >"$WORK/compare.out" 2>&1 || rc=$?
 if [ "$rc" -ne 0 ]; then
   tail -n 60 "$WORK/compare.out" >&2
   fail "eviction_compare exited $rc"
@@ -37,5 +39,8 @@ for row in 'latency p50' 'limits lifted: throughput' 'QPS 20/30: throughput' 'ti
     || { cat "$table" >&2; fail "no figures for both controllers in the row '$row'"; }
 done
 grep -q '^Floor (6)' "$table" || fail "no floor line in $table"
+# The scale scenario restarted the API server after seeding each size and went on.
+[ "$(grep -c '^\[scale\] API server restarted' "$WORK/compare.out")" -eq 2 ] \
+  || { tail -n 60 "$WORK/compare.out" >&2; fail "the scale scenario did not restart the API server twice"; }
 cat "$table"
 log "ok"
