@@ -1246,10 +1246,9 @@ json runner::restart_server(const std::string& node) {
   json r;
   // A LIST from the watch cache (resourceVersion=0) waits until the cache holds every pod; one
   // node's pods, by the cache's spec.nodeName index, keep it small.
-  const auto cached = call(http::verb::get,
-                           "/api/v1/pods?fieldSelector=spec.nodeName%3D" + node +
-                               "&resourceVersion=0",
-                           {}, "application/json", 300s);
+  const auto cached = call(
+      http::verb::get, "/api/v1/pods?fieldSelector=spec.nodeName%3D" + node + "&resourceVersion=0",
+      {}, "application/json", 300s);
   if (!cached || cached->status != 200) {
     return {{"error", "the restarted API server does not list pods: " +
                           (cached ? std::to_string(cached->status) : cached.error().message)}};
@@ -1276,9 +1275,10 @@ json runner::restart_server(const std::string& node) {
   }
   r["idle"] = idle;
   r["seconds"] = tb::seconds_since(t0);
-  std::printf("[scale] API server restarted: cache ready in %.1f s, watched in %.1f s, %s in %.1f s\n",
-              r["cache_ready_seconds"].get<double>(), r["watching_seconds"].get<double>(),
-              idle ? "idle" : "still busy", r["seconds"].get<double>());
+  std::printf(
+      "[scale] API server restarted: cache ready in %.1f s, watched in %.1f s, %s in %.1f s\n",
+      r["cache_ready_seconds"].get<double>(), r["watching_seconds"].get<double>(),
+      idle ? "idle" : "still busy", r["seconds"].get<double>());
   std::fflush(stdout);
   return r;
 }

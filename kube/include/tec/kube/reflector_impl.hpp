@@ -592,9 +592,10 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
         need_list = true;
         list_rv = resource_version();
         if (!exact_rv.empty() && list_rv == exact_rv) {
-          detail::watch_log()->info("{}: relisted at resourceVersion {} and it is too old to "
-                                    "watch from; listing the latest",
-                                    what, list_rv);
+          detail::watch_log()->info(
+              "{}: relisted at resourceVersion {} and it is too old to "
+              "watch from; listing the latest",
+              what, list_rv);
           list_rv.clear();
         }
         break;
