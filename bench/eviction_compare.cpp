@@ -15,6 +15,7 @@
 // the main thread. Every wait is bounded; a scenario that fails is reported as such and the
 // run goes on. Exit status: 0 all scenarios ran, 1 one failed, 2 bad usage.
 
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -303,6 +304,10 @@ private:
                               std::string& error);
   std::string log_tail(const std::string& path) const;
   std::string log_path(const variant& v) const { return o_.out_dir + "/" + v.id + ".log"; }
+  std::string watch_log_path() const { return o_.out_dir + "/bench-watch.log"; }
+  /// Why pods the bench deleted are still in its informer: how many, its watch's counters,
+  /// and what the API server says of the first of them.
+  std::string still_seen(const std::vector<std::string>& names);
 
   // --- scenarios ------------------------------------------------------------------------
   json latency(const variant& v);
@@ -1509,7 +1514,10 @@ json runner::scale_outage(tb::child_process& child, const std::vector<std::strin
                              return std::none_of(names_of.begin(), names_of.end(),
                                                  [&](const auto& p) { return seen_.contains(p); });
                            },
-                           steady::now() + 120s);
+                           steady::now() + 120s + victims.size() * 4ms);
+  if (r.failed == 0 && !gone) {
+    r.first_failure = still_seen(names_of);
+  }
   const bool restored =
       gone && create_pod_bodies(names_of, [&](std::size_t k) {
         const long i = victims[k];
@@ -1518,10 +1526,39 @@ json runner::scale_outage(tb::child_process& child, const std::vector<std::strin
       });
   if (!restored) {
     out["error"] = "restoring the cluster after the outage" +
-                   (r.failed > 0 ? ": " + r.first_failure : std::string());
+                   (r.first_failure.empty() ? std::string() : ": " + r.first_failure);
   }
   out["restore_seconds"] = tb::seconds_since(r0);
   return out;
+}
+
+std::string runner::still_seen(const std::vector<std::string>& names) {
+  std::vector<std::string> left;
+  for (const auto& n : names) {
+    if (seen_.contains(n)) {
+      left.push_back(n);
+    }
+  }
+  if (left.empty()) {
+    return {};
+  }
+  const auto s = informer_->stats();
+  std::string why = std::to_string(left.size()) + " of " + std::to_string(names.size()) +
+                    " deleted pods still in the bench's informer (lists " +
+                    std::to_string(s.lists) + ", watches " + std::to_string(s.watches) + ", idle " +
+                    std::to_string(s.idle_timeouts) + ", errors " + std::to_string(s.errors) +
+                    ", resourceVersion " + informer_->resource_version() + "; " + watch_log_path() +
+                    "); " + left[0];
+  auto got = call(http::verb::get, pods_path() + "/" + left[0], {}, "application/json", 30s);
+  if (got && got->status == 404) {
+    why += " is gone from the API server: the informer missed its deletion";
+  } else if (tb::ok(got)) {
+    why += " is still on the API server";
+  } else {
+    why += ": " + tb::describe(got);
+  }
+  std::fprintf(stderr, "error: %s\n", why.c_str());
+  return why;
 }
 
 // --- scenario 6 -----------------------------------------------------------------------------
@@ -1686,6 +1723,15 @@ json machine() {
 
 int runner::run() {
   std::filesystem::create_directories(o_.out_dir);
+  // The bench's own watches log what they do (relists, re-opened watches) to a file: a step
+  // that waits for them can then say why it timed out.
+  try {
+    auto watch = spdlog::basic_logger_mt("watch", watch_log_path(), true);
+    watch->set_level(spdlog::level::info);
+    watch->flush_on(spdlog::level::info);
+  } catch (const spdlog::spdlog_ex& e) {
+    std::fprintf(stderr, "warning: no watch log: %s\n", e.what());
+  }
   if (!connect()) {
     return 1;
   }
