@@ -66,7 +66,9 @@ Commands:
                            (components, images), applies deploy/ with deploy/local/node-overlay
                            and waits until the node is Ready and the controller available. The
                            controller image is deploy/Dockerfile's, or PATH on its runtime
-                           stage. One such cluster per machine.
+                           stage. One such cluster per machine; one a killed run left
+                           behind (nothing of it runs, its state directory is still there) is
+                           taken down first.
   down [--wipe]            Stop the processes 'up' started (by recorded pid); with a node, put
                            the machine back as 'up' found it (pods, mounts, bridge, iptables,
                            cgroups, sysctls, host directories). State (certs, etcd data, ports)
@@ -81,7 +83,7 @@ Commands:
                            $KUBE_COMPONENTS)
                            from Debian's '$K8S_SRC_PACKAGE' source; print their paths.
   node-preflight           Exit 0 if 'up --node' can run here, else say why (installs missing
-                           packages as root).
+                           packages as root; takes down a node a killed run left behind).
   help, --help, -h         This text.
 
 Environment:

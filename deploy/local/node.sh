@@ -87,13 +87,66 @@ node_preflight() {
     || die "state directory path too long for containerd's socket ($CONTAINERD_SOCK): use a shorter TEC_CLUSTER_DIR"
   # One real node per machine: the bridge, the subnet and the kubepods cgroups are fixed.
   if [ ! -d "$HOST_STATE" ]; then
+    node_reclaim_abandoned
     if ip link show "$NODE_BRIDGE" >/dev/null 2>&1; then
-      die "the bridge $NODE_BRIDGE exists but was not made for $CLUSTER_DIR: another real-node cluster runs on this machine ('cluster.sh down' in its state directory first)"
+      local owner
+      owner=$(node_bridge_owner)
+      die "the bridge $NODE_BRIDGE exists but was not made for $CLUSTER_DIR: another real-node cluster runs on this machine (${owner:-its state directory is not recorded on the bridge}; 'cluster.sh down' in its state directory first)"
     fi
     if [ -d /sys/fs/cgroup/cpu/kubepods ]; then
       die "/sys/fs/cgroup/cpu/kubepods exists: another kubelet runs (or ran) on this machine"
     fi
   fi
+}
+
+# The bridge records the state directory of the cluster that made it, as its interface alias
+# (so the record lives and dies with the bridge): "tec-cluster:DIR".
+readonly NODE_BRIDGE_ALIAS_PREFIX=tec-cluster:
+
+# node_bridge_owner: the state directory recorded on the bridge; empty if none.
+node_bridge_owner() {
+  local alias
+  alias=$(cat "/sys/class/net/$NODE_BRIDGE/ifalias" 2>/dev/null) || return 0
+  case "$alias" in
+    "$NODE_BRIDGE_ALIAS_PREFIX"/*) echo "${alias#"$NODE_BRIDGE_ALIAS_PREFIX"}" ;;
+  esac
+}
+
+# node_cluster_in_use DIR: a daemon started for the state directory DIR still runs, a
+# containerd shim of its containerd does, or a cluster.sh up/down holds its lock.
+node_cluster_in_use() (
+  CLUSTER_DIR=$1
+  CONTAINERD_SOCK="$CLUSTER_DIR/node/run/containerd.sock"
+  local n fd
+  for n in containerd kubelet kube-proxy kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    pid_of "$n" >/dev/null && exit 0
+  done
+  [ -z "$(node_shim_pids)" ] || exit 0
+  if [ -f "$CLUSTER_DIR/.lock" ]; then
+    exec {fd}<"$CLUSTER_DIR/.lock"
+    flock -n "$fd" || exit 0
+  fi
+  exit 1
+)
+
+# node_reclaim_abandoned: a run that was killed (a CI job's timeout, a session's end) leaves
+# its node behind: the bridge, mounts, iptables chains, cgroups, changed sysctls, while none of
+# its processes runs. Every later 'up --node' would refuse to start beside it. When the bridge
+# names a state directory that still exists and nothing of that cluster runs, that cluster is
+# taken down with its own records ('cluster.sh down' in its state directory), and this 'up'
+# goes on. A cluster with anything still running is left alone (node_preflight refuses).
+node_reclaim_abandoned() {
+  ip link show "$NODE_BRIDGE" >/dev/null 2>&1 || return 0
+  local owner
+  owner=$(node_bridge_owner)
+  [ -n "$owner" ] && [ "$owner" != "$CLUSTER_DIR" ] || return 0
+  [ -d "$owner/node/host" ] || return 0
+  if node_cluster_in_use "$owner"; then
+    return 0
+  fi
+  log "the bridge $NODE_BRIDGE belongs to a real-node cluster in $owner that nothing runs any more (a killed run?): taking it down first"
+  TEC_CLUSTER_DIR=$owner "$SCRIPT_DIR/cluster.sh" down >&2 \
+    || die "taking down the abandoned real-node cluster in $owner failed ('cluster.sh down' in that state directory)"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -397,6 +450,8 @@ node_create_bridge() {
     log "creating the pod bridge $NODE_BRIDGE with $NODE_IP/$NODE_PREFIX (the node address)"
     ip link add "$NODE_BRIDGE" type bridge || die "ip link add $NODE_BRIDGE type bridge failed"
   fi
+  ip link set dev "$NODE_BRIDGE" alias "$NODE_BRIDGE_ALIAS_PREFIX$CLUSTER_DIR" \
+    || die "cannot record the state directory on $NODE_BRIDGE (ip link set alias)"
   ip addr show dev "$NODE_BRIDGE" | grep -q "inet $NODE_IP/$NODE_PREFIX " \
     || ip addr add "$NODE_IP/$NODE_PREFIX" dev "$NODE_BRIDGE" || die "cannot give $NODE_BRIDGE the address $NODE_IP"
   ip link set "$NODE_BRIDGE" up || die "cannot bring $NODE_BRIDGE up"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CTest fixture of the e2e-node tests.
-#   fixture.sh up    records the host's state (host_state.sh), then `cluster.sh up --node`:
+#   fixture.sh up    takes down a node abandoned by a killed run (`cluster.sh node-preflight`),
+#                    records the host's state (host_state.sh), then `cluster.sh up --node`:
 #                    builds what is missing (kube binaries, images incl. deploy/Dockerfile),
 #                    starts the cluster with its real node and the controller Deployment.
 #   fixture.sh down  `cluster.sh down --wipe`, then fails unless the host is as `up` found it:
@@ -20,6 +21,9 @@ case "${1:-}" in
     [ "$(id -u)" -eq 0 ] || { echo "fixture.sh: the real node needs root" >&2; exit 1; }
     # A state dir left by an interrupted run: take it down first, so the snapshot is clean.
     if [ -d "$TEC_CLUSTER_DIR" ]; then "$cluster" down --wipe; fi
+    # A node another state dir's killed run left behind is taken down by the preflight, before
+    # the snapshot (a running one makes it refuse).
+    "$cluster" node-preflight
     "$here/host_state.sh" "$TEC_CLUSTER_DIR" >"$before"
     start=$(date +%s)
     args=(--node)
