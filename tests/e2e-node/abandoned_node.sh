@@ -11,7 +11,8 @@
 #   3. `node-preflight` for B now succeeds, saying it took A's node down;
 #   4. the host is as it was before A's `up` (host_state.sh): no bridge, mounts, iptables
 #      chains, cgroups, changed sysctls or processes left.
-# Environment: TEC_NODE_ABANDONED_DIR (A; B is A with a "-b" suffix).
+# Environment: TEC_NODE_ABANDONED_DIR (A; B is A with a "-b" suffix); TEC_NODE_CONTROLLER_BINARY
+# (optional: the Deployment runs this host-built binary, as with the node fixture).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 cluster="$here/../../deploy/local/cluster.sh"
@@ -44,7 +45,11 @@ TEC_CLUSTER_DIR=$A "$cluster" node-preflight >/dev/null
 "$here/host_state.sh" "$A" >"$work/before"
 
 log "starting a real-node cluster in $A"
-TEC_CLUSTER_DIR=$A "$cluster" up --node >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; fail "up --node in $A failed"; }
+up_args=(--node)
+if [ -n "${TEC_NODE_CONTROLLER_BINARY:-}" ]; then
+  up_args+=(--controller-binary "$TEC_NODE_CONTROLLER_BINARY")
+fi
+TEC_CLUSTER_DIR=$A "$cluster" up "${up_args[@]}" >"$work/up.log" 2>&1 || { cat "$work/up.log" >&2; fail "up --node in $A failed"; }
 
 log "1. while it runs, another state dir's preflight refuses"
 if TEC_CLUSTER_DIR=$B "$cluster" node-preflight >"$work/refused.log" 2>&1; then

@@ -21,8 +21,11 @@ for d in /proc/[0-9]*; do
   esac
 done | sort
 
+# Not the image builder's: images.sh (buildah) mounts layers under its store while it builds,
+# and image.dockerfile_build may be building beside the node tests.
+image_store="${XDG_CACHE_HOME:-$HOME/.cache}/taint-eviction-controller/images/"
 section mounts
-awk '{ print $5, $9 }' /proc/self/mountinfo | sort
+awk -v store="$image_store" 'index($5, store) != 1 { print $5, $9 }' /proc/self/mountinfo | sort
 
 section links
 ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | sort

@@ -6,7 +6,7 @@
 # Environment (ctest sets it): TEC_CLUSTER_DIR, the state dir of a cluster started with
 # `up --node`; its env file gives KUBECONFIG, the node name and containerd's socket. Every
 # test uses its own namespace and removes its taint and namespace on exit; the tests run one
-# at a time (RUN_SERIAL): each taints the only node.
+# at a time (RESOURCE_LOCK node): each taints the only node.
 set -euo pipefail
 
 readonly REQ_TIMEOUT=20s  # per kubectl request

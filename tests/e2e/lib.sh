@@ -84,7 +84,8 @@ setup_rbac() {
     "$WORK/sa.kubeconfig") || fail "cannot write a ServiceAccount kubeconfig"
   k create namespace "$NS" >/dev/null || fail "cannot create namespace $NS"
   # A Lease left held by a process an earlier run killed would delay this test by up to the
-  # lease duration. e2e tests run serially (RUN_SERIAL), so no controller holds it now.
+  # lease duration. The e2e tests of one cluster run one at a time (a lane's RESOURCE_LOCK), so no
+  # controller holds it now.
   k -n "$DEPLOY_NS" patch lease "$LEASE_NAME" --type merge \
     -p '{"spec":{"holderIdentity":"","leaseDurationSeconds":1}}' >/dev/null 2>&1 || true
 }

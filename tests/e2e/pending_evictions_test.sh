@@ -36,8 +36,9 @@ rateLimit:
 EOT
 
 # The apiserver proxies to an endpoint address, never to a loopback one: the metrics port
-# listens on this host's first IPv4 address when it has one.
-HOST_IP=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9]+(\.[0-9]+){3}$' | grep -v '^127\.' | head -1) || true
+# listens on this host's first IPv4 address when it has one (not the bridge of a real-node
+# cluster, 10.244.0.1, which the node tests running beside the e2e lanes add and remove).
+HOST_IP=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9]+(\.[0-9]+){3}$' | grep -v -e '^127\.' -e '^10\.244\.' | head -1) || true
 METRICS_BIND_ADDRESS="${HOST_IP:-127.0.0.1}:0" start_controller main --policy "$policy"
 MAIN_PID=$CONTROLLER_PID MAIN_LOG=$CONTROLLER_LOG MAIN_URL=$METRICS_URL
 wait_acting "$MAIN_LOG"
