@@ -2,8 +2,9 @@
 # Installs every Debian package the project needs to build, test and run its local clusters
 # and build its images. Idempotent: it only calls apt-get when something is missing, and
 # `apt-get update` at most once per run. Needs root (or sudo) the first time on a fresh Debian
-# bookworm. `--fuzz` adds what `make fuzz` needs: clang 14 and its runtime libraries, where
-# Debian bookworm ships libFuzzer (libclang_rt.fuzzer*.a) and the sanitizer runtimes.
+# bookworm. `--fuzz` (what `make fuzz` needs: clang 14 and its runtime libraries, where Debian
+# bookworm ships libFuzzer, libclang_rt.fuzzer*.a, and the sanitizer runtimes) adds nothing
+# now: the asan and tsan presets need them too.
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,9 @@ packages=(
   libboost1.81-dev libssl-dev nlohmann-json3-dev libsimdjson-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev libcli11-dev prometheus-cpp-dev
   clang-format clang-tidy
+  # The asan and tsan presets compile with clang 14 (twice as fast as GCC on this code) and link
+  # its sanitizer runtimes.
+  clang-14 libclang-rt-14-dev
   etcd-server etcd-client golang-go golang-github-modern-go-reflect2-dev rsync dpkg-dev
   iproute2 procps psmisc ccache python3 jq
   # A real node (deploy/local/cluster.sh up --node) and local images (deploy/local/images.sh).
@@ -19,9 +23,6 @@ packages=(
   containerd runc containernetworking-plugins iptables nftables conntrack buildah
   debootstrap busybox-static
 )
-if [ "${1:-}" = "--fuzz" ]; then
-  packages+=(clang-14 libclang-rt-14-dev)
-fi
 
 missing=()
 for p in "${packages[@]}"; do
