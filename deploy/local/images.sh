@@ -54,7 +54,7 @@ Commands:
 
 Environment: TEC_DEBIAN_MIRROR (default $DEBIAN_MIRROR), TEC_IMAGE_STORE_MAX_GB (the
 store's size past which 'project' removes untagged images and so the layer cache; default 10),
-XDG_CACHE_HOME.
+TEC_IMAGE_NO_CCACHE (set: 'project' does not mount the host's ccache), XDG_CACHE_HOME.
 EOF
 }
 
@@ -191,8 +191,20 @@ build_project() {
   # --network host: the RUN apt-get steps reach the Debian mirror through the host. --layers:
   # unchanged steps (the apt-get layers, or everything when the sources did not change) are
   # reused from the store.
-  if ! bah bud --pull=never --network host --layers --quiet -f "$REPO_ROOT/deploy/Dockerfile" \
-      -t "$PROJECT_IMAGE" "$REPO_ROOT" >"$logf" 2>&1; then
+  # The host's compiler cache, mounted into the build stage's RUN steps (deploy/Dockerfile's
+  # CCACHE_DIR): objects a host build made with the same compiler and flags (the default preset
+  # builds the daemon with the Dockerfile's) are reused, so a `make test` does not compile the
+  # daemon twice. The build itself is deploy/Dockerfile's, unchanged; without ccache on the
+  # host, or with another compiler in the image, it compiles everything.
+  local ccache_args=() ccache_dir=""
+  if command -v ccache >/dev/null 2>&1 && [ -z "${TEC_IMAGE_NO_CCACHE:-}" ]; then
+    ccache_dir=$(ccache -k cache_dir 2>/dev/null) || ccache_dir=""
+  fi
+  if [ -n "$ccache_dir" ] && mkdir -p "$ccache_dir"; then
+    ccache_args=(--build-arg CCACHE_DIR=/ccache --volume "$ccache_dir:/ccache:rw")
+  fi
+  if ! bah bud --pull=never --network host --layers --quiet "${ccache_args[@]}" \
+      -f "$REPO_ROOT/deploy/Dockerfile" -t "$PROJECT_IMAGE" "$REPO_ROOT" >"$logf" 2>&1; then
     tail -n 40 "$logf" >&2
     die "buildah bud deploy/Dockerfile failed (log: $logf)"
   fi
