@@ -19,14 +19,15 @@ configure: deps
 build: configure
 	@cmake --build --preset default -j $(JOBS)
 
-# Every test: unit tests, then integration tests against a local control plane that the
-# CTest fixture starts for this run only (its own state dir and ports) and stops afterwards,
-# then the unit tests again under ASan+UBSan and TSan. The unit tests include fuzz.<target>:
-# every fuzz target run once over each input of its committed corpus (fuzz/corpus/), so a
-# fixed crash stays fixed.
-test: build format-check lint
-	@cd build && ctest --output-on-failure -j $(JOBS) --timeout 900
-	@$(MAKE) --no-print-directory sanitizers
+# Every test, in timed stages (scripts/test.sh; the table of stages is printed at the end and
+# kept in build/test-stages.txt): the unit, integration, e2e (in TEC_E2E_LANES control planes
+# side by side) and e2e-node tests of the default preset, with the deploy/Dockerfile image build,
+# clang-tidy on what changed since its last clean run and the ASan and TSan builds beside them at
+# the lowest CPU priority; then the unit tests under ASan+UBSan and TSan. The unit tests include
+# fuzz.<target>: every fuzz target run once over each input of its committed corpus
+# (fuzz/corpus/), so a fixed crash stays fixed.
+test:
+	@JOBS=$(JOBS) scripts/test.sh
 
 test-unit: build
 	@cd build && ctest --output-on-failure -j $(JOBS) -L unit
@@ -96,21 +97,27 @@ image: deps
 	@deploy/local/images.sh project
 
 # The demo: a local cluster you can poke at with kubectl; with a real node when the machine
-# can run one (scripts/demo.sh says which).
-demo: build
+# can run one (scripts/demo.sh says which). Builds the daemon only (no tests, no benchmarks):
+# the kube binaries build beside it.
+demo: configure
+	@scripts/demo.sh prepare $(JOBS)
 	@scripts/demo.sh
 
 # The eviction policy holding a mass eviction (a mistyped `kubectl taint --all`): the rate limit
 # and the storm breaker, on a control plane of its own.
-demo-breaker: build
+demo-breaker: configure
+	@cmake --build --preset default -j $(JOBS) --target taint-eviction-controller
 	@scripts/demo.sh breaker
 
 demo-down:
 	@scripts/demo.sh down
 
-# clang-tidy over the production code (not tests/, bench/, fuzz/: see scripts/lint.sh) with
+# clang-tidy over all the production code (not tests/, bench/, fuzz/: see scripts/lint.sh) with
 # every check .clang-tidy enables as an error. Uses build/compile_commands.json (written by the
 # configure step). Cold, it costs about 10 CPU-minutes (about 5 minutes on 2 idle cores).
+# `make test` runs it with --changed: only the translation units whose text (the file, the
+# project headers it includes, its compile command, .clang-tidy, clang-tidy's version) has no
+# clean run recorded in ~/.cache/taint-eviction-controller/lint.
 lint: configure
 	@JOBS=$(JOBS) scripts/lint.sh build
 

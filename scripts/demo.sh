@@ -316,6 +316,41 @@ breaker_show() {
   echo
 }
 
+# prepare JOBS (`make demo` runs it first): builds what the demo runs and nothing else, the three
+# parts side by side: the controller binary alone (the default preset's target
+# taint-eviction-controller, no tests or benchmarks), the kube binaries the demo starts (all five
+# with a real node, else kube-apiserver) and, with a real node, the base, pause and workload
+# images (debootstrap mostly waits on the network). Cached parts cost nothing.
+prepare() {
+  local jobs=$1 node=0 t0=$SECONDS rc=0 pids=() names=() i
+  if [ "${TEC_DEMO_NODE:-1}" != 0 ] && "$CLUSTER" node-preflight >/dev/null 2>&1; then node=1; fi
+  mkdir -p "$DEMO_DIR"
+  say "Building what the demo runs (first run: the kube binaries from source, about 10 minutes; logs in $DEMO_DIR)"
+  cmake --build --preset default -j "$jobs" --target taint-eviction-controller \
+    >"$DEMO_DIR/build-controller.log" 2>&1 &
+  pids+=($!) names+=("the controller (build-controller.log)")
+  if [ "$node" -eq 1 ]; then
+    "$CLUSTER" build kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy \
+      >"$DEMO_DIR/build-kube.log" 2>&1 &
+    pids+=($!) names+=("the kube binaries (build-kube.log)")
+    (for image in base pause workload; do "$ROOT/deploy/local/images.sh" "$image" || exit 1; done) \
+      >"$DEMO_DIR/build-images.log" 2>&1 &
+    pids+=($!) names+=("the base, pause and workload images (build-images.log)")
+  else
+    "$CLUSTER" build kube-apiserver >"$DEMO_DIR/build-kube.log" 2>&1 &
+    pids+=($!) names+=("kube-apiserver (build-kube.log)")
+  fi
+  for i in "${!pids[@]}"; do
+    if ! wait "${pids[$i]}"; then
+      echo "demo: building ${names[$i]} failed; its last lines:" >&2
+      tail -n 30 "$DEMO_DIR/$(sed 's/.*(\(.*\))/\1/' <<<"${names[$i]}")" >&2
+      rc=1
+    fi
+  done
+  [ "$rc" -eq 0 ] && echo "built in $((SECONDS - t0)) s"
+  return "$rc"
+}
+
 case "${1:-up}" in
   down)
     stop_controller
@@ -331,8 +366,12 @@ case "${1:-up}" in
     breaker_demo
     exit 0
     ;;
+  prepare)
+    prepare "${2:-2}"
+    exit $?
+    ;;
   up) ;;
-  *) echo "usage: $0 [up|breaker|down]" >&2; exit 2 ;;
+  *) echo "usage: $0 [up|prepare [JOBS]|breaker|down]" >&2; exit 2 ;;
 esac
 
 [ -x "$BIN" ] || die "no controller binary at $BIN (run 'make build' or set TEC_BIN)"
