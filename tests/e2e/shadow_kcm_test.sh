@@ -82,6 +82,15 @@ wait_for() {
     sleep 0.05
   done
 }
+# wait_until SECONDS COMMAND...: the same, returning 1 instead of failing the test.
+wait_until() {
+  local deadline=$(($(now_ms) + $1 * 1000))
+  shift
+  until "$@"; do
+    [ "$(now_ms)" -lt "$deadline" ] || return 1
+    sleep 0.05
+  done
+}
 
 # kcm_decided POD: kube-controller-manager logged its decision to delete $NS/POD.
 kcm_decided() { grep -qF "NoExecuteTaintManager is deleting Pod: $NS/$1" "$KCM_LOG"; }
@@ -185,11 +194,9 @@ kcm_event() { api_event_messages "$1" | grep -q "^$2"; }
 wait_kcm_event() {
   wait_for "$3" "no '$2' event for $NS/$1 within $3 s" kcm_event "$1" "$2"
 }
-# cancelled_or_recreated_deleted POD: kube-controller-manager's cancel event for POD is written,
-# or POD (re-created under the same name) already has a deletionTimestamp.
-cancelled_or_recreated_deleted() {
+# recreated_deleted POD: POD (re-created under the same name) has a deletionTimestamp.
+recreated_deleted() {
   local ts
-  kcm_event "$1" "Cancelling deletion" && return 0
   read -r _ ts <<<"$(api_pod "$1")"
   [ -n "$ts" ]
 }
@@ -309,9 +316,12 @@ for round in $(seq "$ROUNDS"); do
   # every round (an event later than the window would not tell its eviction from another's).
   # It logs no cancel when its worker's DELETE (of the re-created web-N, by name) finished
   # before its watch told it the first web-N was gone (seen on a loaded machine: the worker's
-  # queue entry is already spent then): its DELETE of the re-created pod ends the round then.
-  wait_for 60 "no 'Cancelling deletion' event for $NS/web-$round and no DELETE of the re-created web-$round within 60 s" \
-    cancelled_or_recreated_deleted "web-$round"
+  # queue entry is already spent then); the re-created pod, deleted, ends the round then.
+  if ! wait_until 60 kcm_event "web-$round" "Cancelling deletion"; then
+    recreated_deleted "web-$round" \
+      || fail "no 'Cancelling deletion' event for $NS/web-$round within 60 s, and the re-created web-$round is not deleted"
+    log "round $round: no cancel event (kube-controller-manager's worker was done before it saw web-$round go)"
+  fi
   uid2=""
   deadline=$((SECONDS + 60))
   while :; do
