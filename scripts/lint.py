@@ -47,11 +47,15 @@ def ninja_deps(build):
 
 
 def unit_key(entry, deps, root, build, common):
+    command = entry.get("command") or " ".join(entry.get("arguments", []))
+    # The object: the entry's "output" where CMake writes it, else the command's -o.
     obj = entry.get("output")
+    if not obj:
+        m = re.search(r"(?:^|\s)-o\s+(\S+)", command)
+        obj = m.group(1) if m else None
     if not obj or obj not in deps:
         return None
     h = hashlib.sha256(common)
-    command = entry.get("command") or " ".join(entry.get("arguments", []))
     h.update(command.replace(build, "<build>").replace(root, "<root>").encode())
     src = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
     for path in [src] + deps[obj]:
