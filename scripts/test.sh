@@ -132,7 +132,11 @@ print_table() {
         | awk '{ printf "  %8.1f s  %s\n", $1, $2 }'
     fi
   } | tee "$table"
-  return "$failed"
+  # The block above runs in a subshell (a pipeline): its `failed` does not reach here.
+  for f in "$logs"/*.status; do
+    [ "$(cut -d' ' -f3 "$f")" = 0 ] || return 1
+  done
+  return 0
 }
 
 stage deps scripts/install-deps.sh || { print_table; exit 1; }
