@@ -32,7 +32,7 @@ ctest_jobs=${TEC_CTEST_JOBS:-6}
 logs="$root/build/test-logs"
 table="${TEC_TEST_STAGES_FILE:-$root/build/test-stages.txt}"
 mkdir -p "$logs"
-rm -f "$logs"/*.status "$logs"/*.log
+rm -f "$logs"/*.status "$logs"/*.log "$logs"/*.cpu
 t0=$(date +%s)
 
 # stage NAME CMD...: runs CMD with its output to the terminal (and build/test-logs/NAME.log),
@@ -42,7 +42,7 @@ stage() {
   shift
   start=$(date +%s)
   echo "==== make test: $name ($(date +%T))"
-  "$@" 2>&1 | tee "$logs/$name.log"
+  cpu_timed "$logs/$name.cpu" "$@" 2>&1 | tee "$logs/$name.log"
   rc=${PIPESTATUS[0]}
   printf '%s %s %s\n' "$((start - t0))" "$(($(date +%s) - start))" "$rc" >"$logs/$name.status"
   echo "==== make test: $name: $( [ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)") in $(($(date +%s) - start)) s"
@@ -56,7 +56,7 @@ quiet_stage() {
   shift
   start=$(date +%s)
   echo "==== make test: $name started ($(date +%T); log: build/test-logs/$name.log)"
-  "$@" >"$logs/$name.log" 2>&1
+  cpu_timed "$logs/$name.cpu" "$@" >"$logs/$name.log" 2>&1
   rc=$?
   printf '%s %s %s\n' "$((start - t0))" "$(($(date +%s) - start))" "$rc" >"$logs/$name.status"
   if [ "$rc" -ne 0 ]; then
@@ -66,6 +66,22 @@ quiet_stage() {
     echo "==== make test: $name: ok in $(($(date +%s) - start)) s"
   fi
   return "$rc"
+}
+
+# cpu_timed FILE CMD...: runs CMD in a subshell, then writes the CPU seconds (user + system) of
+# every process it waited for (compilers under ninja, Go's compiles, the tests) to FILE.
+cpu_timed() {
+  local file=$1
+  shift
+  (
+    "$@"
+    rc=$?
+    # `times` itself, not in a pipeline: a forked child starts with no children's times.
+    times >"$file.times"
+    tail -n 1 "$file.times" | awk '{ s = 0; for (i = 1; i <= NF; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%d\n", s }' >"$file"
+    rm -f "$file.times"
+    exit "$rc"
+  )
 }
 
 ok() { [ -f "$logs/$1.status" ] && [ "$(cut -d' ' -f3 "$logs/$1.status")" = 0 ]; }
@@ -105,22 +121,26 @@ background_chain() {
 }
 
 print_table() {
-  local name f start secs rc total=$(($(date +%s) - t0)) failed=0
+  local name f start secs rc cpu total=$(($(date +%s) - t0)) failed=0 cpu_total=0
   {
     echo "make test: stages ($(date -u +%FT%TZ); $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
-    printf '%-14s %8s %9s  %s\n' stage "start s" "seconds" result
+    printf '%-14s %8s %9s %9s  %s\n' stage "start s" "seconds" "CPU s" result
     for name in deps "kube binaries" images build format-check ctest "asan build" "tsan build" \
                 lint "asan tests" "tsan tests"; do
       f="$logs/$name.status"
       if [ -f "$f" ]; then
         read -r start secs rc <"$f"
-        printf '%-14s %8s %9s  %s\n' "$name" "$start" "$secs" "$( [ "$rc" -eq 0 ] && echo ok || echo "FAILED ($rc)")"
+        cpu=$(cat "$logs/$name.cpu" 2>/dev/null || echo '?')
+        [[ $cpu =~ ^[0-9]+$ ]] && cpu_total=$((cpu_total + cpu))
+        printf '%-14s %8s %9s %9s  %s\n' "$name" "$start" "$secs" "$cpu" "$( [ "$rc" -eq 0 ] && echo ok || echo "FAILED ($rc)")"
         [ "$rc" -eq 0 ] || failed=1
       else
-        printf '%-14s %8s %9s  %s\n' "$name" - - "not run"
+        printf '%-14s %8s %9s %9s  %s\n' "$name" - - - "not run"
       fi
     done
-    printf '%-14s %8s %9s  %s\n' total 0 "$total" "$( [ "$failed" -eq 0 ] && echo passed || echo FAILED)"
+    printf '%-14s %8s %9s %9s  %s\n' total 0 "$total" "$cpu_total" "$( [ "$failed" -eq 0 ] && echo passed || echo FAILED)"
+    echo "(CPU s: user + system seconds of the processes the stage waited for; daemons a test starts"
+    echo " in the background, such as a control plane, are not counted; $(nproc) cores give $(($(nproc) * total)) in all)"
     echo "(side by side: kube binaries, images, build, then format-check and ctest; beside them all, at"
     echo " nice 19, one after another: asan build, tsan build, lint, asan tests, tsan tests)"
     if [ -f "$logs/ctest.log" ]; then
