@@ -30,6 +30,22 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# The packages deploy/Dockerfile's build stage compiles with: kept at the version apt knows as
+# the candidate, since the image's build stage installs the candidate of its own `apt-get
+# update`. The image's compile reuses the host build's objects (ccache) only where both saw the
+# same headers and compiler: one newer libssl-dev in the image made every object a miss.
+image_build_packages=(
+  g++-12 cmake libboost1.81-dev libssl-dev nlohmann-json3-dev libsimdjson-dev libspdlog-dev
+  libfmt-dev libyaml-cpp-dev libcli11-dev prometheus-cpp-dev
+)
+while read -r p installed candidate; do
+  if [ -n "$candidate" ] && [ "$candidate" != "(none)" ] && [ "$installed" != "$candidate" ]; then
+    case " ${missing[*]} " in *" $p "*) ;; *) missing+=("$p") ;; esac
+  fi
+done < <(apt-cache policy "${image_build_packages[@]}" 2>/dev/null | awk '
+  /^[^ ]/ { sub(":$", "", $1); p = $1 }
+  /Installed:/ { i = $2 }
+  /Candidate:/ { print p, i, $2 }')
 # kubectl: any kubectl on PATH will do; otherwise Debian's kubernetes-client (1.20).
 if ! command -v kubectl >/dev/null 2>&1; then
   missing+=(kubernetes-client)
@@ -45,7 +61,7 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null 2>&1 || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
   sudo="sudo"
 fi
-echo "install-deps: installing ${missing[*]}"
+echo "install-deps: installing (or upgrading to the candidate) ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
