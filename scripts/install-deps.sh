@@ -34,9 +34,12 @@ done
 # the candidate, since the image's build stage installs the candidate of its own `apt-get
 # update`. The image's compile reuses the host build's objects (ccache) only where both saw the
 # same headers and compiler: one newer libssl-dev in the image made every object a miss.
+# linux-libc-dev, libc6-dev and libstdc++-12-dev: the system headers every unit includes (a
+# newer linux-libc-dev in the image, 6.1.192 against the host's 6.1.187, was the next miss).
 image_build_packages=(
-  g++-12 cmake libboost1.81-dev libssl-dev nlohmann-json3-dev libsimdjson-dev libspdlog-dev
-  libfmt-dev libyaml-cpp-dev libcli11-dev prometheus-cpp-dev
+  g++-12 libstdc++-12-dev libc6-dev linux-libc-dev ccache cmake libboost1.81-dev libssl-dev
+  nlohmann-json3-dev libsimdjson-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libcli11-dev
+  prometheus-cpp-dev
 )
 while read -r p installed candidate; do
   if [ -n "$candidate" ] && [ "$candidate" != "(none)" ] && [ "$installed" != "$candidate" ]; then
