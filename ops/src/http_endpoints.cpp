@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -133,10 +134,16 @@ struct http_endpoints::impl {
   impl(const asio::any_io_executor& ex, http_endpoints_options o)
       : strand(asio::make_strand(ex)), options(std::move(o)), acceptor(strand) {}
 
+  enum class phase {
+    idle,     // waiting for the first byte of a request (a new or kept-alive connection)
+    reading,  // the rest of the request
+    serving,  // the request is in: computing or writing the response
+  };
+
   struct session_entry {
     beast::tcp_stream* stream = nullptr;
-    bool idle = true;  // waiting for the first byte of a request
-    std::chrono::steady_clock::time_point idle_since{};
+    phase state = phase::idle;
+    std::chrono::steady_clock::time_point since{};  // of `state`
   };
 
   static asio::awaitable<void> accept_loop(std::shared_ptr<impl> self);
@@ -209,7 +216,7 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
   beast::tcp_stream stream(std::move(socket));
   const auto id = self->next_session++;
   auto& entry = self->sessions.emplace(id, session_entry{&stream}).first->second;
-  entry.idle_since = std::chrono::steady_clock::now();
+  entry.since = std::chrono::steady_clock::now();
   self->open_connections = self->sessions.size();
   // Declared after `stream`, so it unregisters before the stream is destroyed.
   struct registration {
@@ -231,12 +238,12 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
   beast::flat_buffer buffer(
       static_cast<std::size_t>(opt.header_limit) +
       static_cast<std::size_t>(std::min<std::uint64_t>(opt.body_limit, 1 << 20)) + 1024);
-  // Marks this connection idle (waiting for a request) or busy, for make_room(). The entry
-  // is gone once make_room() closed the connection.
-  const auto set_idle = [&self, id](bool idle) {
+  // What this connection is doing, for make_room(). The entry is gone once make_room()
+  // closed the connection.
+  const auto set_phase = [&self, id](phase p) {
     if (auto it = self->sessions.find(id); it != self->sessions.end()) {
-      it->second.idle = idle;
-      it->second.idle_since = std::chrono::steady_clock::now();
+      it->second.state = p;
+      it->second.since = std::chrono::steady_clock::now();
     }
   };
   for (;;) {
@@ -248,13 +255,13 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
     boost::system::error_code ec;
     if (buffer.size() == 0) {
       // Idle until the first byte of the next request.
-      set_idle(true);
+      set_phase(phase::idle);
       auto [wec, wn] =
           co_await stream.async_read_some(buffer.prepare(512), asio::as_tuple(asio::use_awaitable));
       buffer.commit(wn);
       ec = wec;
     }
-    set_idle(false);
+    set_phase(phase::reading);
     if (!ec) {
       // The headers, from the first byte on, get header_timeout; the body the rest.
       stream.expires_at(
@@ -298,6 +305,7 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
       co_await std::move(write_refusal);
       break;
     }
+    set_phase(phase::serving);
     std::optional<http_response> computed;
     if (const auto* fn = self->async_handler_for(parser.get()); fn != nullptr) {
       try {
@@ -378,17 +386,31 @@ http::message_generator http_endpoints::impl::respond(const http::request<http::
 }
 
 void http_endpoints::impl::make_room() {
-  // The connection idle for the longest, else the oldest: a new client (a kubelet probe) is
-  // served, and an attacker holding every slot only keeps evicting its own connections.
+  // The connection idle for the longest that has sent nothing, else the oldest with an
+  // incomplete request, else the oldest: a new client (a kubelet probe) is served, and an
+  // attacker holding every slot only keeps evicting its own connections. "Sent nothing"
+  // asks the socket too: a probe's request may be in while its coroutine has not run yet
+  // (issue 29: a connection flood closed 5.6% of the probes' own connections).
+  const auto rank = [](const session_entry& e) {
+    if (e.state == phase::idle) {
+      boost::system::error_code ec;
+      return e.stream->socket().available(ec) == 0 || ec ? 0 : 2;
+    }
+    return e.state == phase::reading ? 1 : 2;
+  };
   auto victim = sessions.begin();
-  for (auto it = sessions.begin(); it != sessions.end(); ++it) {
-    if (it->second.idle &&
-        (!victim->second.idle || it->second.idle_since < victim->second.idle_since)) {
+  auto victim_rank = rank(victim->second);
+  for (auto it = std::next(sessions.begin()); it != sessions.end(); ++it) {
+    const auto r = rank(it->second);
+    if (r < victim_rank ||
+        (r == 0 && victim_rank == 0 && it->second.since < victim->second.since)) {
       victim = it;
+      victim_rank = r;
     }
   }
+  constexpr std::array<std::string_view, 3> what = {"longest idle", "oldest incomplete", "oldest"};
   logger()->debug("{} connections open: closing the {} one to accept a new one", sessions.size(),
-                  victim->second.idle ? "longest idle" : "oldest");
+                  what.at(static_cast<std::size_t>(victim_rank)));
   boost::system::error_code ignored;
   victim->second.stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
   victim->second.stream->close();

@@ -580,3 +580,48 @@ TEST_F(http_endpoints_test, the_header_deadline_does_not_cut_an_idle_kept_alive_
 
 }  // namespace
 }  // namespace tec::ops
+
+namespace tec::ops {
+namespace {
+
+// Issue 29 item 6: a connection flood on the probe port failed 5.6% of probes: the probe's
+// own connection was closed to make room while its request was in but not yet read (it
+// looked idle: the server had not read its first byte).
+TEST_F(http_endpoints_test, a_probe_whose_request_is_in_is_not_closed_for_an_idle_flood) {
+  auto o = options(60'000ms);
+  o.max_connections = 4;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle_check("/healthz", [] { return check_result{}; });
+  const auto ep = start(server);
+  // The probe connects first (the longest idle), then idle connections fill the server.
+  auto probe = run_until_done(ioc_, open_stream(ep));
+  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == 1; }));
+  std::vector<std::unique_ptr<beast::tcp_stream>> idle;
+  for (int i = 0; i < 3; ++i) {
+    idle.push_back(run_until_done(ioc_, open_stream(ep)));
+    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == idle.size() + 1; }));
+  }
+  // A flood of connections queues in the backlog, then the probe's request arrives; neither
+  // is seen by the server until it runs again. Blocking calls: no run of the io_context.
+  std::vector<tcp::socket> flood;
+  for (int i = 0; i < 8; ++i) {
+    flood.emplace_back(ioc_).connect(ep);
+  }
+  asio::write(probe->socket(),
+              asio::buffer(std::string_view("GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")));
+  const auto status = run_until_done(ioc_, [](beast::tcp_stream& s) -> asio::awaitable<unsigned> {
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    s.expires_after(test_cap);
+    auto [ec, n] = co_await http::async_read(s, buffer, res, asio::as_tuple(asio::use_awaitable));
+    co_return ec ? 0U : res.result_int();
+  }(*probe));
+  EXPECT_EQ(status, 200U) << "the probe's connection was closed to make room";
+  // The connections that had sent nothing made the room.
+  EXPECT_EQ(run_until_done(ioc_, read_until_closed(*idle.front())), "");
+  EXPECT_LE(server.connections(), 4U);
+  server.stop();
+}
+
+}  // namespace
+}  // namespace tec::ops

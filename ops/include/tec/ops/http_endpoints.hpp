@@ -8,9 +8,12 @@
 // header_timeout (slowloris) and the whole request within read_timeout of the wait's start; a
 // response must be written within write_timeout; headers and bodies have size limits. At most
 // max_connections are open at once, and a full server makes room for a new connection by
-// closing the one idle for the longest (else the oldest), so idle or trickling connections
-// cannot starve a kubelet probe (they could: a server that refused new connections when full
-// answered nothing to /healthz while 64 idle connections were open).
+// closing one that has sent nothing (the one idle for the longest), else the oldest with an
+// incomplete request, else the oldest: idle or trickling connections cannot starve a kubelet
+// probe (a server that refused new connections when full answered nothing to /healthz while
+// 64 idle connections were open), and a probe whose request is in is closed last, even before
+// the server has read its first byte (issue 29: a flood of idle connections closed 5.6% of
+// the probes' own connections).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -46,7 +49,8 @@ struct http_endpoints_options {
   /// Request bodies (GET and HEAD need none).
   std::uint64_t body_limit = 1024;
   /// Connections open at once. A new one beyond this closes the connection idle for the
-  /// longest (waiting for a request), or the oldest when none is idle.
+  /// longest that has sent nothing, else the oldest with an incomplete request, else the
+  /// oldest.
   std::size_t max_connections = 64;
 };
 
