@@ -80,6 +80,28 @@ http::message_generator make_response(unsigned version, bool keep_alive, bool he
   return http::message_generator{std::move(res)};
 }
 
+// A failed check's reason as its response carries it: control characters escaped, at most
+// max_check_reason bytes (then how many were left out).
+std::string bounded_reason(std::string_view reason) {
+  std::string out;
+  std::size_t used = 0;
+  for (; used < reason.size() && out.size() < max_check_reason; ++used) {
+    const auto c = static_cast<unsigned char>(reason[used]);
+    if (c < 0x20 || c == 0x7f) {
+      constexpr std::string_view hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (used < reason.size()) {
+    out += "... (" + std::to_string(reason.size() - used) + " more bytes)";
+  }
+  return out;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -449,7 +471,8 @@ void http_endpoints::handle_async(std::string path,
 }
 
 void http_endpoints::handle_check(std::string path, std::function<check_result()> check) {
-  handle(std::move(path), [check = std::move(check)] {
+  auto unnamed = path.substr(path.starts_with('/') ? 1 : 0) + " check failed";
+  handle(std::move(path), [check = std::move(check), unnamed = std::move(unnamed)] {
     check_result c;
     try {
       c = check();
@@ -460,7 +483,7 @@ void http_endpoints::handle_check(std::string path, std::function<check_result()
       return http_response{200, "text/plain; charset=utf-8", "ok"};
     }
     return http_response{500, "text/plain; charset=utf-8",
-                         c.message.empty() ? std::string("check failed") : c.message};
+                         c.message.empty() ? unnamed : bounded_reason(c.message)};
   });
 }
 

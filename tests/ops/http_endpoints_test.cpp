@@ -623,5 +623,35 @@ TEST_F(http_endpoints_test, a_probe_whose_request_is_in_is_not_closed_for_an_idl
   server.stop();
 }
 
+// Issue 29 item 3: /readyz says why it is not ready. The reason may quote an API server's
+// answer (the last LIST error): the probe's body carries a bounded, escaped copy.
+TEST_F(http_endpoints_test, a_failed_check_says_why_bounded_and_escaped) {
+  std::string reason;
+  http_endpoints server(ioc_.get_executor(), options());
+  server.handle_check("/readyz", [&]() -> check_result { return {false, reason}; });
+  const auto ep = start(server);
+
+  reason = "waiting for the first LIST of pods (last failure: 500 Internal Server Error)";
+  auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/readyz"));
+  EXPECT_EQ(res.status, 500U);
+  EXPECT_EQ(res.body, reason);
+
+  reason = "";
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/readyz"));
+  EXPECT_EQ(res.status, 500U);
+  EXPECT_EQ(res.body, "readyz check failed");
+
+  reason = "LIST failed: line one\nforged line\r\x1b[31m" + std::string(100'000, 'x');
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/readyz"));
+  EXPECT_EQ(res.status, 500U);
+  EXPECT_EQ(res.body.rfind("LIST failed: line one\\x0aforged line\\x0d\\x1b[31mxxx", 0), 0U)
+      << res.body.substr(0, 80);
+  EXPECT_LE(res.body.size(), 1024U + 32U);
+  EXPECT_NE(res.body.find("... (99"), std::string::npos) << res.body.substr(0, 80);
+  EXPECT_NE(res.body.find(" more bytes)"), std::string::npos);
+  EXPECT_EQ(res.body.find('\n'), std::string::npos);
+  server.stop();
+}
+
 }  // namespace
 }  // namespace tec::ops

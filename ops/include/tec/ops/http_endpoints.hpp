@@ -61,11 +61,17 @@ struct http_response {
   std::string body;
 };
 
-/// A health or readiness check: ok, or not ok with a reason an operator can act on.
+/// A health or readiness check: ok, or not ok with a reason an operator can act on (e.g. the
+/// last LIST error). The response carries at most max_check_reason bytes of it, control
+/// characters escaped (\xNN): the reason may quote what an API server answered.
 struct check_result {
   bool ok = true;
   std::string message;
 };
+
+/// The longest reason a failed check's response carries (kubelet reads 10 KiB of a probe's
+/// body); longer ones end with "... (N more bytes)".
+inline constexpr std::size_t max_check_reason = 1024;
 
 /// Parses a bind address (see http_endpoints_options::bind_address). nullopt means disabled.
 /// Host names other than "localhost" are not resolved: an IP literal is expected.
@@ -97,7 +103,8 @@ public:
   /// stop(), a response still being computed is dropped with its connection.
   void handle_async(std::string path, std::function<boost::asio::awaitable<http_response>()> fn);
   /// Serves a check at `path`: 200 "ok", or 500 with the check's message when it fails (or
-  /// throws).
+  /// throws), bounded and escaped (see check_result); "readyz check failed" (for "/readyz") when it
+  /// gave none.
   void handle_check(std::string path, std::function<check_result()> check);
 
   /// Binds, listens and starts accepting. Returns the bound endpoint (with the real port
