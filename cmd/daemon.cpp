@@ -546,6 +546,11 @@ struct daemon::impl {
                                  adapters::evictions_json(list, feed->active(), clock, wall_now)};
   }
 
+  // The reports thread: /debug/shadow (at most max_disagreements entries).
+  asio::awaitable<ops::http_response> shadow_report() {
+    co_return ops::http_response{200, "application/json", shadow->report_json()};
+  }
+
   // I/O thread: the elector gave up the lease (stop()) or lost it.
   void stopped_leading() {
     metrics->is_leader.set(0);
@@ -642,13 +647,16 @@ struct daemon::impl {
     }
     ops::http_endpoints& metrics_port = shared ? *health_server : *metrics_server;
     metrics_port.handle("/metrics", metrics_handler);
+    // The /debug documents are built on the reports thread, not the I/O thread: a full list
+    // (10,000 entries, a few MB) takes tens of ms. As async handlers, the server shares each
+    // between the requests that ask at once and caps how many are served at once (issue 29:
+    // 64 readers that never read held a copy each). A standby answers too, with what its
+    // queue holds: nothing.
     if (shadow) {
-      metrics_port.handle("/debug/shadow", [this] {
-        return ops::http_response{200, "application/json", shadow->report_json()};
+      metrics_port.handle_async("/debug/shadow", [this] {
+        return asio::co_spawn(reports, shadow_report(), asio::use_awaitable);
       });
     }
-    // Built on the reports thread, not the I/O thread: a full list (10,000 entries, a few
-    // MB) takes tens of ms. A standby answers too, with what its queue holds: nothing.
     metrics_port.handle_async("/debug/evictions", [this] {
       return asio::co_spawn(reports, evictions_report(), asio::use_awaitable);
     });

@@ -10,6 +10,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/socket_base.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -27,6 +28,7 @@
 #include <charconv>
 #include <exception>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
@@ -59,26 +61,79 @@ bool is_http_parse_error(const beast::error_code& ec) {
   return &ec.category() == &http::make_error_code(http::error::bad_method).category();
 }
 
-http::message_generator make_response(unsigned version, bool keep_alive, bool head, http_response r,
-                                      std::string_view allow = {}) {
-  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+// A body shared with other responses (an async handler's document, written to every
+// connection that asked for it) and kept alive by the message: never copied.
+struct shared_string_body {
+  using value_type = std::shared_ptr<const std::string>;
+
+  static std::uint64_t size(const value_type& body) { return body ? body->size() : 0; }
+
+  class writer {
+  public:
+    using const_buffers_type = asio::const_buffer;
+
+    template <bool is_request, class Fields>
+    writer(const http::header<is_request, Fields>& /*header*/, const value_type& body)
+        : body_(body) {}
+
+    void init(beast::error_code& ec) { ec = {}; }
+
+    boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
+      ec = {};
+      if (done_ || !body_) {
+        return boost::none;
+      }
+      done_ = true;
+      return {{const_buffers_type(body_->data(), body_->size()), false}};
+    }
+
+  private:
+    const value_type& body_;
+    bool done_ = false;
+  };
+};
+
+// Extra headers of some responses.
+struct response_headers {
+  std::string_view allow;        // 405
+  std::string_view retry_after;  // 503 of a full server
+};
+
+http::message_generator make_response(unsigned version, bool keep_alive, bool head,
+                                      std::shared_ptr<const http_response> r,
+                                      response_headers extra = {}) {
+  http::response<shared_string_body> res{static_cast<http::status>(r->status), version};
   res.set(http::field::server, server_name);
-  res.set(http::field::content_type, r.content_type);
+  res.set(http::field::content_type, r->content_type);
   res.set(http::field::cache_control, "no-store");
   res.set("X-Content-Type-Options", "nosniff");
-  if (!allow.empty()) {
-    res.set(http::field::allow, allow);
+  if (!extra.allow.empty()) {
+    res.set(http::field::allow, extra.allow);
+  }
+  if (!extra.retry_after.empty()) {
+    res.set(http::field::retry_after, extra.retry_after);
   }
   res.keep_alive(keep_alive);
   if (head) {
     http::response<http::empty_body> empty{std::move(res.base())};
-    empty.content_length(r.body.size());
+    empty.content_length(r->body.size());
     return http::message_generator{std::move(empty)};
   }
-  res.body() = std::move(r.body);
+  res.body() = std::shared_ptr<const std::string>(r, &r->body);  // shares r's ownership
   res.prepare_payload();
   return http::message_generator{std::move(res)};
 }
+
+http::message_generator make_response(unsigned version, bool keep_alive, bool head, http_response r,
+                                      response_headers extra = {}) {
+  return make_response(version, keep_alive, head,
+                       std::make_shared<const http_response>(std::move(r)), extra);
+}
+
+// The kernel send buffer of a connection that writes an async handler's document: the
+// document is shared in the heap, so a reader that never reads holds this much more, not a
+// copy of up to tcp_wmem's 4 MB (Linux doubles the value for its bookkeeping).
+constexpr int document_send_buffer = 64 * 1024;
 
 // A failed check's reason as its response carries it: control characters escaped, at most
 // max_check_reason bytes (then how many were left out).
@@ -168,22 +223,54 @@ struct http_endpoints::impl {
     std::chrono::steady_clock::time_point since{};  // of `state`
   };
 
+  /// One async handler's document being computed: the requests that arrive meanwhile wait
+  /// for it on `done`, which is cancelled once `result` is set.
+  struct computation {
+    explicit computation(const asio::strand<asio::any_io_executor>& strand)
+        : done(strand, std::chrono::steady_clock::time_point::max()) {}
+    asio::steady_timer done;
+    std::shared_ptr<const http_response> result;
+  };
+
+  struct async_route {
+    std::string path;                                    // set before start
+    std::function<asio::awaitable<http_response>()> fn;  // set before start
+    // On the strand only:
+    std::weak_ptr<const http_response> last;  // the latest document, while a connection has it
+    std::chrono::steady_clock::time_point last_at{};
+    std::shared_ptr<computation> computing;  // while fn() runs
+  };
+
+  /// Holds one of max_async_responses from the request to the end of its response's write.
+  class async_slot {
+  public:
+    explicit async_slot(impl& owner) : owner_(owner) { ++owner_.async_responses; }
+    ~async_slot() { --owner_.async_responses; }
+    async_slot(const async_slot&) = delete;
+    async_slot& operator=(const async_slot&) = delete;
+
+  private:
+    impl& owner_;
+  };
+
   static asio::awaitable<void> accept_loop(std::shared_ptr<impl> self);
   static asio::awaitable<void> session(std::shared_ptr<impl> self, tcp::socket socket);
+  /// The document of `route`: the one a connection still writes if it is recent enough, else
+  /// the one being computed, else a new one. On the strand.
+  static asio::awaitable<std::shared_ptr<const http_response>> shared_response(
+      std::shared_ptr<impl> self, async_route& route);
   /// The response to `req`; `computed` is what an async handler answered for it.
   http::message_generator respond(const http::request<http::string_body>& req,
-                                  std::optional<http_response> computed = {}) const;
-  /// The async handler `req` asks for, or null (another path or method, or stopped).
-  const std::function<asio::awaitable<http_response>()>* async_handler_for(
-      const http::request<http::string_body>& req) const;
+                                  std::shared_ptr<const http_response> computed = {}) const;
+  /// The async route `req` asks for, or null (another path or method, or stopped).
+  async_route* async_route_for(const http::request<http::string_body>& req);
   void make_room();
   void close_all();
 
   asio::strand<asio::any_io_executor> strand;
   const http_endpoints_options options;
   std::map<std::string, std::function<http_response()>, std::less<>> handlers;  // set before start
-  std::map<std::string, std::function<asio::awaitable<http_response>()>, std::less<>>
-      async_handlers;  // set before start
+  std::map<std::string, async_route, std::less<>> async_routes;                 // set before start
   std::atomic<bool> started{false};
   std::atomic<bool> stopped{false};
   std::atomic<std::size_t> open_connections{0};
@@ -191,6 +278,7 @@ struct http_endpoints::impl {
   tcp::acceptor acceptor;
   std::map<std::uint64_t, session_entry> sessions;  // by id: the first is the oldest
   std::uint64_t next_session = 0;
+  std::size_t async_responses = 0;  // async_slots held
 };
 
 namespace {
@@ -319,8 +407,9 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
       } else if (ec == http::error::body_limit) {
         status = 413;
       }
-      auto refusal = make_response(11, false, false,
-                                   {status, "text/plain; charset=utf-8", ec.message() + "\n"});
+      auto refusal =
+          make_response(11, false, false,
+                        http_response{status, "text/plain; charset=utf-8", ec.message() + "\n"});
       stream.expires_after(opt.write_timeout);
       auto write_refusal =
           beast::async_write(stream, std::move(refusal), asio::as_tuple(asio::use_awaitable));
@@ -328,22 +417,32 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
       break;
     }
     set_phase(phase::serving);
-    std::optional<http_response> computed;
-    if (const auto* fn = self->async_handler_for(parser.get()); fn != nullptr) {
-      try {
-        auto op = (*fn)();  // named: see above on GCC 12
+    std::shared_ptr<const http_response> computed;
+    std::optional<async_slot> slot;  // until the response is written
+    std::optional<http::message_generator> busy;
+    if (auto* route = self->async_route_for(parser.get()); route != nullptr) {
+      if (self->async_responses >= opt.max_async_responses) {
+        logger()->debug("{} documents being served: answering 503 to {}", self->async_responses,
+                        std::string_view(parser.get().target()));
+        busy.emplace(
+            make_response(parser.get().version(), parser.get().keep_alive(),
+                          parser.get().method() == http::verb::head,
+                          http_response{503, "text/plain; charset=utf-8",
+                                        "too many requests for documents at once, retry later\n"},
+                          {.allow = {}, .retry_after = "1"}));
+      } else {
+        slot.emplace(*self);
+        boost::system::error_code ignored;
+        stream.socket().set_option(asio::socket_base::send_buffer_size(document_send_buffer),
+                                   ignored);
+        auto op = shared_response(self, *route);  // named: see above on GCC 12
         computed = co_await std::move(op);
-      } catch (const std::exception& e) {
-        logger()->error("handler for {} threw: {}", std::string_view(parser.get().target()),
-                        e.what());
-        computed = http_response{500, "text/plain; charset=utf-8",
-                                 std::string("internal error: ") + e.what() + "\n"};
-      }
-      if (self->stopped) {
-        break;
+        if (self->stopped) {
+          break;
+        }
       }
     }
-    auto res = self->respond(parser.get(), std::move(computed));
+    auto res = busy ? std::move(*busy) : self->respond(parser.get(), std::move(computed));
     const bool keep_alive = res.keep_alive();
     stream.expires_after(opt.write_timeout);
     auto write = beast::async_write(stream, std::move(res), asio::as_tuple(asio::use_awaitable));
@@ -366,36 +465,84 @@ std::string_view path_of(const http::request<http::string_body>& req) {
 
 }  // namespace
 
-const std::function<asio::awaitable<http_response>()>* http_endpoints::impl::async_handler_for(
-    const http::request<http::string_body>& req) const {
+http_endpoints::impl::async_route* http_endpoints::impl::async_route_for(
+    const http::request<http::string_body>& req) {
   if (stopped || (req.method() != http::verb::get && req.method() != http::verb::head)) {
     return nullptr;
   }
-  const auto it = async_handlers.find(path_of(req));
-  return it == async_handlers.end() ? nullptr : &it->second;
+  const auto it = async_routes.find(path_of(req));
+  return it == async_routes.end() ? nullptr : &it->second;
 }
 
-http::message_generator http_endpoints::impl::respond(const http::request<http::string_body>& req,
-                                                      std::optional<http_response> computed) const {
+asio::awaitable<std::shared_ptr<const http_response>> http_endpoints::impl::shared_response(
+    std::shared_ptr<impl> self, async_route& route) {
+  if (auto last = route.last.lock(); last && std::chrono::steady_clock::now() - route.last_at <
+                                                 self->options.async_response_reuse) {
+    co_return last;
+  }
+  if (const auto pending = route.computing) {
+    co_await pending->done.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_return pending->result;
+  }
+  const auto mine = std::make_shared<computation>(self->strand);
+  route.computing = mine;
+  // Whatever fn() does, the waiters get an answer and the next request computes afresh.
+  struct publish {
+    async_route& route;
+    computation& c;
+    publish(async_route& r, computation& co) : route(r), c(co) {}
+    publish(const publish&) = delete;
+    publish& operator=(const publish&) = delete;
+    ~publish() {
+      if (!c.result) {
+        c.result = std::make_shared<const http_response>(
+            http_response{500, "text/plain; charset=utf-8", "internal error\n"});
+      }
+      route.last = c.result;
+      route.last_at = std::chrono::steady_clock::now();
+      route.computing.reset();
+      c.done.cancel();
+    }
+  };
+  {
+    const publish done{route, *mine};
+    http_response r;
+    try {
+      auto op = route.fn();  // named: see session() on GCC 12
+      r = co_await std::move(op);
+    } catch (const std::exception& e) {
+      logger()->error("handler for {} threw: {}", route.path, e.what());
+      r = http_response{500, "text/plain; charset=utf-8",
+                        std::string("internal error: ") + e.what() + "\n"};
+    }
+    mine->result = std::make_shared<const http_response>(std::move(r));
+  }
+  co_return mine->result;
+}
+
+http::message_generator http_endpoints::impl::respond(
+    const http::request<http::string_body>& req,
+    std::shared_ptr<const http_response> computed) const {
   const bool keep_alive = req.keep_alive() && !stopped;
   const bool head = req.method() == http::verb::head;
   if (req.method() != http::verb::get && !head) {
     return make_response(req.version(), keep_alive, false,
-                         {405, "text/plain; charset=utf-8", "method not allowed\n"}, "GET, HEAD");
+                         http_response{405, "text/plain; charset=utf-8", "method not allowed\n"},
+                         {.allow = "GET, HEAD", .retry_after = {}});
   }
   const auto path = path_of(req);
   const auto it = handlers.find(path);
   if (it == handlers.end() && !computed) {
     return make_response(req.version(), keep_alive, head,
-                         {404, "text/plain; charset=utf-8", "404 page not found\n"});
+                         http_response{404, "text/plain; charset=utf-8", "404 page not found\n"});
   }
   if (stopped) {
     // Handlers may reference objects the owner destroys once stop() has returned.
     return make_response(req.version(), false, head,
-                         {503, "text/plain; charset=utf-8", "shutting down\n"});
+                         http_response{503, "text/plain; charset=utf-8", "shutting down\n"});
   }
   if (computed) {
-    return make_response(req.version(), keep_alive, head, std::move(*computed));
+    return make_response(req.version(), keep_alive, head, std::move(computed));
   }
   http_response r;
   try {
@@ -467,7 +614,9 @@ void http_endpoints::handle(std::string path, std::function<http_response()> fn)
 void http_endpoints::handle_async(std::string path,
                                   std::function<asio::awaitable<http_response>()> fn) {
   assert(!impl_->started && "register handlers before start()");
-  impl_->async_handlers.insert_or_assign(std::move(path), std::move(fn));
+  auto& route = impl_->async_routes[path];
+  route.path = std::move(path);
+  route.fn = std::move(fn);
 }
 
 void http_endpoints::handle_check(std::string path, std::function<check_result()> check) {

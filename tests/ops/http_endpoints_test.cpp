@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/socket_base.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -17,15 +20,21 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <exception>
+#include <fstream>
 #include <future>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kube/support/run_sync.hpp"
+#include "ops/support/live_heap.hpp"
 #include "tec/ops/metrics.hpp"
 
 namespace tec::ops {
@@ -89,6 +98,7 @@ struct reply {
   std::string allow;
   std::string content_length;
   std::string body;
+  std::string retry_after;
 };
 
 asio::awaitable<reply> request(beast::tcp_stream& stream, http::verb method, std::string target,
@@ -104,9 +114,12 @@ asio::awaitable<reply> request(beast::tcp_stream& stream, http::verb method, std
   parser.skip(method == http::verb::head);
   co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
   const auto& res = parser.get();
-  co_return reply{res.result_int(), std::string(res[http::field::content_type]),
+  co_return reply{res.result_int(),
+                  std::string(res[http::field::content_type]),
                   std::string(res[http::field::allow]),
-                  std::string(res[http::field::content_length]), res.body()};
+                  std::string(res[http::field::content_length]),
+                  res.body(),
+                  std::string(res[http::field::retry_after])};
 }
 
 asio::awaitable<reply> fetch(tcp::endpoint ep, http::verb method, std::string target,
@@ -575,6 +588,226 @@ TEST_F(http_endpoints_test, the_header_deadline_does_not_cut_an_idle_kept_alive_
     co_return out;
   }(ep));
   EXPECT_EQ(body, "xx");
+  server.stop();
+}
+
+}  // namespace
+}  // namespace tec::ops
+
+namespace tec::ops {
+namespace {
+
+// Issue 29 item 3: /debug/evictions amplified memory for anyone who could reach the port (64
+// clients that asked and never read added 149 MB: each held its own copy of the document
+// until written).
+
+constexpr std::size_t document_entries = 10'000;
+
+// A document the size of /debug/evictions with 10,000 pending entries and short names
+// (evictions_json's fields, about 260 bytes each: 2.6 MB).
+std::string evictions_like_document() {
+  std::string doc = R"({"generatedAt":"2026-11-23T15:35:00.000Z","acting":true,"total":)" +
+                    std::to_string(document_entries) + R"(,"truncated":false,"evictions":[)";
+  for (std::size_t i = 0; i < document_entries; ++i) {
+    const auto n = std::to_string(i);
+    if (i > 0) {
+      doc += ',';
+    }
+    doc += R"({"pod":"ns-)" + n + "/pod-" + n + R"(","uid":"00000000-0000-4000-8000-)" +
+           std::string(12 - n.size(), '0') + n + R"(","node":"node-)" + n +
+           R"(","taints":["node.kubernetes.io/unreachable:NoExecute"],)" +
+           R"("due":"2026-11-23T15:40:00.000Z","state":"pending","why":"","attempts":0,)" +
+           R"("lastError":""})";
+  }
+  doc += "]}";
+  return doc;
+}
+
+asio::awaitable<http_response> build_document(std::atomic<int>* builds) {
+  builds->fetch_add(1);
+  co_return http_response{200, "application/json", evictions_like_document()};
+}
+
+// A client that sends one request and never reads. Its receive buffer is small (set before
+// connect, so the window it offers is), so a large response stalls once the kernel's buffers
+// are full and the server holds the rest. Blocking calls: they need no run of the io_context.
+class never_reading_client {
+public:
+  never_reading_client(asio::io_context& ioc, tcp::endpoint ep, const std::string& target)
+      : socket_(ioc) {
+    socket_.open(ep.protocol());
+    socket_.set_option(asio::socket_base::receive_buffer_size(4096));
+    socket_.connect(ep);
+    asio::write(socket_, asio::buffer("GET " + target + " HTTP/1.1\r\nHost: test\r\n\r\n"));
+  }
+
+  /// The response's first bytes are in (or the connection is gone).
+  bool answered() {
+    boost::system::error_code ec;
+    return socket_.available(ec) >= 12 || ec;
+  }
+
+  /// The response's status (peeked, not read), 0 if there is none.
+  unsigned status() {
+    std::array<char, 12> line{};  // "HTTP/1.1 200"
+    boost::system::error_code ec;
+    if (socket_.available(ec) < line.size() || ec) {
+      return 0;
+    }
+    socket_.receive(asio::buffer(line), tcp::socket::message_peek, ec);
+    return ec ? 0 : static_cast<unsigned>(std::stoul(std::string(line.data() + 9, 3)));
+  }
+
+private:
+  tcp::socket socket_;
+};
+
+// Resident set size, for the log only: the assertions count live heap bytes, which do not
+// depend on what the allocator caches or returns to the kernel.
+long resident_kb() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  long kb = 0;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      status >> kb;
+      return kb;
+    }
+    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
+// Bytes the kernel holds in the send queues of the server's connections (local port `port`),
+// from /proc/net/tcp's tx_queue: written by the server, not yet taken by the client.
+std::int64_t send_queue_bytes(std::uint16_t port) {
+  std::int64_t total = 0;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot;
+      std::string local;
+      std::string remote;
+      std::string state;
+      std::string queues;  // tx_queue:rx_queue, hex
+      fields >> slot >> local >> remote >> state >> queues;
+      const auto colon = local.rfind(':');
+      if (colon == std::string::npos || queues.find(':') == std::string::npos ||
+          std::stoul(local.substr(colon + 1), nullptr, 16) != port) {
+        continue;
+      }
+      total +=
+          static_cast<std::int64_t>(std::stoul(queues.substr(0, queues.find(':')), nullptr, 16));
+    }
+  }
+  return total;
+}
+
+struct slow_reader_run {
+  std::int64_t heap_growth = 0;  // live heap bytes, all 64 answered, against before
+  std::int64_t send_queues = 0;  // the server's kernel send queues then
+  long rss_growth_kb = 0;
+  std::size_t document_size = 0;
+  int ok = 0;    // answered 200
+  int busy = 0;  // answered 503
+};
+
+// 64 clients ask for the document at once and never read; measures the server's growth once
+// each has its answer's first bytes.
+slow_reader_run run_slow_readers(asio::io_context& ioc, http_endpoints& server, tcp::endpoint ep) {
+  slow_reader_run out;
+  out.document_size = evictions_like_document().size();
+  const auto heap_before = testing::live_heap_bytes();
+  const auto rss_before = resident_kb();
+  std::vector<std::unique_ptr<never_reading_client>> clients;
+  for (int i = 0; i < 64; ++i) {
+    clients.push_back(std::make_unique<never_reading_client>(ioc, ep, "/debug/evictions"));
+  }
+  EXPECT_TRUE(run_until(ioc, [&] {
+    return std::all_of(clients.begin(), clients.end(), [](auto& c) { return c->answered(); });
+  }));
+  out.heap_growth = testing::live_heap_bytes() - heap_before;
+  out.send_queues = send_queue_bytes(ep.port());
+  out.rss_growth_kb = resident_kb() - rss_before;
+  for (auto& c : clients) {
+    const auto status = c->status();
+    out.ok += status == 200 ? 1 : 0;
+    out.busy += status == 503 ? 1 : 0;
+  }
+  std::printf(
+      "64 never-reading clients of a %zu-byte document: %d answered 200, %d 503; live heap "
+      "%+lld bytes, server send queues %lld bytes, RSS %+ld kB\n",
+      out.document_size, out.ok, out.busy, static_cast<long long>(out.heap_growth),
+      static_cast<long long>(out.send_queues), out.rss_growth_kb);
+  clients.clear();
+  server.stop();
+  EXPECT_TRUE(run_until(ioc, [&] { return server.connections() == 0; }));
+  return out;
+}
+
+// Per-connection buffers of 64 connections (the server's and the clients'), far below one
+// document.
+constexpr std::int64_t connection_overhead = 4 << 20;
+
+TEST_F(http_endpoints_test, sixty_four_never_reading_clients_of_a_debug_document_add_a_few_mb) {
+  http_endpoints server(ioc_.get_executor(), options());
+  std::atomic<int> builds{0};
+  server.handle_async("/debug/evictions", [&builds] { return build_document(&builds); });
+  const auto ep = start(server);
+  const auto run = run_slow_readers(ioc_, server, ep);
+  // What the server holds for them, in its heap or in the kernel's send buffers: at most the
+  // default max_async_responses (2) documents, whatever 64 clients do.
+  EXPECT_LE(run.heap_growth + run.send_queues,
+            2 * static_cast<std::int64_t>(run.document_size) + connection_overhead);
+  EXPECT_EQ(run.ok + run.busy, 64);
+  EXPECT_LE(builds.load(), 2);
+}
+
+TEST_F(http_endpoints_test, concurrent_readers_of_a_debug_document_share_one_copy) {
+  auto o = options();
+  o.max_async_responses = 64;   // every one of them served
+  o.async_response_reuse = 1h;  // by the first document, however slow this machine is
+  http_endpoints server(ioc_.get_executor(), o);
+  std::atomic<int> builds{0};
+  server.handle_async("/debug/evictions", [&builds] { return build_document(&builds); });
+  const auto ep = start(server);
+  const auto run = run_slow_readers(ioc_, server, ep);
+  EXPECT_EQ(run.ok, 64);
+  EXPECT_EQ(builds.load(), 1);
+  // One copy in the heap, 64 small send buffers (64 KiB, which Linux doubles) in the kernel.
+  EXPECT_LE(run.heap_growth, static_cast<std::int64_t>(run.document_size) + connection_overhead);
+  EXPECT_LE(run.send_queues, 64 * 128 * 1024);
+}
+
+TEST_F(http_endpoints_test,
+       beyond_the_cap_a_document_is_503_and_a_reader_that_never_reads_is_dropped) {
+  auto o = options();
+  o.max_async_responses = 1;
+  o.async_response_reuse = 0ms;
+  o.write_timeout = 300ms;
+  http_endpoints server(ioc_.get_executor(), o);
+  std::atomic<int> builds{0};
+  server.handle_async("/debug/evictions", [&builds] { return build_document(&builds); });
+  server.handle("/metrics", [] { return http_response{200, "text/plain", "m"}; });
+  const auto ep = start(server);
+
+  never_reading_client stuck(ioc_, ep, "/debug/evictions");
+  ASSERT_TRUE(run_until(ioc_, [&] { return stuck.answered(); }));
+  EXPECT_EQ(stuck.status(), 200U);
+  // The one slot is taken: another reader is told to come back; other paths are served.
+  const auto refused = run_until_done(ioc_, fetch(ep, http::verb::get, "/debug/evictions"));
+  EXPECT_EQ(refused.status, 503U);
+  EXPECT_EQ(refused.retry_after, "1");
+  EXPECT_EQ(run_until_done(ioc_, fetch(ep, http::verb::get, "/metrics")).status, 200U);
+  // The write deadline drops the reader that never reads, which frees the slot.
+  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
+  const auto served = run_until_done(ioc_, fetch(ep, http::verb::get, "/debug/evictions"));
+  EXPECT_EQ(served.status, 200U);
+  EXPECT_EQ(served.body, evictions_like_document());
+  EXPECT_EQ(builds.load(), 2);
   server.stop();
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 
-// The daemon's own small HTTP/1.1 server for /metrics, /healthz and /readyz (Boost.Beast,
-// one coroutine per connection).
+// The daemon's own small HTTP/1.1 server for /metrics, /healthz, /readyz and the /debug
+// documents (Boost.Beast, one coroutine per connection).
 //
 // It faces the pod network, so every connection is bounded: a kept-alive connection may idle
 // for read_timeout; once a request's first byte is in, its headers must follow within
@@ -14,6 +14,17 @@
 // 64 idle connections were open), and a probe whose request is in is closed last, even before
 // the server has read its first byte (issue 29: a flood of idle connections closed 5.6% of
 // the probes' own connections).
+//
+// The documents of async handlers (/debug/evictions: a few MB) are bounded in memory however
+// many clients ask and however slowly they read (issue 29: 64 clients that asked and never
+// read added 149 MB, a copy each, in the heap or the kernel's send buffers):
+// - a request that arrives while its path's document is computed, or within
+//   async_response_reuse of it while a connection still writes it, gets that document,
+//   shared, not copied;
+// - at most max_async_responses are computed or written at once; beyond, 503 with
+//   Retry-After: 1;
+// - a connection writing one has a small kernel send buffer (64 KiB), so the shared copy is
+//   the only whole one, and write_timeout drops a reader that does not take it in time.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -52,6 +63,14 @@ struct http_endpoints_options {
   /// longest that has sent nothing, else the oldest with an incomplete request, else the
   /// oldest.
   std::size_t max_connections = 64;
+  /// Responses of async handlers (handle_async) computed or written at once, over all their
+  /// paths; a request beyond gets 503 with Retry-After. Each may hold a document of a few MB
+  /// until written (or write_timeout), and each computation takes a thread for tens of ms.
+  std::size_t max_async_responses = 2;
+  /// How long an async handler's response is served again to requests for the same path,
+  /// while a connection still writes it (it is never kept beyond that). Requests that arrive
+  /// while it is computed share it in any case.
+  std::chrono::milliseconds async_response_reuse{1'000};
 };
 
 /// What a handler answers. HEAD requests get the same status and headers without the body.
@@ -100,7 +119,9 @@ public:
   /// the connection's coroutine awaits it (on the server's strand) while the work runs where
   /// the awaitable puts it (e.g. co_spawn onto another executor), so the executor the server
   /// shares with the rest of the program stays free. An exception it throws is a 500. After
-  /// stop(), a response still being computed is dropped with its connection.
+  /// stop(), a response still being computed is dropped with its connection. The response is
+  /// shared between concurrent requests and their number capped (see the file comment and
+  /// max_async_responses, async_response_reuse): one call of `fn` may answer many requests.
   void handle_async(std::string path, std::function<boost::asio::awaitable<http_response>()> fn);
   /// Serves a check at `path`: 200 "ok", or 500 with the check's message when it fails (or
   /// throws), bounded and escaped (see check_result); "readyz check failed" (for "/readyz") when it
