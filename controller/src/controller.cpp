@@ -237,6 +237,7 @@ struct counters {
   std::atomic<std::uint64_t> succeeded{0};
   std::atomic<std::uint64_t> failed{0};
   std::atomic<std::uint64_t> skipped{0};
+  std::atomic<std::uint64_t> terminating{0};
   std::atomic<std::uint64_t> cancellations{0};
   std::atomic<std::uint64_t> stale{0};
   std::atomic<std::uint64_t> dry_run{0};
@@ -857,6 +858,9 @@ struct controller::impl {
       // Otherwise docs/behaviour.md §5: a pod update on an untainted node cancels nothing.
       return verdict::done;
     }
+    if (pod.terminating) {
+      return leave_terminating(key, pod, verified);
+    }
     // Section 6: schedule first; only when an entry already exists is it looked at.
     time_point created_at = now;
     time_point fire_at = d->untolerated ? now : now + d->time.delay();
@@ -898,6 +902,49 @@ struct controller::impl {
       schedule(key, pod, now, now, *taints);
     }
     return verdict::done;
+  }
+
+  // `pod` would be evicted, but it is terminating already (a deletionTimestamp: ours, taken
+  // before a restart or a failover, or someone else's): a second DELETE would change nothing
+  // for it and take a rate-limit token, so nothing is scheduled, and an eviction of it still
+  // waiting (pending, held, backing off) is cancelled, with upstream's event when it had not
+  // started (as for a pod deleted before its time, docs/behaviour.md §5.1). An attempt
+  // running is left to finish: its own DELETE is what usually made the pod terminating.
+  // Caller holds the key lock; `verified` as for decide_locked.
+  verdict leave_terminating(std::string_view key, const pod_view& pod, bool verified) {
+    const auto entry = queue_.lookup(key);
+    if (entry && entry->payload != pod.uid) {
+      if (!verified) {
+        return verdict::reread;
+      }
+      drop_foreign(key, entry->payload, pod.uid);
+    } else if (entry && entry->state == timedqueue::entry_state::running) {
+      return verdict::done;
+    } else if (entry) {
+      if (cancel_entry(key)) {
+        bump(ctr_->cancellations);
+        pod_ref ref{pod.namespace_, pod.name, pod.uid};
+        record_event(ref, event_kind::cancelling_deletion);
+        note_cancelled(std::move(ref), cancel_reason::pod_gone, entry->fire_at);
+      }
+      bump(ctr_->terminating);
+      log_->info("cancelled eviction of terminating pod pod=\"{}\" uid={}", key, pod.uid);
+      return verdict::done;
+    }
+    bump(ctr_->terminating);
+    if (log_->should_log(spdlog::level::debug)) {
+      log_->debug("not evicting pod=\"{}\" uid={} reason=terminating", key, pod.uid);
+    }
+    return verdict::done;
+  }
+
+  // True when an eviction of `pod` (its UID) waits in the queue and has not started: then the
+  // update that makes it terminating is decided (leave_terminating), not ignored.
+  [[nodiscard]] bool eviction_waits(const pod_view& pod) const {
+    std::string key;
+    set_key(key, pod.namespace_, pod.name);
+    const auto entry = queue_.lookup(key);
+    return entry && entry->payload == pod.uid && entry->state != timedqueue::entry_state::running;
   }
 
   // The replay found `pod` on a node with `taints` and no eviction scheduled: when its
@@ -1281,6 +1328,20 @@ struct controller::impl {
       return;
     }
     pod_ref ref{std::string(ns), std::string(name), std::string(info.payload)};
+    if (pod->terminating) {
+      // It became terminating after the decision (someone else deleted it, or an earlier
+      // attempt of ours was accepted although it reported a failure): deleting it again would
+      // change nothing. No Marking event, no request (see leave_terminating).
+      bump(ctr_->terminating);
+      stuck_.done(info.key, info.generation);
+      blocked_.done(info.key, info.generation);
+      log_->info("pod is already terminating, not deleting it again pod=\"{}\" uid={}", info.key,
+                 info.payload);
+      note_cancelled(std::move(ref), cancel_reason::pod_gone, info.fire_at);
+      slot->complete(timedqueue::outcome::success());
+      slot.reset();
+      return;
+    }
     if (info.admitted_at > info.due_at && on_waited_) {
       on_waited_(
           std::chrono::duration_cast<std::chrono::nanoseconds>(info.admitted_at - info.due_at));
@@ -1629,7 +1690,9 @@ bool controller::pod_updated(const pod_view* old_pod, const pod_view* new_pod) {
       old_pod->opted_out == new_pod->opted_out &&
       (!impl_->scoped_.load(std::memory_order_relaxed) ||
        (old_pod->labels == new_pod->labels && old_pod->phase == new_pod->phase &&
-        old_pod->owner_kind == new_pod->owner_kind))) {
+        old_pod->owner_kind == new_pod->owner_kind)) &&
+      // The deletionTimestamp appearing is decided only when an eviction of the pod waits.
+      (old_pod->terminating || !new_pod->terminating || !impl_->eviction_waits(*new_pod))) {
     impl_->ctr_->ignored.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -1678,6 +1741,7 @@ controller_stats controller::stats() const {
   s.evictions_succeeded = get(c.succeeded);
   s.evictions_failed = get(c.failed);
   s.evictions_skipped = get(c.skipped);
+  s.terminating_skipped = get(c.terminating);
   s.cancellations = get(c.cancellations);
   s.stale_entries_dropped = get(c.stale);
   s.dry_run_deletions = get(c.dry_run);

@@ -51,6 +51,18 @@
 //   (100 years) instead of overflowing into "evict now".
 // - Untolerated taint while this very pod's eviction is already running or backing off: it is
 //   left alone (it is already evicting "now"), instead of a cancel + a duplicate eviction.
+// - A pod already terminating (metadata.deletionTimestamp set) is never deleted again (a
+//   second DELETE changes nothing for it; issue 29): no eviction is scheduled for it, so it
+//   takes no admission token, sends nothing and gets no event (a restart or a failover
+//   replays every terminating pod on a tainted node, and upstream deletes each again, with a
+//   second "Marking for deletion" event). The update that sets the deletionTimestamp, which
+//   upstream ignores, is decided when an eviction of that pod waits (pending, held for
+//   admission, backing off): it is cancelled before it takes a token, with upstream's
+//   "Cancelling deletion" event when it was pending or blocked, as for a pod deleted before
+//   its time. A firing that still finds the pod terminating in the cache (the update came
+//   before the entry existed) stops there: no event, no request. An attempt already running
+//   is left to finish (its own DELETE is the usual reason the pod is terminating). Counted in
+//   controller_stats::terminating_skipped.
 // - Per-key serialisation: decisions for one pod key are made under a striped lock, so two
 //   workers (old node and new node of a re-created pod) never interleave lookup and cancel.
 //   A node update decides from the pods_on_node() snapshot; only when the queue holds an
@@ -260,8 +272,12 @@ struct controller_stats {
   std::uint64_t evictions_started = 0;    ///< Firings that called the sink (attempt 1).
   std::uint64_t eviction_attempts = 0;    ///< Sink calls, first tries and retries.
   std::uint64_t evictions_succeeded = 0;
-  std::uint64_t evictions_failed = 0;       ///< Attempts that failed (each is retried).
-  std::uint64_t evictions_skipped = 0;      ///< Fired for a pod gone or replaced: no API call.
+  std::uint64_t evictions_failed = 0;   ///< Attempts that failed (each is retried).
+  std::uint64_t evictions_skipped = 0;  ///< Fired for a pod gone or replaced: no API call.
+  /// Evictions not made because the pod was already terminating (a deletionTimestamp): a
+  /// decision that would have scheduled one, a waiting one cancelled, or a firing stopped. A
+  /// pod decided again counts again.
+  std::uint64_t terminating_skipped = 0;
   std::uint64_t cancellations = 0;          ///< Pending evictions cancelled (cancel events).
   std::uint64_t stale_entries_dropped = 0;  ///< Entries dropped for a UID mismatch.
   std::size_t tainted_nodes = 0;
@@ -318,9 +334,11 @@ public:
   bool node_updated(const node_view* old_node, const node_view* new_node,
                     update_origin origin = update_origin::watch);
   /// A pod was added (old_pod null), updated, or deleted (new_pod null). Ignored when
-  /// tolerations, nodeName and UID are unchanged, or when the pod is unscheduled (a
-  /// re-created unscheduled pod replacing a scheduled one is still enqueued for the old node,
-  /// so the old pod's eviction is dropped). Returns true when enqueued. Any thread.
+  /// tolerations, nodeName and UID are unchanged (unless the pod just became terminating while
+  /// an eviction of it waits in the queue, not yet running: that eviction is dropped), or when
+  /// the pod is unscheduled (a re-created unscheduled pod replacing a scheduled one is still
+  /// enqueued for the old node, so the old pod's eviction is dropped). Returns true when
+  /// enqueued. Any thread.
   bool pod_updated(const pod_view* old_pod, const pod_view* new_pod);
 
   /// Manual mode only: processes waiting updates on the calling thread until none is left
