@@ -9,6 +9,11 @@
 #   2b. the NetworkPolicy selects the controller's pods and admits only the metrics port, only
 #      from namespaces carrying the monitoring label (the probes come from the node, which a
 #      NetworkPolicy always admits);
+#   2c. placement: the replicas may never share a node (required pod anti-affinity by
+#      hostname) and are spread over zones (topologySpreadConstraints on
+#      topology.kubernetes.io/zone, ScheduleAnyway), so one node or zone failing cannot take
+#      both (issue 29); deploy/local/node-overlay (the single-node test cluster) relaxes the
+#      anti-affinity to preferred and changes nothing else of the placement;
 #   3. the PodDisruptionBudget: `kubectl apply --dry-run=client` when the server serves
 #      policy/v1 (1.21+). A 1.20 server does not, and kubectl cannot map the kind without it,
 #      so there the PDB is checked against the policy/v1 object kubectl itself generates and
@@ -189,6 +194,57 @@ expect_field "{$c.ports[?(@.name==\"metrics\")].containerPort}" 8080
 expect_field "{$c.ports[?(@.name==\"health\")].containerPort}" 8081
 grep -q -- '--metrics-bind-address=:8080' "$WORK/deployment.yaml" || fail "metrics is not served on 8080"
 grep -q -- '--health-probe-bind-address=:8081' "$WORK/deployment.yaml" || fail "probes are not served on 8081"
+
+# --- 2c. placement: no node or zone failure takes both replicas -----------------------------
+
+labels=$(deploy_json '{.spec.template.metadata.labels}')
+anti='.spec.template.spec.affinity.podAntiAffinity'
+req="$anti.requiredDuringSchedulingIgnoredDuringExecution"
+n_required=$(deploy_json "{range $req[*]}{.topologyKey}{\"\\n\"}{end}" | grep -c . || true)
+[ "$n_required" -eq 1 ] || fail "expected one required pod anti-affinity term, got $n_required"
+expect_field "{$req[0].topologyKey}" kubernetes.io/hostname
+expect_field "{$req[0].labelSelector.matchLabels}" "$labels"
+expect_field "{$req[0].labelSelector.matchExpressions}" ''
+expect_field "{$req[0].namespaces}" ''
+expect_field "{$anti.preferredDuringSchedulingIgnoredDuringExecution}" ''
+spread='.spec.template.spec.topologySpreadConstraints'
+n_spread=$(deploy_json "{range $spread[*]}{.topologyKey}{\"\\n\"}{end}" | grep -c . || true)
+[ "$n_spread" -eq 1 ] || fail "expected one topology spread constraint, got $n_spread"
+expect_field "{$spread[0].topologyKey}" topology.kubernetes.io/zone
+expect_field "{$spread[0].whenUnsatisfiable}" ScheduleAnyway
+expect_field "{$spread[0].maxSkew}" 1
+expect_field "{$spread[0].labelSelector.matchLabels}" "$labels"
+# The selectors pick exactly the controller's replicas: the Deployment's own selector.
+[ "$labels" = "$(deploy_json '{.spec.selector.matchLabels}')" ] \
+  || fail "the pod template's labels differ from the Deployment's selector"
+
+# The single-node test cluster's component, as deploy/local/node.sh applies it.
+mkdir -p "$WORK/node-overlay"
+{
+  echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+  echo "kind: Kustomization"
+  echo "resources:"
+  echo "  - $(realpath --relative-to="$WORK/node-overlay" "$DEPLOY_DIR")"
+  echo "components:"
+  echo "  - $(realpath --relative-to="$WORK/node-overlay" "$DEPLOY_DIR/local/node-overlay")"
+} >"$WORK/node-overlay/kustomization.yaml"
+k kustomize "$WORK/node-overlay" >"$WORK/node-overlay.yaml" \
+  || fail "deploy/ with deploy/local/node-overlay does not render"
+awk 'BEGIN { RS = "---\n" } /(^|\n)kind: Deployment\n/ { printf "%s", $0 }' "$WORK/node-overlay.yaml" \
+  >"$WORK/node-deployment.yaml"
+# expect_node_field JSONPATH WANT: a field of the Deployment deploy/local/node.sh applies.
+expect_node_field() {
+  local got
+  got=$(k create --dry-run=client -f "$WORK/node-deployment.yaml" -o jsonpath="$1") \
+    || fail "cannot read $1 from the node-overlay Deployment"
+  [ "$got" = "$2" ] || fail "node-overlay Deployment $1: expected '$2', got '$got'"
+}
+pref="$anti.preferredDuringSchedulingIgnoredDuringExecution"
+expect_node_field "{$req}" ''
+expect_node_field "{$pref[0].podAffinityTerm.topologyKey}" kubernetes.io/hostname
+expect_node_field "{$pref[0].podAffinityTerm.labelSelector.matchLabels}" "$labels"
+expect_node_field "{$spread}" "$(deploy_json "{$spread}")"
+expect_node_field '{.spec.replicas}' 2
 
 # --- 3. the PodDisruptionBudget -------------------------------------------------------------
 
