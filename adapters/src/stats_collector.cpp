@@ -32,6 +32,7 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
         cs.skipped[i];
   }
   out.toleration_overrides = cs.toleration_overrides;
+  out.terminating_pods_skipped = cs.terminating_skipped;
   out.watch_restarts = {{"pods", pods.watch_restarts}, {"nodes", nodes.watch_restarts}};
   out.relists = {{"pods", pods.relists}, {"nodes", nodes.relists}};
   out.watch_decode_errors = {{"pods", pods.decode_errors}, {"nodes", nodes.decode_errors}};

@@ -379,6 +379,11 @@ const stats_family stats_families[] = {
              "maxTolerationSeconds set instead of the pod's own toleration.",
      .type = MetricType::Counter,
      .value = &scrape_stats::toleration_overrides},
+    {.name = "terminating_pods_skipped_total",
+     .help = "Evictions not made because the pod was already terminating (a deletionTimestamp): "
+             "no DELETE, no rate-limit token, no Marking event.",
+     .type = MetricType::Counter,
+     .value = &scrape_stats::terminating_pods_skipped},
     {.name = "pod_evictions_total",
      .help = "Pods evicted through the Eviction API (evictionMode Evict); each is also in "
              "pod_deletions_total.",

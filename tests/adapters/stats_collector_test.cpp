@@ -36,6 +36,7 @@ TEST(collect_stats, maps_every_library_total) {
   cs.queue.held = 8;
   cs.breaker_open = true;
   cs.dry_run_deletions = 30;
+  cs.terminating_skipped = 40;
   eviction_sink_stats ss;
   ss.dry_run_deletions = 1;
   ss.deletions = 9;
@@ -70,6 +71,7 @@ TEST(collect_stats, maps_every_library_total) {
   EXPECT_EQ(s.waiting_evictions, 8U);
   EXPECT_EQ(s.storm_breaker_open, 1U);
   EXPECT_EQ(s.dry_run_pod_deletions, 31U);
+  EXPECT_EQ(s.terminating_pods_skipped, 40U);
   EXPECT_EQ(s.watch_restarts, (Map{{"pods", 5}, {"nodes", 15}}));
   EXPECT_EQ(s.relists, (Map{{"pods", 6}, {"nodes", 16}}));
   EXPECT_EQ(s.watch_decode_errors, (Map{{"pods", 7}, {"nodes", 17}}));

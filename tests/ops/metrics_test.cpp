@@ -317,6 +317,7 @@ scrape_stats every_series() {
   s.eviction_refusals = 10;
   s.evictions_blocked = 11;
   s.eviction_fallbacks = 12;
+  s.terminating_pods_skipped = 13;
   return s;
 }
 
@@ -387,6 +388,11 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
         "Evictions scheduled with a time a taint rule's minTolerationSeconds or "
         "maxTolerationSeconds set instead of the pod's own toleration.",
         "", ""}},
+      {p + "terminating_pods_skipped_total",
+       {"counter",
+        "Evictions not made because the pod was already terminating (a deletionTimestamp): no "
+        "DELETE, no rate-limit token, no Marking event.",
+        "", ""}},
       {p + "pod_evictions_total",
        {"counter",
         "Pods evicted through the Eviction API (evictionMode Evict); each is also in "
@@ -441,6 +447,7 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   EXPECT_NE(text.find(p + "eviction_refusals_total 10\n"), std::string::npos);
   EXPECT_NE(text.find(p + "evictions_blocked 11\n"), std::string::npos);
   EXPECT_NE(text.find(p + "eviction_fallbacks_total 12\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "terminating_pods_skipped_total 13\n"), std::string::npos);
   EXPECT_NE(text.find(p + "eviction_wait_duration_seconds_bucket{le=\"30\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find(p + "policy_reload_failures_total 1\n"), std::string::npos);

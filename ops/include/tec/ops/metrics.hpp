@@ -328,6 +328,9 @@ struct scrape_stats {
   std::map<std::string, std::uint64_t> pods_skipped;
   /// Evictions scheduled with a time a taint rule's floor or cap set, not the pod's toleration.
   std::uint64_t toleration_overrides = 0;
+  /// Evictions not made because the pod was already terminating (a deletionTimestamp set):
+  /// decisions that would have scheduled one, waiting ones cancelled, firings stopped.
+  std::uint64_t terminating_pods_skipped = 0;
   /// Evict mode: pods evicted through the Eviction API (also in pod_deletions), Eviction API
   /// calls refused, evictions refused right now (a gauge), and pods deleted after
   /// fallbackAfter.
