@@ -907,9 +907,10 @@ struct controller::impl {
   // `pod` would be evicted, but it is terminating already (a deletionTimestamp: ours, taken
   // before a restart or a failover, or someone else's): a second DELETE would change nothing
   // for it and take a rate-limit token, so nothing is scheduled, and an eviction of it still
-  // waiting (pending, held, backing off) is cancelled, with upstream's event when it had not
-  // started (as for a pod deleted before its time, docs/behaviour.md §5.1). An attempt
-  // running is left to finish: its own DELETE is what usually made the pod terminating.
+  // waiting (pending, held, backing off) is cancelled, with upstream's event when it was
+  // pending or held, or blocked by a budget (cancel_entry's answer; as for a pod deleted before
+  // its time, docs/behaviour.md §5.1). An attempt running is left to finish: its own DELETE is
+  // what usually made the pod terminating.
   // Caller holds the key lock; `verified` as for decide_locked.
   verdict leave_terminating(std::string_view key, const pod_view& pod, bool verified) {
     const auto entry = queue_.lookup(key);
