@@ -1,19 +1,26 @@
 #include "tec/policy/policy_file.hpp"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <set>
+#include <system_error>
 #include <utility>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "tec/kube/duration.hpp"
+#include "tec/kube/error.hpp"
 
 namespace tec::policy {
 namespace {
@@ -31,10 +38,22 @@ std::string format_number(double v) {
   return s;
 }
 
-/// Walks the YAML tree and collects every problem with its position.
+/// Walks the YAML tree and collects the problems with their positions (the first
+/// max_reported_errors, then a count), within a budget of node visits.
+///
+/// yaml-cpp shares an aliased node: `*r` costs the parser nothing, but this walk visits the
+/// node behind it once per alias, so 1,000 aliases of a 1,000-key map in 13 KB were a million
+/// visits and a million errors (issue 29; go-yaml's CVE-2019-11253). Each step into a node
+/// costs 1 plus its scalar's length, and the walk stops with one error when the steps of a
+/// document cost more than walk_budget_floor + walk_budget_per_byte x its size. A document
+/// without aliases costs at most about its size (every node and scalar byte is written out),
+/// so only a document whose aliases multiply its parts runs out.
 class reader {
 public:
-  explicit reader(std::string_view source) : source_(source) {}
+  reader(std::string_view source, std::size_t text_bytes)
+      : source_(source),
+        text_bytes_(text_bytes),
+        budget_(walk_budget_floor + walk_budget_per_byte * text_bytes) {}
 
   using value_fn = std::function<void(const YAML::Node& value, const std::string& path)>;
   struct field {
@@ -42,7 +61,47 @@ public:
     value_fn read;
   };
 
+  /// Records a problem. Past max_reported_errors only counts it; once the budget is spent,
+  /// records nothing (the budget error is the only one reported).
   void error(const YAML::Mark& at, const std::string& path, std::string_view what) {
+    if (exhausted_) {
+      return;
+    }
+    if (errors_.size() >= max_reported_errors) {
+      ++unreported_;
+      return;
+    }
+    errors_.push_back(format(at, path, what));
+  }
+
+  /// Charges a step into `node` against the budget: false once it is spent (the caller stops
+  /// walking; the result is then this one error).
+  bool step(const YAML::Node& node) {
+    if (exhausted_) {
+      return false;
+    }
+    const std::size_t cost = 1 + (node.IsScalar() ? node.Scalar().size() : 0);
+    if (cost <= budget_) {
+      budget_ -= cost;
+      return true;
+    }
+    exhausted_ = true;
+    errors_.clear();
+    unreported_ = 0;
+    errors_.push_back(
+        format(node.Mark(), "",
+               "aliases (*name) expand this document past what reading it may cost (" +
+                   std::to_string(walk_budget_floor) + " + " +
+                   std::to_string(walk_budget_per_byte) + " x its " + std::to_string(text_bytes_) +
+                   " bytes, each node counting 1 plus its length): write the repeated parts out "
+                   "instead of aliasing them so often"));
+    return false;
+  }
+
+private:
+  /// "<source>:<line>:<column>: <path>: <what>", escaped and clipped.
+  [[nodiscard]] std::string format(const YAML::Mark& at, const std::string& path,
+                                   std::string_view what) const {
     std::string line(source_);
     if (!at.is_null()) {
       line += ':' + std::to_string(at.line + 1) + ':' + std::to_string(at.column + 1);
@@ -52,12 +111,18 @@ public:
       line += path + ": ";
     }
     line += what;
-    errors_.push_back(std::move(line));
+    // Keys, values and the file's path are the user's: escaped, so that no byte of them can
+    // end the log line or forge another one, and clipped.
+    return kube::printable(line, max_error_bytes);
   }
 
+public:
   /// Reads a mapping: each key must be one of `fields` and appear once. Null values are
   /// skipped (not set).
   void map(const YAML::Node& node, const std::string& path, const std::vector<field>& fields) {
+    if (!step(node)) {
+      return;
+    }
     if (!node.IsMap()) {
       error(node.Mark(), path, "expected a mapping, got " + describe(node));
       return;
@@ -65,6 +130,9 @@ public:
     std::set<std::string, std::less<>> seen;
     for (const auto& kv : node) {
       const YAML::Node& key = kv.first;
+      if (!step(key)) {
+        return;
+      }
       if (!key.IsScalar()) {
         error(key.Mark(), path, "keys must be strings");
         continue;
@@ -96,6 +164,9 @@ public:
       }
       if (kv.second.IsNull()) {
         continue;
+      }
+      if (!step(kv.second)) {
+        return;
       }
       f->read(kv.second, child);
     }
@@ -190,11 +261,22 @@ public:
     }
     std::size_t i = 0;
     for (const auto& item : node) {
+      if (!step(item)) {
+        return;
+      }
       each(item, path + "[" + std::to_string(i++) + "]");
     }
   }
 
-  [[nodiscard]] std::vector<std::string> take_errors() { return std::move(errors_); }
+  /// The problems found, with "... and N more" last when there were more than
+  /// max_reported_errors.
+  [[nodiscard]] std::vector<std::string> take_errors() {
+    if (unreported_ > 0) {
+      errors_.push_back("... and " + std::to_string(unreported_) + " more");
+      unreported_ = 0;
+    }
+    return std::move(errors_);
+  }
   [[nodiscard]] bool ok() const { return errors_.empty(); }
 
   static std::string describe(const YAML::Node& node) {
@@ -217,17 +299,14 @@ private:
   /// Unquoted scalars only: "5" in quotes is a string, not a number (as in strict JSON).
   static bool plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "?"; }
 
-  static std::string quote(const std::string& s) {
-    constexpr std::size_t max = 64;
-    std::string out = "\"";
-    for (const char c : s.substr(0, max)) {
-      out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
-    }
-    return out + (s.size() > max ? "...\"" : "\"");
-  }
+  static std::string quote(const std::string& s) { return '"' + kube::printable(s, 64) + '"'; }
 
   std::string_view source_;
+  std::size_t text_bytes_;
   std::vector<std::string> errors_;
+  std::size_t unreported_ = 0;  ///< Problems found past max_reported_errors.
+  std::size_t budget_;          ///< What the walk may still spend (step()).
+  bool exhausted_ = false;
 };
 
 /// A qualified name as Kubernetes validates label and taint keys: an optional DNS subdomain
@@ -322,6 +401,9 @@ void read_selector(reader& r, const YAML::Node& node, const std::string& path,
                  return;
                }
                for (const auto& kv : v) {
+                 if (!r.step(kv.first) || !r.step(kv.second)) {
+                   return;
+                 }
                  const auto key = r.string(kv.first, p);
                  if (!key) {
                    continue;
@@ -646,10 +728,17 @@ std::string parse_result::summary() const {
 
 parse_result parse_policy(std::string_view text, std::string_view source) {
   parse_result out;
-  reader r(source);
+  reader r(source, text.size());
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message for this is "bad file".
+    r.error(e.mark, "",
+            "not read: nested " + std::to_string(e.depth()) +
+                " levels deep, the most the YAML parser allows (a policy needs fewer than 10)");
+    out.errors = r.take_errors();
+    return out;
   } catch (const YAML::ParserException& e) {
     r.error(e.mark, "", "not valid YAML: " + e.msg);
     out.errors = r.take_errors();
@@ -730,31 +819,71 @@ parse_result parse_policy(std::string_view text, std::string_view source) {
 }
 
 kube::result<std::string> read_policy_text(const std::string& path) {
-  // A FIFO would block the reader (the daemon's I/O thread) until a writer comes, a device
-  // would be read endlessly: only regular files (symlinks followed, as a ConfigMap mount
-  // needs) are policy files.
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return kube::make_error(kube::errc::config_invalid,
-                            path + (std::filesystem::exists(path, ec)
-                                        ? ": not a regular file"
-                                        : ": cannot open the policy file (no such file)"));
+  // Opened once, without blocking, and checked through the descriptor: checking the path
+  // first and opening it after lets it be swapped for a FIFO in between, and open() of a FIFO
+  // blocks the caller until a writer comes (issue 29). O_NONBLOCK makes open() return at
+  // once whatever the path is; fstat then refuses anything but a regular file (a FIFO, a
+  // device read endlessly, a directory). Symlinks are followed, as a ConfigMap mount needs.
+  const std::string name = kube::printable(path, 256);
+  const auto fail = [&](const std::string& why) {
+    return kube::make_error(kube::errc::config_invalid, name + ": " + why);
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    return fail("cannot open the policy file (" + std::generic_category().message(err) + ")");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return kube::make_error(kube::errc::config_invalid, path + ": cannot open the policy file");
+  class closer {
+  public:
+    explicit closer(int fd) : fd_(fd) {}
+    closer(const closer&) = delete;
+    closer(closer&&) = delete;
+    closer& operator=(const closer&) = delete;
+    closer& operator=(closer&&) = delete;
+    ~closer() { ::close(fd_); }
+
+  private:
+    int fd_;
+  };
+  const closer closing(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    return fail("cannot read the policy file (" + std::generic_category().message(err) + ")");
   }
-  std::string text;
-  text.resize(max_file_bytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) {
-    return kube::make_error(kube::errc::config_invalid, path + ": cannot read the policy file");
+  if (!S_ISREG(st.st_mode)) {
+    return fail("not a regular file");
   }
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > max_file_bytes) {
-    return kube::make_error(kube::errc::config_invalid,
-                            path + ": larger than " + std::to_string(max_file_bytes) + " bytes");
+  if (st.st_size < 0 || static_cast<std::uintmax_t>(st.st_size) > max_file_bytes) {
+    return fail("larger than " + std::to_string(max_file_bytes) + " bytes");
   }
+  // The file may grow between fstat and read: never more than max_file_bytes + 1 bytes.
+  std::string text(static_cast<std::size_t>(st.st_size) + 1, '\0');
+  std::size_t size = 0;
+  for (;;) {
+    if (size == text.size()) {
+      if (size > max_file_bytes) {
+        break;
+      }
+      text.resize(max_file_bytes + 1);
+    }
+    const ssize_t n = ::read(fd, text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      const int err = errno;
+      return fail("cannot read the policy file (" + std::generic_category().message(err) + ")");
+    }
+    if (n == 0) {
+      break;
+    }
+    size += static_cast<std::size_t>(n);
+  }
+  if (size > max_file_bytes) {
+    return fail("larger than " + std::to_string(max_file_bytes) + " bytes");
+  }
+  text.resize(size);
   return text;
 }
 
