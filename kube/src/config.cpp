@@ -19,6 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tec/kube/error.hpp"
 #include "tec/kube/logger.hpp"
 
 namespace tec::kube {
@@ -37,33 +42,44 @@ std::string in_quotes(std::string_view s) {
 }
 
 /// Reads a whole (small) file. The message names the file and the OS reason, never content.
+/// The path is opened once without blocking and checked through the descriptor: a FIFO (whose
+/// open() waits for a writer, forever if none comes) or a device is refused, not waited on
+/// (issue 29).
 result<std::string> read_file(const std::string& path, std::size_t limit) {
-  struct closer {
-    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+  const auto fail = [&](const std::string& why) {
+    return make_error(errc::config_invalid, "cannot read " + printable(path, 256) + ": " + why);
   };
-  errno = 0;
-  std::unique_ptr<std::FILE, closer> file(std::fopen(path.c_str(), "rb"));
-  if (!file) {
-    const int err = errno;
-    return make_error(errc::config_invalid,
-                      "cannot read " + path + ": " + std::generic_category().message(err));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return fail(std::generic_category().message(errno));
+  }
+  struct closer {
+    void operator()(const int* fd) const noexcept { ::close(*fd); }
+  };
+  const std::unique_ptr<const int, closer> closing(&fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return fail(std::generic_category().message(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail("not a regular file");
   }
   std::string data;
   std::array<char, 8192> buffer{};
   for (;;) {
-    const std::size_t n = std::fread(buffer.data(), 1, buffer.size(), file.get());
-    data.append(buffer.data(), n);
-    if (data.size() > limit) {
-      return make_error(errc::config_invalid, "cannot read " + path + ": larger than " +
-                                                  std::to_string(limit) + " bytes");
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) {
+      continue;
     }
-    if (n < buffer.size()) {
-      if (std::ferror(file.get()) != 0) {
-        const int err = errno;
-        return make_error(errc::config_invalid,
-                          "cannot read " + path + ": " + std::generic_category().message(err));
-      }
+    if (n < 0) {
+      return fail(std::generic_category().message(errno));
+    }
+    if (n == 0) {
       break;
+    }
+    data.append(buffer.data(), static_cast<std::size_t>(n));
+    if (data.size() > limit) {
+      return fail("larger than " + std::to_string(limit) + " bytes");
     }
   }
   return data;

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/stat.h>
+
 namespace tec::kube {
 namespace {
 
@@ -286,6 +288,22 @@ TEST(load_kubeconfig, no_current_context) {
 
 TEST(load_kubeconfig, missing_file) {
   expect_error("/nonexistent/dir/config", "", {"/nonexistent/dir/config", "No such file"});
+}
+
+TEST(load_kubeconfig, a_fifo_or_a_device_is_refused_without_waiting_for_a_writer) {
+  // Opened without O_NONBLOCK, a FIFO with no writer blocks open() forever (issue 29: it was
+  // accepted silently). A kubeconfig, and a file it names, must be regular files.
+  temp_dir dir;
+  const auto fifo = (dir.path() / "config").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_error(fifo, "", {fifo, "not a regular file"});
+  expect_error("/dev/null", "", {"/dev/null", "not a regular file"});
+  const auto ca_fifo = (dir.path() / "ca.crt").string();
+  ASSERT_EQ(::mkfifo(ca_fifo.c_str(), 0600), 0);
+  const auto path = dir.write("with-ca", kubeconfig("    server: https://h\n"
+                                                    "    certificate-authority: ca.crt\n",
+                                                    "    token: abc\n"));
+  expect_error(path.string(), "", {"certificate-authority", "ca.crt", "not a regular file"});
 }
 
 TEST(load_kubeconfig, bad_base64_names_the_field_not_the_secret) {
