@@ -46,6 +46,7 @@
 #include "tec/kube/api_error.hpp"
 #include "tec/kube/client.hpp"
 #include "tec/kube/config.hpp"
+#include "tec/kube/error.hpp"
 #include "tec/kube/leader_election.hpp"
 #include "tec/kube/tls.hpp"
 #include "tec/ops/http_endpoints.hpp"
@@ -143,6 +144,11 @@ struct daemon::impl {
   // (ctrl, feed, driver), so it is joined before they are destroyed; shutdown() joins it once
   // the servers stopped.
   asio::thread_pool reports{1};
+  // Reads and parses the policy file (policy_reloader) off the I/O thread: a hung mount or a
+  // large file must not stall probes, the lease or evictions (issue 29). One poll at a time:
+  // the next is armed on the I/O thread once a result is back there. After policy_reloader,
+  // so a poll still running is joined before the reloader goes; shutdown() joins it.
+  asio::thread_pool policy_reader{1};
 
   // Who may act. The gate is I/O-thread only; the feed gates the informer handlers
   // (activated on the I/O thread; deactivated there, and by shutdown from the main thread).
@@ -407,24 +413,32 @@ struct daemon::impl {
     });
   }
 
-  // I/O thread: re-reads the policy file every policy_poll_interval until shutdown.
+  // I/O thread: re-reads the policy file every policy_poll_interval until shutdown, on
+  // policy_reader; the result comes back to the I/O thread.
   void arm_policy_timer() {
     policy_timer->expires_after(policy_poll_interval);
     policy_timer->async_wait([this](const boost::system::error_code& ec) {
       if (ec || stopping.load()) {
         return;
       }
-      reload_policy();
-      log_open_breaker();
-      arm_policy_timer();
+      asio::post(policy_reader, [this] {
+        auto r = policy_reloader->poll();
+        asio::post(io, [this, r = std::move(r)] {
+          if (stopping.load()) {
+            return;
+          }
+          apply_policy_poll(r);
+          log_open_breaker();
+          arm_policy_timer();
+        });
+      });
     });
   }
 
   // I/O thread. A valid new policy applies at once (the sink's dry-run first, so an eviction
   // the controller hands over is never written while dry-run is being switched on, nor
   // dropped while it is being switched off); an invalid one leaves the old one in force.
-  void reload_policy() {
-    const auto r = policy_reloader->poll();
+  void apply_policy_poll(const policy::reload_result& r) {
     switch (r.what) {
       case policy::reload_result::kind::unchanged:
         return;
@@ -433,7 +447,8 @@ struct daemon::impl {
         sink->set_dry_run(p.dry_run);
         dry_run.store(p.dry_run);
         ctrl->set_policy(p);
-        log->info("eviction policy reloaded from {}: {}", opts.policy_file, policy::describe(p));
+        log->info("eviction policy reloaded from {}: {}", kube::printable(opts.policy_file, 256),
+                  policy::describe(p));
         return;
       }
       case policy::reload_result::kind::rejected: {
@@ -742,8 +757,9 @@ struct daemon::impl {
       log->info("eviction policy: none (upstream's behaviour){}",
                 start_policy.dry_run ? ", dry-run on (--dry-run)" : "");
     } else {
-      log->info("eviction policy from {} (re-read every {}): {}", opts.policy_file,
-                format_duration(policy_poll_interval), policy::describe(start_policy));
+      log->info("eviction policy from {} (re-read every {}): {}",
+                kube::printable(opts.policy_file, 256), format_duration(policy_poll_interval),
+                policy::describe(start_policy));
     }
     if (opts.shadow) {
       log->warn(
@@ -861,7 +877,8 @@ struct daemon::impl {
       event_informer->stop();
     }
     stop_servers();
-    reports.join();  // a report being built finishes (its connection is closed already)
+    reports.join();        // a report being built finishes (its connection is closed already)
+    policy_reader.join();  // a poll being made finishes; its result is dropped (stopping)
     asio::post(io, [this] {
       boost::system::error_code ignored;
       signals->cancel(ignored);

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "tec/kube/error.hpp"
 #include "tec/ops/http_endpoints.hpp"
 #include "tec/policy/policy_file.hpp"
 
@@ -58,6 +59,29 @@ std::optional<std::string> parse_duration_flag(const std::string& flag, const st
   }
   out = *d;
   return std::nullopt;
+}
+
+// --check-policy FILE: the file read and validated as --policy reads it at start.
+parse_result check_policy_file(const std::string& path, const read_policy_fn& read_policy) {
+  parse_result result;
+  result.exit_code = 1;
+  const std::string prefix = "taint-eviction-controller: --check-policy: ";
+  auto text = read_policy ? read_policy(path) : policy::read_policy_text(path);
+  if (!text) {
+    result.err = prefix + text.error().message + "\n";
+    return result;
+  }
+  const auto parsed = policy::parse_policy(*text, path);
+  if (!parsed) {
+    for (const auto& e : parsed.errors) {  // each escaped and clipped, at most 21
+      result.err += prefix + e + "\n";
+    }
+    return result;
+  }
+  result.exit_code = 0;
+  result.out = kube::printable(path, 256) +
+               ": a valid EvictionPolicy: " + policy::describe(*parsed.policy) + "\n";
+  return result;
 }
 
 }  // namespace
@@ -159,6 +183,11 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
                "Record a Normal TaintEvictionScheduled event on a pod when its eviction is "
                "scheduled for a later time, naming the taint, the tolerationSeconds and the due "
                "time (--scheduled-events=false: none, as kube-controller-manager)");
+  std::string check_policy;
+  app.add_option("--check-policy", check_policy,
+                 "Validate this EvictionPolicy file as --policy would, print what it does (or "
+                 "each problem on a line of its own) and exit: 0 valid, 1 not; other flags are "
+                 "not checked");
   app.add_flag("--version", show_version, "Print the version and exit");
 
   std::vector<const char*> argv;
@@ -181,6 +210,9 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   if (show_version) {
     result.out = "taint-eviction-controller " + std::string(version) + "\n";
     return result;
+  }
+  if (!check_policy.empty()) {
+    return check_policy_file(check_policy, read_policy);
   }
 
   std::vector<std::string> problems;

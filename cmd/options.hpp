@@ -101,7 +101,9 @@ inline constexpr const char* service_account_namespace_file =
 /// `version` is what --version prints after the program name. --policy FILE is read through
 /// `read_policy` (empty: policy::read_policy_text, bounded and regular files only) and
 /// validated: a bad file is exit 2 with one line naming every problem ("--policy:
-/// FILE:LINE:COLUMN: field: what; ...").
+/// FILE:LINE:COLUMN: field: what; ...", at most 20 and "... and N more").
+/// --check-policy FILE reads FILE the same way and returns at once: exit 0 with what the
+/// policy does on `out`, or exit 1 with each problem on a line of `err`.
 parse_result parse_options(const std::vector<std::string>& args, std::string_view version,
                            const env_fn& env = real_env,
                            const read_file_fn& read_file = real_read_file,

@@ -232,6 +232,43 @@ TEST(options, the_real_policy_reader_refuses_what_is_not_a_regular_file) {
   EXPECT_NE(r.err.find("--policy: /dev/zero: not a regular file"), std::string::npos) << r.err;
 }
 
+TEST(options, check_policy_says_what_a_valid_file_does_and_exits_zero) {
+  const auto r = parse_options(
+      {"--check-policy=p.yaml", "--workers=0"}, "9.9.9", no_env, no_file,
+      policy_file(std::string(policy_header) + "rateLimit:\n  evictionsPerSecond: 5\n"));
+  EXPECT_FALSE(r.opts);  // never runs: other flags are not even checked
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out,
+            "p.yaml: a valid EvictionPolicy: dry-run off, rate limit 5/s burst auto, in flight "
+            "per node unlimited, per namespace unlimited, storm breaker off, no exclusions, no "
+            "taint rules\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(options, check_policy_lists_each_problem_on_a_line_and_exits_one) {
+  std::string text(policy_header);
+  text += "\"a\\nforged\": 1\n";
+  for (int i = 0; i < 30; ++i) {
+    text += "x" + std::to_string(i) + ": 1\n";
+  }
+  const auto r =
+      parse_options({"--check-policy", "p.yaml"}, "9.9.9", no_env, no_file, policy_file(text));
+  EXPECT_FALSE(r.opts);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 21) << r.err;
+  EXPECT_NE(r.err.find("taint-eviction-controller: --check-policy: p.yaml:3:1: a\\nforged: "
+                       "unknown field"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("taint-eviction-controller: --check-policy: ... and 11 more\n"),
+            std::string::npos)
+      << r.err;
+  const auto fifo = parse({"--check-policy=/dev/null"});
+  EXPECT_EQ(fifo.exit_code, 1);
+  EXPECT_EQ(fifo.err, "taint-eviction-controller: --check-policy: /dev/null: not a regular file\n");
+}
+
 TEST(options, dry_run_flag_forces_dry_run_over_any_policy) {
   const auto r = parse_options({"--dry-run", "--policy=p.yaml"}, "9.9.9", no_env, no_file,
                                policy_file(std::string(policy_header) + "dryRun: false\n"));

@@ -31,7 +31,9 @@ struct reload_result {
   [[nodiscard]] std::string summary() const;
 };
 
-/// Polls one policy file. Not thread-safe: one owner calls poll() (the daemon's I/O thread).
+/// Polls one policy file. Not thread-safe: one owner calls poll(), one call at a time (the
+/// daemon calls it on a worker thread of its own: poll() reads the file and parses it, which
+/// must not run on an I/O thread).
 class reloader {
 public:
   using read_fn = std::function<kube::result<std::string>(const std::string& path)>;
