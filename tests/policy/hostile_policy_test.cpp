@@ -84,9 +84,9 @@ TEST(hostile_policy, aliases_within_the_budget_are_read_as_written_out) {
 
 TEST(hostile_policy, a_dense_file_without_aliases_is_within_the_budget) {
   // The densest valid content: one-byte list items, about two bytes of file each, and the
-  // densest invalid one: a flow map of one-letter keys (each an unknown field). 128 KiB (the
-  // budget grows with the size as the cost does; yaml-cpp takes seconds for a full MiB).
-  constexpr std::size_t size = 128 * 1024;
+  // densest invalid one: a flow map of one-letter keys (each an unknown field), as large as
+  // the largest file the reader takes (the budget grows with the size as the cost does).
+  constexpr std::size_t size = max_file_bytes;
   std::string values;
   while (values.size() < size) {
     values += "a,";

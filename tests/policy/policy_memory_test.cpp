@@ -144,5 +144,24 @@ TEST_F(policy_memory, aliased_valid_selector_on_reload) {
   RecordProperty("peak_rss_kib", std::to_string(kib));
 }
 
+TEST_F(policy_memory, the_densest_valid_file_at_the_size_limit) {
+  // No alias: one-byte list items, about two bytes of file each, filling the largest file the
+  // reader takes. yaml-cpp's nodes cost ~240 bytes per byte of such a file: the size limit,
+  // not the alias budget, is what bounds this one.
+  std::string values;
+  while (values.size() + 256 < max_file_bytes) {
+    values += "a,";
+  }
+  const auto path = write(std::string(test::policy_header) +
+                          "exclude:\n  podSelector:\n    matchExpressions: [{key: k, operator: "
+                          "In, values: [" +
+                          values + "a]}]\n");
+  ASSERT_LE(std::filesystem::file_size(path), max_file_bytes);
+  const long kib = peak_rss_kib_of([&] { return static_cast<bool>(load_policy_file(path)); });
+  ASSERT_GT(kib, 0) << "the child failed (wrong result, or over 512 MiB of address space)";
+  EXPECT_LT(kib, peak_limit_kib);
+  RecordProperty("peak_rss_kib", std::to_string(kib));
+}
+
 }  // namespace
 }  // namespace tec::policy

@@ -46,8 +46,11 @@ namespace tec::policy {
 inline constexpr std::string_view api_version = "taint-eviction-controller/v1alpha1";
 inline constexpr std::string_view kind = "EvictionPolicy";
 
-/// Policy files larger than this are refused (a ConfigMap holds at most 1 MiB anyway).
-inline constexpr std::size_t max_file_bytes = std::size_t{1} << 20U;
+/// Policy files larger than this are refused. 128 KiB holds thousands of rules; the limit is
+/// there for memory: yaml-cpp holds a whole document as nodes, about 240 bytes per byte of a
+/// dense file (a 1 MiB file of short values cost ~240 MB in YAML::Load, near the Deployment's
+/// 256 MiB limit), so 128 KiB bounds a parse to ~30 MB.
+inline constexpr std::size_t max_file_bytes = std::size_t{128} << 10U;
 
 /// At most this many problems are listed; the rest are counted in a last "... and N more".
 inline constexpr std::size_t max_reported_errors = 20;
