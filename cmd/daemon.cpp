@@ -639,17 +639,21 @@ struct daemon::impl {
       }
       return {};
     });
-    health_server->handle_check("/readyz", [this]() -> ops::check_result {
+    // Not ready: which first LIST it waits for and, when that LIST has failed, why (the server
+    // caps and escapes the reason).
+    const auto waiting_for = [](std::string_view what, const kube::error& e) {
+      return ops::check_result{false, "waiting for the first LIST of " + std::string(what) +
+                                          (e ? " (last failure: " + e.message + ")" : "")};
+    };
+    health_server->handle_check("/readyz", [this, waiting_for]() -> ops::check_result {
       if (!pod_informer->has_synced()) {
-        return {false, "waiting for the first LIST of pods"};
+        return waiting_for("pods", pod_informer->last_list_error());
       }
       if (!node_informer->has_synced()) {
-        return {false, "waiting for the first LIST of nodes"};
+        return waiting_for("nodes", node_informer->last_list_error());
       }
       if (!namespace_informer->has_synced()) {
-        const auto e = namespace_informer->last_list_error();
-        return {false, "waiting for the first LIST of namespaces" +
-                           (e ? " (last failure: " + e.message + ")" : std::string())};
+        return waiting_for("namespaces", namespace_informer->last_list_error());
       }
       return {};
     });
