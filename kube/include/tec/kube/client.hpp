@@ -10,6 +10,8 @@
 // network errors are retried only for idempotent requests, after a jittered exponential
 // backoff (a broken server must not see a new TLS handshake per millisecond). Every connect,
 // handshake, write and read has a deadline. Tokens never appear in logs or error messages.
+// A streak of 429 answers (any request) is logged once, as a warning when it begins and a
+// line when a request is answered otherwise, however long it lasts.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -120,6 +122,12 @@ struct request {
   /// eviction's DELETE, or a burst of them, reaches the API server first and has it to itself,
   /// and their record follows; nothing is dropped for it.
   bool background = false;
+  /// When the whole exchange must be over, on the client's clock (client::clock()): the
+  /// headers and the body, retries included. At the deadline the connection is closed and the
+  /// result is errc::timeout ("... not complete by its deadline"), never retried.
+  /// time_point::max() (the default): only request_timeout and, for a stream, its idle timeout
+  /// bound it. For a LIST, whose streamed body might never end (issue 29).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   /// Checked just before the request is written: after its wait for the rate limiter and
   /// for a pooled connection (and before each retry). When it returns true, nothing is sent
   /// and the result is errc::cancelled. For evictions withdrawn while their requests waited.

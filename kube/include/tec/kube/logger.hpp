@@ -23,4 +23,12 @@ inline std::shared_ptr<spdlog::logger> named_logger(const std::string& name) {
   return spdlog::default_logger()->clone(name);
 }
 
+namespace detail {
+
+/// The "client" logger of the HTTP client (client.cpp), looked up once and kept. Tests add a
+/// sink to it to read what the client logged.
+const std::shared_ptr<spdlog::logger>& client_log();
+
+}  // namespace detail
+
 }  // namespace tec::kube
