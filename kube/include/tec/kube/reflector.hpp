@@ -29,16 +29,29 @@
 // in-stream ERROR event with code 410) or 504 "too large resource version" -> LIST again at the
 // last resourceVersion, and only if that LIST is 410 too, at resourceVersion="". After a relist
 // the objects missing from the new list are delivered as deletions. 429, refused connections,
-// 5xx, malformed events and very short empty watches -> jittered backoff (0.8 s doubling to
-// 30 s, reset after 2 minutes without failures), then re-watch from the last resourceVersion
-// (no relist). No byte for `idle_timeout` (~120 s; the server sends bookmarks about every
-// 60 s) -> the watch is dropped and re-opened at once (half-open connections).
+// 5xx, malformed events and very short empty watches -> re-watch from the last resourceVersion
+// (no relist). Every restart of the loop but two waits for one jittered backoff first (0.8 s
+// doubling to 30 s, reset after 2 minutes without one; client-go's backoff manager), 410 Gone
+// included: a watch answered 410 forever relisted at once, 1,118 requests a minute (issue 29),
+// and now makes about four a minute. The two that re-watch at once, each at most about once a
+// minute by construction: a watch that ends cleanly (the server's timeoutSeconds, 300-600 s),
+// and a timeout: no byte for `idle_timeout` (~120 s; the server sends bookmarks about every
+// 60 s: half-open connections) or no headers within the client's request timeout (60 s).
+// Restarts are logged at most once a minute (detail::restart_log_period), the later lines a
+// warning with the count left out, and counted by reason in reflector_stats (backoffs, gone,
+// watch_failures, list_failures).
 //
 // LIST pages are decoded as they stream (list_decoder): memory holds the compact records, at
 // most one incomplete item (max_line_bytes) and never the body, so a page is bounded by
 // reflector_options::max_list_bytes (16 GiB), not by the client's max_response_bytes (256 MiB,
 // for bodies it buffers). A larger page fails with errc::response_too_large (not retried by the
-// client; the reflector backs off as for any failed list). A first LIST at resourceVersion=0
+// client; the reflector backs off as for any failed list). One LIST is also bounded by objects
+// (max_list_objects, 300,000 over all its pages: what it costs in memory is the records it
+// hands the store) and each LIST request in time (list_timeout, 5 minutes, headers and body:
+// a body trickling a byte a minute never trips the idle guard), and a request still running
+// after slow_list_warning (60 s) logs one warning with what it has read so far. Each failure
+// is errc::response_too_large or errc::timeout with a message saying which bound; the latest
+// is current_list_error() until a LIST succeeds (for /readyz). A first LIST at resourceVersion=0
 // that is too large is followed by LISTs from etcd (resourceVersion=""), whose pages the server
 // does bound: the watch cache ignores the limit and answers one page with every object. An object
 // that is valid JSON of the wrong shape (in a LIST page or a watch event) is skipped, counted in
@@ -95,6 +108,22 @@ struct reflector_options {
   /// its largest quota (8 GiB) holds, even written out as JSON; it stops a server that never
   /// ends the body. A larger response is errc::response_too_large (see the top of this file).
   std::size_t max_list_bytes = std::size_t{16} << 30U;
+  /// Bound on the objects of one LIST (all its pages): the records a LIST hands to the store
+  /// are what it costs in memory, and a body that never ends kept adding them (issue 29: +320
+  /// MB in 90 s). 300,000 is twice the 150,000 pods of the largest cluster Kubernetes supports;
+  /// at about 280 B a pod record (BENCHMARKS.md) that is some 85 MB of records, which with the
+  /// store's overhead and a relist's removals fits the Deployment's 256 MiB. More objects ->
+  /// errc::response_too_large, and the reflector backs off as for any failed list.
+  std::size_t max_list_objects = 300'000;
+  /// Bound on each LIST request, headers and body (one page, or the watch cache's whole answer
+  /// to resourceVersion=0): a body trickling a byte a minute never trips the idle guard. 5
+  /// minutes is 6x the slowest LIST measured (46 s, 150,000 pods on a loaded API server,
+  /// BENCHMARKS.md), and etcd's default compaction (5 minutes) expires a continue token as
+  /// soon. Past it the LIST fails with errc::timeout; 0 = no bound.
+  std::chrono::milliseconds list_timeout{300'000};
+  /// A LIST request still running after this logs one warning (bytes and objects so far), so a
+  /// slow or trickling body is not silent until list_timeout; 0 = never.
+  std::chrono::milliseconds slow_list_warning{60'000};
   /// A watch that ends with no event sooner than this counts as a failure (backoff), so a
   /// server that closes watches at once does not make us spin (client-go: 1 s).
   std::chrono::milliseconds short_watch{1'000};
@@ -134,6 +163,12 @@ struct reflector_stats {
   std::uint64_t events = 0;          ///< ADDED/MODIFIED/DELETED events applied.
   std::uint64_t errors = 0;          ///< Failed requests, error events, malformed events.
   std::uint64_t decode_errors = 0;   ///< Undecodable objects skipped (watch events, list items).
+  /// Restarts of the list/watch loop that waited for the backoff, by reason (a clean watch
+  /// end and an idle timeout re-watch at once and are not counted here).
+  std::uint64_t backoffs = 0;        ///< All of them: gone + watch_failures + list_failures.
+  std::uint64_t gone = 0;            ///< 410 Gone or too large resourceVersion: relist.
+  std::uint64_t watch_failures = 0;  ///< 429, 5xx, refused, malformed, closed at once.
+  std::uint64_t list_failures = 0;   ///< Any failed LIST (status, transport, bound, deadline).
 };
 
 /// Keeps a store in sync with the API server and reports every change.
@@ -170,6 +205,11 @@ public:
   /// Why the last failed LIST failed (empty before any failure). Any thread.
   [[nodiscard]] error last_list_error() const;
 
+  /// Why listing fails now: the error of the latest LIST if no LIST has succeeded since, else
+  /// empty (before any failure too). Unlike last_list_error(), a success clears it, so /readyz
+  /// can give it as the reason it is not ready. Any thread.
+  [[nodiscard]] error current_list_error() const;
+
 private:
   struct list_outcome;
   struct watch_outcome;
@@ -178,6 +218,12 @@ private:
                                               std::chrono::seconds timeout);
   bool apply_line(std::string_view line, watch_outcome& out);
   void skipped_undecodable(const error& e);
+  /// Logs a restart that waits `retry_in` (`why`: what happened), at most one line per
+  /// detail::restart_log_period, a warning with the count of those left out; `warning` picks
+  /// the level of a line that reports this restart alone (a lone 410 is routine: info).
+  /// Returns true when it reported this restart alone (the relist after it may say how it
+  /// went), false in a storm (left out, at debug, or summed up). On the executor.
+  bool report_restart(const std::string& why, std::chrono::milliseconds retry_in, bool warning);
   void apply_list(std::vector<object_type> items);
   /// Calls the handler for what a replace_all (or a step of one) changed.
   template <class Changes>
@@ -192,16 +238,23 @@ private:
   reflector_options options_;
   std::atomic<bool> synced_{false};
   std::atomic<bool> stopping_{false};
-  mutable std::mutex mutex_;  // guards stats_, rv_, last_error_, wake_
+  mutable std::mutex mutex_;  // guards stats_, rv_, last_error_, current_error_, wake_
   reflector_stats stats_;
   std::string rv_;
   error last_error_;
+  error current_error_;
   std::function<void()> wake_;
   // On the executor only: the rate limit of the log line for skipped objects.
   std::chrono::steady_clock::time_point next_decode_log_{};
   std::uint64_t unlogged_decode_errors_ = 0;
   // On the executor only: a list came back in pages (no watch cache), so relists keep the limit.
   bool paginated_ = false;
+  // On the executor only: the rate limit of restart lines (report_restart), and whether the
+  // latest restart was left out of the log (then the relist it leads to is logged at debug).
+  std::chrono::steady_clock::time_point next_restart_log_{};
+  std::chrono::steady_clock::time_point last_restart_log_{};
+  std::uint64_t unlogged_restarts_ = 0;
+  bool quiet_restart_ = false;
 };
 
 }  // namespace tec::kube

@@ -40,6 +40,10 @@ std::string describe_status(const response& res, const result<api_status>& statu
 /// How often a skipped, undecodable object is logged (the rest are counted in between).
 constexpr auto decode_error_log_period = std::chrono::seconds{10};
 
+/// How often a restart of the list/watch loop is logged (the rest are counted in between):
+/// a relist storm is one line a minute, not one per request (issue 29).
+constexpr auto restart_log_period = std::chrono::seconds{60};
+
 /// True for 504 "Too large resource version": the watch cache is behind the resourceVersion we
 /// asked for (client-go treats it like 410 and relists). `status` is the body decoded as a Status.
 bool too_large_resource_version(const response& res, const result<api_status>& status);
@@ -129,6 +133,12 @@ error reflector<Codec, Store>::last_list_error() const {
 }
 
 template <class Codec, class Store>
+error reflector<Codec, Store>::current_list_error() const {
+  std::lock_guard lock(mutex_);
+  return current_error_;
+}
+
+template <class Codec, class Store>
 std::string reflector<Codec, Store>::resource_version() const {
   std::lock_guard lock(mutex_);
   return rv_;
@@ -156,6 +166,8 @@ template <class Codec, class Store>
 boost::asio::awaitable<typename reflector<Codec, Store>::list_outcome>
 reflector<Codec, Store>::list(const std::string& resource_version) {
   using kind = typename list_outcome::kind;
+  auto ex = co_await boost::asio::this_coro::executor;
+  auto& clock = api_.clock();
   list_outcome out;
   std::string continue_token;
   bool restarted = false;  // paging began again after an expired continue token
@@ -195,13 +207,33 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
     req.target = std::move(target);
     req.idempotent = true;
     req.accept = options_.accept;
+    // Bounded in time as a whole (a body trickling a byte a minute never trips the idle
+    // guard) and in objects (issue 29); a slow one says so while it runs.
+    const auto began = clock.now();
+    if (options_.list_timeout > std::chrono::milliseconds::zero()) {
+      req.deadline = began + options_.list_timeout;
+    }
+    std::uint64_t received = 0;
+    bool too_many = false;
+    const auto objects = [&] { return out.added + out.items.size(); };
+    std::unique_ptr<kube::clock::alarm> slow;
+    if (options_.slow_list_warning > std::chrono::milliseconds::zero()) {
+      slow = clock.at(ex, began + options_.slow_list_warning, [&] {
+        detail::watch_log()->warn(
+            "{}: LIST still running after {} ms: {} bytes, {} objects so far (given up after {} "
+            "ms)",
+            Codec::kind, options_.slow_list_warning.count(), received, objects(),
+            options_.list_timeout.count());
+      });
+    }
     // The page is decoded as it streams: items are kept as compact records, never the body.
     auto decoder = Codec::make_list_decoder(options_.max_line_bytes, options_.max_list_bytes);
     auto sink = [&](std::string_view bytes) {
       if (stopping_) {
         return false;
       }
-      return decoder.feed(
+      received += bytes.size();
+      const bool keep = decoder.feed(
           bytes,
           [&](object_type&& item) {
             out.items.push_back(std::move(item));
@@ -210,10 +242,25 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
             }
           },
           [&](const error& e) { skipped_undecodable(e); });
+      if (objects() > options_.max_list_objects) {
+        too_many = true;
+        return false;
+      }
+      return keep;
     };
+    const auto deadline = req.deadline;
     auto res = co_await api_.stream(std::move(req), sink, options_.idle_timeout);
+    slow.reset();
     if (stopping_) {
       out.what = kind::stopped;
+      co_return out;
+    }
+    if (too_many) {
+      out.what = kind::failed;
+      out.why = "the LIST has more than " + std::to_string(options_.max_list_objects) +
+                " objects (reflector_options::max_list_objects; " + std::to_string(received) +
+                " bytes of this response read); dropped";
+      out.err = make_error(errc::response_too_large, out.why);
       co_return out;
     }
     if (!res) {
@@ -221,6 +268,13 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
           res.error().code == make_error_code(errc::shutting_down) ? kind::stopped : kind::failed;
       out.why = res.error().message;
       out.err = res.error();
+      if (res.error().code == make_error_code(errc::timeout) && clock.now() >= deadline) {
+        out.why = "the LIST was not complete within " +
+                  std::to_string(options_.list_timeout.count()) +
+                  " ms (reflector_options::list_timeout): " + std::to_string(received) +
+                  " bytes, " + std::to_string(objects()) + " objects received";
+        out.err.message = out.why;
+      }
       co_return out;
     }
     if (res->status == 410 && !continue_token.empty() && !restarted) {
@@ -287,6 +341,32 @@ void reflector<Codec, Store>::skipped_undecodable(const error& e) {
       unlogged == 0 ? std::string()
                     : " (and " + std::to_string(unlogged) + " more since the last report)",
       printable(e.message));
+}
+
+template <class Codec, class Store>
+bool reflector<Codec, Store>::report_restart(const std::string& why,
+                                             std::chrono::milliseconds retry_in, bool warning) {
+  const auto& log = detail::watch_log();
+  const auto now = api_.clock().now();
+  if (now < next_restart_log_) {
+    ++unlogged_restarts_;
+    log->debug("{}: {}; retrying in {} ms", Codec::kind, why, retry_in.count());
+    return false;
+  }
+  const auto unlogged = std::exchange(unlogged_restarts_, 0);
+  const auto since = std::chrono::duration_cast<std::chrono::seconds>(now - last_restart_log_);
+  last_restart_log_ = now;
+  next_restart_log_ = now + detail::restart_log_period;
+  if (unlogged == 0) {
+    log->log(warning ? spdlog::level::warn : spdlog::level::info, "{}: {}; retrying in {} ms",
+             Codec::kind, why, retry_in.count());
+    return true;
+  }
+  log->warn(
+      "{}: {}; retrying in {} ms ({} more restarts in the {} s before, not logged: one line a "
+      "minute)",
+      Codec::kind, why, retry_in.count(), unlogged, since.count());
+  return false;
 }
 
 template <class Codec, class Store>
@@ -480,16 +560,28 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
   std::uniform_int_distribution<std::int64_t> watch_seconds(options_.min_watch_timeout.count(),
                                                             options_.max_watch_timeout.count() - 1);
 
-  // `report`, when set, may log the failure itself (returning true) instead of the warning.
-  auto pause = [&](const std::string& why,
-                   const std::function<bool(std::chrono::milliseconds)>& report = {})
+  // Every restart but a clean watch end or an idle timeout (each at most one a minute: the
+  // server's timeoutSeconds, the idle guard) waits for the backoff, 410 Gone included: a 410
+  // loop relisted at once, 1,118 requests a minute, the whole QPS budget of the DELETEs
+  // (issue 29; client-go backs off every ListAndWatch). `reason` counts it; `report`, when
+  // set, may log the failure itself (returning true) instead of report_restart().
+  auto restart = [&](std::uint64_t reflector_stats::*reason, const std::string& why, bool warning,
+                     const std::function<bool(std::chrono::milliseconds)>& report = {})
       -> std::chrono::milliseconds {
     const auto d = delays.next();
-    if (!report || !report(d)) {
-      detail::watch_log()->warn("{}: {}; retrying in {} ms", what, why, d.count());
-    }
-    count([](reflector_stats& s) { ++s.errors; });
+    count([&](reflector_stats& s) {
+      ++s.backoffs;
+      ++(s.*reason);
+      if (reason != &reflector_stats::gone) {
+        ++s.errors;
+      }
+    });
+    quiet_restart_ = !(report && report(d)) && !report_restart(why, d, warning);
     return d;
+  };
+  // The routine lines of a relist, at debug while restarts are left out of the log.
+  const auto relist_level = [this] {
+    return quiet_restart_ ? spdlog::level::debug : spdlog::level::info;
   };
 
   std::string list_rv = options_.first_list_resource_version;
@@ -516,8 +608,9 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
         break;
       }
       if (listed.what == lkind::gone && !list_rv.empty()) {
-        detail::watch_log()->info("{}: list at resourceVersion {} is gone ({}); listing the latest",
-                                  what, list_rv, listed.why);
+        detail::watch_log()->log(relist_level(),
+                                 "{}: list at resourceVersion {} is gone ({}); listing the latest",
+                                 what, list_rv, listed.why);
         list_rv.clear();
         continue;
       }
@@ -526,6 +619,7 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
         {
           std::lock_guard lock(mutex_);
           last_error_ = failure;
+          current_error_ = failure;
         }
         std::function<bool(std::chrono::milliseconds)> report;
         if (options_.on_list_failed) {
@@ -533,15 +627,15 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
             return options_.on_list_failed(failure, retry_in);
           };
         }
-        wait = pause("list failed: " + listed.why, report);
+        wait = restart(&reflector_stats::list_failures, "list failed: " + listed.why, true, report);
         if (listed.err.code == make_error_code(errc::response_too_large) && !list_rv.empty()) {
           // resourceVersion=0 (and a relist at a version, which has no limit) is served from
           // the watch cache in one response whatever the limit (1.20), so a big cluster's LIST
           // can pass the page bound; etcd honours the limit: page from there (a consistent
           // read) after the backoff.
-          detail::watch_log()->info(
-              "{}: listing from etcd in pages of {} instead (resourceVersion=\"\")", what,
-              options_.page_size);
+          detail::watch_log()->log(
+              relist_level(), "{}: listing from etcd in pages of {} instead (resourceVersion=\"\")",
+              what, options_.page_size);
           list_rv.clear();
         }
         continue;
@@ -558,8 +652,13 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
           ++s.relists;
         }
       });
-      detail::watch_log()->info("{}: listed {} at resourceVersion {}", what, n,
-                                listed.resource_version);
+      {
+        std::lock_guard lock(mutex_);
+        current_error_ = {};
+      }
+      detail::watch_log()->log(listed_once ? relist_level() : spdlog::level::info,
+                               "{}: listed {} at resourceVersion {}", what, n,
+                               listed.resource_version);
       listed_once = true;
       need_list = false;
       if (!synced_.exchange(true) && options_.on_synced) {
@@ -583,29 +682,34 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
         break;
       case wkind::ended:
         if (watched.bytes == 0 && clock.now() - started < options_.short_watch) {
-          wait = pause("watch closed at once with nothing in it");
+          wait = restart(&reflector_stats::watch_failures,
+                         "watch closed at once with nothing in it", true);
         }
         break;
       case wkind::gone:
-        detail::watch_log()->info("{}: resourceVersion {} is too old ({}); relisting", what, from,
-                                  watched.why);
+        wait = restart(&reflector_stats::gone,
+                       "resourceVersion " + from + " is too old (" + watched.why + "); relisting",
+                       false);
         need_list = true;
         list_rv = resource_version();
         if (!exact_rv.empty() && list_rv == exact_rv) {
-          detail::watch_log()->info(
-              "{}: relisted at resourceVersion {} and it is too old to "
-              "watch from; listing the latest",
-              what, list_rv);
+          detail::watch_log()->log(relist_level(),
+                                   "{}: relisted at resourceVersion {} and it is too old to "
+                                   "watch from; listing the latest",
+                                   what, list_rv);
           list_rv.clear();
         }
         break;
       case wkind::idle:
-        detail::watch_log()->warn("{}: watch silent for {} ms ({}); re-watching from {}", what,
-                                  options_.idle_timeout.count(), watched.why, resource_version());
+        // The client's message names the limit that passed: the idle guard (idle_timeout), or
+        // the request timeout while waiting for the headers ("silent for 120000 ms" was
+        // printed after 60 s of the latter; issue 29).
+        detail::watch_log()->warn("{}: watch timed out ({}); re-watching from {}", what,
+                                  watched.why, resource_version());
         count([](reflector_stats& s) { ++s.idle_timeouts; });
         break;
       case wkind::failed:
-        wait = pause("watch failed: " + watched.why);
+        wait = restart(&reflector_stats::watch_failures, "watch failed: " + watched.why, true);
         break;
     }
     if (watched.what == wkind::stopped) {
