@@ -35,6 +35,7 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
   out.terminating_pods_skipped = cs.terminating_skipped;
   out.watch_restarts = {{"pods", pods.watch_restarts}, {"nodes", nodes.watch_restarts}};
   out.relists = {{"pods", pods.relists}, {"nodes", nodes.relists}};
+  out.list_watch_backoffs = {{"pods", pods.backoffs}, {"nodes", nodes.backoffs}};
   out.watch_decode_errors = {{"pods", pods.decode_errors}, {"nodes", nodes.decode_errors}};
   // Each occurrence recorded ends in one of them (see event_recorder_stats).
   out.events = {{"sent", es.sent},
@@ -51,6 +52,7 @@ void add_informer_stats(ops::scrape_stats& out, const std::string& resource,
                         const kube::reflector_stats& stats) {
   out.watch_restarts[resource] = stats.watch_restarts;
   out.relists[resource] = stats.relists;
+  out.list_watch_backoffs[resource] = stats.backoffs;
   out.watch_decode_errors[resource] = stats.decode_errors;
 }
 

@@ -335,6 +335,12 @@ const stats_family stats_families[] = {
      .type = MetricType::Counter,
      .label = "resource",
      .by_label = &scrape_stats::relists},
+    {.name = "list_watch_backoffs_total",
+     .help = "LIST and WATCH restarts that waited for the backoff (410 Gone, failures), by "
+             "resource.",
+     .type = MetricType::Counter,
+     .label = "resource",
+     .by_label = &scrape_stats::list_watch_backoffs},
     {.name = "events_total",
      .help = "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.",
      .type = MetricType::Counter,

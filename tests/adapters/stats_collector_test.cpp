@@ -46,10 +46,12 @@ TEST(collect_stats, maps_every_library_total) {
   pods.watch_restarts = 5;
   pods.relists = 6;
   pods.decode_errors = 7;
+  pods.backoffs = 8;
   kube::reflector_stats nodes;
   nodes.watch_restarts = 15;
   nodes.relists = 16;
   nodes.decode_errors = 17;
+  nodes.backoffs = 18;
   event_recorder_stats es;
   es.sent = 1;
   es.updated = 2;
@@ -75,6 +77,7 @@ TEST(collect_stats, maps_every_library_total) {
   EXPECT_EQ(s.watch_restarts, (Map{{"pods", 5}, {"nodes", 15}}));
   EXPECT_EQ(s.relists, (Map{{"pods", 6}, {"nodes", 16}}));
   EXPECT_EQ(s.watch_decode_errors, (Map{{"pods", 7}, {"nodes", 17}}));
+  EXPECT_EQ(s.list_watch_backoffs, (Map{{"pods", 8}, {"nodes", 18}}));
   EXPECT_EQ(s.events, (Map{{"sent", 1},
                            {"updated", 2},
                            {"aggregated", 3},

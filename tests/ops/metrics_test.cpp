@@ -304,6 +304,7 @@ scrape_stats every_series() {
   s.disruption_condition_failures = {{"forbidden", 1}};
   s.watch_restarts = {{"pods", 1}, {"nodes", 0}};
   s.relists = {{"pods", 0}};
+  s.list_watch_backoffs = {{"nodes", 3}};
   s.watch_decode_errors = {{"nodes", 0}};
   s.events = {{"sent", 1}};
   s.tainted_nodes = 2;
@@ -341,6 +342,10 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
       {p + "tainted_nodes", {"gauge", "Nodes that carry at least one NoExecute taint.", "", ""}},
       {p + "watch_restarts_total", {"counter", "Watches restarted, by resource.", "resource", ""}},
       {p + "relists_total", {"counter", "Full re-LISTs, by resource.", "resource", ""}},
+      {p + "list_watch_backoffs_total",
+       {"counter",
+        "LIST and WATCH restarts that waited for the backoff (410 Gone, failures), by resource.",
+        "resource", ""}},
       {p + "api_requests_total",
        {"counter", "Kubernetes API requests, by verb and HTTP status code.", "code,verb", ""}},
       {p + "api_request_duration_seconds",

@@ -21,7 +21,8 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
                                 const eviction_sink_stats& ss, const kube::reflector_stats& pods,
                                 const kube::reflector_stats& nodes, const event_recorder_stats& es);
 
-/// Adds another informer's watch_restarts, relists and watch_decode_errors to `out`, labelled
+/// Adds another informer's watch_restarts, relists, list_watch_backoffs and watch_decode_errors
+/// to `out`, labelled
 /// `resource` (e.g. "namespaces").
 void add_informer_stats(ops::scrape_stats& out, const std::string& resource,
                         const kube::reflector_stats& stats);

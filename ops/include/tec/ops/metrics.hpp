@@ -303,6 +303,9 @@ struct scrape_stats {
   std::map<std::string, std::uint64_t> watch_restarts;
   /// Full re-LISTs (after 410 Gone or a restart without a usable resourceVersion), by resource.
   std::map<std::string, std::uint64_t> relists;
+  /// LIST/WATCH restarts that waited for the backoff (410 Gone, failed watches and LISTs), by
+  /// resource: a relist storm shows here (issue 29).
+  std::map<std::string, std::uint64_t> list_watch_backoffs;
   /// Undecodable objects skipped in watch events and LIST pages, by resource.
   std::map<std::string, std::uint64_t> watch_decode_errors;
   /// Pod events by result: "sent" (a new Event), "updated" (an existing Event's count raised),
