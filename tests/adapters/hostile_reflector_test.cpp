@@ -41,7 +41,7 @@ std::string node_json(const std::string& name, const std::string& rv) {
          name + R"(","resourceVersion":")" + rv + R"("},"spec":{}})";
 }
 
-std::string node_list(const std::vector<std::string>& items, const std::string& rv) {
+std::string list_body(const std::vector<std::string>& items, const std::string& rv) {
   std::string body = R"({"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":")" +
                      rv + R"("},"items":[)";
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -50,11 +50,8 @@ std::string node_list(const std::vector<std::string>& items, const std::string& 
   return body + "]}";
 }
 
-const std::string
-    gone_status =
-        R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 10 (20)",
-    "reason" : "Expired", "code" : 410
-})";
+const std::string gone_status =
+    R"json({"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 10 (20)","reason":"Expired","code":410})json";
 
 bool is_watch(const std::string& target) {
   return target.find("watch=1") != std::string::npos;
@@ -103,6 +100,11 @@ protected:
     });
   }
 
+  /// Runs every handler that is ready, without moving the clock.
+  void run_ready() {
+    kube::testing::settle(io_, [] { return false; });
+  }
+
   void note_arrivals() {
     const auto reqs = server_.requests();
     while (arrived_.size() < reqs.size()) {
@@ -140,7 +142,7 @@ protected:
 // line a minute.
 TEST_F(hostile_reflector_test, a_gone_loop_backs_off_to_a_handful_of_requests_a_minute) {
   captured_log log(kube::detail::watch_log());
-  server_.set_fallback(reply::with(200, node_list({node_json("n1", "8")}, "10")));
+  server_.set_fallback(reply::with(200, list_body({node_json("n1", "8")}, "10")));
   for (int i = 0; i < 400; ++i) {
     server_.push(reply::with(410, gone_status).match("watch=1"));
   }
@@ -179,7 +181,7 @@ TEST_F(hostile_reflector_test, a_gone_loop_backs_off_to_a_handful_of_requests_a_
 
 // After a storm the backoff stays at its cap; two minutes of a healthy watch reset it.
 TEST_F(hostile_reflector_test, the_backoff_resets_after_a_healthy_period) {
-  server_.set_fallback(reply::with(200, node_list({node_json("n1", "8")}, "10")));
+  server_.set_fallback(reply::with(200, list_body({node_json("n1", "8")}, "10")));
   constexpr int storm = 8;
   for (int i = 0; i < storm; ++i) {
     server_.push(reply::with(410, gone_status).match("watch=1"));
@@ -196,6 +198,7 @@ TEST_F(hostile_reflector_test, the_backoff_resets_after_a_healthy_period) {
                          [](const arrival& a) { return is_watch(a.target); });
   };
   ASSERT_TRUE(run_until([&] { return watches() == storm + 1; }));
+  run_ready();  // the healthy watch's headers are read before the clock moves
   // The wait between each 410 and the LIST after it.
   const auto waits = [&] {
     std::vector<std::chrono::milliseconds> out;
@@ -235,21 +238,22 @@ TEST_F(hostile_reflector_test, a_trickling_list_warns_then_fails_at_its_deadline
   server_.push(reply::chunked(200)
                    .chunk(R"({"kind":"NodeList","metadata":{"resourceVersion":"1"},"items":[)")
                    .stall());
-  server_.push(reply::with(200, node_list({node_json("n1", "8")}, "10")));
+  server_.push(reply::with(200, list_body({node_json("n1", "8")}, "10")));
   server_.push(reply::chunked(200).stall());
   start(options());
   ASSERT_TRUE(kube::testing::settle(io_, [&] { return server_.requests().size() == 1; }));
+  run_ready();  // the headers and the first bytes are read before the clock moves
   clock_->advance(60s);
-  kube::testing::settle(io_, [] { return false; });
+  run_ready();
   EXPECT_EQ(log.count("warning", "LIST still running after 60000 ms"), 1U);
   EXPECT_FALSE(informer_->current_list_error());
 
   clock_->advance(4min - 1ms);
-  kube::testing::settle(io_, [] { return false; });
+  run_ready();
   EXPECT_FALSE(informer_->last_list_error());
   EXPECT_EQ(server_.requests().size(), 1U);
   clock_->advance(1ms);
-  kube::testing::settle(io_, [] { return false; });
+  run_ready();
   const auto err = informer_->current_list_error();
   EXPECT_EQ(err.code, make_error_code(kube::errc::timeout)) << err.message;
   EXPECT_NE(err.message.find("not complete within 300000 ms"), std::string::npos) << err.message;
@@ -266,7 +270,7 @@ TEST_F(hostile_reflector_test, a_trickling_list_warns_then_fails_at_its_deadline
 // "silent for 120000 ms" (the idle guard's limit) after 60 s.
 TEST_F(hostile_reflector_test, a_watch_timeout_names_the_limit_that_passed) {
   captured_log log(kube::detail::watch_log());
-  server_.push(reply::with(200, node_list({}, "10")));
+  server_.push(reply::with(200, list_body({}, "10")));
   server_.push(reply::no_response());
   server_.push(reply::chunked(200).stall());
   auto opts = options();
@@ -334,7 +338,7 @@ TEST(hostile_list_test, an_endless_list_fails_at_the_object_bound_in_bounded_mem
                   .repeat(hundred, 3'000)
                   .chunk("]}")
                   .end());
-  server.push(reply::with(200, node_list({node_json("n1", "8")}, "10")));
+  server.push(reply::with(200, list_body({node_json("n1", "8")}, "10")));
   server.push(reply::chunked(200).stall());
   kube::reflector_options opts;
   opts.backoff.initial = 0ms;
