@@ -250,11 +250,15 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
         "--context needs --kubeconfig (the in-cluster configuration has no "
         "contexts)");
   }
-  if (!std::isfinite(o.kube_api_qps) || o.kube_api_qps < 0) {
-    problems.emplace_back("--kube-api-qps must be a number >= 0");
+  // 0 turns the limit off; below 1 request a second the Lease renewal alone (one every 2 s)
+  // and the LISTs starve, so a tiny value (0.0000001 was accepted) is a typo, not a setting.
+  if (!std::isfinite(o.kube_api_qps) || o.kube_api_qps < 0 ||
+      (o.kube_api_qps > 0 && o.kube_api_qps < 1) || o.kube_api_qps > 100000) {
+    problems.emplace_back("--kube-api-qps must be 0 (no limit) or between 1 and 100000");
   }
-  if (o.kube_api_qps > 0 && o.kube_api_burst < 1) {
-    problems.emplace_back("--kube-api-burst must be at least 1 when --kube-api-qps is set");
+  if (o.kube_api_qps > 0 && (o.kube_api_burst < 1 || o.kube_api_burst > 100000)) {
+    problems.emplace_back(
+        "--kube-api-burst must be between 1 and 100000 when --kube-api-qps is set");
   }
   if (o.kube_api_connections < 3 || o.kube_api_connections > 1024) {
     problems.emplace_back("--kube-api-connections must be between 3 and 1024");
