@@ -858,7 +858,11 @@ struct controller::impl {
       // Otherwise docs/behaviour.md §5: a pod update on an untainted node cancels nothing.
       return verdict::done;
     }
-    if (pod.terminating) {
+    // A dry run (shadow mode included) decides a terminating pod as upstream does: it deletes
+    // nothing, so the pod is terminating because someone else deleted it (in shadow mode, the
+    // built-in taint manager, usually first), and what it reports is our decision as if we
+    // were the only one acting.
+    if (pod.terminating && !dry_run_.load(std::memory_order_relaxed)) {
       return leave_terminating(key, pod, verified);
     }
     // Section 6: schedule first; only when an entry already exists is it looked at.
@@ -1329,7 +1333,7 @@ struct controller::impl {
       return;
     }
     pod_ref ref{std::string(ns), std::string(name), std::string(info.payload)};
-    if (pod->terminating) {
+    if (pod->terminating && !dry_run_.load(std::memory_order_relaxed)) {
       // It became terminating after the decision (someone else deleted it, or an earlier
       // attempt of ours was accepted although it reported a failure): deleting it again would
       // change nothing. No Marking event, no request (see leave_terminating).
