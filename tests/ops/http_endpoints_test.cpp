@@ -753,6 +753,9 @@ slow_reader_run run_slow_readers(asio::io_context& ioc, http_endpoints& server, 
 constexpr std::int64_t connection_overhead = 4 << 20;
 
 TEST_F(http_endpoints_test, sixty_four_never_reading_clients_of_a_debug_document_add_a_few_mb) {
+  if (!testing::live_heap_counted()) {
+    GTEST_SKIP() << "the heap is not counted here (TSan owns operator new)";
+  }
   http_endpoints server(ioc_.get_executor(), options());
   std::atomic<int> builds{0};
   server.handle_async("/debug/evictions", [&builds] { return build_document(&builds); });
@@ -767,6 +770,9 @@ TEST_F(http_endpoints_test, sixty_four_never_reading_clients_of_a_debug_document
 }
 
 TEST_F(http_endpoints_test, concurrent_readers_of_a_debug_document_share_one_copy) {
+  if (!testing::live_heap_counted()) {
+    GTEST_SKIP() << "the heap is not counted here (TSan owns operator new)";
+  }
   auto o = options();
   o.max_async_responses = 64;   // every one of them served
   o.async_response_reuse = 1h;  // by the first document, however slow this machine is

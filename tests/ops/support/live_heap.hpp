@@ -12,4 +12,8 @@ namespace tec::ops::testing {
 /// Bytes allocated with operator new and not yet deleted (usable sizes), now.
 [[nodiscard]] std::int64_t live_heap_bytes() noexcept;
 
+/// False where the heap is not counted (under TSan, whose runtime owns operator new): a test
+/// that needs live_heap_bytes() skips there.
+[[nodiscard]] bool live_heap_counted() noexcept;
+
 }  // namespace tec::ops::testing
