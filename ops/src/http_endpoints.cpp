@@ -100,7 +100,7 @@ struct response_headers {
 };
 
 http::message_generator make_response(unsigned version, bool keep_alive, bool head,
-                                      std::shared_ptr<const http_response> r,
+                                      const std::shared_ptr<const http_response>& r,
                                       response_headers extra = {}) {
   http::response<shared_string_body> res{static_cast<http::status>(r->status), version};
   res.set(http::field::server, server_name);
@@ -261,7 +261,7 @@ struct http_endpoints::impl {
       std::shared_ptr<impl> self, async_route& route);
   /// The response to `req`; `computed` is what an async handler answered for it.
   http::message_generator respond(const http::request<http::string_body>& req,
-                                  std::shared_ptr<const http_response> computed = {}) const;
+                                  const std::shared_ptr<const http_response>& computed = {}) const;
   /// The async route `req` asks for, or null (another path or method, or stopped).
   async_route* async_route_for(const http::request<http::string_body>& req);
   void make_room();
@@ -442,7 +442,7 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
         }
       }
     }
-    auto res = busy ? std::move(*busy) : self->respond(parser.get(), std::move(computed));
+    auto res = busy ? std::move(*busy) : self->respond(parser.get(), computed);
     const bool keep_alive = res.keep_alive();
     stream.expires_after(opt.write_timeout);
     auto write = beast::async_write(stream, std::move(res), asio::as_tuple(asio::use_awaitable));
@@ -522,7 +522,7 @@ asio::awaitable<std::shared_ptr<const http_response>> http_endpoints::impl::shar
 
 http::message_generator http_endpoints::impl::respond(
     const http::request<http::string_body>& req,
-    std::shared_ptr<const http_response> computed) const {
+    const std::shared_ptr<const http_response>& computed) const {
   const bool keep_alive = req.keep_alive() && !stopped;
   const bool head = req.method() == http::verb::head;
   if (req.method() != http::verb::get && !head) {
@@ -542,7 +542,7 @@ http::message_generator http_endpoints::impl::respond(
                          http_response{503, "text/plain; charset=utf-8", "shutting down\n"});
   }
   if (computed) {
-    return make_response(req.version(), keep_alive, head, std::move(computed));
+    return make_response(req.version(), keep_alive, head, computed);
   }
   http_response r;
   try {
