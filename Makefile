@@ -114,10 +114,11 @@ demo-down:
 
 # clang-tidy over all the production code (not tests/, bench/, fuzz/: see scripts/lint.sh) with
 # every check .clang-tidy enables as an error. Uses build/compile_commands.json (written by the
-# configure step). Cold, it costs about 10 CPU-minutes (about 5 minutes on 2 idle cores).
-# `make test` runs it with --changed: only the translation units whose text (the file, the
-# project headers it includes, its compile command, .clang-tidy, clang-tidy's version) has no
-# clean run recorded in ~/.cache/taint-eviction-controller/lint.
+# configure step). It costs about 24 CPU-minutes (about 12 minutes on 2 idle cores), and
+# rewrites scripts/lint-clean.txt with the keys of the units it found clean: commit it. `make
+# test` runs it with --changed: only the translation units whose text (the file, every header
+# it includes, its compile command, .clang-tidy, clang-tidy's version) has no clean run on
+# record, in scripts/lint-clean.txt or in ~/.cache/taint-eviction-controller/lint.
 lint: configure
 	@JOBS=$(JOBS) scripts/lint.sh build
 

@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
 """clang-tidy over the production code, one process per translation unit, JOBS at a time.
 
-Used by scripts/lint.sh (which finds the tools and says what to do on failure). With
---changed, a translation unit is skipped when a clean run of exactly its text is recorded in
-the cache: the key is a SHA-256 over clang-tidy's version, .clang-tidy, the compile command
-(the checkout's and the build directory's paths taken out, so another clone of the same commit
-matches), the file, every header of the checkout it includes (their text: from the build's
-dependency records, `ninja -t deps`) and the path, size and mtime of every other header it
-includes (system headers: a package upgrade changes them). A unit the build has no
-dependency record for yet is always linted. Every unit found clean is recorded, in both modes,
-so `make lint` (all units) also fills the cache that `make test` (--changed) reads.
+Used by scripts/lint.sh (which finds the tools and says what to do on failure). Each unit has
+a key: a SHA-256 over clang-tidy's version, .clang-tidy, the compile command (the checkout's
+and the build directory's paths taken out), and the path and text of the file and of every
+header it includes, system headers too (from the build's dependency records, `ninja -t deps`).
+The key depends on nothing of the machine but what clang-tidy reads, so another clone, or
+another machine with the same packages, computes the same key for the same text. A unit the
+build has no dependency record for yet has no key and is always linted.
+
+Two records of clean runs, both sets of keys:
+- the committed one, scripts/lint-clean.txt: written by a full run (`make lint`, no
+  --changed) with the keys of every unit it found clean, so a clean clone (CI) skips every unit
+  unchanged since the last `make lint` that was committed;
+- the machine's, a file per key under --cache: every unit found clean in either mode.
+With --changed (`make test`), a unit whose key is in either record is skipped. Units run
+longest first (the most included headers first), so the last one does not run alone.
 
 Usage: lint.py --tidy CLANG_TIDY --build BUILD_DIR --root ROOT --files REGEX --jobs N
-               [--changed] [--cache DIR]
+               [--changed] [--cache DIR] [--record FILE]
 Prints clang-tidy's findings; exit status 1 when any unit has a finding or failed.
 """
 import argparse
@@ -46,13 +52,30 @@ def ninja_deps(build):
     return deps
 
 
-def unit_key(entry, deps, root, build, common):
-    command = entry.get("command") or " ".join(entry.get("arguments", []))
-    # The object: the entry's "output" where CMake writes it, else the command's -o.
+def file_digest(path, memo):
+    """SHA-256 of a file's bytes, once per path per run (units share most headers)."""
+    if path not in memo:
+        with open(path, "rb") as f:
+            memo[path] = hashlib.sha256(f.read()).digest()
+    return memo[path]
+
+
+def command_of(entry):
+    return entry.get("command") or " ".join(entry.get("arguments", []))
+
+
+def object_of(entry):
+    """The object: the entry's "output" where CMake writes it, else the command's -o."""
     obj = entry.get("output")
     if not obj:
-        m = re.search(r"(?:^|\s)-o\s+(\S+)", command)
+        m = re.search(r"(?:^|\s)-o\s+(\S+)", command_of(entry))
         obj = m.group(1) if m else None
+    return obj
+
+
+def unit_key(entry, deps, root, build, common, memo):
+    command = command_of(entry)
+    obj = object_of(entry)
     if not obj or obj not in deps:
         return None
     h = hashlib.sha256(common)
@@ -60,17 +83,36 @@ def unit_key(entry, deps, root, build, common):
     src = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
     for path in [src] + deps[obj]:
         path = os.path.realpath(os.path.join(build, path))
+        if path.startswith(root + os.sep):
+            name = b"F" + os.path.relpath(path, root).encode()
+        else:
+            name = b"S" + path.encode()
         try:
-            if path.startswith(root + os.sep):
-                with open(path, "rb") as f:
-                    h.update(b"F" + os.path.relpath(path, root).encode() + b"\0")
-                    h.update(hashlib.sha256(f.read()).digest())
-            else:
-                st = os.stat(path)
-                h.update(b"S%s\0%d\0%d\0" % (path.encode(), st.st_size, st.st_mtime_ns))
+            h.update(name + b"\0" + file_digest(path, memo))
         except OSError:
             return None  # a dependency went away: lint it
     return h.hexdigest()
+
+
+def read_record(path):
+    """The keys of a record file (a key and the unit's path per line; # starts a comment)."""
+    try:
+        with open(path) as f:
+            return {l.split()[0] for l in f if l.strip() and not l.startswith("#")}
+    except OSError:
+        return set()
+
+
+def write_record(path, clean, root):
+    """Writes the committed record: the key and path of every unit found clean, by path."""
+    lines = [f"{key} {os.path.relpath(unit, root)}\n" for unit, key in sorted(clean.items())]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("# clang-tidy's clean runs, written by `make lint` (scripts/lint.py says what a\n"
+                "# key covers). `make test` skips a unit whose key is here. Commit it after a\n"
+                "# clean `make lint`; a stale line only means that unit is checked again.\n")
+        f.writelines(lines)
+    os.replace(tmp, path)
 
 
 def main():
@@ -81,10 +123,16 @@ def main():
     ap.add_argument("--files", required=True)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--changed", action="store_true")
+    ap.add_argument("--files-narrowed", action="store_true",
+                    help="--files is narrower than the production code: leave the record alone")
     ap.add_argument("--cache", default=os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
         "taint-eviction-controller", "lint"))
+    ap.add_argument("--record", help="the committed record (default: lint-clean.txt beside "
+                    "this script)")
     args = ap.parse_args()
+    record = args.record or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                         "lint-clean.txt")
     root = os.path.realpath(args.root)
     build = os.path.realpath(args.build)
     with open(os.path.join(build, "compile_commands.json")) as f:
@@ -99,11 +147,19 @@ def main():
     with open(os.path.join(root, ".clang-tidy"), "rb") as f:
         common = version.encode() + b"\0" + f.read() + b"\0"
     deps = ninja_deps(build)
-    keys = {p: unit_key(e, deps, root, build, common) for p, e in units.items()}
+    memo = {}
+    keys = {p: unit_key(e, deps, root, build, common, memo) for p, e in units.items()}
     os.makedirs(args.cache, exist_ok=True)
-    todo = sorted(p for p in units
-                  if not (args.changed and keys[p]
-                          and os.path.exists(os.path.join(args.cache, keys[p]))))
+    committed = read_record(record)
+
+    def recorded(path):
+        key = keys[path]
+        return key and (key in committed or os.path.exists(os.path.join(args.cache, key)))
+
+    todo = [p for p in units if not (args.changed and recorded(p))]
+    # Longest first: the units that include the most headers take the longest.
+    obj_deps = {p: len(deps.get(object_of(units[p]), [])) for p in units}
+    todo.sort(key=lambda p: (-obj_deps[p], p))
     print(f"lint: {len(todo)} of {len(units)} translation units to check"
           + (" (the others have a clean run recorded)" if args.changed else ""), flush=True)
 
@@ -115,6 +171,7 @@ def main():
     noise = re.compile(r"^(\d+ warnings? generated\.|Suppressed \d+ warnings.*|"
                        r"Use -header-filter=.*|\d+ warnings? treated as errors?)$")
     failed = 0
+    clean = {p: keys[p] for p in units if p not in todo and keys[p]}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for path, rc, output in pool.map(run, todo):
             lines = [l for l in output.splitlines() if not noise.match(l.strip())]
@@ -125,6 +182,9 @@ def main():
                 print("\n".join(lines), flush=True)
             elif keys[path]:
                 open(os.path.join(args.cache, keys[path]), "w").close()
+                clean[path] = keys[path]
+    if not args.changed and not args.files_narrowed:
+        write_record(record, clean, root)
     if failed:
         print(f"lint: {failed} translation unit(s) with findings", flush=True)
         return 1

@@ -7,11 +7,13 @@
 #
 # Usage: scripts/lint.sh [--changed] [BUILD_DIR] (default: build, the default preset's build
 # directory, whose compile_commands.json CMake writes at configure time). --changed (`make
-# test`): only the translation units with no clean run of their exact text recorded in
-# ~/.cache/taint-eviction-controller/lint (scripts/lint.py says what the key covers); without
-# it (`make lint`), all of them. JOBS (default 2) clang-tidy processes run at once; LINT_FILES
-# (a regex on the absolute path) narrows the files, e.g. LINT_FILES=kube/src/client while fixing
-# one. Exit status 1 on any finding, with the findings on stdout.
+# test`): only the translation units with no clean run of their exact text on record, in the
+# committed scripts/lint-clean.txt or in ~/.cache/taint-eviction-controller/lint
+# (scripts/lint.py says what the key covers); without it (`make lint`), all of them, and then
+# scripts/lint-clean.txt is rewritten with the units found clean (commit it). JOBS (default 2)
+# clang-tidy processes run at once; LINT_FILES (a regex on the absolute path) narrows the files,
+# e.g. LINT_FILES=kube/src/client while fixing one (the committed record is then left alone).
+# Exit status 1 on any finding, with the findings on stdout.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +25,8 @@ fi
 build_dir=${1:-"$root/build"}
 jobs=${JOBS:-2}
 files=${LINT_FILES:-"^$root/(timedqueue|controller|kube|adapters|ops|policy|cmd)/"}
+narrowed=()
+[[ -n ${LINT_FILES:-} ]] && narrowed=(--files-narrowed)
 
 tidy=$(command -v clang-tidy-14 || command -v clang-tidy || true)
 if [[ -z $tidy ]]; then
@@ -37,7 +41,7 @@ if [[ ! -f $build_dir/compile_commands.json ]]; then
 fi
 
 if ! python3 "$root/scripts/lint.py" --tidy "$tidy" --build "$build_dir" --root "$root" \
-    --files "$files" --jobs "$jobs" "${changed[@]}"; then
+    --files "$files" --jobs "$jobs" "${changed[@]}" "${narrowed[@]}"; then
   echo "lint: clang-tidy found problems (above); fix them or, if a check is wrong for this" \
     "code, disable it in .clang-tidy with a comment saying why" >&2
   exit 1

@@ -201,8 +201,11 @@ build_components() {
     cd "$src"
     mkdir -p .go/src/k8s.io "$BUILD_WORK/home"
     [ -L .go/src/k8s.io/kubernetes ] || ln -s ../../.. .go/src/k8s.io/kubernetes
+    # GOGC=400: the Go compiler collects garbage a quarter as often (its heap grows to five
+    # times the live data, a few hundred MB per compile here), which takes CPU out of a build
+    # that is mostly compiling; the binaries are the same.
     export GOPATH="$src/.go" CGO_ENABLED=0 GO111MODULE=off GOFLAGS="-p=$BUILD_JOBS" \
-      HOME="$BUILD_WORK/home" PATH="/usr/lib/go/bin:$PATH"
+      GOGC=400 HOME="$BUILD_WORK/home" PATH="/usr/lib/go/bin:$PATH"
     unset GOBIN GOROOT
     exec make WHAT="$what"
   ) >"$buildlog" 2>&1; then
