@@ -45,15 +45,15 @@
 #include "tec/adapters/informers.hpp"
 #include "tec/adapters/pod_writer.hpp"
 #include "tec/adapters/store.hpp"
-#include "tec/kube/client.hpp"
-#include "tec/kube/config.hpp"
+#include "tec/k8sclient/client.hpp"
+#include "tec/k8sclient/config.hpp"
 
 namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 namespace adapters = tec::adapters;
-namespace kube = tec::kube;
+namespace k8sclient = tec::k8sclient;
 namespace tb = tec::bench;
 using nlohmann::json;
 using namespace std::chrono_literals;
@@ -159,8 +159,9 @@ json median_run(const std::vector<json>& runs, const char* key) {
 }
 
 /// The status patch that sets a node's Ready condition to `status` ("True", "Unknown").
-kube::request condition_request(const std::string& node, const char* status, const char* reason) {
-  const std::string stamp = kube::format_rfc3339(std::chrono::system_clock::now());
+k8sclient::request condition_request(const std::string& node, const char* status,
+                                     const char* reason) {
+  const std::string stamp = k8sclient::format_rfc3339(std::chrono::system_clock::now());
   return {http::verb::patch, "/api/v1/nodes/" + node + "/status",
           std::string(R"({"status":{"conditions":[{"type":"Ready","status":")") + status +
               R"(","reason":")" + reason +
@@ -170,7 +171,7 @@ kube::request condition_request(const std::string& node, const char* status, con
 }
 
 /// The status patch that makes a node Ready, as a kubelet reports it.
-kube::request ready_request(const std::string& node) {
+k8sclient::request ready_request(const std::string& node) {
   return condition_request(node, "True", "KubeletReady");
 }
 
@@ -267,12 +268,14 @@ public:
 private:
   // --- plumbing -------------------------------------------------------------------------
   bool connect();
-  kube::result<kube::response> call(http::verb verb, std::string target, std::string body = {},
-                                    std::string content_type = "application/json",
-                                    std::chrono::milliseconds limit = 30s) {
+  k8sclient::result<k8sclient::response> call(http::verb verb, std::string target,
+                                              std::string body = {},
+                                              std::string content_type = "application/json",
+                                              std::chrono::milliseconds limit = 30s) {
     return tb::call(
         io_, *api_,
-        kube::request(verb, std::move(target), std::move(body), std::move(content_type)), limit);
+        k8sclient::request(verb, std::move(target), std::move(body), std::move(content_type)),
+        limit);
   }
   std::string pods_path() const { return "/api/v1/namespaces/" + o_.ns + "/pods"; }
   /// `labels(i)`, if given, adds labels to node i (a JSON fragment starting with a comma).
@@ -334,9 +337,9 @@ private:
 
   options o_;
   asio::io_context io_;
-  std::optional<kube::rest_config> config_;
-  std::optional<kube::client> watch_api_;  // the informer's (streams)
-  std::optional<kube::client> api_;        // everything else, unthrottled
+  std::optional<k8sclient::rest_config> config_;
+  std::optional<k8sclient::client> watch_api_;  // the informer's (streams)
+  std::optional<k8sclient::client> api_;        // everything else, unthrottled
   adapters::pod_store store_;
   std::optional<adapters::pod_informer> informer_;
   adapters::node_store node_store_;
@@ -362,16 +365,16 @@ private:
 };
 
 bool runner::connect() {
-  auto config = kube::load_kubeconfig(o_.kubeconfig);
+  auto config = k8sclient::load_kubeconfig(o_.kubeconfig);
   if (!config) {
     std::fprintf(stderr, "error: %s\n", config.error().message.c_str());
     return false;
   }
   config_ = std::move(config.value());
-  kube::client_options wopts;
+  k8sclient::client_options wopts;
   wopts.qps = 0;
   watch_api_.emplace(io_.get_executor(), *config_, wopts);
-  kube::client_options copts;
+  k8sclient::client_options copts;
   copts.qps = 0;
   copts.max_connections = 160;
   copts.max_retries = 3;
@@ -483,7 +486,7 @@ bool runner::create_nodes(const std::vector<std::string>& names,
         // manager's node lifecycle controller adds and removes its own not-ready NoSchedule
         // taint, and its taint patches, computed from a cached copy, can wipe the bench's
         // NoExecute taint written meanwhile (seen: 100 pods never evicted).
-        std::vector<kube::request> reqs;
+        std::vector<k8sclient::request> reqs;
         reqs.emplace_back(http::verb::post, "/api/v1/nodes",
                           R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + n +
                               R"(","labels":{")" + bench_label + R"(":"true")" +
@@ -519,8 +522,8 @@ bool runner::create_pod_bodies(const std::vector<std::string>& names,
       io_, *api_, static_cast<long>(names.size()),
       [&](long i) {
         const auto idx = static_cast<std::size_t>(i);
-        return std::vector<kube::request>{
-            kube::request(http::verb::post, pods_path(), body_of(idx))};
+        return std::vector<k8sclient::request>{
+            k8sclient::request(http::verb::post, pods_path(), body_of(idx))};
       },
       b);
   if (t.failed > 0) {
@@ -587,9 +590,9 @@ bool runner::taint_nodes(const std::vector<std::string>& nodes, const std::strin
   const auto t = tb::run_batch(
       io_, *api_, static_cast<long>(nodes.size()),
       [&](long i) {
-        return std::vector<kube::request>{
-            kube::request(http::verb::patch, "/api/v1/nodes/" + nodes[static_cast<std::size_t>(i)],
-                          patch, "application/merge-patch+json")};
+        return std::vector<k8sclient::request>{k8sclient::request(
+            http::verb::patch, "/api/v1/nodes/" + nodes[static_cast<std::size_t>(i)], patch,
+            "application/merge-patch+json")};
       },
       b);
   if (t.failed > 0) {
@@ -613,7 +616,7 @@ bool runner::cleanup() {
   auto t = tb::run_batch(
       io_, *api_, static_cast<long>(pods.size()),
       [&](long i) {
-        return std::vector<kube::request>{kube::request(
+        return std::vector<k8sclient::request>{k8sclient::request(
             http::verb::delete_, pods_path() + "/" + pods[static_cast<std::size_t>(i)],
             R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})")};
       },
@@ -640,7 +643,7 @@ bool runner::cleanup() {
   t = tb::run_batch(
       io_, *api_, static_cast<long>(nodes_.size()),
       [&](long i) {
-        return std::vector<kube::request>{kube::request(
+        return std::vector<k8sclient::request>{k8sclient::request(
             http::verb::delete_, "/api/v1/nodes/" + nodes_[static_cast<std::size_t>(i)])};
       },
       b);
@@ -962,10 +965,10 @@ json runner::timer(const variant& v) {
     tt->sent[n] = steady::now();
     asio::co_spawn(
         io_,
-        [](kube::client& c, kube::request req) -> asio::awaitable<bool> {
+        [](k8sclient::client& c, k8sclient::request req) -> asio::awaitable<bool> {
           co_return tb::ok(co_await c.send(std::move(req)));
-        }(*api_, kube::request(http::verb::patch, "/api/v1/nodes/" + nodes[n], patch,
-                               "application/merge-patch+json")),
+        }(*api_, k8sclient::request(http::verb::patch, "/api/v1/nodes/" + nodes[n], patch,
+                                    "application/merge-patch+json")),
         [tt, n](const std::exception_ptr& e, bool good) {
           tt->answered[n] = steady::now();
           ++tt->answers;
@@ -1330,9 +1333,9 @@ json runner::scale_churn(tb::child_process& child, std::size_t node_count, std::
       const std::string value = std::to_string(round) + "-" + std::to_string(sent);
       asio::co_spawn(
           io_,
-          [](kube::client& c, kube::request req) -> asio::awaitable<bool> {
+          [](k8sclient::client& c, k8sclient::request req) -> asio::awaitable<bool> {
             co_return tb::ok(co_await c.send(std::move(req)));
-          }(*api_, kube::request(
+          }(*api_, k8sclient::request(
                        http::verb::patch, pods_path() + "/" + pod,
                        R"({"metadata":{"annotations":{"tec-bench/churn":")" + value + R"("}}})",
                        "application/merge-patch+json")),
@@ -1417,9 +1420,9 @@ json runner::scale_outage(tb::child_process& child, const std::vector<std::strin
   const auto t = tb::run_batch(
       io_, *api_, static_cast<long>(outage),
       [&](long i) {
-        return std::vector<kube::request>{
-            kube::request(http::verb::patch, "/api/v1/nodes/" + nodes[static_cast<std::size_t>(i)],
-                          taint, "application/merge-patch+json")};
+        return std::vector<k8sclient::request>{k8sclient::request(
+            http::verb::patch, "/api/v1/nodes/" + nodes[static_cast<std::size_t>(i)], taint,
+            "application/merge-patch+json")};
       },
       b);
   b.on_item_done = nullptr;
@@ -1429,7 +1432,7 @@ json runner::scale_outage(tb::child_process& child, const std::vector<std::strin
                    : tb::run_batch(
                          io_, *api_, static_cast<long>(outage),
                          [&](long i) {
-                           return std::vector<kube::request>{condition_request(
+                           return std::vector<k8sclient::request>{condition_request(
                                nodes[static_cast<std::size_t>(i)], "Unknown", "NodeStatusUnknown")};
                          },
                          b);
@@ -1488,7 +1491,7 @@ json runner::scale_outage(tb::child_process& child, const std::vector<std::strin
       io_, *api_, static_cast<long>(outage),
       [&](long i) {
         const auto& n = nodes[static_cast<std::size_t>(i)];
-        std::vector<kube::request> reqs;
+        std::vector<k8sclient::request> reqs;
         reqs.push_back(ready_request(n));
         reqs.emplace_back(http::verb::patch, "/api/v1/nodes/" + n, R"({"spec":{"taints":null}})",
                           "application/merge-patch+json");
@@ -1501,7 +1504,7 @@ json runner::scale_outage(tb::child_process& child, const std::vector<std::strin
     r = tb::run_batch(
         io_, *api_, static_cast<long>(victims.size()),
         [&](long k) {
-          return std::vector<kube::request>{kube::request(
+          return std::vector<k8sclient::request>{k8sclient::request(
               http::verb::delete_, pods_path() + "/" + names_of[static_cast<std::size_t>(k)],
               R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0})")};
         },
@@ -1598,7 +1601,7 @@ json runner::floor_run(long concurrency, std::size_t per_pod) {
         const auto& name = pods[k / per_pod];
         const auto& uid = uid_[name];
         const auto now = std::chrono::system_clock::now();
-        std::vector<kube::request> reqs;
+        std::vector<k8sclient::request> reqs;
         switch (per_pod - 1 - k % per_pod) {
           case 2:
             reqs.push_back(adapters::make_disruption_condition_request(o_.ns, name, uid, now));

@@ -25,7 +25,7 @@
 #include "tec/adapters/decode.hpp"
 #include "tec/adapters/evictions_report.hpp"
 #include "tec/adapters/store.hpp"
-#include "tec/kube/line_splitter.hpp"
+#include "tec/k8sclient/line_splitter.hpp"
 
 // --- counting allocator ------------------------------------------------------------------
 // Counts live heap bytes (malloc_usable_size: what the allocator really handed out, without
@@ -365,7 +365,7 @@ void BM_list_stream(benchmark::State& state) {
       ok = decoder.feed(
           std::string_view(body).substr(pos, chunk_bytes),
           [&](tec::adapters::pod_record&& r) { items.push_back(std::move(r)); },
-          [&](const tec::kube::error& /*e*/) { ok = false; });
+          [&](const tec::k8sclient::error& /*e*/) { ok = false; });
     }
     auto page = decoder.finish();
     if (!ok || !page || items.size() != pod_count) {
@@ -397,7 +397,7 @@ void run_watch(benchmark::State& state, Decode&& decode) {
   const auto& stream = data().pod_watch;
   const allocation_counter counter;
   for (auto _ : state) {
-    tec::kube::line_splitter splitter;
+    tec::k8sclient::line_splitter splitter;
     std::size_t events = 0;
     bool ok = true;
     for (std::size_t pos = 0; pos < stream.size(); pos += chunk_bytes) {
@@ -407,7 +407,7 @@ void run_watch(benchmark::State& state, Decode&& decode) {
             ok = decode(line) && ok;
             ++events;
           },
-          [&](const tec::kube::error& /*e*/) { ok = false; });
+          [&](const tec::k8sclient::error& /*e*/) { ok = false; });
     }
     if (!ok || events != data().watch_lines) {
       fail(state, "watch decode failed");

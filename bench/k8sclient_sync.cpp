@@ -40,15 +40,15 @@
 #include "bench_support.hpp"
 #include "tec/adapters/informers.hpp"
 #include "tec/adapters/store.hpp"
-#include "tec/kube/client.hpp"
-#include "tec/kube/config.hpp"
+#include "tec/k8sclient/client.hpp"
+#include "tec/k8sclient/config.hpp"
 
 namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 namespace adapters = tec::adapters;
-namespace kube = tec::kube;
+namespace k8sclient = tec::k8sclient;
 using namespace std::chrono_literals;
 namespace tb = tec::bench;
 using steady = std::chrono::steady_clock;
@@ -170,7 +170,7 @@ std::string node_name(long i) {
 }
 
 /// Creates objects [0, count) with `c` POSTs in flight; 409 counts as "existed".
-tb::tally create_all(asio::io_context& io, kube::client& api, long count, long c,
+tb::tally create_all(asio::io_context& io, k8sclient::client& api, long count, long c,
                      const std::function<std::string(long)>& target,
                      const std::function<std::string(long)>& body, steady::time_point deadline,
                      const char* what) {
@@ -182,23 +182,25 @@ tb::tally create_all(asio::io_context& io, kube::client& api, long count, long c
   return tb::run_batch(
       io, api, count,
       [&](long i) {
-        return std::vector<kube::request>{kube::request(http::verb::post, target(i), body(i))};
+        return std::vector<k8sclient::request>{
+            k8sclient::request(http::verb::post, target(i), body(i))};
       },
       b);
 }
 
-int seed(asio::io_context& io, const kube::rest_config& config, const options& o) {
-  kube::client_options copts;
+int seed(asio::io_context& io, const k8sclient::rest_config& config, const options& o) {
+  k8sclient::client_options copts;
   copts.qps = 0;
   copts.max_connections = static_cast<std::size_t>(o.concurrency);
   copts.dial_timeout = 10s;
   copts.max_retries = 3;
-  kube::client api(io.get_executor(), config, copts);
+  k8sclient::client api(io.get_executor(), config, copts);
 
-  auto ns = tb::call(io, api,
-                     kube::request(http::verb::post, "/api/v1/namespaces",
-                                   R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" +
-                                       o.namespace_ + R"("}})"));
+  auto ns =
+      tb::call(io, api,
+               k8sclient::request(http::verb::post, "/api/v1/namespaces",
+                                  R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" +
+                                      o.namespace_ + R"("}})"));
   if (!ns || (ns->status != 201 && ns->status != 409)) {
     std::fprintf(stderr, "error: creating namespace %s: %s\n", o.namespace_.c_str(),
                  ns ? ("HTTP " + std::to_string(ns->status) + ": " + ns->body).c_str()
@@ -260,12 +262,13 @@ struct sync_sample {
 };
 
 /// One initial sync with a fresh client, store and informer; nullopt on timeout.
-std::optional<sync_sample> measure_sync(const kube::rest_config& config,
+std::optional<sync_sample> measure_sync(const k8sclient::rest_config& config,
                                         std::chrono::seconds limit) {
   asio::io_context io;
   const auto rss_before = rss_bytes();
   const auto start = steady::now();
-  auto api = std::make_unique<kube::client>(io.get_executor(), config, kube::client_options{});
+  auto api =
+      std::make_unique<k8sclient::client>(io.get_executor(), config, k8sclient::client_options{});
   auto store = std::make_unique<adapters::pod_store>();
   std::size_t adds = 0;
   auto informer = std::make_unique<adapters::pod_informer>(
@@ -275,7 +278,7 @@ std::optional<sync_sample> measure_sync(const kube::rest_config& config,
           ++adds;
         }
       },
-      kube::reflector_options{});
+      k8sclient::reflector_options{});
   bool finished = false;
   asio::co_spawn(io, informer->run(), [&finished](const std::exception_ptr&) { finished = true; });
   const bool synced = run_until(
@@ -311,7 +314,7 @@ int main(int argc, char** argv) {
   }
   // The informer's "listed N pods" lines would break up the table; warnings still show.
   spdlog::set_level(spdlog::level::warn);
-  auto config = kube::load_kubeconfig(opts->kubeconfig);
+  auto config = k8sclient::load_kubeconfig(opts->kubeconfig);
   if (!config) {
     std::fprintf(stderr, "error: %s\n", config.error().message.c_str());
     return 1;
@@ -321,12 +324,12 @@ int main(int argc, char** argv) {
 
   asio::io_context io;
   {
-    kube::client_options copts;
+    k8sclient::client_options copts;
     copts.dial_timeout = 5s;
     copts.request_timeout = 10s;
     copts.max_retries = 1;
-    kube::client probe(io.get_executor(), config.value(), copts);
-    auto version = tb::call(io, probe, kube::request(http::verb::get, "/version"), 20s);
+    k8sclient::client probe(io.get_executor(), config.value(), copts);
+    auto version = tb::call(io, probe, k8sclient::request(http::verb::get, "/version"), 20s);
     shut_down(io, probe);
     if (!version || version->status != 200) {
       std::fprintf(stderr, "error: API server %s is not reachable: %s\n", server.c_str(),

@@ -43,12 +43,12 @@
 #include "tec/adapters/stats_collector.hpp"
 #include "tec/adapters/store.hpp"
 #include "tec/controller/controller.hpp"
-#include "tec/kube/api_error.hpp"
-#include "tec/kube/client.hpp"
-#include "tec/kube/config.hpp"
-#include "tec/kube/error.hpp"
-#include "tec/kube/leader_election.hpp"
-#include "tec/kube/tls.hpp"
+#include "tec/k8sclient/api_error.hpp"
+#include "tec/k8sclient/client.hpp"
+#include "tec/k8sclient/config.hpp"
+#include "tec/k8sclient/error.hpp"
+#include "tec/k8sclient/leader_election.hpp"
+#include "tec/k8sclient/tls.hpp"
 #include "tec/ops/http_endpoints.hpp"
 #include "tec/ops/metrics.hpp"
 #include "tec/policy/policy_file.hpp"
@@ -107,7 +107,7 @@ struct daemon::impl {
   adapters::clock_bridge shadow_clock;
   std::optional<ops::shadow_metrics> shadow_metrics;
   std::optional<adapters::shadow_tracker> shadow;
-  std::optional<kube::client> api;
+  std::optional<k8sclient::client> api;
   adapters::pod_store pods;
   adapters::node_store nodes;
   // Which namespaces opt out (the controller's namespace_opted_out); a change of answer
@@ -127,7 +127,7 @@ struct daemon::impl {
   std::optional<controller::controller> ctrl;  // borrows pods, sink, driver
   // Borrows ctrl; the informers' handlers borrow it (they run on the I/O thread, joined first).
   std::optional<adapters::controller_feed> feed;
-  std::optional<kube::leader_elector> elector;
+  std::optional<k8sclient::leader_elector> elector;
   std::optional<ops::http_endpoints> health_server;
   std::optional<ops::http_endpoints> metrics_server;
   std::optional<asio::signal_set> signals;
@@ -202,7 +202,7 @@ struct daemon::impl {
     return cv.wait_until(lock, deadline, done);
   }
 
-  void build(const kube::rest_config& config) {
+  void build(const k8sclient::rest_config& config) {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
     metrics.emplace(ops::register_standard_metrics(registry, tec::version, [this] {
       auto stats = adapters::collect_stats(ctrl->stats(), sink->stats(), pod_informer->stats(),
@@ -211,7 +211,7 @@ struct daemon::impl {
       return stats;
     }));
 
-    kube::client_options copts;
+    k8sclient::client_options copts;
     copts.qps = opts.kube_api_qps;
     copts.burst = opts.kube_api_burst;
     copts.max_connections = static_cast<std::size_t>(opts.kube_api_connections);
@@ -272,17 +272,17 @@ struct daemon::impl {
         },
         [this] { activate(); });
     // The reflectors call on_synced on the I/O thread, where the gate lives.
-    kube::reflector_options pod_opts;
+    k8sclient::reflector_options pod_opts;
     pod_opts.on_synced = [this] { gate->pods_synced(); };
-    kube::reflector_options node_opts;
+    k8sclient::reflector_options node_opts;
     node_opts.on_synced = [this] { gate->nodes_synced(); };
     if (opts.protobuf) {
       pod_opts.accept = adapters::protobuf_accept;
       node_opts.accept = adapters::protobuf_accept;
     }
-    kube::reflector_options namespace_opts;
+    k8sclient::reflector_options namespace_opts;
     namespace_opts.on_synced = [this] { gate->namespaces_synced(); };
-    namespace_opts.on_list_failed = [this](const kube::error& e, std::chrono::milliseconds d) {
+    namespace_opts.on_list_failed = [this](const k8sclient::error& e, std::chrono::milliseconds d) {
       return namespace_list_failed(e, d);
     };
     auto pod_handler = feed->pod_handler();
@@ -295,7 +295,7 @@ struct daemon::impl {
           shadow->pod_changed(old_pod, new_pod);
         }
       };
-      kube::reflector_options event_opts;
+      k8sclient::reflector_options event_opts;
       event_opts.query = std::string(adapters::taint_manager_events_query);
       // The Events of the first LIST happened before we looked: only later ones count.
       event_informer.emplace(
@@ -314,7 +314,7 @@ struct daemon::impl {
     namespace_informer.emplace(*api, namespaces, nullptr, std::move(namespace_opts));
 
     if (opts.leader_elect) {
-      kube::leader_election_config le;
+      k8sclient::leader_election_config le;
       le.lease_namespace = opts.lease_namespace;
       le.lease_name = opts.lease_name;
       le.lease_duration = opts.lease_duration;
@@ -447,8 +447,8 @@ struct daemon::impl {
         sink->set_dry_run(p.dry_run);
         dry_run.store(p.dry_run);
         ctrl->set_policy(p);
-        log->info("eviction policy reloaded from {}: {}", kube::printable(opts.policy_file, 256),
-                  policy::describe(p));
+        log->info("eviction policy reloaded from {}: {}",
+                  k8sclient::printable(opts.policy_file, 256), policy::describe(p));
         return;
       }
       case policy::reload_result::kind::rejected: {
@@ -539,8 +539,8 @@ struct daemon::impl {
   // I/O thread: the namespace informer's LIST failed. A 403 is an upgrade that kept an older
   // ClusterRole: say what is missing in one line (instead of the reflector's warning), at
   // every retry. The controller is not ready and does not act until the namespaces are listed.
-  bool namespace_list_failed(const kube::error& e, std::chrono::milliseconds retry_in) {
-    if (e.code != make_error_code(kube::errc::forbidden)) {
+  bool namespace_list_failed(const k8sclient::error& e, std::chrono::milliseconds retry_in) {
+    if (e.code != make_error_code(k8sclient::errc::forbidden)) {
       return false;
     }
     log->error(
@@ -641,7 +641,7 @@ struct daemon::impl {
     });
     // Not ready: which first LIST it waits for and, when that LIST has failed, why (the server
     // caps and escapes the reason).
-    const auto waiting_for = [](std::string_view what, const kube::error& e) {
+    const auto waiting_for = [](std::string_view what, const k8sclient::error& e) {
       return ops::check_result{false, "waiting for the first LIST of " + std::string(what) +
                                           (e ? " (last failure: " + e.message + ")" : "")};
     };
@@ -727,8 +727,8 @@ struct daemon::impl {
 
   int run() {
     const bool in_cluster = opts.kubeconfig.empty();
-    auto config =
-        in_cluster ? kube::load_in_cluster() : kube::load_kubeconfig(opts.kubeconfig, opts.context);
+    auto config = in_cluster ? k8sclient::load_in_cluster()
+                             : k8sclient::load_kubeconfig(opts.kubeconfig, opts.context);
     if (!config) {
       log->error("cannot load the API server configuration: {}{}", config.error().message,
                  in_cluster ? " (no --kubeconfig was given, so the in-cluster configuration was "
@@ -739,11 +739,11 @@ struct daemon::impl {
     const auto& cfg = config.value();
     // Broken TLS material fails here, once, rather than on every request while /healthz says
     // 200 (the README promises exit 1 for a broken configuration).
-    if (const auto bad = kube::check_tls_material(cfg)) {
+    if (const auto bad = k8sclient::check_tls_material(cfg)) {
       log->error("cannot use the API server configuration: {}", bad.message);
       return 1;
     }
-    for (const auto& warning : kube::insecure_settings(cfg)) {
+    for (const auto& warning : k8sclient::insecure_settings(cfg)) {
       log->warn("{}", warning);
     }
     log->info(
@@ -762,7 +762,7 @@ struct daemon::impl {
                 start_policy.dry_run ? ", dry-run on (--dry-run)" : "");
     } else {
       log->info("eviction policy from {} (re-read every {}): {}",
-                kube::printable(opts.policy_file, 256), format_duration(policy_poll_interval),
+                k8sclient::printable(opts.policy_file, 256), format_duration(policy_poll_interval),
                 policy::describe(start_policy));
     }
     if (opts.shadow) {

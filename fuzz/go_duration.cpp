@@ -1,4 +1,5 @@
-// Fuzz target: the Go-duration parser (tec/kube/duration.hpp) of the flags and the policy file.
+// Fuzz target: the Go-duration parser (tec/k8sclient/duration.hpp) of the flags and the policy
+// file.
 //
 // parse_go_duration is checked against an exact model of Go's time.ParseDuration grammar
 // ([-+]?("0" | ([0-9]*(\.[0-9]*)?unit)+), units ns us µs μs ms s m h, at least one digit per
@@ -15,7 +16,7 @@
 #include <string_view>
 
 #include "support.hpp"
-#include "tec/kube/duration.hpp"
+#include "tec/k8sclient/duration.hpp"
 
 namespace {
 
@@ -99,8 +100,8 @@ std::string show(std::optional<std::chrono::milliseconds> d) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using tec::kube::format_duration;
-  using tec::kube::parse_go_duration;
+  using tec::k8sclient::format_duration;
+  using tec::k8sclient::parse_go_duration;
   const std::string text(tec::fuzz::as_text(data, size));
   const auto parsed = parse_go_duration(text);
   const auto model = model_ns(text);

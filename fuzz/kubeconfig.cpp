@@ -1,4 +1,4 @@
-// Fuzz target: the kubeconfig loader (tec/kube/config.hpp: load_kubeconfig), YAML and JSON.
+// Fuzz target: the kubeconfig loader (tec/k8sclient/config.hpp: load_kubeconfig), YAML and JSON.
 //
 // The input is written to <tmp>/config, next to copies of the test certificate, key and token
 // files (tests/kube/testdata/kubeconfig), so that the seeds' relative file references
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "support.hpp"
-#include "tec/kube/config.hpp"
+#include "tec/k8sclient/config.hpp"
 
 namespace {
 
@@ -48,7 +48,7 @@ const sandbox& the_sandbox() {
     b.dir = pattern;
     b.config_path = (b.dir / "config").string();
     const fs::path testdata =
-        fs::path(TEC_SOURCE_DIR) / "tests" / "kube" / "testdata" / "kubeconfig";
+        fs::path(TEC_SOURCE_DIR) / "tests" / "k8sclient" / "testdata" / "kubeconfig";
     for (const char* name : {"ca.crt", "client.crt", "client.key", "token"}) {
       std::error_code ec;
       fs::copy_file(testdata / name, b.dir / name, ec);
@@ -93,10 +93,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     out.write(input.data(), static_cast<std::streamsize>(input.size()));
     TEC_FUZZ_CHECK(out.good(), "write " + box.config_path);
   }
-  const auto config = tec::kube::load_kubeconfig(box.config_path);
+  const auto config = tec::k8sclient::load_kubeconfig(box.config_path);
   if (!config) {
-    const tec::kube::error& e = config.error();
-    TEC_FUZZ_CHECK(e.code == tec::kube::make_error_code(tec::kube::errc::config_invalid),
+    const tec::k8sclient::error& e = config.error();
+    TEC_FUZZ_CHECK(e.code == tec::k8sclient::make_error_code(tec::k8sclient::errc::config_invalid),
                    e.message);
     TEC_FUZZ_CHECK(e.message.rfind("kubeconfig ", 0) == 0, e.message);
     for (const std::string& secret : box.secrets) {
@@ -106,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     return 0;
   }
-  const tec::kube::rest_config& c = config.value();
+  const tec::k8sclient::rest_config& c = config.value();
   TEC_FUZZ_CHECK(!c.host.empty(), "no host");
   TEC_FUZZ_CHECK(all_digits(c.port) && c.port.size() <= 5 && std::stoi(c.port) >= 1 &&
                      std::stoi(c.port) <= 65535,

@@ -1,4 +1,4 @@
-// Fuzz target: the watch stream's line splitter and watch_decoder (tec/kube/line_splitter.hpp,
+// Fuzz target: the watch stream's line splitter and watch_decoder (tec/k8sclient/line_splitter.hpp,
 // tests/adapters/support/watch_decoder.hpp).
 //
 // Input: [max-line selector][number of cuts n][n gap bytes][stream...]. The stream is fed in
@@ -18,12 +18,12 @@
 #include "adapters/support/watch_decoder.hpp"
 #include "support.hpp"
 #include "tec/adapters/decode.hpp"
-#include "tec/kube/line_splitter.hpp"
+#include "tec/k8sclient/line_splitter.hpp"
 
 namespace {
 
-using tec::kube::errc;
-using tec::kube::error;
+using tec::k8sclient::errc;
+using tec::k8sclient::error;
 
 /// One thing the splitter reports, in order: a line, or "too long".
 struct item {
@@ -74,7 +74,7 @@ std::string describe(const std::vector<item>& items) {
 }
 
 /// What watch_decoder reports for one line: the event type and name, or the error code.
-std::string event_summary(const tec::kube::result<tec::adapters::pod_event>& e) {
+std::string event_summary(const tec::k8sclient::result<tec::adapters::pod_event>& e) {
   if (!e) {
     return "error " + std::to_string(e.error().code.value());
   }
@@ -106,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const model_result expected = model(stream, max);
 
-  tec::kube::line_splitter splitter(max);
+  tec::k8sclient::line_splitter splitter(max);
   std::vector<item> got;
   for (const std::string_view chunk : chunks) {
     splitter.feed(

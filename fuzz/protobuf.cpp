@@ -1,5 +1,5 @@
 // Fuzz target: the protobuf decoders (tec/adapters/protobuf.hpp) and the watch stream's
-// framing (tec/kube/frame_splitter.hpp).
+// framing (tec/k8sclient/frame_splitter.hpp).
 //
 // Input: [piece size][bytes...]. The bytes go through every decoder (an envelope, a bare
 // message, a watch frame, a Status); each either decodes, with a name (and a pod's uid), or
@@ -16,12 +16,12 @@
 #include "support.hpp"
 #include "tec/adapters/decode.hpp"
 #include "tec/adapters/protobuf.hpp"
-#include "tec/kube/frame_splitter.hpp"
+#include "tec/k8sclient/frame_splitter.hpp"
 
 namespace {
 
-using tec::kube::errc;
-using tec::kube::error;
+using tec::k8sclient::errc;
+using tec::k8sclient::error;
 
 template <class Result>
 void check_result(const Result& r, std::string_view what) {
@@ -34,14 +34,14 @@ void check_result(const Result& r, std::string_view what) {
   }
 }
 
-void check_pod(const tec::kube::result<tec::adapters::pod_record>& r) {
+void check_pod(const tec::k8sclient::result<tec::adapters::pod_record>& r) {
   check_result(r, "pod");
   if (r) {
     TEC_FUZZ_CHECK(!r.value().pod.name.empty() && !r.value().pod.uid.empty(), "pod without name");
   }
 }
 
-void check_node(const tec::kube::result<tec::adapters::node_record>& r) {
+void check_node(const tec::k8sclient::result<tec::adapters::node_record>& r) {
   check_result(r, "node");
   if (r) {
     TEC_FUZZ_CHECK(!r.value().node.name.empty(), "node without name");
@@ -80,7 +80,7 @@ listed list(std::string_view body, std::size_t piece) {
 }
 
 std::vector<std::string> frames(std::string_view stream, std::size_t piece, int& errors) {
-  tec::kube::watch_splitter s(4096);
+  tec::k8sclient::watch_splitter s(4096);
   std::vector<std::string> out;
   const std::size_t step = piece == 0 ? stream.size() : piece;
   for (std::size_t i = 0; i < stream.size(); i += step) {

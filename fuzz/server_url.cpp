@@ -1,4 +1,4 @@
-// Fuzz target: the kubeconfig's small parsers (tec/kube/config.hpp): parse_server_url and
+// Fuzz target: the kubeconfig's small parsers (tec/k8sclient/config.hpp): parse_server_url and
 // decode_base64.
 //
 // Input: [flags byte][text]. parse_server_url(text): a parsed URL has a host, a port from 1 to
@@ -14,12 +14,12 @@
 #include <string_view>
 
 #include "support.hpp"
-#include "tec/kube/config.hpp"
+#include "tec/k8sclient/config.hpp"
 
 namespace {
 
-using tec::kube::parse_server_url;
-using tec::kube::server_url;
+using tec::k8sclient::parse_server_url;
+using tec::k8sclient::server_url;
 
 bool valid_port(const std::string& p) {
   if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos) {
@@ -48,8 +48,9 @@ void check_url(std::string_view text, bool default_tls) {
   const auto url = parse_server_url(text, default_tls);
   const std::string shown(text);
   if (!url) {
-    TEC_FUZZ_CHECK(url.error().code == tec::kube::make_error_code(tec::kube::errc::config_invalid),
-                   url.error().message);
+    TEC_FUZZ_CHECK(
+        url.error().code == tec::k8sclient::make_error_code(tec::k8sclient::errc::config_invalid),
+        url.error().message);
     const std::string_view secret = user_info(text);
     // Short user info ("a") may appear in a message by coincidence.
     TEC_FUZZ_CHECK(secret.size() < 4 || url.error().message.find(secret) == std::string::npos,
@@ -97,7 +98,7 @@ std::string encode_base64(std::string_view bytes, std::size_t line_every) {
 }
 
 void check_base64(std::string_view text, std::size_t line_every) {
-  if (const auto decoded = tec::kube::decode_base64(text)) {
+  if (const auto decoded = tec::k8sclient::decode_base64(text)) {
     std::size_t chars = 0;
     std::size_t padding = 0;
     for (const char c : text) {
@@ -108,7 +109,7 @@ void check_base64(std::string_view text, std::size_t line_every) {
     TEC_FUZZ_CHECK(decoded->size() == chars / 4 * 3 - padding, std::string(text));
   }
   const std::string encoded = encode_base64(text, line_every);
-  const auto round_trip = tec::kube::decode_base64(encoded);
+  const auto round_trip = tec::k8sclient::decode_base64(encoded);
   TEC_FUZZ_CHECK(round_trip.has_value() && *round_trip == text, encoded);
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clang-tidy over the production code (timedqueue/ controller/ kube/ adapters/ ops/ policy/
+# clang-tidy over the production code (timedqueue/ controller/ k8sclient/ adapters/ ops/ policy/
 # cmd/: the .cpp files of the compile database and the headers they include, per .clang-tidy's
 # HeaderFilterRegex), every enabled check an error (.clang-tidy: WarningsAsErrors '*').
 # Tests, benchmarks and fuzz targets are not linted: gtest's and Google Benchmark's macros
@@ -12,7 +12,7 @@
 # (scripts/lint.py says what the key covers); without it (`make lint`), all of them, and then
 # scripts/lint-clean.txt is rewritten with the units found clean (commit it). JOBS (default 2)
 # clang-tidy processes run at once; LINT_FILES (a regex on the absolute path) narrows the files,
-# e.g. LINT_FILES=kube/src/client while fixing one (the committed record is then left alone).
+# e.g. LINT_FILES=k8sclient/src/client while fixing one (the committed record is then left alone).
 # Exit status 1 on any finding, with the findings on stdout.
 set -euo pipefail
 
@@ -24,7 +24,7 @@ if [[ ${1:-} == --changed ]]; then
 fi
 build_dir=${1:-"$root/build"}
 jobs=${JOBS:-2}
-files=${LINT_FILES:-"^$root/(timedqueue|controller|kube|adapters|ops|policy|cmd)/"}
+files=${LINT_FILES:-"^$root/(timedqueue|controller|k8sclient|adapters|ops|policy|cmd)/"}
 narrowed=()
 [[ -n ${LINT_FILES:-} ]] && narrowed=(--files-narrowed)
 

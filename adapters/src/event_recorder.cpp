@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "tec/adapters/pod_writer.hpp"
-#include "tec/kube/hostname.hpp"
-#include "tec/kube/logger.hpp"
-#include "tec/kube/token_bucket.hpp"
+#include "tec/k8sclient/hostname.hpp"
+#include "tec/k8sclient/logger.hpp"
+#include "tec/k8sclient/token_bucket.hpp"
 
 namespace tec::adapters {
 namespace {
@@ -38,7 +38,7 @@ using nlohmann::json;
 constexpr std::size_t max_name_length = 253;
 
 std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> log = kube::named_logger("events");
+  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("events");
   return log;
 }
 
@@ -289,7 +289,7 @@ struct event_recorder::impl {
         idle(options.correlation_cache_size),
         wake(executor, 1) {
     if (options.reporting_instance.empty()) {
-      options.reporting_instance = kube::local_hostname();
+      options.reporting_instance = k8sclient::local_hostname();
     }
   }
 
@@ -299,9 +299,9 @@ struct event_recorder::impl {
         options.spam_refill_interval.count() > 0
             ? 1.0 / static_cast<double>(options.spam_refill_interval.count())
             : 0.0;
-    kube::token_bucket* b = buckets.find(key);
+    k8sclient::token_bucket* b = buckets.find(key);
     if (b == nullptr) {
-      b = &buckets.put(key, kube::token_bucket(refill_per_second, options.spam_burst, now));
+      b = &buckets.put(key, k8sclient::token_bucket(refill_per_second, options.spam_burst, now));
     }
     return b->try_take(now);
   }
@@ -621,8 +621,8 @@ struct event_recorder::impl {
 
   mutable std::mutex mutex;  // Guards everything below it.
   std::deque<std::shared_ptr<series>> queue;
-  lru_map<kube::token_bucket> buckets;  // The spam filter, by object.
-  lru_map<similar_events> similar;      // The aggregation, by object, type and reason.
+  lru_map<k8sclient::token_bucket> buckets;  // The spam filter, by object.
+  lru_map<similar_events> similar;           // The aggregation, by object, type and reason.
   // The series, by key: those with a request queued or in flight are never forgotten (so one
   // key never gets two Events while its first is still being written); at most
   // queue_capacity + max_in_flight of them (each key views its series' key). The others in an

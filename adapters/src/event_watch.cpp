@@ -7,9 +7,9 @@
 #include "tec/adapters/event_watch.hpp"
 
 #include "json_fields.hpp"
-#include "tec/kube/reflector_impl.hpp"
+#include "tec/k8sclient/reflector_impl.hpp"
 
-template class tec::kube::reflector<tec::adapters::event_codec, tec::adapters::event_store>;
+template class tec::k8sclient::reflector<tec::adapters::event_codec, tec::adapters::event_store>;
 
 namespace tec::adapters {
 namespace {

@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "tec/adapters/pod_writer.hpp"
-#include "tec/kube/logger.hpp"
+#include "tec/k8sclient/logger.hpp"
 
 namespace tec::adapters {
 namespace {
@@ -27,7 +27,7 @@ using controller::eviction_status;
 using controller::pod_ref;
 
 std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> log = kube::named_logger("evict");
+  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("evict");
   return log;
 }
 

@@ -9,7 +9,7 @@
 
 #include "tec/adapters/informers.hpp"
 
-#include "tec/kube/reflector_impl.hpp"
+#include "tec/k8sclient/reflector_impl.hpp"
 
-template class tec::kube::reflector<tec::adapters::pod_codec, tec::adapters::pod_store>;
-template class tec::kube::reflector<tec::adapters::node_codec, tec::adapters::node_store>;
+template class tec::k8sclient::reflector<tec::adapters::pod_codec, tec::adapters::pod_store>;
+template class tec::k8sclient::reflector<tec::adapters::node_codec, tec::adapters::node_store>;

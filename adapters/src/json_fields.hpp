@@ -18,9 +18,9 @@
 #include <utility>
 
 #include "tec/adapters/decode.hpp"
-#include "tec/kube/error.hpp"
-#include "tec/kube/result.hpp"
-#include "tec/kube/watch.hpp"
+#include "tec/k8sclient/error.hpp"
+#include "tec/k8sclient/result.hpp"
+#include "tec/k8sclient/watch.hpp"
 
 namespace tec::adapters::json_fields {
 
@@ -61,8 +61,8 @@ result<Record> decode_document(std::string_view text, const std::string& path,
 /// BOOKMARK it only needs metadata.resourceVersion. An ERROR event's object is decoded as a
 /// metav1.Status.
 template <class Record, class DecodeObject>
-result<kube::watch_event<Record>> decode_watch_line(std::string_view line,
-                                                    DecodeObject&& decode_object) {
+result<k8sclient::watch_event<Record>> decode_watch_line(std::string_view line,
+                                                         DecodeObject&& decode_object) {
   auto doc = parse(line);
   if (!doc) {
     return doc.error();
@@ -74,25 +74,25 @@ result<kube::watch_event<Record>> decode_watch_line(std::string_view line,
   if (auto e = read_string(*doc, "type", "watch event", type)) {
     return *e;
   }
-  kube::watch_event<Record> ev;
+  k8sclient::watch_event<Record> ev;
   if (type == "ADDED") {
-    ev.type = kube::event_type::added;
+    ev.type = k8sclient::event_type::added;
   } else if (type == "MODIFIED") {
-    ev.type = kube::event_type::modified;
+    ev.type = k8sclient::event_type::modified;
   } else if (type == "DELETED") {
-    ev.type = kube::event_type::deleted;
+    ev.type = k8sclient::event_type::deleted;
   } else if (type == "BOOKMARK") {
-    ev.type = kube::event_type::bookmark;
+    ev.type = k8sclient::event_type::bookmark;
   } else if (type == "ERROR") {
-    ev.type = kube::event_type::error;
+    ev.type = k8sclient::event_type::error;
   } else {
-    return shape("watch event.type", "unknown type \"" + kube::printable(type, 32) + "\"");
+    return shape("watch event.type", "unknown type \"" + k8sclient::printable(type, 32) + "\"");
   }
   const auto obj = doc->find("object");
   if (obj == doc->end() || !obj->is_object()) {
     return shape("watch event.object", "missing or not an object");
   }
-  if (ev.type == kube::event_type::error) {
+  if (ev.type == k8sclient::event_type::error) {
     auto status = adapters::decode_status(obj->dump());
     if (!status) {
       return status.error();
@@ -100,7 +100,7 @@ result<kube::watch_event<Record>> decode_watch_line(std::string_view line,
     ev.status = std::move(status).value();
     return ev;
   }
-  auto rec = decode_object(*obj, std::string("object"), ev.type == kube::event_type::bookmark);
+  auto rec = decode_object(*obj, std::string("object"), ev.type == k8sclient::event_type::bookmark);
   if (!rec) {
     return rec.error();
   }
@@ -112,7 +112,8 @@ result<kube::watch_event<Record>> decode_watch_line(std::string_view line,
 /// `decode_object` (as for decode_watch_line, never as a bookmark). A streamed page's
 /// envelope (list_splitter) has no items left, so this reads only its metadata.
 template <class Record, class DecodeObject>
-result<kube::list_page<Record>> decode_list(std::string_view body, DecodeObject&& decode_object) {
+result<k8sclient::list_page<Record>> decode_list(std::string_view body,
+                                                 DecodeObject&& decode_object) {
   auto doc = parse(body);
   if (!doc) {
     return doc.error();
@@ -120,7 +121,7 @@ result<kube::list_page<Record>> decode_list(std::string_view body, DecodeObject&
   if (!doc->is_object()) {
     return shape("list", "not an object");
   }
-  kube::list_page<Record> page;
+  k8sclient::list_page<Record> page;
   auto meta = read_object(*doc, "metadata", "list");
   if (!meta) {
     return meta.error();

@@ -12,9 +12,10 @@
 
 #include "json_fields.hpp"
 #include "tec/controller/controller.hpp"
-#include "tec/kube/reflector_impl.hpp"
+#include "tec/k8sclient/reflector_impl.hpp"
 
-template class tec::kube::reflector<tec::adapters::namespace_codec, tec::adapters::namespace_store>;
+template class tec::k8sclient::reflector<tec::adapters::namespace_codec,
+                                         tec::adapters::namespace_store>;
 
 namespace tec::adapters {
 namespace {

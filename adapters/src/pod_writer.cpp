@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "tec/adapters/records.hpp"
-#include "tec/kube/paths.hpp"
+#include "tec/k8sclient/paths.hpp"
 
 namespace tec::adapters {
 namespace {
@@ -183,7 +183,7 @@ boost::asio::awaitable<result<evict_answer>> pod_writer::evict_pod(
     co_return evict_answer{evict_outcome::evicted, {}};
   }
   if (status == 429) {
-    co_return evict_answer{evict_outcome::blocked, kube::status_message(resp->body)};
+    co_return evict_answer{evict_outcome::blocked, k8sclient::status_message(resp->body)};
   }
   if (status == 404) {
     co_return evict_answer{evict_outcome::not_found, {}};
@@ -191,7 +191,7 @@ boost::asio::awaitable<result<evict_answer>> pod_writer::evict_pod(
   // A 409 is also what an eviction answers when its update of the budget keeps conflicting:
   // only one about the UID precondition means the pod we meant is gone.
   if (status == 409 && (names_uid_cause(resp->body) ||
-                        kube::status_message(resp->body).find("UID") != std::string::npos)) {
+                        k8sclient::status_message(resp->body).find("UID") != std::string::npos)) {
     co_return evict_answer{evict_outcome::uid_mismatch, {}};
   }
   co_return api_error(what, resp.value());

@@ -7,10 +7,10 @@
 namespace tec::adapters {
 namespace {
 
-using kube::errc;
-using kube::error;
-using kube::make_error;
-using kube::result;
+using k8sclient::errc;
+using k8sclient::error;
+using k8sclient::make_error;
+using k8sclient::result;
 
 /// Go's zero time.Time as a metav1.Time message (seconds since the Unix epoch): the API server
 /// writes it for a time that is not set (JSON: null), which the records keep as 0.
@@ -459,8 +459,8 @@ private:
   std::string why_;
 };
 
-result<kube::api_status> status_message(std::string_view message) {
-  kube::api_status s;
+result<k8sclient::api_status> status_message(std::string_view message) {
+  k8sclient::api_status s;
   std::string why;
   if (!each_field(message, why, [&](const field& f) {
         if (f.wire == 0 && f.number == 6) {
@@ -488,7 +488,7 @@ result<kube::api_status> status_message(std::string_view message) {
 }
 
 template <class Record, class Reader>
-result<kube::watch_event<Record>> decode_event(std::string_view frame, std::string_view what) {
+result<k8sclient::watch_event<Record>> decode_event(std::string_view frame, std::string_view what) {
   std::string why;
   std::string_view type;
   std::string_view object;
@@ -520,7 +520,7 @@ result<kube::watch_event<Record>> decode_event(std::string_view frame, std::stri
   }
   const auto t = parse_event_type(type);
   if (!t) {
-    return bad("type: unknown watch event type \"" + kube::printable(type, 64) + "\"");
+    return bad("type: unknown watch event type \"" + k8sclient::printable(type, 64) + "\"");
   }
   if (!saw_object) {
     return bad("object: missing");
@@ -529,9 +529,9 @@ result<kube::watch_event<Record>> decode_event(std::string_view frame, std::stri
   if (!raw) {
     return raw.error();
   }
-  kube::watch_event<Record> event;
+  k8sclient::watch_event<Record> event;
   event.type = *t;
-  if (*t == kube::event_type::error) {
+  if (*t == k8sclient::event_type::error) {
     auto s = status_message(raw.value());
     if (!s) {
       return s.error();
@@ -539,7 +539,7 @@ result<kube::watch_event<Record>> decode_event(std::string_view frame, std::stri
     event.status = std::move(s).value();
     return event;
   }
-  if (*t == kube::event_type::bookmark) {
+  if (*t == k8sclient::event_type::bookmark) {
     // Only metadata.resourceVersion is set; the reader would ask for a name.
     std::string rv;
     if (!each_field(raw.value(), why, [&](const field& f) {
@@ -601,15 +601,15 @@ result<node_record> decode_node_protobuf(std::string_view envelope) {
   return decode_node_message(raw.value());
 }
 
-result<kube::watch_event<pod_record>> decode_pod_event_protobuf(std::string_view frame) {
+result<k8sclient::watch_event<pod_record>> decode_pod_event_protobuf(std::string_view frame) {
   return decode_event<pod_record, pod_reader>(frame, "pod watch event");
 }
 
-result<kube::watch_event<node_record>> decode_node_event_protobuf(std::string_view frame) {
+result<k8sclient::watch_event<node_record>> decode_node_event_protobuf(std::string_view frame) {
   return decode_event<node_record, node_reader>(frame, "node watch event");
 }
 
-result<kube::api_status> decode_status_protobuf(std::string_view envelope) {
+result<k8sclient::api_status> decode_status_protobuf(std::string_view envelope) {
   auto raw = unwrap(envelope, "status");
   if (!raw) {
     return raw.error();

@@ -16,7 +16,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "tec/kube/logger.hpp"
+#include "tec/k8sclient/logger.hpp"
 
 namespace tec::adapters {
 namespace {
@@ -26,7 +26,7 @@ using controller::cancel_reason;
 using controller::decision_kind;
 
 std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> log = kube::named_logger("shadow");
+  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("shadow");
   return log;
 }
 

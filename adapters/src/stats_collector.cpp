@@ -3,8 +3,9 @@
 namespace tec::adapters {
 
 ops::scrape_stats collect_stats(const controller::controller_stats& cs,
-                                const eviction_sink_stats& ss, const kube::reflector_stats& pods,
-                                const kube::reflector_stats& nodes,
+                                const eviction_sink_stats& ss,
+                                const k8sclient::reflector_stats& pods,
+                                const k8sclient::reflector_stats& nodes,
                                 const event_recorder_stats& es) {
   ops::scrape_stats out;
   out.pod_deletions = ss.deletions + ss.evictions;
@@ -49,7 +50,7 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
 }
 
 void add_informer_stats(ops::scrape_stats& out, const std::string& resource,
-                        const kube::reflector_stats& stats) {
+                        const k8sclient::reflector_stats& stats) {
   out.watch_restarts[resource] = stats.watch_restarts;
   out.relists[resource] = stats.relists;
   out.list_watch_backoffs[resource] = stats.backoffs;

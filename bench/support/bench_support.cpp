@@ -72,22 +72,24 @@ void run_for(asio::io_context& io, std::chrono::milliseconds how_long) {
       io, [] { return false; }, steady::now() + how_long);
 }
 
-void shut_down(asio::io_context& io, kube::client& api) {
+void shut_down(asio::io_context& io, k8sclient::client& api) {
   api.shutdown();
   run_for(io, 200ms);
 }
 
-kube::result<kube::response> call(asio::io_context& io, kube::client& api, kube::request request,
-                                  std::chrono::milliseconds limit) {
+k8sclient::result<k8sclient::response> call(asio::io_context& io, k8sclient::client& api,
+                                            k8sclient::request request,
+                                            std::chrono::milliseconds limit) {
   struct state {
-    std::optional<kube::result<kube::response>> out;
+    std::optional<k8sclient::result<k8sclient::response>> out;
     std::exception_ptr failure;
     bool done = false;
   };
   auto st = std::make_shared<state>();
   asio::co_spawn(
       io,
-      [](kube::client& c, kube::request req, std::shared_ptr<state> s) -> asio::awaitable<void> {
+      [](k8sclient::client& c, k8sclient::request req,
+         std::shared_ptr<state> s) -> asio::awaitable<void> {
         s->out.emplace(co_await c.send(std::move(req)));
       }(api, std::move(request), st),
       [st](std::exception_ptr e) {
@@ -96,7 +98,8 @@ kube::result<kube::response> call(asio::io_context& io, kube::client& api, kube:
       });
   if (!run_until(
           io, [&] { return st->done; }, steady::now() + limit)) {
-    return kube::make_error(kube::errc::timeout, "no answer within the benchmark's limit");
+    return k8sclient::make_error(k8sclient::errc::timeout,
+                                 "no answer within the benchmark's limit");
   }
   if (st->failure) {
     std::rethrow_exception(st->failure);
@@ -104,25 +107,27 @@ kube::result<kube::response> call(asio::io_context& io, kube::client& api, kube:
   return std::move(*st->out);
 }
 
-std::string describe(const kube::result<kube::response>& res) {
+std::string describe(const k8sclient::result<k8sclient::response>& res) {
   if (!res) {
     return res.error().message;
   }
   return "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);
 }
 
-bool ok(const kube::result<kube::response>& res) {
+bool ok(const k8sclient::result<k8sclient::response>& res) {
   return res && res->status >= 200 && res->status < 300;
 }
 
-kube::result<long> count_objects(asio::io_context& io, kube::client& api, const std::string& path) {
-  auto res = call(io, api, kube::request(boost::beast::http::verb::get, path + "?limit=1"));
+k8sclient::result<long> count_objects(asio::io_context& io, k8sclient::client& api,
+                                      const std::string& path) {
+  auto res = call(io, api, k8sclient::request(boost::beast::http::verb::get, path + "?limit=1"));
   if (!res) {
     return res.error();
   }
   if (res->status != 200) {
-    return kube::make_error(kube::errc::http_status, "listing " + path + ": " + describe(res),
-                            static_cast<int>(res->status));
+    return k8sclient::make_error(k8sclient::errc::http_status,
+                                 "listing " + path + ": " + describe(res),
+                                 static_cast<int>(res->status));
   }
   try {
     const auto doc = nlohmann::json::parse(res->body);
@@ -133,14 +138,15 @@ kube::result<long> count_objects(asio::io_context& io, kube::client& api, const 
     }
     return n;
   } catch (const nlohmann::json::exception& e) {
-    return kube::make_error(kube::errc::malformed_json, "listing " + path + ": " + e.what());
+    return k8sclient::make_error(k8sclient::errc::malformed_json,
+                                 "listing " + path + ": " + e.what());
   }
 }
 
 namespace {
 
 struct batch_state {
-  std::function<std::vector<kube::request>(long)> make;
+  std::function<std::vector<k8sclient::request>(long)> make;
   batch_options options;
   long count = 0;
   long next = 0;
@@ -155,7 +161,7 @@ struct batch_state {
   }
 };
 
-asio::awaitable<void> batch_worker(kube::client& c, std::shared_ptr<batch_state> sh) {
+asio::awaitable<void> batch_worker(k8sclient::client& c, std::shared_ptr<batch_state> sh) {
   while (sh->next < sh->count) {
     const long i = sh->next++;
     bool tolerated = false;
@@ -172,7 +178,7 @@ asio::awaitable<void> batch_worker(kube::client& c, std::shared_ptr<batch_state>
       }
       sh->fail(describe(res));
       failed = true;
-      if (!res && res.error().code == kube::make_error_code(kube::errc::shutting_down)) {
+      if (!res && res.error().code == k8sclient::make_error_code(k8sclient::errc::shutting_down)) {
         co_return;
       }
       break;
@@ -188,8 +194,8 @@ asio::awaitable<void> batch_worker(kube::client& c, std::shared_ptr<batch_state>
 
 }  // namespace
 
-tally run_batch(asio::io_context& io, kube::client& api, long count,
-                const std::function<std::vector<kube::request>(long)>& make,
+tally run_batch(asio::io_context& io, k8sclient::client& api, long count,
+                const std::function<std::vector<k8sclient::request>(long)>& make,
                 const batch_options& options) {
   auto s = std::make_shared<batch_state>();
   s->make = make;

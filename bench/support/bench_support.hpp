@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "tec/kube/client.hpp"
-#include "tec/kube/result.hpp"
+#include "tec/k8sclient/client.hpp"
+#include "tec/k8sclient/result.hpp"
 
 namespace tec::bench {
 
@@ -34,23 +34,24 @@ bool run_until(boost::asio::io_context& io, const std::function<bool()>& done,
 void run_for(boost::asio::io_context& io, std::chrono::milliseconds how_long);
 
 /// Shuts `api` down and lets its cancelled operations finish (bounded) before it is destroyed.
-void shut_down(boost::asio::io_context& io, kube::client& api);
+void shut_down(boost::asio::io_context& io, k8sclient::client& api);
 
 /// Sends one request on `io`, bounded by `limit`. A timeout is reported as an error.
-kube::result<kube::response> call(boost::asio::io_context& io, kube::client& api,
-                                  kube::request request,
-                                  std::chrono::milliseconds limit = std::chrono::seconds{30});
+k8sclient::result<k8sclient::response> call(boost::asio::io_context& io, k8sclient::client& api,
+                                            k8sclient::request request,
+                                            std::chrono::milliseconds limit = std::chrono::seconds{
+                                                30});
 
 /// "HTTP 500: <body start>" or the transport error's message.
-std::string describe(const kube::result<kube::response>& res);
+std::string describe(const k8sclient::result<k8sclient::response>& res);
 
 /// True for a 2xx answer.
-bool ok(const kube::result<kube::response>& res);
+bool ok(const k8sclient::result<k8sclient::response>& res);
 
 /// Objects in a collection (`path`, e.g. "/api/v1/namespaces/ns/pods"), by a consistent
 /// read of one item plus metadata.remainingItemCount.
-kube::result<long> count_objects(boost::asio::io_context& io, kube::client& api,
-                                 const std::string& path);
+k8sclient::result<long> count_objects(boost::asio::io_context& io, k8sclient::client& api,
+                                      const std::string& path);
 
 /// Outcome of a batch: 2xx are `ok`; the `tolerated` statuses (409 for a create that exists,
 /// 404 for a delete of what is gone) are `tolerated`; anything else is `failed`.
@@ -74,8 +75,8 @@ struct batch_options {
 /// For every item in [0, count) sends `make(i)`'s requests one after the other (an item
 /// stops at its first failed request), `concurrency` items in flight. On the deadline the
 /// client is shut down (cancelling what is in flight) and the tally says timed_out.
-tally run_batch(boost::asio::io_context& io, kube::client& api, long count,
-                const std::function<std::vector<kube::request>(long)>& make,
+tally run_batch(boost::asio::io_context& io, k8sclient::client& api, long count,
+                const std::function<std::vector<k8sclient::request>(long)>& make,
                 const batch_options& options);
 
 /// Counters of another process, from /proc/<pid>/{stat,status}.

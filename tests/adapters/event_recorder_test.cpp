@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "kube/support/fake_http_server.hpp"
-#include "kube/support/test_client.hpp"
+#include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/test_client.hpp"
 
 namespace tec::adapters {
 namespace {
@@ -25,8 +25,8 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using controller::event_kind;
 using controller::pod_ref;
-using kube::testing::fake_http_server;
-using kube::testing::reply;
+using k8sclient::testing::fake_http_server;
+using k8sclient::testing::reply;
 using nlohmann::json;
 
 // 2024-05-01T12:00:00.123456Z
@@ -50,7 +50,7 @@ pod_ref pod(const std::string& name) {
 }
 
 /// The involvedObject name of each request, in arrival order.
-std::vector<std::string> pod_names(const std::vector<kube::testing::recorded_request>& reqs) {
+std::vector<std::string> pod_names(const std::vector<k8sclient::testing::recorded_request>& reqs) {
   std::vector<std::string> names;
   for (const auto& r : reqs) {
     names.push_back(json::parse(r.body)["involvedObject"]["name"]);
@@ -150,9 +150,9 @@ class event_recorder_test : public ::testing::Test {
 protected:
   event_recorder_test() : client_(io_.get_executor(), config(), options()) {}
 
-  kube::rest_config config() const { return kube::testing::plain_config(server_); }
+  k8sclient::rest_config config() const { return k8sclient::testing::plain_config(server_); }
 
-  static kube::client_options options() { return kube::testing::quick_options(1); }
+  static k8sclient::client_options options() { return k8sclient::testing::quick_options(1); }
 
   event_recorder_options recorder_options() const {
     event_recorder_options opts;
@@ -427,7 +427,7 @@ TEST_F(event_recorder_test, keeps_up_to_max_in_flight_posts_at_once_in_queue_ord
   ASSERT_EQ(reqs.size(), 10U);
   // The first four are the oldest four, each on its own connection.
   auto first =
-      pod_names(std::vector<kube::testing::recorded_request>(reqs.begin(), reqs.begin() + 4));
+      pod_names(std::vector<k8sclient::testing::recorded_request>(reqs.begin(), reqs.begin() + 4));
   std::sort(first.begin(), first.end());
   EXPECT_EQ(first, (std::vector<std::string>{"p0", "p1", "p2", "p3"}));
   std::vector<std::uint64_t> connections;
@@ -470,7 +470,7 @@ TEST_F(event_recorder_test, a_burst_of_5000_events_is_sent_in_full_with_the_defa
 TEST_F(event_recorder_test, stop_cancels_the_retry_wait_of_every_delivery_in_flight) {
   server_.set_fallback(reply::close_now());
   std::size_t transport_errors = 0;
-  kube::client_options copts = options();
+  k8sclient::client_options copts = options();
   copts.observer = [&transport_errors](boost::beast::http::verb, unsigned status,
                                        std::chrono::nanoseconds) {
     transport_errors += status == 0 ? 1 : 0;
@@ -516,7 +516,7 @@ TEST_F(event_recorder_test, stop_drops_what_is_queued_and_refuses_more) {
 }
 
 /// The body of a request as JSON.
-json body_of(const kube::testing::recorded_request& r) {
+json body_of(const k8sclient::testing::recorded_request& r) {
   return json::parse(r.body);
 }
 

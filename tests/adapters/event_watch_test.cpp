@@ -12,18 +12,18 @@
 #include <string>
 #include <vector>
 
-#include "kube/support/fake_http_server.hpp"
-#include "kube/support/manual_clock.hpp"
-#include "kube/support/settle.hpp"
-#include "kube/support/test_client.hpp"
+#include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/manual_clock.hpp"
+#include "k8sclient/support/settle.hpp"
+#include "k8sclient/support/test_client.hpp"
 
 namespace tec::adapters {
 namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using kube::testing::fake_http_server;
-using kube::testing::reply;
+using k8sclient::testing::fake_http_server;
+using k8sclient::testing::reply;
 
 // kube-controller-manager 1.20: involvedObject without uid, source taint-controller.
 std::string event_120(const std::string& name, const std::string& rv, int count = 1,
@@ -182,12 +182,12 @@ TEST(EventHandler, NewEventsAndRepeatsReachTheTracker) {
 TEST(EventInformer, ListsAndWatchesWithTheFieldSelector) {
   asio::io_context io;
   fake_http_server server(io.get_executor());
-  kube::client_options copts;
+  k8sclient::client_options copts;
   copts.qps = 0;
   copts.request_timeout = 60s;
-  copts.clock = std::make_shared<kube::testing::manual_clock>();
+  copts.clock = std::make_shared<k8sclient::testing::manual_clock>();
   copts.connector = server.connector();
-  client api(io.get_executor(), kube::testing::plain_config(server), copts);
+  client api(io.get_executor(), k8sclient::testing::plain_config(server), copts);
   server.push(reply::with(
       200, R"({"kind":"EventList","apiVersion":"v1","metadata":{"resourceVersion":"5"},"items":[)" +
                event_120("a", "4") + R"(,{"metadata":{"name":7}}]})"));
@@ -197,7 +197,7 @@ TEST(EventInformer, ListsAndWatchesWithTheFieldSelector) {
                   .stall());
   event_store store;
   std::vector<std::string> seen;
-  kube::reflector_options ropts;
+  k8sclient::reflector_options ropts;
   ropts.query = std::string(taint_manager_events_query);
   event_informer inf(
       api, store,
@@ -208,7 +208,7 @@ TEST(EventInformer, ListsAndWatchesWithTheFieldSelector) {
       ropts);
   bool finished = false;
   asio::co_spawn(io, inf.run(), [&](const std::exception_ptr&) { finished = true; });
-  kube::testing::settle(io, [&] { return seen.size() >= 3; });
+  k8sclient::testing::settle(io, [&] { return seen.size() >= 3; });
   EXPECT_EQ(seen, (std::vector<std::string>{"+a1", "+b1", "-a+a2"}));
   EXPECT_EQ(inf.stats().decode_errors, 1U) << "the item of the wrong shape is skipped";
   ASSERT_GE(server.requests().size(), 2U);
@@ -220,7 +220,7 @@ TEST(EventInformer, ListsAndWatchesWithTheFieldSelector) {
       << server.requests().at(1).target;
   inf.stop();
   api.shutdown();
-  EXPECT_TRUE(kube::testing::settle(io, [&] { return finished; }));
+  EXPECT_TRUE(k8sclient::testing::settle(io, [&] { return finished; }));
 }
 
 }  // namespace

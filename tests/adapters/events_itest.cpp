@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "kube/support/cluster.hpp"
-#include "kube/support/run_sync.hpp"
+#include "k8sclient/support/cluster.hpp"
+#include "k8sclient/support/run_sync.hpp"
 #include "tec/adapters/event_recorder.hpp"
 #include "tec/adapters/records.hpp"
 
@@ -31,12 +31,12 @@ using nlohmann::json;
 class events_itest : public ::testing::Test {
 protected:
   void SetUp() override {
-    auto cfg = kube::testing::cluster_config();
+    auto cfg = k8sclient::testing::cluster_config();
     if (!cfg) {
       GTEST_SKIP() << "KUBECONFIG is not set: integration tests need the local cluster";
     }
     client_.emplace(io_.get_executor(), *cfg);
-    ns_ = kube::testing::unique_name("tec-events-");
+    ns_ = k8sclient::testing::unique_name("tec-events-");
     const auto r =
         call(http::verb::post, "/api/v1/namespaces",
              {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}});
@@ -61,7 +61,7 @@ protected:
 
   response call(http::verb method, const std::string& target, const json& body = nullptr) {
     request req(method, target, body.is_null() ? std::string() : body.dump());
-    auto r = kube::testing::run_sync(io_, client_->send(std::move(req)));
+    auto r = k8sclient::testing::run_sync(io_, client_->send(std::move(req)));
     if (!r || !*r) {
       ADD_FAILURE() << "request " << target << " failed: " << (r ? r->error().message : "hung");
       return {};

@@ -17,23 +17,23 @@
 #include <string>
 #include <vector>
 
-#include "kube/support/captured_log.hpp"
-#include "kube/support/fake_http_server.hpp"
-#include "kube/support/manual_clock.hpp"
-#include "kube/support/run_sync.hpp"
-#include "kube/support/settle.hpp"
-#include "kube/support/test_client.hpp"
+#include "k8sclient/support/captured_log.hpp"
+#include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/manual_clock.hpp"
+#include "k8sclient/support/run_sync.hpp"
+#include "k8sclient/support/settle.hpp"
+#include "k8sclient/support/test_client.hpp"
 #include "tec/adapters/informers.hpp"
-#include "tec/kube/reflector_impl.hpp"
+#include "tec/k8sclient/reflector_impl.hpp"
 
 namespace tec::adapters {
 namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using kube::testing::captured_log;
-using kube::testing::fake_http_server;
-using kube::testing::reply;
+using k8sclient::testing::captured_log;
+using k8sclient::testing::fake_http_server;
+using k8sclient::testing::reply;
 using time_point = std::chrono::steady_clock::time_point;
 
 std::string node_json(const std::string& name, const std::string& rv) {
@@ -61,10 +61,10 @@ class hostile_reflector_test : public ::testing::Test {
 protected:
   hostile_reflector_test() : api_(io_.get_executor(), config(), client_options()) {}
 
-  kube::rest_config config() const { return kube::testing::plain_config(server_); }
+  k8sclient::rest_config config() const { return k8sclient::testing::plain_config(server_); }
 
-  kube::client_options client_options() {
-    kube::client_options opts;
+  k8sclient::client_options client_options() {
+    k8sclient::client_options opts;
     opts.qps = 0;
     opts.request_timeout = 60s;
     opts.clock = clock_;
@@ -74,14 +74,14 @@ protected:
 
   /// The default backoff (0.8 s doubling to 30 s, reset after 2 minutes), a fixed seed, and an
   /// idle guard beyond the tests' horizon.
-  static kube::reflector_options options() {
-    kube::reflector_options opts;
+  static k8sclient::reflector_options options() {
+    k8sclient::reflector_options opts;
     opts.idle_timeout = 2h;
     opts.seed = 1;
     return opts;
   }
 
-  void start(kube::reflector_options opts) {
+  void start(k8sclient::reflector_options opts) {
     informer_ = std::make_unique<node_informer>(api_, store_, nullptr, std::move(opts));
     asio::co_spawn(io_, informer_->run(), [this](const std::exception_ptr& e) {
       finished_ = true;
@@ -94,7 +94,7 @@ protected:
   /// Runs until `done`, moving the clock to the next alarm whenever nothing is ready; notes
   /// the clock time at which each request arrived.
   bool run_until(const std::function<bool()>& done) {
-    return kube::testing::settle_advancing(io_, *clock_, [&] {
+    return k8sclient::testing::settle_advancing(io_, *clock_, [&] {
       note_arrivals();
       return done();
     });
@@ -102,7 +102,7 @@ protected:
 
   /// Runs every handler that is ready, without moving the clock.
   void run_ready() {
-    kube::testing::settle(io_, [] { return false; });
+    k8sclient::testing::settle(io_, [] { return false; });
   }
 
   void note_arrivals() {
@@ -116,7 +116,7 @@ protected:
     if (informer_) {
       informer_->stop();
       api_.shutdown();
-      EXPECT_TRUE(kube::testing::settle_advancing(io_, *clock_, [this] { return finished_; }));
+      EXPECT_TRUE(k8sclient::testing::settle_advancing(io_, *clock_, [this] { return finished_; }));
     }
   }
 
@@ -126,8 +126,8 @@ protected:
   };
 
   asio::io_context io_;
-  std::shared_ptr<kube::testing::manual_clock> clock_ =
-      std::make_shared<kube::testing::manual_clock>();
+  std::shared_ptr<k8sclient::testing::manual_clock> clock_ =
+      std::make_shared<k8sclient::testing::manual_clock>();
   fake_http_server server_{io_.get_executor()};
   client api_;
   node_store store_;
@@ -141,7 +141,7 @@ protected:
 // to 30 s), so after the first minute it is two LIST+WATCH rounds a minute, and the log is one
 // line a minute.
 TEST_F(hostile_reflector_test, a_gone_loop_backs_off_to_a_handful_of_requests_a_minute) {
-  captured_log log(kube::detail::watch_log());
+  captured_log log(k8sclient::detail::watch_log());
   server_.set_fallback(reply::with(200, list_body({node_json("n1", "8")}, "10")));
   for (int i = 0; i < 400; ++i) {
     server_.push(reply::with(410, gone_status).match("watch=1"));
@@ -234,14 +234,14 @@ TEST_F(hostile_reflector_test, the_backoff_resets_after_a_healthy_period) {
 // unready in silence. Now a warning after a minute, an error at list_timeout (5 minutes), both
 // on the clock; current_list_error() says why until a LIST succeeds.
 TEST_F(hostile_reflector_test, a_trickling_list_warns_then_fails_at_its_deadline) {
-  captured_log log(kube::detail::watch_log());
+  captured_log log(k8sclient::detail::watch_log());
   server_.push(reply::chunked(200)
                    .chunk(R"({"kind":"NodeList","metadata":{"resourceVersion":"1"},"items":[)")
                    .stall());
   server_.push(reply::with(200, list_body({node_json("n1", "8")}, "10")));
   server_.push(reply::chunked(200).stall());
   start(options());
-  ASSERT_TRUE(kube::testing::settle(io_, [&] { return server_.requests().size() == 1; }));
+  ASSERT_TRUE(k8sclient::testing::settle(io_, [&] { return server_.requests().size() == 1; }));
   run_ready();  // the headers and the first bytes are read before the clock moves
   clock_->advance(60s);
   run_ready();
@@ -255,30 +255,30 @@ TEST_F(hostile_reflector_test, a_trickling_list_warns_then_fails_at_its_deadline
   clock_->advance(1ms);
   run_ready();
   const auto err = informer_->current_list_error();
-  EXPECT_EQ(err.code, make_error_code(kube::errc::timeout)) << err.message;
+  EXPECT_EQ(err.code, make_error_code(k8sclient::errc::timeout)) << err.message;
   EXPECT_NE(err.message.find("not complete within 300000 ms"), std::string::npos) << err.message;
   EXPECT_EQ(log.count("warning", "not complete within 300000 ms"), 1U);
   EXPECT_FALSE(informer_->has_synced());
 
   ASSERT_TRUE(run_until([&] { return informer_->has_synced(); }));
   EXPECT_FALSE(informer_->current_list_error()) << informer_->current_list_error().message;
-  EXPECT_EQ(informer_->last_list_error().code, make_error_code(kube::errc::timeout));
+  EXPECT_EQ(informer_->last_list_error().code, make_error_code(k8sclient::errc::timeout));
   EXPECT_EQ(informer_->stats().list_failures, 1U);
 }
 
 // The watch's headers never come: the request timeout (60 s) ends it, and the line said
 // "silent for 120000 ms" (the idle guard's limit) after 60 s.
 TEST_F(hostile_reflector_test, a_watch_timeout_names_the_limit_that_passed) {
-  captured_log log(kube::detail::watch_log());
+  captured_log log(k8sclient::detail::watch_log());
   server_.push(reply::with(200, list_body({}, "10")));
   server_.push(reply::no_response());
   server_.push(reply::chunked(200).stall());
   auto opts = options();
   opts.idle_timeout = 120s;
   start(opts);
-  ASSERT_TRUE(kube::testing::settle(io_, [&] { return server_.requests().size() == 2; }));
+  ASSERT_TRUE(k8sclient::testing::settle(io_, [&] { return server_.requests().size() == 2; }));
   clock_->advance(60s);
-  ASSERT_TRUE(kube::testing::settle(io_, [&] { return server_.requests().size() == 3; }));
+  ASSERT_TRUE(k8sclient::testing::settle(io_, [&] { return server_.requests().size() == 3; }));
   std::string all;
   for (const auto& l : log.lines()) {
     all += l + "\n";
@@ -326,8 +326,8 @@ bool reset_peak_rss() {
 TEST(hostile_list_test, an_endless_list_fails_at_the_object_bound_in_bounded_memory) {
   fake_http_server server;
   asio::io_context io;
-  auto copts = kube::testing::quick_options(10);
-  client api(io.get_executor(), kube::testing::plain_config(server), copts);
+  auto copts = k8sclient::testing::quick_options(10);
+  client api(io.get_executor(), k8sclient::testing::plain_config(server), copts);
   std::string hundred;
   for (int i = 0; i < 100; ++i) {
     hundred += "," + node_json("node-" + std::to_string(i % 7), "5");
@@ -340,7 +340,7 @@ TEST(hostile_list_test, an_endless_list_fails_at_the_object_bound_in_bounded_mem
                   .end());
   server.push(reply::with(200, list_body({node_json("n1", "8")}, "10")));
   server.push(reply::chunked(200).stall());
-  kube::reflector_options opts;
+  k8sclient::reflector_options opts;
   opts.backoff.initial = 0ms;
   opts.backoff.cap = 0ms;
   opts.seed = 1;
@@ -351,17 +351,17 @@ TEST(hostile_list_test, an_endless_list_fails_at_the_object_bound_in_bounded_mem
   const bool measured = !sanitized && reset_peak_rss() && before > 0;
   bool finished = false;
   asio::co_spawn(io, informer.run(), [&](const std::exception_ptr&) { finished = true; });
-  kube::testing::run_until(
+  k8sclient::testing::run_until(
       io, [&] { return informer.has_synced(); }, 120s);
   const long peak = status_kib("VmHWM");
   informer.stop();
   api.shutdown();
-  EXPECT_TRUE(kube::testing::run_until(
+  EXPECT_TRUE(k8sclient::testing::run_until(
       io, [&] { return finished; }, 30s));
 
   EXPECT_TRUE(informer.has_synced());
   const auto err = informer.last_list_error();
-  EXPECT_EQ(err.code, make_error_code(kube::errc::response_too_large)) << err.message;
+  EXPECT_EQ(err.code, make_error_code(k8sclient::errc::response_too_large)) << err.message;
   EXPECT_NE(err.message.find("more than 10000 objects"), std::string::npos) << err.message;
   const auto st = informer.stats();
   EXPECT_EQ(st.list_failures, 1U);

@@ -26,10 +26,10 @@
 #include <thread>
 #include <vector>
 
-#include "kube/support/run_sync.hpp"
+#include "k8sclient/support/run_sync.hpp"
 #include "tec/adapters/informers.hpp"
-#include "tec/kube/client.hpp"
-#include "tec/kube/config.hpp"
+#include "tec/k8sclient/client.hpp"
+#include "tec/k8sclient/config.hpp"
 
 namespace tec::adapters {
 namespace {
@@ -37,7 +37,7 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using namespace std::chrono_literals;
-using kube::testing::run_sync;
+using k8sclient::testing::run_sync;
 
 std::string unique_suffix() {
   std::random_device rd;
@@ -80,12 +80,12 @@ protected:
     if (path == nullptr || *path == '\0') {
       GTEST_SKIP() << "KUBECONFIG is not set (run through ctest, or export it)";
     }
-    auto loaded = kube::load_kubeconfig(path);
+    auto loaded = k8sclient::load_kubeconfig(path);
     ASSERT_TRUE(loaded) << loaded.error().message;
     config_ = loaded.value();
   }
 
-  void connect(const kube::rest_config& cfg) {
+  void connect(const k8sclient::rest_config& cfg) {
     api_ = std::make_unique<client>(io_.get_executor(), cfg);
   }
 
@@ -105,14 +105,14 @@ protected:
   }
 
   /// The options of every informer of a test: its Accept header by the parameter.
-  static kube::reflector_options with_accept(kube::reflector_options opts = {}) {
+  static k8sclient::reflector_options with_accept(k8sclient::reflector_options opts = {}) {
     if (GetParam()) {
       opts.accept = protobuf_accept;
     }
     return opts;
   }
 
-  void start_nodes(kube::reflector_options opts = {}) {
+  void start_nodes(k8sclient::reflector_options opts = {}) {
     nodes_ = std::make_unique<node_informer>(
         *api_, node_store_,
         [this](const node_record* o, const node_record* n) {
@@ -155,7 +155,7 @@ protected:
   }
 
   asio::io_context io_;
-  kube::rest_config config_;
+  k8sclient::rest_config config_;
   std::unique_ptr<client> api_;
   node_store node_store_;
   pod_store pod_store_;
@@ -347,18 +347,18 @@ TEST_P(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
   private_cluster cluster;
   ASSERT_TRUE(cluster.exists());
   ASSERT_EQ(cluster.run("up"), 0) << "cluster.sh up failed";
-  auto loaded = kube::load_kubeconfig(cluster.kubeconfig());
+  auto loaded = k8sclient::load_kubeconfig(cluster.kubeconfig());
   ASSERT_TRUE(loaded) << loaded.error().message;
   tcp_relay relay;
   relay.set_target(cluster.api_port());
-  kube::rest_config via_relay = loaded.value();
+  k8sclient::rest_config via_relay = loaded.value();
   via_relay.port = relay.port();
   connect(via_relay);
 
   expect_status(call(http::verb::post, "/api/v1/nodes", node_body("keep")), 201);
   expect_status(call(http::verb::post, "/api/v1/nodes", node_body("doomed")), 201);
 
-  kube::reflector_options opts;
+  k8sclient::reflector_options opts;
   // The informer retries every 25 s while the relay leads nowhere; the world changes behind
   // its back meanwhile, however long the restart takes on a loaded machine.
   opts.backoff.initial = 25s;
@@ -381,7 +381,7 @@ TEST_P(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
 
   // The informer is still backing off: change the world behind its back, then compact etcd
   // so that the relist at `synced_at` is 410 too.
-  loaded = kube::load_kubeconfig(cluster.kubeconfig());
+  loaded = k8sclient::load_kubeconfig(cluster.kubeconfig());
   ASSERT_TRUE(loaded) << loaded.error().message;
   client direct(io_.get_executor(), loaded.value());
   auto del = run_sync(io_, direct.send(request(http::verb::delete_, "/api/v1/nodes/doomed")));
@@ -457,16 +457,16 @@ protected:
   /// A node informer listing from etcd in pages of 2; `before_request(n)` runs before its
   /// client's n-th request (1-based), on the I/O thread.
   void start_paging(std::function<void(int)> before_request) {
-    kube::client_options copts;
-    copts.delay = [this, hook = std::move(before_request)](kube::wait_reason why,
+    k8sclient::client_options copts;
+    copts.delay = [this, hook = std::move(before_request)](k8sclient::wait_reason why,
                                                            std::chrono::nanoseconds wanted) {
-      if (why == kube::wait_reason::rate_limit) {
+      if (why == k8sclient::wait_reason::rate_limit) {
         hook(++requests_);
       }
       return wanted;
     };
     api_ = std::make_unique<client>(io_.get_executor(), config_, copts);
-    kube::reflector_options opts;
+    k8sclient::reflector_options opts;
     opts.page_size = 2;
     opts.first_list_resource_version = "";
     start_nodes(opts);

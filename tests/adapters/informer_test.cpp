@@ -14,19 +14,19 @@
 #include <string>
 #include <vector>
 
-#include "kube/support/fake_http_server.hpp"
-#include "kube/support/manual_clock.hpp"
-#include "kube/support/run_sync.hpp"
-#include "kube/support/settle.hpp"
-#include "kube/support/test_client.hpp"
+#include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/manual_clock.hpp"
+#include "k8sclient/support/run_sync.hpp"
+#include "k8sclient/support/settle.hpp"
+#include "k8sclient/support/test_client.hpp"
 
 namespace tec::adapters {
 namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using kube::testing::fake_http_server;
-using kube::testing::reply;
+using k8sclient::testing::fake_http_server;
+using k8sclient::testing::reply;
 
 std::string node_json(const std::string& name, const std::string& rv,
                       const std::string& taint_key = "") {
@@ -81,24 +81,25 @@ class informer_test : public ::testing::Test {
 protected:
   informer_test() : api_(io_.get_executor(), config(), fast_client()) {}
 
-  kube::rest_config config() const { return kube::testing::plain_config(server_); }
+  k8sclient::rest_config config() const { return k8sclient::testing::plain_config(server_); }
 
   /// Resends after a network error go out at once (the backoff is the client's own test).
-  kube::client_options fast_client() {
-    kube::client_options opts;
+  k8sclient::client_options fast_client() {
+    k8sclient::client_options opts;
     opts.qps = 0;
     opts.request_timeout = 60s;
     opts.clock = clock_;
     opts.connector = server_.connector();
-    opts.delay = [](kube::wait_reason why, std::chrono::nanoseconds wanted) {
-      return why == kube::wait_reason::network_retry ? std::chrono::nanoseconds::zero() : wanted;
+    opts.delay = [](k8sclient::wait_reason why, std::chrono::nanoseconds wanted) {
+      return why == k8sclient::wait_reason::network_retry ? std::chrono::nanoseconds::zero()
+                                                          : wanted;
     };
     return opts;
   }
 
   /// Short backoffs; the idle guard is far beyond any test (tests of it set a short one).
-  kube::reflector_options fast_informer() const {
-    kube::reflector_options opts;
+  k8sclient::reflector_options fast_informer() const {
+    k8sclient::reflector_options opts;
     opts.idle_timeout = 1h;
     opts.backoff.initial = 5ms;
     opts.backoff.cap = 20ms;
@@ -107,7 +108,7 @@ protected:
     return opts;
   }
 
-  void start(kube::reflector_options opts) {
+  void start(k8sclient::reflector_options opts) {
     informer_ = std::make_unique<node_informer>(
         api_, store_,
         [this](const node_record* old_node, const node_record* new_node) {
@@ -131,12 +132,12 @@ protected:
   /// Runs the io_context until `done` holds, moving the clock to the next alarm (a backoff, a
   /// deadline) whenever nothing else is ready, up to an hour of clock time.
   bool run_until(const std::function<bool()>& done) {
-    return kube::testing::settle_advancing(io_, *clock_, done);
+    return k8sclient::testing::settle_advancing(io_, *clock_, done);
   }
 
   /// Runs what is ready until `done` holds, without moving the clock.
   bool run_ready_until(const std::function<bool()>& done) {
-    return kube::testing::settle(io_, done);
+    return k8sclient::testing::settle(io_, done);
   }
 
   void TearDown() override {
@@ -158,8 +159,8 @@ protected:
   std::size_t requests() const { return server_.requests().size(); }
 
   asio::io_context io_;
-  std::shared_ptr<kube::testing::manual_clock> clock_ =
-      std::make_shared<kube::testing::manual_clock>();
+  std::shared_ptr<k8sclient::testing::manual_clock> clock_ =
+      std::make_shared<k8sclient::testing::manual_clock>();
   fake_http_server server_{io_.get_executor()};
   client api_;
   node_store store_;
@@ -397,12 +398,12 @@ TEST_F(informer_test, stop_ends_a_backoff_wait_at_once) {
 TEST(pod_informer_test, lists_and_watches_pods) {
   asio::io_context io;
   fake_http_server server(io.get_executor());
-  kube::client_options copts;
+  k8sclient::client_options copts;
   copts.qps = 0;
   copts.request_timeout = 60s;
-  copts.clock = std::make_shared<kube::testing::manual_clock>();
+  copts.clock = std::make_shared<k8sclient::testing::manual_clock>();
   copts.connector = server.connector();
-  client api(io.get_executor(), kube::testing::plain_config(server), copts);
+  client api(io.get_executor(), k8sclient::testing::plain_config(server), copts);
   const auto pod = [](const std::string& name, const std::string& rv, const std::string& node) {
     return R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":")" + name +
            R"(","namespace":"default","uid":"uid-)" + name + R"(","resourceVersion":")" + rv +
@@ -425,13 +426,13 @@ TEST(pod_informer_test, lists_and_watches_pods) {
       {});
   bool finished = false;
   asio::co_spawn(io, inf.run(), [&](std::exception_ptr) { finished = true; });
-  kube::testing::settle(io, [&] { return seen.size() >= 3; });
+  k8sclient::testing::settle(io, [&] { return seen.size() >= 3; });
   EXPECT_EQ(seen, (std::vector<std::string>{"+a", "+b", "-a"}));
   EXPECT_EQ(store.pods_on_node("n1").size(), 1U);
   EXPECT_EQ(server.requests().at(0).target, "/api/v1/pods?limit=500&resourceVersion=0");
   inf.stop();
   api.shutdown();
-  EXPECT_TRUE(kube::testing::settle(io, [&] { return finished; }));
+  EXPECT_TRUE(k8sclient::testing::settle(io, [&] { return finished; }));
 }
 
 }  // namespace
@@ -490,10 +491,11 @@ std::string bulky_pod(int i) {
 // the whole 1 GiB the server writes. The steady clock; the backoff is zero, so no timer runs.
 class huge_list_test : public ::testing::Test {
 protected:
-  huge_list_test() : api_(io_.get_executor(), kube::testing::plain_config(server_), options()) {}
+  huge_list_test()
+      : api_(io_.get_executor(), k8sclient::testing::plain_config(server_), options()) {}
 
-  static kube::client_options options() {
-    kube::client_options opts;
+  static k8sclient::client_options options() {
+    k8sclient::client_options opts;
     opts.qps = 0;
     opts.request_timeout = 60s;
     opts.max_retries = 10;
@@ -512,7 +514,7 @@ protected:
         reply::with(200, R"({"kind":"PodList","metadata":{"resourceVersion":"50"},"items":[)" +
                              bulky_pod(1) + "]}"));
     server_.push(reply::chunked(200).stall());
-    kube::reflector_options opts;
+    k8sclient::reflector_options opts;
     opts.backoff.initial = 0ms;  // no timer: the relist follows the failed one at once
     opts.backoff.cap = 0ms;
     opts.seed = 1;
@@ -523,12 +525,12 @@ protected:
     bool finished = false;
     asio::co_spawn(io_, informer_->run(), [&](const std::exception_ptr&) { finished = true; });
     // Real TCP: the bound is generous (1 GiB through loopback on a loaded, sanitized machine).
-    kube::testing::run_until(
+    k8sclient::testing::run_until(
         io_, [this] { return informer_->has_synced(); }, 120s);
     const long peak = status_kib("VmHWM");
     informer_->stop();
     api_.shutdown();
-    EXPECT_TRUE(kube::testing::run_until(
+    EXPECT_TRUE(k8sclient::testing::run_until(
         io_, [&] { return finished; }, wait_cap));
     return measured && peak > 0 ? peak - before : -1;
   }
@@ -597,7 +599,7 @@ TEST_F(huge_list_test, a_list_beyond_the_clients_response_cap_streams_in_one_req
   // The watch cache answers resourceVersion=0 with every object in one response (1.2 GB for
   // 150,000 realistic pods): a streamed LIST is bounded by max_list_bytes, not by the cap on
   // the bodies the client buffers. Here 4,000 pods (34 MB) against a 1 MiB client cap.
-  client small_cap(io_.get_executor(), kube::testing::plain_config(server_), [] {
+  client small_cap(io_.get_executor(), k8sclient::testing::plain_config(server_), [] {
     auto o = options();
     o.max_response_bytes = std::size_t{1} << 20U;
     return o;
@@ -610,12 +612,12 @@ TEST_F(huge_list_test, a_list_beyond_the_clients_response_cap_streams_in_one_req
   server_.push(reply::with(
       200, R"({"kind":"PodList","metadata":{"resourceVersion":"50"},"items":[)" + items + "]}"));
   server_.push(reply::chunked(200).stall());
-  kube::reflector_options opts;
+  k8sclient::reflector_options opts;
   opts.seed = 1;
   informer_ = std::make_unique<pod_informer>(small_cap, store_, nullptr, opts);
   bool finished = false;
   asio::co_spawn(io_, informer_->run(), [&](const std::exception_ptr&) { finished = true; });
-  EXPECT_TRUE(kube::testing::run_until(
+  EXPECT_TRUE(k8sclient::testing::run_until(
       io_, [this] { return informer_->has_synced(); }, 120s));
   EXPECT_EQ(store_.size(), 4'000U);
   EXPECT_EQ(informer_->stats().errors, 0U) << informer_->last_list_error().message;
@@ -628,7 +630,7 @@ TEST_F(huge_list_test, a_list_beyond_the_clients_response_cap_streams_in_one_req
       1);
   informer_->stop();
   small_cap.shutdown();
-  EXPECT_TRUE(kube::testing::run_until(
+  EXPECT_TRUE(k8sclient::testing::run_until(
       io_, [&] { return finished; }, wait_cap));
   informer_.reset();  // it borrows small_cap
 }

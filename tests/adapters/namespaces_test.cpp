@@ -17,10 +17,10 @@
 #include <utility>
 #include <vector>
 
-#include "kube/support/fake_http_server.hpp"
-#include "kube/support/manual_clock.hpp"
-#include "kube/support/settle.hpp"
-#include "kube/support/test_client.hpp"
+#include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/manual_clock.hpp"
+#include "k8sclient/support/settle.hpp"
+#include "k8sclient/support/test_client.hpp"
 #include "tec/adapters/stats_collector.hpp"
 
 namespace tec::adapters {
@@ -28,8 +28,8 @@ namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using kube::testing::fake_http_server;
-using kube::testing::reply;
+using k8sclient::testing::fake_http_server;
+using k8sclient::testing::reply;
 
 // A Namespace as the API server sends it; `annotations` is the JSON of metadata.annotations
 // (empty: none).
@@ -250,11 +250,11 @@ TEST(NamespaceStore, ReadersRaceTheWriter) {
   EXPECT_FALSE(store.opted_out("a"));  // the last upsert (1999) does not opt out
 }
 
-// kube::reflector over the namespace codec and store, against a scripted API server.
+// k8sclient::reflector over the namespace codec and store, against a scripted API server.
 class namespace_informer_test : public ::testing::Test {
 protected:
-  kube::client_options client_options() {
-    kube::client_options o;
+  k8sclient::client_options client_options() {
+    k8sclient::client_options o;
     o.qps = 0;
     o.request_timeout = 60s;
     o.clock = clock_;
@@ -264,9 +264,9 @@ protected:
 
   asio::io_context io_;
   fake_http_server server_{io_.get_executor()};
-  std::shared_ptr<kube::testing::manual_clock> clock_ =
-      std::make_shared<kube::testing::manual_clock>();
-  client api_{io_.get_executor(), kube::testing::plain_config(server_), client_options()};
+  std::shared_ptr<k8sclient::testing::manual_clock> clock_ =
+      std::make_shared<k8sclient::testing::manual_clock>();
+  client api_{io_.get_executor(), k8sclient::testing::plain_config(server_), client_options()};
   std::vector<std::vector<opt_out_change>> calls_;
   namespace_store store_{[this](const std::vector<opt_out_change>& c) { calls_.push_back(c); }};
 };
@@ -283,7 +283,7 @@ TEST_F(namespace_informer_test, ListsThenFollowsTheAnnotation) {
           .chunk(R"({"type":"DELETED","object":)" + ns_json("busy", "8", excluded) + "}\n")
           .stall());
   bool synced = false;
-  kube::reflector_options ropts;
+  k8sclient::reflector_options ropts;
   ropts.on_synced = [&] {
     synced = true;
     EXPECT_TRUE(store_.opted_out("quiet")) << "the store holds the list when on_synced runs";
@@ -291,7 +291,7 @@ TEST_F(namespace_informer_test, ListsThenFollowsTheAnnotation) {
   namespace_informer inf(api_, store_, nullptr, ropts);
   bool finished = false;
   asio::co_spawn(io_, inf.run(), [&](const std::exception_ptr&) { finished = true; });
-  kube::testing::settle(io_, [&] { return calls_.size() >= 4; });
+  k8sclient::testing::settle(io_, [&] { return calls_.size() >= 4; });
   EXPECT_TRUE(synced);
   EXPECT_EQ(calls_,
             (std::vector<std::vector<opt_out_change>>{
@@ -306,7 +306,7 @@ TEST_F(namespace_informer_test, ListsThenFollowsTheAnnotation) {
       << server_.requests().at(1).target;
   inf.stop();
   api_.shutdown();
-  EXPECT_TRUE(kube::testing::settle(io_, [&] { return finished; }));
+  EXPECT_TRUE(k8sclient::testing::settle(io_, [&] { return finished; }));
 }
 
 // An upgrade that kept an old ClusterRole: the LIST is forbidden. The caller hears of each
@@ -323,7 +323,7 @@ TEST_F(namespace_informer_test, AForbiddenListIsReportedAndRetried) {
   server_.push(reply::chunked(200).stall());
   std::vector<error> failures;
   std::vector<std::chrono::milliseconds> waits;
-  kube::reflector_options ropts;
+  k8sclient::reflector_options ropts;
   ropts.backoff.initial = 800ms;
   ropts.on_list_failed = [&](const error& e, std::chrono::milliseconds retry_in) {
     failures.push_back(e);
@@ -333,7 +333,7 @@ TEST_F(namespace_informer_test, AForbiddenListIsReportedAndRetried) {
   namespace_informer inf(api_, store_, nullptr, ropts);
   bool finished = false;
   asio::co_spawn(io_, inf.run(), [&](const std::exception_ptr&) { finished = true; });
-  kube::testing::settle(io_, [&] { return !failures.empty(); });
+  k8sclient::testing::settle(io_, [&] { return !failures.empty(); });
   ASSERT_EQ(failures.size(), 1U);
   EXPECT_FALSE(inf.has_synced());
   EXPECT_EQ(failures[0].code, make_error_code(errc::forbidden));
@@ -342,19 +342,19 @@ TEST_F(namespace_informer_test, AForbiddenListIsReportedAndRetried) {
       << failures[0].message;
   EXPECT_EQ(inf.last_list_error().code, make_error_code(errc::forbidden));
   EXPECT_GT(waits[0], 0ms);
-  EXPECT_TRUE(kube::testing::settle_advancing(
+  EXPECT_TRUE(k8sclient::testing::settle_advancing(
       io_, *clock_, [&] { return inf.has_synced(); }, 1min));
   EXPECT_EQ(failures.size(), 2U);
   EXPECT_EQ(inf.stats().errors, 2U);
   inf.stop();
   api_.shutdown();
-  EXPECT_TRUE(kube::testing::settle(io_, [&] { return finished; }));
+  EXPECT_TRUE(k8sclient::testing::settle(io_, [&] { return finished; }));
 }
 
 TEST(NamespaceStats, TheInformerCountsJoinTheMetricsFamilies) {
   ops::scrape_stats s;
   s.watch_restarts = {{"pods", 1}};
-  kube::reflector_stats ns;
+  k8sclient::reflector_stats ns;
   ns.watch_restarts = 2;
   ns.relists = 3;
   ns.decode_errors = 4;

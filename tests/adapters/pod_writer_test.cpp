@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "kube/support/fake_http_server.hpp"
-#include "kube/support/run_sync.hpp"
-#include "kube/support/test_client.hpp"
+#include "k8sclient/support/fake_http_server.hpp"
+#include "k8sclient/support/run_sync.hpp"
+#include "k8sclient/support/test_client.hpp"
 #include "tec/adapters/event_recorder.hpp"
 #include "tec/adapters/eviction_sink.hpp"
 #include "tec/adapters/store.hpp"
@@ -34,11 +34,11 @@ using namespace std::chrono_literals;
 using controller::eviction_result;
 using controller::eviction_status;
 using controller::pod_ref;
-using kube::testing::fake_http_server;
-using kube::testing::reply;
+using k8sclient::testing::fake_http_server;
+using k8sclient::testing::reply;
 using nlohmann::json;
 
-using kube::testing::run_sync;
+using k8sclient::testing::run_sync;
 constexpr auto http_get = boost::beast::http::verb::get;
 
 constexpr const char* pod_path = "/api/v1/namespaces/ns1/pods/web-0";
@@ -60,9 +60,9 @@ class pod_writer_test : public ::testing::Test {
 protected:
   pod_writer_test() : client_(io_.get_executor(), config(), options()) {}
 
-  kube::rest_config config() const { return kube::testing::plain_config(server_); }
+  k8sclient::rest_config config() const { return k8sclient::testing::plain_config(server_); }
 
-  static kube::client_options options() { return kube::testing::quick_options(2); }
+  static k8sclient::client_options options() { return k8sclient::testing::quick_options(2); }
 
   result<delete_outcome> del(const std::string& uid = "uid-1") {
     pod_writer w(client_);
@@ -411,7 +411,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST_F(pod_writer_test, sink_patch_timeout_fails_the_attempt_without_a_delete) {
   server_.set_fallback(reply::no_response());
-  auto opts = kube::testing::quick_options(0);
+  auto opts = k8sclient::testing::quick_options(0);
   opts.request_timeout = 200ms;  // the test waits for it once; nothing is asserted on time
   client c(io_.get_executor(), config(), opts);
   k8s_eviction_sink sink(io_.get_executor(), c, nullptr);
@@ -437,7 +437,7 @@ pod_record cached(const std::string& uid, disruption_state state) {
 }
 
 /// The condition the PATCH sent, or a discarded json when no PATCH was sent.
-json patched_condition(const std::vector<kube::testing::recorded_request>& reqs) {
+json patched_condition(const std::vector<k8sclient::testing::recorded_request>& reqs) {
   for (const auto& r : reqs) {
     if (r.method == "PATCH") {
       return json::parse(r.body)["status"]["conditions"][0];
@@ -479,7 +479,7 @@ TEST_F(pod_writer_test, sink_patches_with_a_new_time_when_absent_false_or_anothe
            {"uid-other", disruption_state::true_ours}}) {
     fake_http_server server;
     server.set_fallback(reply::with(200, "{}"));
-    client c(io_.get_executor(), kube::testing::plain_config(server), options());
+    client c(io_.get_executor(), k8sclient::testing::plain_config(server), options());
     pod_store pods;
     pods.upsert(cached(uid, state));
     k8s_eviction_sink sink(io_.get_executor(), c, nullptr, {.pods = &pods});
@@ -590,8 +590,8 @@ TEST_F(pod_writer_test, sink_sends_nothing_when_cancelled_while_rate_limited) {
   opts.qps = 0.001;  // one request, then a 1000 s wait for the next token
   opts.burst = 1;
   // The cancel arrives during the rate limiter's wait (the seam sees the wait start).
-  opts.delay = [&](kube::wait_reason why, std::chrono::nanoseconds wanted) {
-    if (why == kube::wait_reason::rate_limit && wanted > std::chrono::nanoseconds::zero()) {
+  opts.delay = [&](k8sclient::wait_reason why, std::chrono::nanoseconds wanted) {
+    if (why == k8sclient::wait_reason::rate_limit && wanted > std::chrono::nanoseconds::zero()) {
       cancelled = true;
     }
     return std::chrono::nanoseconds::zero();
@@ -620,8 +620,8 @@ TEST_F(pod_writer_test, sink_stops_between_the_patch_and_the_delete_when_cancell
   // Counts the requests that went to the rate limiter: the DELETE must not even take a token.
   int limiter_calls = 0;
   auto opts = options();
-  opts.delay = [&](kube::wait_reason why, std::chrono::nanoseconds wanted) {
-    limiter_calls += why == kube::wait_reason::rate_limit ? 1 : 0;
+  opts.delay = [&](k8sclient::wait_reason why, std::chrono::nanoseconds wanted) {
+    limiter_calls += why == k8sclient::wait_reason::rate_limit ? 1 : 0;
     return wanted;
   };
   client c(io_.get_executor(), config(), opts);

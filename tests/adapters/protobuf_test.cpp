@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "tec/adapters/decode.hpp"
-#include "tec/kube/frame_splitter.hpp"
+#include "tec/k8sclient/frame_splitter.hpp"
 
 namespace tec::adapters {
 namespace {
@@ -45,10 +45,10 @@ private:
 /// The frames of a protobuf watch body.
 std::vector<std::string> frames(const std::string& body) {
   std::vector<std::string> out;
-  kube::watch_splitter s;
+  k8sclient::watch_splitter s;
   s.feed(
       body, [&](std::string_view f) { out.emplace_back(f); },
-      [](const kube::error& e) { ADD_FAILURE() << e.message; });
+      [](const k8sclient::error& e) { ADD_FAILURE() << e.message; });
   EXPECT_FALSE(s.has_partial_line());
   return out;
 }
@@ -56,10 +56,10 @@ std::vector<std::string> frames(const std::string& body) {
 /// The lines of a JSON watch body.
 std::vector<std::string> lines(const std::string& body) {
   std::vector<std::string> out;
-  kube::watch_splitter s;
+  k8sclient::watch_splitter s;
   s.feed(
       body, [&](std::string_view l) { out.emplace_back(l); },
-      [](const kube::error& e) { ADD_FAILURE() << e.message; });
+      [](const k8sclient::error& e) { ADD_FAILURE() << e.message; });
   return out;
 }
 
@@ -190,23 +190,23 @@ TEST(Protobuf, AListItemOverItsBoundFailsThePage) {
 }
 
 TEST(Protobuf, AWatchFrameOverItsBoundIsAnError) {
-  kube::watch_splitter s(16);
+  k8sclient::watch_splitter s(16);
   int errors = 0;
   s.feed(
       std::string("\0\0\0\x20", 4) + std::string(32, 'x'), [](std::string_view) { ADD_FAILURE(); },
-      [&](const kube::error&) { ++errors; });
+      [&](const k8sclient::error&) { ++errors; });
   EXPECT_EQ(errors, 1);
 }
 
 TEST(Protobuf, WatchFramesSplitAnywhere) {
   const std::string body = fixture("real_pod_watch.pb");
   const auto whole = frames(body);
-  kube::watch_splitter s;
+  k8sclient::watch_splitter s;
   std::vector<std::string> got;
   for (const char c : body) {
     s.feed(
         std::string_view(&c, 1), [&](std::string_view f) { got.emplace_back(f); },
-        [](const kube::error& e) { ADD_FAILURE() << e.message; });
+        [](const k8sclient::error& e) { ADD_FAILURE() << e.message; });
   }
   EXPECT_EQ(got, whole);
   EXPECT_FALSE(s.has_partial_line());

@@ -16,7 +16,7 @@
 #include "tec/adapters/eviction_sink.hpp"
 #include "tec/adapters/stats_collector.hpp"
 #include "tec/controller/controller.hpp"
-#include "tec/kube/reflector.hpp"
+#include "tec/k8sclient/reflector.hpp"
 #include "tec/ops/metrics.hpp"
 
 namespace tec::adapters {
@@ -42,12 +42,12 @@ TEST(collect_stats, maps_every_library_total) {
   ss.deletions = 9;
   ss.failures_by_reason = {{"forbidden", 4}};
   ss.condition_failures_by_reason = {{"invalid", 1}};
-  kube::reflector_stats pods;
+  k8sclient::reflector_stats pods;
   pods.watch_restarts = 5;
   pods.relists = 6;
   pods.decode_errors = 7;
   pods.backoffs = 8;
-  kube::reflector_stats nodes;
+  k8sclient::reflector_stats nodes;
   nodes.watch_restarts = 15;
   nodes.relists = 16;
   nodes.decode_errors = 17;

@@ -18,13 +18,13 @@
 #include <string>
 #include <thread>
 
-#include "kube/support/run_sync.hpp"
+#include "k8sclient/support/run_sync.hpp"
 #include "tec/adapters/decode.hpp"
 #include "tec/adapters/event_recorder.hpp"
 #include "tec/adapters/eviction_sink.hpp"
 #include "tec/adapters/pod_writer.hpp"
 #include "tec/adapters/store.hpp"
-#include "tec/kube/config.hpp"
+#include "tec/k8sclient/config.hpp"
 
 namespace tec::adapters {
 namespace {
@@ -38,7 +38,7 @@ using controller::eviction_status;
 using controller::pod_ref;
 using nlohmann::json;
 
-using kube::testing::run_sync;
+using k8sclient::testing::run_sync;
 
 std::string random_suffix() {
   std::random_device rd;
@@ -48,12 +48,12 @@ std::string random_suffix() {
 }
 
 /// The cluster's admin kubeconfig, from KUBECONFIG.
-std::optional<kube::rest_config> admin_config() {
+std::optional<k8sclient::rest_config> admin_config() {
   const char* path = std::getenv("KUBECONFIG");
   if (path == nullptr || *path == '\0') {
     return std::nullopt;
   }
-  auto cfg = kube::load_kubeconfig(path);
+  auto cfg = k8sclient::load_kubeconfig(path);
   if (!cfg) {
     ADD_FAILURE() << "cannot load " << path << ": " << cfg.error().message;
     return std::nullopt;
@@ -161,7 +161,8 @@ protected:
 
   /// A client authenticated as ServiceAccount ns_/`name` (created if missing), through
   /// deploy/local/cluster.sh sa-kubeconfig. Sets `token` to its bearer token.
-  std::optional<kube::rest_config> service_account(const std::string& name, std::string& token) {
+  std::optional<k8sclient::rest_config> service_account(const std::string& name,
+                                                        std::string& token) {
     const std::filesystem::path script =
         std::filesystem::path(TEC_SOURCE_DIR) / "deploy/local/cluster.sh";
     const std::filesystem::path cluster_dir =
@@ -174,7 +175,7 @@ protected:
       ADD_FAILURE() << "failed: " << cmd;
       return std::nullopt;
     }
-    auto sa = kube::load_kubeconfig(out.string());
+    auto sa = k8sclient::load_kubeconfig(out.string());
     std::filesystem::remove(out);
     if (!sa) {
       ADD_FAILURE() << sa.error().message;

@@ -5,7 +5,7 @@
 # settings (insecure-skip-tls-verify, a token over plain http) are one warning each at start.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-TESTDATA="$REPO_ROOT/tests/kube/testdata/kubeconfig"
+TESTDATA="$REPO_ROOT/tests/k8sclient/testdata/kubeconfig"
 SERVER=$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
 [ -n "$SERVER" ] || fail "no server in $KUBECONFIG"
 CA_DATA=$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')

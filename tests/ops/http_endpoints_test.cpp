@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/support/run_sync.hpp"
+#include "k8sclient/support/run_sync.hpp"
 #include "ops/support/live_heap.hpp"
 #include "tec/ops/metrics.hpp"
 
@@ -82,7 +82,7 @@ T run_until_done(asio::io_context& ioc, asio::awaitable<T> aw) {
 // Runs `ioc` until `pred()` holds (or test_cap passes).
 template <class Pred>
 bool run_until(asio::io_context& ioc, Pred pred) {
-  return kube::testing::run_until(ioc, pred, test_cap);
+  return k8sclient::testing::run_until(ioc, pred, test_cap);
 }
 
 asio::awaitable<beast::tcp_stream> connect(tcp::endpoint ep) {
@@ -439,7 +439,7 @@ TEST_F(http_endpoints_test, bind_failure_is_an_error_value) {
   http_endpoints second(ioc_.get_executor(), o);
   const auto res = second.start();
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, kube::make_error_code(kube::errc::config_invalid));
+  EXPECT_EQ(res.error().code, k8sclient::make_error_code(k8sclient::errc::config_invalid));
   EXPECT_NE(res.error().message.find(o.bind_address), std::string::npos) << res.error().message;
   first.stop();
 }
@@ -473,7 +473,7 @@ TEST(parse_bind_address, accepts_and_rejects) {
     const auto b = parse_bind_address(bad);
     EXPECT_FALSE(b) << bad;
     if (!b) {
-      EXPECT_EQ(b.error().code, kube::make_error_code(kube::errc::config_invalid));
+      EXPECT_EQ(b.error().code, k8sclient::make_error_code(k8sclient::errc::config_invalid));
     }
   }
 }

@@ -27,10 +27,10 @@ struct fake_file {
   int reads = 0;
 
   reloader::read_fn reader() {
-    return [this](const std::string& path) -> kube::result<std::string> {
+    return [this](const std::string& path) -> k8sclient::result<std::string> {
       ++reads;
       if (!text) {
-        return kube::make_error(kube::errc::config_invalid, path + ": cannot open");
+        return k8sclient::make_error(k8sclient::errc::config_invalid, path + ": cannot open");
       }
       return *text;
     };

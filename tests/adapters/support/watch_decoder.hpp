@@ -1,6 +1,6 @@
 #pragma once
 
-// Test-only: decodes a watch stream the way the informers do (kube::line_splitter, then the
+// Test-only: decodes a watch stream the way the informers do (k8sclient::line_splitter, then the
 // adapters' event decoders), so tests and the line_splitter fuzz target can check both together.
 
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "tec/adapters/decode.hpp"
-#include "tec/kube/line_splitter.hpp"
+#include "tec/k8sclient/line_splitter.hpp"
 
 namespace tec::adapters {
 

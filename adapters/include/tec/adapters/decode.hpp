@@ -35,9 +35,9 @@
 #include "tec/adapters/kube_names.hpp"
 #include "tec/adapters/protobuf.hpp"
 #include "tec/adapters/records.hpp"
-#include "tec/kube/line_splitter.hpp"
-#include "tec/kube/result.hpp"
-#include "tec/kube/watch.hpp"
+#include "tec/k8sclient/line_splitter.hpp"
+#include "tec/k8sclient/result.hpp"
+#include "tec/k8sclient/watch.hpp"
 
 namespace tec::adapters {
 
@@ -49,10 +49,10 @@ namespace tec::adapters {
 /// nlohmann reads as floating-point numbers (the API server never sends them).
 enum class json_engine : std::uint8_t { fast, nlohmann };
 
-using kube::api_status;
-using kube::event_type;
-using kube::list_page;
-using kube::watch_event;
+using k8sclient::api_status;
+using k8sclient::event_type;
+using k8sclient::list_page;
+using k8sclient::watch_event;
 
 /// "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR".
 std::string_view to_string(event_type type) noexcept;

@@ -25,9 +25,9 @@
 #include "tec/adapters/object_codec.hpp"
 #include "tec/adapters/shadow_tracker.hpp"
 #include "tec/adapters/store.hpp"
-#include "tec/kube/reflector.hpp"
-#include "tec/kube/result.hpp"
-#include "tec/kube/watch.hpp"
+#include "tec/k8sclient/reflector.hpp"
+#include "tec/k8sclient/result.hpp"
+#include "tec/k8sclient/watch.hpp"
 
 namespace tec::adapters {
 
@@ -93,7 +93,7 @@ private:
   std::uint64_t refused_ = 0;
 };
 
-using event_informer = kube::reflector<event_codec, event_store>;
+using event_informer = k8sclient::reflector<event_codec, event_store>;
 
 /// The fieldSelector query of the event informer (reflector_options::query).
 inline constexpr std::string_view taint_manager_events_query =
@@ -106,4 +106,5 @@ inline constexpr std::string_view taint_manager_events_query =
 
 }  // namespace tec::adapters
 
-extern template class tec::kube::reflector<tec::adapters::event_codec, tec::adapters::event_store>;
+extern template class tec::k8sclient::reflector<tec::adapters::event_codec,
+                                                tec::adapters::event_store>;

@@ -18,7 +18,7 @@
 #include "tec/adapters/kube_names.hpp"
 #include "tec/adapters/store.hpp"
 #include "tec/controller/ports.hpp"
-#include "tec/kube/client.hpp"
+#include "tec/k8sclient/client.hpp"
 
 namespace tec::adapters {
 

@@ -1,7 +1,7 @@
 #pragma once
 
 // The pod and node informers: kube's reflector over the codecs below and the stores the
-// controller reads (see tec/kube/reflector.hpp for the list/watch contract).
+// controller reads (see tec/k8sclient/reflector.hpp for the list/watch contract).
 
 #include <cstddef>
 #include <string_view>
@@ -10,7 +10,7 @@
 #include "tec/adapters/protobuf.hpp"
 #include "tec/adapters/records.hpp"
 #include "tec/adapters/store.hpp"
-#include "tec/kube/reflector.hpp"
+#include "tec/k8sclient/reflector.hpp"
 
 namespace tec::adapters {
 
@@ -20,7 +20,7 @@ namespace tec::adapters {
 template <class Record>
 struct record_codec {
   using object_type = Record;
-  static kube::result<kube::api_status> decode_status(std::string_view body) {
+  static k8sclient::result<k8sclient::api_status> decode_status(std::string_view body) {
     return is_protobuf(body) ? decode_status_protobuf(body) : adapters::decode_status(body);
   }
   static list_decoder<Record> make_list_decoder(std::size_t max_item_bytes,
@@ -33,7 +33,7 @@ struct record_codec {
 struct pod_codec : record_codec<pod_record> {
   static constexpr const char* path = "/api/v1/pods";
   static constexpr const char* kind = "pods";
-  static kube::result<pod_event> decode_event(std::string_view line) {
+  static k8sclient::result<pod_event> decode_event(std::string_view line) {
     return is_protobuf_event(line) ? decode_pod_event_protobuf(line) : decode_pod_event(line);
   }
 };
@@ -42,15 +42,16 @@ struct pod_codec : record_codec<pod_record> {
 struct node_codec : record_codec<node_record> {
   static constexpr const char* path = "/api/v1/nodes";
   static constexpr const char* kind = "nodes";
-  static kube::result<node_event> decode_event(std::string_view line) {
+  static k8sclient::result<node_event> decode_event(std::string_view line) {
     return is_protobuf_event(line) ? decode_node_event_protobuf(line) : decode_node_event(line);
   }
 };
 
-using pod_informer = kube::reflector<pod_codec, pod_store>;
-using node_informer = kube::reflector<node_codec, node_store>;
+using pod_informer = k8sclient::reflector<pod_codec, pod_store>;
+using node_informer = k8sclient::reflector<node_codec, node_store>;
 
 }  // namespace tec::adapters
 
-extern template class tec::kube::reflector<tec::adapters::pod_codec, tec::adapters::pod_store>;
-extern template class tec::kube::reflector<tec::adapters::node_codec, tec::adapters::node_store>;
+extern template class tec::k8sclient::reflector<tec::adapters::pod_codec, tec::adapters::pod_store>;
+extern template class tec::k8sclient::reflector<tec::adapters::node_codec,
+                                                tec::adapters::node_store>;

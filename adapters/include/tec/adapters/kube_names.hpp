@@ -4,31 +4,31 @@
 // vocabulary (errors as values, requests and responses, the line splitter), and these
 // using-declarations keep that code as it was when it lived beside the client.
 
-#include "tec/kube/api_error.hpp"
-#include "tec/kube/client.hpp"
-#include "tec/kube/error.hpp"
-#include "tec/kube/line_splitter.hpp"
-#include "tec/kube/paths.hpp"
-#include "tec/kube/result.hpp"
-#include "tec/kube/rfc3339.hpp"
+#include "tec/k8sclient/api_error.hpp"
+#include "tec/k8sclient/client.hpp"
+#include "tec/k8sclient/error.hpp"
+#include "tec/k8sclient/line_splitter.hpp"
+#include "tec/k8sclient/paths.hpp"
+#include "tec/k8sclient/result.hpp"
+#include "tec/k8sclient/rfc3339.hpp"
 
 namespace tec::adapters {
 
-using kube::api_error;
-using kube::client;
-using kube::errc;
-using kube::errc_for_status;
-using kube::error;
-using kube::error_category;
-using kube::error_reason;
-using kube::escape_path_segment;
-using kube::format_rfc3339;
-using kube::line_splitter;
-using kube::make_error;
-using kube::make_error_code;
-using kube::printable;
-using kube::request;
-using kube::response;
-using kube::result;
+using k8sclient::api_error;
+using k8sclient::client;
+using k8sclient::errc;
+using k8sclient::errc_for_status;
+using k8sclient::error;
+using k8sclient::error_category;
+using k8sclient::error_reason;
+using k8sclient::escape_path_segment;
+using k8sclient::format_rfc3339;
+using k8sclient::line_splitter;
+using k8sclient::make_error;
+using k8sclient::make_error_code;
+using k8sclient::printable;
+using k8sclient::request;
+using k8sclient::response;
+using k8sclient::result;
 
 }  // namespace tec::adapters

@@ -23,9 +23,9 @@
 #include "tec/adapters/decode.hpp"
 #include "tec/adapters/object_codec.hpp"
 #include "tec/adapters/store.hpp"
-#include "tec/kube/reflector.hpp"
-#include "tec/kube/result.hpp"
-#include "tec/kube/watch.hpp"
+#include "tec/k8sclient/reflector.hpp"
+#include "tec/k8sclient/result.hpp"
+#include "tec/k8sclient/watch.hpp"
 
 namespace tec::adapters {
 
@@ -100,9 +100,9 @@ private:
   std::unordered_map<std::string, namespace_record, string_hash, std::equal_to<>> namespaces_;
 };
 
-using namespace_informer = kube::reflector<namespace_codec, namespace_store>;
+using namespace_informer = k8sclient::reflector<namespace_codec, namespace_store>;
 
 }  // namespace tec::adapters
 
-extern template class tec::kube::reflector<tec::adapters::namespace_codec,
-                                           tec::adapters::namespace_store>;
+extern template class tec::k8sclient::reflector<tec::adapters::namespace_codec,
+                                                tec::adapters::namespace_store>;

@@ -14,14 +14,14 @@
 #include <utility>
 
 #include "tec/adapters/decode.hpp"
-#include "tec/kube/result.hpp"
-#include "tec/kube/watch.hpp"
+#include "tec/k8sclient/result.hpp"
+#include "tec/k8sclient/watch.hpp"
 
 namespace tec::adapters {
 
 /// A LIST page decoded as it streams. Not thread-safe: one per response body.
 template <class Record, result<Record> (*DecodeItem)(std::string_view),
-          result<kube::list_page<Record>> (*DecodeList)(std::string_view)>
+          result<k8sclient::list_page<Record>> (*DecodeList)(std::string_view)>
 class object_list_decoder {
 public:
   explicit object_list_decoder(list_limits limits) : splitter_(limits) {}
@@ -49,7 +49,7 @@ public:
 
   /// The end of the body: metadata.resourceVersion and metadata.continue (items empty; they
   /// were delivered by feed()), or why the page is broken.
-  result<kube::list_page<Record>> finish() {
+  result<k8sclient::list_page<Record>> finish() {
     auto envelope = splitter_.finish();
     if (!envelope) {
       return envelope.error();
@@ -67,15 +67,15 @@ private:
 /// What a codec shares: object_type, decode_event, decode_status (metav1.Status) and
 /// make_list_decoder. A codec derives from it and adds `path` and `kind`.
 template <class Record, result<Record> (*DecodeItem)(std::string_view),
-          result<kube::watch_event<Record>> (*DecodeEvent)(std::string_view),
-          result<kube::list_page<Record>> (*DecodeList)(std::string_view)>
+          result<k8sclient::watch_event<Record>> (*DecodeEvent)(std::string_view),
+          result<k8sclient::list_page<Record>> (*DecodeList)(std::string_view)>
 struct object_codec {
   using object_type = Record;
   using list_decoder_type = object_list_decoder<Record, DecodeItem, DecodeList>;
-  static kube::result<kube::watch_event<Record>> decode_event(std::string_view line) {
+  static k8sclient::result<k8sclient::watch_event<Record>> decode_event(std::string_view line) {
     return DecodeEvent(line);
   }
-  static kube::result<kube::api_status> decode_status(std::string_view body) {
+  static k8sclient::result<k8sclient::api_status> decode_status(std::string_view body) {
     return adapters::decode_status(body);
   }
   static list_decoder_type make_list_decoder(std::size_t max_item_bytes,

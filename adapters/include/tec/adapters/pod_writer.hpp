@@ -2,7 +2,7 @@
 
 // The two pod writes an eviction makes: the DisruptionTarget status condition and the DELETE
 // with a UID precondition (docs/behaviour.md §8). The helpers every writer shares (API error
-// values, RFC 3339 timestamps, path escaping) are kube's: tec/kube/api_error.hpp, rfc3339.hpp
+// values, RFC 3339 timestamps, path escaping) are kube's: tec/k8sclient/api_error.hpp, rfc3339.hpp
 // and paths.hpp.
 
 #include <boost/asio/awaitable.hpp>
@@ -14,8 +14,8 @@
 #include <string_view>
 
 #include "tec/adapters/kube_names.hpp"
-#include "tec/kube/client.hpp"
-#include "tec/kube/result.hpp"
+#include "tec/k8sclient/client.hpp"
+#include "tec/k8sclient/result.hpp"
 
 namespace tec::adapters {
 

@@ -13,7 +13,7 @@
 // - an object or a LIST page: "k8s\0" + runtime.Unknown{typeMeta = 1, raw = 2 (the message),
 //   contentEncoding = 3, contentType = 4};
 // - a watch stream: frames of a 4-byte big-endian length and a metav1.WatchEvent{type = 1,
-//   object = 2: RawExtension{raw = 1: an object as above}} (kube::frame_splitter).
+//   object = 2: RawExtension{raw = 1: an object as above}} (k8sclient::frame_splitter).
 //
 // Errors: bytes that are not protobuf (a varint or a length running past its message, a group
 // wire type, a missing magic) are errc::malformed_json ("malformed protobuf: ..."), so callers
@@ -28,8 +28,8 @@
 #include <string_view>
 
 #include "tec/adapters/records.hpp"
-#include "tec/kube/result.hpp"
-#include "tec/kube/watch.hpp"
+#include "tec/k8sclient/result.hpp"
+#include "tec/k8sclient/watch.hpp"
 
 namespace tec::adapters {
 
@@ -49,19 +49,21 @@ inline bool is_protobuf_event(std::string_view frame) noexcept {
 }
 
 /// A Pod or Node envelope ("k8s\0" + Unknown).
-kube::result<pod_record> decode_pod_protobuf(std::string_view envelope);
-kube::result<node_record> decode_node_protobuf(std::string_view envelope);
+k8sclient::result<pod_record> decode_pod_protobuf(std::string_view envelope);
+k8sclient::result<node_record> decode_node_protobuf(std::string_view envelope);
 
 /// A bare Pod or Node message (an item of a list page).
-kube::result<pod_record> decode_pod_message(std::string_view message);
-kube::result<node_record> decode_node_message(std::string_view message);
+k8sclient::result<pod_record> decode_pod_message(std::string_view message);
+k8sclient::result<node_record> decode_node_message(std::string_view message);
 
 /// One watch frame (a WatchEvent message).
-kube::result<kube::watch_event<pod_record>> decode_pod_event_protobuf(std::string_view frame);
-kube::result<kube::watch_event<node_record>> decode_node_event_protobuf(std::string_view frame);
+k8sclient::result<k8sclient::watch_event<pod_record>> decode_pod_event_protobuf(
+    std::string_view frame);
+k8sclient::result<k8sclient::watch_event<node_record>> decode_node_event_protobuf(
+    std::string_view frame);
 
 /// A metav1.Status envelope (an error response's body).
-kube::result<kube::api_status> decode_status_protobuf(std::string_view envelope);
+k8sclient::result<k8sclient::api_status> decode_status_protobuf(std::string_view envelope);
 
 /// A LIST response body in protobuf, split as the bytes arrive: every item of the list's
 /// repeated field 2 is handed over as its message bytes, and the list's metadata is kept; no
@@ -83,8 +85,8 @@ public:
     }
     bytes_ += bytes.size();
     if (bytes_ > max_page_) {
-      fail(kube::make_error(kube::errc::response_too_large,
-                            "the list body is over " + std::to_string(max_page_) + " bytes"));
+      fail(k8sclient::make_error(k8sclient::errc::response_too_large,
+                                 "the list body is over " + std::to_string(max_page_) + " bytes"));
       return false;
     }
     buf_.append(bytes);
@@ -99,12 +101,12 @@ public:
 
   /// The end of the body: the list's resourceVersion and continue token, or why the body is
   /// broken or ended early.
-  kube::result<std::pair<std::string, std::string>> finish();
+  k8sclient::result<std::pair<std::string, std::string>> finish();
 
-  [[nodiscard]] const std::optional<kube::error>& failure() const noexcept { return failure_; }
+  [[nodiscard]] const std::optional<k8sclient::error>& failure() const noexcept { return failure_; }
   [[nodiscard]] std::size_t items() const noexcept { return items_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
-  void fail(kube::error why) {
+  void fail(k8sclient::error why) {
     if (!failure_) {
       failure_ = std::move(why);
     }
@@ -136,7 +138,7 @@ private:
   std::string continue_;
   std::size_t items_ = 0;
   std::size_t bytes_ = 0;
-  std::optional<kube::error> failure_;
+  std::optional<k8sclient::error> failure_;
 };
 
 template <class OnItem>
@@ -147,8 +149,8 @@ bool protobuf_list_splitter::scan(std::size_t& pos, OnItem&& on_item) {
         return true;
       }
       if (!is_protobuf(std::string_view(buf_).substr(pos, 4))) {
-        fail(kube::make_error(kube::errc::malformed_json,
-                              "malformed protobuf: the body does not start with k8s\\0"));
+        fail(k8sclient::make_error(k8sclient::errc::malformed_json,
+                                   "malformed protobuf: the body does not start with k8s\\0"));
         return false;
       }
       pos += 4;
@@ -172,13 +174,13 @@ bool protobuf_list_splitter::scan(std::size_t& pos, OnItem&& on_item) {
     }
     const std::size_t whole = h->header_bytes + h->length;
     if (level_ == level::list && whole > list_left_) {
-      fail(kube::make_error(kube::errc::malformed_json,
-                            "malformed protobuf: a field runs past the end of the list"));
+      fail(k8sclient::make_error(k8sclient::errc::malformed_json,
+                                 "malformed protobuf: a field runs past the end of the list"));
       return false;
     }
     if (h->length > max_item_) {
-      fail(kube::make_error(kube::errc::response_too_large,
-                            "a list item is over " + std::to_string(max_item_) + " bytes"));
+      fail(k8sclient::make_error(k8sclient::errc::response_too_large,
+                                 "a list item is over " + std::to_string(max_item_) + " bytes"));
       return false;
     }
     if (buf_.size() - pos < whole) {
@@ -199,8 +201,8 @@ bool protobuf_list_splitter::scan(std::size_t& pos, OnItem&& on_item) {
         return false;
       }
     } else if (h->wire == 2 && h->number == 3 && !content.empty()) {
-      fail(kube::make_error(kube::errc::malformed_json,
-                            "malformed protobuf: unsupported contentEncoding"));
+      fail(k8sclient::make_error(k8sclient::errc::malformed_json,
+                                 "malformed protobuf: unsupported contentEncoding"));
       return false;
     }
     pos += whole;

@@ -9,7 +9,7 @@
 #include "tec/adapters/event_recorder.hpp"
 #include "tec/adapters/eviction_sink.hpp"
 #include "tec/controller/controller.hpp"
-#include "tec/kube/reflector.hpp"
+#include "tec/k8sclient/reflector.hpp"
 #include "tec/ops/metrics.hpp"
 
 namespace tec::adapters {
@@ -18,13 +18,15 @@ namespace tec::adapters {
 /// first, watch_restarts/relists/watch_decode_errors carry "pods" and "nodes", events every
 /// result of event_recorder_stats. A pure function, called at every scrape with fresh stats.
 ops::scrape_stats collect_stats(const controller::controller_stats& cs,
-                                const eviction_sink_stats& ss, const kube::reflector_stats& pods,
-                                const kube::reflector_stats& nodes, const event_recorder_stats& es);
+                                const eviction_sink_stats& ss,
+                                const k8sclient::reflector_stats& pods,
+                                const k8sclient::reflector_stats& nodes,
+                                const event_recorder_stats& es);
 
 /// Adds another informer's watch_restarts, relists, list_watch_backoffs and watch_decode_errors
 /// to `out`, labelled
 /// `resource` (e.g. "namespaces").
 void add_informer_stats(ops::scrape_stats& out, const std::string& resource,
-                        const kube::reflector_stats& stats);
+                        const k8sclient::reflector_stats& stats);
 
 }  // namespace tec::adapters

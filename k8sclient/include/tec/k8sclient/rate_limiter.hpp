@@ -1,0 +1,42 @@
+#pragma once
+
+// The client's QPS limit (client-go's flowcontrol.NewTokenBucketRateLimiter: `qps` tokens per
+// second, at most `burst` saved up): a token_bucket read through an injected clock, so tests
+// advance time by hand; the HTTP client turns the returned delay into a timer wait.
+//
+// Thread-safety: none; the owner (the client, on its executor) serialises calls.
+
+#include <chrono>
+#include <functional>
+
+#include "tec/k8sclient/token_bucket.hpp"
+
+namespace tec::k8sclient {
+
+class rate_limiter {
+public:
+  using clock = std::chrono::steady_clock;
+  using now_fn = std::function<clock::time_point()>;
+
+  /// `qps` <= 0 disables limiting (reserve() always returns 0). `burst` < 1 counts as 1.
+  /// The bucket starts full. `now` defaults to steady_clock::now.
+  rate_limiter(double qps, int burst, now_fn now = {});
+
+  /// Takes one token, borrowing from the future when the bucket is empty, and returns how
+  /// long the caller must wait before acting (zero when a token was available). Callers that
+  /// reserve must then wait: the token is spent either way.
+  std::chrono::nanoseconds reserve();
+
+  /// Takes one token only if one is available now.
+  bool try_take();
+
+  /// Tokens available now (negative while reservations are outstanding).
+  [[nodiscard]] double tokens();
+
+private:
+  bool limited_;
+  now_fn now_;
+  token_bucket bucket_;
+};
+
+}  // namespace tec::k8sclient

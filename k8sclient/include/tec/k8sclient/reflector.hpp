@@ -1,0 +1,260 @@
+#pragma once
+
+// A list/watch reflector: keeps a store in sync with one resource of the API server (client-go's
+// Reflector, generic over a ListerWatcher and a Store; here over a codec and a store).
+//
+// The codec names the resource and turns its bytes into objects. Its static members:
+//   using object_type;                     // a value type with a `resource_version` string
+//   static constexpr const char* path;     // the collection, e.g. "/api/v1/pods"
+//   static constexpr const char* kind;     // for logs, e.g. "pods"
+//   static result<watch_event<object_type>> decode_event(std::string_view line);
+//   static result<api_status> decode_status(std::string_view body);
+//   static auto make_list_decoder(std::size_t max_item_bytes, std::size_t max_page_bytes);
+// where the list decoder has feed(bytes, on_item(object_type&&), on_skip(const error&)) -> bool
+// and finish() -> result<list_page<object_type>>. Errors of code errc::unexpected_shape are
+// objects to skip; any other decoding error fails the page or the watch.
+// The store: upsert(const object_type&) and erase(const object_type&) return the previous
+// object (std::optional); replace_all(std::vector<object_type>) returns {upserted: (old, new)
+// pairs of what changed, removed: what is gone}. A store may also offer relist_begin(),
+// relist_add(std::vector<object_type>) and relist_end() (a replace_all in steps, each returning
+// the same pairs): the reflector then hands it the listed objects in batches as they are
+// decoded and delivers their changes at once, instead of holding the whole list (issue 16: a
+// first LIST at resourceVersion=0 is one response of every object).
+//
+// One coroutine per reflector runs the whole session: a paginated LIST (resourceVersion=0,
+// limit=500, following `continue`; an expired continue token -> paging again from the start,
+// once, then the backoff below), then WATCH from the list's resourceVersion with bookmarks and a
+// random timeoutSeconds in [300, 600). A watch that ends cleanly is re-opened from the last
+// resourceVersion seen (event or bookmark) without a relist. 410 Gone (HTTP status or an
+// in-stream ERROR event with code 410) or 504 "too large resource version" -> LIST again at the
+// last resourceVersion, and only if that LIST is 410 too, at resourceVersion="". After a relist
+// the objects missing from the new list are delivered as deletions. 429, refused connections,
+// 5xx, malformed events and very short empty watches -> re-watch from the last resourceVersion
+// (no relist). Every restart of the loop but two waits for one jittered backoff first (0.8 s
+// doubling to 30 s, reset after 2 minutes without one; client-go's backoff manager), 410 Gone
+// included: a watch answered 410 forever relisted at once, 1,118 requests a minute (issue 29),
+// and now makes about four a minute. The two that re-watch at once, each at most about once a
+// minute by construction: a watch that ends cleanly (the server's timeoutSeconds, 300-600 s),
+// and a timeout: no byte for `idle_timeout` (~120 s; the server sends bookmarks about every
+// 60 s: half-open connections) or no headers within the client's request timeout (60 s).
+// Restarts are logged at most once a minute (detail::restart_log_period), the later lines a
+// warning with the count left out, and counted by reason in reflector_stats (backoffs, gone,
+// watch_failures, list_failures).
+//
+// LIST pages are decoded as they stream (list_decoder): memory holds the compact records, at
+// most one incomplete item (max_line_bytes) and never the body, so a page is bounded by
+// reflector_options::max_list_bytes (16 GiB), not by the client's max_response_bytes (256 MiB,
+// for bodies it buffers). A larger page fails with errc::response_too_large (not retried by the
+// client; the reflector backs off as for any failed list). One LIST is also bounded by objects
+// (max_list_objects, 300,000 over all its pages: what it costs in memory is the records it
+// hands the store) and each LIST request in time (list_timeout, 5 minutes, headers and body:
+// a body trickling a byte a minute never trips the idle guard), and a request still running
+// after slow_list_warning (60 s) logs one warning with what it has read so far. Each failure
+// is errc::response_too_large or errc::timeout with a message saying which bound; the latest
+// is current_list_error() until a LIST succeeds (for /readyz). A first LIST at resourceVersion=0
+// that is too large is followed by LISTs from etcd (resourceVersion=""), whose pages the server
+// does bound: the watch cache ignores the limit and answers one page with every object. An object
+// that is valid JSON of the wrong shape (in a LIST page or a watch event) is skipped, counted in
+// reflector_stats::decode_errors and logged at most every 10 s, instead of failing the list or
+// watch forever (the server would send it again each time). Malformed JSON still fails the page or
+// the watch.
+//
+// Deviation from client-go, on purpose: client-go relists after any watch failure other than
+// 429/refused (it returns from ListAndWatch); we resume the watch from the last
+// resourceVersion instead, which loses nothing (the server answers 410 if it cannot resume)
+// and spares the API server a full LIST. Unchanged objects in a relist (equal records) are not
+// delivered as updates.
+//
+// Threading and ownership: the reflector borrows the client and the store (both must outlive
+// it). run() is co_spawned on the client's executor; handlers are called on that executor,
+// synchronously, in event order, after the store was updated: they must be quick and must not
+// throw. has_synced(), stats() and stop() may be called from any thread. Time comes from the
+// client's clock (client::clock()): backoff waits, the short-watch test and, through the client,
+// the idle guard, so tests with a manual clock drive all of them.
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tec/k8sclient/backoff.hpp"
+#include "tec/k8sclient/client.hpp"
+#include "tec/k8sclient/line_splitter.hpp"
+#include "tec/k8sclient/watch.hpp"
+
+namespace tec::k8sclient {
+
+struct reflector_options {
+  std::size_t page_size = 500;
+  /// No byte on a watch for this long -> re-watch (the idle guard).
+  std::chrono::milliseconds idle_timeout{120'000};
+  /// timeoutSeconds of each watch is drawn uniformly from [min, max).
+  std::chrono::seconds min_watch_timeout{300};
+  std::chrono::seconds max_watch_timeout{600};
+  backoff_policy backoff;
+  /// Bound on one watch event line, and on one item of a LIST page.
+  std::size_t max_line_bytes = line_splitter::default_max_line_bytes;
+  /// Bound on one LIST response. It is streamed (memory holds the records, never the body),
+  /// and the watch cache answers resourceVersion=0 with every object in one response: 1.2 GB
+  /// of protobuf for 150,000 realistic pods (BENCHMARKS.md). 16 GiB is more than an etcd at
+  /// its largest quota (8 GiB) holds, even written out as JSON; it stops a server that never
+  /// ends the body. A larger response is errc::response_too_large (see the top of this file).
+  std::size_t max_list_bytes = std::size_t{16} << 30U;
+  /// Bound on the objects of one LIST (all its pages): the records a LIST hands to the store
+  /// are what it costs in memory, and a body that never ends kept adding them (issue 29: +320
+  /// MB in 90 s). 300,000 is twice the 150,000 pods of the largest cluster Kubernetes supports;
+  /// at about 280 B a pod record (BENCHMARKS.md) that is some 85 MB of records, which with the
+  /// store's overhead and a relist's removals fits the Deployment's 256 MiB. More objects ->
+  /// errc::response_too_large, and the reflector backs off as for any failed list.
+  std::size_t max_list_objects = 300'000;
+  /// Bound on each LIST request, headers and body (one page, or the watch cache's whole answer
+  /// to resourceVersion=0): a body trickling a byte a minute never trips the idle guard. 5
+  /// minutes is 6x the slowest LIST measured (46 s, 150,000 pods on a loaded API server,
+  /// BENCHMARKS.md), and etcd's default compaction (5 minutes) expires a continue token as
+  /// soon. Past it the LIST fails with errc::timeout; 0 = no bound.
+  std::chrono::milliseconds list_timeout{300'000};
+  /// A LIST request still running after this logs one warning (bytes and objects so far), so a
+  /// slow or trickling body is not silent until list_timeout; 0 = never.
+  std::chrono::milliseconds slow_list_warning{60'000};
+  /// A watch that ends with no event sooner than this counts as a failure (backoff), so a
+  /// server that closes watches at once does not make us spin (client-go: 1 s).
+  std::chrono::milliseconds short_watch{1'000};
+  /// resourceVersion of the first LIST: "0" (the default, as client-go) is served from the
+  /// API server's watch cache, which ignores the page limit; "" reads etcd in pages (tests of
+  /// paging against a real server use it).
+  std::string first_list_resource_version = "0";
+  /// Query parameters added to every LIST and WATCH (escaped, without a leading '&'), e.g.
+  /// "fieldSelector=reason%3DTaintManagerEviction"; empty: none.
+  std::string query;
+  /// The Accept header of every LIST and WATCH. The codec reads what comes back by its first
+  /// bytes (a JSON body or a "k8s\0" protobuf envelope; JSON lines or length-delimited
+  /// frames, k8sclient::watch_splitter), so asking for protobuf with JSON as a fallback works.
+  std::string accept = "application/json";
+  /// Seed for the watch timeouts and the backoff jitter; 0 = random.
+  std::uint64_t seed = 0;
+  /// Called once, on the executor, right after the first LIST was applied to the store
+  /// (has_synced() has just turned true, the handlers have seen every listed object and no
+  /// watch event yet). Lets a caller act on the sync event instead of polling has_synced().
+  /// Must be quick and must not throw.
+  std::function<void()> on_synced;
+  /// Called on the executor after each failed LIST, before the backoff wait, with why it
+  /// failed (as last_list_error(): an error response carries its errc_for_status() code and
+  /// http_status) and the wait. Returns true when it logged the failure itself, and the
+  /// reflector's own warning is left out: a caller can say what an operator should do (e.g.
+  /// which RBAC rule a 403 lacks) in one line. Must be quick and must not throw.
+  std::function<bool(const error& why, std::chrono::milliseconds retry_in)> on_list_failed;
+};
+
+/// Counters, for metrics and tests. `relists` excludes the initial list.
+struct reflector_stats {
+  std::uint64_t lists = 0;           ///< Completed LISTs, including the first.
+  std::uint64_t relists = 0;         ///< LISTs after the first (410 or too large RV).
+  std::uint64_t watches = 0;         ///< WATCH requests opened.
+  std::uint64_t watch_restarts = 0;  ///< Watches re-opened (any reason).
+  std::uint64_t idle_timeouts = 0;   ///< Watches dropped by the idle guard.
+  std::uint64_t events = 0;          ///< ADDED/MODIFIED/DELETED events applied.
+  std::uint64_t errors = 0;          ///< Failed requests, error events, malformed events.
+  std::uint64_t decode_errors = 0;   ///< Undecodable objects skipped (watch events, list items).
+  /// Restarts of the list/watch loop that waited for the backoff, by reason (a clean watch
+  /// end and an idle timeout re-watch at once and are not counted here).
+  std::uint64_t backoffs = 0;        ///< All of them: gone + watch_failures + list_failures.
+  std::uint64_t gone = 0;            ///< 410 Gone or too large resourceVersion: relist.
+  std::uint64_t watch_failures = 0;  ///< 429, 5xx, refused, malformed, closed at once.
+  std::uint64_t list_failures = 0;   ///< Any failed LIST (status, transport, bound, deadline).
+};
+
+/// Keeps a store in sync with the API server and reports every change.
+template <class Codec, class Store>
+class reflector {
+public:
+  using object_type = typename Codec::object_type;
+  using store_type = Store;
+  /// (old, new): old is null on an add, new is null on a delete. Pointers are valid only
+  /// during the call.
+  using handler = std::function<void(const object_type* old_object, const object_type* new_object)>;
+
+  reflector(client& api, store_type& store, handler on_change, reflector_options options = {});
+  ~reflector();
+  reflector(const reflector&) = delete;
+  reflector& operator=(const reflector&) = delete;
+
+  /// The list/watch session; completes after stop() (or client shutdown). Run it once, on
+  /// the client's executor.
+  boost::asio::awaitable<void> run();
+
+  /// Asks run() to finish. It wakes a backoff wait at once; a watch in progress ends at its
+  /// next byte or idle timeout (client::shutdown() ends it at once). Any thread.
+  void stop();
+
+  /// True once the first LIST has been applied to the store.
+  [[nodiscard]] bool has_synced() const noexcept { return synced_.load(); }
+
+  [[nodiscard]] reflector_stats stats() const;
+
+  /// The last resourceVersion seen (list, event or bookmark). Any thread.
+  [[nodiscard]] std::string resource_version() const;
+
+  /// Why the last failed LIST failed (empty before any failure). Any thread.
+  [[nodiscard]] error last_list_error() const;
+
+  /// Why listing fails now: the error of the latest LIST if no LIST has succeeded since, else
+  /// empty (before any failure too). Unlike last_list_error(), a success clears it, so /readyz
+  /// can give it as the reason it is not ready. Any thread.
+  [[nodiscard]] error current_list_error() const;
+
+private:
+  struct list_outcome;
+  struct watch_outcome;
+  boost::asio::awaitable<list_outcome> list(const std::string& resource_version);
+  boost::asio::awaitable<watch_outcome> watch(const std::string& resource_version,
+                                              std::chrono::seconds timeout);
+  bool apply_line(std::string_view line, watch_outcome& out);
+  void skipped_undecodable(const error& e);
+  /// Logs a restart that waits `retry_in` (`why`: what happened), at most one line per
+  /// detail::restart_log_period, a warning with the count of those left out; `warning` picks
+  /// the level of a line that reports this restart alone (a lone 410 is routine: info).
+  /// Returns true when it reported this restart alone (the relist after it may say how it
+  /// went), false in a storm (left out, at debug, or summed up). On the executor.
+  bool report_restart(const std::string& why, std::chrono::milliseconds retry_in, bool warning);
+  void apply_list(std::vector<object_type> items);
+  /// Calls the handler for what a replace_all (or a step of one) changed.
+  template <class Changes>
+  void deliver(const Changes& changes);
+  void set_resource_version(const std::string& rv);
+  template <class F>
+  void count(F&& update);
+
+  client& api_;
+  store_type& store_;
+  handler on_change_;
+  reflector_options options_;
+  std::atomic<bool> synced_{false};
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mutex_;  // guards stats_, rv_, last_error_, current_error_, wake_
+  reflector_stats stats_;
+  std::string rv_;
+  error last_error_;
+  error current_error_;
+  std::function<void()> wake_;
+  // On the executor only: the rate limit of the log line for skipped objects.
+  std::chrono::steady_clock::time_point next_decode_log_{};
+  std::uint64_t unlogged_decode_errors_ = 0;
+  // On the executor only: a list came back in pages (no watch cache), so relists keep the limit.
+  bool paginated_ = false;
+  // On the executor only: the rate limit of restart lines (report_restart), and whether the
+  // latest restart was left out of the log (then the relist it leads to is logged at debug).
+  std::chrono::steady_clock::time_point next_restart_log_{};
+  std::chrono::steady_clock::time_point last_restart_log_{};
+  std::uint64_t unlogged_restarts_ = 0;
+  bool quiet_restart_ = false;
+};
+
+}  // namespace tec::k8sclient

@@ -1,0 +1,945 @@
+// The HTTP/1.1 (+TLS) transport: a pool of persistent Beast connections driven by C++20
+// coroutines on the client's executor. See client.hpp for the contract.
+
+#include "tec/k8sclient/client.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <spdlog/logger.h>
+#include <spdlog/spdlog.h>
+#include <array>
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/_experimental/test/stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <cerrno>
+#include <charconv>
+#include <list>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "tec/k8sclient/config.hpp"
+#include "tec/k8sclient/logger.hpp"
+#include "tec/k8sclient/rate_limiter.hpp"
+#include "tls_context.hpp"
+
+namespace tec::k8sclient {
+
+const std::shared_ptr<spdlog::logger>& detail::client_log() {
+  static const std::shared_ptr<spdlog::logger> logger = k8sclient::named_logger("client");
+  return logger;
+}
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using steady = std::chrono::steady_clock;
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t error_body_limit = std::size_t{1} << 20U;
+
+using detail::client_log;
+
+error fail(errc code, std::string message, int http_status = 0) {
+  return error{make_error_code(code), std::move(message), http_status};
+}
+
+bool is_ip_literal(const std::string& host) {
+  boost::system::error_code ec;
+  (void)asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+/// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
+/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
+long long trace_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
+      .count();
+}
+
+bool tracing() {
+  return client_log()->should_log(spdlog::level::trace);
+}
+
+std::string millis(std::chrono::nanoseconds d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
+
+/// Retry-After as client-go reads it: a non-negative integer number of seconds.
+std::optional<std::chrono::seconds> parse_retry_after(std::string_view value) {
+  int seconds = 0;
+  const auto* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, seconds);
+  if (ec != std::errc{} || ptr != end || seconds < 0) {
+    return std::nullopt;
+  }
+  return std::chrono::seconds{seconds};
+}
+
+using plain_stream = beast::tcp_stream;
+using tls_stream = beast::ssl_stream<beast::tcp_stream>;
+
+/// One persistent connection. Exactly one of plain/tls/memory is set.
+struct connection {
+  std::uint64_t id = 0;
+  std::unique_ptr<plain_stream> plain;
+  std::unique_ptr<tls_stream> tls;
+  std::unique_ptr<memory_stream> memory;  ///< client_options::connector's
+  beast::flat_buffer buffer;
+  steady::time_point idle_since{};
+  std::uint64_t exchanges = 0;
+
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+
+  /// Also how a deadline ends the I/O in flight: its operations complete with an error.
+  void close() {
+    if (memory) {
+      memory->close();
+      return;
+    }
+    boost::system::error_code ignored;
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().socket().close(ignored);
+  }
+
+  /// An idle connection the server has closed (or sent unsolicited bytes on, such as a TLS
+  /// close_notify) must not carry the next request: a non-idempotent request would then fail
+  /// in a way we may not retry. A non-blocking peek tells without consuming anything. (A test
+  /// stream tells only of unread bytes; a write to a closed one fails, and is replayed.)
+  bool still_usable() {
+    if (memory) {
+      return buffer.size() == 0 && memory->buffer().size() == 0;
+    }
+    auto& socket = lowest().socket();
+    if (!socket.is_open() || buffer.size() != 0) {
+      return false;
+    }
+    char byte = 0;
+    const auto n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+};
+
+/// What one attempt (one request on one connection) produced.
+struct attempt_outcome {
+  error err;  ///< Transport failure; status/body are then meaningless.
+  bool write_failed = false;
+  bool body_started = false;  ///< The sink has been given bytes: the attempt is not replayable.
+  unsigned status = 0;
+  std::string body;
+  std::optional<std::chrono::seconds> retry_after;
+  bool reusable = false;
+};
+
+}  // namespace
+
+struct client::impl : std::enable_shared_from_this<impl> {
+  impl(asio::any_io_executor executor, rest_config config, client_options options)
+      : ex_(std::move(executor)),
+        config_(std::move(config)),
+        opts_(with_clock(std::move(options))),
+        clock_(opts_.clock),
+        limiter_(opts_.qps, opts_.burst, opts_.now) {
+    const bool ipv6 = config_.host.find(':') != std::string::npos;
+    host_header_ = (ipv6 ? "[" + config_.host + "]" : config_.host) + ":" + config_.port;
+    verify_name_ = config_.tls_server_name.empty() ? config_.host : config_.tls_server_name;
+    if (opts_.max_connections == 0) {
+      opts_.max_connections = 1;
+    }
+    unsigned short port = 0;
+    const auto* port_end = config_.port.data() + config_.port.size();
+    auto [port_ptr, port_ec] = std::from_chars(config_.port.data(), port_end, port);
+    if (config_.host.empty() || port_ec != std::errc{} || port_ptr != port_end || port == 0) {
+      config_error_ = fail(errc::config_invalid, "the API server address \"" + host_header_ +
+                                                     "\" has no host or no valid port");
+    } else if (config_.tls) {
+      setup_tls();
+    }
+    if (!config_.bearer_token.empty() || !config_.token_file.empty()) {
+      tokens_ = std::make_unique<token_source>(config_.bearer_token, config_.token_file,
+                                               opts_.token_refresh_period);
+    }
+  }
+
+  /// The clock defaulted, and `now` taken from it unless set.
+  static client_options with_clock(client_options opts) {
+    if (!opts.clock) {
+      opts.clock = steady_clock_source();
+    }
+    if (!opts.now) {
+      opts.now = [c = opts.clock] { return c->now(); };
+    }
+    return opts;
+  }
+
+  void setup_tls() {
+    auto ctx = detail::make_tls_context(config_);
+    if (!ctx) {
+      config_error_ = ctx.error();
+      return;
+    }
+    ssl_.emplace(std::move(ctx).value());
+  }
+
+  [[nodiscard]] std::string endpoint_text() const { return host_header_; }
+
+  error shutting_down_error() const {
+    return fail(errc::shutting_down, "client to " + endpoint_text() + " is shutting down");
+  }
+
+  static error cancelled_error() {
+    return fail(errc::cancelled, "the request was cancelled before it was sent");
+  }
+
+  static bool withdrawn(const request& req) { return req.cancelled && req.cancelled(); }
+
+  /// The wait actually slept for a wait of `wanted` (the test seam, when set).
+  [[nodiscard]] std::chrono::nanoseconds delay(wait_reason why,
+                                               std::chrono::nanoseconds wanted) const {
+    return opts_.delay ? opts_.delay(why, wanted) : wanted;
+  }
+
+  // ---- waiting -------------------------------------------------------------------------
+
+  /// Sleeps `d` on the clock unless shut down; false when the client is shutting down.
+  asio::awaitable<bool> sleep_for(std::chrono::nanoseconds d) {
+    if (d > std::chrono::nanoseconds::zero()) {
+      asio::steady_timer timer(ex_, steady::time_point::max());
+      auto ring = clock_->at(ex_, clock_->now() + std::chrono::duration_cast<steady::duration>(d),
+                             [&timer] { timer.cancel(); });
+      sleepers_.insert(&timer);
+      co_await timer.async_wait(use_tuple);
+      sleepers_.erase(&timer);
+    }
+    co_return !stopping_;
+  }
+
+  /// Closes `c` (ending its I/O in flight) once `limit` passes on the clock, unless the
+  /// returned alarm is gone first; `*fired` then tells an I/O error was this deadline.
+  std::unique_ptr<clock::alarm> deadline(connection& c, std::chrono::nanoseconds limit,
+                                         const std::shared_ptr<bool>& fired) {
+    *fired = false;
+    return clock_->at(ex_, clock_->now() + std::chrono::duration_cast<steady::duration>(limit),
+                      [&c, fired] {
+                        *fired = true;
+                        c.close();
+                      });
+  }
+
+  /// The idle guard of a streamed body: closes `c` once `limit` passes without a touch().
+  /// One alarm, not one per read: a touch() only notes the time, and the alarm, when it comes
+  /// due before the limit has passed since the last touch, arms again for then. (An alarm per
+  /// 16 KiB read, made and cancelled, was some 10% of the CPU of a 1.2 GB LIST; issue 16.)
+  /// Lives on the executor, as the alarm's callback, which it outlives.
+  class idle_guard {
+  public:
+    idle_guard(impl& owner, connection& c, std::chrono::nanoseconds limit,
+               std::shared_ptr<bool> fired)
+        : owner_(owner),
+          c_(c),
+          limit_(std::chrono::duration_cast<steady::duration>(limit)),
+          fired_(std::move(fired)),
+          last_(owner.clock_->now()) {
+      *fired_ = false;
+      arm(last_ + limit_);
+    }
+    idle_guard(const idle_guard&) = delete;
+    idle_guard& operator=(const idle_guard&) = delete;
+
+    void touch() { last_ = owner_.clock_->now(); }
+
+  private:
+    void arm(steady::time_point when) {
+      alarm_ = owner_.clock_->at(owner_.ex_, when, [this] { due(); });
+    }
+    void due() {
+      if (owner_.clock_->now() - last_ < limit_) {
+        arm(last_ + limit_);  // replaces the alarm running this: its callback is kept alive
+        return;
+      }
+      *fired_ = true;
+      c_.close();
+    }
+
+    impl& owner_;
+    connection& c_;
+    steady::duration limit_;
+    std::shared_ptr<bool> fired_;
+    steady::time_point last_;
+    std::unique_ptr<clock::alarm> alarm_;
+  };
+
+  // ---- the pool -----------------------------------------------------------------------
+
+  /// Marks a plain (not streamed, not background) request from when it has passed the rate
+  /// limiter until its attempt is over (answer read, or failed): background requests wait
+  /// while any request is marked. Yielding a connection is not enough: with one free, an
+  /// eviction's event POST went out with its DELETE and reached the API server first in 16
+  /// to 22 of 30-40 runs, which then handled both at once (kube-controller-manager's event
+  /// comes about 0.7 ms after its DELETE). Held until the DELETE is answered, the DELETE took
+  /// 5.1 and 4.6 ms instead of 6.1 and 6.2 ms at the median in two runs of
+  /// bench/single_eviction.py (40 each, the API server's audit log; issue 16). A retry's
+  /// backoff and a rate-limit wait are not marked, so a throttled burst holds the events back
+  /// no longer than it takes to send.
+  class unanswered_mark {
+  public:
+    explicit unanswered_mark(impl& owner) : owner_(owner) { ++owner_.unanswered_; }
+    ~unanswered_mark() {
+      if (--owner_.unanswered_ == 0 && owner_.waiters_.empty() && owner_.handoffs_ == 0) {
+        owner_.wake_one_waiter();  // the background waiters
+      }
+    }
+    unanswered_mark(const unanswered_mark&) = delete;
+    unanswered_mark& operator=(const unanswered_mark&) = delete;
+
+  private:
+    impl& owner_;
+  };
+
+  /// A request waiting for a pooled connection. wake_one_waiter() takes it off its list
+  /// before cancelling its timer, so two releases in a row wake two waiters (a wake-up
+  /// aimed at a waiter already woken but not yet resumed would be lost, leaving a
+  /// connection idle while requests wait).
+  struct waiter {
+    explicit waiter(const asio::any_io_executor& ex) : timer(ex, steady::time_point::max()) {}
+    asio::steady_timer timer;
+    bool woken = false;
+  };
+
+  /// Waits on `list` until woken (true), or the deadline (on the clock) or shutdown (false).
+  asio::awaitable<bool> wait_in(std::list<waiter*>& list, steady::time_point deadline) {
+    waiter w(ex_);
+    std::unique_ptr<clock::alarm> ring;
+    if (deadline != steady::time_point::max()) {
+      ring = clock_->at(ex_, deadline, [&w] { w.timer.cancel(); });
+    }
+    auto pos = list.insert(list.end(), &w);
+    co_await w.timer.async_wait(use_tuple);
+    if (!w.woken) {
+      list.erase(pos);
+    }
+    co_return w.woken;
+  }
+
+  asio::awaitable<result<std::unique_ptr<connection>>> acquire(steady::time_point deadline,
+                                                               bool background) {
+    for (;;) {
+      if (stopping_) {
+        co_return shutting_down_error();
+      }
+      // A background request waits its turn behind every other waiter, including those
+      // woken and on their way to the connection freed for them, and behind every plain
+      // request on its way to the server or waiting for its answer (see unanswered_mark).
+      const bool yield = background && (!waiters_.empty() || handoffs_ > 0 || unanswered_ > 0);
+      while (!yield && !idle_.empty()) {
+        std::unique_ptr<connection> c = std::move(idle_.back());
+        idle_.pop_back();
+        if (clock_->now() - c->idle_since < opts_.idle_connection_timeout && c->still_usable()) {
+          busy_.insert(c.get());
+          co_return c;
+        }
+        c->close();
+        --open_;
+      }
+      if (!yield && open_ < opts_.max_connections) {
+        ++open_;
+        auto made = co_await connect();
+        if (!made) {
+          --open_;
+          wake_one_waiter();
+        }
+        co_return made;
+      }
+      if (background) {
+        co_await wait_in(background_waiters_, steady::time_point::max());
+        continue;
+      }
+      if (co_await wait_in(waiters_, deadline)) {
+        --handoffs_;
+        if (waiters_.empty() && handoffs_ == 0) {
+          wake_one_waiter();  // the background ones: what this one leaves is theirs
+        }
+        continue;
+      }
+      if (stopping_) {
+        co_return shutting_down_error();
+      }
+      co_return fail(errc::timeout, "no free connection to " + endpoint_text() + " within the " +
+                                        "request timeout (pool of " +
+                                        std::to_string(opts_.max_connections) + ")");
+    }
+  }
+
+  void release(std::unique_ptr<connection> c, bool reusable) {
+    busy_.erase(c.get());
+    ++c->exchanges;
+    if (reusable && !stopping_) {
+      c->idle_since = clock_->now();
+      idle_.push_back(std::move(c));
+    } else {
+      c->close();
+      --open_;
+    }
+    wake_one_waiter();
+  }
+
+  /// The first foreground waiter; when there is none (and none on its way), every background
+  /// waiter (at most a handful: they look again and queue up anew if the pool is still full).
+  void wake_one_waiter() {
+    if (!waiters_.empty()) {
+      waiter* w = waiters_.front();
+      waiters_.pop_front();
+      w->woken = true;
+      ++handoffs_;
+      w->timer.cancel();
+      return;
+    }
+    if (handoffs_ > 0) {
+      return;
+    }
+    while (!background_waiters_.empty()) {
+      waiter* w = background_waiters_.front();
+      background_waiters_.pop_front();
+      w->woken = true;
+      w->timer.cancel();
+    }
+  }
+
+  static void set_keepalive(tcp::socket& socket, std::chrono::seconds period) {
+    boost::system::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    if (period <= std::chrono::seconds::zero()) {
+      return;
+    }
+    socket.set_option(asio::socket_base::keep_alive(true), ignored);
+    const int secs = static_cast<int>(period.count());
+    const int fd = socket.native_handle();
+    (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &secs, sizeof secs);
+    (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof secs);
+  }
+
+  asio::awaitable<result<tcp::resolver::results_type>> resolve(steady::time_point deadline) {
+    // The resolver has no deadline of its own: a timer cancels it.
+    auto resolver = std::make_shared<tcp::resolver>(ex_);
+    auto timed_out = std::make_shared<bool>(false);
+    auto ring = clock_->at(ex_, deadline, [resolver, timed_out] {
+      *timed_out = true;
+      resolver->cancel();
+    });
+    auto [ec, results] = co_await resolver->async_resolve(config_.host, config_.port, use_tuple);
+    ring.reset();
+    if (ec) {
+      co_return fail(*timed_out ? errc::timeout : errc::connection_failed,
+                     "cannot resolve " + endpoint_text() + ": " + ec.message());
+    }
+    co_return results;
+  }
+
+  asio::awaitable<result<std::unique_ptr<connection>>> connect() {
+    auto c = std::make_unique<connection>();
+    c->id = ++next_id_;
+    if (opts_.connector) {
+      auto opened = opts_.connector(ex_);
+      if (!opened) {
+        co_return fail(errc::connection_failed,
+                       "cannot connect to " + endpoint_text() + ": " + opened.error().message);
+      }
+      c->memory = std::move(opened.value());
+      busy_.insert(c.get());
+      co_return c;
+    }
+    if (config_.tls) {
+      c->tls = std::make_unique<tls_stream>(ex_, *ssl_);
+    } else {
+      c->plain = std::make_unique<plain_stream>(ex_);
+    }
+    busy_.insert(c.get());
+    auto forget = [this, &c](error e) {
+      busy_.erase(c.get());
+      c->close();
+      return stopping_ ? shutting_down_error() : std::move(e);
+    };
+
+    const auto dial_deadline = clock_->now() + opts_.dial_timeout;
+    tcp::resolver::results_type endpoints;
+    if (is_ip_literal(config_.host)) {
+      boost::system::error_code ec;
+      unsigned short port = 0;
+      std::from_chars(config_.port.data(), config_.port.data() + config_.port.size(), port);
+      endpoints = tcp::resolver::results_type::create(
+          tcp::endpoint(asio::ip::make_address(config_.host, ec), port), config_.host,
+          config_.port);
+    } else {
+      auto resolved = co_await resolve(dial_deadline);
+      if (!resolved) {
+        co_return forget(resolved.error());
+      }
+      endpoints = std::move(resolved.value());
+    }
+
+    auto& low = c->lowest();
+    auto fired = std::make_shared<bool>(false);
+    auto dial = deadline(*c, dial_deadline - clock_->now(), fired);
+    auto [ec, ep] = co_await low.async_connect(endpoints, use_tuple);
+    dial.reset();
+    if (ec) {
+      const bool timeout = *fired;
+      co_return forget(fail(timeout ? errc::timeout : errc::connection_failed,
+                            "cannot connect to " + endpoint_text() +
+                                (timeout ? " within " + millis(opts_.dial_timeout) : "") + ": " +
+                                ec.message()));
+    }
+    set_keepalive(low.socket(), opts_.tcp_keepalive);
+
+    if (c->tls) {
+      if (!is_ip_literal(verify_name_) &&
+          SSL_ctrl(c->tls->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                   static_cast<void*>(const_cast<char*>(verify_name_.c_str()))) != 1) {
+        co_return forget(fail(errc::connection_failed, "cannot set TLS SNI to " + verify_name_));
+      }
+      if (!config_.insecure_skip_tls_verify) {
+        c->tls->set_verify_callback(ssl::host_name_verification(verify_name_));
+      }
+      auto handshake = deadline(*c, opts_.tls_handshake_timeout, fired);
+      auto [hec] = co_await c->tls->async_handshake(ssl::stream_base::client, use_tuple);
+      handshake.reset();
+      if (hec) {
+        // A deadline ends the handshake by closing the socket, which OpenSSL reports as
+        // "Operation canceled": say what happened instead (issue 29).
+        const bool timeout = *fired;
+        co_return forget(fail(
+            timeout ? errc::timeout : errc::connection_failed,
+            "TLS handshake with " + endpoint_text() + " (verifying name " + verify_name_ + ") " +
+                (timeout ? "timed out: no answer within " + millis(opts_.tls_handshake_timeout)
+                         : "failed: " + hec.message())));
+      }
+    }
+    client_log()->debug("opened connection #{} to {}", c->id, endpoint_text());
+    co_return c;
+  }
+
+  // ---- one exchange -------------------------------------------------------------------
+
+  http::request<http::string_body> build(const request& req, const std::string& token) const {
+    http::request<http::string_body> msg{req.method, config_.base_path + req.target, 11};
+    msg.set(http::field::host, host_header_);
+    msg.set(http::field::user_agent, opts_.user_agent);
+    msg.set(http::field::accept, req.accept);
+    if (!token.empty()) {
+      msg.set(http::field::authorization, "Bearer " + token);
+    }
+    if (!req.body.empty()) {
+      msg.set(http::field::content_type, req.content_type);
+      msg.body() = req.body;
+    }
+    msg.keep_alive(true);
+    msg.prepare_payload();
+    return msg;
+  }
+
+  error transport_error(const boost::system::error_code& ec, bool timed_out,
+                        std::string_view during, std::chrono::nanoseconds limit) const {
+    if (timed_out) {
+      return fail(errc::timeout, std::string(during) + " " + endpoint_text() +
+                                     ": no progress within " + millis(limit));
+    }
+    if (stopping_) {
+      return shutting_down_error();
+    }
+    return fail(errc::connection_failed,
+                std::string(during) + " " + endpoint_text() + ": " + ec.message());
+  }
+
+  template <class Stream>
+  asio::awaitable<attempt_outcome> attempt(Stream& stream, connection& c,
+                                           http::request<http::string_body>& msg,
+                                           const body_sink* sink,
+                                           std::chrono::milliseconds idle_timeout) {
+    attempt_outcome out;
+    // One deadline for the write and the whole response; a stream's body instead has the idle
+    // guard: idle_timeout without a byte.
+    auto fired = std::make_shared<bool>(false);
+    auto guard = deadline(c, opts_.request_timeout, fired);
+    auto [wec, wn] = co_await http::async_write(stream, msg, use_tuple);
+    if (tracing()) {
+      client_log()->trace("stage=written {} {} conn=#{} t_us={}",
+                          std::string(http::to_string(msg.method())), std::string(msg.target()),
+                          c.id, trace_us());
+    }
+    if (wec) {
+      out.err = transport_error(wec, *fired, "writing a request to", opts_.request_timeout);
+      out.write_failed = true;
+      co_return out;
+    }
+
+    http::response_parser<http::buffer_body> parser;
+    parser.body_limit(boost::none);
+    auto [hec, hn] = co_await http::async_read_header(stream, c.buffer, parser, use_tuple);
+    if (hec) {
+      out.err = transport_error(hec, *fired, "reading a response from", opts_.request_timeout);
+      co_return out;
+    }
+    const auto& head = parser.get();
+    out.status = head.result_int();
+    if (tracing()) {
+      client_log()->trace("stage=response {} {} conn=#{} status={} t_us={}",
+                          std::string(http::to_string(msg.method())), std::string(msg.target()),
+                          c.id, out.status, trace_us());
+    }
+    if (auto it = head.find(http::field::retry_after); it != head.end()) {
+      out.retry_after = parse_retry_after(it->value());
+    }
+    const bool streaming = sink != nullptr && out.status >= 200 && out.status < 300;
+    const std::size_t limit = sink != nullptr ? error_body_limit : opts_.max_response_bytes;
+
+    std::array<char, 16384> piece{};
+    std::optional<idle_guard> idle;
+    if (streaming) {
+      guard.reset();
+      idle.emplace(*this, c, idle_timeout, fired);
+    }
+    while (!parser.is_done()) {
+      if (idle) {
+        idle->touch();
+      }
+      parser.get().body().data = piece.data();
+      parser.get().body().size = piece.size();
+      auto [rec, rn] = co_await http::async_read_some(stream, c.buffer, parser, use_tuple);
+      const std::size_t got = piece.size() - parser.get().body().size;
+      if (rec == http::error::need_buffer) {
+        rec = {};
+      }
+      if (got > 0) {
+        if (streaming) {
+          out.body_started = true;
+          if (!(*sink)(std::string_view(piece.data(), got))) {
+            co_return out;  // Stopped by the caller: the connection is not reusable.
+          }
+        } else if (out.body.size() + got > limit) {
+          // Dropped with the connection at once (never buffered past the bound) and never
+          // retried: the same request would bring the same body.
+          out.err = fail(errc::response_too_large,
+                         "the response to " + std::string(http::to_string(msg.method())) + " " +
+                             std::string(msg.target()) + " from " + endpoint_text() +
+                             " is larger than " + std::to_string(limit) + " bytes");
+          co_return out;
+        } else {
+          out.body.append(piece.data(), got);
+        }
+      }
+      if (rec) {
+        out.err =
+            transport_error(rec, *fired, streaming ? "streaming from" : "reading a response from",
+                            streaming ? idle_timeout : opts_.request_timeout);
+        co_return out;
+      }
+    }
+    out.reusable = parser.keep_alive();
+    co_return out;
+  }
+
+  // ---- the request loop -----------------------------------------------------------------
+
+  asio::awaitable<std::optional<result<response>>> run(request req, body_sink sink,
+                                                       std::chrono::milliseconds idle_timeout) {
+    auto self = shared_from_this();
+    co_return co_await run_inner(std::move(req), sink ? &sink : nullptr, idle_timeout);
+  }
+
+  asio::awaitable<result<response>> run_inner(request req, const body_sink* sink,
+                                              std::chrono::milliseconds idle_timeout) {
+    if (config_error_) {
+      co_return *config_error_;
+    }
+    int retries = 0;
+    bool auth_retried = false;
+    // Made on the first network error only: most requests are never resent, and seeding
+    // costs a read from std::random_device.
+    std::optional<backoff> network_backoff;
+    if (tracing()) {
+      client_log()->trace("stage=request {} {} t_us={}", std::string(http::to_string(req.method)),
+                          req.target, trace_us());
+    }
+    for (;;) {
+      if (stopping_) {
+        co_return shutting_down_error();
+      }
+      if (!co_await sleep_for(delay(wait_reason::rate_limit, limiter_.reserve()))) {
+        co_return shutting_down_error();
+      }
+      if (withdrawn(req)) {
+        co_return cancelled_error();
+      }
+      if (clock_->now() >= req.deadline) {
+        co_return past_deadline_error(req);
+      }
+      std::string token;
+      if (tokens_) {
+        auto current = tokens_->current();
+        if (!current) {
+          co_return current.error();
+        }
+        token = std::move(current.value());
+      }
+      auto msg = build(req, token);
+
+      const auto start = clock_->now();
+      std::optional<unanswered_mark> unanswered;
+      if (!req.background && sink == nullptr) {
+        unanswered.emplace(*this);
+      }
+      auto acquired = co_await acquire(start + opts_.request_timeout, req.background);
+      if (!acquired) {
+        observe(req.method, 0, start);
+        co_return acquired.error();
+      }
+      std::unique_ptr<connection> conn = std::move(acquired.value());
+      if (withdrawn(req)) {
+        release(std::move(conn), true);
+        co_return cancelled_error();
+      }
+      const bool reused = conn->exchanges > 0;
+      if (tracing()) {
+        client_log()->trace("stage=acquired {} {} conn=#{} reused={} idle_ms={} t_us={}",
+                            std::string(http::to_string(req.method)), req.target, conn->id, reused,
+                            reused ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         clock_->now() - conn->idle_since)
+                                         .count()
+                                   : 0,
+                            trace_us());
+      }
+      // The request's own deadline closes the connection, as the other deadlines do.
+      std::unique_ptr<clock::alarm> whole;
+      auto past_deadline = std::make_shared<bool>(false);
+      if (req.deadline != steady::time_point::max()) {
+        whole = clock_->at(ex_, req.deadline, [c = conn.get(), past_deadline] {
+          *past_deadline = true;
+          c->close();
+        });
+      }
+      // Not a ?: with two co_awaits: GCC 12 miscompiles that (double destruction).
+      attempt_outcome out;
+      if (conn->memory) {
+        out = co_await attempt(*conn->memory, *conn, msg, sink, idle_timeout);
+      } else if (conn->tls) {
+        out = co_await attempt(*conn->tls, *conn, msg, sink, idle_timeout);
+      } else {
+        out = co_await attempt(*conn->plain, *conn, msg, sink, idle_timeout);
+      }
+      whole.reset();
+      if (*past_deadline && out.err) {
+        out.err = past_deadline_error(req);
+      }
+      const bool reusable = !out.err && out.reusable;
+      unanswered.reset();
+      if (tracing() && !sink) {
+        client_log()->trace("stage=done {} {} conn=#{} status={} t_us={}",
+                            std::string(http::to_string(req.method)), req.target, conn->id,
+                            out.status, trace_us());
+      }
+      release(std::move(conn), reusable);
+      observe(req.method, out.err ? 0 : out.status, start);
+      if (!out.err) {
+        note_throttling(req, out.status);
+      }
+
+      if (out.err) {
+        if (stopping_) {
+          co_return shutting_down_error();
+        }
+        // Replaying is safe for idempotent requests, and for any request the server cannot
+        // have acted on (the write itself failed on a reused connection). Timeouts are not
+        // retried: the deadline was the caller's budget; nor is a response too large.
+        const bool replayable = !out.body_started && !*past_deadline &&
+                                out.err.code != make_error_code(errc::timeout) &&
+                                out.err.code != make_error_code(errc::response_too_large) &&
+                                (req.idempotent || (reused && out.write_failed));
+        if (replayable && retries < opts_.max_retries) {
+          ++retries;
+          if (!network_backoff) {
+            network_backoff.emplace(opts_.network_retry_backoff, opts_.now);
+          }
+          const auto wait = delay(wait_reason::network_retry, network_backoff->next());
+          client_log()->debug("{} {}: retrying in {} after a network error ({}/{}): {}",
+                              std::string(http::to_string(req.method)), req.target, millis(wait),
+                              retries, opts_.max_retries, out.err.message);
+          if (!co_await sleep_for(wait)) {
+            co_return shutting_down_error();
+          }
+          continue;
+        }
+        co_return std::move(out.err);
+      }
+
+      if (out.status == 401 && tokens_ && !config_.token_file.empty() && !auth_retried) {
+        auth_retried = true;
+        tokens_->invalidate();
+        auto fresh = tokens_->current();
+        if (fresh && fresh.value() != token) {
+          client_log()->info("401 from {}: the token file changed, retrying with the new token",
+                             endpoint_text());
+          continue;
+        }
+      }
+
+      const bool retry_status = out.status == 429 || out.status >= 500;
+      if (retry_status && out.retry_after && retries < opts_.max_retries) {
+        ++retries;
+        std::chrono::nanoseconds wait = *out.retry_after;
+        // A hostile or broken Retry-After must not park the request for hours.
+        wait = std::min<std::chrono::nanoseconds>(
+            wait,
+            std::max<std::chrono::nanoseconds>(std::chrono::seconds{1}, opts_.request_timeout));
+        wait = delay(wait_reason::retry_after, wait);
+        client_log()->debug("{} {}: status {}, retrying in {} ({}/{})",
+                            std::string(http::to_string(req.method)), req.target, out.status,
+                            millis(wait), retries, opts_.max_retries);
+        if (!co_await sleep_for(wait)) {
+          co_return shutting_down_error();
+        }
+        continue;
+      }
+      co_return response{out.status, std::move(out.body)};
+    }
+  }
+
+  error past_deadline_error(const request& req) const {
+    return fail(errc::timeout, std::string(http::to_string(req.method)) + " " + req.target +
+                                   " to " + endpoint_text() + " was not complete by its deadline");
+  }
+
+  /// One warning when a streak of 429 answers begins and one line when it ends, whatever the
+  /// request: 150 s of 429s gave no line at all (each was retried, or returned, at debug
+  /// level; issue 29).
+  void note_throttling(const request& req, unsigned status) {
+    if (status == 429) {
+      if (throttled_++ == 0) {
+        throttled_since_ = clock_->now();
+        client_log()->warn(
+            "429 Too Many Requests from {} for {} {}: the API server is throttling this client "
+            "(API Priority and Fairness or --max-requests-inflight); requests are retried after "
+            "Retry-After or backed off; one more line when it stops",
+            endpoint_text(), std::string(http::to_string(req.method)), req.target);
+      }
+      return;
+    }
+    if (throttled_ > 0) {
+      client_log()->info("{} stopped throttling this client: {} answers 429 in {}", endpoint_text(),
+                         throttled_, millis(clock_->now() - throttled_since_));
+      throttled_ = 0;
+    }
+  }
+
+  void observe(http::verb verb, unsigned status, steady::time_point start) const {
+    if (opts_.observer) {
+      opts_.observer(verb, status, clock_->now() - start);
+    }
+  }
+
+  void do_shutdown() {
+    stopping_ = true;
+    for (auto* t : sleepers_) {
+      t->cancel();
+    }
+    for (auto* w : waiters_) {
+      w->timer.cancel();
+    }
+    for (auto* w : background_waiters_) {
+      w->timer.cancel();
+    }
+    for (auto* c : busy_) {
+      c->close();
+    }
+    for (auto& c : idle_) {
+      c->close();
+    }
+    open_ -= idle_.size();
+    idle_.clear();
+  }
+
+  asio::any_io_executor ex_;
+  rest_config config_;
+  client_options opts_;
+  std::shared_ptr<k8sclient::clock> clock_;
+  std::optional<ssl::context> ssl_;
+  std::optional<error> config_error_;
+  std::string host_header_;
+  std::string verify_name_;
+  rate_limiter limiter_;
+  std::unique_ptr<token_source> tokens_;
+  std::atomic<bool> stopping_{false};
+
+  std::vector<std::unique_ptr<connection>> idle_;
+  std::set<connection*> busy_;
+  std::size_t open_ = 0;
+  std::uint64_t next_id_ = 0;
+  std::list<waiter*> waiters_;
+  std::list<waiter*> background_waiters_;  // request::background, served last
+  std::size_t handoffs_ = 0;               // waiters woken, not yet back in acquire()
+  std::size_t unanswered_ = 0;             // unanswered_mark's count
+  std::set<asio::steady_timer*> sleepers_;
+  std::uint64_t throttled_ = 0;  // 429 answers in the current streak (note_throttling)
+  steady::time_point throttled_since_{};
+};
+
+client::client(asio::any_io_executor executor, rest_config config, client_options options)
+    : impl_(std::make_shared<impl>(std::move(executor), std::move(config), std::move(options))) {}
+
+client::~client() {
+  shutdown();
+}
+
+asio::awaitable<result<response>> client::send(request req) {
+  // Hop onto the client's executor: the pool and limiter are only touched there.
+  auto out =
+      co_await asio::co_spawn(impl_->ex_, impl_->run(std::move(req), {}, {}), asio::use_awaitable);
+  co_return std::move(*out);
+}
+
+asio::awaitable<result<response>> client::stream(request req, body_sink sink,
+                                                 std::chrono::milliseconds idle_timeout) {
+  if (!sink) {
+    co_return fail(errc::config_invalid, "stream() needs a body sink");
+  }
+  auto out = co_await asio::co_spawn(
+      impl_->ex_, impl_->run(std::move(req), std::move(sink), idle_timeout), asio::use_awaitable);
+  co_return std::move(*out);
+}
+
+void client::shutdown() {
+  impl_->stopping_ = true;
+  asio::post(impl_->ex_, [self = impl_] { self->do_shutdown(); });
+}
+
+const rest_config& client::config() const noexcept {
+  return impl_->config_;
+}
+
+k8sclient::clock& client::clock() const noexcept {
+  return *impl_->clock_;
+}
+
+std::size_t client::max_response_bytes() const noexcept {
+  return impl_->opts_.max_response_bytes;
+}
+
+}  // namespace tec::k8sclient

@@ -1,0 +1,859 @@
+#include "tec/k8sclient/config.hpp"
+
+#include <spdlog/logger.h>
+#include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tec/k8sclient/error.hpp"
+#include "tec/k8sclient/logger.hpp"
+
+namespace tec::k8sclient {
+namespace {
+
+constexpr std::size_t max_config_file_bytes = std::size_t{16} << 20;  // 16 MiB
+constexpr std::size_t max_token_file_bytes = std::size_t{1} << 20;    // 1 MiB
+
+std::string in_quotes(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  out += s;
+  out += '"';
+  return out;
+}
+
+/// Reads a whole (small) file. The message names the file and the OS reason, never content.
+/// The path is opened once without blocking and checked through the descriptor: a FIFO (whose
+/// open() waits for a writer, forever if none comes) or a device is refused, not waited on
+/// (issue 29).
+result<std::string> read_file(const std::string& path, std::size_t limit) {
+  const auto fail = [&](const std::string& why) {
+    return make_error(errc::config_invalid, "cannot read " + printable(path, 256) + ": " + why);
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return fail(std::generic_category().message(errno));
+  }
+  struct closer {
+    void operator()(const int* fd) const noexcept { ::close(*fd); }
+  };
+  const std::unique_ptr<const int, closer> closing(&fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return fail(std::generic_category().message(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return fail("not a regular file");
+  }
+  std::string data;
+  std::array<char, 8192> buffer{};
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return fail(std::generic_category().message(errno));
+    }
+    if (n == 0) {
+      break;
+    }
+    data.append(buffer.data(), static_cast<std::size_t>(n));
+    if (data.size() > limit) {
+      return fail("larger than " + std::to_string(limit) + " bytes");
+    }
+  }
+  return data;
+}
+
+std::string_view trim(std::string_view s) {
+  constexpr std::string_view space = " \t\r\n\f\v";
+  const auto first = s.find_first_not_of(space);
+  if (first == std::string_view::npos) {
+    return {};
+  }
+  const auto last = s.find_last_not_of(space);
+  return s.substr(first, last - first + 1);
+}
+
+/// The token source's logger: the client's (tokens are the client's credentials). Looked up
+/// on each use, which is rare (a change of a re-read's outcome), so a logger registered later
+/// (by the daemon, or a test) is the one used.
+std::shared_ptr<spdlog::logger> client_log() {
+  return named_logger("client");
+}
+
+/// What is wrong with a bearer token, if anything. The token goes into an HTTP header as it
+/// is: a CR or LF would end the header there (and could smuggle in another one), and no other
+/// control character belongs in one either. Never names the token's characters.
+std::optional<std::string> token_problem(std::string_view token) {
+  for (const char ch : token) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\r' || c == '\n') {
+      return "the token contains a line break (CR or LF); a bearer token is a single line";
+    }
+    if (c < 0x20 || c == 0x7f) {
+      return "the token contains a control character; a bearer token is printable text";
+    }
+  }
+  return std::nullopt;
+}
+
+/// Reads a token file: trimmed (a trailing newline is usual), must not be empty, must not
+/// contain a line break or any other control character.
+result<std::string> read_token_file(const std::string& path) {
+  auto data = read_file(path, max_token_file_bytes);
+  if (!data) {
+    return data.error();
+  }
+  std::string token(trim(data.value()));
+  if (token.empty()) {
+    return make_error(errc::config_invalid, "token file " + path + " is empty");
+  }
+  if (auto problem = token_problem(token)) {
+    return make_error(errc::config_invalid, "token file " + path + ": " + *problem);
+  }
+  return token;
+}
+
+bool looks_like_pem_certificate(std::string_view pem) {
+  return pem.find("-----BEGIN CERTIFICATE-----") != std::string_view::npos;
+}
+
+bool looks_like_pem_key(std::string_view pem) {
+  return pem.find("-----BEGIN ") != std::string_view::npos &&
+         pem.find("PRIVATE KEY-----") != std::string_view::npos;
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool valid_port(std::string_view s) {
+  if (!all_digits(s) || s.size() > 5) {
+    return false;
+  }
+  const int value = std::stoi(std::string(s));
+  return value >= 1 && value <= 65535;
+}
+
+/// Reading one kubeconfig: the file name goes into every message.
+class kubeconfig_reader {
+public:
+  explicit kubeconfig_reader(std::string path) : path_(std::move(path)) {
+    dir_ = std::filesystem::path(path_).parent_path();
+  }
+
+  result<rest_config> load(const std::string& wanted_context);
+
+private:
+  using named_entry = std::pair<YAML::Node, std::string>;
+
+  [[nodiscard]] error fail(const std::string& what) const {
+    return make_error(errc::config_invalid, "kubeconfig " + path_ + ": " + what);
+  }
+
+  /// A string field: empty when absent or null; an error when not a scalar.
+  result<std::string> string_field(const YAML::Node& parent, const char* key,
+                                   const std::string& where) const {
+    const YAML::Node node = parent[key];
+    if (!node || node.IsNull()) {
+      return std::string{};
+    }
+    if (!node.IsScalar()) {
+      return fail(where + "." + key + ": must be a string");
+    }
+    return node.Scalar();
+  }
+
+  /// A boolean field: false when absent or null. Not a result<bool>: error converts explicitly
+  /// to bool, so boost::system::result<bool, error> cannot be built from an error.
+  std::optional<error> bool_field(const YAML::Node& parent, const char* key,
+                                  const std::string& where, bool& value) const {
+    value = false;
+    const YAML::Node node = parent[key];
+    if (!node || node.IsNull()) {
+      return std::nullopt;
+    }
+    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+      return fail(where + "." + key + ": must be true or false");
+    }
+    return std::nullopt;
+  }
+
+  /// A base64 `-data` field, decoded; empty when absent.
+  result<std::string> data_field(const YAML::Node& parent, const char* key,
+                                 const std::string& where) const {
+    auto text = string_field(parent, key, where);
+    if (!text) {
+      return text.error();
+    }
+    if (text.value().empty()) {
+      return std::string{};
+    }
+    auto decoded = decode_base64(text.value());
+    if (!decoded) {
+      return fail(where + "." + key + ": invalid base64");
+    }
+    return std::move(*decoded);
+  }
+
+  /// A file field, read relative to the kubeconfig's directory; empty when absent.
+  result<std::string> file_field(const YAML::Node& parent, const char* key,
+                                 const std::string& where) const {
+    auto name = string_field(parent, key, where);
+    if (!name) {
+      return name.error();
+    }
+    if (name.value().empty()) {
+      return std::string{};
+    }
+    auto content = read_file(resolve(name.value()), max_config_file_bytes);
+    if (!content) {
+      return fail(where + "." + key + ": " + content.error().message);
+    }
+    return std::move(content).value();
+  }
+
+  [[nodiscard]] std::string resolve(const std::string& name) const {
+    const std::filesystem::path p(name);
+    if (p.is_absolute() || dir_.empty()) {
+      return name;
+    }
+    return (dir_ / p).string();
+  }
+
+  /// Finds the entry `name` in the named list `list_key` (clusters, users, contexts) and
+  /// returns its `inner_key` map and its "list[i].inner" path for messages; nullopt when
+  /// there is no such entry, an error when the list is malformed.
+  result<std::optional<named_entry>> find_named(const YAML::Node& root, const char* list_key,
+                                                const char* inner_key,
+                                                const std::string& name) const;
+
+  std::string path_;
+  std::filesystem::path dir_;
+};
+
+result<std::optional<kubeconfig_reader::named_entry>> kubeconfig_reader::find_named(
+    const YAML::Node& root, const char* list_key, const char* inner_key,
+    const std::string& name) const {
+  const YAML::Node list = root[list_key];
+  if (list && !list.IsNull() && !list.IsSequence()) {
+    return fail(std::string(list_key) + ": must be a list");
+  }
+  std::optional<named_entry> found;
+  std::set<std::string> seen;
+  if (list && list.IsSequence()) {
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string where = std::string(list_key) + "[" + std::to_string(i) + "]";
+      const YAML::Node entry = list[i];
+      if (!entry.IsMap()) {
+        return fail(where + ": must be a map");
+      }
+      auto entry_name = string_field(entry, "name", where);
+      if (!entry_name) {
+        return entry_name.error();
+      }
+      if (!seen.insert(entry_name.value()).second) {
+        return fail(where + ".name: duplicate name " + in_quotes(entry_name.value()));
+      }
+      if (entry_name.value() != name || found) {
+        continue;
+      }
+      const YAML::Node inner = entry[inner_key];
+      const std::string inner_where = where + "." + inner_key;
+      if (inner && !inner.IsNull() && !inner.IsMap()) {
+        return fail(inner_where + ": must be a map");
+      }
+      found.emplace(inner && inner.IsMap() ? inner : YAML::Node(YAML::NodeType::Map), inner_where);
+    }
+  }
+  return found;
+}
+
+result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
+  auto text = read_file(path_, max_config_file_bytes);
+  if (!text) {
+    return make_error(errc::config_invalid, "kubeconfig " + text.error().message);
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(text.value());
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp messages carry a position and a generic reason, never the document's text.
+    return fail("not valid YAML or JSON: " + e.msg + " at line " + std::to_string(e.mark.line + 1) +
+                ", column " + std::to_string(e.mark.column + 1));
+  }
+  if (!root || root.IsNull()) {
+    return fail("empty file");
+  }
+  if (!root.IsMap()) {
+    return fail("the top level must be a map");
+  }
+
+  auto current = string_field(root, "current-context", "");
+  if (!current) {
+    return fail("current-context: must be a string");
+  }
+  const std::string context_name = wanted_context.empty() ? current.value() : wanted_context;
+  if (context_name.empty()) {
+    return fail("no current-context is set and no context was chosen");
+  }
+
+  auto context = find_named(root, "contexts", "context", context_name);
+  if (!context) {
+    return context.error();
+  }
+  if (!context.value()) {
+    return fail("context " + in_quotes(context_name) + " not found");
+  }
+  const auto& [context_node, context_where] = *context.value();
+  auto cluster_name = string_field(context_node, "cluster", context_where);
+  auto user_name = string_field(context_node, "user", context_where);
+  auto ns = string_field(context_node, "namespace", context_where);
+  for (const auto* r : {&cluster_name, &user_name, &ns}) {
+    if (!*r) {
+      return r->error();
+    }
+  }
+  if (cluster_name.value().empty()) {
+    return fail(context_where + ".cluster: missing (context " + in_quotes(context_name) + ")");
+  }
+
+  rest_config config;
+  config.namespace_ = ns.value();
+  config.source = "kubeconfig " + path_ + " context " + in_quotes(context_name);
+
+  // The cluster.
+  auto cluster = find_named(root, "clusters", "cluster", cluster_name.value());
+  if (!cluster) {
+    return cluster.error();
+  }
+  if (!cluster.value()) {
+    return fail("cluster " + in_quotes(cluster_name.value()) + " not found (context " +
+                in_quotes(context_name) + ")");
+  }
+  const auto& [cluster_node, cluster_where] = *cluster.value();
+  if (const YAML::Node proxy = cluster_node["proxy-url"]; proxy && !proxy.IsNull()) {
+    return fail(cluster_where + ".proxy-url: proxies are not supported");
+  }
+  if (auto bad = bool_field(cluster_node, "insecure-skip-tls-verify", cluster_where,
+                            config.insecure_skip_tls_verify)) {
+    return std::move(*bad);
+  }
+  auto server_name = string_field(cluster_node, "tls-server-name", cluster_where);
+  if (!server_name) {
+    return server_name.error();
+  }
+  config.tls_server_name = server_name.value();
+
+  auto ca_data = data_field(cluster_node, "certificate-authority-data", cluster_where);
+  if (!ca_data) {
+    return ca_data.error();
+  }
+  if (!ca_data.value().empty()) {
+    // client-go: data wins over the file.
+    if (!looks_like_pem_certificate(ca_data.value())) {
+      return fail(cluster_where + ".certificate-authority-data: not a PEM certificate");
+    }
+    config.ca_pem = std::move(ca_data).value();
+  } else {
+    auto ca_file = file_field(cluster_node, "certificate-authority", cluster_where);
+    if (!ca_file) {
+      return ca_file.error();
+    }
+    if (!ca_file.value().empty() && !looks_like_pem_certificate(ca_file.value())) {
+      return fail(cluster_where + ".certificate-authority: not a PEM certificate");
+    }
+    config.ca_pem = std::move(ca_file).value();
+  }
+  if (config.insecure_skip_tls_verify && !config.ca_pem.empty()) {
+    return fail(cluster_where +
+                ": a certificate authority together with insecure-skip-tls-verify is not allowed");
+  }
+
+  // The user (an empty user name means no credentials, as in client-go).
+  std::string user_where;
+  if (!user_name.value().empty()) {
+    auto user = find_named(root, "users", "user", user_name.value());
+    if (!user) {
+      return user.error();
+    }
+    if (!user.value()) {
+      return fail("user " + in_quotes(user_name.value()) + " not found (context " +
+                  in_quotes(context_name) + ")");
+    }
+    const auto& [user_node, where] = *user.value();
+    user_where = where;
+    static constexpr std::array<std::pair<const char*, const char*>, 8> unsupported{{
+        {"exec", "exec credential plugins are not supported"},
+        {"auth-provider", "auth-provider plugins are not supported"},
+        {"username", "basic authentication is not supported"},
+        {"password", "basic authentication is not supported"},
+        {"as", "impersonation is not supported"},
+        {"as-uid", "impersonation is not supported"},
+        {"as-groups", "impersonation is not supported"},
+        {"as-user-extra", "impersonation is not supported"},
+    }};
+    for (const auto& [key, why] : unsupported) {
+      if (const YAML::Node n = user_node[key]; n && !n.IsNull()) {
+        return fail(user_where + "." + key + ": " + why);
+      }
+    }
+
+    auto cert = data_field(user_node, "client-certificate-data", user_where);
+    if (!cert) {
+      return cert.error();
+    }
+    if (cert.value().empty()) {
+      cert = file_field(user_node, "client-certificate", user_where);
+      if (!cert) {
+        return cert.error();
+      }
+      if (!cert.value().empty() && !looks_like_pem_certificate(cert.value())) {
+        return fail(user_where + ".client-certificate: not a PEM certificate");
+      }
+    } else if (!looks_like_pem_certificate(cert.value())) {
+      return fail(user_where + ".client-certificate-data: not a PEM certificate");
+    }
+    auto key = data_field(user_node, "client-key-data", user_where);
+    if (!key) {
+      return key.error();
+    }
+    if (key.value().empty()) {
+      key = file_field(user_node, "client-key", user_where);
+      if (!key) {
+        return key.error();
+      }
+      if (!key.value().empty() && !looks_like_pem_key(key.value())) {
+        return fail(user_where + ".client-key: not a PEM private key");
+      }
+    } else if (!looks_like_pem_key(key.value())) {
+      return fail(user_where + ".client-key-data: not a PEM private key");
+    }
+    if (cert.value().empty() != key.value().empty()) {
+      return fail(user_where + (cert.value().empty()
+                                    ? ": a client key needs a client certificate"
+                                    : ": a client certificate needs a client key"));
+    }
+    config.client_cert_pem = std::move(cert).value();
+    config.client_key_pem = std::move(key).value();
+
+    auto token = string_field(user_node, "token", user_where);
+    if (!token) {
+      return token.error();
+    }
+    if (auto problem = token_problem(token.value())) {
+      return fail(user_where + ".token: " + *problem);
+    }
+    config.bearer_token = token.value();
+    auto token_file = string_field(user_node, "tokenFile", user_where);
+    if (!token_file) {
+      return token_file.error();
+    }
+    if (!token_file.value().empty()) {
+      config.token_file = resolve(token_file.value());
+      auto check = read_token_file(config.token_file);
+      if (!check) {
+        return fail(user_where + ".tokenFile: " + check.error().message);
+      }
+    }
+  }
+
+  // The server URL last: whether a scheme-less URL means https depends on the TLS settings.
+  auto server = string_field(cluster_node, "server", cluster_where);
+  if (!server) {
+    return server.error();
+  }
+  if (server.value().empty()) {
+    return fail(cluster_where + ".server: missing");
+  }
+  const bool default_tls =
+      !config.ca_pem.empty() || !config.client_cert_pem.empty() || config.insecure_skip_tls_verify;
+  auto url = parse_server_url(server.value(), default_tls);
+  if (!url) {
+    return fail(cluster_where + ".server: " + url.error().message);
+  }
+  config.tls = url->tls;
+  config.host = std::move(url->host);
+  config.port = std::move(url->port);
+  config.base_path = std::move(url->base_path);
+  return config;
+}
+
+bool iequals_prefix(std::string_view text, std::size_t at, std::string_view word) {
+  if (text.size() - at < word.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < word.size(); ++i) {
+    const auto a = static_cast<unsigned char>(text[at + i]);
+    if (std::tolower(a) != static_cast<unsigned char>(word[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_token_char(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' ||
+         c == '/' || c == '=';
+}
+
+}  // namespace
+
+result<server_url> parse_server_url(std::string_view text, bool default_tls) {
+  auto bad = [&](const std::string& why) {
+    return make_error(errc::config_invalid, in_quotes(printable(text, 256)) + ": " + why);
+  };
+  // Like client-go's DefaultServerURL: a value without a scheme gets one from the TLS settings.
+  std::string with_scheme;
+  if (text.find("://") == std::string_view::npos) {
+    with_scheme = default_tls ? "https://" : "http://";
+  }
+  with_scheme += text;
+  const auto parsed = boost::urls::parse_uri(with_scheme);
+  if (!parsed) {
+    if (text.find('@') != std::string_view::npos) {
+      // Do not echo the URL: what precedes '@' may be user info with a password.
+      return make_error(errc::config_invalid, "the server URL is not a valid URL");
+    }
+    return bad("not a valid URL (" + parsed.error().message() + ")");
+  }
+  const boost::urls::url_view& u = *parsed;
+  if (u.has_userinfo()) {
+    // Do not echo the URL: user info may hold a password.
+    return make_error(errc::config_invalid, "user info in the server URL is not supported");
+  }
+  server_url url;
+  if (u.scheme_id() == boost::urls::scheme::https) {
+    url.tls = true;
+  } else if (u.scheme_id() == boost::urls::scheme::http) {
+    url.tls = false;
+  } else {
+    std::string scheme(u.scheme());
+    std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](char c) {
+      return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    });
+    return make_error(errc::config_invalid,
+                      "unsupported URL scheme " + in_quotes(scheme) + " (want https or http)");
+  }
+  if (u.has_query() || u.has_fragment()) {
+    return bad("a query or fragment is not allowed");
+  }
+  switch (u.host_type()) {
+    case boost::urls::host_type::ipv6:
+      url.host = std::string(u.encoded_host_address());
+      break;
+    case boost::urls::host_type::ipvfuture:
+      return bad("brackets around a host that is not an IPv6 address");
+    case boost::urls::host_type::name:
+      if (u.encoded_host().find('%') != boost::urls::string_view::npos) {
+        // Go's url.Parse refuses most escapes in a host too; a resolver would not decode them.
+        return bad("a percent-encoded host is not supported");
+      }
+      url.host = std::string(u.encoded_host());
+      break;
+    default:
+      url.host = std::string(u.encoded_host());
+      break;
+  }
+  if (url.host.empty()) {
+    return bad("no host");
+  }
+  if (!u.encoded_path().empty() && u.encoded_path().front() != '/') {
+    // RFC 3986 wants "/" here; Boost.URL 1.81 takes "https://h:12x" as port 12, path "x".
+    return bad(
+        "text after the host or port that is not a path (a port is digits; an IPv6 "
+        "address must be in brackets)");
+  }
+  const std::string_view port = u.port();
+  if (port.empty()) {
+    url.port = url.tls ? "443" : "80";
+  } else if (!valid_port(port)) {
+    return bad("invalid port " + in_quotes(port));
+  } else {
+    url.port = std::string(port);
+  }
+  // Kept percent-encoded: it is prepended to request targets as it is.
+  std::string_view path = u.encoded_path();
+  while (!path.empty() && path.back() == '/') {
+    path.remove_suffix(1);
+  }
+  url.base_path = std::string(path);
+  return url;
+}
+
+std::optional<std::string> decode_base64(std::string_view text) {
+  auto value_of = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') {
+      return c - 'A';
+    }
+    if (c >= 'a' && c <= 'z') {
+      return c - 'a' + 26;
+    }
+    if (c >= '0' && c <= '9') {
+      return c - '0' + 52;
+    }
+    if (c == '+') {
+      return 62;
+    }
+    if (c == '/') {
+      return 63;
+    }
+    return -1;
+  };
+  std::string clean;
+  clean.reserve(text.size());
+  for (const char c : text) {
+    if (c != '\r' && c != '\n') {
+      clean += c;
+    }
+  }
+  if (clean.size() % 4 != 0) {
+    return std::nullopt;
+  }
+  std::string out;
+  out.reserve(clean.size() / 4 * 3);
+  for (std::size_t i = 0; i < clean.size(); i += 4) {
+    const bool last = i + 4 == clean.size();
+    std::array<int, 4> v{};
+    int pad = 0;
+    for (std::size_t j = 0; j < 4; ++j) {
+      const char c = clean[i + j];
+      if (c == '=' && last && j >= 2) {
+        v[j] = 0;
+        ++pad;
+        continue;
+      }
+      if (pad > 0) {
+        return std::nullopt;  // data after padding
+      }
+      v[j] = value_of(c);
+      if (v[j] < 0) {
+        return std::nullopt;
+      }
+    }
+    const auto bits = static_cast<std::uint32_t>((v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3]);
+    out += static_cast<char>((bits >> 16) & 0xFF);
+    if (pad < 2) {
+      out += static_cast<char>((bits >> 8) & 0xFF);
+    }
+    if (pad < 1) {
+      out += static_cast<char>(bits & 0xFF);
+    }
+  }
+  return out;
+}
+
+result<rest_config> load_kubeconfig(const std::string& path, const std::string& context) {
+  if (path.empty()) {
+    return make_error(errc::config_invalid, "kubeconfig: no path given");
+  }
+  return kubeconfig_reader(path).load(context);
+}
+
+std::optional<std::string> process_env(const std::string& name) {
+  const char* value = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
+  if (value == nullptr) {
+    return std::nullopt;
+  }
+  return std::string(value);
+}
+
+result<rest_config> load_in_cluster(const std::string& root, const env_lookup& env) {
+  const std::string where = "in-cluster config (" + root + ")";
+  auto host = env("KUBERNETES_SERVICE_HOST");
+  auto port = env("KUBERNETES_SERVICE_PORT");
+  if (!host || host->empty() || !port || port->empty()) {
+    return make_error(errc::config_invalid,
+                      where +
+                          ": not running in a cluster: KUBERNETES_SERVICE_HOST and "
+                          "KUBERNETES_SERVICE_PORT must both be set");
+  }
+  if (!valid_port(*port)) {
+    return make_error(errc::config_invalid,
+                      where + ": KUBERNETES_SERVICE_PORT " + in_quotes(*port) + " is not a port");
+  }
+  // client-go: "https://" + net.JoinHostPort(host, port); an address already in brackets is
+  // taken as it is.
+  std::string_view bare = *host;
+  if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']') {
+    bare = bare.substr(1, bare.size() - 2);
+  }
+  const std::string authority = bare.find(':') != std::string_view::npos
+                                    ? "[" + std::string(bare) + "]:" + *port
+                                    : std::string(bare) + ":" + *port;
+  auto url = parse_server_url("https://" + authority);
+  if (!url || !url->base_path.empty()) {
+    return make_error(errc::config_invalid, where + ": KUBERNETES_SERVICE_HOST " +
+                                                in_quotes(printable(*host, 256)) +
+                                                " is not a host name or IP address");
+  }
+  rest_config config;
+  config.tls = true;
+  config.host = std::move(url->host);
+  config.port = std::move(url->port);
+  const std::filesystem::path dir(root);
+  config.token_file = (dir / "token").string();
+  if (auto token = read_token_file(config.token_file); !token) {
+    return make_error(errc::config_invalid, where + ": " + token.error().message);
+  }
+  auto ca = read_file((dir / "ca.crt").string(), max_config_file_bytes);
+  if (!ca) {
+    return make_error(errc::config_invalid, where + ": " + ca.error().message);
+  }
+  if (!looks_like_pem_certificate(ca.value())) {
+    return make_error(errc::config_invalid,
+                      where + ": " + (dir / "ca.crt").string() + " is not a PEM certificate");
+  }
+  config.ca_pem = std::move(ca).value();
+  if (auto pod_ns = env("POD_NAMESPACE"); pod_ns && !pod_ns->empty()) {
+    config.namespace_ = *pod_ns;
+  } else if (auto ns = read_file((dir / "namespace").string(), 4096); ns) {
+    config.namespace_ = std::string(trim(ns.value()));
+  }
+  if (config.namespace_.empty()) {
+    config.namespace_ = "default";
+  }
+  config.source = where;
+  return config;
+}
+
+token_source::token_source(std::string static_token, std::string token_file,
+                           std::chrono::seconds period, clock_fn now)
+    : file_(std::move(token_file)),
+      period_(period),
+      now_(std::move(now)),
+      token_(std::move(static_token)) {
+  if (auto problem = token_problem(token_)) {
+    // Not from a loader (which rejects it with the field's name): never send it.
+    token_.clear();
+    static_error_ = make_error(errc::config_invalid, "the bearer token is unusable: " + *problem);
+  }
+  have_token_ = !token_.empty();
+  if (have_token_) {
+    fetched_ = now_();
+  }
+}
+
+token_source token_source::from_config(const rest_config& config, std::chrono::seconds period,
+                                       clock_fn now) {
+  return token_source(config.bearer_token, config.token_file, period, std::move(now));
+}
+
+result<std::string> token_source::current() {
+  const std::lock_guard lock(mutex_);
+  if (file_.empty()) {
+    if (static_error_) {
+      return static_error_;
+    }
+    return token_;
+  }
+  const auto now = now_();
+  if (have_token_ && !stale_ && now - fetched_ < period_) {
+    return token_;
+  }
+  auto fresh = read_token_file(file_);
+  if (!fresh) {
+    // Once per failure streak: while it lasts the file is re-read on every request.
+    if (!last_error_) {
+      client_log()->warn("{}; {}", fresh.error().message,
+                         have_token_ ? "keeping the cached token until it is readable again"
+                                     : "requests fail until it is readable");
+    }
+    last_error_ = fresh.error();
+    if (have_token_) {
+      return token_;  // keep the old token until the file is readable again (as client-go)
+    }
+    return fresh.error();
+  }
+  if (last_error_) {
+    client_log()->info("token file {} is readable again", file_);
+  }
+  token_ = std::move(fresh).value();
+  have_token_ = true;
+  stale_ = false;
+  fetched_ = now;
+  last_error_ = {};
+  return token_;
+}
+
+void token_source::invalidate() {
+  const std::lock_guard lock(mutex_);
+  stale_ = true;
+}
+
+error token_source::last_error() const {
+  const std::lock_guard lock(mutex_);
+  return last_error_;
+}
+
+std::string redact(std::string_view text) {
+  constexpr std::string_view redacted = "<redacted>";
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (iequals_prefix(text, i, "authorization")) {
+      std::size_t j = i + 13;
+      out.append(text.substr(i, 13));
+      // Separators between the name and the value: quotes, colon, equals, spaces.
+      while (j < text.size() && (text[j] == '"' || text[j] == '\'' || text[j] == ':' ||
+                                 text[j] == '=' || text[j] == ' ' || text[j] == '\t')) {
+        out += text[j];
+        ++j;
+      }
+      std::size_t end = j;
+      while (end < text.size() && text[end] != '\n' && text[end] != '\r' && text[end] != '"' &&
+             text[end] != '\'' && text[end] != ',' && text[end] != '}') {
+        ++end;
+      }
+      if (end > j) {
+        out += redacted;
+      }
+      i = end;
+      continue;
+    }
+    if (iequals_prefix(text, i, "bearer ")) {
+      std::size_t j = i + 7;
+      while (j < text.size() && text[j] == ' ') {
+        ++j;
+      }
+      std::size_t end = j;
+      while (end < text.size() && is_token_char(text[end])) {
+        ++end;
+      }
+      out.append(text.substr(i, j - i));
+      if (end > j) {
+        out += redacted;
+      }
+      i = end;
+      continue;
+    }
+    out += text[i];
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace tec::k8sclient
