@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # End to end: the policy's eviction rate on the real API server. 2,000 pods on 20 nodes, every
 # node tainted at once, `rateLimit: {evictionsPerSecond: 50, burst: 1}` and the API client's
-# own QPS limit lifted: the evictions start at 50/s within ±10% (from the controller's
-# "deleting pod" lines, millisecond timestamps), nothing is lost, and untainting half the nodes
-# mid-run cancels their waiting evictions: those pods stay, and every pod on the other nodes is
-# evicted.
+# own QPS limit lifted: the evictions start at no more than 50/s + 10% and no less than 60% of
+# it (from the controller's "deleting pod" lines, millisecond timestamps), nothing is lost, and
+# untainting half the nodes mid-run cancels their waiting evictions: those pods stay, and every
+# pod on the other nodes is evicted.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 readonly NODE_COUNT=20 PER_NODE=100 RATE=50
 
@@ -99,8 +99,12 @@ for line in sys.stdin:
     ts.append(datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
 print(f"{(len(ts) - 1) / (ts[-1] - ts[0]):.1f}")')
 log "measured start rate: $rate/s over $n_start evictions (limit $RATE/s)"
-awk -v r="$rate" -v l="$RATE" 'BEGIN { exit !(r >= l * 0.9 && r <= l * 1.1) }' \
-  || fail "the eviction rate was $rate/s, not within 10% of $RATE/s"
+# The limit is a ceiling: over it by more than 10% fails. The floor only catches a limiter that
+# throttles far below its setting: on a loaded 2-core machine the API server, not the limiter,
+# held a correct build at 42.7/s (make test at 2c0588b, beside two compilers). The exact pacing
+# is the token bucket's unit tests', on a manual clock.
+awk -v r="$rate" -v l="$RATE" 'BEGIN { exit !(r >= l * 0.6 && r <= l * 1.1) }' \
+  || fail "the eviction rate was $rate/s, not between 60% and 110% of $RATE/s"
 
 stop_controller "$CONTROLLER_PID"
 echo "PASS: $TEST_NAME"
