@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/support/resident_memory.hpp"
 #include "k8sclient/support/captured_log.hpp"
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/manual_clock.hpp"
@@ -36,7 +37,7 @@ using k8sclient::testing::fake_http_server;
 using k8sclient::testing::reply;
 using time_point = std::chrono::steady_clock::time_point;
 
-std::string node_json(const std::string& name, const std::string& rv) {
+std::string untainted_node_json(const std::string& name, const std::string& rv) {
   return R"({"kind":"Node","apiVersion":"v1","metadata":{"name":")" + name + R"(","uid":"uid-)" +
          name + R"(","resourceVersion":")" + rv + R"("},"spec":{}})";
 }
@@ -142,7 +143,7 @@ protected:
 // line a minute.
 TEST_F(hostile_reflector_test, a_gone_loop_backs_off_to_a_handful_of_requests_a_minute) {
   captured_log log(k8sclient::detail::watch_log());
-  server_.set_fallback(reply::with(200, list_body({node_json("n1", "8")}, "10")));
+  server_.set_fallback(reply::with(200, list_body({untainted_node_json("n1", "8")}, "10")));
   for (int i = 0; i < 400; ++i) {
     server_.push(reply::with(410, gone_status).match("watch=1"));
   }
@@ -181,7 +182,7 @@ TEST_F(hostile_reflector_test, a_gone_loop_backs_off_to_a_handful_of_requests_a_
 
 // After a storm the backoff stays at its cap; two minutes of a healthy watch reset it.
 TEST_F(hostile_reflector_test, the_backoff_resets_after_a_healthy_period) {
-  server_.set_fallback(reply::with(200, list_body({node_json("n1", "8")}, "10")));
+  server_.set_fallback(reply::with(200, list_body({untainted_node_json("n1", "8")}, "10")));
   constexpr int storm = 8;
   for (int i = 0; i < storm; ++i) {
     server_.push(reply::with(410, gone_status).match("watch=1"));
@@ -238,7 +239,7 @@ TEST_F(hostile_reflector_test, a_trickling_list_warns_then_fails_at_its_deadline
   server_.push(reply::chunked(200)
                    .chunk(R"({"kind":"NodeList","metadata":{"resourceVersion":"1"},"items":[)")
                    .stall());
-  server_.push(reply::with(200, list_body({node_json("n1", "8")}, "10")));
+  server_.push(reply::with(200, list_body({untainted_node_json("n1", "8")}, "10")));
   server_.push(reply::chunked(200).stall());
   start(options());
   ASSERT_TRUE(k8sclient::testing::settle(io_, [&] { return server_.requests().size() == 1; }));
@@ -289,35 +290,9 @@ TEST_F(hostile_reflector_test, a_watch_timeout_names_the_limit_that_passed) {
 
 // ---- A LIST body that never ends: bounded by objects, in bounded memory --------------------
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-#else
-constexpr bool sanitized = false;
-#endif
-
-long status_kib(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0) {
-      return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
-    }
-  }
-  return -1;
-}
-
-bool reset_peak_rss() {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  out.flush();
-  return out.good();
-}
+using testing::reset_peak_rss;
+using testing::sanitized;
+using testing::status_kib;
 
 // Loopback on purpose: memory stays bounded only if TCP's flow control holds the server back
 // (an in-memory stream would buffer what the server writes). The steady clock; no backoff. The
@@ -330,15 +305,15 @@ TEST(hostile_list_test, an_endless_list_fails_at_the_object_bound_in_bounded_mem
   client api(io.get_executor(), k8sclient::testing::plain_config(server), copts);
   std::string hundred;
   for (int i = 0; i < 100; ++i) {
-    hundred += "," + node_json("node-" + std::to_string(i % 7), "5");
+    hundred += "," + untainted_node_json("node-" + std::to_string(i % 7), "5");
   }
   server.push(reply::chunked(200)
                   .chunk(R"({"kind":"NodeList","metadata":{"resourceVersion":"1"},"items":[)" +
-                         node_json("first", "1"))
+                         untainted_node_json("first", "1"))
                   .repeat(hundred, 3'000)
                   .chunk("]}")
                   .end());
-  server.push(reply::with(200, list_body({node_json("n1", "8")}, "10")));
+  server.push(reply::with(200, list_body({untainted_node_json("n1", "8")}, "10")));
   server.push(reply::chunked(200).stall());
   k8sclient::reflector_options opts;
   opts.backoff.initial = 0ms;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/support/resident_memory.hpp"
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/manual_clock.hpp"
 #include "k8sclient/support/run_sync.hpp"
@@ -443,37 +444,9 @@ namespace {
 
 // ---- LIST pages decoded as they stream: bounded memory, "too large" never retried -------
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitized = true;  // their allocators make resident memory meaningless here
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-#else
-constexpr bool sanitized = false;
-#endif
-
-/// A field of /proc/self/status in KiB ("VmRSS", "VmHWM"), or -1.
-long status_kib(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0) {
-      return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
-    }
-  }
-  return -1;
-}
-
-/// Resets the peak resident size (VmHWM) to the current one; false where the kernel refuses.
-bool reset_peak_rss() {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  out.flush();
-  return out.good();
-}
+using testing::reset_peak_rss;
+using testing::sanitized;
+using testing::status_kib;
 
 /// A pod item of about 8.5 KB, most of it an annotation the decoder skips (real pods carry
 /// managedFields, container specs and status of that size).

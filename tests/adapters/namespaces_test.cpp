@@ -84,10 +84,10 @@ TEST(NamespaceCodec, WrongTypesAreShapeErrorsNamingThePath) {
       {R"({"metadata":{"name":"a","annotations":{"taint-eviction-controller/exclude":true}}})",
        "namespace.metadata.annotations.taint-eviction-controller/exclude"},
   };
-  for (const auto& [json, path] : cases) {
-    const auto r = decode_namespace(json);
-    ASSERT_FALSE(r) << json;
-    EXPECT_EQ(r.error().code, make_error_code(errc::unexpected_shape)) << json;
+  for (const auto& [body, path] : cases) {
+    const auto r = decode_namespace(body);
+    ASSERT_FALSE(r) << body;
+    EXPECT_EQ(r.error().code, make_error_code(errc::unexpected_shape)) << body;
     EXPECT_EQ(r.error().message.rfind(path + ":", 0), 0U) << r.error().message;
   }
 }

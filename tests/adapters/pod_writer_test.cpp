@@ -44,7 +44,8 @@ constexpr auto http_get = boost::beast::http::verb::get;
 constexpr const char* pod_path = "/api/v1/namespaces/ns1/pods/web-0";
 
 // 2024-05-01T12:00:00.123456Z
-const std::chrono::system_clock::time_point fixed_wall{std::chrono::microseconds{1714564800123456}};
+const std::chrono::system_clock::time_point writer_wall_start{
+    std::chrono::microseconds{1714564800123456}};
 
 std::string status_body(unsigned code, const std::string& reason, const std::string& message,
                         const json& details = nullptr) {
@@ -75,7 +76,7 @@ protected:
   }
 
   result<patch_outcome> patch(const std::string& uid = "uid-1") {
-    pod_writer w(client_, [] { return fixed_wall; });
+    pod_writer w(client_, [] { return writer_wall_start; });
     auto out = run_sync(io_, w.add_disruption_condition("ns1", "web-0", uid));
     if (!out) {
       ADD_FAILURE() << "patch did not complete";

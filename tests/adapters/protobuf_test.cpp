@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fixture(const std::string& name) {
+std::string read_fixture(const std::string& name) {
   const fs::path p = fs::path(TEC_SOURCE_DIR) / "tests" / "adapters" / "testdata" / name;
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
@@ -66,11 +66,11 @@ std::vector<std::string> lines(const std::string& body) {
 TEST(Protobuf, APodDecodesAsItsJson) {
   for (const bool keep : {false, true}) {
     const labels_guard guard(keep);
-    const auto json = decode_pod(fixture("real_pod.json"));
-    const auto pb = decode_pod_protobuf(fixture("real_pod.pb"));
-    ASSERT_TRUE(json) << json.error().message;
+    const auto via_json = decode_pod(read_fixture("real_pod.json"));
+    const auto pb = decode_pod_protobuf(read_fixture("real_pod.pb"));
+    ASSERT_TRUE(via_json) << via_json.error().message;
     ASSERT_TRUE(pb) << pb.error().message;
-    EXPECT_EQ(pb.value(), json.value());
+    EXPECT_EQ(pb.value(), via_json.value());
     // The fixture exercises what the mapping reads, so equality is not of two empty records.
     const auto& p = pb.value().pod;
     EXPECT_EQ(p.name, "fx-pod");
@@ -90,19 +90,19 @@ TEST(Protobuf, APodDecodesAsItsJson) {
 }
 
 TEST(Protobuf, ANodeDecodesAsItsJson) {
-  const auto json = decode_node(fixture("real_node.json"));
-  const auto pb = decode_node_protobuf(fixture("real_node.pb"));
-  ASSERT_TRUE(json) << json.error().message;
+  const auto via_json = decode_node(read_fixture("real_node.json"));
+  const auto pb = decode_node_protobuf(read_fixture("real_node.pb"));
+  ASSERT_TRUE(via_json) << via_json.error().message;
   ASSERT_TRUE(pb) << pb.error().message;
-  EXPECT_EQ(pb.value(), json.value());
+  EXPECT_EQ(pb.value(), via_json.value());
   // Three of ours and the not-ready one the API server adds to a new node.
   ASSERT_EQ(pb.value().node.taints.size(), 4U);
   EXPECT_NE(pb.value().node.taints[0].time_added_unix, 0);
 }
 
 TEST(Protobuf, AListPageDecodesAsItsJsonFedInAnyPieces) {
-  const std::string pb = fixture("real_pod_list.pb");
-  const std::string json = fixture("real_pod_list.json");
+  const std::string pb = read_fixture("real_pod_list.pb");
+  const std::string via_json = read_fixture("real_pod_list.json");
   auto decode_all = [](const std::string& body, std::size_t piece) {
     list_decoder<pod_record> d;
     std::vector<pod_record> items;
@@ -117,7 +117,7 @@ TEST(Protobuf, AListPageDecodesAsItsJsonFedInAnyPieces) {
     page.value().items = std::move(items);
     return std::move(page).value();
   };
-  const auto want = decode_all(json, json.size());
+  const auto want = decode_all(via_json, via_json.size());
   ASSERT_EQ(want.items.size(), 1U);
   ASSERT_FALSE(want.continue_token.empty());
   for (const std::size_t piece : {std::size_t{1}, std::size_t{3}, std::size_t{64}, pb.size()}) {
@@ -129,15 +129,15 @@ TEST(Protobuf, AListPageDecodesAsItsJsonFedInAnyPieces) {
 }
 
 TEST(Protobuf, WatchEventsDecodeAsTheirJson) {
-  const auto pb = frames(fixture("real_pod_watch.pb"));
-  const auto json = lines(fixture("real_pod_watch.json"));
+  const auto pb = frames(read_fixture("real_pod_watch.pb"));
+  const auto via_json = lines(read_fixture("real_pod_watch.json"));
   ASSERT_EQ(pb.size(), 2U);
-  ASSERT_EQ(json.size(), 2U);
+  ASSERT_EQ(via_json.size(), 2U);
   for (std::size_t i = 0; i < pb.size(); ++i) {
     ASSERT_TRUE(is_protobuf_event(pb[i]));
-    ASSERT_FALSE(is_protobuf_event(json[i]));
+    ASSERT_FALSE(is_protobuf_event(via_json[i]));
     const auto a = decode_pod_event_protobuf(pb[i]);
-    const auto b = decode_pod_event(json[i]);
+    const auto b = decode_pod_event(via_json[i]);
     ASSERT_TRUE(a) << a.error().message;
     ASSERT_TRUE(b) << b.error().message;
     EXPECT_EQ(a.value().type, b.value().type);
@@ -146,16 +146,16 @@ TEST(Protobuf, WatchEventsDecodeAsTheirJson) {
 }
 
 TEST(Protobuf, AStatusDecodesAsItsJson) {
-  const auto json = decode_status(fixture("real_status_404.json"));
-  const auto pb = decode_status_protobuf(fixture("real_status_404.pb"));
-  ASSERT_TRUE(json);
+  const auto via_json = decode_status(read_fixture("real_status_404.json"));
+  const auto pb = decode_status_protobuf(read_fixture("real_status_404.pb"));
+  ASSERT_TRUE(via_json);
   ASSERT_TRUE(pb) << pb.error().message;
-  EXPECT_EQ(pb.value(), json.value());
+  EXPECT_EQ(pb.value(), via_json.value());
   EXPECT_EQ(pb.value().code, 404);
 }
 
 TEST(Protobuf, BrokenBytesAreMalformedNeverACrash) {
-  const std::string pod = fixture("real_pod.pb");
+  const std::string pod = read_fixture("real_pod.pb");
   // Every cut of the envelope either decodes to something with a name and uid or fails.
   for (std::size_t n = 0; n < pod.size(); ++n) {
     const auto r = decode_pod_protobuf(std::string_view(pod).substr(0, n));
@@ -171,7 +171,7 @@ TEST(Protobuf, BrokenBytesAreMalformedNeverACrash) {
 }
 
 TEST(Protobuf, AListCutShortFailsAtTheEnd) {
-  const std::string pb = fixture("real_pod_list.pb");
+  const std::string pb = read_fixture("real_pod_list.pb");
   for (const std::size_t n : {std::size_t{2}, std::size_t{30}, pb.size() - 1}) {
     list_decoder<pod_record> d;
     d.feed(
@@ -181,7 +181,7 @@ TEST(Protobuf, AListCutShortFailsAtTheEnd) {
 }
 
 TEST(Protobuf, AListItemOverItsBoundFailsThePage) {
-  const std::string pb = fixture("real_pod_list.pb");
+  const std::string pb = read_fixture("real_pod_list.pb");
   list_decoder<pod_record> d(list_limits{100, std::size_t{1} << 20U});
   EXPECT_FALSE(d.feed(
       pb, [](pod_record&&) { ADD_FAILURE(); }, [](const error&) {}));
@@ -199,7 +199,7 @@ TEST(Protobuf, AWatchFrameOverItsBoundIsAnError) {
 }
 
 TEST(Protobuf, WatchFramesSplitAnywhere) {
-  const std::string body = fixture("real_pod_watch.pb");
+  const std::string body = read_fixture("real_pod_watch.pb");
   const auto whole = frames(body);
   k8sclient::watch_splitter s;
   std::vector<std::string> got;

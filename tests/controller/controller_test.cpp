@@ -23,7 +23,7 @@ using testing::make_taint;
 using testing::make_toleration;
 using testing::manual_options;
 
-constexpr auto ten_days = std::chrono::hours(24 * 10);
+using testing::ten_days;
 
 // --- docs/behaviour.md §1: filters ---
 

@@ -35,11 +35,11 @@ void populate(harness& h, int nodes, int pods_per_node, std::int64_t seconds) {
   }
 }
 
-void taint(harness& h, int node) {
+void taint_node(harness& h, int node) {
   h.update_node(make_node("n" + std::to_string(node), {make_taint(1)}));
 }
 
-void untaint(harness& h, int node) {
+void untaint_node(harness& h, int node) {
   h.update_node(make_node("n" + std::to_string(node)));
 }
 
@@ -47,7 +47,7 @@ TEST(Policy, NoPolicyIsUpstream) {
   harness h;
   populate(h, 3, 4, -1);
   for (int i = 0; i < 3; ++i) {
-    taint(h, i);
+    taint_node(h, i);
   }
   EXPECT_EQ(h.sink.calls().size(), 12U) << "every untolerating pod evicted at once";
   EXPECT_EQ(h.ctl.stats().queue.held, 0U);
@@ -63,7 +63,7 @@ TEST(Policy, TheRateLimitSpacesEvictionsAndLosesNone) {
   harness h(o);
   populate(h, 4, 10, -1);
   for (int i = 0; i < 4; ++i) {
-    taint(h, i);
+    taint_node(h, i);
   }
   EXPECT_EQ(h.sink.calls().size(), 5U) << "the burst";
   EXPECT_EQ(h.ctl.stats().queue.held, 35U);
@@ -82,14 +82,14 @@ TEST(Policy, UntaintingCancelsHeldEvictionsWithTheUpstreamEvent) {
   p.rate_limit.burst = 1;
   harness h(with_policy(p));
   populate(h, 2, 5, 100);  // tolerate 100 s
-  taint(h, 0);
-  taint(h, 1);
+  taint_node(h, 0);
+  taint_node(h, 1);
   h.advance(100s);
   // All ten are due at once; the one token goes to the first scheduled (n0-p0).
   ASSERT_EQ(h.sink.calls().size(), 1U);
   EXPECT_EQ(h.sink.calls()[0].pod.name, "n0-p0");
   EXPECT_EQ(h.ctl.stats().queue.held, 9U);
-  untaint(h, 1);  // its five held evictions are cancelled, each with upstream's event
+  untaint_node(h, 1);  // its five held evictions are cancelled, each with upstream's event
   EXPECT_EQ(h.ctl.stats().queue.held, 4U);
   for (int j = 0; j < 5; ++j) {
     EXPECT_EQ(h.sink.events_of("n1-p" + std::to_string(j), event_kind::cancelling_deletion), 1U);
@@ -107,8 +107,8 @@ TEST(Policy, InFlightCapsPerNodeAndNamespace) {
   harness h(with_policy(p));
   h.sink.set_hold(true);
   populate(h, 2, 5, -1);
-  taint(h, 0);
-  taint(h, 1);
+  taint_node(h, 0);
+  taint_node(h, 1);
   EXPECT_EQ(h.sink.held(), 4U) << "two per node in flight";
   h.sink.release_oldest(eviction_status::deleted);
   h.settle();
@@ -136,7 +136,7 @@ TEST(Policy, TheBreakerHoldsEveryDueEvictionAndClosesBelowTheHysteresis) {
   harness h(o);
   populate(h, 20, 2, 30);  // pods tolerate 30 s
   for (int i = 0; i < 12; ++i) {
-    taint(h, i);
+    taint_node(h, i);
   }
   auto st = h.ctl.stats();
   EXPECT_TRUE(st.breaker_open);
@@ -150,12 +150,12 @@ TEST(Policy, TheBreakerHoldsEveryDueEvictionAndClosesBelowTheHysteresis) {
   // Down to 30%: still open (it closes below 50 - 20 = 30%); the untainted nodes' held
   // evictions are cancelled.
   for (int i = 4; i < 10; ++i) {
-    untaint(h, i);
+    untaint_node(h, i);
   }
   EXPECT_TRUE(h.ctl.stats().breaker_open);
   EXPECT_EQ(h.ctl.stats().queue.held, 12U);
   // Down to 25%: closed; the five nodes still tainted lose their pods.
-  untaint(h, 10);
+  untaint_node(h, 10);
   EXPECT_FALSE(h.ctl.stats().breaker_open);
   EXPECT_EQ(transitions, (std::vector<bool>{true, false}));
   EXPECT_EQ(h.sink.calls().size(), 10U);
@@ -173,7 +173,7 @@ TEST(Policy, TheBreakerNeedsTheMinimumCountAndCountsOnlyItsKeys) {
   populate(h, 4, 1, -1);
   // Every node tainted with testTaint1: not a key the breaker counts.
   for (int i = 0; i < 4; ++i) {
-    taint(h, i);
+    taint_node(h, i);
   }
   EXPECT_FALSE(h.ctl.stats().breaker_open);
   EXPECT_EQ(h.sink.calls().size(), 4U);
@@ -190,7 +190,7 @@ TEST(Policy, AReloadReleasesTheBreaker) {
   harness h(with_policy(breaker_policy()));
   populate(h, 10, 1, -1);
   for (int i = 0; i < 6; ++i) {
-    taint(h, i);
+    taint_node(h, i);
   }
   EXPECT_TRUE(h.ctl.stats().breaker_open);
   const auto evicted_before = h.sink.calls().size();
@@ -209,9 +209,9 @@ TEST(Policy, DryRunDecidesEverythingAndWritesNothing) {
   p.dry_run = true;
   harness h(with_policy(p));
   populate(h, 2, 3, 10);
-  taint(h, 0);
-  untaint(h, 0);  // three cancels
-  taint(h, 1);
+  taint_node(h, 0);
+  untaint_node(h, 0);  // three cancels
+  taint_node(h, 1);
   h.advance(11s);
   EXPECT_TRUE(h.sink.calls().empty());
   EXPECT_TRUE(h.sink.events().empty()) << "no TaintManagerEviction event in dry-run";
@@ -221,7 +221,7 @@ TEST(Policy, DryRunDecidesEverythingAndWritesNothing) {
   EXPECT_EQ(h.ctl.queue().size(), 0U);
   // Turning dry-run off applies to the next eviction.
   h.ctl.set_policy({});
-  taint(h, 0);
+  taint_node(h, 0);
   h.advance(11s);
   EXPECT_EQ(h.sink.calls().size(), 3U);
 }

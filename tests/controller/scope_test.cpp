@@ -22,6 +22,7 @@ using testing::make_pod;
 using testing::make_taint;
 using testing::make_toleration;
 using testing::manual_options;
+using testing::with_policy;
 
 taint keyed(std::string key) {
   taint t;
@@ -169,12 +170,6 @@ TEST(Selector, MatchLabelsAndExpressions) {
 }
 
 // --- the controller ---
-
-controller_options with_policy(const eviction_policy& p) {
-  controller_options o = manual_options();
-  o.policy = p;
-  return o;
-}
 
 TEST(Scope, NoPolicyEvictsAsUpstreamEvenDaemonSetMirrorAndTerminalPods) {
   harness h;

@@ -15,7 +15,7 @@ using testing::make_pod;
 using testing::make_taint;
 using testing::make_toleration;
 
-constexpr auto ten_days = std::chrono::hours(24 * 10);
+using testing::ten_days;
 
 // --- Create pod ---
 

@@ -32,7 +32,8 @@ constexpr const char* leases_path = "/apis/coordination.k8s.io/v1/namespaces/kub
 constexpr const char* me = "host-a_0123456789abcdef";
 
 // 2024-05-01T12:00:00.123456Z
-const std::chrono::system_clock::time_point fixed_wall{std::chrono::microseconds{1714564800123456}};
+const std::chrono::system_clock::time_point lease_wall_start{
+    std::chrono::microseconds{1714564800123456}};
 
 std::string lease_body(const std::string& holder, int duration, const std::string& renew,
                        int transitions, const std::string& rv) {
@@ -88,7 +89,7 @@ protected:
   asio::io_context io_;
   client client_;
   std::chrono::steady_clock::time_point steady_{std::chrono::hours{1000}};
-  std::chrono::system_clock::time_point wall_ = fixed_wall;
+  std::chrono::system_clock::time_point wall_ = lease_wall_start;
 };
 
 TEST(leader_identity, is_hostname_underscore_random) {

@@ -13,7 +13,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct manual_clock {
+struct limiter_clock {
   std::chrono::steady_clock::time_point now{std::chrono::steady_clock::time_point{} + 1h};
   auto fn() {
     return [this] { return now; };
@@ -21,7 +21,7 @@ struct manual_clock {
 };
 
 TEST(rate_limiter, burst_then_qps) {
-  manual_clock clock;
+  limiter_clock clock;
   rate_limiter limiter(10.0, 3, clock.fn());
   EXPECT_EQ(limiter.reserve(), 0ns);
   EXPECT_EQ(limiter.reserve(), 0ns);
@@ -33,7 +33,7 @@ TEST(rate_limiter, burst_then_qps) {
 }
 
 TEST(rate_limiter, refill_is_capped_at_burst) {
-  manual_clock clock;
+  limiter_clock clock;
   rate_limiter limiter(20.0, 30, clock.fn());
   for (int i = 0; i < 30; ++i) {
     EXPECT_TRUE(limiter.try_take());
@@ -47,7 +47,7 @@ TEST(rate_limiter, refill_is_capped_at_burst) {
 }
 
 TEST(rate_limiter, non_positive_qps_disables_limiting) {
-  manual_clock clock;
+  limiter_clock clock;
   rate_limiter limiter(0.0, 1, clock.fn());
   for (int i = 0; i < 1000; ++i) {
     EXPECT_EQ(limiter.reserve(), 0ns);
@@ -55,7 +55,7 @@ TEST(rate_limiter, non_positive_qps_disables_limiting) {
 }
 
 TEST(rate_limiter, try_take_does_not_borrow) {
-  manual_clock clock;
+  limiter_clock clock;
   rate_limiter limiter(1.0, 1, clock.fn());
   EXPECT_TRUE(limiter.try_take());
   EXPECT_FALSE(limiter.try_take());
@@ -103,7 +103,7 @@ TEST(jitter, stretches_by_up_to_the_factor) {
 }
 
 TEST(backoff, doubles_with_jitter_up_to_the_cap) {
-  manual_clock clock;
+  limiter_clock clock;
   backoff b({}, clock.fn(), 42);
   auto base = 800ms;
   for (int i = 0; i < 12; ++i) {
@@ -117,7 +117,7 @@ TEST(backoff, doubles_with_jitter_up_to_the_cap) {
 }
 
 TEST(backoff, resets_after_a_healthy_stretch) {
-  manual_clock clock;
+  limiter_clock clock;
   backoff b({}, clock.fn(), 7);
   for (int i = 0; i < 6; ++i) {
     clock.now += 1s;
@@ -132,7 +132,7 @@ TEST(backoff, resets_after_a_healthy_stretch) {
 }
 
 TEST(backoff, no_jitter_is_exact) {
-  manual_clock clock;
+  limiter_clock clock;
   backoff_policy p;
   p.jitter = 0;
   backoff b(p, clock.fn(), 1);

@@ -14,11 +14,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path testdata =
+const fs::path kubeconfig_dir =
     fs::path(TEC_SOURCE_DIR) / "tests" / "k8sclient" / "testdata" / "kubeconfig";
 
 std::string read(const std::string& name) {
-  std::ifstream in(testdata / name, std::ios::binary);
+  std::ifstream in(kubeconfig_dir / name, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -26,7 +26,7 @@ std::string read(const std::string& name) {
 
 /// The good material of testdata/kubeconfig (a CA, a client certificate it signed, its key).
 rest_config good_config() {
-  auto loaded = load_kubeconfig((testdata / "files.yaml").string());
+  auto loaded = load_kubeconfig((kubeconfig_dir / "files.yaml").string());
   EXPECT_TRUE(loaded) << loaded.error().message;
   return loaded ? loaded.value() : rest_config{};
 }

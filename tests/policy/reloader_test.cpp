@@ -11,15 +11,15 @@
 #include <optional>
 #include <string>
 
+#include "policy/support/hostile.hpp"
+
 namespace tec::policy {
 namespace {
 
 using ::testing::HasSubstr;
 using kind = reload_result::kind;
 
-constexpr const char* header =
-    "apiVersion: taint-eviction-controller/v1alpha1\n"
-    "kind: EvictionPolicy\n";
+using test::policy_header;
 
 /// A file whose content the test sets; nullopt reads as a missing file.
 struct fake_file {
@@ -44,7 +44,7 @@ controller::eviction_policy rate(double per_second) {
 }
 
 std::string rate_file(const std::string& per_second) {
-  return std::string(header) + "rateLimit:\n  evictionsPerSecond: " + per_second + "\n";
+  return std::string(policy_header) + "rateLimit:\n  evictionsPerSecond: " + per_second + "\n";
 }
 
 /// A reloader of "p.yaml" started with rate(5) from a file that says so, polled once.

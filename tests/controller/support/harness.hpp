@@ -16,6 +16,9 @@
 
 namespace tec::controller::testing {
 
+/// Longer than any toleration or retry the tests set up: what happens "eventually".
+inline constexpr auto ten_days = std::chrono::hours(24 * 10);
+
 inline controller_options manual_options(std::size_t workers = 8) {
   controller_options o;
   o.workers = workers;
