@@ -41,18 +41,19 @@
 #include <vector>
 
 #include "bench_support.hpp"
-#include "tec/adapters/event_recorder.hpp"
-#include "tec/adapters/informers.hpp"
-#include "tec/adapters/pod_writer.hpp"
-#include "tec/adapters/store.hpp"
+#include "tec/informers/informers.hpp"
+#include "tec/informers/store.hpp"
 #include "tec/k8sclient/client.hpp"
 #include "tec/k8sclient/config.hpp"
+#include "tec/writers/event_recorder.hpp"
+#include "tec/writers/pod_writer.hpp"
 
 namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
-namespace adapters = tec::adapters;
+namespace informers = tec::informers;
+namespace writers = tec::writers;
 namespace k8sclient = tec::k8sclient;
 namespace tb = tec::bench;
 using nlohmann::json;
@@ -340,10 +341,10 @@ private:
   std::optional<k8sclient::rest_config> config_;
   std::optional<k8sclient::client> watch_api_;  // the informer's (streams)
   std::optional<k8sclient::client> api_;        // everything else, unthrottled
-  adapters::pod_store store_;
-  std::optional<adapters::pod_informer> informer_;
-  adapters::node_store node_store_;
-  std::optional<adapters::node_informer> node_informer_;
+  informers::pod_store store_;
+  std::optional<informers::pod_informer> informer_;
+  informers::node_store node_store_;
+  std::optional<informers::node_informer> node_informer_;
   // Nodes by name: the first time the watch saw them carry a NoExecute taint (the moment a
   // controller's own watch learns of it, give or take the delivery jitter).
   std::unordered_map<std::string, steady::time_point> node_tainted_;
@@ -410,7 +411,7 @@ bool runner::connect() {
 
   informer_.emplace(
       *watch_api_, store_,
-      [this](const adapters::pod_record* old_pod, const adapters::pod_record* new_pod) {
+      [this](const informers::pod_record* old_pod, const informers::pod_record* new_pod) {
         const auto now = steady::now();
         const auto* p = new_pod != nullptr ? new_pod : old_pod;
         if (p->pod.namespace_ != o_.ns) {
@@ -430,7 +431,7 @@ bool runner::connect() {
       });
   node_informer_.emplace(
       *watch_api_, node_store_,
-      [this](const adapters::node_record* old_node, const adapters::node_record* new_node) {
+      [this](const informers::node_record* old_node, const informers::node_record* new_node) {
         if (new_node == nullptr) {
           node_tainted_.erase(old_node->node.name);
           return;
@@ -1581,7 +1582,7 @@ json runner::floor_run(long concurrency, std::size_t per_pod) {
     cleanup();
     return {{"error", "seeding"}};
   }
-  adapters::event_recorder_options eopts;
+  writers::event_recorder_options eopts;
   eopts.component = "eviction-compare";
   eopts.reporting_instance = "bench";
   // Every request is an item of its own, interleaved pod by pod, so the client keeps
@@ -1604,20 +1605,20 @@ json runner::floor_run(long concurrency, std::size_t per_pod) {
         std::vector<k8sclient::request> reqs;
         switch (per_pod - 1 - k % per_pod) {
           case 2:
-            reqs.push_back(adapters::make_disruption_condition_request(o_.ns, name, uid, now));
+            reqs.push_back(writers::make_disruption_condition_request(o_.ns, name, uid, now));
             break;
           case 1: {
             const tec::controller::pod_ref pod{o_.ns, name, uid};
             reqs.emplace_back(http::verb::post, "/api/v1/namespaces/" + o_.ns + "/events",
-                              adapters::make_event_body(
+                              writers::make_event_body(
                                   pod,
-                                  adapters::make_event_content(
+                                  writers::make_event_content(
                                       pod, tec::controller::event_kind::marking_for_deletion),
                                   name + ".bench" + std::to_string(round), eopts, now, now, 1));
             break;
           }
           default:
-            reqs.push_back(adapters::make_delete_pod_request(o_.ns, name, uid));
+            reqs.push_back(writers::make_delete_pod_request(o_.ns, name, uid));
         }
         return reqs;
       },

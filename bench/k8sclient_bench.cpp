@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "tec/adapters/decode.hpp"
-#include "tec/adapters/evictions_report.hpp"
-#include "tec/adapters/store.hpp"
+#include "evictions_report.hpp"
+#include "tec/informers/decode.hpp"
+#include "tec/informers/store.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
 
 // --- counting allocator ------------------------------------------------------------------
@@ -325,11 +325,11 @@ private:
 };
 
 /// Decodes the whole LIST body at once with `engine`.
-void run_list(benchmark::State& state, tec::adapters::json_engine engine) {
+void run_list(benchmark::State& state, tec::informers::json_engine engine) {
   const auto& body = data().pod_list;
   const allocation_counter counter;
   for (auto _ : state) {
-    auto page = tec::adapters::decode_pod_list(body, engine);
+    auto page = tec::informers::decode_pod_list(body, engine);
     if (!page || page->items.size() != pod_count) {
       fail(state, page ? "wrong item count" : page.error().message);
       return;
@@ -342,12 +342,12 @@ void run_list(benchmark::State& state, tec::adapters::json_engine engine) {
 }
 
 void BM_list_fast(benchmark::State& state) {
-  run_list(state, tec::adapters::json_engine::fast);
+  run_list(state, tec::informers::json_engine::fast);
 }
 
 /// The same field mapping fed by the `nlohmann` reference engine.
 void BM_list_nlohmann_engine(benchmark::State& state) {
-  run_list(state, tec::adapters::json_engine::nlohmann);
+  run_list(state, tec::informers::json_engine::nlohmann);
 }
 
 constexpr std::size_t chunk_bytes = 16 * 1024;
@@ -358,13 +358,13 @@ void BM_list_stream(benchmark::State& state) {
   const auto& body = data().pod_list;
   const allocation_counter counter;
   for (auto _ : state) {
-    tec::adapters::list_decoder<tec::adapters::pod_record> decoder;
-    std::vector<tec::adapters::pod_record> items;
+    tec::informers::list_decoder<tec::informers::pod_record> decoder;
+    std::vector<tec::informers::pod_record> items;
     bool ok = true;
     for (std::size_t pos = 0; pos < body.size() && ok; pos += chunk_bytes) {
       ok = decoder.feed(
           std::string_view(body).substr(pos, chunk_bytes),
-          [&](tec::adapters::pod_record&& r) { items.push_back(std::move(r)); },
+          [&](tec::informers::pod_record&& r) { items.push_back(std::move(r)); },
           [&](const tec::k8sclient::error& /*e*/) { ok = false; });
     }
     auto page = decoder.finish();
@@ -424,7 +424,7 @@ void run_watch(benchmark::State& state, Decode&& decode) {
 
 void BM_watch_fast(benchmark::State& state) {
   run_watch(state, [](std::string_view line) {
-    auto event = tec::adapters::decode_pod_event(line);
+    auto event = tec::informers::decode_pod_event(line);
     benchmark::DoNotOptimize(event);
     return event.has_value();
   });
@@ -432,7 +432,7 @@ void BM_watch_fast(benchmark::State& state) {
 
 void BM_watch_nlohmann_engine(benchmark::State& state) {
   run_watch(state, [](std::string_view line) {
-    auto event = tec::adapters::decode_pod_event(line, tec::adapters::json_engine::nlohmann);
+    auto event = tec::informers::decode_pod_event(line, tec::informers::json_engine::nlohmann);
     benchmark::DoNotOptimize(event);
     return event.has_value();
   });
@@ -446,8 +446,8 @@ void BM_watch_dom(benchmark::State& state) {
   });
 }
 
-std::vector<tec::adapters::pod_record> decoded_pods() {
-  auto page = tec::adapters::decode_pod_list(data().pod_list);
+std::vector<tec::informers::pod_record> decoded_pods() {
+  auto page = tec::informers::decode_pod_list(data().pod_list);
   if (!page) {
     std::fprintf(stderr, "decode failed: %s\n", page.error().message.c_str());
     std::abort();
@@ -457,7 +457,7 @@ std::vector<tec::adapters::pod_record> decoded_pods() {
 
 void BM_store_replace_all(benchmark::State& state) {
   const auto pods = decoded_pods();
-  tec::adapters::pod_store store;
+  tec::informers::pod_store store;
   for (auto _ : state) {
     auto result = store.replace_all(pods);
     benchmark::DoNotOptimize(result);
@@ -467,7 +467,7 @@ void BM_store_replace_all(benchmark::State& state) {
 
 void BM_store_upsert(benchmark::State& state) {
   const auto pods = decoded_pods();
-  tec::adapters::pod_store store;
+  tec::informers::pod_store store;
   std::size_t i = 0;
   for (auto _ : state) {
     auto old = store.upsert(pods[i]);
@@ -479,7 +479,7 @@ void BM_store_upsert(benchmark::State& state) {
 
 void BM_store_pods_on_node(benchmark::State& state) {
   const auto pods = decoded_pods();
-  tec::adapters::pod_store store;
+  tec::informers::pod_store store;
   store.replace_all(pods);
   const std::string node = node_name(7);
   for (auto _ : state) {
@@ -505,7 +505,7 @@ memory_figures measure_memory() {
   {
     const auto bytes0 = g_live_bytes.load();
     const auto allocs0 = g_allocations.load();
-    tec::adapters::pod_store store;
+    tec::informers::pod_store store;
     for (const auto& p : pods) {
       store.upsert(p);
     }
@@ -514,17 +514,17 @@ memory_figures measure_memory() {
   }
   {
     const auto bytes0 = g_live_bytes.load();
-    std::vector<tec::adapters::pod_record> copy(pods.begin(), pods.end());
+    std::vector<tec::informers::pod_record> copy(pods.begin(), pods.end());
     m.record_bytes_per_pod = static_cast<double>(g_live_bytes.load() - bytes0) / pod_count;
   }
-  auto nodes = tec::adapters::decode_node_list(data().node_list);
+  auto nodes = tec::informers::decode_node_list(data().node_list);
   if (!nodes) {
     std::fprintf(stderr, "decode failed: %s\n", nodes.error().message.c_str());
     std::abort();
   }
   {
     const auto bytes0 = g_live_bytes.load();
-    tec::adapters::node_store store;
+    tec::informers::node_store store;
     for (const auto& n : nodes->items) {
       store.upsert(n);
     }
@@ -532,7 +532,7 @@ memory_figures measure_memory() {
   }
   {
     const auto bytes0 = g_live_bytes.load();
-    std::vector<tec::adapters::node_record> copy(nodes->items.begin(), nodes->items.end());
+    std::vector<tec::informers::node_record> copy(nodes->items.begin(), nodes->items.end());
     m.record_bytes_per_node = static_cast<double>(g_live_bytes.load() - bytes0) / node_count;
   }
   return m;
@@ -578,7 +578,7 @@ private:
 void BM_evictions_json(benchmark::State& state) {
   tec::controller::eviction_list list;
   list.total = 100'000;
-  for (std::size_t i = 0; i < tec::adapters::max_listed_evictions; ++i) {
+  for (std::size_t i = 0; i < tec::cmd::max_listed_evictions; ++i) {
     tec::controller::eviction_view v;
     v.pod = {"namespace-" + std::to_string(i % 50), "pod-" + std::to_string(i),
              "6f1c2d3e-4b5a-6978-8a9b-0c1d2e3f4a" + std::to_string(10 + i % 90)};
@@ -590,9 +590,9 @@ void BM_evictions_json(benchmark::State& state) {
     v.why = "";
     list.evictions.push_back(std::move(v));
   }
-  const tec::adapters::clock_bridge clock;
+  const tec::base::clock_bridge clock;
   for (auto _ : state) {
-    auto text = tec::adapters::evictions_json(list, true, clock, tec::adapters::wall_clock::now());
+    auto text = tec::cmd::evictions_json(list, true, clock, tec::base::wall_clock::now());
     benchmark::DoNotOptimize(text);
     state.counters["bytes"] = static_cast<double>(text.size());
   }

@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "bench_support.hpp"
-#include "tec/adapters/informers.hpp"
-#include "tec/adapters/store.hpp"
+#include "tec/informers/informers.hpp"
+#include "tec/informers/store.hpp"
 #include "tec/k8sclient/client.hpp"
 #include "tec/k8sclient/config.hpp"
 
@@ -47,7 +47,7 @@ namespace {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
-namespace adapters = tec::adapters;
+namespace informers = tec::informers;
 namespace k8sclient = tec::k8sclient;
 using namespace std::chrono_literals;
 namespace tb = tec::bench;
@@ -269,11 +269,11 @@ std::optional<sync_sample> measure_sync(const k8sclient::rest_config& config,
   const auto start = steady::now();
   auto api =
       std::make_unique<k8sclient::client>(io.get_executor(), config, k8sclient::client_options{});
-  auto store = std::make_unique<adapters::pod_store>();
+  auto store = std::make_unique<informers::pod_store>();
   std::size_t adds = 0;
-  auto informer = std::make_unique<adapters::pod_informer>(
+  auto informer = std::make_unique<informers::pod_informer>(
       *api, *store,
-      [&adds](const adapters::pod_record* old_object, const adapters::pod_record*) {
+      [&adds](const informers::pod_record* old_object, const informers::pod_record*) {
         if (old_object == nullptr) {
           ++adds;
         }

@@ -32,17 +32,13 @@
 #include <vector>
 
 #include "activation.hpp"
-#include "tec/adapters/controller_feed.hpp"
-#include "tec/adapters/event_recorder.hpp"
-#include "tec/adapters/event_watch.hpp"
-#include "tec/adapters/eviction_sink.hpp"
-#include "tec/adapters/evictions_report.hpp"
-#include "tec/adapters/informers.hpp"
-#include "tec/adapters/namespaces.hpp"
-#include "tec/adapters/shadow_tracker.hpp"
-#include "tec/adapters/stats_collector.hpp"
-#include "tec/adapters/store.hpp"
+#include "evictions_report.hpp"
+#include "stats_collector.hpp"
 #include "tec/controller/controller.hpp"
+#include "tec/informers/controller_feed.hpp"
+#include "tec/informers/informers.hpp"
+#include "tec/informers/namespaces.hpp"
+#include "tec/informers/store.hpp"
 #include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
 #include "tec/k8sclient/config.hpp"
@@ -53,8 +49,12 @@
 #include "tec/ops/metrics.hpp"
 #include "tec/policy/policy_file.hpp"
 #include "tec/policy/reloader.hpp"
+#include "tec/shadow/event_watch.hpp"
+#include "tec/shadow/shadow_tracker.hpp"
 #include "tec/timedqueue/asio_driver.hpp"
 #include "tec/version.hpp"
+#include "tec/writers/event_recorder.hpp"
+#include "tec/writers/eviction_sink.hpp"
 
 namespace tec::cmd {
 namespace {
@@ -104,29 +104,29 @@ struct daemon::impl {
   std::optional<ops::standard_metrics> metrics;
   // Shadow mode (--shadow): the comparison (the controller's observer, the pod and Event
   // handlers and the sweep feed it; /debug/shadow reads it), before everything that feeds it.
-  adapters::clock_bridge shadow_clock;
+  base::clock_bridge shadow_clock;
   std::optional<ops::shadow_metrics> shadow_metrics;
-  std::optional<adapters::shadow_tracker> shadow;
+  std::optional<shadow::shadow_tracker> shadow;
   std::optional<k8sclient::client> api;
-  adapters::pod_store pods;
-  adapters::node_store nodes;
+  informers::pod_store pods;
+  informers::node_store nodes;
   // Which namespaces opt out (the controller's namespace_opted_out); a change of answer
   // reaches namespaces_changed() on the I/O thread.
-  adapters::namespace_store namespaces{
-      [this](const std::vector<adapters::opt_out_change>& changes) {
+  informers::namespace_store namespaces{
+      [this](const std::vector<informers::opt_out_change>& changes) {
         namespaces_changed(changes);
       }};
-  std::optional<adapters::pod_informer> pod_informer;
-  std::optional<adapters::node_informer> node_informer;
-  std::optional<adapters::namespace_informer> namespace_informer;
-  adapters::event_store events;                            // shadow mode's TaintManagerEviction
-  std::optional<adapters::event_informer> event_informer;  // Events
+  std::optional<informers::pod_informer> pod_informer;
+  std::optional<informers::node_informer> node_informer;
+  std::optional<informers::namespace_informer> namespace_informer;
+  shadow::event_store events;                            // shadow mode's TaintManagerEviction
+  std::optional<shadow::event_informer> event_informer;  // Events
   std::optional<timedqueue::asio_driver> driver;
-  std::optional<adapters::event_recorder> recorder;
-  std::optional<adapters::k8s_eviction_sink> sink;
+  std::optional<writers::event_recorder> recorder;
+  std::optional<writers::k8s_eviction_sink> sink;
   std::optional<controller::controller> ctrl;  // borrows pods, sink, driver
   // Borrows ctrl; the informers' handlers borrow it (they run on the I/O thread, joined first).
-  std::optional<adapters::controller_feed> feed;
+  std::optional<informers::controller_feed> feed;
   std::optional<k8sclient::leader_elector> elector;
   std::optional<ops::http_endpoints> health_server;
   std::optional<ops::http_endpoints> metrics_server;
@@ -205,9 +205,9 @@ struct daemon::impl {
   void build(const k8sclient::rest_config& config) {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
     metrics.emplace(ops::register_standard_metrics(registry, tec::version, [this] {
-      auto stats = adapters::collect_stats(ctrl->stats(), sink->stats(), pod_informer->stats(),
-                                           node_informer->stats(), recorder->stats());
-      adapters::add_informer_stats(stats, "namespaces", namespace_informer->stats());
+      auto stats = cmd::collect_stats(ctrl->stats(), sink->stats(), pod_informer->stats(),
+                                      node_informer->stats(), recorder->stats());
+      cmd::add_informer_stats(stats, "namespaces", namespace_informer->stats());
       return stats;
     }));
 
@@ -231,9 +231,9 @@ struct daemon::impl {
     recorder.emplace(io.get_executor(), *api);
     const controller::eviction_policy start_policy = opts.effective_policy(opts.policy);
     sink.emplace(io.get_executor(), *api, &*recorder,
-                 adapters::eviction_sink_options{.disruption_condition = opts.disruption_condition,
-                                                 .pods = &pods,
-                                                 .dry_run = start_policy.dry_run});
+                 writers::eviction_sink_options{.disruption_condition = opts.disruption_condition,
+                                                .pods = &pods,
+                                                .dry_run = start_policy.dry_run});
 
     controller::controller_options ctl;
     ctl.workers = static_cast<std::size_t>(opts.workers);
@@ -259,7 +259,7 @@ struct daemon::impl {
       build_shadow();
       // From the workers and the driver: the tracker takes a short lock.
       ctl.on_decision = [this](const controller::decision_note& note) {
-        shadow->note(adapters::to_shadow_note(note, shadow_clock));
+        shadow->note(shadow::to_shadow_note(note, shadow_clock));
       };
     }
     ctrl.emplace(pods, *sink, *driver, std::move(ctl));
@@ -277,8 +277,8 @@ struct daemon::impl {
     k8sclient::reflector_options node_opts;
     node_opts.on_synced = [this] { gate->nodes_synced(); };
     if (opts.protobuf) {
-      pod_opts.accept = adapters::protobuf_accept;
-      node_opts.accept = adapters::protobuf_accept;
+      pod_opts.accept = informers::protobuf_accept;
+      node_opts.accept = informers::protobuf_accept;
     }
     k8sclient::reflector_options namespace_opts;
     namespace_opts.on_synced = [this] { gate->namespaces_synced(); };
@@ -288,20 +288,20 @@ struct daemon::impl {
     auto pod_handler = feed->pod_handler();
     if (opts.shadow) {
       // Pods are compared only while we act (lead, caches synced), as decisions are made.
-      pod_handler = [this, forward = std::move(pod_handler)](const adapters::pod_record* old_pod,
-                                                             const adapters::pod_record* new_pod) {
+      pod_handler = [this, forward = std::move(pod_handler)](const informers::pod_record* old_pod,
+                                                             const informers::pod_record* new_pod) {
         forward(old_pod, new_pod);
         if (feed->active()) {
           shadow->pod_changed(old_pod, new_pod);
         }
       };
       k8sclient::reflector_options event_opts;
-      event_opts.query = std::string(adapters::taint_manager_events_query);
+      event_opts.query = std::string(shadow::taint_manager_events_query);
       // The Events of the first LIST happened before we looked: only later ones count.
       event_informer.emplace(
           *api, events,
-          [this, forward = adapters::shadow_event_handler(*shadow)](
-              const adapters::event_record* old_event, const adapters::event_record* new_event) {
+          [this, forward = shadow::shadow_event_handler(*shadow)](
+              const shadow::event_record* old_event, const shadow::event_record* new_event) {
             if (feed->active() && event_informer->has_synced()) {
               forward(old_event, new_event);
             }
@@ -363,18 +363,18 @@ struct daemon::impl {
 
   void build_shadow() {
     shadow_metrics.emplace(ops::register_shadow_metrics(registry));
-    adapters::shadow_options so;
+    shadow::shadow_options so;
     so.window = opts.shadow_window;
     so.node_taints = [this](std::string_view node) {
       std::vector<std::string> out;
       for (const auto& t : ctrl->tainted_taints(node).value_or(std::vector<controller::taint>{})) {
-        out.push_back(adapters::describe_taint(t));
+        out.push_back(shadow::describe_taint(t));
       }
       return out;
     };
-    so.on_settled = [m = *shadow_metrics](const adapters::shadow_settled& s) {
-      m.decisions.with({adapters::to_string(s.outcome)}).inc();
-      if (s.outcome == adapters::shadow_outcome::agreed) {
+    so.on_settled = [m = *shadow_metrics](const shadow::shadow_settled& s) {
+      m.decisions.with({shadow::to_string(s.outcome)}).inc();
+      if (s.outcome == shadow::shadow_outcome::agreed) {
         m.agreement_delay.observe(s.delay_seconds);
       }
       if (s.early) {
@@ -499,19 +499,19 @@ struct daemon::impl {
     } else {
       message += "due evictions are held until the share falls or the policy changes";
     }
-    recorder->record(adapters::involved_object{.api_version = "coordination.k8s.io/v1",
-                                               .kind = "Lease",
-                                               .ref = {opts.lease_namespace, opts.lease_name, {}}},
-                     adapters::event_content{open ? "Warning" : "Normal",
-                                             open ? "StormBreakerOpen" : "StormBreakerClosed",
-                                             std::move(message)});
+    recorder->record(writers::involved_object{.api_version = "coordination.k8s.io/v1",
+                                              .kind = "Lease",
+                                              .ref = {opts.lease_namespace, opts.lease_name, {}}},
+                     writers::event_content{open ? "Warning" : "Normal",
+                                            open ? "StormBreakerOpen" : "StormBreakerClosed",
+                                            std::move(message)});
   }
 
   // I/O thread (the namespace informer's store): namespaces that opt out of eviction, or no
   // longer do. While acting, every pod on a tainted node is decided again: a pending eviction
   // in a namespace that now opts out is cancelled, and pods of one that no longer does are
   // scheduled. Before acting nothing is needed: activation replays every pod.
-  void namespaces_changed(const std::vector<adapters::opt_out_change>& changes) {
+  void namespaces_changed(const std::vector<informers::opt_out_change>& changes) {
     constexpr std::size_t most_logged = 20;
     for (std::size_t i = 0; i < changes.size() && i < most_logged; ++i) {
       const auto& c = changes[i];
@@ -554,11 +554,11 @@ struct daemon::impl {
   // The reports thread: /debug/evictions. A copy of at most max_listed_evictions entries (the
   // queue's mutex is held while n pointers are sorted), then the JSON from the copy.
   asio::awaitable<ops::http_response> evictions_report() {
-    const auto list = ctrl->evictions(adapters::max_listed_evictions);
-    const auto wall_now = adapters::wall_clock::now();
-    const adapters::clock_bridge clock(driver->now(), wall_now);
+    const auto list = ctrl->evictions(cmd::max_listed_evictions);
+    const auto wall_now = base::wall_clock::now();
+    const base::clock_bridge clock(driver->now(), wall_now);
     co_return ops::http_response{200, "application/json",
-                                 adapters::evictions_json(list, feed->active(), clock, wall_now)};
+                                 cmd::evictions_json(list, feed->active(), clock, wall_now)};
   }
 
   // The reports thread: /debug/shadow (at most max_disagreements entries).
@@ -754,7 +754,7 @@ struct daemon::impl {
         opts.disruption_condition ? "on" : "off");
     // Pod labels cost memory and only a policy's podSelector reads them; a policy file can
     // gain a selector on reload, so they are kept whenever one is configured.
-    adapters::keep_pod_labels(!opts.policy_file.empty());
+    informers::keep_pod_labels(!opts.policy_file.empty());
     build(cfg);
     const controller::eviction_policy start_policy = ctrl->policy();
     if (opts.policy_file.empty()) {

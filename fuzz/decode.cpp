@@ -1,4 +1,4 @@
-// Fuzz target: the watch-event, list and object decoders (tec/adapters/decode.hpp).
+// Fuzz target: the watch-event, list and object decoders (tec/informers/decode.hpp).
 //
 // Differential: every decoder runs the input through the `fast` engine (simdjson) and the
 // `nlohmann` reference engine (nlohmann's DOM feeding the same field mapping); both must
@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "support.hpp"
-#include "tec/adapters/decode.hpp"
+#include "tec/informers/decode.hpp"
 
-namespace tec::adapters {
+namespace tec::informers {
 namespace {
 
 using nlohmann::json;
@@ -418,10 +418,10 @@ void differential(std::string_view input, Decode decode) {
 }
 
 }  // namespace
-}  // namespace tec::adapters
+}  // namespace tec::informers
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace tec::adapters;
+  using namespace tec::informers;
   const std::string_view input = tec::fuzz::as_text(data, size);
   differential(input, [](std::string_view s, json_engine e) { return decode_pod_event(s, e); });
   differential(input, [](std::string_view s, json_engine e) { return decode_node_event(s, e); });

@@ -1,5 +1,5 @@
 // Fuzz target: the watch stream's line splitter and watch_decoder (tec/k8sclient/line_splitter.hpp,
-// tests/adapters/support/watch_decoder.hpp).
+// tests/informers/support/watch_decoder.hpp).
 //
 // Input: [max-line selector][number of cuts n][n gap bytes][stream...]. The stream is fed in
 // chunks cut where the fuzzer says, and what comes out (lines and over-long-line errors, in
@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "adapters/support/watch_decoder.hpp"
+#include "informers/support/watch_decoder.hpp"
 #include "support.hpp"
-#include "tec/adapters/decode.hpp"
+#include "tec/informers/decode.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
 
 namespace {
@@ -74,11 +74,11 @@ std::string describe(const std::vector<item>& items) {
 }
 
 /// What watch_decoder reports for one line: the event type and name, or the error code.
-std::string event_summary(const tec::k8sclient::result<tec::adapters::pod_event>& e) {
+std::string event_summary(const tec::k8sclient::result<tec::informers::pod_event>& e) {
   if (!e) {
     return "error " + std::to_string(e.error().code.value());
   }
-  return std::string(tec::adapters::to_string(e->type)) + " " + e->object.pod.name + " " +
+  return std::string(tec::informers::to_string(e->type)) + " " + e->object.pod.name + " " +
          e->resource_version();
 }
 
@@ -130,13 +130,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const item& i : expected.items) {
     expected_events.push_back(i.too_long
                                   ? "error " + std::to_string(static_cast<int>(errc::line_too_long))
-                                  : event_summary(tec::adapters::decode_pod_event(i.line)));
+                                  : event_summary(tec::informers::decode_pod_event(i.line)));
   }
-  tec::adapters::watch_decoder<tec::adapters::pod_record> decoder(max);
+  tec::informers::watch_decoder<tec::informers::pod_record> decoder(max);
   std::vector<std::string> events;
   for (const std::string_view chunk : chunks) {
     decoder.feed(
-        chunk, [&](tec::adapters::pod_event&& e) { events.push_back(event_summary(std::move(e))); },
+        chunk,
+        [&](tec::informers::pod_event&& e) { events.push_back(event_summary(std::move(e))); },
         [&](const error& e) { events.push_back("error " + std::to_string(e.code.value())); });
   }
   TEC_FUZZ_CHECK(events == expected_events, "watch_decoder disagrees with decode_pod_event");

@@ -1,4 +1,4 @@
-// Fuzz target: the protobuf decoders (tec/adapters/protobuf.hpp) and the watch stream's
+// Fuzz target: the protobuf decoders (tec/informers/protobuf.hpp) and the watch stream's
 // framing (tec/k8sclient/frame_splitter.hpp).
 //
 // Input: [piece size][bytes...]. The bytes go through every decoder (an envelope, a bare
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "support.hpp"
-#include "tec/adapters/decode.hpp"
-#include "tec/adapters/protobuf.hpp"
+#include "tec/informers/decode.hpp"
+#include "tec/informers/protobuf.hpp"
 #include "tec/k8sclient/frame_splitter.hpp"
 
 namespace {
@@ -34,14 +34,14 @@ void check_result(const Result& r, std::string_view what) {
   }
 }
 
-void check_pod(const tec::k8sclient::result<tec::adapters::pod_record>& r) {
+void check_pod(const tec::k8sclient::result<tec::informers::pod_record>& r) {
   check_result(r, "pod");
   if (r) {
     TEC_FUZZ_CHECK(!r.value().pod.name.empty() && !r.value().pod.uid.empty(), "pod without name");
   }
 }
 
-void check_node(const tec::k8sclient::result<tec::adapters::node_record>& r) {
+void check_node(const tec::k8sclient::result<tec::informers::node_record>& r) {
   check_result(r, "node");
   if (r) {
     TEC_FUZZ_CHECK(!r.value().node.name.empty(), "node without name");
@@ -50,7 +50,7 @@ void check_node(const tec::k8sclient::result<tec::adapters::node_record>& r) {
 
 /// The items and the end of a LIST body fed in pieces of `piece` bytes (0: at once).
 struct listed {
-  std::vector<tec::adapters::pod_record> items;
+  std::vector<tec::informers::pod_record> items;
   std::size_t skipped = 0;
   bool ok = false;
   std::string rv;
@@ -58,14 +58,14 @@ struct listed {
 };
 
 listed list(std::string_view body, std::size_t piece) {
-  tec::adapters::list_decoder<tec::adapters::pod_record> d(
-      tec::adapters::list_limits{4096, std::size_t{1} << 20U});
+  tec::informers::list_decoder<tec::informers::pod_record> d(
+      tec::informers::list_limits{4096, std::size_t{1} << 20U});
   listed out;
   const std::size_t step = piece == 0 ? body.size() : piece;
   for (std::size_t i = 0; i < body.size(); i += step) {
     if (!d.feed(
             body.substr(i, step),
-            [&](tec::adapters::pod_record&& r) { out.items.push_back(std::move(r)); },
+            [&](tec::informers::pod_record&& r) { out.items.push_back(std::move(r)); },
             [&](const error&) { ++out.skipped; })) {
       break;
     }
@@ -98,13 +98,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t piece = in.byte();
   const std::string_view bytes = in.rest();
 
-  check_pod(tec::adapters::decode_pod_protobuf(bytes));
-  check_pod(tec::adapters::decode_pod_message(bytes));
-  check_node(tec::adapters::decode_node_protobuf(bytes));
-  check_node(tec::adapters::decode_node_message(bytes));
-  check_result(tec::adapters::decode_pod_event_protobuf(bytes), "pod event");
-  check_result(tec::adapters::decode_node_event_protobuf(bytes), "node event");
-  check_result(tec::adapters::decode_status_protobuf(bytes), "status");
+  check_pod(tec::informers::decode_pod_protobuf(bytes));
+  check_pod(tec::informers::decode_pod_message(bytes));
+  check_node(tec::informers::decode_node_protobuf(bytes));
+  check_node(tec::informers::decode_node_message(bytes));
+  check_result(tec::informers::decode_pod_event_protobuf(bytes), "pod event");
+  check_result(tec::informers::decode_node_event_protobuf(bytes), "node event");
+  check_result(tec::informers::decode_status_protobuf(bytes), "status");
 
   // A body that starts like protobuf goes the protobuf way; any other the JSON way.
   const auto whole = list(bytes, 0);

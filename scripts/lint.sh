@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# clang-tidy over the production code (timedqueue/ controller/ k8sclient/ adapters/ ops/ policy/
-# cmd/: the .cpp files of the compile database and the headers they include, per .clang-tidy's
-# HeaderFilterRegex), every enabled check an error (.clang-tidy: WarningsAsErrors '*').
+# clang-tidy over the production code (base/ timedqueue/ controller/ k8sclient/ informers/
+# writers/ shadow/ ops/ policy/ cmd/: the .cpp files of the compile database and the headers
+# they include, per .clang-tidy's HeaderFilterRegex), every enabled check an error
+# (.clang-tidy: WarningsAsErrors '*').
 # Tests, benchmarks and fuzz targets are not linted: gtest's and Google Benchmark's macros
 # trip several of the checks by design, and they are not what ships.
 #
@@ -24,7 +25,7 @@ if [[ ${1:-} == --changed ]]; then
 fi
 build_dir=${1:-"$root/build"}
 jobs=${JOBS:-2}
-files=${LINT_FILES:-"^$root/(timedqueue|controller|k8sclient|adapters|ops|policy|cmd)/"}
+files=${LINT_FILES:-"^$root/(base|timedqueue|controller|k8sclient|informers|writers|shadow|ops|policy|cmd)/"}
 narrowed=()
 [[ -n ${LINT_FILES:-} ]] && narrowed=(--files-narrowed)
 

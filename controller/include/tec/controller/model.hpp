@@ -63,7 +63,7 @@ struct pod_view {
   bool opted_out = false;
   /// metadata.labels as "key=value" lines joined by '\n', in the object's order (label keys
   /// and values cannot contain '=' or '\n'). Kept only when the daemon may need them (a
-  /// policy file is configured; see adapters::keep_pod_labels); empty otherwise.
+  /// policy file is configured; see informers::keep_pod_labels); empty otherwise.
   std::string labels;
 
   friend bool operator==(const pod_view&, const pod_view&) = default;

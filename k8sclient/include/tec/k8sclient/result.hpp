@@ -1,8 +1,8 @@
 #pragma once
 
-// result<T>: a value or an error (errors as values), shared by the pure parts of kube and adapters
-// (config, decode) and the HTTP client: Boost.System's result with the project's error type.
-// Kept apart from client.hpp so that code which only decodes or loads configuration does not
+// result<T>: a value or an error (errors as values), shared by the pure parts of k8sclient and
+// informers (config, decode) and the HTTP client: Boost.System's result with the project's error
+// type. Kept apart from client.hpp so that code which only decodes or loads configuration does not
 // pull in Asio.
 
 #include <boost/assert/source_location.hpp>

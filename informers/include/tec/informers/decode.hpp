@@ -1,0 +1,300 @@
+#pragma once
+
+// JSON in, compact records out. Watch event lines, LIST items and bodies are parsed (and so
+// fully validated) by simdjson's DOM parser, then one walker reads the few paths we need and
+// keeps only the fields the controller needs (and, of a pod's status conditions, the
+// DisruptionTarget one as a disruption_state); everything else (managedFields, containers,
+// other conditions, images, ...) is skipped without being copied.
+//
+// Contract for every function here: pure, thread-safe (each thread parses with its own
+// simdjson parser, kept between calls), never throws for bad input. Memory: a parse needs
+// about 15 times the text's size while it runs (simdjson sizes its tape for the worst case),
+// so a text is bounded by its caller (max_line_bytes, list_limits, the client's 1 MiB error
+// bodies); a thread keeps its parser's buffers only while they serve texts up to 128 KiB. Malformed
+// JSON is errc::malformed_json; valid JSON of the wrong shape (a wrong type in a field we read, a
+// missing metadata.name, a pod's missing metadata.uid) is errc::unexpected_shape, with the JSON
+// path in the message ("items[3].spec.tolerations[0].tolerationSeconds: ..."). Unknown fields are
+// ignored. null is accepted wherever a value is optional and means absent (as Go's decoder treats
+// it).
+//
+// tolerationSeconds must be an integer in int64 range, as for client-go (its Go decoder
+// rejects 1.5, 1e30 or 2^63 for an *int64): such a pod is an unexpected_shape error, not
+// silently clamped. (The API server validates the same type, so a real server never sends
+// them.) Saturating huge *valid* values is the controller's job.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tec/informers/kube_names.hpp"
+#include "tec/informers/protobuf.hpp"
+#include "tec/informers/records.hpp"
+#include "tec/k8sclient/line_splitter.hpp"
+#include "tec/k8sclient/result.hpp"
+#include "tec/k8sclient/watch.hpp"
+
+namespace tec::informers {
+
+/// Which parser feeds the field mapping. `fast` (the default) is simdjson's DOM parser (see
+/// BENCHMARKS.md for why not On-Demand or nlohmann); `nlohmann` is nlohmann's DOM parser, an
+/// independent implementation kept as the reference the tests and the fuzz target compare
+/// `fast` against. Both accept RFC 8259 JSON (a leading UTF-8 byte order mark is skipped),
+/// nested at most 1024 levels; `fast` also rejects integers outside [-2^63, 2^64), which
+/// nlohmann reads as floating-point numbers (the API server never sends them).
+enum class json_engine : std::uint8_t { fast, nlohmann };
+
+using k8sclient::api_status;
+using k8sclient::event_type;
+using k8sclient::list_page;
+using k8sclient::watch_event;
+
+/// "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR".
+std::string_view to_string(event_type type) noexcept;
+/// The inverse of to_string(); nullopt for anything else.
+std::optional<event_type> parse_event_type(std::string_view text) noexcept;
+
+using pod_event = watch_event<pod_record>;
+using node_event = watch_event<node_record>;
+using pod_list = list_page<pod_record>;
+using node_list = list_page<node_record>;
+
+/// Decodes one watch event line of a pod watch (`{"type":..., "object":{...}}`).
+result<pod_event> decode_pod_event(std::string_view line, json_engine engine = json_engine::fast);
+/// Decodes one watch event line of a node watch.
+result<node_event> decode_node_event(std::string_view line, json_engine engine = json_engine::fast);
+
+/// Decodes a PodList page.
+result<pod_list> decode_pod_list(std::string_view body, json_engine engine = json_engine::fast);
+/// Decodes a NodeList page.
+result<node_list> decode_node_list(std::string_view body, json_engine engine = json_engine::fast);
+
+/// Decodes a single Pod object.
+result<pod_record> decode_pod(std::string_view json, json_engine engine = json_engine::fast);
+/// Decodes a single Node object.
+result<node_record> decode_node(std::string_view json, json_engine engine = json_engine::fast);
+
+/// Whether pod decoders keep metadata.labels (pod_view::labels). Off by default: labels are
+/// only needed by the policy's exclude.podSelector, so the daemon turns this on, before its
+/// informers start, only when a policy file is configured (it may gain a selector on reload).
+/// Any thread; applies to objects decoded after the call.
+void keep_pod_labels(bool keep) noexcept;
+/// What keep_pod_labels() last set.
+bool keeping_pod_labels() noexcept;
+
+/// Decodes a metav1.Status body (e.g. the body of a 410 response). Fields that are absent
+/// stay empty; only malformed JSON or a non-object is an error.
+result<api_status> decode_status(std::string_view json, json_engine engine = json_engine::fast);
+
+/// Bounds of one streamed LIST page (list_splitter, list_decoder).
+struct list_limits {
+  /// One element of `items`, and everything outside `items` together (a pod is at most a
+  /// few MiB: etcd's default request limit is 1.5 MiB; see line_splitter's default).
+  std::size_t max_item_bytes = line_splitter::default_max_line_bytes;
+  /// The whole body (client_options::max_response_bytes by default).
+  std::size_t max_page_bytes = std::size_t{256} << 20U;
+};
+
+/// Bytes of a LIST response body in, the elements of its top-level `items` array out, as the
+/// bytes arrive: no buffer of the whole body. An element is held only while it is incomplete
+/// (up to max_item_bytes), so memory is bounded by the limits, not by the body.
+///
+/// It checks the JSON structure it scans (strings, nesting, the separators between elements)
+/// and keeps everything outside `items` (kind, metadata, ...) as the *envelope*: the body with
+/// `items` emptied, which finish() decodes with the ordinary decoder, so `metadata` is found
+/// wherever it is, before or after `items`. Elements themselves are validated by whoever
+/// decodes them. Errors: errc::malformed_json (a broken structure, a body cut short) and
+/// errc::response_too_large (an element, the envelope or the body over its bound).
+///
+/// Not thread-safe: one per response body.
+class list_splitter {
+public:
+  explicit list_splitter(list_limits limits = {}) : limits_(limits) {}
+
+  /// Feeds the next bytes. Calls `on_item(std::string_view element)` for every complete
+  /// element, in order (the view is valid only during the call); returning false stops the
+  /// body (call fail() first to say why). Returns false once the body is known to be broken
+  /// (failure() tells why); later feeds then do nothing.
+  template <class OnItem>
+  bool feed(std::string_view bytes, OnItem&& on_item);
+
+  /// The end of the body: the envelope (the body with every `items` array emptied), or the
+  /// error when the body was broken or ended early.
+  result<std::string> finish();
+
+  /// Why the body is broken, once it is.
+  [[nodiscard]] const std::optional<error>& failure() const noexcept { return failure_; }
+
+  /// Elements delivered so far.
+  [[nodiscard]] std::size_t items() const noexcept { return items_; }
+
+  /// Bytes fed so far.
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+
+  /// Fails the splitter from outside (e.g. an element that did not decode): later feeds do
+  /// nothing and finish() returns `why`.
+  void fail(error why);
+
+private:
+  enum class state : std::uint8_t {
+    envelope,         // outside items, not in a string
+    envelope_string,  // in a string outside items
+    envelope_escape,  // after a backslash in such a string
+    items_start,      // just after the '[' of items: an element or ']'
+    items_next,       // after a ',': an element
+    items_after,      // after an element: ',' or ']'
+    element,          // in an object or array element, not in a string
+    element_string,   // in a string inside an element (or a string element)
+    element_escape,   // after a backslash in such a string
+    element_scalar,   // in a number or literal element
+  };
+
+  /// The feed loop over one chunk; calls `emit(element)` per element (false = stop).
+  bool scan(std::string_view bytes, const std::function<bool(std::string_view)>& emit);
+  bool envelope_byte(char c);
+  bool complete_element(std::string_view chunk, std::size_t end,
+                        const std::function<bool(std::string_view)>& emit);
+  bool keep_partial_element(std::string_view chunk);
+  bool malformed(std::string_view what, std::size_t at);
+  bool too_large(std::string_view what, std::size_t limit);
+
+  list_limits limits_;
+  state state_ = state::envelope;
+  std::optional<error> failure_;
+  std::size_t bytes_ = 0;
+  std::size_t items_ = 0;
+
+  // The envelope and where in it we are.
+  std::string envelope_;
+  std::size_t depth_ = 0;          // open containers of the envelope
+  bool root_is_object_ = false;    // the container at depth 1 is an object
+  bool expect_key_ = false;        // at depth 1, the next string is a key
+  bool in_key_ = false;            // reading a key at depth 1
+  std::string key_;                // its raw text (at most a few bytes are kept)
+  bool key_too_long_ = false;      // longer than any spelling of "items"
+  bool items_key_ = false;         // the last key at depth 1 was "items"
+  bool items_value_next_ = false;  // after `"items":`, the value comes next
+
+  // The element being read.
+  std::string element_;  // its bytes from earlier chunks
+  std::size_t element_depth_ = 0;
+  bool string_element_ = false;  // the element is a string (ends with its closing quote)
+  std::size_t offset_ = 0;       // start of the element in the current chunk
+};
+
+template <class OnItem>
+bool list_splitter::feed(std::string_view bytes, OnItem&& on_item) {
+  return scan(bytes, [&](std::string_view element) { return on_item(element); });
+}
+
+/// A LIST page decoded as it streams: a list_splitter whose elements are decoded with
+/// decode_pod / decode_node (by Record type) as they complete.
+///
+/// An element that is valid JSON of the wrong shape (a missing uid, a string where a number
+/// belongs, a null) is skipped and reported through `on_skip`: one bad object must not fail
+/// the whole list forever, as the server would send it again on every relist. Malformed JSON
+/// anywhere fails the page (the stream cannot be trusted), as does any bound (list_limits).
+/// Not thread-safe: one per response body.
+template <class Record>
+class list_decoder {
+public:
+  explicit list_decoder(list_limits limits = {}, json_engine engine = json_engine::fast)
+      : splitter_(limits), limits_(limits), engine_(engine) {}
+
+  /// Feeds bytes; calls `on_item(Record&&)` for every decoded element and `on_skip(const
+  /// error&)` for every skipped one, in order. False once the page is broken (failure()).
+  /// A body that starts with protobuf's magic (protobuf.hpp) is read as protobuf.
+  template <class OnItem, class OnSkip>
+  bool feed(std::string_view bytes, OnItem&& on_item, OnSkip&& on_skip) {
+    if (!protobuf_ && splitter_.bytes() == 0 && !bytes.empty() && bytes.front() == 'k') {
+      protobuf_.emplace(limits_.max_item_bytes, limits_.max_page_bytes);
+    }
+    if (protobuf_) {
+      return protobuf_->feed(bytes, [&](std::string_view message) {
+        return take(protobuf_->items() - 1, decode_message(message), on_item, on_skip, *protobuf_);
+      });
+    }
+    return splitter_.feed(bytes, [&](std::string_view element) {
+      return take(splitter_.items() - 1, decode(element), on_item, on_skip, splitter_);
+    });
+  }
+
+  /// The end of the body: metadata.resourceVersion and metadata.continue (items empty; they
+  /// were delivered by feed()), or why the page is broken.
+  result<list_page<Record>> finish() {
+    if (protobuf_) {
+      auto meta = protobuf_->finish();
+      if (!meta) {
+        return meta.error();
+      }
+      list_page<Record> page;
+      page.resource_version = std::move(meta.value().first);
+      page.continue_token = std::move(meta.value().second);
+      return page;
+    }
+    auto envelope = splitter_.finish();
+    if (!envelope) {
+      return envelope.error();
+    }
+    if constexpr (std::is_same_v<Record, pod_record>) {
+      return decode_pod_list(envelope.value(), engine_);
+    } else {
+      return decode_node_list(envelope.value(), engine_);
+    }
+  }
+
+  [[nodiscard]] const std::optional<error>& failure() const noexcept {
+    return protobuf_ ? protobuf_->failure() : splitter_.failure();
+  }
+
+  /// Bytes fed so far.
+  [[nodiscard]] std::size_t bytes() const noexcept {
+    return protobuf_ ? protobuf_->bytes() : splitter_.bytes();
+  }
+
+private:
+  result<Record> decode(std::string_view element) const {
+    if constexpr (std::is_same_v<Record, pod_record>) {
+      return decode_pod(element, engine_);
+    } else {
+      return decode_node(element, engine_);
+    }
+  }
+
+  static result<Record> decode_message(std::string_view message) {
+    if constexpr (std::is_same_v<Record, pod_record>) {
+      return decode_pod_message(message);
+    } else {
+      return decode_node_message(message);
+    }
+  }
+
+  template <class OnItem, class OnSkip, class Splitter>
+  static bool take(std::size_t index, result<Record> decoded, OnItem& on_item, OnSkip& on_skip,
+                   Splitter& splitter) {
+    if (decoded) {
+      on_item(std::move(decoded).value());
+      return true;
+    }
+    error e = decoded.error();
+    e.message = "items[" + std::to_string(index) + "]: " + e.message;
+    if (e.code == make_error_code(errc::unexpected_shape)) {
+      on_skip(e);
+      return true;
+    }
+    splitter.fail(std::move(e));
+    return false;
+  }
+
+  list_splitter splitter_;
+  std::optional<protobuf_list_splitter> protobuf_;
+  list_limits limits_;
+  json_engine engine_;
+};
+
+}  // namespace tec::informers

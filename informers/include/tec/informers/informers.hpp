@@ -1,0 +1,58 @@
+#pragma once
+
+// The pod and node informers: kube's reflector over the codecs below and the stores the
+// controller reads (see tec/k8sclient/reflector.hpp for the list/watch contract).
+
+#include <cstddef>
+#include <string_view>
+
+#include "tec/informers/decode.hpp"
+#include "tec/informers/protobuf.hpp"
+#include "tec/informers/records.hpp"
+#include "tec/informers/store.hpp"
+#include "tec/k8sclient/reflector.hpp"
+
+namespace tec::informers {
+
+/// What the pod and node codecs share: Status bodies and LIST pages streamed item by item.
+/// Each body and watch event is read as JSON or protobuf by its first bytes (protobuf.hpp), so
+/// the reflector may ask for either (reflector_options::accept).
+template <class Record>
+struct record_codec {
+  using object_type = Record;
+  static k8sclient::result<k8sclient::api_status> decode_status(std::string_view body) {
+    return is_protobuf(body) ? decode_status_protobuf(body) : informers::decode_status(body);
+  }
+  static list_decoder<Record> make_list_decoder(std::size_t max_item_bytes,
+                                                std::size_t max_page_bytes) {
+    return list_decoder<Record>(list_limits{max_item_bytes, max_page_bytes});
+  }
+};
+
+/// Pods of every namespace, as pod_records.
+struct pod_codec : record_codec<pod_record> {
+  static constexpr const char* path = "/api/v1/pods";
+  static constexpr const char* kind = "pods";
+  static k8sclient::result<pod_event> decode_event(std::string_view line) {
+    return is_protobuf_event(line) ? decode_pod_event_protobuf(line) : decode_pod_event(line);
+  }
+};
+
+/// Nodes, as node_records.
+struct node_codec : record_codec<node_record> {
+  static constexpr const char* path = "/api/v1/nodes";
+  static constexpr const char* kind = "nodes";
+  static k8sclient::result<node_event> decode_event(std::string_view line) {
+    return is_protobuf_event(line) ? decode_node_event_protobuf(line) : decode_node_event(line);
+  }
+};
+
+using pod_informer = k8sclient::reflector<pod_codec, pod_store>;
+using node_informer = k8sclient::reflector<node_codec, node_store>;
+
+}  // namespace tec::informers
+
+extern template class tec::k8sclient::reflector<tec::informers::pod_codec,
+                                                tec::informers::pod_store>;
+extern template class tec::k8sclient::reflector<tec::informers::node_codec,
+                                                tec::informers::node_store>;

@@ -1,0 +1,69 @@
+#pragma once
+
+// Compact records of the objects the informers cache: the controller's own views (so they are
+// handed over without conversion) plus the resourceVersion the informer needs to resume and,
+// for pods, the state of the DisruptionTarget condition (one byte). Everything else in a Pod
+// or Node (managedFields, containers, other status conditions, ...) is dropped while decoding
+// (decode.hpp) and never retained.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tec/controller/model.hpp"
+
+namespace tec::informers {
+
+/// The DisruptionTarget condition the taint manager adds before deleting a pod (upstream's
+/// type, reason and message, so Jobs' podFailurePolicy rules keep matching).
+inline constexpr std::string_view disruption_target_type = "DisruptionTarget";
+inline constexpr std::string_view taint_manager_reason = "DeletionByTaintManager";
+inline constexpr std::string_view taint_manager_message =
+    "Taint manager: deleting due to NoExecute taint";
+
+/// What a pod's DisruptionTarget condition (the first one in status.conditions) says, reduced
+/// to what the eviction's status patch needs to follow upstream's UpdatePodCondition: skip the
+/// patch when the condition is already ours, keep lastTransitionTime when only the reason or
+/// message change. One byte per cached pod (most pods have no such condition).
+enum class disruption_state : std::uint8_t {
+  absent,      ///< No DisruptionTarget condition.
+  not_true,    ///< Its status is not "True" (False, Unknown, anything else).
+  true_other,  ///< True with another reason or message (another component's).
+  true_ours,   ///< True with taint_manager_reason and taint_manager_message.
+};
+
+/// A pod as cached: the controller's pod_view plus metadata.resourceVersion and its
+/// DisruptionTarget condition. A plain value type (copyable, not synchronised).
+struct pod_record {
+  controller::pod_view pod;
+  std::string resource_version;
+  disruption_state disruption = disruption_state::absent;
+
+  friend bool operator==(const pod_record&, const pod_record&) = default;
+};
+
+/// A node as cached: the controller's node_view (all taints, any effect, in order) plus
+/// metadata.resourceVersion. A plain value type.
+struct node_record {
+  controller::node_view node;
+  std::string resource_version;
+
+  friend bool operator==(const node_record&, const node_record&) = default;
+};
+
+/// "NoSchedule", "PreferNoSchedule", "NoExecute"; anything else is `unknown`.
+controller::taint_effect parse_taint_effect(std::string_view text) noexcept;
+
+/// "" and "Equal" -> equal, "Exists", "Lt", "Gt"; anything else is `unknown`.
+controller::toleration_operator parse_toleration_operator(std::string_view text) noexcept;
+
+/// "Pending", "Running", "Succeeded", "Failed"; anything else (including "Unknown") is
+/// `unknown`.
+controller::pod_phase parse_pod_phase(std::string_view text) noexcept;
+
+/// An RFC 3339 timestamp ("2024-05-01T12:34:56Z", optional fraction, "Z" or "+hh:mm")
+/// as seconds since the Unix epoch (fraction dropped); nullopt when malformed.
+std::optional<std::int64_t> parse_rfc3339(std::string_view text) noexcept;
+
+}  // namespace tec::informers

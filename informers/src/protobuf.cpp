@@ -1,0 +1,713 @@
+#include "tec/informers/protobuf.hpp"
+
+#include <utility>
+
+#include "tec/informers/decode.hpp"
+
+namespace tec::informers {
+namespace {
+
+using k8sclient::errc;
+using k8sclient::error;
+using k8sclient::make_error;
+using k8sclient::result;
+
+/// Go's zero time.Time as a metav1.Time message (seconds since the Unix epoch): the API server
+/// writes it for a time that is not set (JSON: null), which the records keep as 0.
+constexpr std::int64_t go_zero_time = -62'135'596'800;
+
+/// One field of a message: its number, wire type and value (varints and fixed-width values in
+/// `scalar`, length-delimited ones in `bytes`).
+struct field {
+  std::uint32_t number = 0;
+  std::uint32_t wire = 0;
+  std::uint64_t scalar = 0;
+  std::string_view bytes;
+};
+
+bool read_varint(std::string_view in, std::size_t& pos, std::uint64_t& v) noexcept {
+  v = 0;
+  for (unsigned shift = 0; shift < 64 && pos < in.size(); shift += 7) {
+    const auto b = static_cast<std::uint8_t>(in[pos++]);
+    v |= static_cast<std::uint64_t>(b & 0x7fU) << shift;
+    if ((b & 0x80U) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// Calls f(const field&) for each field of `message` in order; false when the bytes are not a
+/// message (or f returned false: then `why` stays empty).
+template <class F>
+bool each_field(std::string_view message, std::string& why, F&& f) {
+  std::size_t pos = 0;
+  while (pos < message.size()) {
+    std::uint64_t tag = 0;
+    if (!read_varint(message, pos, tag) || (tag >> 3U) == 0 || (tag >> 3U) > 0x1fffffffU) {
+      why = "a bad field tag";
+      return false;
+    }
+    field fd;
+    fd.number = static_cast<std::uint32_t>(tag >> 3U);
+    fd.wire = static_cast<std::uint32_t>(tag & 7U);
+    switch (fd.wire) {
+      case 0:
+        if (!read_varint(message, pos, fd.scalar)) {
+          why = "a varint runs past the end";
+          return false;
+        }
+        break;
+      case 1:
+      case 5: {
+        const std::size_t n = fd.wire == 1 ? 8 : 4;
+        if (message.size() - pos < n) {
+          why = "a fixed-width value runs past the end";
+          return false;
+        }
+        pos += n;
+        break;
+      }
+      case 2: {
+        std::uint64_t len = 0;
+        if (!read_varint(message, pos, len) || len > message.size() - pos) {
+          why = "a length runs past the end";
+          return false;
+        }
+        fd.bytes = message.substr(pos, static_cast<std::size_t>(len));
+        pos += static_cast<std::size_t>(len);
+        break;
+      }
+      default:
+        why = "unsupported wire type " + std::to_string(fd.wire);
+        return false;
+    }
+    if (!f(fd)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+error malformed(std::string_view what, const std::string& why) {
+  return make_error(errc::malformed_json, "malformed protobuf: " + std::string(what) + ": " + why);
+}
+
+/// A metav1.Time's seconds (0 for Go's zero time).
+std::int64_t time_seconds(std::string_view message, std::string& why, bool& ok) {
+  std::int64_t seconds = 0;
+  ok = each_field(message, why, [&](const field& f) {
+    if (f.number == 1 && f.wire == 0) {
+      seconds = static_cast<std::int64_t>(f.scalar);
+    }
+    return true;
+  });
+  return seconds == go_zero_time ? 0 : seconds;
+}
+
+/// A map entry {key = 1, value = 2}.
+bool map_entry(std::string_view message, std::string& why, std::string_view& key,
+               std::string_view& value) {
+  key = {};
+  value = {};
+  return each_field(message, why, [&](const field& f) {
+    if (f.wire == 2 && f.number == 1) {
+      key = f.bytes;
+    } else if (f.wire == 2 && f.number == 2) {
+      value = f.bytes;
+    }
+    return true;
+  });
+}
+
+/// Unknown.raw of an envelope ("k8s\0" + Unknown), or why not.
+result<std::string_view> unwrap(std::string_view envelope, std::string_view what) {
+  if (!is_protobuf(envelope)) {
+    return malformed(what, "no k8s\\0 magic");
+  }
+  std::string why;
+  std::string_view raw;
+  bool encoded = false;
+  if (!each_field(envelope.substr(4), why, [&](const field& f) {
+        if (f.wire == 2 && f.number == 2) {
+          raw = f.bytes;
+        } else if (f.wire == 2 && f.number == 3 && !f.bytes.empty()) {
+          encoded = true;
+        }
+        return true;
+      })) {
+    return malformed(what, why);
+  }
+  if (encoded) {
+    return malformed(what, "unsupported contentEncoding");
+  }
+  return raw;
+}
+
+class pod_reader {
+public:
+  result<pod_record> read(std::string_view message) {
+    if (!each_field(message, why_, [&](const field& f) {
+          if (f.wire != 2) {
+            return true;
+          }
+          switch (f.number) {
+            case 1:
+              return meta(f.bytes);
+            case 2:
+              return spec(f.bytes);
+            case 3:
+              return status(f.bytes);
+            default:
+              return true;
+          }
+        })) {
+      return malformed("pod", why_);
+    }
+    r_.pod.bound_unix = scheduled_ != 0 ? scheduled_ : created_;
+    if (r_.pod.name.empty()) {
+      return make_error(errc::unexpected_shape, "pod: metadata.name: missing");
+    }
+    if (r_.pod.uid.empty()) {
+      return make_error(errc::unexpected_shape, "pod: metadata.uid: missing");
+    }
+    return std::move(r_);
+  }
+
+private:
+  bool meta(std::string_view m) {
+    const bool labels = keeping_pod_labels();
+    return each_field(m, why_, [&](const field& f) {
+      if (f.wire != 2) {
+        return true;
+      }
+      auto& p = r_.pod;
+      switch (f.number) {
+        case 1:
+          p.name = f.bytes;
+          return true;
+        case 3:
+          p.namespace_ = f.bytes;
+          return true;
+        case 5:
+          p.uid = f.bytes;
+          return true;
+        case 6:
+          r_.resource_version = f.bytes;
+          return true;
+        case 8: {
+          bool ok = false;
+          created_ = time_seconds(f.bytes, why_, ok);
+          return ok;
+        }
+        case 9:
+          p.terminating = true;
+          return true;
+        case 11: {
+          if (!labels) {
+            return true;
+          }
+          std::string_view k;
+          std::string_view v;
+          if (!map_entry(f.bytes, why_, k, v)) {
+            return false;
+          }
+          if (!p.labels.empty()) {
+            p.labels.push_back('\n');
+          }
+          p.labels.append(k).push_back('=');
+          p.labels.append(v);
+          return true;
+        }
+        case 12: {
+          std::string_view k;
+          std::string_view v;
+          if (!map_entry(f.bytes, why_, k, v)) {
+            return false;
+          }
+          if (k == "kubernetes.io/config.mirror") {
+            p.mirror = true;
+          } else if (k == controller::opt_out_annotation) {
+            p.opted_out = v == controller::opt_out_value;
+          }
+          return true;
+        }
+        case 13:
+          return owner(f.bytes);
+        default:
+          return true;
+      }
+    });
+  }
+
+  bool owner(std::string_view m) {
+    std::string_view kind;
+    bool is_controller = false;
+    if (!each_field(m, why_, [&](const field& f) {
+          if (f.number == 1 && f.wire == 2) {
+            kind = f.bytes;
+          } else if (f.number == 6 && f.wire == 0) {
+            is_controller = f.scalar != 0;
+          }
+          return true;
+        })) {
+      return false;
+    }
+    // The first owner reference with controller=true is the controller (GetControllerOf).
+    if (is_controller && !have_controller_) {
+      r_.pod.owner_kind = kind;
+      have_controller_ = true;
+    }
+    return true;
+  }
+
+  bool spec(std::string_view m) {
+    return each_field(m, why_, [&](const field& f) {
+      if (f.wire == 2 && f.number == 10) {
+        r_.pod.node_name = f.bytes;
+      } else if (f.wire == 2 && f.number == 22) {
+        return toleration(f.bytes);
+      }
+      return true;
+    });
+  }
+
+  bool toleration(std::string_view m) {
+    controller::toleration t;
+    if (!each_field(m, why_, [&](const field& f) {
+          if (f.wire == 0 && f.number == 5) {
+            t.seconds = static_cast<std::int64_t>(f.scalar);
+            return true;
+          }
+          if (f.wire != 2) {
+            return true;
+          }
+          switch (f.number) {
+            case 1:
+              t.key = f.bytes;
+              break;
+            case 2:
+              t.op = parse_toleration_operator(f.bytes);
+              break;
+            case 3:
+              t.value = f.bytes;
+              break;
+            case 4:
+              if (f.bytes.empty()) {
+                t.effect.reset();
+              } else {
+                t.effect = parse_taint_effect(f.bytes);
+              }
+              break;
+            default:
+              break;
+          }
+          return true;
+        })) {
+      return false;
+    }
+    r_.pod.tolerations.push_back(std::move(t));
+    return true;
+  }
+
+  bool status(std::string_view m) {
+    return each_field(m, why_, [&](const field& f) {
+      if (f.wire == 2 && f.number == 1) {
+        r_.pod.phase = parse_pod_phase(f.bytes);
+      } else if (f.wire == 2 && f.number == 2) {
+        return condition(f.bytes);
+      }
+      return true;
+    });
+  }
+
+  bool condition(std::string_view m) {
+    bool target = false;
+    bool scheduled = false;
+    bool is_true = false;
+    bool reason_ours = false;
+    bool message_ours = false;
+    std::int64_t transition = 0;
+    if (!each_field(m, why_, [&](const field& f) {
+          if (f.wire != 2) {
+            return true;
+          }
+          switch (f.number) {
+            case 1:
+              target = f.bytes == disruption_target_type;
+              scheduled = f.bytes == "PodScheduled";
+              break;
+            case 2:
+              is_true = f.bytes == "True";
+              break;
+            case 4: {
+              bool ok = false;
+              transition = time_seconds(f.bytes, why_, ok);
+              return ok;
+            }
+            case 5:
+              reason_ours = f.bytes == taint_manager_reason;
+              break;
+            case 6:
+              message_ours = f.bytes == taint_manager_message;
+              break;
+            default:
+              break;
+          }
+          return true;
+        })) {
+      return false;
+    }
+    if (scheduled && is_true && transition != 0 && scheduled_ == 0) {
+      scheduled_ = transition;
+    }
+    // The first DisruptionTarget condition counts (upstream's GetPodCondition).
+    if (target && r_.disruption == disruption_state::absent) {
+      r_.disruption = !is_true                      ? disruption_state::not_true
+                      : reason_ours && message_ours ? disruption_state::true_ours
+                                                    : disruption_state::true_other;
+    }
+    return true;
+  }
+
+  pod_record r_;
+  std::string why_;
+  std::int64_t created_ = 0;
+  std::int64_t scheduled_ = 0;
+  bool have_controller_ = false;
+};
+
+class node_reader {
+public:
+  result<node_record> read(std::string_view message) {
+    if (!each_field(message, why_, [&](const field& f) {
+          if (f.wire != 2) {
+            return true;
+          }
+          if (f.number == 1) {
+            return meta(f.bytes);
+          }
+          if (f.number == 2) {
+            return spec(f.bytes);
+          }
+          return true;
+        })) {
+      return malformed("node", why_);
+    }
+    if (r_.node.name.empty()) {
+      return make_error(errc::unexpected_shape, "node: metadata.name: missing");
+    }
+    return std::move(r_);
+  }
+
+private:
+  bool meta(std::string_view m) {
+    return each_field(m, why_, [&](const field& f) {
+      if (f.wire == 2 && f.number == 1) {
+        r_.node.name = f.bytes;
+      } else if (f.wire == 2 && f.number == 6) {
+        r_.resource_version = f.bytes;
+      }
+      return true;
+    });
+  }
+
+  bool spec(std::string_view m) {
+    return each_field(m, why_, [&](const field& f) {
+      if (f.wire == 2 && f.number == 5) {
+        return taint(f.bytes);
+      }
+      return true;
+    });
+  }
+
+  bool taint(std::string_view m) {
+    controller::taint t;
+    // The model defaults to NoExecute; a taint without an effect must not evict.
+    t.effect = controller::taint_effect::unknown;
+    if (!each_field(m, why_, [&](const field& f) {
+          if (f.wire != 2) {
+            return true;
+          }
+          switch (f.number) {
+            case 1:
+              t.key = f.bytes;
+              break;
+            case 2:
+              t.value = f.bytes;
+              break;
+            case 3:
+              t.effect = parse_taint_effect(f.bytes);
+              break;
+            case 4: {
+              bool ok = false;
+              t.time_added_unix = time_seconds(f.bytes, why_, ok);
+              return ok;
+            }
+            default:
+              break;
+          }
+          return true;
+        })) {
+      return false;
+    }
+    r_.node.taints.push_back(std::move(t));
+    return true;
+  }
+
+  node_record r_;
+  std::string why_;
+};
+
+result<k8sclient::api_status> status_message(std::string_view message) {
+  k8sclient::api_status s;
+  std::string why;
+  if (!each_field(message, why, [&](const field& f) {
+        if (f.wire == 0 && f.number == 6) {
+          s.code = static_cast<std::int32_t>(f.scalar);
+        } else if (f.wire == 2) {
+          switch (f.number) {
+            case 2:
+              s.status = f.bytes;
+              break;
+            case 3:
+              s.message = f.bytes;
+              break;
+            case 4:
+              s.reason = f.bytes;
+              break;
+            default:
+              break;
+          }
+        }
+        return true;
+      })) {
+    return malformed("status", why);
+  }
+  return s;
+}
+
+template <class Record, class Reader>
+result<k8sclient::watch_event<Record>> decode_event(std::string_view frame, std::string_view what) {
+  std::string why;
+  std::string_view type;
+  std::string_view object;
+  bool saw_type = false;
+  bool saw_object = false;
+  if (!each_field(frame, why, [&](const field& f) {
+        if (f.wire == 2 && f.number == 1) {
+          type = f.bytes;
+          saw_type = true;
+        } else if (f.wire == 2 && f.number == 2) {
+          // RawExtension{raw = 1}
+          saw_object = true;
+          return each_field(f.bytes, why, [&](const field& g) {
+            if (g.wire == 2 && g.number == 1) {
+              object = g.bytes;
+            }
+            return true;
+          });
+        }
+        return true;
+      })) {
+    return malformed(what, why);
+  }
+  auto bad = [&](const std::string& s) {
+    return make_error(errc::unexpected_shape, std::string(what) + ": " + s);
+  };
+  if (!saw_type) {
+    return bad("type: missing");
+  }
+  const auto t = parse_event_type(type);
+  if (!t) {
+    return bad("type: unknown watch event type \"" + k8sclient::printable(type, 64) + "\"");
+  }
+  if (!saw_object) {
+    return bad("object: missing");
+  }
+  auto raw = unwrap(object, what);
+  if (!raw) {
+    return raw.error();
+  }
+  k8sclient::watch_event<Record> event;
+  event.type = *t;
+  if (*t == k8sclient::event_type::error) {
+    auto s = status_message(raw.value());
+    if (!s) {
+      return s.error();
+    }
+    event.status = std::move(s).value();
+    return event;
+  }
+  if (*t == k8sclient::event_type::bookmark) {
+    // Only metadata.resourceVersion is set; the reader would ask for a name.
+    std::string rv;
+    if (!each_field(raw.value(), why, [&](const field& f) {
+          if (f.wire == 2 && f.number == 1) {
+            return each_field(f.bytes, why, [&](const field& g) {
+              if (g.wire == 2 && g.number == 6) {
+                rv = g.bytes;
+              }
+              return true;
+            });
+          }
+          return true;
+        })) {
+      return malformed(what, why);
+    }
+    if (rv.empty()) {
+      return bad("object.metadata.resourceVersion: missing in a BOOKMARK event");
+    }
+    event.object.resource_version = std::move(rv);
+    return event;
+  }
+  auto record = Reader().read(raw.value());
+  if (!record) {
+    error e = record.error();
+    e.message = std::string(what) + ": object." + e.message;
+    return e;
+  }
+  event.object = std::move(record).value();
+  return event;
+}
+
+}  // namespace
+
+bool is_protobuf(std::string_view body) noexcept {
+  return body.size() >= 4 && body.substr(0, 4) == std::string_view("k8s\0", 4);
+}
+
+result<pod_record> decode_pod_message(std::string_view message) {
+  return pod_reader().read(message);
+}
+
+result<node_record> decode_node_message(std::string_view message) {
+  return node_reader().read(message);
+}
+
+result<pod_record> decode_pod_protobuf(std::string_view envelope) {
+  auto raw = unwrap(envelope, "pod");
+  if (!raw) {
+    return raw.error();
+  }
+  return decode_pod_message(raw.value());
+}
+
+result<node_record> decode_node_protobuf(std::string_view envelope) {
+  auto raw = unwrap(envelope, "node");
+  if (!raw) {
+    return raw.error();
+  }
+  return decode_node_message(raw.value());
+}
+
+result<k8sclient::watch_event<pod_record>> decode_pod_event_protobuf(std::string_view frame) {
+  return decode_event<pod_record, pod_reader>(frame, "pod watch event");
+}
+
+result<k8sclient::watch_event<node_record>> decode_node_event_protobuf(std::string_view frame) {
+  return decode_event<node_record, node_reader>(frame, "node watch event");
+}
+
+result<k8sclient::api_status> decode_status_protobuf(std::string_view envelope) {
+  auto raw = unwrap(envelope, "status");
+  if (!raw) {
+    return raw.error();
+  }
+  return status_message(raw.value());
+}
+
+std::optional<protobuf_list_splitter::header> protobuf_list_splitter::next_header(std::size_t pos) {
+  const std::string_view in = std::string_view(buf_).substr(pos);
+  std::size_t p = 0;
+  std::uint64_t tag = 0;
+  if (!read_varint(in, p, tag)) {
+    if (in.size() >= 10) {
+      fail(malformed("list", "a bad field tag"));
+    }
+    return std::nullopt;
+  }
+  header h;
+  h.number = static_cast<std::uint32_t>(tag >> 3U);
+  h.wire = static_cast<std::uint32_t>(tag & 7U);
+  if (h.number == 0) {
+    fail(malformed("list", "a bad field tag"));
+    return std::nullopt;
+  }
+  switch (h.wire) {
+    case 0: {
+      std::uint64_t v = 0;
+      const std::size_t start = p;
+      if (!read_varint(in, p, v)) {
+        if (in.size() - start >= 10) {
+          fail(malformed("list", "a bad varint"));
+        }
+        return std::nullopt;
+      }
+      h.header_bytes = start;
+      h.length = p - start;
+      return h;
+    }
+    case 1:
+    case 5:
+      h.header_bytes = p;
+      h.length = h.wire == 1 ? 8 : 4;
+      return h;
+    case 2: {
+      std::uint64_t len = 0;
+      const std::size_t start = p;
+      if (!read_varint(in, p, len)) {
+        if (in.size() - start >= 10) {
+          fail(malformed("list", "a bad length"));
+        }
+        return std::nullopt;
+      }
+      if (len > max_page_) {
+        fail(make_error(errc::response_too_large,
+                        "a list field is over " + std::to_string(max_page_) + " bytes"));
+        return std::nullopt;
+      }
+      h.header_bytes = p;
+      h.length = static_cast<std::size_t>(len);
+      return h;
+    }
+    default:
+      fail(malformed("list", "unsupported wire type " + std::to_string(h.wire)));
+      return std::nullopt;
+  }
+}
+
+bool protobuf_list_splitter::take_field(const header& h, std::string_view content) {
+  if (h.number != 1 || h.wire != 2) {
+    return true;
+  }
+  // ListMeta{resourceVersion = 2, continue = 3}
+  std::string why;
+  if (!each_field(content, why, [&](const field& f) {
+        if (f.wire == 2 && f.number == 2) {
+          resource_version_ = f.bytes;
+        } else if (f.wire == 2 && f.number == 3) {
+          continue_ = f.bytes;
+        }
+        return true;
+      })) {
+    fail(malformed("list metadata", why));
+    return false;
+  }
+  return true;
+}
+
+result<std::pair<std::string, std::string>> protobuf_list_splitter::finish() {
+  if (failure_) {
+    return *failure_;
+  }
+  if (!buf_.empty() || (level_ == level::list && list_left_ != 0)) {
+    return malformed("list", "the body ended in the middle of a field");
+  }
+  if (!saw_list_) {
+    return malformed("list", "no list in the envelope");
+  }
+  return std::make_pair(std::move(resource_version_), std::move(continue_));
+}
+
+}  // namespace tec::informers

@@ -1,0 +1,154 @@
+#pragma once
+
+// Shadow mode (--shadow): compares our would-be evictions (dry-run decisions, from the
+// controller's decision observer) with what the built-in taint manager of
+// kube-controller-manager does to the same pods, so that an operator running both can see
+// whether switching over would change anything.
+//
+// Their eviction of pod P (uid u) at time t: P was first seen with a deletionTimestamp at t,
+// and either P carries the DisruptionTarget condition with reason DeletionByTaintManager
+// (which we do not write in shadow mode, so it is theirs), or a TaintManagerEviction
+// "Marking for deletion Pod ns/name" event (from any source: we write none) was seen within
+// the window W around t, before or after (their event is written before their DELETE, and a
+// DELETE throttled by their client can come many seconds later). Before 1.29 the event's
+// involvedObject carries no uid: it is matched by namespace/name. A deletionTimestamp without
+// such evidence is someone else's deletion and is not theirs.
+//
+// Settling, per pod UID:
+// - ours would-delete at a, theirs at t, |t - a| <= W: agreed (delay |t - a|); ours scheduled
+//   for d and cancelled because the pod went away (pod_gone) with |t - d| <= W: agreed too.
+// - theirs at t and ours none, scheduled for later than t + W, or cancelled for another
+//   reason: only_them, settled at t + W (ours may still come within the window).
+// - ours would-delete at a and no theirs by a + W: only_us.
+// - ours cancelled (untainted or tolerated) and no theirs within W: cancelled_both.
+// - ours cancelled because the pod went away or was replaced, with no theirs: not reported
+//   (someone else deleted it).
+// At most max_pending pods wait; beyond that the oldest is settled early, as its current best
+// guess, and counted (settled_early). A pod settled after their eviction ignores our later
+// notes (a terminating pod may be decided again; both would delete it again, a no-op).
+//
+// Pure logic: no I/O, time from the injected clock (wall clock, as reported). Thread-safe:
+// every member may be called from any thread (one mutex; each call is short). on_settled is
+// called without the lock held, on the thread that settled (note(), observations or sweep()).
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tec/base/wall_time.hpp"
+#include "tec/controller/controller.hpp"
+#include "tec/informers/records.hpp"
+
+namespace tec::shadow {
+
+enum class shadow_outcome : std::uint8_t { agreed, only_them, only_us, cancelled_both };
+
+/// "agreed", "only_them", "only_us", "cancelled_both" (the metric's outcome label).
+[[nodiscard]] std::string_view to_string(shadow_outcome outcome) noexcept;
+
+/// A NoExecute taint as "key=value:NoExecute" ("key:NoExecute" without a value).
+using controller::describe_taint;
+
+/// One of our decisions on the wall clock (see controller::decision_note).
+struct shadow_note {
+  controller::decision_kind kind = controller::decision_kind::scheduled;
+  controller::pod_ref pod;
+  std::string node;
+  std::vector<std::string> taints;  ///< describe_taint() of each NoExecute taint.
+  base::wall_clock::time_point at{};
+  base::wall_clock::time_point due{};
+  controller::cancel_reason reason = controller::cancel_reason::none;
+};
+
+/// `note` with its times mapped through `clock`.
+[[nodiscard]] shadow_note to_shadow_note(const controller::decision_note& note,
+                                         const base::clock_bridge& clock);
+
+/// A TaintManagerEviction event of the built-in taint manager, as seen (a new one, or one
+/// whose count went up).
+struct shadow_event {
+  std::string namespace_;  ///< involvedObject.namespace
+  std::string name;        ///< involvedObject.name
+  std::string uid;         ///< involvedObject.uid; empty before 1.29 (match by name)
+  bool marking = true;     ///< "Marking for deletion ..." (false: "Cancelling deletion ...")
+  std::string message;
+};
+
+/// A settled pod.
+struct shadow_settled {
+  shadow_outcome outcome = shadow_outcome::agreed;
+  controller::pod_ref pod;
+  std::string node;
+  std::vector<std::string> taints;
+  std::string ours;    ///< "none", "would delete at T", "scheduled for T", "cancelled at T (why)"
+  std::string theirs;  ///< "deleted at T (event: MESSAGE)", "deleted at T (condition ...)", "none"
+  base::wall_clock::time_point at{};  ///< When it was settled.
+  double delay_seconds = 0;           ///< agreed: |their time - ours|.
+  bool early = false;                 ///< Settled early, as a best guess (the pending bound).
+};
+
+struct shadow_counts {
+  std::uint64_t agreed = 0;
+  std::uint64_t only_them = 0;
+  std::uint64_t only_us = 0;
+  std::uint64_t cancelled_both = 0;
+  std::uint64_t settled_early = 0;  ///< Settled before their time by the pending bound.
+  std::size_t pending = 0;
+  double agreed_delay_max = 0;
+  double agreed_delay_sum = 0;
+};
+
+struct shadow_options {
+  /// W: how far apart two evictions of a pod may be and agree, and how long an unmatched one
+  /// waits before it is reported.
+  std::chrono::milliseconds window{30'000};
+  /// Pods waiting to be settled, at most.
+  std::size_t max_pending = 100'000;
+  /// Disagreements kept for report_json() (the latest ones).
+  std::size_t max_disagreements = 1'000;
+  /// The wall clock; empty: std::chrono::system_clock::now.
+  std::function<base::wall_clock::time_point()> now;
+  /// The NoExecute taints of a node now (describe_taint() of each), for a pod of theirs we
+  /// made no decision on; empty: none. Called without the tracker's lock, from pod_changed().
+  std::function<std::vector<std::string>(std::string_view node)> node_taints;
+  /// Every settled pod (each outcome). Called without the tracker's lock; must be quick.
+  std::function<void(const shadow_settled&)> on_settled;
+};
+
+/// See the file comment.
+class shadow_tracker {
+public:
+  explicit shadow_tracker(shadow_options options = {});
+  ~shadow_tracker();
+  shadow_tracker(const shadow_tracker&) = delete;
+  shadow_tracker& operator=(const shadow_tracker&) = delete;
+
+  /// One of our decisions (the controller's observer, converted).
+  void note(const shadow_note& note);
+  /// The pod informer's (old, new) change: a deletionTimestamp or the taint manager's
+  /// DisruptionTarget condition appearing, or the pod going away.
+  void pod_changed(const informers::pod_record* old_pod, const informers::pod_record* new_pod);
+  /// A TaintManagerEviction event seen now.
+  void event_seen(const shadow_event& event);
+  /// Settles what is due (call it every second or so).
+  void sweep();
+
+  [[nodiscard]] shadow_counts counts() const;
+  /// The disagreements kept (oldest first).
+  [[nodiscard]] std::vector<shadow_settled> disagreements() const;
+  /// The /debug/shadow document (see README "Shadow mode").
+  [[nodiscard]] std::string report_json() const;
+  [[nodiscard]] std::chrono::milliseconds window() const noexcept;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace tec::shadow

@@ -1,0 +1,639 @@
+#include "tec/shadow/shadow_tracker.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "tec/k8sclient/logger.hpp"
+
+namespace tec::shadow {
+namespace {
+
+using time_point = base::wall_clock::time_point;
+using controller::cancel_reason;
+using controller::decision_kind;
+
+std::shared_ptr<spdlog::logger> logger() {
+  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("shadow");
+  return log;
+}
+
+double seconds_between(time_point a, time_point b) {
+  return std::abs(std::chrono::duration<double>(a - b).count());
+}
+
+std::string why(cancel_reason r) {
+  switch (r) {
+    case cancel_reason::untainted:
+      return "untainted or tolerated";
+    case cancel_reason::pod_gone:
+      return "pod gone";
+    case cancel_reason::replaced:
+      return "replaced by another pod";
+    case cancel_reason::none:
+      break;
+  }
+  return "cancelled";
+}
+
+// A TaintManagerEviction event not (yet) matched to a pod we track.
+struct mark {
+  time_point at;
+  std::string uid;
+  bool marking = true;
+  std::string message;
+};
+
+// At most this many unmatched events are kept per pod name (older ones are dropped).
+constexpr std::size_t marks_per_name = 4;
+
+}  // namespace
+
+std::string_view to_string(shadow_outcome outcome) noexcept {
+  switch (outcome) {
+    case shadow_outcome::agreed:
+      return "agreed";
+    case shadow_outcome::only_them:
+      return "only_them";
+    case shadow_outcome::only_us:
+      return "only_us";
+    case shadow_outcome::cancelled_both:
+      return "cancelled_both";
+  }
+  return "unknown";
+}
+
+shadow_note to_shadow_note(const controller::decision_note& note, const base::clock_bridge& clock) {
+  shadow_note out;
+  out.kind = note.kind;
+  out.pod = note.pod;
+  out.node = note.node;
+  out.taints.reserve(note.taints.size());
+  for (const auto& t : note.taints) {
+    out.taints.push_back(describe_taint(t));
+  }
+  out.at = clock.wall(note.at);
+  out.due = clock.wall(note.due);
+  out.reason = note.reason;
+  return out;
+}
+
+struct shadow_tracker::impl {
+  enum class ours_state : std::uint8_t { none, scheduled, would_delete, cancelled };
+
+  struct entry {
+    controller::pod_ref pod;
+    std::string node;
+    std::vector<std::string> taints;
+    std::uint64_t seq = 0;  // creation order, for the pending bound
+    // Ours.
+    ours_state ours = ours_state::none;
+    time_point ours_at{};  // when decided (would_delete: fired; cancelled: when cancelled)
+    time_point due{};      // scheduled / cancelled: when it fires or would have
+    cancel_reason reason = cancel_reason::none;
+    // Theirs.
+    std::optional<time_point> deleted_at;    // deletionTimestamp first seen (or the pod gone)
+    std::optional<time_point> condition_at;  // DisruptionTarget DeletionByTaintManager seen
+    std::optional<time_point> marked_at;     // their Marking event
+    std::string mark_message;
+    std::optional<time_point> their_cancel_at;
+    std::string cancel_message;
+  };
+
+  explicit impl(shadow_options o) : opts(std::move(o)) {
+    if (!opts.now) {
+      opts.now = [] { return base::wall_clock::now(); };
+    }
+    opts.max_pending = std::max<std::size_t>(opts.max_pending, 1);
+  }
+
+  shadow_options opts;
+  mutable std::mutex mu;
+  std::unordered_map<std::string, entry> entries;                  // by uid
+  std::map<std::uint64_t, std::string> order;                      // seq -> uid
+  std::unordered_map<std::string, std::set<std::string>> by_name;  // ns/name -> uids
+  std::unordered_map<std::string, std::deque<mark>> marks;         // ns/name
+  std::size_t mark_count = 0;
+  // UIDs settled after their eviction: later notes for them are ignored. Bounded (FIFO).
+  std::unordered_set<std::string> done;
+  std::deque<std::string> done_order;
+  std::uint64_t next_seq = 1;
+  shadow_counts counts;
+  std::deque<shadow_settled> disagreements;
+  bool warned_early = false;
+
+  [[nodiscard]] auto window() const { return opts.window; }
+
+  static std::string name_key(std::string_view ns, std::string_view name) {
+    std::string k(ns);
+    k.push_back('/');
+    k.append(name);
+    return k;
+  }
+
+  // Caller holds mu. The entry of `pod` (created when missing, with the unmatched events of
+  // its name attached); may settle the oldest entry early into `out`.
+  entry& entry_for(const controller::pod_ref& pod, std::vector<shadow_settled>& out) {
+    auto it = entries.find(pod.uid);
+    if (it != entries.end()) {
+      return it->second;
+    }
+    while (entries.size() >= opts.max_pending && !order.empty()) {
+      const std::string oldest = order.begin()->second;
+      settle_early(oldest, out);
+    }
+    entry e;
+    e.pod = pod;
+    e.seq = next_seq++;
+    const std::string key = name_key(pod.namespace_, pod.name);
+    if (auto m = marks.find(key); m != marks.end()) {
+      for (auto mk = m->second.begin(); mk != m->second.end();) {
+        if (!mk->uid.empty() && mk->uid != pod.uid) {
+          ++mk;
+          continue;
+        }
+        apply_mark(e, *mk);
+        mk = m->second.erase(mk);
+        --mark_count;
+      }
+      if (m->second.empty()) {
+        marks.erase(m);
+      }
+    }
+    order.emplace(e.seq, pod.uid);
+    by_name[key].insert(pod.uid);
+    return entries.emplace(pod.uid, std::move(e)).first->second;
+  }
+
+  static void apply_mark(entry& e, const mark& m) {
+    if (m.marking) {
+      if (!e.marked_at || (e.deleted_at && seconds_between(m.at, *e.deleted_at) <
+                                               seconds_between(*e.marked_at, *e.deleted_at))) {
+        e.marked_at = m.at;
+        e.mark_message = m.message;
+      }
+    } else {
+      e.their_cancel_at = m.at;
+      e.cancel_message = m.message;
+    }
+  }
+
+  void remove(const std::string& uid) {
+    const auto it = entries.find(uid);
+    if (it == entries.end()) {
+      return;
+    }
+    order.erase(it->second.seq);
+    const std::string key = name_key(it->second.pod.namespace_, it->second.pod.name);
+    if (auto n = by_name.find(key); n != by_name.end()) {
+      n->second.erase(uid);
+      if (n->second.empty()) {
+        by_name.erase(n);
+      }
+    }
+    entries.erase(it);
+  }
+
+  void remember_done(const std::string& uid) {
+    if (!done.insert(uid).second) {
+      return;
+    }
+    done_order.push_back(uid);
+    while (done_order.size() > opts.max_pending) {
+      done.erase(done_order.front());
+      done_order.pop_front();
+    }
+  }
+
+  // Their eviction is proven: a deletion with the condition, or with a Marking event within W.
+  [[nodiscard]] bool confirmed(const entry& e) const {
+    if (!e.deleted_at) {
+      return false;
+    }
+    if (e.condition_at) {
+      return true;
+    }
+    return e.marked_at && *e.marked_at - *e.deleted_at <= window() &&
+           *e.deleted_at - *e.marked_at <= window();
+  }
+
+  [[nodiscard]] std::string describe_ours(const entry& e) const {
+    switch (e.ours) {
+      case ours_state::none:
+        return "none";
+      case ours_state::scheduled:
+        return "scheduled for " + base::format_rfc3339_ms(e.due);
+      case ours_state::would_delete:
+        return "would delete at " + base::format_rfc3339_ms(e.ours_at);
+      case ours_state::cancelled:
+        return "cancelled at " + base::format_rfc3339_ms(e.ours_at) + " (" + why(e.reason) + ")";
+    }
+    return "none";
+  }
+
+  [[nodiscard]] std::string describe_theirs(const entry& e) const {
+    if (confirmed(e)) {
+      std::string s = "deleted at " + base::format_rfc3339_ms(*e.deleted_at);
+      if (e.marked_at) {
+        s += " (event: " + e.mark_message + ")";
+      } else {
+        s += " (condition: DisruptionTarget DeletionByTaintManager)";
+      }
+      return s;
+    }
+    if (e.their_cancel_at) {
+      return "none (event: " + e.cancel_message + ")";
+    }
+    return "none";
+  }
+
+  // What `e` settles as at `now` (nullopt: still pending; drop: settles unreported).
+  struct verdict {
+    bool settle = false;
+    std::optional<shadow_outcome> outcome;  // empty with settle: dropped, unreported
+    double delay = 0;
+  };
+
+  [[nodiscard]] verdict evaluate(const entry& e, time_point now, bool force) const {
+    const auto w = window();
+    // Strictly after: an eviction exactly W apart still agrees.
+    const auto passed = [&](time_point t) { return force || now > t + w; };
+    if (confirmed(e)) {
+      const time_point t = *e.deleted_at;
+      switch (e.ours) {
+        case ours_state::would_delete:
+          if (seconds_between(t, e.ours_at) <= std::chrono::duration<double>(w).count()) {
+            return {true, shadow_outcome::agreed, seconds_between(t, e.ours_at)};
+          }
+          return {true, e.ours_at < t ? shadow_outcome::only_us : shadow_outcome::only_them, 0};
+        case ours_state::scheduled:
+          if (e.due > t + w) {
+            return {passed(t), shadow_outcome::only_them, 0};
+          }
+          // Due within the window: ours fires (or finds the pod gone) soon.
+          return {passed(std::max(t, e.due)), shadow_outcome::only_them, 0};
+        case ours_state::cancelled:
+          if (e.reason == cancel_reason::pod_gone &&
+              seconds_between(t, e.due) <= std::chrono::duration<double>(w).count()) {
+            return {true, shadow_outcome::agreed, seconds_between(t, e.due)};
+          }
+          return {passed(t), shadow_outcome::only_them, 0};
+        case ours_state::none:
+          return {passed(t), shadow_outcome::only_them, 0};
+      }
+    }
+    // No eviction of theirs (yet): a deletion seen within W may still get its event.
+    const bool waiting = e.deleted_at && !force && now < *e.deleted_at + w;
+    if (waiting) {
+      return {};
+    }
+    switch (e.ours) {
+      case ours_state::would_delete:
+        return {passed(e.ours_at), shadow_outcome::only_us, 0};
+      case ours_state::cancelled:
+        if (e.reason == cancel_reason::untainted) {
+          return {passed(e.ours_at), shadow_outcome::cancelled_both, 0};
+        }
+        return {passed(e.ours_at), std::nullopt, 0};
+      case ours_state::scheduled:
+        return {force, std::nullopt, 0};
+      case ours_state::none: {
+        time_point last = e.deleted_at.value_or(time_point{});
+        for (const auto& t : {e.condition_at, e.marked_at, e.their_cancel_at}) {
+          if (t) {
+            last = std::max(last, *t);
+          }
+        }
+        return {passed(last), std::nullopt, 0};
+      }
+    }
+    return {};
+  }
+
+  // Settles `uid` as `v` (caller checked v.settle), appending what is reported to `out`.
+  void settle(const std::string& uid, const verdict& v, time_point now, bool early,
+              std::vector<shadow_settled>& out) {
+    const auto it = entries.find(uid);
+    if (it == entries.end()) {
+      return;
+    }
+    const entry& e = it->second;
+    if (confirmed(e)) {
+      remember_done(uid);
+    }
+    if (early) {
+      ++counts.settled_early;
+    }
+    if (v.outcome) {
+      shadow_settled s;
+      s.outcome = *v.outcome;
+      s.pod = e.pod;
+      s.node = e.node;
+      s.taints = e.taints;
+      s.ours = describe_ours(e);
+      s.theirs = describe_theirs(e);
+      s.at = now;
+      s.delay_seconds = v.delay;
+      s.early = early;
+      switch (s.outcome) {
+        case shadow_outcome::agreed:
+          ++counts.agreed;
+          counts.agreed_delay_sum += v.delay;
+          counts.agreed_delay_max = std::max(counts.agreed_delay_max, v.delay);
+          break;
+        case shadow_outcome::only_them:
+          ++counts.only_them;
+          break;
+        case shadow_outcome::only_us:
+          ++counts.only_us;
+          break;
+        case shadow_outcome::cancelled_both:
+          ++counts.cancelled_both;
+          break;
+      }
+      if (s.outcome == shadow_outcome::only_them || s.outcome == shadow_outcome::only_us) {
+        disagreements.push_back(s);
+        while (disagreements.size() > opts.max_disagreements) {
+          disagreements.pop_front();
+        }
+      }
+      out.push_back(std::move(s));
+    }
+    remove(uid);
+  }
+
+  void settle_early(const std::string& uid, std::vector<shadow_settled>& out) {
+    const auto it = entries.find(uid);
+    if (it == entries.end()) {
+      order.erase(order.begin());  // cannot happen (order and entries change together)
+      return;
+    }
+    const verdict v = evaluate(it->second, opts.now(), true);
+    if (!warned_early) {
+      warned_early = true;
+      logger()->warn(
+          "shadow: more than {} pods wait to be settled: the oldest are settled early, as "
+          "their current best guess (counted in settledEarly)",
+          opts.max_pending);
+    }
+    settle(uid, v, opts.now(), true, out);
+  }
+
+  void try_settle(const std::string& uid, time_point now, std::vector<shadow_settled>& out) {
+    const auto it = entries.find(uid);
+    if (it == entries.end()) {
+      return;
+    }
+    const verdict v = evaluate(it->second, now, false);
+    if (v.settle) {
+      settle(uid, v, now, false, out);
+    }
+  }
+
+  void publish(std::vector<shadow_settled>& out) const {
+    for (const auto& s : out) {
+      if (s.outcome == shadow_outcome::only_them || s.outcome == shadow_outcome::only_us) {
+        logger()->info("shadow: {} pod={}/{} uid={} node={} ours=\"{}\" theirs=\"{}\"",
+                       to_string(s.outcome), s.pod.namespace_, s.pod.name, s.pod.uid, s.node,
+                       s.ours, s.theirs);
+      } else {
+        logger()->debug("shadow: {} pod={}/{} uid={}", to_string(s.outcome), s.pod.namespace_,
+                        s.pod.name, s.pod.uid);
+      }
+      if (opts.on_settled) {
+        opts.on_settled(s);
+      }
+    }
+  }
+};
+
+shadow_tracker::shadow_tracker(shadow_options options)
+    : impl_(std::make_unique<impl>(std::move(options))) {}
+
+shadow_tracker::~shadow_tracker() = default;
+
+std::chrono::milliseconds shadow_tracker::window() const noexcept {
+  return impl_->opts.window;
+}
+
+void shadow_tracker::note(const shadow_note& n) {
+  std::vector<shadow_settled> out;
+  {
+    const std::lock_guard lock(impl_->mu);
+    if (impl_->done.contains(n.pod.uid)) {
+      return;  // settled after their eviction: the pod is terminating or gone
+    }
+    using st = impl::ours_state;
+    const bool exists = impl_->entries.contains(n.pod.uid);
+    if (!exists && n.kind == decision_kind::cancelled && n.reason != cancel_reason::untainted) {
+      return;  // nothing of ours to compare (e.g. a pod deleted before we noted its schedule)
+    }
+    auto& e = impl_->entry_for(n.pod, out);
+    if (!n.node.empty()) {
+      e.node = n.node;
+      e.taints = n.taints;
+    }
+    switch (n.kind) {
+      case decision_kind::scheduled:
+        if (e.ours != st::would_delete) {
+          e.ours = st::scheduled;
+          e.ours_at = n.at;
+          e.due = n.due;
+          e.reason = cancel_reason::none;
+        }
+        break;
+      case decision_kind::would_delete:
+        if (e.ours != st::would_delete) {
+          e.ours = st::would_delete;
+          e.ours_at = n.at;
+          e.due = n.due;
+        }
+        break;
+      case decision_kind::cancelled:
+        if (e.ours != st::would_delete) {
+          e.ours = st::cancelled;
+          e.ours_at = n.at;
+          e.due = n.due;
+          e.reason = n.reason;
+        }
+        break;
+    }
+    impl_->try_settle(n.pod.uid, impl_->opts.now(), out);
+  }
+  impl_->publish(out);
+}
+
+void shadow_tracker::pod_changed(const informers::pod_record* old_pod,
+                                 const informers::pod_record* new_pod) {
+  const informers::pod_record* any = new_pod != nullptr ? new_pod : old_pod;
+  if (any == nullptr) {
+    return;
+  }
+  const auto& p = any->pod;
+  const bool deleting = new_pod == nullptr ? true : new_pod->pod.terminating;
+  const bool was_deleting =
+      old_pod != nullptr && old_pod->pod.uid == p.uid && old_pod->pod.terminating;
+  const bool condition = any->disruption == informers::disruption_state::true_ours;
+  const bool had_condition = old_pod != nullptr && old_pod->pod.uid == p.uid &&
+                             old_pod->disruption == informers::disruption_state::true_ours;
+  const bool new_deletion = deleting && !was_deleting;
+  const bool new_condition = condition && !had_condition;
+  if (!new_deletion && !new_condition) {
+    return;
+  }
+  std::vector<std::string> node_taints;
+  if (impl_->opts.node_taints && !p.node_name.empty()) {
+    node_taints = impl_->opts.node_taints(p.node_name);
+  }
+  std::vector<shadow_settled> out;
+  {
+    const std::lock_guard lock(impl_->mu);
+    if (impl_->done.contains(p.uid)) {
+      return;
+    }
+    const auto now = impl_->opts.now();
+    const std::string key = impl::name_key(p.namespace_, p.name);
+    const bool tracked = impl_->entries.contains(p.uid);
+    // A pod that just went away without a deletionTimestamp seen first (a forced delete) is
+    // only of interest when something of ours or theirs names it.
+    if (!tracked && new_pod == nullptr && !condition && !impl_->marks.contains(key)) {
+      return;
+    }
+    auto& e = impl_->entry_for(controller::pod_ref{p.namespace_, p.name, p.uid}, out);
+    if (e.node.empty()) {
+      e.node = p.node_name;
+    }
+    if (e.taints.empty()) {
+      e.taints = std::move(node_taints);
+    }
+    if (new_deletion && !e.deleted_at) {
+      e.deleted_at = now;
+    }
+    if (condition && !e.condition_at) {
+      e.condition_at = now;
+    }
+    impl_->try_settle(p.uid, now, out);
+  }
+  impl_->publish(out);
+}
+
+void shadow_tracker::event_seen(const shadow_event& ev) {
+  std::vector<shadow_settled> out;
+  {
+    const std::lock_guard lock(impl_->mu);
+    const auto now = impl_->opts.now();
+    const mark m{now, ev.uid, ev.marking, ev.message};
+    const std::string key = impl::name_key(ev.namespace_, ev.name);
+    bool matched = false;
+    std::vector<std::string> uids;
+    if (auto n = impl_->by_name.find(key); n != impl_->by_name.end()) {
+      uids.assign(n->second.begin(), n->second.end());
+    }
+    for (const auto& uid : uids) {
+      if (!ev.uid.empty() && ev.uid != uid) {
+        continue;
+      }
+      impl::apply_mark(impl_->entries.at(uid), m);
+      matched = true;
+      impl_->try_settle(uid, now, out);
+    }
+    if (!matched && impl_->mark_count < impl_->opts.max_pending) {
+      auto& list = impl_->marks[key];
+      list.push_back(m);
+      ++impl_->mark_count;
+      if (list.size() > marks_per_name) {
+        list.pop_front();
+        --impl_->mark_count;
+      }
+    }
+  }
+  impl_->publish(out);
+}
+
+void shadow_tracker::sweep() {
+  std::vector<shadow_settled> out;
+  {
+    const std::lock_guard lock(impl_->mu);
+    const auto now = impl_->opts.now();
+    std::vector<std::string> uids;
+    uids.reserve(impl_->entries.size());
+    for (const auto& [uid, e] : impl_->entries) {
+      uids.push_back(uid);
+    }
+    for (const auto& uid : uids) {
+      impl_->try_settle(uid, now, out);
+    }
+    // Unmatched events older than the window can no longer prove anything.
+    for (auto it = impl_->marks.begin(); it != impl_->marks.end();) {
+      auto& list = it->second;
+      while (!list.empty() && list.front().at + impl_->window() < now) {
+        list.pop_front();
+        --impl_->mark_count;
+      }
+      it = list.empty() ? impl_->marks.erase(it) : std::next(it);
+    }
+  }
+  impl_->publish(out);
+}
+
+shadow_counts shadow_tracker::counts() const {
+  const std::lock_guard lock(impl_->mu);
+  shadow_counts c = impl_->counts;
+  c.pending = impl_->entries.size();
+  return c;
+}
+
+std::vector<shadow_settled> shadow_tracker::disagreements() const {
+  const std::lock_guard lock(impl_->mu);
+  return {impl_->disagreements.begin(), impl_->disagreements.end()};
+}
+
+std::string shadow_tracker::report_json() const {
+  using nlohmann::json;
+  const auto c = counts();
+  const auto list = disagreements();
+  json doc;
+  if (window().count() % 1000 == 0) {
+    doc["windowSeconds"] = window().count() / 1000;
+  } else {
+    doc["windowSeconds"] = std::chrono::duration<double>(window()).count();
+  }
+  doc["counts"] = {{"agreed", c.agreed},
+                   {"onlyThem", c.only_them},
+                   {"onlyUs", c.only_us},
+                   {"cancelledBoth", c.cancelled_both},
+                   {"pending", c.pending}};
+  doc["settledEarly"] = c.settled_early;
+  doc["agreedDelaySeconds"] = {
+      {"max", c.agreed_delay_max},
+      {"mean", c.agreed == 0 ? 0.0 : c.agreed_delay_sum / static_cast<double>(c.agreed)}};
+  json arr = json::array();
+  for (const auto& s : list) {
+    arr.push_back({{"outcome", std::string(to_string(s.outcome))},
+                   {"pod", s.pod.namespace_ + "/" + s.pod.name},
+                   {"uid", s.pod.uid},
+                   {"node", s.node},
+                   {"taints", s.taints},
+                   {"ours", s.ours},
+                   {"theirs", s.theirs},
+                   {"at", base::format_rfc3339_ms(s.at)}});
+  }
+  doc["disagreements"] = std::move(arr);
+  // Replace invalid UTF-8 (a pod name cannot hold any, an event message might) rather than
+  // throw.
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace tec::shadow

@@ -1,0 +1,435 @@
+// shadow_tracker: the settling rules of shadow mode on an injected wall clock.
+
+#include "tec/shadow/shadow_tracker.hpp"
+#include "tec/base/wall_time.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tec::shadow {
+namespace {
+
+using base::clock_bridge;
+using base::format_rfc3339_ms;
+using k8sclient::client;
+using k8sclient::errc;
+using k8sclient::event_type;
+using k8sclient::make_error_code;
+
+using base::wall_clock;
+using informers::disruption_state;
+using informers::pod_record;
+
+using namespace std::chrono_literals;
+using controller::cancel_reason;
+using controller::decision_kind;
+
+class ShadowTracker : public ::testing::Test {
+protected:
+  explicit ShadowTracker(std::size_t max_pending = 100) : tracker_(make_options(max_pending)) {}
+
+  shadow_options make_options(std::size_t max_pending) {
+    shadow_options o;
+    o.window = 30s;
+    o.max_pending = max_pending;
+    o.max_disagreements = 3;
+    o.now = [this] { return now_; };
+    o.on_settled = [this](const shadow_settled& s) { settled_.push_back(s); };
+    o.node_taints = [](std::string_view node) {
+      return std::vector<std::string>{std::string(node) + "-taint:NoExecute"};
+    };
+    return o;
+  }
+
+  static controller::pod_ref ref(const std::string& name) { return {"ns", name, "uid-" + name}; }
+
+  void ours(decision_kind kind, const std::string& name, cancel_reason reason = cancel_reason::none,
+            wall_clock::time_point due = {}) {
+    shadow_note n;
+    n.kind = kind;
+    n.pod = ref(name);
+    if (kind == decision_kind::scheduled) {
+      n.node = "node-1";
+      n.taints = {"key=value:NoExecute"};
+    }
+    n.at = now_;
+    n.due = due == wall_clock::time_point{} ? now_ : due;
+    n.reason = reason;
+    tracker_.note(n);
+  }
+
+  static pod_record pod(const std::string& name, bool terminating,
+                        disruption_state d = disruption_state::absent) {
+    pod_record r;
+    r.pod.namespace_ = "ns";
+    r.pod.name = name;
+    r.pod.uid = "uid-" + name;
+    r.pod.node_name = "node-1";
+    r.pod.terminating = terminating;
+    r.disruption = d;
+    return r;
+  }
+
+  // Their DELETE seen: the pod gets a deletionTimestamp.
+  void their_delete(const std::string& name, disruption_state d = disruption_state::absent) {
+    const auto before = pod(name, false, d);
+    const auto after = pod(name, true, d);
+    tracker_.pod_changed(&before, &after);
+  }
+
+  void their_event(const std::string& name, bool with_uid = false, bool marking = true) {
+    shadow_event e;
+    e.namespace_ = "ns";
+    e.name = name;
+    e.uid = with_uid ? "uid-" + name : "";
+    e.marking = marking;
+    e.message =
+        std::string(marking ? "Marking for deletion Pod ns/" : "Cancelling deletion of Pod ns/") +
+        name;
+    tracker_.event_seen(e);
+  }
+
+  void advance(wall_clock::duration d) {
+    now_ += d;
+    tracker_.sweep();
+  }
+
+  [[nodiscard]] std::vector<shadow_outcome> outcomes() const {
+    std::vector<shadow_outcome> o;
+    for (const auto& s : settled_) {
+      o.push_back(s.outcome);
+    }
+    return o;
+  }
+
+  wall_clock::time_point now_ = wall_clock::time_point{} + std::chrono::hours(24 * 365 * 56);
+  std::vector<shadow_settled> settled_;
+  shadow_tracker tracker_;
+};
+
+using O = shadow_outcome;
+
+TEST_F(ShadowTracker, AgreedWhenBothEvictWithinTheWindow) {
+  ours(decision_kind::scheduled, "p1");
+  their_event("p1");
+  advance(1s);
+  their_delete("p1");
+  advance(2s);
+  ours(decision_kind::would_delete, "p1");
+  ASSERT_EQ(outcomes(), std::vector<O>{O::agreed});
+  EXPECT_DOUBLE_EQ(settled_[0].delay_seconds, 2.0);
+  const auto c = tracker_.counts();
+  EXPECT_EQ(c.agreed, 1U);
+  EXPECT_EQ(c.pending, 0U);
+  EXPECT_DOUBLE_EQ(c.agreed_delay_max, 2.0);
+}
+
+TEST_F(ShadowTracker, AgreedAtTheWindowEdgeNotBeyond) {
+  their_event("p1");
+  their_delete("p1");
+  advance(30s);
+  ours(decision_kind::would_delete, "p1");  // exactly W later
+  their_event("p2");
+  their_delete("p2");
+  now_ += 30s + 1ms;
+  ours(decision_kind::would_delete, "p2");
+  EXPECT_EQ(outcomes(), (std::vector<O>{O::agreed, O::only_them}));
+}
+
+TEST_F(ShadowTracker, AgreedWhenOurTimerFoundThePodGone) {
+  const auto due = now_ + 5s;
+  ours(decision_kind::scheduled, "p1", cancel_reason::none, due);
+  advance(4s);
+  their_event("p1");
+  their_delete("p1");
+  advance(1s);
+  ours(decision_kind::cancelled, "p1", cancel_reason::pod_gone, due);
+  ASSERT_EQ(outcomes(), std::vector<O>{O::agreed});
+  EXPECT_DOUBLE_EQ(settled_[0].delay_seconds, 1.0);
+}
+
+TEST_F(ShadowTracker, TheirEventAfterTheDeletionTimestamp) {
+  ours(decision_kind::would_delete, "p1");
+  their_delete("p1");
+  advance(10s);
+  EXPECT_TRUE(settled_.empty());
+  their_event("p1");  // written before the DELETE, seen after it
+  EXPECT_EQ(outcomes(), std::vector<O>{O::agreed});
+}
+
+TEST_F(ShadowTracker, TheConditionAloneProvesTheirs) {
+  ours(decision_kind::would_delete, "p1");
+  advance(1s);
+  their_delete("p1", disruption_state::true_ours);
+  ASSERT_EQ(outcomes(), std::vector<O>{O::agreed});
+}
+
+TEST_F(ShadowTracker, OnlyThemSettlesAfterTheWindow) {
+  their_event("p1");
+  their_delete("p1");
+  advance(29s);
+  EXPECT_TRUE(settled_.empty()) << "ours may still come within the window";
+  EXPECT_EQ(tracker_.counts().pending, 1U);
+  advance(1s);
+  EXPECT_TRUE(settled_.empty()) << "exactly W: still within";
+  advance(1ms);
+  ASSERT_EQ(outcomes(), std::vector<O>{O::only_them});
+  EXPECT_EQ(settled_[0].ours, "none");
+  EXPECT_EQ(settled_[0].node, "node-1");
+  EXPECT_EQ(settled_[0].taints, std::vector<std::string>{"node-1-taint:NoExecute"})
+      << "the node's taints when we made no decision";
+  EXPECT_EQ(settled_[0].theirs.rfind("deleted at ", 0), 0U);
+  EXPECT_NE(settled_[0].theirs.find("(event: Marking for deletion Pod ns/p1)"), std::string::npos);
+}
+
+TEST_F(ShadowTracker, OnlyThemWhenOursIsDueLaterThanTheWindow) {
+  ours(decision_kind::scheduled, "p1", cancel_reason::none, now_ + 300s);
+  their_event("p1");
+  their_delete("p1");
+  advance(31s);
+  ASSERT_EQ(outcomes(), std::vector<O>{O::only_them});
+  EXPECT_EQ(settled_[0].ours.rfind("scheduled for ", 0), 0U);
+  EXPECT_EQ(settled_[0].node, "node-1");
+  EXPECT_EQ(settled_[0].taints, std::vector<std::string>{"key=value:NoExecute"});
+  // A later note for the same pod (it is terminating) is not a new comparison.
+  advance(300s);
+  ours(decision_kind::would_delete, "p1");
+  advance(60s);
+  EXPECT_EQ(settled_.size(), 1U);
+}
+
+TEST_F(ShadowTracker, OnlyThemWhenWeCancelledForATaintRemoved) {
+  ours(decision_kind::scheduled, "p1", cancel_reason::none, now_ + 10s);
+  advance(1s);
+  ours(decision_kind::cancelled, "p1", cancel_reason::untainted, now_ + 9s);
+  their_event("p1");
+  their_delete("p1");
+  advance(31s);
+  ASSERT_EQ(outcomes(), std::vector<O>{O::only_them});
+  EXPECT_NE(settled_[0].ours.find("(untainted or tolerated)"), std::string::npos);
+}
+
+TEST_F(ShadowTracker, OnlyUsWhenNobodyDeletesWithinTheWindow) {
+  ours(decision_kind::scheduled, "p1");
+  ours(decision_kind::would_delete, "p1");
+  advance(30s);
+  EXPECT_TRUE(settled_.empty());
+  advance(1ms);
+  ASSERT_EQ(outcomes(), std::vector<O>{O::only_us});
+  EXPECT_EQ(settled_[0].theirs, "none");
+  EXPECT_EQ(settled_[0].ours.rfind("would delete at ", 0), 0U);
+}
+
+TEST_F(ShadowTracker, ADeletionWithoutEvidenceIsNotTheirs) {
+  ours(decision_kind::would_delete, "p1");
+  advance(1s);
+  their_delete("p1");  // someone else's DELETE: no event, no condition
+  advance(31s);
+  EXPECT_EQ(outcomes(), std::vector<O>{O::only_us});
+  their_delete("p2");  // someone deleted a pod we never decided on: not reported
+  advance(31s);
+  EXPECT_EQ(settled_.size(), 1U);
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+}
+
+TEST_F(ShadowTracker, AnEventOutsideTheWindowIsNoEvidence) {
+  their_event("p1");
+  advance(31s);
+  their_delete("p1");
+  advance(31s);
+  EXPECT_TRUE(settled_.empty());
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+}
+
+TEST_F(ShadowTracker, CancelledBoth) {
+  ours(decision_kind::scheduled, "p1", cancel_reason::none, now_ + 60s);
+  advance(5s);
+  ours(decision_kind::cancelled, "p1", cancel_reason::untainted, now_ + 55s);
+  their_event("p1", false, false);
+  advance(31s);
+  EXPECT_EQ(outcomes(), std::vector<O>{O::cancelled_both});
+}
+
+TEST_F(ShadowTracker, OurPodGoneWithoutTheirsIsNotReported) {
+  ours(decision_kind::scheduled, "p1", cancel_reason::none, now_ + 60s);
+  advance(5s);
+  ours(decision_kind::cancelled, "p1", cancel_reason::pod_gone, now_ + 55s);
+  advance(31s);
+  EXPECT_TRUE(settled_.empty());
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+}
+
+TEST_F(ShadowTracker, TheNoUidEventOf120MatchesByName) {
+  their_event("p1", false);
+  their_delete("p1");
+  ours(decision_kind::would_delete, "p1");
+  EXPECT_EQ(outcomes(), std::vector<O>{O::agreed});
+}
+
+TEST_F(ShadowTracker, AnEventWithAnotherUidDoesNotMatch) {
+  shadow_event e;
+  e.namespace_ = "ns";
+  e.name = "p1";
+  e.uid = "another-uid";
+  e.message = "Marking for deletion Pod ns/p1";
+  tracker_.event_seen(e);
+  their_delete("p1");
+  ours(decision_kind::would_delete, "p1");
+  advance(31s);
+  EXPECT_EQ(outcomes(), std::vector<O>{O::only_us});
+  their_event("p2", true);
+  their_delete("p2");
+  advance(31s);
+  EXPECT_EQ(outcomes(), (std::vector<O>{O::only_us, O::only_them}));
+}
+
+TEST_F(ShadowTracker, ForcedDeleteWithAnEventIsTheirs) {
+  their_event("p1");
+  const auto gone = pod("p1", false);
+  tracker_.pod_changed(&gone, nullptr);  // grace period 0: no deletionTimestamp seen first
+  advance(31s);
+  EXPECT_EQ(outcomes(), std::vector<O>{O::only_them});
+}
+
+TEST_F(ShadowTracker, DisagreementsAreARingBufferOfTheLatest) {
+  for (int i = 0; i < 5; ++i) {
+    ours(decision_kind::would_delete, "p" + std::to_string(i));
+  }
+  ours(decision_kind::cancelled, "c1", cancel_reason::untainted);
+  advance(31s);
+  const auto list = tracker_.disagreements();
+  ASSERT_EQ(list.size(), 3U) << "max_disagreements, cancelled_both not listed";
+  EXPECT_EQ(tracker_.counts().only_us, 5U);
+  EXPECT_EQ(tracker_.counts().cancelled_both, 1U);
+}
+
+TEST_F(ShadowTracker, ReportJson) {
+  their_event("p1");
+  their_delete("p1");
+  ours(decision_kind::would_delete, "p1");
+  ours(decision_kind::scheduled, "p2");
+  ours(decision_kind::would_delete, "p2");
+  advance(31s);
+  ours(decision_kind::scheduled, "p3", cancel_reason::none, now_ + 1h);
+  const auto doc = nlohmann::json::parse(tracker_.report_json());
+  EXPECT_EQ(doc["windowSeconds"], 30);
+  EXPECT_EQ(doc["counts"]["agreed"], 1);
+  EXPECT_EQ(doc["counts"]["onlyThem"], 0);
+  EXPECT_EQ(doc["counts"]["onlyUs"], 1);
+  EXPECT_EQ(doc["counts"]["cancelledBoth"], 0);
+  EXPECT_EQ(doc["counts"]["pending"], 1);
+  EXPECT_EQ(doc["agreedDelaySeconds"]["max"], 0.0);
+  EXPECT_EQ(doc["agreedDelaySeconds"]["mean"], 0.0);
+  ASSERT_EQ(doc["disagreements"].size(), 1U);
+  const auto& d = doc["disagreements"][0];
+  EXPECT_EQ(d["outcome"], "only_us");
+  EXPECT_EQ(d["pod"], "ns/p2");
+  EXPECT_EQ(d["uid"], "uid-p2");
+  EXPECT_EQ(d["node"], "node-1");
+  EXPECT_EQ(d["taints"], nlohmann::json::array({"key=value:NoExecute"}));
+  EXPECT_EQ(d["theirs"], "none");
+  EXPECT_EQ(d["at"].get<std::string>().size(), std::string("2026-01-01T00:00:00.000Z").size());
+}
+
+TEST(ShadowFormat, Rfc3339WithMilliseconds) {
+  const auto t = wall_clock::time_point{} + std::chrono::seconds(1'700'000'000) + 42ms;
+  EXPECT_EQ(format_rfc3339_ms(t), "2023-11-14T22:13:20.042Z");
+  EXPECT_EQ(describe_taint({"k", "v", controller::taint_effect::no_execute, 0}), "k=v:NoExecute");
+  EXPECT_EQ(describe_taint({"k", "", controller::taint_effect::no_execute, 0}), "k:NoExecute");
+}
+
+TEST(ShadowFormat, ClockBridge) {
+  const auto s0 = std::chrono::steady_clock::time_point{} + 100s;
+  const auto w0 = wall_clock::time_point{} + 1000s;
+  const clock_bridge bridge(s0, w0);
+  EXPECT_EQ(bridge.wall(s0 + 5s), w0 + 5s);
+  controller::decision_note n;
+  n.kind = decision_kind::scheduled;
+  n.taints = {{"k", "v", controller::taint_effect::no_execute, 0}};
+  n.at = s0 + 1s;
+  n.due = s0 + 2s;
+  const auto w = to_shadow_note(n, bridge);
+  EXPECT_EQ(w.at, w0 + 1s);
+  EXPECT_EQ(w.due, w0 + 2s);
+  EXPECT_EQ(w.taints, std::vector<std::string>{"k=v:NoExecute"});
+}
+
+// The controller's workers and driver, the informers' thread, the sweep and /debug/shadow
+// all reach the tracker at once (run under TSan).
+TEST(ShadowTrackerThreads, ConcurrentNotesObservationsSweepsAndReports) {
+  std::atomic<std::int64_t> clock_ms{0};
+  shadow_options o;
+  o.window = 1h;  // nothing settles by time during the run: every pod is agreed
+  o.max_pending = 64;
+  o.now = [&clock_ms] {
+    return wall_clock::time_point{} + std::chrono::milliseconds(clock_ms.load());
+  };
+  std::atomic<int> settled{0};
+  o.on_settled = [&settled](const shadow_settled&) { ++settled; };
+  shadow_tracker tracker(o);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        const std::string name = "p" + std::to_string(t) + "-" + std::to_string(i);
+        shadow_note n;
+        n.kind = decision_kind::would_delete;
+        n.pod = {"ns", name, "uid-" + name};
+        n.at = o.now();
+        n.due = n.at;
+        tracker.note(n);
+        pod_record before;
+        before.pod.namespace_ = "ns";
+        before.pod.name = name;
+        before.pod.uid = "uid-" + name;
+        auto after = before;
+        after.pod.terminating = true;
+        shadow_event e{"ns", name, "", true, "Marking for deletion Pod ns/" + name};
+        tracker.event_seen(e);
+        tracker.pod_changed(&before, &after);
+        clock_ms.fetch_add(1);
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    for (int i = 0; i < 300; ++i) {
+      tracker.sweep();
+      EXPECT_FALSE(tracker.report_json().empty());
+    }
+  });
+  for (auto& th : threads) {
+    th.join();
+  }
+  const auto c = tracker.counts();
+  EXPECT_EQ(c.pending, 0U);
+  EXPECT_EQ(c.agreed, 1500U);
+  EXPECT_EQ(settled.load(), 1500);
+}
+
+class ShadowTrackerBound : public ShadowTracker {
+protected:
+  ShadowTrackerBound() : ShadowTracker(2) {}
+};
+
+TEST_F(ShadowTrackerBound, TheOldestIsSettledEarlyBeyondTheBound) {
+  ours(decision_kind::would_delete, "p1");
+  ours(decision_kind::scheduled, "p2", cancel_reason::none, now_ + 1h);
+  EXPECT_EQ(tracker_.counts().pending, 2U);
+  ours(decision_kind::scheduled, "p3", cancel_reason::none, now_ + 1h);
+  ASSERT_EQ(outcomes(), std::vector<O>{O::only_us}) << "p1's best guess";
+  EXPECT_TRUE(settled_[0].early);
+  EXPECT_EQ(tracker_.counts().pending, 2U);
+  EXPECT_EQ(tracker_.counts().settled_early, 1U);
+  ours(decision_kind::scheduled, "p4", cancel_reason::none, now_ + 1h);
+  EXPECT_EQ(tracker_.counts().settled_early, 2U);
+  EXPECT_EQ(tracker_.counts().pending, 2U) << "bounded";
+  EXPECT_EQ(settled_.size(), 1U) << "p2 only scheduled: nothing to report";
+}
+
+}  // namespace
+}  // namespace tec::shadow

@@ -1,0 +1,133 @@
+#pragma once
+
+// The controller's eviction_sink on top of the API client: each evict() becomes an optional
+// DisruptionTarget status patch, then a DELETE with the pod's UID as precondition
+// (docs/behaviour.md §8), run as a coroutine on the client's executor so the caller
+// never waits. Events go to an event_recorder.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "tec/controller/ports.hpp"
+#include "tec/informers/store.hpp"
+#include "tec/k8sclient/api_error.hpp"
+#include "tec/k8sclient/client.hpp"
+#include "tec/k8sclient/error.hpp"
+#include "tec/k8sclient/line_splitter.hpp"
+#include "tec/k8sclient/paths.hpp"
+#include "tec/k8sclient/result.hpp"
+#include "tec/k8sclient/rfc3339.hpp"
+#include "tec/writers/event_recorder.hpp"
+
+namespace tec::writers {
+
+struct eviction_sink_options {
+  /// Add the DisruptionTarget condition before deleting (upstream does, since 1.26).
+  bool disruption_condition = true;
+  /// The pod cache (read only), so the condition patch is skipped when the cached pod with
+  /// the eviction's UID already carries our condition, and keeps the pod's lastTransitionTime
+  /// when it carries another True one. Null: every attempt patches, with lastTransitionTime
+  /// now. Must outlive the sink.
+  const informers::pod_store* pods = nullptr;
+  /// How many UIDs whose condition patch succeeded (and whose eviction is not over) the sink
+  /// remembers, so a retry after a failed DELETE does not re-patch before the watch has shown
+  /// the condition. The oldest are forgotten first; forgetting one costs at most one
+  /// redundant patch. About 100 bytes each.
+  std::size_t remembered_patches = 4096;
+  /// Dry-run at start (set_dry_run() changes it): see k8s_eviction_sink::set_dry_run().
+  bool dry_run = false;
+};
+
+/// Counters for metrics; a consistent snapshot.
+struct eviction_sink_stats {
+  std::uint64_t deletions = 0;     ///< DELETE accepted (2xx).
+  std::uint64_t evictions = 0;     ///< Eviction API calls accepted (2xx): the pod was deleted.
+  std::uint64_t blocked = 0;       ///< Eviction API calls refused (429: a disruption budget).
+  std::uint64_t already_gone = 0;  ///< Done without a delete: 404 or UID mismatch.
+  std::uint64_t failures = 0;      ///< Attempts reported as failed (not counting cancelled ones).
+  /// Condition patches that failed permanently (403, 422, any other 4xx): the DELETE went on.
+  std::uint64_t condition_failures = 0;
+  std::uint64_t conditions_patched = 0;  ///< Condition patches sent and accepted.
+  /// Condition patches not sent: the pod (this UID) already carries our condition.
+  std::uint64_t conditions_unchanged = 0;
+  std::uint64_t cancelled = 0;  ///< Attempts stopped because the eviction was cancelled.
+  /// Attempts ended without a write because dry-run was on ("would delete").
+  std::uint64_t dry_run_deletions = 0;
+  /// Events not handed to the recorder because dry-run was on.
+  std::uint64_t dry_run_events = 0;
+  /// Permanent condition patch failures, by error_reason() (the DELETE went ahead).
+  std::map<std::string, std::uint64_t> condition_failures_by_reason;
+  std::map<std::string, std::uint64_t> failures_by_reason;  ///< error_reason() -> count.
+  std::size_t in_flight = 0;
+};
+
+/// Evicts pods through the API.
+///
+/// Thread/ownership: evict(), record_event(), stats() and stop() may be called from any thread
+/// and return at once; the work runs as coroutines on `executor`, which must be the client's
+/// executor. `done` is called exactly once, on that executor. `client` (and `events`, if
+/// given) must outlive every eviction in flight: call stop(), shut the client down and let the
+/// executor run until idle before destroying them. The in-flight coroutines share the sink's
+/// state, so destroying the sink object itself while they run is safe.
+class k8s_eviction_sink final : public controller::eviction_sink {
+public:
+  k8s_eviction_sink(boost::asio::any_io_executor executor, k8sclient::client& c,
+                    event_recorder* events, eviction_sink_options options = {});
+  ~k8s_eviction_sink() override;
+  k8s_eviction_sink(const k8s_eviction_sink&) = delete;
+  k8s_eviction_sink& operator=(const k8s_eviction_sink&) = delete;
+
+  /// Condition patch (if enabled and needed) then DELETE with preconditions.uid. Reports
+  /// `deleted` for a 2xx DELETE, `gone` for a pod already gone (404 on either request) or
+  /// replaced (409 on the DELETE, 422/409 naming metadata.uid on the patch), and `failed`
+  /// with the error message otherwise.
+  ///
+  /// The condition follows upstream's UpdatePodCondition: no patch when the pod already has
+  /// DisruptionTarget=True with our reason and message (from the cache, or this sink's own
+  /// earlier patch for this UID); with another True one, a patch that keeps its
+  /// lastTransitionTime; else a patch with lastTransitionTime now. A patch that fails
+  /// transiently (429 or 5xx after the client's retries, a timeout, a broken connection, 401,
+  /// 409) fails the attempt without a DELETE, so the queue retries it with backoff: Jobs with
+  /// a podFailurePolicy must see the condition on a pod we delete. One the API refuses for
+  /// good (403, 422 other than the UID cause, another 4xx) is logged, counted by reason, and
+  /// the DELETE goes ahead (the condition must not block an eviction forever).
+  ///
+  /// A request whose `cancelled()` turns true before its PATCH or DELETE is sent sends
+  /// nothing more: `failed` with "cancelled", no warning, not counted as a failure.
+  void evict(controller::eviction_request request,
+             std::function<void(controller::eviction_result)> done) override;
+
+  /// Hands the event to the recorder (never blocks); dropped when there is none, or in
+  /// dry-run (counted in dry_run_events).
+  void record_event(const controller::pod_ref& pod, controller::event_kind kind,
+                    std::string_view detail) override;
+
+  /// Dry-run: from now on no PATCH or DELETE is sent and no event recorded. An attempt logs
+  /// "dry run: would delete", counts in dry_run_deletions and reports `gone` (done, nothing
+  /// deleted); an attempt already past its last check sends what it was sending. The
+  /// controller does not hand evictions over in dry-run at all (its policy's dry_run): this is
+  /// the writer's own guard, for an attempt that was handed over before the switch. Any thread.
+  void set_dry_run(bool on);
+
+  /// Refuses new evictions from now on (done() is called with failed, "shutting down").
+  void stop();
+
+  /// Blocks until no eviction is in flight, or for `budget` at most; true when none is. Wakes
+  /// as the last one completes (no polling), so a shutdown waits no longer than it must.
+  /// Never call it on the executor (the evictions complete there). Any other thread.
+  [[nodiscard]] bool wait_idle(std::chrono::milliseconds budget) const;
+
+  [[nodiscard]] eviction_sink_stats stats() const;
+
+private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace tec::writers

@@ -1,0 +1,132 @@
+#pragma once
+
+// The two pod writes an eviction makes: the DisruptionTarget status condition and the DELETE
+// with a UID precondition (docs/behaviour.md §8). The helpers every writer shares (API error
+// values, RFC 3339 timestamps, path escaping) are kube's: tec/k8sclient/api_error.hpp, rfc3339.hpp
+// and paths.hpp.
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tec/k8sclient/api_error.hpp"
+#include "tec/k8sclient/client.hpp"
+#include "tec/k8sclient/error.hpp"
+#include "tec/k8sclient/line_splitter.hpp"
+#include "tec/k8sclient/paths.hpp"
+#include "tec/k8sclient/result.hpp"
+#include "tec/k8sclient/rfc3339.hpp"
+
+namespace tec::writers {
+
+/// How a DELETE with a UID precondition ended when it did not fail.
+enum class delete_outcome : std::uint8_t {
+  deleted,       ///< 2xx: accepted; the pod now has a deletionTimestamp (or is gone).
+  not_found,     ///< 404: the pod is already gone.
+  uid_mismatch,  ///< 409: a pod of that name exists, but it is another object (re-created).
+};
+
+/// How the DisruptionTarget condition patch ended when it did not fail.
+enum class patch_outcome : std::uint8_t {
+  patched,       ///< 2xx: the condition is on the pod.
+  not_found,     ///< 404: the pod is gone; there is nothing left to delete.
+  uid_mismatch,  ///< 422/409 naming metadata.uid: the name now belongs to another pod.
+};
+
+/// How a POST to the Eviction API ended when it did not fail.
+enum class evict_outcome : std::uint8_t {
+  evicted,       ///< 2xx: the API server deleted the pod (it has a deletionTimestamp, or is gone).
+  blocked,       ///< 429: a disruption budget (or its not yet observed status) refuses it.
+  not_found,     ///< 404: the pod is already gone.
+  uid_mismatch,  ///< 409 naming the UID precondition: the name belongs to another pod now.
+};
+
+struct evict_answer {
+  evict_outcome outcome = evict_outcome::evicted;
+  std::string message;  ///< blocked: the API server's message (clipped, printable).
+};
+
+/// The Eviction API versions this writer speaks, newest first ("policy/v1" from Kubernetes
+/// 1.22; "policy/v1beta1" before).
+inline constexpr std::string_view eviction_v1 = "policy/v1";
+inline constexpr std::string_view eviction_v1beta1 = "policy/v1beta1";
+
+/// The POST `/api/v1/namespaces/{ns}/pods/{name}/eviction` of an Eviction in `api_version`
+/// whose deleteOptions carry preconditions.uid. Not idempotent for the client (a resent
+/// eviction may be refused where the first passed, so it is not resent after a network error;
+/// the timed queue retries the attempt).
+k8sclient::request make_evict_pod_request(std::string_view ns, std::string_view name,
+                                          std::string_view uid, std::string_view api_version);
+
+/// The group/version of the `pods/eviction` subresource in the `GET /api/v1` discovery
+/// document `body` ("policy/v1", "policy/v1beta1"), or nullopt when it is not listed or the
+/// body is not a discovery document.
+std::optional<std::string> eviction_version_in_discovery(std::string_view body);
+
+/// The DELETE request: `/api/v1/namespaces/{ns}/pods/{name}` with DeleteOptions carrying
+/// preconditions.uid; idempotent (a resend after a network error cannot hit another pod).
+k8sclient::request make_delete_pod_request(std::string_view ns, std::string_view name,
+                                           std::string_view uid);
+
+/// The status patch adding DisruptionTarget=True (reason DeletionByTaintManager), as a strategic
+/// merge patch on `pods/{name}/status`. Conditions merge by `type`, so no GET is needed to
+/// build it and other conditions are kept. The patch also carries `metadata.uid`: the
+/// apiserver treats uid as immutable, so when the name now belongs to a re-created pod the
+/// patch is rejected (422 Invalid, cause field "metadata.uid") instead of marking the wrong
+/// pod. This is what upstream's PatchPodStatus relies on too.
+///
+/// `transition_time` is the condition's lastTransitionTime; nullopt leaves it out, so the
+/// merge keeps the pod's own: for a condition already True (set by another component, with
+/// another reason or message), where upstream's UpdatePodCondition keeps the old time and
+/// its two-way patch does not mention it.
+k8sclient::request make_disruption_condition_request(
+    std::string_view ns, std::string_view name, std::string_view uid,
+    std::optional<std::chrono::system_clock::time_point> transition_time);
+
+/// Issues pod writes through a client.
+///
+/// Thread/ownership: holds a reference to `client`, which must outlive every coroutine started
+/// from this object. Stateless otherwise: the coroutines may run concurrently, on the client's
+/// executor (co_spawn them there).
+class pod_writer {
+public:
+  using wall_clock = std::function<std::chrono::system_clock::time_point()>;
+
+  explicit pod_writer(
+      k8sclient::client& c, wall_clock now = [] { return std::chrono::system_clock::now(); });
+
+  /// DELETE with preconditions.uid. 2xx, 404 and 409 are outcomes; any other status or a
+  /// transport failure is an error value (status, and the server's Status message).
+  /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
+  boost::asio::awaitable<k8sclient::result<delete_outcome>> delete_pod(
+      std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {});
+
+  /// Adds the DisruptionTarget condition (see make_disruption_condition_request) with
+  /// lastTransitionTime now, or, with `keep_transition_time`, without one (the pod's own is
+  /// kept: its condition is already True). Whether to patch at all is the caller's decision
+  /// (k8s_eviction_sink reads the cached pod instead of GETting it as upstream does).
+  /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
+  boost::asio::awaitable<k8sclient::result<patch_outcome>> add_disruption_condition(
+      std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {},
+      bool keep_transition_time = false);
+
+  /// POSTs an Eviction (make_evict_pod_request). 2xx, 429, 404 and a UID conflict are
+  /// outcomes; any other status (403, another 409, 500 for a pod with several budgets) or a
+  /// transport failure is an error value.
+  boost::asio::awaitable<k8sclient::result<evict_answer>> evict_pod(
+      std::string ns, std::string name, std::string uid, std::string api_version,
+      std::function<bool()> cancelled = {});
+
+  /// GET /api/v1 and the Eviction API's group/version in it (eviction_version_in_discovery).
+  boost::asio::awaitable<k8sclient::result<std::string>> discover_eviction_version();
+
+private:
+  k8sclient::client& client_;
+  wall_clock now_;
+};
+
+}  // namespace tec::writers

@@ -1,0 +1,711 @@
+#include "tec/writers/event_recorder.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tec/k8sclient/hostname.hpp"
+#include "tec/k8sclient/logger.hpp"
+#include "tec/k8sclient/token_bucket.hpp"
+#include "tec/writers/pod_writer.hpp"
+
+namespace tec::writers {
+namespace {
+
+namespace asio = boost::asio;
+using controller::event_kind;
+using controller::pod_ref;
+using nlohmann::json;
+
+constexpr std::size_t max_name_length = 253;
+
+std::shared_ptr<spdlog::logger> logger() {
+  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("events");
+  return log;
+}
+
+std::string hex(std::uint64_t value) {
+  std::array<char, 20> buf{};
+  const int n =
+      std::snprintf(buf.data(), buf.size(), "%llx", static_cast<unsigned long long>(value));
+  return {buf.data(), static_cast<std::size_t>(n)};
+}
+
+/// client-go names events "<object name>.<unix nanos in hex>"; names must stay DNS subdomains
+/// of at most 253 characters, so a very long pod name is shortened.
+std::string event_name(std::string_view pod_name, std::uint64_t nanos) {
+  const std::string suffix = "." + hex(nanos);
+  std::string base(pod_name.substr(0, max_name_length - suffix.size()));
+  while (!base.empty() && (base.back() == '.' || base.back() == '-')) {
+    base.pop_back();
+  }
+  return base + suffix;
+}
+
+/// Logs the exception (if any) that ended a coroutine of the recorder.
+void log_unexpected(const std::exception_ptr& ep, std::string_view what) {
+  if (!ep) {
+    return;
+  }
+  try {
+    std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    logger()->error("{} stopped by an unexpected exception: {}", what, e.what());
+  }
+}
+
+/// The length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, surrogates or
+/// code points past U+10FFFF) starting `s` (whose first byte is >= 0x80), or 0. Hand-written:
+/// the message check must also clip and replace control characters in the same pass, which
+/// no library at hand does.
+std::size_t utf8_sequence_length(std::string_view s) {
+  const auto byte = [&s](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = byte(0);
+  std::size_t n = 0;
+  unsigned char low = 0x80;  // The range of the second byte.
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    n = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    n = 3;
+    low = lead == 0xE0 ? 0xA0 : low;    // overlong
+    high = lead == 0xED ? 0x9F : high;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    n = 4;
+    low = lead == 0xF0 ? 0x90 : low;    // overlong
+    high = lead == 0xF4 ? 0x8F : high;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < n || byte(1) < low || byte(1) > high) {
+    return 0;
+  }
+  for (std::size_t i = 2; i < n; ++i) {
+    if ((byte(i) & 0xC0U) != 0x80U) {
+      return 0;
+    }
+  }
+  return n;
+}
+
+/// A map that forgets its least recently used entries beyond its capacity. client-go keeps
+/// each piece of its correlation state in such an LRU (4096 entries); ours holds at most a
+/// few thousand entries, so a list plus an index is enough.
+template <class V>
+class lru_map {
+public:
+  explicit lru_map(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 1)) {}
+
+  /// The value under `key`, made the most recent; nullptr when absent.
+  V* find(const std::string& key) {
+    const auto it = index_.find(key);
+    if (it == index_.end()) {
+      return nullptr;
+    }
+    items_.splice(items_.begin(), items_, it->second);
+    return &it->second->second;
+  }
+
+  /// Stores `value` under `key` as the most recent entry (replacing any), then forgets the
+  /// least recent entries beyond the capacity.
+  V& put(const std::string& key, V value) {
+    if (V* existing = find(key)) {
+      *existing = std::move(value);
+      return *existing;
+    }
+    items_.emplace_front(key, std::move(value));
+    index_.emplace(items_.front().first, items_.begin());
+    while (items_.size() > capacity_) {
+      index_.erase(items_.back().first);
+      items_.pop_back();
+    }
+    return items_.front().second;
+  }
+
+  void erase(const std::string& key) {
+    const auto it = index_.find(key);
+    if (it != index_.end()) {
+      const auto item = it->second;
+      index_.erase(it);
+      items_.erase(item);
+    }
+  }
+
+private:
+  using list = std::list<std::pair<std::string, V>>;
+  std::size_t capacity_;
+  list items_;                                                           // Most recent first.
+  std::unordered_map<std::string_view, typename list::iterator> index_;  // Keys in items_.
+};
+
+/// The distinct messages seen of similar events (same object, type, reason), by hash: a
+/// collision at worst sends one more message to the combined Event.
+struct similar_events {
+  std::vector<std::size_t> messages;
+  std::chrono::steady_clock::time_point last;
+};
+
+/// One Event on the server (or to be created there) and the occurrences not yet in it.
+/// Guarded by the recorder's mutex, except the fields set before it is first queued and never
+/// written again (key, pod, name, combined, first, content.type and content.reason), which a
+/// delivery reads freely. A delivery owns it (`busy`) while a request is out.
+struct series {
+  // The correlation key: object, type, reason, and the hash of the message or "combined".
+  std::string key;
+  involved_object object;
+  event_content content;  // The message moves to the latest one on a combined Event.
+  std::string name;
+  bool combined = false;                        // A "(combined from similar events)" Event.
+  std::chrono::system_clock::time_point first;  // firstTimestamp
+  std::chrono::system_clock::time_point last;   // lastTimestamp: the latest occurrence
+  std::chrono::steady_clock::time_point seen;   // The latest occurrence, for the window.
+  std::uint64_t confirmed = 0;                  // Occurrences the Event on the server counts.
+  std::uint64_t pending = 0;                    // Recorded, not yet carried by a request.
+  bool exists = false;  // Created on the server: the next request is a PATCH.
+  bool queued = false;
+  bool busy = false;
+};
+
+}  // namespace
+
+event_content make_event_content(const pod_ref& pod, event_kind kind, std::string_view detail) {
+  return event_content{std::string(controller::event_type_of(kind)),
+                       std::string(controller::event_reason_of(kind)),
+                       controller::event_message(pod, kind, detail)};
+}
+
+std::string sanitize_event_message(std::string_view text, std::size_t max_bytes) {
+  static constexpr std::string_view ellipsis = "...";
+  static constexpr std::string_view replacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::string out;
+  out.reserve(std::min(text.size(), max_bytes) + 4);
+  // Stop one character past the limit: enough to know the text is clipped.
+  for (std::size_t i = 0; i < text.size() && out.size() <= max_bytes;) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead < 0x80) {
+      out.push_back(lead < 0x20 || lead == 0x7f ? ' ' : text[i]);
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8_sequence_length(text.substr(i));
+    if (n == 0) {
+      out.append(replacement);
+      ++i;
+    } else if (lead == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
+      out.push_back(' ');  // A C1 control character (U+0080..U+009F).
+      i += n;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  if (out.size() <= max_bytes) {
+    return out;
+  }
+  const bool room = max_bytes > ellipsis.size();
+  std::size_t cut = room ? max_bytes - ellipsis.size() : max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0U) == 0x80U) {
+    --cut;  // Back to the first byte of the character that does not fit.
+  }
+  out.resize(cut);
+  if (room) {
+    out.append(ellipsis);
+  }
+  return out;
+}
+
+std::string make_event_body(const involved_object& object, const event_content& content,
+                            const std::string& name, const event_recorder_options& options,
+                            std::chrono::system_clock::time_point first,
+                            std::chrono::system_clock::time_point last, std::uint64_t count) {
+  json involved = {{"kind", object.kind},
+                   {"apiVersion", object.api_version},
+                   {"namespace", object.ref.namespace_},
+                   {"name", object.ref.name}};
+  if (!object.ref.uid.empty()) {
+    involved["uid"] = object.ref.uid;
+  }
+  const json body = {
+      {"kind", "Event"},
+      {"apiVersion", "v1"},
+      {"metadata", {{"name", name}, {"namespace", object.ref.namespace_}}},
+      {"involvedObject", std::move(involved)},
+      {"type", content.type},
+      {"reason", content.reason},
+      {"message", content.message},
+      {"source", {{"component", options.component}}},
+      {"reportingComponent", options.component},
+      {"reportingInstance", options.reporting_instance},
+      {"firstTimestamp", k8sclient::format_rfc3339(first)},
+      {"lastTimestamp", k8sclient::format_rfc3339(last)},
+      {"count", count},
+  };
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string make_event_body(const pod_ref& pod, const event_content& content,
+                            const std::string& name, const event_recorder_options& options,
+                            std::chrono::system_clock::time_point first,
+                            std::chrono::system_clock::time_point last, std::uint64_t count) {
+  return make_event_body(involved_object{.ref = pod}, content, name, options, first, last, count);
+}
+
+std::string make_event_patch(std::string_view message, std::chrono::system_clock::time_point last,
+                             std::uint64_t count) {
+  const json patch = {
+      {"count", count},
+      {"lastTimestamp", k8sclient::format_rfc3339(last)},
+      {"message", message},
+  };
+  return patch.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+struct event_recorder::impl {
+  impl(asio::any_io_executor ex, k8sclient::client& c, event_recorder_options opts, event_clock clk)
+      : executor(std::move(ex)),
+        api(c),
+        options(std::move(opts)),
+        clock(std::move(clk)),
+        buckets(options.spam_cache_size),
+        similar(options.correlation_cache_size),
+        idle(options.correlation_cache_size),
+        wake(executor, 1) {
+    if (options.reporting_instance.empty()) {
+      options.reporting_instance = k8sclient::local_hostname();
+    }
+  }
+
+  /// Takes a token from the object's bucket. Called with mutex held.
+  bool spam_allow(const std::string& key, std::chrono::steady_clock::time_point now) {
+    const double refill_per_second =
+        options.spam_refill_interval.count() > 0
+            ? 1.0 / static_cast<double>(options.spam_refill_interval.count())
+            : 0.0;
+    k8sclient::token_bucket* b = buckets.find(key);
+    if (b == nullptr) {
+      b = &buckets.put(key, k8sclient::token_bucket(refill_per_second, options.spam_burst, now));
+    }
+    return b->try_take(now);
+  }
+
+  /// Notes `message` among the similar events under `key`; true when it goes to the combined
+  /// Event: it is a new distinct message and aggregate_max_messages - 1 others were seen, each
+  /// within the window of the previous similar event. Called with mutex held.
+  bool aggregate(const std::string& key, const std::string& message,
+                 std::chrono::steady_clock::time_point now) {
+    similar_events* rec = similar.find(key);
+    if (rec == nullptr || now - rec->last > options.correlation_window) {
+      rec = &similar.put(key, similar_events{{}, now});
+    }
+    rec->last = now;
+    const std::size_t hash = std::hash<std::string>{}(message);
+    if (std::find(rec->messages.begin(), rec->messages.end(), hash) != rec->messages.end()) {
+      return false;
+    }
+    if (rec->messages.size() + 1 >= std::max<std::size_t>(options.aggregate_max_messages, 1)) {
+      return true;  // Not remembered: the set stays at the first max - 1 messages.
+    }
+    rec->messages.push_back(hash);
+    return false;
+  }
+
+  /// A unique name even when the wall clock stands still or steps back.
+  std::string next_name(const std::string& pod_name, std::chrono::system_clock::time_point at) {
+    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch());
+    std::uint64_t value = nanos.count() > 0 ? static_cast<std::uint64_t>(nanos.count()) : 0;
+    if (value <= last_name_nanos) {
+      value = last_name_nanos + 1;
+    }
+    last_name_nanos = value;
+    return event_name(pod_name, value);
+  }
+
+  /// Whether one more series fits in the queue, after dropping the oldest one's occurrences
+  /// if that is the policy. Called with mutex held.
+  bool make_room() {
+    if (queue.size() < std::max<std::size_t>(options.queue_capacity, 1)) {
+      return true;
+    }
+    if (!options.drop_oldest) {
+      return false;
+    }
+    const std::shared_ptr<series> oldest = std::move(queue.front());
+    queue.pop_front();
+    counters.dropped_full += oldest->pending;
+    oldest->pending = 0;
+    oldest->queued = false;
+    deactivate(oldest);
+    return true;
+  }
+
+  /// `s` has no request queued or in flight any more: from `active` to the LRU of `idle`
+  /// series, unless a newer series took its key meanwhile. Called with mutex held.
+  void deactivate(const std::shared_ptr<series>& s) {
+    const auto it = active.find(s->key);
+    if (it != active.end() && it->second == s) {
+      active.erase(it);
+      idle.put(s->key, s);
+    }
+  }
+
+  /// The correlation of record(): see the top of event_recorder.hpp.
+  bool record(const involved_object& object, event_content content) {
+    const pod_ref& pod = object.ref;
+    // One recorder is one source (component and instance): they are not part of the keys.
+    std::string object_key = object.kind;
+    object_key += '\0';
+    object_key += pod.namespace_;
+    object_key += '\0';
+    object_key += pod.name;
+    object_key += '\0';
+    object_key += pod.uid;
+    std::string key = object_key;  // The object, type and reason, then what tells the series.
+    key += '\0';
+    key += content.type;
+    key += '\0';
+    key += content.reason;
+    {
+      const std::lock_guard lock(mutex);
+      if (stopped) {
+        ++counters.dropped_stopped;
+        return false;
+      }
+      const auto now = clock.steady();
+      if (!spam_allow(object_key, now)) {
+        ++counters.dropped_spam;
+        return false;
+      }
+      const bool combined = aggregate(key, content.message, now);
+      if (combined) {
+        content.message = sanitize_event_message(
+            "(combined from similar events): " + content.message, options.max_message_bytes);
+        key += '\1';
+      } else {
+        // The message's hash keeps the keys short (a message may take 1 KiB); the message
+        // itself is compared below.
+        key += '\0';
+        key += hex(std::hash<std::string>{}(content.message));
+      }
+      std::shared_ptr<series> s;
+      if (const auto it = active.find(key); it != active.end()) {
+        s = it->second;
+      } else if (std::shared_ptr<series>* known = idle.find(key)) {
+        s = *known;
+      }
+      if (s && (now - s->seen > options.correlation_window ||
+                (!combined && s->content.message != content.message))) {
+        s = nullptr;  // A new Event (an older one still queued or in flight goes on alone).
+      }
+      const bool joins = s && (s->queued || s->busy);
+      if (!joins && !make_room()) {
+        ++counters.dropped_full;
+        return false;
+      }
+      const auto wall = clock.wall();
+      if (!s) {
+        s = std::make_shared<series>();
+        s->key = key;
+        s->object = object;
+        s->name = next_name(pod.name, wall);
+        s->combined = combined;
+        s->first = wall;
+        s->content = std::move(content);
+      } else if (combined) {
+        s->content.message = std::move(content.message);  // The latest similar message.
+      }
+      s->last = wall;
+      s->seen = now;
+      ++s->pending;
+      ++counters.recorded;
+      if (joins) {
+        return true;  // Its queued or in-flight request takes this occurrence along.
+      }
+      idle.erase(key);
+      active.erase(key);  // An older series of this key lives on, owned by its request.
+      active.emplace(s->key, s);
+      s->queued = true;
+      queue.push_back(std::move(s));
+    }
+    // A full channel means a wake-up is already pending: nothing to do.
+    wake.try_send(boost::system::error_code{});
+    return true;
+  }
+
+  /// The next series to deliver, now owned by its delivery; none when stopped, when the
+  /// queue is empty or when max_in_flight deliveries run already.
+  std::shared_ptr<series> pop() {
+    const std::lock_guard lock(mutex);
+    if (stopped || queue.empty() || in_flight >= std::max<std::size_t>(options.max_in_flight, 1)) {
+      return nullptr;
+    }
+    std::shared_ptr<series> s = std::move(queue.front());
+    queue.pop_front();
+    s->queued = false;
+    s->busy = true;
+    ++in_flight;
+    return s;
+  }
+
+  /// A delivery ended: its slot is free, and the series goes back to the queue if
+  /// occurrences came in meanwhile (after the others: one busy series does not hold a slot).
+  void delivered(const std::shared_ptr<series>& s) {
+    {
+      const std::lock_guard lock(mutex);
+      --in_flight;
+      s->busy = false;
+      if (s->pending > 0) {
+        if (stopped) {
+          counters.dropped_stopped += s->pending;
+          s->pending = 0;
+        } else if (make_room()) {
+          s->queued = true;
+          queue.push_back(s);
+        } else {
+          counters.dropped_full += s->pending;
+          s->pending = 0;
+        }
+      }
+      if (!s->queued) {
+        deactivate(s);
+      }
+    }
+    wake.try_send(boost::system::error_code{});
+  }
+
+  bool is_stopped() const {
+    const std::lock_guard lock(mutex);
+    return stopped;
+  }
+
+  /// The next request for `s`, carrying its pending occurrences (added to `taken`): a POST
+  /// creating the Event while it does not exist, else a PATCH of its count.
+  k8sclient::request next_request(series& s, std::uint64_t& taken) {
+    const std::lock_guard lock(mutex);
+    taken += s.pending;
+    s.pending = 0;
+    const std::uint64_t count = s.confirmed + taken;
+    k8sclient::request req;
+    req.background = true;  // evictions first, their record right after
+    const std::string events =
+        "/api/v1/namespaces/" + k8sclient::escape_path_segment(s.object.ref.namespace_) + "/events";
+    if (!s.exists) {
+      req.method = boost::beast::http::verb::post;
+      req.target = events;
+      req.body = make_event_body(s.object, s.content, s.name, options, s.first, s.last, count);
+    } else {
+      req.method = boost::beast::http::verb::patch;
+      req.target = events + "/" + k8sclient::escape_path_segment(s.name);
+      req.content_type = "application/strategic-merge-patch+json";
+      req.body = make_event_patch(s.content.message, s.last, count);
+    }
+    return req;
+  }
+
+  /// The `taken` occurrences are in the Event on the server now.
+  void settle(series& s, bool created, std::uint64_t taken) {
+    const std::lock_guard lock(mutex);
+    s.confirmed += taken;
+    s.exists = true;
+    if (s.combined) {
+      counters.aggregated += taken;
+    } else if (created) {
+      counters.sent += taken;
+    } else {
+      counters.updated += taken;
+    }
+  }
+
+  void give_up(std::uint64_t taken) {
+    const std::lock_guard lock(mutex);
+    counters.failed += taken;
+  }
+
+  /// One request of a series (with its attempts), carrying every occurrence pending when it
+  /// is (re)sent. `retry_timer` is this delivery's own (in retry_timers, so that stop() can
+  /// cancel its wait).
+  asio::awaitable<void> deliver(std::shared_ptr<series> s, asio::steady_timer& retry_timer) {
+    const std::string pod = s->object.ref.namespace_ + "/" + s->object.ref.name;
+    std::uint64_t taken = 0;
+    bool switched = false;  // Went from PATCH to POST (404) or from POST to PATCH (409) once.
+    for (int attempt = 1;;) {
+      k8sclient::request req = next_request(*s, taken);
+      const bool create = req.method == boost::beast::http::verb::post;
+      auto resp = co_await api.send(std::move(req));
+      if (resp && resp->status >= 200 && resp->status < 300) {
+        settle(*s, create, taken);
+        co_return;
+      }
+      if (resp && !switched && resp->status == (create ? 409U : 404U)) {
+        // 404 on a PATCH: the Event expired (the API server's --event-ttl, 1 h by default)
+        // or was deleted: create it again under its name. 409 on a POST: our name is taken,
+        // by our own earlier POST whose answer was lost: update it.
+        switched = true;
+        logger()->debug("event {} pod=\"{}\": {}, {} it", s->name, pod, resp->status,
+                        create ? "updating" : "re-creating");
+        const std::lock_guard lock(mutex);
+        s->exists = create;
+        continue;
+      }
+      if (resp) {
+        // A status is an answer: 403 (RBAC, terminating namespace), 422... Resending the
+        // same request will not change it; the client already retried 429/5xx.
+        const k8sclient::error err = k8sclient::api_error(
+            std::string(create ? "POST" : "PATCH") + " event for pod " + pod, resp.value());
+        logger()->warn("dropping event pod=\"{}\" reason={}: {}", pod, s->content.reason,
+                       err.message);
+        give_up(taken);
+        co_return;
+      }
+      if (attempt >= options.max_attempts || is_stopped()) {
+        logger()->warn("dropping event pod=\"{}\" reason={} after {} attempt(s): {}", pod,
+                       s->content.reason, attempt, resp.error().message);
+        give_up(taken);
+        co_return;
+      }
+      ++attempt;
+      retry_timer.expires_after(options.retry_delay);
+      co_await retry_timer.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+  }
+
+  static asio::awaitable<void> deliver_one(std::shared_ptr<impl> self, std::shared_ptr<series> s,
+                                           asio::steady_timer& retry_timer) {
+    co_await self->deliver(std::move(s), retry_timer);
+  }
+
+  /// Starts deliveries in queue order while slots are free, then waits for a record() or a
+  /// finished delivery. Each delivery owns a reference to the state, so none outlives it.
+  static asio::awaitable<void> drain(std::shared_ptr<impl> self) {
+    for (;;) {
+      while (auto next = self->pop()) {
+        const auto timer = self->retry_timers.emplace(self->retry_timers.end(), self->executor);
+        asio::co_spawn(self->executor, deliver_one(self, next, *timer),
+                       [self, timer, next](const std::exception_ptr& ep) {
+                         self->retry_timers.erase(timer);
+                         self->delivered(next);
+                         log_unexpected(ep, "an event's delivery");
+                       });
+      }
+      if (self->is_stopped()) {
+        co_return;
+      }
+      auto [ec] = co_await self->wake.async_receive(asio::as_tuple(asio::use_awaitable));
+      if (ec) {
+        co_return;  // Closed by stop().
+      }
+    }
+  }
+
+  asio::any_io_executor executor;
+  k8sclient::client& api;
+  event_recorder_options options;
+  event_clock clock;
+
+  mutable std::mutex mutex;  // Guards everything below it.
+  std::deque<std::shared_ptr<series>> queue;
+  lru_map<k8sclient::token_bucket> buckets;  // The spam filter, by object.
+  lru_map<similar_events> similar;           // The aggregation, by object, type and reason.
+  // The series, by key: those with a request queued or in flight are never forgotten (so one
+  // key never gets two Events while its first is still being written); at most
+  // queue_capacity + max_in_flight of them (each key views its series' key). The others in an
+  // LRU.
+  std::unordered_map<std::string_view, std::shared_ptr<series>> active;
+  lru_map<std::shared_ptr<series>> idle;
+  event_recorder_stats counters;
+  std::uint64_t last_name_nanos = 0;
+  std::size_t in_flight = 0;  // Deliveries started and not yet ended.
+  bool started = false;
+  bool stopped = false;
+
+  // Thread-safe by itself: record() and finished deliveries signal from any thread.
+  asio::experimental::concurrent_channel<void(boost::system::error_code)> wake;
+  // One retry timer per delivery in flight, removed when it ends; only touched on the
+  // executor.
+  std::list<asio::steady_timer> retry_timers;
+};
+
+event_recorder::event_recorder(asio::any_io_executor executor, k8sclient::client& c,
+                               event_recorder_options options, event_clock clock)
+    : impl_(std::make_shared<impl>(std::move(executor), c, std::move(options), std::move(clock))) {}
+
+event_recorder::~event_recorder() {
+  stop();
+}
+
+void event_recorder::start() {
+  {
+    const std::lock_guard lock(impl_->mutex);
+    if (impl_->started || impl_->stopped) {
+      return;
+    }
+    impl_->started = true;
+  }
+  asio::co_spawn(impl_->executor, impl::drain(impl_),
+                 [](const std::exception_ptr& ep) { log_unexpected(ep, "event delivery"); });
+}
+
+void event_recorder::stop() {
+  {
+    const std::lock_guard lock(impl_->mutex);
+    if (impl_->stopped) {
+      return;
+    }
+    impl_->stopped = true;
+    for (const auto& s : impl_->queue) {
+      impl_->counters.dropped_stopped += s->pending;
+      s->pending = 0;
+      s->queued = false;
+      impl_->deactivate(s);
+    }
+    impl_->queue.clear();
+  }
+  impl_->wake.close();
+  asio::post(impl_->executor, [self = impl_] {
+    for (auto& timer : self->retry_timers) {
+      timer.cancel();
+    }
+  });
+}
+
+bool event_recorder::record(const pod_ref& pod, event_content content) {
+  return record(involved_object{.ref = pod}, std::move(content));
+}
+
+bool event_recorder::record(const involved_object& object, event_content content) {
+  content.message = sanitize_event_message(content.message, impl_->options.max_message_bytes);
+  return impl_->record(object, std::move(content));
+}
+
+bool event_recorder::record(const pod_ref& pod, event_kind kind, std::string_view detail) {
+  return record(pod, make_event_content(pod, kind, detail));
+}
+
+event_recorder_stats event_recorder::stats() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->counters;
+}
+
+std::size_t event_recorder::queued() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->queue.size();
+}
+
+}  // namespace tec::writers

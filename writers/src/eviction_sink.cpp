@@ -1,0 +1,447 @@
+#include "tec/writers/eviction_sink.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "tec/k8sclient/logger.hpp"
+#include "tec/writers/pod_writer.hpp"
+
+namespace tec::writers {
+namespace {
+
+namespace asio = boost::asio;
+using controller::eviction_result;
+using controller::eviction_status;
+using controller::pod_ref;
+
+std::shared_ptr<spdlog::logger> logger() {
+  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("evict");
+  return log;
+}
+
+/// True for a failed condition patch worth retrying before deleting: the API may accept it
+/// soon (429 and 5xx after the client's own retries, a timeout, a broken connection, 401 while
+/// a token is rotated, 409 and 408, which ask to retry). False for an answer that will not
+/// change: 403, 404, 410 and every other 4xx (422 Invalid, 400 BadRequest, ...).
+bool transient(const k8sclient::error& err) {
+  if (err.code.category() != k8sclient::error_category()) {
+    return true;
+  }
+  switch (static_cast<k8sclient::errc>(err.code.value())) {
+    case k8sclient::errc::forbidden:
+    case k8sclient::errc::not_found:
+    case k8sclient::errc::gone:
+      return false;
+    case k8sclient::errc::http_status:
+      return err.http_status == 408 || err.http_status < 400 || err.http_status >= 500;
+    default:
+      return true;
+  }
+}
+
+bool is_cancelled(const k8sclient::error& err) {
+  return err.code == k8sclient::make_error_code(k8sclient::errc::cancelled);
+}
+
+/// The UIDs whose condition patch this sink saw succeed, oldest first forgotten. Not
+/// synchronised (the sink's mutex guards it).
+class patched_memory {
+public:
+  explicit patched_memory(std::size_t capacity) : capacity_(capacity) {}
+
+  void remember(const std::string& uid) {
+    if (capacity_ == 0) {
+      return;
+    }
+    const std::uint64_t seq = ++next_;
+    uids_.insert_or_assign(uid, seq);
+    order_.emplace_back(seq, uid);
+    // order_ may also hold slots of UIDs since forgotten or remembered again: it is bounded
+    // by the capacity all the same, and a stale slot removes nothing.
+    while (order_.size() > capacity_) {
+      const auto& [old_seq, old_uid] = order_.front();
+      const auto it = uids_.find(old_uid);
+      if (it != uids_.end() && it->second == old_seq) {
+        uids_.erase(it);
+      }
+      order_.pop_front();
+    }
+  }
+
+  /// Forgets `uid` (its eviction is over).
+  void forget(const std::string& uid) { uids_.erase(uid); }
+
+  [[nodiscard]] bool contains(const std::string& uid) const { return uids_.contains(uid); }
+
+private:
+  std::size_t capacity_;
+  std::uint64_t next_ = 0;
+  std::unordered_map<std::string, std::uint64_t> uids_;      // uid -> its latest slot
+  std::deque<std::pair<std::uint64_t, std::string>> order_;  // slots, oldest first
+};
+
+/// What the condition patch of one attempt has to be.
+enum class condition_patch : std::uint8_t {
+  none,             ///< Already there (our True condition): nothing to send.
+  now,              ///< Added or flipped to True: lastTransitionTime now.
+  keep_transition,  ///< True already (another reason/message): keep its lastTransitionTime.
+};
+
+}  // namespace
+
+struct k8s_eviction_sink::impl {
+  impl(asio::any_io_executor ex, k8sclient::client& c, event_recorder* ev,
+       eviction_sink_options opts)
+      : executor(std::move(ex)),
+        writer(c),
+        events(ev),
+        options(opts),
+        patched(opts.remembered_patches),
+        dry_run(opts.dry_run) {}
+
+  // Dry-run is on: the attempt ends here, without a write.
+  eviction_result would_delete(const pod_ref& pod, const std::string& who) {
+    logger()->info("dry run: would delete pod=\"{}\" uid={}", who, pod.uid);
+    const std::lock_guard lock(mutex);
+    patched.forget(pod.uid);
+    ++counters.dry_run_deletions;
+    return eviction_result{eviction_status::gone, {}};
+  }
+
+  void record_failure(const k8sclient::error& err) {
+    const std::lock_guard lock(mutex);
+    ++counters.failures;
+    ++counters.failures_by_reason[k8sclient::error_reason(err)];
+  }
+
+  // The deletion-duration histogram is the controller's (controller_options::on_deleted, from
+  // when the eviction was due): the sink only counts.
+  void record_deleted() {
+    const std::lock_guard lock(mutex);
+    ++counters.deletions;
+  }
+
+  // The eviction of `uid` is over (done or nothing left to do): nothing to remember.
+  void finished(const std::string& uid, bool gone) {
+    const std::lock_guard lock(mutex);
+    patched.forget(uid);
+    if (gone) {
+      ++counters.already_gone;
+    }
+  }
+
+  eviction_result cancelled_result() {
+    const std::lock_guard lock(mutex);
+    ++counters.cancelled;
+    return eviction_result{eviction_status::failed, "cancelled"};
+  }
+
+  // Upstream's UpdatePodCondition on what we know: our earlier patch for this UID, else the
+  // cached pod if it is this UID (a cache that is behind at worst costs a redundant patch).
+  condition_patch condition_needed(const pod_ref& pod) {
+    {
+      const std::lock_guard lock(mutex);
+      if (patched.contains(pod.uid)) {
+        ++counters.conditions_unchanged;
+        return condition_patch::none;
+      }
+    }
+    if (options.pods == nullptr) {
+      return condition_patch::now;
+    }
+    const std::optional<informers::pod_record> cached = options.pods->get(pod.namespace_, pod.name);
+    if (!cached || cached->pod.uid != pod.uid) {
+      return condition_patch::now;
+    }
+    switch (cached->disruption) {
+      case informers::disruption_state::true_ours: {
+        const std::lock_guard lock(mutex);
+        ++counters.conditions_unchanged;
+        return condition_patch::none;
+      }
+      case informers::disruption_state::true_other:
+        return condition_patch::keep_transition;
+      case informers::disruption_state::absent:
+      case informers::disruption_state::not_true:
+        break;
+    }
+    return condition_patch::now;
+  }
+
+  // The condition step of an attempt: nullopt to go on with the DELETE, else the attempt's
+  // result (gone, cancelled, or a transient failure).
+  asio::awaitable<std::optional<eviction_result>> add_condition(
+      const controller::eviction_request& req, const std::string& who) {
+    const pod_ref& pod = req.pod;
+    const condition_patch need = condition_needed(pod);
+    if (need == condition_patch::none) {
+      co_return std::nullopt;
+    }
+    auto patched_result = co_await writer.add_disruption_condition(
+        pod.namespace_, pod.name, pod.uid, req.cancelled, need == condition_patch::keep_transition);
+    if (patched_result) {
+      if (patched_result.value() == patch_outcome::patched) {
+        const std::lock_guard lock(mutex);
+        ++counters.conditions_patched;
+        patched.remember(pod.uid);
+        co_return std::nullopt;
+      }
+      logger()->info("pod=\"{}\" uid={} is already gone ({}), nothing to delete", who, pod.uid,
+                     patched_result.value() == patch_outcome::not_found ? "404" : "UID mismatch");
+      finished(pod.uid, true);
+      co_return eviction_result{eviction_status::gone, {}};
+    }
+    const k8sclient::error& err = patched_result.error();
+    if (is_cancelled(err)) {
+      co_return cancelled_result();
+    }
+    if (transient(err)) {
+      // No DELETE without the condition: a Job's podFailurePolicy would count the pod's end
+      // as a real failure. The queue retries the whole attempt with backoff.
+      log_failure(req,
+                  "pod=\"{}\": could not add the DisruptionTarget condition, not deleting "
+                  "without it (retried): {}",
+                  who, err.message);
+      record_failure(err);
+      co_return eviction_result{eviction_status::failed, err.message};
+    }
+    logger()->warn(
+        "pod=\"{}\": the API refused the DisruptionTarget condition, deleting without it: {}", who,
+        err.message);
+    const std::lock_guard lock(mutex);
+    ++counters.condition_failures;
+    ++counters.condition_failures_by_reason[k8sclient::error_reason(err)];
+    co_return std::nullopt;
+  }
+
+  // A failed attempt's warning; debug once the controller reported the eviction as stuck.
+  template <class... Args>
+  static void log_failure(const controller::eviction_request& req,
+                          spdlog::format_string_t<Args...> fmt, Args&&... args) {
+    logger()->log(req.stuck ? spdlog::level::debug : spdlog::level::warn, fmt,
+                  std::forward<Args>(args)...);
+  }
+
+  // The Eviction API's group/version, found by discovery and kept (a failed discovery fails
+  // the attempt, which the queue retries). The first attempts, in flight together, may each
+  // ask; one logs the answer.
+  asio::awaitable<k8sclient::result<std::string>> eviction_version() {
+    {
+      const std::lock_guard lock(mutex);
+      if (!eviction_api.empty()) {
+        co_return eviction_api;
+      }
+    }
+    auto found = co_await writer.discover_eviction_version();
+    if (found) {
+      bool first = false;
+      {
+        const std::lock_guard lock(mutex);
+        first = eviction_api.empty();
+        eviction_api = *found;
+      }
+      if (first) {
+        logger()->info("using the Eviction API {}", *found);
+      }
+    }
+    co_return found;
+  }
+
+  // An eviction_method::evict attempt: POST the Eviction; a refusal is `blocked`.
+  asio::awaitable<eviction_result> evict(const controller::eviction_request& req,
+                                         const std::string& who) {
+    const pod_ref& pod = req.pod;
+    auto version = co_await eviction_version();
+    if (!version) {
+      log_failure(req, "pod=\"{}\": cannot evict: {}", who, version.error().message);
+      record_failure(version.error());
+      co_return eviction_result{eviction_status::failed, version.error().message};
+    }
+    if (dry_run.load()) {
+      co_return would_delete(pod, who);  // switched on while discovery was in flight
+    }
+    auto answer =
+        co_await writer.evict_pod(pod.namespace_, pod.name, pod.uid, *version, req.cancelled);
+    if (!answer) {
+      if (is_cancelled(answer.error())) {
+        co_return cancelled_result();
+      }
+      log_failure(req, "pod=\"{}\": eviction failed: {}", who, answer.error().message);
+      record_failure(answer.error());
+      co_return eviction_result{eviction_status::failed, answer.error().message};
+    }
+    switch (answer->outcome) {
+      case evict_outcome::evicted: {
+        logger()->info("evicted pod=\"{}\" uid={} (Eviction API {})", who, pod.uid, *version);
+        finished(pod.uid, false);
+        const std::lock_guard lock(mutex);
+        ++counters.evictions;
+        co_return eviction_result{eviction_status::deleted, {}};
+      }
+      case evict_outcome::blocked: {
+        logger()->debug("eviction refused pod=\"{}\" uid={}: {}", who, pod.uid, answer->message);
+        const std::lock_guard lock(mutex);
+        ++counters.blocked;
+        co_return eviction_result{eviction_status::blocked, std::move(answer->message)};
+      }
+      case evict_outcome::not_found:
+      case evict_outcome::uid_mismatch:
+        break;
+    }
+    logger()->info("pod=\"{}\" uid={} is already gone ({})", who, pod.uid,
+                   answer->outcome == evict_outcome::not_found ? "404" : "409 UID mismatch");
+    finished(pod.uid, true);
+    co_return eviction_result{eviction_status::gone, {}};
+  }
+
+  asio::awaitable<eviction_result> run(controller::eviction_request req) {
+    const pod_ref& pod = req.pod;
+    const std::string who = pod.namespace_ + "/" + pod.name;
+    if (logger()->should_log(spdlog::level::trace)) {
+      logger()->trace("stage=sink pod=\"{}\" t_us={}", who,
+                      std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count());
+    }
+    if (dry_run.load()) {
+      co_return would_delete(pod, who);
+    }
+    if (req.method == controller::eviction_method::evict) {
+      co_return co_await evict(req, who);
+    }
+    if (options.disruption_condition) {
+      if (auto stop = co_await add_condition(req, who)) {
+        co_return std::move(*stop);
+      }
+      if (req.cancelled && req.cancelled()) {
+        co_return cancelled_result();  // Cancelled while the patch was in flight.
+      }
+    }
+    if (dry_run.load()) {
+      co_return would_delete(pod, who);  // switched on while the patch was in flight
+    }
+    auto deleted = co_await writer.delete_pod(pod.namespace_, pod.name, pod.uid, req.cancelled);
+    if (!deleted) {
+      if (is_cancelled(deleted.error())) {
+        co_return cancelled_result();
+      }
+      log_failure(req, "pod=\"{}\": delete failed: {}", who, deleted.error().message);
+      record_failure(deleted.error());
+      co_return eviction_result{eviction_status::failed, deleted.error().message};
+    }
+    if (deleted.value() == delete_outcome::deleted) {
+      logger()->info("pod=\"{}\" uid={} deleted", who, pod.uid);
+      finished(pod.uid, false);
+      record_deleted();
+      co_return eviction_result{eviction_status::deleted, {}};
+    }
+    logger()->info("pod=\"{}\" uid={} is already gone ({})", who, pod.uid,
+                   deleted.value() == delete_outcome::not_found ? "404" : "409 UID mismatch");
+    finished(pod.uid, true);
+    co_return eviction_result{eviction_status::gone, {}};
+  }
+
+  asio::any_io_executor executor;
+  pod_writer writer;
+  event_recorder* events;
+  eviction_sink_options options;
+
+  mutable std::mutex mutex;  // Guards the members below.
+  // Notified (without the lock) each time an eviction completes; wait_idle() waits on it.
+  mutable std::condition_variable idle;
+  eviction_sink_stats counters;
+  patched_memory patched;
+  std::string eviction_api;  ///< The Eviction API's group/version once discovered.
+  bool stopped = false;
+  std::atomic<bool> dry_run;  // read without the mutex
+};
+
+k8s_eviction_sink::k8s_eviction_sink(asio::any_io_executor executor, k8sclient::client& c,
+                                     event_recorder* events, eviction_sink_options options)
+    : impl_(std::make_shared<impl>(std::move(executor), c, events, options)) {}
+
+k8s_eviction_sink::~k8s_eviction_sink() {
+  stop();
+}
+
+void k8s_eviction_sink::evict(controller::eviction_request request,
+                              std::function<void(eviction_result)> done) {
+  {
+    const std::lock_guard lock(impl_->mutex);
+    if (!impl_->stopped) {
+      ++impl_->counters.in_flight;
+    } else {
+      asio::post(impl_->executor, [done = std::move(done)] {
+        done(eviction_result{eviction_status::failed, "shutting down"});
+      });
+      return;
+    }
+  }
+  auto self = impl_;
+  pod_ref pod = request.pod;
+  asio::co_spawn(
+      self->executor, self->run(std::move(request)),
+      [self, pod, done = std::move(done)](const std::exception_ptr& ep, eviction_result r) {
+        if (ep) {
+          // Only a bug (or bad_alloc) gets here: report it as a failure so the queue retries.
+          r = eviction_result{eviction_status::failed, "unexpected exception"};
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            r.error = std::string("unexpected exception: ") + e.what();
+          }
+          logger()->error("pod=\"{}/{}\": {}", pod.namespace_, pod.name, r.error);
+        }
+        {
+          const std::lock_guard lock(self->mutex);
+          --self->counters.in_flight;
+        }
+        self->idle.notify_all();
+        done(std::move(r));
+      });
+}
+
+void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind kind,
+                                     std::string_view detail) {
+  if (impl_->dry_run.load()) {
+    const std::lock_guard lock(impl_->mutex);
+    ++impl_->counters.dry_run_events;
+    return;
+  }
+  if (impl_->events != nullptr) {
+    impl_->events->record(pod, kind, detail);
+  }
+}
+
+void k8s_eviction_sink::set_dry_run(bool on) {
+  impl_->dry_run.store(on);
+}
+
+void k8s_eviction_sink::stop() {
+  const std::lock_guard lock(impl_->mutex);
+  impl_->stopped = true;
+}
+
+bool k8s_eviction_sink::wait_idle(std::chrono::milliseconds budget) const {
+  std::unique_lock lock(impl_->mutex);
+  return impl_->idle.wait_for(lock, budget, [this] { return impl_->counters.in_flight == 0; });
+}
+
+eviction_sink_stats k8s_eviction_sink::stats() const {
+  const std::lock_guard lock(impl_->mutex);
+  return impl_->counters;
+}
+
+}  // namespace tec::writers
