@@ -165,6 +165,10 @@ struct shadow_tracker::impl {
           continue;
         }
         apply_mark(e, *mk);
+        if (mk->uid.empty()) {
+          ++mk;  // by name only: any pod of that name within the window may be the one
+          continue;
+        }
         mk = m->second.erase(mk);
         --mark_count;
       }
@@ -549,7 +553,11 @@ void shadow_tracker::event_seen(const shadow_event& ev) {
       matched = true;
       impl_->try_settle(uid, now, out);
     }
-    if (!matched && impl_->mark_count < impl_->opts.max_pending) {
+    // An event without a uid (1.20 names the pod by namespace/name only) may be about a pod
+    // of that name not seen yet: their DELETE goes by name, so when a pod is re-created under
+    // the same name, it is the new pod that it deletes, and its deletion may be seen after the
+    // event. Kept for the window, for pods of that name that appear in it.
+    if ((!matched || ev.uid.empty()) && impl_->mark_count < impl_->opts.max_pending) {
       auto& list = impl_->marks[key];
       list.push_back(m);
       ++impl_->mark_count;

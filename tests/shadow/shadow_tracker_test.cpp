@@ -271,6 +271,32 @@ TEST_F(ShadowTracker, TheNoUidEventOf120MatchesByName) {
   EXPECT_EQ(outcomes(), std::vector<O>{O::agreed});
 }
 
+TEST_F(ShadowTracker, TheNoUidEventAlsoProvesTheirsForAPodOfThatNameSeenLater) {
+  // 1.20 deletes by name: their event came while only the first p1 was known, and their DELETE
+  // hit a second p1, re-created under the same name, whose deletion is seen after the event.
+  ours(decision_kind::would_delete, "p1");
+  their_event("p1", false);
+  const auto first = pod("p1", false);
+  tracker_.pod_changed(&first, nullptr);  // the first p1 force-deleted by someone else
+  advance(1s);
+  auto second = pod("p1", false);
+  second.pod.uid = "uid-p1-second";
+  auto second_deleted = second;
+  second_deleted.pod.terminating = true;
+  tracker_.pod_changed(&second, &second_deleted);
+  advance(31s);
+  ASSERT_EQ(outcomes(), (std::vector<O>{O::agreed, O::only_them}));
+  EXPECT_EQ(settled_[1].pod.uid, "uid-p1-second");
+  // Beyond the window, the event proves nothing about a third p1.
+  auto third = pod("p1", false);
+  third.pod.uid = "uid-p1-third";
+  auto third_deleted = third;
+  third_deleted.pod.terminating = true;
+  tracker_.pod_changed(&third, &third_deleted);
+  advance(31s);
+  EXPECT_EQ(outcomes().size(), 2U);
+}
+
 TEST_F(ShadowTracker, AnEventWithAnotherUidDoesNotMatch) {
   shadow_event e;
   e.namespace_ = "ns";
