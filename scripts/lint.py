@@ -18,7 +18,10 @@ With --changed (`make test`), a unit whose key is in either record is skipped. U
 longest first (the largest files first), so the last one does not run alone.
 
 Usage: lint.py --tidy CLANG_TIDY --build BUILD_DIR --root ROOT --files REGEX --jobs N
-               [--changed] [--cache DIR] [--record FILE]
+               [--changed [--write-record]] [--cache DIR] [--record FILE]
+--changed --write-record (`make lint-changed`) rewrites the committed record as a full run
+would, at the cost of the changed units only, when every unit is clean: a unit skipped has a
+key on record, that is, a clean run of the same text.
 Prints clang-tidy's findings; exit status 1 when any unit has a finding or failed.
 """
 import argparse
@@ -123,6 +126,9 @@ def main():
     ap.add_argument("--files", required=True)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--changed", action="store_true")
+    ap.add_argument("--write-record", action="store_true",
+                    help="with --changed: rewrite the committed record too, when every unit "
+                    "is clean (checked now, or its key on record: the same text)")
     ap.add_argument("--files-narrowed", action="store_true",
                     help="--files is narrower than the production code: leave the record alone")
     ap.add_argument("--cache", default=os.path.join(
@@ -183,8 +189,11 @@ def main():
             elif keys[path]:
                 open(os.path.join(args.cache, keys[path]), "w").close()
                 clean[path] = keys[path]
-    if not args.changed and not args.files_narrowed:
+    complete = not failed and len(clean) == len(units)
+    if not args.files_narrowed and (not args.changed or (args.write_record and complete)):
         write_record(record, clean, root)
+    elif args.write_record and not complete:
+        print("lint: the record is left alone: not every unit is clean or has a key", flush=True)
     if failed:
         print(f"lint: {failed} translation unit(s) with findings", flush=True)
         return 1

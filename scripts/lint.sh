@@ -6,12 +6,13 @@
 # Tests, benchmarks and fuzz targets are not linted: gtest's and Google Benchmark's macros
 # trip several of the checks by design, and they are not what ships.
 #
-# Usage: scripts/lint.sh [--changed] [BUILD_DIR] (default: build, the default preset's build
+# Usage: scripts/lint.sh [--changed [--write-record]] [BUILD_DIR] (default: build, the default preset's build
 # directory, whose compile_commands.json CMake writes at configure time). --changed (`make
 # test`): only the translation units with no clean run of their exact text on record, in the
 # committed scripts/lint-clean.txt or in ~/.cache/taint-eviction-controller/lint
 # (scripts/lint.py says what the key covers); without it (`make lint`), all of them, and then
-# scripts/lint-clean.txt is rewritten with the units found clean (commit it). JOBS (default 2)
+# scripts/lint-clean.txt is rewritten with the units found clean (commit it); --changed
+# --write-record (`make lint-changed`) rewrites it too when every unit is clean. JOBS (default 2)
 # clang-tidy processes run at once; LINT_FILES (a regex on the absolute path) narrows the files,
 # e.g. LINT_FILES=k8sclient/src/client while fixing one (the committed record is then left alone).
 # Exit status 1 on any finding, with the findings on stdout.
@@ -22,6 +23,10 @@ changed=()
 if [[ ${1:-} == --changed ]]; then
   changed=(--changed)
   shift
+  if [[ ${1:-} == --write-record ]]; then
+    changed+=(--write-record)
+    shift
+  fi
 fi
 build_dir=${1:-"$root/build"}
 jobs=${JOBS:-2}
