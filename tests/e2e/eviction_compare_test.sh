@@ -19,14 +19,27 @@ timeout 1200 "$TEC_COMPARE_BIN" --kubeconfig "$KUBECONFIG" --cluster-dir "$TEC_C
   --namespace "$NS" --out-dir "$out" --quick \
   --restart-apiserver "$(printf '%q' "$REPO_ROOT/deploy/local/cluster.sh") down >&2 && $(printf '%q' "$REPO_ROOT/deploy/local/cluster.sh") up >&2" \
   >"$WORK/compare.out" 2>&1 || rc=$?
-if [ "$rc" -ne 0 ]; then
+# What a failed run says about itself: its error lines (a scenario's may be further up than the
+# tail) and the end of each controller's log (the work directory goes away with the test).
+explain_failure() {
   tail -n 60 "$WORK/compare.out" >&2
+  echo "---- error lines of the run:" >&2
+  grep -E '^(error|FAILED|\[timer\]|\[mass\])' "$WORK/compare.out" | tail -n 20 >&2 || true
+  for f in "$out"/*.log; do
+    [ -f "$f" ] || continue
+    echo "---- last lines of $f:" >&2
+    tail -n 15 "$f" | cut -c1-400 >&2
+  done
+}
+if [ "$rc" -ne 0 ]; then
+  explain_failure
   fail "eviction_compare exited $rc"
 fi
 table="$out/eviction_compare.md"
 [ -s "$table" ] || fail "no $table"
 if grep -q 'FAILED' "$table"; then
   cat "$table" >&2
+  explain_failure
   fail "a scenario failed"
 fi
 # Every scenario row has a figure for both controllers (the ratio may be n/a at this scale).
