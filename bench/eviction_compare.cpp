@@ -41,6 +41,8 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "tec/base/result.hpp"
+#include "tec/base/rfc3339.hpp"
 #include "tec/informers/informers.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/client.hpp"
@@ -55,6 +57,7 @@ namespace http = boost::beast::http;
 namespace informers = tec::informers;
 namespace writers = tec::writers;
 namespace k8sclient = tec::k8sclient;
+namespace base = tec::base;
 namespace tb = tec::bench;
 using nlohmann::json;
 using namespace std::chrono_literals;
@@ -162,7 +165,7 @@ json median_run(const std::vector<json>& runs, const char* key) {
 /// The status patch that sets a node's Ready condition to `status` ("True", "Unknown").
 k8sclient::request condition_request(const std::string& node, const char* status,
                                      const char* reason) {
-  const std::string stamp = k8sclient::format_rfc3339(std::chrono::system_clock::now());
+  const std::string stamp = base::format_rfc3339(std::chrono::system_clock::now());
   return {http::verb::patch, "/api/v1/nodes/" + node + "/status",
           std::string(R"({"status":{"conditions":[{"type":"Ready","status":")") + status +
               R"(","reason":")" + reason +
@@ -269,10 +272,9 @@ public:
 private:
   // --- plumbing -------------------------------------------------------------------------
   bool connect();
-  k8sclient::result<k8sclient::response> call(http::verb verb, std::string target,
-                                              std::string body = {},
-                                              std::string content_type = "application/json",
-                                              std::chrono::milliseconds limit = 30s) {
+  base::result<k8sclient::response> call(http::verb verb, std::string target, std::string body = {},
+                                         std::string content_type = "application/json",
+                                         std::chrono::milliseconds limit = 30s) {
     return tb::call(
         io_, *api_,
         k8sclient::request(verb, std::move(target), std::move(body), std::move(content_type)),

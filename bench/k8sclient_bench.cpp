@@ -365,7 +365,7 @@ void BM_list_stream(benchmark::State& state) {
       ok = decoder.feed(
           std::string_view(body).substr(pos, chunk_bytes),
           [&](tec::informers::pod_record&& r) { items.push_back(std::move(r)); },
-          [&](const tec::k8sclient::error& /*e*/) { ok = false; });
+          [&](const tec::base::error& /*e*/) { ok = false; });
     }
     auto page = decoder.finish();
     if (!ok || !page || items.size() != pod_count) {
@@ -407,7 +407,7 @@ void run_watch(benchmark::State& state, Decode&& decode) {
             ok = decode(line) && ok;
             ++events;
           },
-          [&](const tec::k8sclient::error& /*e*/) { ok = false; });
+          [&](const tec::base::error& /*e*/) { ok = false; });
     }
     if (!ok || events != data().watch_lines) {
       fail(state, "watch decode failed");

@@ -34,6 +34,7 @@
 #include "activation.hpp"
 #include "evictions_report.hpp"
 #include "stats_collector.hpp"
+#include "tec/base/error.hpp"
 #include "tec/controller/controller.hpp"
 #include "tec/informers/controller_feed.hpp"
 #include "tec/informers/informers.hpp"
@@ -42,7 +43,6 @@
 #include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
 #include "tec/k8sclient/config.hpp"
-#include "tec/k8sclient/error.hpp"
 #include "tec/k8sclient/leader_election.hpp"
 #include "tec/k8sclient/tls.hpp"
 #include "tec/ops/http_endpoints.hpp"
@@ -282,7 +282,7 @@ struct daemon::impl {
     }
     k8sclient::reflector_options namespace_opts;
     namespace_opts.on_synced = [this] { gate->namespaces_synced(); };
-    namespace_opts.on_list_failed = [this](const k8sclient::error& e, std::chrono::milliseconds d) {
+    namespace_opts.on_list_failed = [this](const base::error& e, std::chrono::milliseconds d) {
       return namespace_list_failed(e, d);
     };
     auto pod_handler = feed->pod_handler();
@@ -447,8 +447,8 @@ struct daemon::impl {
         sink->set_dry_run(p.dry_run);
         dry_run.store(p.dry_run);
         ctrl->set_policy(p);
-        log->info("eviction policy reloaded from {}: {}",
-                  k8sclient::printable(opts.policy_file, 256), policy::describe(p));
+        log->info("eviction policy reloaded from {}: {}", base::printable(opts.policy_file, 256),
+                  policy::describe(p));
         return;
       }
       case policy::reload_result::kind::rejected: {
@@ -539,8 +539,8 @@ struct daemon::impl {
   // I/O thread: the namespace informer's LIST failed. A 403 is an upgrade that kept an older
   // ClusterRole: say what is missing in one line (instead of the reflector's warning), at
   // every retry. The controller is not ready and does not act until the namespaces are listed.
-  bool namespace_list_failed(const k8sclient::error& e, std::chrono::milliseconds retry_in) {
-    if (e.code != make_error_code(k8sclient::errc::forbidden)) {
+  bool namespace_list_failed(const base::error& e, std::chrono::milliseconds retry_in) {
+    if (e.code != make_error_code(base::errc::forbidden)) {
       return false;
     }
     log->error(
@@ -641,7 +641,7 @@ struct daemon::impl {
     });
     // Not ready: which first LIST it waits for and, when that LIST has failed, why (the server
     // caps and escapes the reason).
-    const auto waiting_for = [](std::string_view what, const k8sclient::error& e) {
+    const auto waiting_for = [](std::string_view what, const base::error& e) {
       return ops::check_result{false, "waiting for the first LIST of " + std::string(what) +
                                           (e ? " (last failure: " + e.message + ")" : "")};
     };
@@ -762,7 +762,7 @@ struct daemon::impl {
                 start_policy.dry_run ? ", dry-run on (--dry-run)" : "");
     } else {
       log->info("eviction policy from {} (re-read every {}): {}",
-                k8sclient::printable(opts.policy_file, 256), format_duration(policy_poll_interval),
+                base::printable(opts.policy_file, 256), format_duration(policy_poll_interval),
                 policy::describe(start_policy));
     }
     if (opts.shadow) {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "tec/base/rfc3339.hpp"
 namespace tec::cmd {
 
 std::string evictions_json(const controller::eviction_list& list, bool acting,
@@ -10,7 +11,7 @@ std::string evictions_json(const controller::eviction_list& list, bool acting,
                            base::wall_clock::time_point generated_at) {
   using nlohmann::ordered_json;  // the fields in the documented order
   ordered_json doc;
-  doc["generatedAt"] = base::format_rfc3339_ms(generated_at);
+  doc["generatedAt"] = base::format_rfc3339(generated_at, base::rfc3339_digits::milliseconds);
   doc["acting"] = acting;
   doc["total"] = list.total;
   doc["truncated"] = list.total > list.evictions.size();
@@ -25,16 +26,18 @@ std::string evictions_json(const controller::eviction_list& list, bool acting,
     item["uid"] = v.pod.uid;
     item["node"] = v.node;
     item["taints"] = std::move(taints);
-    item["due"] = base::format_rfc3339_ms(clock.wall(v.due));
+    item["due"] = base::format_rfc3339(clock.wall(v.due), base::rfc3339_digits::milliseconds);
     item["state"] = v.state;
     item["why"] = v.why;
     item["attempts"] = v.attempts;
     item["lastError"] = v.last_error;
     if (v.blocked_since) {
-      item["blockedSince"] = base::format_rfc3339_ms(clock.wall(*v.blocked_since));
-      item["fallbackAt"] = v.fallback_at
-                               ? ordered_json(base::format_rfc3339_ms(clock.wall(*v.fallback_at)))
-                               : ordered_json();
+      item["blockedSince"] =
+          base::format_rfc3339(clock.wall(*v.blocked_since), base::rfc3339_digits::milliseconds);
+      item["fallbackAt"] =
+          v.fallback_at ? ordered_json(base::format_rfc3339(clock.wall(*v.fallback_at),
+                                                            base::rfc3339_digits::milliseconds))
+                        : ordered_json();
     }
     items.push_back(std::move(item));
   }

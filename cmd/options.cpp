@@ -10,7 +10,7 @@
 #include <sstream>
 #include <utility>
 
-#include "tec/k8sclient/error.hpp"
+#include "tec/base/error.hpp"
 #include "tec/ops/http_endpoints.hpp"
 #include "tec/policy/policy_file.hpp"
 
@@ -79,7 +79,7 @@ parse_result check_policy_file(const std::string& path, const read_policy_fn& re
     return result;
   }
   result.exit_code = 0;
-  result.out = k8sclient::printable(path, 256) +
+  result.out = base::printable(path, 256) +
                ": a valid EvictionPolicy: " + policy::describe(*parsed.policy) + "\n";
   return result;
 }

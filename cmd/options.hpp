@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "tec/base/duration.hpp"
+#include "tec/base/result.hpp"
 #include "tec/controller/policy.hpp"
-#include "tec/k8sclient/duration.hpp"
-#include "tec/k8sclient/result.hpp"
 
 namespace tec::cmd {
 
@@ -87,7 +87,7 @@ using env_fn = std::function<std::optional<std::string>(const std::string&)>;
 using read_file_fn = std::function<std::optional<std::string>(const std::string&)>;
 
 /// Reads the policy file: its content, or an error naming it.
-using read_policy_fn = std::function<k8sclient::result<std::string>(const std::string&)>;
+using read_policy_fn = std::function<base::result<std::string>(const std::string&)>;
 
 /// The process environment and the real file system.
 std::optional<std::string> real_env(const std::string& name);
@@ -109,8 +109,8 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
                            const read_file_fn& read_file = real_read_file,
                            const read_policy_fn& read_policy = {});
 
-/// Go durations (tec/k8sclient/duration.hpp), as the flags spell them.
-using k8sclient::format_duration;
-using k8sclient::parse_go_duration;
+/// Go durations (tec/base/duration.hpp), as the flags spell them.
+using base::format_duration;
+using base::parse_go_duration;
 
 }  // namespace tec::cmd

@@ -1,4 +1,4 @@
-// Fuzz target: the Go-duration parser (tec/k8sclient/duration.hpp) of the flags and the policy
+// Fuzz target: the Go-duration parser (tec/base/duration.hpp) of the flags and the policy
 // file.
 //
 // parse_go_duration is checked against an exact model of Go's time.ParseDuration grammar
@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "support.hpp"
-#include "tec/k8sclient/duration.hpp"
+#include "tec/base/duration.hpp"
 
 namespace {
 
@@ -100,8 +100,8 @@ std::string show(std::optional<std::chrono::milliseconds> d) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using tec::k8sclient::format_duration;
-  using tec::k8sclient::parse_go_duration;
+  using tec::base::format_duration;
+  using tec::base::parse_go_duration;
   const std::string text(tec::fuzz::as_text(data, size));
   const auto parsed = parse_go_duration(text);
   const auto model = model_ns(text);

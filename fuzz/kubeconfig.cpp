@@ -95,8 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const auto config = tec::k8sclient::load_kubeconfig(box.config_path);
   if (!config) {
-    const tec::k8sclient::error& e = config.error();
-    TEC_FUZZ_CHECK(e.code == tec::k8sclient::make_error_code(tec::k8sclient::errc::config_invalid),
+    const tec::base::error& e = config.error();
+    TEC_FUZZ_CHECK(e.code == tec::base::make_error_code(tec::base::errc::config_invalid),
                    e.message);
     TEC_FUZZ_CHECK(e.message.rfind("kubeconfig ", 0) == 0, e.message);
     for (const std::string& secret : box.secrets) {

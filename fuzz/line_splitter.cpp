@@ -22,8 +22,8 @@
 
 namespace {
 
-using tec::k8sclient::errc;
-using tec::k8sclient::error;
+using tec::base::errc;
+using tec::base::error;
 
 /// One thing the splitter reports, in order: a line, or "too long".
 struct item {
@@ -74,7 +74,7 @@ std::string describe(const std::vector<item>& items) {
 }
 
 /// What watch_decoder reports for one line: the event type and name, or the error code.
-std::string event_summary(const tec::k8sclient::result<tec::informers::pod_event>& e) {
+std::string event_summary(const tec::base::result<tec::informers::pod_event>& e) {
   if (!e) {
     return "error " + std::to_string(e.error().code.value());
   }

@@ -17,7 +17,7 @@
 
 #include "options.hpp"
 #include "support.hpp"
-#include "tec/k8sclient/result.hpp"
+#include "tec/base/result.hpp"
 #include "tec/ops/http_endpoints.hpp"
 
 namespace {
@@ -85,10 +85,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return std::string("fuzz-ns\n");
   };
   // --policy: "fuzz.yaml" is a valid policy, any other path is missing (no real file is read).
-  const auto read_policy = [](const std::string& path) -> tec::k8sclient::result<std::string> {
+  const auto read_policy = [](const std::string& path) -> tec::base::result<std::string> {
     if (path != "fuzz.yaml") {
-      return tec::k8sclient::make_error(tec::k8sclient::errc::config_invalid,
-                                        path + ": no such file");
+      return tec::base::make_error(tec::base::errc::config_invalid, path + ": no such file");
     }
     return std::string(
         "apiVersion: taint-eviction-controller/v1alpha1\nkind: EvictionPolicy\n"

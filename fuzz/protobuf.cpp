@@ -20,8 +20,8 @@
 
 namespace {
 
-using tec::k8sclient::errc;
-using tec::k8sclient::error;
+using tec::base::errc;
+using tec::base::error;
 
 template <class Result>
 void check_result(const Result& r, std::string_view what) {
@@ -34,14 +34,14 @@ void check_result(const Result& r, std::string_view what) {
   }
 }
 
-void check_pod(const tec::k8sclient::result<tec::informers::pod_record>& r) {
+void check_pod(const tec::base::result<tec::informers::pod_record>& r) {
   check_result(r, "pod");
   if (r) {
     TEC_FUZZ_CHECK(!r.value().pod.name.empty() && !r.value().pod.uid.empty(), "pod without name");
   }
 }
 
-void check_node(const tec::k8sclient::result<tec::informers::node_record>& r) {
+void check_node(const tec::base::result<tec::informers::node_record>& r) {
   check_result(r, "node");
   if (r) {
     TEC_FUZZ_CHECK(!r.value().node.name.empty(), "node without name");

@@ -48,9 +48,8 @@ void check_url(std::string_view text, bool default_tls) {
   const auto url = parse_server_url(text, default_tls);
   const std::string shown(text);
   if (!url) {
-    TEC_FUZZ_CHECK(
-        url.error().code == tec::k8sclient::make_error_code(tec::k8sclient::errc::config_invalid),
-        url.error().message);
+    TEC_FUZZ_CHECK(url.error().code == tec::base::make_error_code(tec::base::errc::config_invalid),
+                   url.error().message);
     const std::string_view secret = user_info(text);
     // Short user info ("a") may appear in a message by coincidence.
     TEC_FUZZ_CHECK(secret.size() < 4 || url.error().message.find(secret) == std::string::npos,

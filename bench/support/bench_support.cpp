@@ -77,11 +77,11 @@ void shut_down(asio::io_context& io, k8sclient::client& api) {
   run_for(io, 200ms);
 }
 
-k8sclient::result<k8sclient::response> call(asio::io_context& io, k8sclient::client& api,
-                                            k8sclient::request request,
-                                            std::chrono::milliseconds limit) {
+base::result<k8sclient::response> call(asio::io_context& io, k8sclient::client& api,
+                                       k8sclient::request request,
+                                       std::chrono::milliseconds limit) {
   struct state {
-    std::optional<k8sclient::result<k8sclient::response>> out;
+    std::optional<base::result<k8sclient::response>> out;
     std::exception_ptr failure;
     bool done = false;
   };
@@ -98,8 +98,7 @@ k8sclient::result<k8sclient::response> call(asio::io_context& io, k8sclient::cli
       });
   if (!run_until(
           io, [&] { return st->done; }, steady::now() + limit)) {
-    return k8sclient::make_error(k8sclient::errc::timeout,
-                                 "no answer within the benchmark's limit");
+    return base::make_error(base::errc::timeout, "no answer within the benchmark's limit");
   }
   if (st->failure) {
     std::rethrow_exception(st->failure);
@@ -107,27 +106,26 @@ k8sclient::result<k8sclient::response> call(asio::io_context& io, k8sclient::cli
   return std::move(*st->out);
 }
 
-std::string describe(const k8sclient::result<k8sclient::response>& res) {
+std::string describe(const base::result<k8sclient::response>& res) {
   if (!res) {
     return res.error().message;
   }
   return "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);
 }
 
-bool ok(const k8sclient::result<k8sclient::response>& res) {
+bool ok(const base::result<k8sclient::response>& res) {
   return res && res->status >= 200 && res->status < 300;
 }
 
-k8sclient::result<long> count_objects(asio::io_context& io, k8sclient::client& api,
-                                      const std::string& path) {
+base::result<long> count_objects(asio::io_context& io, k8sclient::client& api,
+                                 const std::string& path) {
   auto res = call(io, api, k8sclient::request(boost::beast::http::verb::get, path + "?limit=1"));
   if (!res) {
     return res.error();
   }
   if (res->status != 200) {
-    return k8sclient::make_error(k8sclient::errc::http_status,
-                                 "listing " + path + ": " + describe(res),
-                                 static_cast<int>(res->status));
+    return base::make_error(base::errc::http_status, "listing " + path + ": " + describe(res),
+                            static_cast<int>(res->status));
   }
   try {
     const auto doc = nlohmann::json::parse(res->body);
@@ -138,8 +136,7 @@ k8sclient::result<long> count_objects(asio::io_context& io, k8sclient::client& a
     }
     return n;
   } catch (const nlohmann::json::exception& e) {
-    return k8sclient::make_error(k8sclient::errc::malformed_json,
-                                 "listing " + path + ": " + e.what());
+    return base::make_error(base::errc::malformed_json, "listing " + path + ": " + e.what());
   }
 }
 
@@ -178,7 +175,7 @@ asio::awaitable<void> batch_worker(k8sclient::client& c, std::shared_ptr<batch_s
       }
       sh->fail(describe(res));
       failed = true;
-      if (!res && res.error().code == k8sclient::make_error_code(k8sclient::errc::shutting_down)) {
+      if (!res && res.error().code == base::make_error_code(base::errc::shutting_down)) {
         co_return;
       }
       break;

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tec/base/result.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/result.hpp"
 
 namespace tec::bench {
 
@@ -37,21 +37,20 @@ void run_for(boost::asio::io_context& io, std::chrono::milliseconds how_long);
 void shut_down(boost::asio::io_context& io, k8sclient::client& api);
 
 /// Sends one request on `io`, bounded by `limit`. A timeout is reported as an error.
-k8sclient::result<k8sclient::response> call(boost::asio::io_context& io, k8sclient::client& api,
-                                            k8sclient::request request,
-                                            std::chrono::milliseconds limit = std::chrono::seconds{
-                                                30});
+base::result<k8sclient::response> call(boost::asio::io_context& io, k8sclient::client& api,
+                                       k8sclient::request request,
+                                       std::chrono::milliseconds limit = std::chrono::seconds{30});
 
 /// "HTTP 500: <body start>" or the transport error's message.
-std::string describe(const k8sclient::result<k8sclient::response>& res);
+std::string describe(const base::result<k8sclient::response>& res);
 
 /// True for a 2xx answer.
-bool ok(const k8sclient::result<k8sclient::response>& res);
+bool ok(const base::result<k8sclient::response>& res);
 
 /// Objects in a collection (`path`, e.g. "/api/v1/namespaces/ns/pods"), by a consistent
 /// read of one item plus metadata.remainingItemCount.
-k8sclient::result<long> count_objects(boost::asio::io_context& io, k8sclient::client& api,
-                                      const std::string& path);
+base::result<long> count_objects(boost::asio::io_context& io, k8sclient::client& api,
+                                 const std::string& path);
 
 /// Outcome of a batch: 2xx are `ok`; the `tolerated` statuses (409 for a create that exists,
 /// 404 for a delete of what is gone) are `tolerated`; anything else is `failed`.

@@ -1,4 +1,6 @@
 #include "tec/controller/controller.hpp"
+#include "tec/base/logger.hpp"
+#include "tec/base/rfc3339.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -206,22 +208,6 @@ long long trace_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::shared_ptr<spdlog::logger> controller_logger() {
-  if (auto existing = spdlog::get("controller")) {
-    return existing;
-  }
-  auto created = spdlog::default_logger()->clone("controller");
-  try {
-    spdlog::register_logger(created);
-  } catch (const spdlog::spdlog_ex&) {
-    // Registered concurrently by someone else: use theirs.
-    if (auto existing = spdlog::get("controller")) {
-      return existing;
-    }
-  }
-  return created;
 }
 
 // The controller's counters (read by stats() from any thread).
@@ -548,7 +534,7 @@ struct controller::impl {
         threaded_(options.threaded),
         stuck_after_(std::max<std::uint32_t>(options.stuck_after, 1)),
         stuck_event_interval_(options.stuck_event_interval),
-        log_(controller_logger()),
+        log_(base::named_logger("controller")),
         ctr_(std::make_shared<counters>()),
         queue_(
             drv,
@@ -1461,7 +1447,7 @@ struct controller::impl {
       const auto wall = wall_clock_ ? wall_clock_() : std::chrono::system_clock::now();
       const auto at = wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(
                                  *rec.fallback_at - now);
-      detail += " Retrying; deleting it anyway at " + format_rfc3339_seconds(at) +
+      detail += " Retrying; deleting it anyway at " + base::format_rfc3339(at) +
                 " (fallbackAfter " + seconds_text(fallback) + ").";
     } else {
       detail += " Retrying until it is allowed (no fallbackAfter).";

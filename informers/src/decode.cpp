@@ -1,4 +1,5 @@
 #include "tec/informers/decode.hpp"
+#include "tec/base/rfc3339.hpp"
 
 #include <simdjson.h>
 
@@ -672,7 +673,7 @@ private:
       case field::last_transition_time:
         // Only a bind time is read from it: one that does not parse is ignored rather than
         // costing the pod its place in the cache (the API server validates it anyway).
-        condition_.transition_unix = parse_rfc3339(v).value_or(0);
+        condition_.transition_unix = base::parse_rfc3339(v).value_or(0);
         break;
       default:
         break;
@@ -715,7 +716,7 @@ private:
           // A PodScheduled condition, in any order, wins. One that does not parse is
           // ignored, as a condition's lastTransitionTime is.
           if (!bound_from_condition_) {
-            cur_.pod.bound_unix = parse_rfc3339(v).value_or(0);
+            cur_.pod.bound_unix = base::parse_rfc3339(v).value_or(0);
           }
         }
         break;
@@ -761,7 +762,7 @@ private:
         taint_.effect = parse_taint_effect(v);
         break;
       case field::time_added: {
-        const auto t = parse_rfc3339(v);
+        const auto t = base::parse_rfc3339(v);
         if (!t) {
           return fail_at(f, "not an RFC 3339 time: " + clip(v));
         }

@@ -15,16 +15,16 @@ result<json> parse(std::string_view text) {
   };
   json doc = json::parse(text.begin(), text.end(), depth_check, /*allow_exceptions=*/false);
   if (too_deep) {
-    return k8sclient::make_error(errc::malformed_json, "malformed JSON: too deep");
+    return base::make_error(errc::malformed_json, "malformed JSON: too deep");
   }
   if (doc.is_discarded()) {
-    return k8sclient::make_error(errc::malformed_json, "malformed JSON");
+    return base::make_error(errc::malformed_json, "malformed JSON");
   }
   return doc;
 }
 
 error shape(const std::string& path, std::string_view why) {
-  return k8sclient::make_error(errc::unexpected_shape, path + ": " + std::string(why));
+  return base::make_error(errc::unexpected_shape, path + ": " + std::string(why));
 }
 
 std::optional<error> read_string(const json& obj, const char* key, const std::string& path,

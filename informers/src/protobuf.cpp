@@ -7,10 +7,10 @@
 namespace tec::informers {
 namespace {
 
-using k8sclient::errc;
-using k8sclient::error;
-using k8sclient::make_error;
-using k8sclient::result;
+using base::errc;
+using base::error;
+using base::make_error;
+using base::result;
 
 /// Go's zero time.Time as a metav1.Time message (seconds since the Unix epoch): the API server
 /// writes it for a time that is not set (JSON: null), which the records keep as 0.
@@ -520,7 +520,7 @@ result<k8sclient::watch_event<Record>> decode_event(std::string_view frame, std:
   }
   const auto t = parse_event_type(type);
   if (!t) {
-    return bad("type: unknown watch event type \"" + k8sclient::printable(type, 64) + "\"");
+    return bad("type: unknown watch event type \"" + base::printable(type, 64) + "\"");
   }
   if (!saw_object) {
     return bad("object: missing");

@@ -5,6 +5,12 @@
 #include <utility>
 
 namespace tec::k8sclient {
+
+using base::errc;
+using base::error;
+using base::error_category;
+using base::make_error;
+using base::result;
 namespace {
 
 using nlohmann::json;
@@ -28,28 +34,28 @@ std::string status_message(std::string_view body) {
   if (!status.is_discarded()) {
     const auto it = status.find("message");
     if (it != status.end() && it->is_string()) {
-      return printable(it->get_ref<const std::string&>());
+      return base::printable(it->get_ref<const std::string&>());
     }
   }
-  return printable(body, max_body_in_message);
+  return base::printable(body, max_body_in_message);
 }
 
 errc errc_for_status(unsigned status) noexcept {
   switch (status) {
     case 401:
-      return errc::unauthorized;
+      return base::errc::unauthorized;
     case 403:
-      return errc::forbidden;
+      return base::errc::forbidden;
     case 404:
-      return errc::not_found;
+      return base::errc::not_found;
     case 409:
-      return errc::conflict;
+      return base::errc::conflict;
     case 410:
-      return errc::gone;
+      return base::errc::gone;
     case 429:
-      return errc::too_many_requests;
+      return base::errc::too_many_requests;
     default:
-      return status >= 500 && status < 600 ? errc::server_error : errc::http_status;
+      return status >= 500 && status < 600 ? base::errc::server_error : base::errc::http_status;
   }
 }
 
@@ -67,53 +73,53 @@ error api_error(std::string_view what, const response& resp) {
     message += ": ";
     message += server_says;
   }
-  return make_error(errc_for_status(resp.status), std::move(message),
-                    static_cast<int>(resp.status));
+  return base::make_error(errc_for_status(resp.status), std::move(message),
+                          static_cast<int>(resp.status));
 }
 
-std::string error_reason(const error& err) {
-  if (err.code == make_error_code(errc::http_status)) {
+std::string error_reason(const base::error& err) {
+  if (err.code == make_error_code(base::errc::http_status)) {
     return "http_" + std::to_string(err.http_status);
   }
   if (err.code.category() != error_category()) {
     return "other";
   }
   switch (static_cast<errc>(err.code.value())) {
-    case errc::ok:
+    case base::errc::ok:
       return "ok";
-    case errc::config_invalid:
+    case base::errc::config_invalid:
       return "config_invalid";
-    case errc::malformed_json:
+    case base::errc::malformed_json:
       return "malformed_json";
-    case errc::unexpected_shape:
+    case base::errc::unexpected_shape:
       return "unexpected_shape";
-    case errc::line_too_long:
+    case base::errc::line_too_long:
       return "line_too_long";
-    case errc::http_status:
+    case base::errc::http_status:
       return "http_status";
-    case errc::gone:
+    case base::errc::gone:
       return "gone";
-    case errc::unauthorized:
+    case base::errc::unauthorized:
       return "unauthorized";
-    case errc::forbidden:
+    case base::errc::forbidden:
       return "forbidden";
-    case errc::not_found:
+    case base::errc::not_found:
       return "not_found";
-    case errc::conflict:
+    case base::errc::conflict:
       return "conflict";
-    case errc::too_many_requests:
+    case base::errc::too_many_requests:
       return "too_many_requests";
-    case errc::server_error:
+    case base::errc::server_error:
       return "server_error";
-    case errc::timeout:
+    case base::errc::timeout:
       return "timeout";
-    case errc::connection_failed:
+    case base::errc::connection_failed:
       return "connection_failed";
-    case errc::shutting_down:
+    case base::errc::shutting_down:
       return "shutting_down";
-    case errc::cancelled:
+    case base::errc::cancelled:
       return "cancelled";
-    case errc::response_too_large:
+    case base::errc::response_too_large:
       return "response_too_large";
   }
   return "other";

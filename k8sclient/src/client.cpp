@@ -33,15 +33,21 @@
 #include <set>
 #include <vector>
 
+#include "tec/base/logger.hpp"
 #include "tec/k8sclient/config.hpp"
-#include "tec/k8sclient/logger.hpp"
 #include "tec/k8sclient/rate_limiter.hpp"
 #include "tls_context.hpp"
 
 namespace tec::k8sclient {
 
+using base::errc;
+using base::error;
+using base::error_category;
+using base::make_error;
+using base::result;
+
 const std::shared_ptr<spdlog::logger>& detail::client_log() {
-  static const std::shared_ptr<spdlog::logger> logger = k8sclient::named_logger("client");
+  static const std::shared_ptr<spdlog::logger> logger = base::named_logger("client");
   return logger;
 }
 
@@ -60,7 +66,7 @@ constexpr std::size_t error_body_limit = std::size_t{1} << 20U;
 using detail::client_log;
 
 error fail(errc code, std::string message, int http_status = 0) {
-  return error{make_error_code(code), std::move(message), http_status};
+  return base::error{make_error_code(code), std::move(message), http_status};
 }
 
 bool is_ip_literal(const std::string& host) {
@@ -141,7 +147,7 @@ struct connection {
 
 /// What one attempt (one request on one connection) produced.
 struct attempt_outcome {
-  error err;  ///< Transport failure; status/body are then meaningless.
+  base::error err;  ///< Transport failure; status/body are then meaningless.
   bool write_failed = false;
   bool body_started = false;  ///< The sink has been given bytes: the attempt is not replayable.
   unsigned status = 0;
@@ -169,8 +175,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
     const auto* port_end = config_.port.data() + config_.port.size();
     auto [port_ptr, port_ec] = std::from_chars(config_.port.data(), port_end, port);
     if (config_.host.empty() || port_ec != std::errc{} || port_ptr != port_end || port == 0) {
-      config_error_ = fail(errc::config_invalid, "the API server address \"" + host_header_ +
-                                                     "\" has no host or no valid port");
+      config_error_ = fail(base::errc::config_invalid, "the API server address \"" + host_header_ +
+                                                           "\" has no host or no valid port");
     } else if (config_.tls) {
       setup_tls();
     }
@@ -203,11 +209,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
   [[nodiscard]] std::string endpoint_text() const { return host_header_; }
 
   error shutting_down_error() const {
-    return fail(errc::shutting_down, "client to " + endpoint_text() + " is shutting down");
+    return fail(base::errc::shutting_down, "client to " + endpoint_text() + " is shutting down");
   }
 
   static error cancelled_error() {
-    return fail(errc::cancelled, "the request was cancelled before it was sent");
+    return fail(base::errc::cancelled, "the request was cancelled before it was sent");
   }
 
   static bool withdrawn(const request& req) { return req.cancelled && req.cancelled(); }
@@ -340,8 +346,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
     co_return w.woken;
   }
 
-  asio::awaitable<result<std::unique_ptr<connection>>> acquire(steady::time_point deadline,
-                                                               bool background) {
+  asio::awaitable<base::result<std::unique_ptr<connection>>> acquire(steady::time_point deadline,
+                                                                     bool background) {
     for (;;) {
       if (stopping_) {
         co_return shutting_down_error();
@@ -383,9 +389,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
       if (stopping_) {
         co_return shutting_down_error();
       }
-      co_return fail(errc::timeout, "no free connection to " + endpoint_text() + " within the " +
-                                        "request timeout (pool of " +
-                                        std::to_string(opts_.max_connections) + ")");
+      co_return fail(base::errc::timeout, "no free connection to " + endpoint_text() +
+                                              " within the " + "request timeout (pool of " +
+                                              std::to_string(opts_.max_connections) + ")");
     }
   }
 
@@ -437,7 +443,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &secs, sizeof secs);
   }
 
-  asio::awaitable<result<tcp::resolver::results_type>> resolve(steady::time_point deadline) {
+  asio::awaitable<base::result<tcp::resolver::results_type>> resolve(steady::time_point deadline) {
     // The resolver has no deadline of its own: a timer cancels it.
     auto resolver = std::make_shared<tcp::resolver>(ex_);
     auto timed_out = std::make_shared<bool>(false);
@@ -448,19 +454,19 @@ struct client::impl : std::enable_shared_from_this<impl> {
     auto [ec, results] = co_await resolver->async_resolve(config_.host, config_.port, use_tuple);
     ring.reset();
     if (ec) {
-      co_return fail(*timed_out ? errc::timeout : errc::connection_failed,
+      co_return fail(*timed_out ? base::errc::timeout : base::errc::connection_failed,
                      "cannot resolve " + endpoint_text() + ": " + ec.message());
     }
     co_return results;
   }
 
-  asio::awaitable<result<std::unique_ptr<connection>>> connect() {
+  asio::awaitable<base::result<std::unique_ptr<connection>>> connect() {
     auto c = std::make_unique<connection>();
     c->id = ++next_id_;
     if (opts_.connector) {
       auto opened = opts_.connector(ex_);
       if (!opened) {
-        co_return fail(errc::connection_failed,
+        co_return fail(base::errc::connection_failed,
                        "cannot connect to " + endpoint_text() + ": " + opened.error().message);
       }
       c->memory = std::move(opened.value());
@@ -473,7 +479,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       c->plain = std::make_unique<plain_stream>(ex_);
     }
     busy_.insert(c.get());
-    auto forget = [this, &c](error e) {
+    auto forget = [this, &c](base::error e) {
       busy_.erase(c.get());
       c->close();
       return stopping_ ? shutting_down_error() : std::move(e);
@@ -503,7 +509,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     dial.reset();
     if (ec) {
       const bool timeout = *fired;
-      co_return forget(fail(timeout ? errc::timeout : errc::connection_failed,
+      co_return forget(fail(timeout ? base::errc::timeout : base::errc::connection_failed,
                             "cannot connect to " + endpoint_text() +
                                 (timeout ? " within " + millis(opts_.dial_timeout) : "") + ": " +
                                 ec.message()));
@@ -514,7 +520,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
       if (!is_ip_literal(verify_name_) &&
           SSL_ctrl(c->tls->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
                    static_cast<void*>(const_cast<char*>(verify_name_.c_str()))) != 1) {
-        co_return forget(fail(errc::connection_failed, "cannot set TLS SNI to " + verify_name_));
+        co_return forget(
+            fail(base::errc::connection_failed, "cannot set TLS SNI to " + verify_name_));
       }
       if (!config_.insecure_skip_tls_verify) {
         c->tls->set_verify_callback(ssl::host_name_verification(verify_name_));
@@ -527,7 +534,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         // "Operation canceled": say what happened instead (issue 29).
         const bool timeout = *fired;
         co_return forget(fail(
-            timeout ? errc::timeout : errc::connection_failed,
+            timeout ? base::errc::timeout : base::errc::connection_failed,
             "TLS handshake with " + endpoint_text() + " (verifying name " + verify_name_ + ") " +
                 (timeout ? "timed out: no answer within " + millis(opts_.tls_handshake_timeout)
                          : "failed: " + hec.message())));
@@ -559,13 +566,13 @@ struct client::impl : std::enable_shared_from_this<impl> {
   error transport_error(const boost::system::error_code& ec, bool timed_out,
                         std::string_view during, std::chrono::nanoseconds limit) const {
     if (timed_out) {
-      return fail(errc::timeout, std::string(during) + " " + endpoint_text() +
-                                     ": no progress within " + millis(limit));
+      return fail(base::errc::timeout, std::string(during) + " " + endpoint_text() +
+                                           ": no progress within " + millis(limit));
     }
     if (stopping_) {
       return shutting_down_error();
     }
-    return fail(errc::connection_failed,
+    return fail(base::errc::connection_failed,
                 std::string(during) + " " + endpoint_text() + ": " + ec.message());
   }
 
@@ -637,7 +644,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         } else if (out.body.size() + got > limit) {
           // Dropped with the connection at once (never buffered past the bound) and never
           // retried: the same request would bring the same body.
-          out.err = fail(errc::response_too_large,
+          out.err = fail(base::errc::response_too_large,
                          "the response to " + std::string(http::to_string(msg.method())) + " " +
                              std::string(msg.target()) + " from " + endpoint_text() +
                              " is larger than " + std::to_string(limit) + " bytes");
@@ -659,14 +666,14 @@ struct client::impl : std::enable_shared_from_this<impl> {
 
   // ---- the request loop -----------------------------------------------------------------
 
-  asio::awaitable<std::optional<result<response>>> run(request req, body_sink sink,
-                                                       std::chrono::milliseconds idle_timeout) {
+  asio::awaitable<std::optional<base::result<response>>> run(
+      request req, body_sink sink, std::chrono::milliseconds idle_timeout) {
     auto self = shared_from_this();
     co_return co_await run_inner(std::move(req), sink ? &sink : nullptr, idle_timeout);
   }
 
-  asio::awaitable<result<response>> run_inner(request req, const body_sink* sink,
-                                              std::chrono::milliseconds idle_timeout) {
+  asio::awaitable<base::result<response>> run_inner(request req, const body_sink* sink,
+                                                    std::chrono::milliseconds idle_timeout) {
     if (config_error_) {
       co_return *config_error_;
     }
@@ -674,7 +681,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     bool auth_retried = false;
     // Made on the first network error only: most requests are never resent, and seeding
     // costs a read from std::random_device.
-    std::optional<backoff> network_backoff;
+    std::optional<base::backoff> network_backoff;
     if (tracing()) {
       client_log()->trace("stage=request {} {} t_us={}", std::string(http::to_string(req.method)),
                           req.target, trace_us());
@@ -770,8 +777,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
         // have acted on (the write itself failed on a reused connection). Timeouts are not
         // retried: the deadline was the caller's budget; nor is a response too large.
         const bool replayable = !out.body_started && !*past_deadline &&
-                                out.err.code != make_error_code(errc::timeout) &&
-                                out.err.code != make_error_code(errc::response_too_large) &&
+                                out.err.code != make_error_code(base::errc::timeout) &&
+                                out.err.code != make_error_code(base::errc::response_too_large) &&
                                 (req.idempotent || (reused && out.write_failed));
         if (replayable && retries < opts_.max_retries) {
           ++retries;
@@ -823,8 +830,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
   }
 
   error past_deadline_error(const request& req) const {
-    return fail(errc::timeout, std::string(http::to_string(req.method)) + " " + req.target +
-                                   " to " + endpoint_text() + " was not complete by its deadline");
+    return fail(base::errc::timeout, std::string(http::to_string(req.method)) + " " + req.target +
+                                         " to " + endpoint_text() +
+                                         " was not complete by its deadline");
   }
 
   /// One warning when a streak of 429 answers begins and one line when it ends, whatever the
@@ -881,7 +889,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
   client_options opts_;
   std::shared_ptr<k8sclient::clock> clock_;
   std::optional<ssl::context> ssl_;
-  std::optional<error> config_error_;
+  std::optional<base::error> config_error_;
   std::string host_header_;
   std::string verify_name_;
   rate_limiter limiter_;
@@ -908,17 +916,17 @@ client::~client() {
   shutdown();
 }
 
-asio::awaitable<result<response>> client::send(request req) {
+asio::awaitable<base::result<response>> client::send(request req) {
   // Hop onto the client's executor: the pool and limiter are only touched there.
   auto out =
       co_await asio::co_spawn(impl_->ex_, impl_->run(std::move(req), {}, {}), asio::use_awaitable);
   co_return std::move(*out);
 }
 
-asio::awaitable<result<response>> client::stream(request req, body_sink sink,
-                                                 std::chrono::milliseconds idle_timeout) {
+asio::awaitable<base::result<response>> client::stream(request req, body_sink sink,
+                                                       std::chrono::milliseconds idle_timeout) {
   if (!sink) {
-    co_return fail(errc::config_invalid, "stream() needs a body sink");
+    co_return fail(base::errc::config_invalid, "stream() needs a body sink");
   }
   auto out = co_await asio::co_spawn(
       impl_->ex_, impl_->run(std::move(req), std::move(sink), idle_timeout), asio::use_awaitable);

@@ -23,10 +23,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tec/k8sclient/error.hpp"
-#include "tec/k8sclient/logger.hpp"
+#include "tec/base/error.hpp"
+#include "tec/base/logger.hpp"
 
 namespace tec::k8sclient {
+
+using base::errc;
+using base::error;
+using base::error_category;
+using base::make_error;
+using base::result;
 namespace {
 
 constexpr std::size_t max_config_file_bytes = std::size_t{16} << 20;  // 16 MiB
@@ -45,9 +51,10 @@ std::string in_quotes(std::string_view s) {
 /// The path is opened once without blocking and checked through the descriptor: a FIFO (whose
 /// open() waits for a writer, forever if none comes) or a device is refused, not waited on
 /// (issue 29).
-result<std::string> read_file(const std::string& path, std::size_t limit) {
+base::result<std::string> read_file(const std::string& path, std::size_t limit) {
   const auto fail = [&](const std::string& why) {
-    return make_error(errc::config_invalid, "cannot read " + printable(path, 256) + ": " + why);
+    return base::make_error(base::errc::config_invalid,
+                            "cannot read " + base::printable(path, 256) + ": " + why);
   };
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
@@ -99,7 +106,7 @@ std::string_view trim(std::string_view s) {
 /// on each use, which is rare (a change of a re-read's outcome), so a logger registered later
 /// (by the daemon, or a test) is the one used.
 std::shared_ptr<spdlog::logger> client_log() {
-  return named_logger("client");
+  return base::named_logger("client");
 }
 
 /// What is wrong with a bearer token, if anything. The token goes into an HTTP header as it
@@ -120,17 +127,17 @@ std::optional<std::string> token_problem(std::string_view token) {
 
 /// Reads a token file: trimmed (a trailing newline is usual), must not be empty, must not
 /// contain a line break or any other control character.
-result<std::string> read_token_file(const std::string& path) {
+base::result<std::string> read_token_file(const std::string& path) {
   auto data = read_file(path, max_token_file_bytes);
   if (!data) {
     return data.error();
   }
   std::string token(trim(data.value()));
   if (token.empty()) {
-    return make_error(errc::config_invalid, "token file " + path + " is empty");
+    return base::make_error(base::errc::config_invalid, "token file " + path + " is empty");
   }
   if (auto problem = token_problem(token)) {
-    return make_error(errc::config_invalid, "token file " + path + ": " + *problem);
+    return base::make_error(base::errc::config_invalid, "token file " + path + ": " + *problem);
   }
   return token;
 }
@@ -163,18 +170,18 @@ public:
     dir_ = std::filesystem::path(path_).parent_path();
   }
 
-  result<rest_config> load(const std::string& wanted_context);
+  base::result<rest_config> load(const std::string& wanted_context);
 
 private:
   using named_entry = std::pair<YAML::Node, std::string>;
 
   [[nodiscard]] error fail(const std::string& what) const {
-    return make_error(errc::config_invalid, "kubeconfig " + path_ + ": " + what);
+    return base::make_error(base::errc::config_invalid, "kubeconfig " + path_ + ": " + what);
   }
 
   /// A string field: empty when absent or null; an error when not a scalar.
-  result<std::string> string_field(const YAML::Node& parent, const char* key,
-                                   const std::string& where) const {
+  base::result<std::string> string_field(const YAML::Node& parent, const char* key,
+                                         const std::string& where) const {
     const YAML::Node node = parent[key];
     if (!node || node.IsNull()) {
       return std::string{};
@@ -187,8 +194,8 @@ private:
 
   /// A boolean field: false when absent or null. Not a result<bool>: error converts explicitly
   /// to bool, so boost::system::result<bool, error> cannot be built from an error.
-  std::optional<error> bool_field(const YAML::Node& parent, const char* key,
-                                  const std::string& where, bool& value) const {
+  std::optional<base::error> bool_field(const YAML::Node& parent, const char* key,
+                                        const std::string& where, bool& value) const {
     value = false;
     const YAML::Node node = parent[key];
     if (!node || node.IsNull()) {
@@ -201,8 +208,8 @@ private:
   }
 
   /// A base64 `-data` field, decoded; empty when absent.
-  result<std::string> data_field(const YAML::Node& parent, const char* key,
-                                 const std::string& where) const {
+  base::result<std::string> data_field(const YAML::Node& parent, const char* key,
+                                       const std::string& where) const {
     auto text = string_field(parent, key, where);
     if (!text) {
       return text.error();
@@ -218,8 +225,8 @@ private:
   }
 
   /// A file field, read relative to the kubeconfig's directory; empty when absent.
-  result<std::string> file_field(const YAML::Node& parent, const char* key,
-                                 const std::string& where) const {
+  base::result<std::string> file_field(const YAML::Node& parent, const char* key,
+                                       const std::string& where) const {
     auto name = string_field(parent, key, where);
     if (!name) {
       return name.error();
@@ -245,15 +252,15 @@ private:
   /// Finds the entry `name` in the named list `list_key` (clusters, users, contexts) and
   /// returns its `inner_key` map and its "list[i].inner" path for messages; nullopt when
   /// there is no such entry, an error when the list is malformed.
-  result<std::optional<named_entry>> find_named(const YAML::Node& root, const char* list_key,
-                                                const char* inner_key,
-                                                const std::string& name) const;
+  base::result<std::optional<named_entry>> find_named(const YAML::Node& root, const char* list_key,
+                                                      const char* inner_key,
+                                                      const std::string& name) const;
 
   std::string path_;
   std::filesystem::path dir_;
 };
 
-result<std::optional<kubeconfig_reader::named_entry>> kubeconfig_reader::find_named(
+base::result<std::optional<kubeconfig_reader::named_entry>> kubeconfig_reader::find_named(
     const YAML::Node& root, const char* list_key, const char* inner_key,
     const std::string& name) const {
   const YAML::Node list = root[list_key];
@@ -290,10 +297,10 @@ result<std::optional<kubeconfig_reader::named_entry>> kubeconfig_reader::find_na
   return found;
 }
 
-result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
+base::result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
   auto text = read_file(path_, max_config_file_bytes);
   if (!text) {
-    return make_error(errc::config_invalid, "kubeconfig " + text.error().message);
+    return base::make_error(base::errc::config_invalid, "kubeconfig " + text.error().message);
   }
   YAML::Node root;
   try {
@@ -521,9 +528,10 @@ bool is_token_char(char c) {
 
 }  // namespace
 
-result<server_url> parse_server_url(std::string_view text, bool default_tls) {
+base::result<server_url> parse_server_url(std::string_view text, bool default_tls) {
   auto bad = [&](const std::string& why) {
-    return make_error(errc::config_invalid, in_quotes(printable(text, 256)) + ": " + why);
+    return base::make_error(base::errc::config_invalid,
+                            in_quotes(base::printable(text, 256)) + ": " + why);
   };
   // Like client-go's DefaultServerURL: a value without a scheme gets one from the TLS settings.
   std::string with_scheme;
@@ -535,14 +543,15 @@ result<server_url> parse_server_url(std::string_view text, bool default_tls) {
   if (!parsed) {
     if (text.find('@') != std::string_view::npos) {
       // Do not echo the URL: what precedes '@' may be user info with a password.
-      return make_error(errc::config_invalid, "the server URL is not a valid URL");
+      return base::make_error(base::errc::config_invalid, "the server URL is not a valid URL");
     }
     return bad("not a valid URL (" + parsed.error().message() + ")");
   }
   const boost::urls::url_view& u = *parsed;
   if (u.has_userinfo()) {
     // Do not echo the URL: user info may hold a password.
-    return make_error(errc::config_invalid, "user info in the server URL is not supported");
+    return base::make_error(base::errc::config_invalid,
+                            "user info in the server URL is not supported");
   }
   server_url url;
   if (u.scheme_id() == boost::urls::scheme::https) {
@@ -554,8 +563,9 @@ result<server_url> parse_server_url(std::string_view text, bool default_tls) {
     std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](char c) {
       return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     });
-    return make_error(errc::config_invalid,
-                      "unsupported URL scheme " + in_quotes(scheme) + " (want https or http)");
+    return base::make_error(
+        base::errc::config_invalid,
+        "unsupported URL scheme " + in_quotes(scheme) + " (want https or http)");
   }
   if (u.has_query() || u.has_fragment()) {
     return bad("a query or fragment is not allowed");
@@ -665,9 +675,9 @@ std::optional<std::string> decode_base64(std::string_view text) {
   return out;
 }
 
-result<rest_config> load_kubeconfig(const std::string& path, const std::string& context) {
+base::result<rest_config> load_kubeconfig(const std::string& path, const std::string& context) {
   if (path.empty()) {
-    return make_error(errc::config_invalid, "kubeconfig: no path given");
+    return base::make_error(base::errc::config_invalid, "kubeconfig: no path given");
   }
   return kubeconfig_reader(path).load(context);
 }
@@ -680,19 +690,19 @@ std::optional<std::string> process_env(const std::string& name) {
   return std::string(value);
 }
 
-result<rest_config> load_in_cluster(const std::string& root, const env_lookup& env) {
+base::result<rest_config> load_in_cluster(const std::string& root, const env_lookup& env) {
   const std::string where = "in-cluster config (" + root + ")";
   auto host = env("KUBERNETES_SERVICE_HOST");
   auto port = env("KUBERNETES_SERVICE_PORT");
   if (!host || host->empty() || !port || port->empty()) {
-    return make_error(errc::config_invalid,
-                      where +
-                          ": not running in a cluster: KUBERNETES_SERVICE_HOST and "
-                          "KUBERNETES_SERVICE_PORT must both be set");
+    return base::make_error(base::errc::config_invalid,
+                            where +
+                                ": not running in a cluster: KUBERNETES_SERVICE_HOST and "
+                                "KUBERNETES_SERVICE_PORT must both be set");
   }
   if (!valid_port(*port)) {
-    return make_error(errc::config_invalid,
-                      where + ": KUBERNETES_SERVICE_PORT " + in_quotes(*port) + " is not a port");
+    return base::make_error(base::errc::config_invalid, where + ": KUBERNETES_SERVICE_PORT " +
+                                                            in_quotes(*port) + " is not a port");
   }
   // client-go: "https://" + net.JoinHostPort(host, port); an address already in brackets is
   // taken as it is.
@@ -705,9 +715,9 @@ result<rest_config> load_in_cluster(const std::string& root, const env_lookup& e
                                     : std::string(bare) + ":" + *port;
   auto url = parse_server_url("https://" + authority);
   if (!url || !url->base_path.empty()) {
-    return make_error(errc::config_invalid, where + ": KUBERNETES_SERVICE_HOST " +
-                                                in_quotes(printable(*host, 256)) +
-                                                " is not a host name or IP address");
+    return base::make_error(base::errc::config_invalid, where + ": KUBERNETES_SERVICE_HOST " +
+                                                            in_quotes(base::printable(*host, 256)) +
+                                                            " is not a host name or IP address");
   }
   rest_config config;
   config.tls = true;
@@ -716,15 +726,15 @@ result<rest_config> load_in_cluster(const std::string& root, const env_lookup& e
   const std::filesystem::path dir(root);
   config.token_file = (dir / "token").string();
   if (auto token = read_token_file(config.token_file); !token) {
-    return make_error(errc::config_invalid, where + ": " + token.error().message);
+    return base::make_error(base::errc::config_invalid, where + ": " + token.error().message);
   }
   auto ca = read_file((dir / "ca.crt").string(), max_config_file_bytes);
   if (!ca) {
-    return make_error(errc::config_invalid, where + ": " + ca.error().message);
+    return base::make_error(base::errc::config_invalid, where + ": " + ca.error().message);
   }
   if (!looks_like_pem_certificate(ca.value())) {
-    return make_error(errc::config_invalid,
-                      where + ": " + (dir / "ca.crt").string() + " is not a PEM certificate");
+    return base::make_error(base::errc::config_invalid,
+                            where + ": " + (dir / "ca.crt").string() + " is not a PEM certificate");
   }
   config.ca_pem = std::move(ca).value();
   if (auto pod_ns = env("POD_NAMESPACE"); pod_ns && !pod_ns->empty()) {
@@ -748,7 +758,8 @@ token_source::token_source(std::string static_token, std::string token_file,
   if (auto problem = token_problem(token_)) {
     // Not from a loader (which rejects it with the field's name): never send it.
     token_.clear();
-    static_error_ = make_error(errc::config_invalid, "the bearer token is unusable: " + *problem);
+    static_error_ =
+        base::make_error(base::errc::config_invalid, "the bearer token is unusable: " + *problem);
   }
   have_token_ = !token_.empty();
   if (have_token_) {
@@ -761,7 +772,7 @@ token_source token_source::from_config(const rest_config& config, std::chrono::s
   return token_source(config.bearer_token, config.token_file, period, std::move(now));
 }
 
-result<std::string> token_source::current() {
+base::result<std::string> token_source::current() {
   const std::lock_guard lock(mutex_);
   if (file_.empty()) {
     if (static_error_) {

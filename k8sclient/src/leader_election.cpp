@@ -15,14 +15,20 @@
 #include <random>
 #include <utility>
 
+#include "tec/base/backoff.hpp"
+#include "tec/base/logger.hpp"
+#include "tec/base/rfc3339.hpp"
 #include "tec/k8sclient/api_error.hpp"
-#include "tec/k8sclient/backoff.hpp"
 #include "tec/k8sclient/hostname.hpp"
-#include "tec/k8sclient/logger.hpp"
 #include "tec/k8sclient/paths.hpp"
-#include "tec/k8sclient/rfc3339.hpp"
 
 namespace tec::k8sclient {
+
+using base::errc;
+using base::error;
+using base::error_category;
+using base::make_error;
+using base::result;
 namespace {
 
 namespace asio = boost::asio;
@@ -31,7 +37,7 @@ using nlohmann::json;
 using steady_time = std::chrono::steady_clock::time_point;
 
 std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("leader");
+  static const std::shared_ptr<spdlog::logger> log = base::named_logger("leader");
   return log;
 }
 
@@ -57,17 +63,17 @@ std::chrono::milliseconds clamp_duration(std::chrono::milliseconds d) {
 
 /// Reads the spec of a Lease object. Absent fields are zero/empty (as Go's decoder leaves
 /// them); fields of the wrong type are an error.
-result<lease_record> decode_lease_spec(const json& lease) {
+base::result<lease_record> decode_lease_spec(const json& lease) {
   lease_record rec;
   if (!lease.is_object()) {
-    return make_error(errc::unexpected_shape, "lease is not a JSON object");
+    return base::make_error(base::errc::unexpected_shape, "lease is not a JSON object");
   }
   const auto spec = lease.find("spec");
   if (spec == lease.end() || spec->is_null()) {
     return rec;
   }
   if (!spec->is_object()) {
-    return make_error(errc::unexpected_shape, "lease spec is not an object");
+    return base::make_error(base::errc::unexpected_shape, "lease spec is not an object");
   }
   const auto read_string = [&](const char* key, std::string& out) -> bool {
     const auto it = spec->find(key);
@@ -101,7 +107,8 @@ result<lease_record> decode_lease_spec(const json& lease) {
       !read_int("leaseDurationSeconds", rec.lease_duration_seconds) ||
       !read_string("acquireTime", rec.acquire_time) || !read_string("renewTime", rec.renew_time) ||
       !read_int("leaseTransitions", rec.lease_transitions)) {
-    return make_error(errc::unexpected_shape, "lease spec has a field of the wrong type");
+    return base::make_error(base::errc::unexpected_shape,
+                            "lease spec has a field of the wrong type");
   }
   return rec;
 }
@@ -200,11 +207,11 @@ struct leader_elector::impl {
 
   std::chrono::milliseconds jittered_retry() {
     // client-go's JitterUntil(RetryPeriod, JitterFactor 1.2): period + [0, 1.2 * period).
-    return jitter(config.retry_period, 1.2, rng);
+    return base::jitter(config.retry_period, 1.2, rng);
   }
 
   /// PUT (update) or POST (create) the lease with `rec` as spec.
-  asio::awaitable<result<response>> write(const lease_record& rec, bool create) {
+  asio::awaitable<base::result<response>> write(const lease_record& rec, bool create) {
     request req;
     if (create) {
       const json body = {
@@ -235,7 +242,8 @@ struct leader_elector::impl {
   }
 
   asio::awaitable<bool> try_acquire_or_renew() {
-    const std::string now_text = format_rfc3339(clock.wall(), /*microseconds=*/true);
+    const std::string now_text =
+        base::format_rfc3339(clock.wall(), base::rfc3339_digits::microseconds);
     lease_record next{config.identity, duration_seconds(), now_text, now_text, 0};
 
     // A named request: GCC 12 mis-destroys braced temporaries inside co_await expressions.
@@ -324,7 +332,8 @@ struct leader_elector::impl {
     if (!holds.load()) {
       co_return true;
     }
-    const std::string now_text = format_rfc3339(clock.wall(), /*microseconds=*/true);
+    const std::string now_text =
+        base::format_rfc3339(clock.wall(), base::rfc3339_digits::microseconds);
     const lease_record released{"", 1, now_text, now_text, observed.lease_transitions};
     auto put = co_await write(released, /*create=*/false);
     if (!put || !is_2xx(put->status)) {

@@ -2,14 +2,20 @@
 
 namespace tec::k8sclient {
 
+using base::errc;
+using base::error;
+using base::error_category;
+using base::make_error;
+using base::result;
+
 void line_splitter::reset() noexcept {
   discarding_ = false;
   release_buffer();
 }
 
 error line_splitter::too_long() const {
-  return make_error(errc::line_too_long,
-                    "watch event line longer than " + std::to_string(max_) + " bytes dropped");
+  return base::make_error(base::errc::line_too_long, "watch event line longer than " +
+                                                         std::to_string(max_) + " bytes dropped");
 }
 
 void line_splitter::release_buffer() noexcept {

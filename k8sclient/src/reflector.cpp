@@ -7,25 +7,25 @@
 #include <cctype>
 #include <string>
 
-#include "tec/k8sclient/logger.hpp"
+#include "tec/base/logger.hpp"
 #include "tec/k8sclient/reflector_impl.hpp"
 
 namespace tec::k8sclient::detail {
 
 const std::shared_ptr<spdlog::logger>& watch_log() {
-  static const std::shared_ptr<spdlog::logger> logger = k8sclient::named_logger("watch");
+  static const std::shared_ptr<spdlog::logger> logger = base::named_logger("watch");
   return logger;
 }
 
-std::string describe_status(const response& res, const result<api_status>& status) {
+std::string describe_status(const response& res, const base::result<api_status>& status) {
   std::string text = "HTTP " + std::to_string(res.status);
   if (status && !status->message.empty()) {
-    text += ": " + printable(status->message);
+    text += ": " + base::printable(status->message);
   }
   return text;
 }
 
-bool too_large_resource_version(const response& res, const result<api_status>& status) {
+bool too_large_resource_version(const response& res, const base::result<api_status>& status) {
   if (res.status != 504 || !status) {
     return false;
   }

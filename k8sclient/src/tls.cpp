@@ -15,6 +15,12 @@
 
 namespace tec::k8sclient {
 
+using base::errc;
+using base::error;
+using base::error_category;
+using base::make_error;
+using base::result;
+
 namespace detail {
 
 namespace {
@@ -30,13 +36,14 @@ std::string field_names(const rest_config& config, std::string_view kubeconfig_f
 
 error unusable(const rest_config& config, std::string_view what, const std::string& fields,
                std::string_view why) {
-  return make_error(errc::config_invalid, config.source + ": the " + std::string(what) + " (" +
-                                              fields + ") is unusable: " + std::string(why));
+  return base::make_error(base::errc::config_invalid, config.source + ": the " + std::string(what) +
+                                                          " (" + fields +
+                                                          ") is unusable: " + std::string(why));
 }
 
 }  // namespace
 
-result<ssl::context> make_tls_context(const rest_config& config) {
+base::result<ssl::context> make_tls_context(const rest_config& config) {
   ssl::context ctx(ssl::context::tls_client);
   boost::system::error_code ec;
   ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |

@@ -5,14 +5,14 @@
 
 #include <boost/asio/ssl/context.hpp>
 
+#include "tec/base/result.hpp"
 #include "tec/k8sclient/rest_config.hpp"
-#include "tec/k8sclient/result.hpp"
 
 namespace tec::k8sclient::detail {
 
 /// A TLS 1.2+ client context: peer verification (unless insecure-skip-tls-verify) against the
 /// CA bundle or the system roots, and the client certificate chain and key when set (their
 /// match checked). Errors are errc::config_invalid naming config.source and the field.
-result<boost::asio::ssl::context> make_tls_context(const rest_config& config);
+base::result<boost::asio::ssl::context> make_tls_context(const rest_config& config);
 
 }  // namespace tec::k8sclient::detail

@@ -32,7 +32,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "tec/k8sclient/logger.hpp"
+#include "tec/base/logger.hpp"
 
 // GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frame allocator for the
 // session coroutine (as in informer.cpp: the operator new/delete pair is matched). Only this
@@ -51,7 +51,7 @@ using tcp = asio::ip::tcp;
 namespace {
 
 const std::shared_ptr<spdlog::logger>& logger() {
-  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("http");
+  static const std::shared_ptr<spdlog::logger> log = base::named_logger("http");
   return log;
 }
 
@@ -161,13 +161,13 @@ std::string bounded_reason(std::string_view reason) {
 
 // ---------------------------------------------------------------------------------------------
 
-k8sclient::result<std::optional<tcp::endpoint>> parse_bind_address(std::string_view address) {
+base::result<std::optional<tcp::endpoint>> parse_bind_address(std::string_view address) {
   if (address == "0") {
     return std::optional<tcp::endpoint>{};
   }
   const auto bad = [&](std::string_view why) {
-    return k8sclient::make_error(
-        k8sclient::errc::config_invalid,
+    return base::make_error(
+        base::errc::config_invalid,
         "invalid bind address '" + std::string(address) + "': " + std::string(why) +
             " (expected [host]:port, e.g. :8080 or 127.0.0.1:8080, or 0 to disable)");
   };
@@ -636,11 +636,10 @@ void http_endpoints::handle_check(std::string path, std::function<check_result()
   });
 }
 
-k8sclient::result<std::optional<tcp::endpoint>> http_endpoints::start() {
+base::result<std::optional<tcp::endpoint>> http_endpoints::start() {
   if (impl_->started.exchange(true)) {
     assert(false && "start() is called once");
-    return k8sclient::make_error(k8sclient::errc::config_invalid,
-                                 "the HTTP server was already started");
+    return base::make_error(base::errc::config_invalid, "the HTTP server was already started");
   }
   auto parsed = parse_bind_address(impl_->options.bind_address);
   if (!parsed) {
@@ -681,14 +680,14 @@ k8sclient::result<std::optional<tcp::endpoint>> http_endpoints::start() {
     ec = listen_on(ep);
   }
   if (ec) {
-    return k8sclient::make_error(
-        k8sclient::errc::config_invalid,
+    return base::make_error(
+        base::errc::config_invalid,
         "cannot listen on " + impl_->options.bind_address + ": " + ec.message());
   }
   const auto bound = acceptor.local_endpoint(ec);
   if (ec) {
-    return k8sclient::make_error(k8sclient::errc::config_invalid,
-                                 "cannot read the listening address: " + ec.message());
+    return base::make_error(base::errc::config_invalid,
+                            "cannot read the listening address: " + ec.message());
   }
   logger()->info("serving HTTP on {}:{}", bound.address().to_string(), bound.port());
   asio::co_spawn(impl_->strand, impl::accept_loop(impl_), [](const std::exception_ptr& ep_) {

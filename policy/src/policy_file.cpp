@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tec/k8sclient/duration.hpp"
-#include "tec/k8sclient/error.hpp"
+#include "tec/base/duration.hpp"
+#include "tec/base/error.hpp"
 
 namespace tec::policy {
 namespace {
@@ -113,7 +113,7 @@ private:
     line += what;
     // Keys, values and the file's path are the user's: escaped, so that no byte of them can
     // end the log line or forge another one, and clipped.
-    return k8sclient::printable(line, max_error_bytes);
+    return base::printable(line, max_error_bytes);
   }
 
 public:
@@ -236,7 +236,7 @@ public:
   std::optional<std::chrono::milliseconds> duration(const YAML::Node& node,
                                                     const std::string& path) {
     if (node.IsScalar()) {
-      if (const auto d = k8sclient::parse_go_duration(node.Scalar())) {
+      if (const auto d = base::parse_go_duration(node.Scalar())) {
         if (d->count() < 0) {
           error(node.Mark(), path, "must not be negative, got " + describe(node));
           return std::nullopt;
@@ -299,7 +299,7 @@ private:
   /// Unquoted scalars only: "5" in quotes is a string, not a number (as in strict JSON).
   static bool plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "?"; }
 
-  static std::string quote(const std::string& s) { return '"' + k8sclient::printable(s, 64) + '"'; }
+  static std::string quote(const std::string& s) { return '"' + base::printable(s, 64) + '"'; }
 
   std::string_view source_;
   std::size_t text_bytes_;
@@ -818,15 +818,15 @@ parse_result parse_policy(std::string_view text, std::string_view source) {
   return out;
 }
 
-k8sclient::result<std::string> read_policy_text(const std::string& path) {
+base::result<std::string> read_policy_text(const std::string& path) {
   // Opened once, without blocking, and checked through the descriptor: checking the path
   // first and opening it after lets it be swapped for a FIFO in between, and open() of a FIFO
   // blocks the caller until a writer comes (issue 29). O_NONBLOCK makes open() return at
   // once whatever the path is; fstat then refuses anything but a regular file (a FIFO, a
   // device read endlessly, a directory). Symlinks are followed, as a ConfigMap mount needs.
-  const std::string name = k8sclient::printable(path, 256);
+  const std::string name = base::printable(path, 256);
   const auto fail = [&](const std::string& why) {
-    return k8sclient::make_error(k8sclient::errc::config_invalid, name + ": " + why);
+    return base::make_error(base::errc::config_invalid, name + ": " + why);
   };
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
@@ -902,7 +902,7 @@ std::string describe(const controller::eviction_policy& p) {
   std::string out = p.dry_run ? "dry-run on" : "dry-run off";
   if (p.mode == controller::eviction_mode::evict) {
     out += ", evictionMode Evict, fallback ";
-    out += p.fallback_after.count() > 0 ? "after " + k8sclient::format_duration(p.fallback_after)
+    out += p.fallback_after.count() > 0 ? "after " + base::format_duration(p.fallback_after)
                                         : std::string("never");
   }
   const auto& r = p.rate_limit;
@@ -978,7 +978,7 @@ std::string describe(const controller::eviction_policy& p) {
       }
       if (t.fallback_after) {
         out += " fallback " + (t.fallback_after->count() > 0
-                                   ? "after " + k8sclient::format_duration(*t.fallback_after)
+                                   ? "after " + base::format_duration(*t.fallback_after)
                                    : std::string("never"));
       }
     }

@@ -34,8 +34,7 @@ std::string clip(std::string s) {
   return s;
 }
 
-k8sclient::result<event_record> decode_object(const json& obj, const std::string& path,
-                                              bool bookmark) {
+base::result<event_record> decode_object(const json& obj, const std::string& path, bool bookmark) {
   if (!obj.is_object()) {
     return shape(path, "not an object");
   }
@@ -108,15 +107,15 @@ k8sclient::result<event_record> decode_object(const json& obj, const std::string
 
 }  // namespace
 
-k8sclient::result<event_record> decode_event_object(std::string_view text) {
+base::result<event_record> decode_event_object(std::string_view text) {
   return informers::json_fields::decode_document<event_record>(text, "event", decode_object);
 }
 
-k8sclient::result<event_watch_event> decode_event_watch_line(std::string_view line) {
+base::result<event_watch_event> decode_event_watch_line(std::string_view line) {
   return informers::json_fields::decode_watch_line<event_record>(line, decode_object);
 }
 
-k8sclient::result<k8sclient::list_page<event_record>> decode_event_list(std::string_view body) {
+base::result<k8sclient::list_page<event_record>> decode_event_list(std::string_view body) {
   return informers::json_fields::decode_list<event_record>(body, decode_object);
 }
 

@@ -16,7 +16,8 @@
 #include <unordered_set>
 #include <utility>
 
-#include "tec/k8sclient/logger.hpp"
+#include "tec/base/logger.hpp"
+#include "tec/base/rfc3339.hpp"
 
 namespace tec::shadow {
 namespace {
@@ -26,7 +27,7 @@ using controller::cancel_reason;
 using controller::decision_kind;
 
 std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("shadow");
+  static const std::shared_ptr<spdlog::logger> log = base::named_logger("shadow");
   return log;
 }
 
@@ -238,18 +239,22 @@ struct shadow_tracker::impl {
       case ours_state::none:
         return "none";
       case ours_state::scheduled:
-        return "scheduled for " + base::format_rfc3339_ms(e.due);
+        return "scheduled for " + base::format_rfc3339(e.due, base::rfc3339_digits::milliseconds);
       case ours_state::would_delete:
-        return "would delete at " + base::format_rfc3339_ms(e.ours_at);
+        return "would delete at " +
+               base::format_rfc3339(e.ours_at, base::rfc3339_digits::milliseconds);
       case ours_state::cancelled:
-        return "cancelled at " + base::format_rfc3339_ms(e.ours_at) + " (" + why(e.reason) + ")";
+        return "cancelled at " +
+               base::format_rfc3339(e.ours_at, base::rfc3339_digits::milliseconds) + " (" +
+               why(e.reason) + ")";
     }
     return "none";
   }
 
   [[nodiscard]] std::string describe_theirs(const entry& e) const {
     if (confirmed(e)) {
-      std::string s = "deleted at " + base::format_rfc3339_ms(*e.deleted_at);
+      std::string s =
+          "deleted at " + base::format_rfc3339(*e.deleted_at, base::rfc3339_digits::milliseconds);
       if (e.marked_at) {
         s += " (event: " + e.mark_message + ")";
       } else {
@@ -636,7 +641,7 @@ std::string shadow_tracker::report_json() const {
                    {"taints", s.taints},
                    {"ours", s.ours},
                    {"theirs", s.theirs},
-                   {"at", base::format_rfc3339_ms(s.at)}});
+                   {"at", base::format_rfc3339(s.at, base::rfc3339_digits::milliseconds)}});
   }
   doc["disagreements"] = std::move(arr);
   // Replace invalid UTF-8 (a pod name cannot hold any, an event message might) rather than

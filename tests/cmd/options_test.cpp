@@ -175,10 +175,9 @@ namespace {
 
 /// A policy reader serving one file, "p.yaml", with `text`.
 read_policy_fn policy_file(std::string text) {
-  return [text = std::move(text)](const std::string& path) -> k8sclient::result<std::string> {
+  return [text = std::move(text)](const std::string& path) -> base::result<std::string> {
     if (path != "p.yaml") {
-      return k8sclient::make_error(k8sclient::errc::config_invalid,
-                                   path + ": cannot open the policy file");
+      return base::make_error(base::errc::config_invalid, path + ": cannot open the policy file");
     }
     return text;
   };

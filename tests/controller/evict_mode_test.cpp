@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "controller/support/harness.hpp"
+#include "tec/base/rfc3339.hpp"
 #include "tec/controller/matching.hpp"
 
 namespace tec::controller {
@@ -139,8 +140,8 @@ TEST(EvictMode, TheFallbackDeletesAtTheConfiguredTimeWithAWarning) {
   ASSERT_EQ(h.sink.calls().size(), 1U);
   const auto first = details_of(h.sink, event_kind::eviction_blocked);
   ASSERT_EQ(first.size(), 1U);
-  EXPECT_NE(first[0].find(" Retrying; deleting it anyway at " +
-                          format_rfc3339_seconds(wall0 + 20s) + " (fallbackAfter 20s)."),
+  EXPECT_NE(first[0].find(" Retrying; deleting it anyway at " + base::format_rfc3339(wall0 + 20s) +
+                          " (fallbackAfter 20s)."),
             std::string::npos)
       << first[0];
   const eviction_list list = h.ctl.evictions(10);

@@ -59,15 +59,6 @@ TEST(ScheduledEvent, ExactFields) {
             "Cannot delete Pod ns/web-0: no");
 }
 
-TEST(ScheduledEvent, FormatsTimesAsRfc3339Seconds) {
-  using std::chrono::system_clock;
-  EXPECT_EQ(format_rfc3339_seconds(system_clock::time_point{}), "1970-01-01T00:00:00Z");
-  EXPECT_EQ(format_rfc3339_seconds(system_clock::time_point(std::chrono::seconds(951'782'400))),
-            "2000-02-29T00:00:00Z");
-  EXPECT_EQ(format_rfc3339_seconds(system_clock::time_point(std::chrono::seconds(-1))),
-            "1969-12-31T23:59:59Z");
-}
-
 TEST(ScheduledEvent, ADelayedEvictionGetsOneEventNamingTaintSecondsAndDueTime) {
   wall_harness w;
   const pod_view p = make_pod("pod1", "node1", {make_toleration(1, 300)});

@@ -256,14 +256,14 @@ TEST_F(hostile_reflector_test, a_trickling_list_warns_then_fails_at_its_deadline
   clock_->advance(1ms);
   run_ready();
   const auto err = informer_->current_list_error();
-  EXPECT_EQ(err.code, make_error_code(k8sclient::errc::timeout)) << err.message;
+  EXPECT_EQ(err.code, make_error_code(base::errc::timeout)) << err.message;
   EXPECT_NE(err.message.find("not complete within 300000 ms"), std::string::npos) << err.message;
   EXPECT_EQ(log.count("warning", "not complete within 300000 ms"), 1U);
   EXPECT_FALSE(informer_->has_synced());
 
   ASSERT_TRUE(run_until([&] { return informer_->has_synced(); }));
   EXPECT_FALSE(informer_->current_list_error()) << informer_->current_list_error().message;
-  EXPECT_EQ(informer_->last_list_error().code, make_error_code(k8sclient::errc::timeout));
+  EXPECT_EQ(informer_->last_list_error().code, make_error_code(base::errc::timeout));
   EXPECT_EQ(informer_->stats().list_failures, 1U);
 }
 
@@ -336,7 +336,7 @@ TEST(hostile_list_test, an_endless_list_fails_at_the_object_bound_in_bounded_mem
 
   EXPECT_TRUE(informer.has_synced());
   const auto err = informer.last_list_error();
-  EXPECT_EQ(err.code, make_error_code(k8sclient::errc::response_too_large)) << err.message;
+  EXPECT_EQ(err.code, make_error_code(base::errc::response_too_large)) << err.message;
   EXPECT_NE(err.message.find("more than 10000 objects"), std::string::npos) << err.message;
   const auto st = informer.stats();
   EXPECT_EQ(st.list_failures, 1U);

@@ -48,7 +48,7 @@ std::vector<std::string> frames(const std::string& body) {
   k8sclient::watch_splitter s;
   s.feed(
       body, [&](std::string_view f) { out.emplace_back(f); },
-      [](const k8sclient::error& e) { ADD_FAILURE() << e.message; });
+      [](const base::error& e) { ADD_FAILURE() << e.message; });
   EXPECT_FALSE(s.has_partial_line());
   return out;
 }
@@ -59,7 +59,7 @@ std::vector<std::string> lines(const std::string& body) {
   k8sclient::watch_splitter s;
   s.feed(
       body, [&](std::string_view l) { out.emplace_back(l); },
-      [](const k8sclient::error& e) { ADD_FAILURE() << e.message; });
+      [](const base::error& e) { ADD_FAILURE() << e.message; });
   return out;
 }
 
@@ -194,7 +194,7 @@ TEST(Protobuf, AWatchFrameOverItsBoundIsAnError) {
   int errors = 0;
   s.feed(
       std::string("\0\0\0\x20", 4) + std::string(32, 'x'), [](std::string_view) { ADD_FAILURE(); },
-      [&](const k8sclient::error&) { ++errors; });
+      [&](const base::error&) { ++errors; });
   EXPECT_EQ(errors, 1);
 }
 
@@ -206,7 +206,7 @@ TEST(Protobuf, WatchFramesSplitAnywhere) {
   for (const char c : body) {
     s.feed(
         std::string_view(&c, 1), [&](std::string_view f) { got.emplace_back(f); },
-        [](const k8sclient::error& e) { ADD_FAILURE() << e.message; });
+        [](const base::error& e) { ADD_FAILURE() << e.message; });
   }
   EXPECT_EQ(got, whole);
   EXPECT_FALSE(s.has_partial_line());

@@ -1,4 +1,4 @@
-// The helpers every writer shares: API error values, RFC 3339 timestamps, path and query
+// The helpers every writer shares: API error values, path and query
 // escaping.
 
 #include "tec/k8sclient/api_error.hpp"
@@ -10,26 +10,16 @@
 #include <string>
 
 #include "tec/k8sclient/paths.hpp"
-#include "tec/k8sclient/rfc3339.hpp"
 
 namespace tec::k8sclient {
 namespace {
 
 using nlohmann::json;
 
-const std::chrono::system_clock::time_point fixed_wall{std::chrono::microseconds{1714564800123456}};
-
 std::string status_body(unsigned code, const std::string& reason, const std::string& message) {
   return json{{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
               {"message", message}, {"reason", reason},   {"code", code}}
       .dump();
-}
-
-TEST(rfc3339, seconds_and_microseconds) {
-  EXPECT_EQ(format_rfc3339(fixed_wall), "2024-05-01T12:00:00Z");
-  EXPECT_EQ(format_rfc3339(fixed_wall, true), "2024-05-01T12:00:00.123456Z");
-  EXPECT_EQ(format_rfc3339(std::chrono::system_clock::time_point{}, true),
-            "1970-01-01T00:00:00.000000Z");
 }
 
 TEST(paths, escapes_path_segments) {
@@ -46,16 +36,16 @@ TEST(paths, escapes_continue_tokens_as_query_values) {
 
 TEST(api_error, uses_the_status_message_or_a_bounded_body) {
   auto err = api_error("DELETE pod a/b", response{403, status_body(403, "Forbidden", "nope")});
-  EXPECT_EQ(err.code, make_error_code(errc::forbidden));
+  EXPECT_EQ(err.code, make_error_code(base::errc::forbidden));
   EXPECT_EQ(err.http_status, 403);
   EXPECT_EQ(err.message, "DELETE pod a/b: 403 Forbidden: nope");
 
   auto raw = api_error("x", response{502, std::string(1000, 'z')});
-  EXPECT_EQ(raw.code, make_error_code(errc::server_error));
+  EXPECT_EQ(raw.code, make_error_code(base::errc::server_error));
   EXPECT_LT(raw.message.size(), 300U);
 
   auto odd = api_error("x", response{418, "[1,2"});
-  EXPECT_EQ(odd.code, make_error_code(errc::http_status));
+  EXPECT_EQ(odd.code, make_error_code(base::errc::http_status));
   EXPECT_EQ(error_reason(odd), "http_418");
 }
 

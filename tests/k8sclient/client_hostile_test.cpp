@@ -17,8 +17,8 @@
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/settle.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "tec/base/logger.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/logger.hpp"
 
 namespace tec::k8sclient {
 namespace {
@@ -39,12 +39,12 @@ protected:
     return opts;
   }
 
-  result<response> get(client& c, const std::string& target) {
+  base::result<response> get(client& c, const std::string& target) {
     auto out = testing::settle_sync(
         io_, c.send(request(http::verb::get, target, {}, "application/json", true)));
     if (!out) {
       ADD_FAILURE() << "send did not complete";
-      return error{make_error_code(errc::timeout), "test limit", 0};
+      return base::error{make_error_code(base::errc::timeout), "test limit", 0};
     }
     return std::move(*out);
   }
@@ -96,7 +96,7 @@ TEST_F(client_hostile_test, a_stream_is_cut_at_its_deadline) {
   request req(http::verb::get, "/api/v1/pods", {}, "application/json", true);
   req.deadline = clock_->now() + 5min;
   std::size_t received = 0;
-  std::optional<result<response>> res;
+  std::optional<base::result<response>> res;
   // A named closure: the coroutine reads its captures through it until the stream ends.
   auto run = [&]() -> asio::awaitable<void> {
     res = co_await c.stream(
@@ -116,7 +116,7 @@ TEST_F(client_hostile_test, a_stream_is_cut_at_its_deadline) {
   clock_->advance(1ms);
   ASSERT_TRUE(testing::settle(io_, [&] { return res.has_value(); }));
   ASSERT_FALSE(*res);
-  EXPECT_EQ(res->error().code, make_error_code(errc::timeout));
+  EXPECT_EQ(res->error().code, make_error_code(base::errc::timeout));
   EXPECT_NE(res->error().message.find("not complete by its deadline"), std::string::npos)
       << res->error().message;
   EXPECT_EQ(server_.requests().size(), 1U);  // never retried
@@ -139,7 +139,7 @@ TEST(client_hostile_socket_test, a_tls_handshake_timeout_says_so) {
   ASSERT_TRUE(out.has_value());
   ASSERT_FALSE(*out);
   const auto& e = out->error();
-  EXPECT_EQ(e.code, make_error_code(errc::timeout)) << e.message;
+  EXPECT_EQ(e.code, make_error_code(base::errc::timeout)) << e.message;
   EXPECT_NE(e.message.find("TLS handshake"), std::string::npos) << e.message;
   EXPECT_NE(e.message.find("timed out: no answer within 50 ms"), std::string::npos) << e.message;
   EXPECT_EQ(e.message.find("canceled"), std::string::npos) << e.message;

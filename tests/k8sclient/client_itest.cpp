@@ -34,12 +34,13 @@ protected:
     ASSERT_TRUE(config_.tls);
   }
 
-  result<response> call(client& c, http::verb verb, std::string target, std::string body = {}) {
+  base::result<response> call(client& c, http::verb verb, std::string target,
+                              std::string body = {}) {
     auto out = run_sync(io_, c.send(request(verb, std::move(target), std::move(body),
                                             "application/json", verb == http::verb::get)));
     if (!out) {
       ADD_FAILURE() << "request did not complete";
-      return error{make_error_code(errc::timeout), "test limit", 0};
+      return base::error{make_error_code(base::errc::timeout), "test limit", 0};
     }
     return std::move(*out);
   }
@@ -90,7 +91,7 @@ TEST_F(client_itest, wrong_server_name_fails_verification) {
   client c(io_.get_executor(), config_);
   auto res = call(c, http::verb::get, "/version");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
+  EXPECT_EQ(res.error().code, make_error_code(base::errc::connection_failed));
   EXPECT_NE(res.error().message.find("TLS handshake"), std::string::npos) << res.error().message;
 }
 
@@ -100,7 +101,7 @@ TEST_F(client_itest, unknown_ca_fails_verification_unless_insecure) {
     client c(io_.get_executor(), config_);
     auto res = call(c, http::verb::get, "/version");
     ASSERT_FALSE(res);
-    EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
+    EXPECT_EQ(res.error().code, make_error_code(base::errc::connection_failed));
   }
   config_.insecure_skip_tls_verify = true;
   client c(io_.get_executor(), config_);

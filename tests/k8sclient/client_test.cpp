@@ -82,10 +82,11 @@ protected:
   }
 
   /// Starts sending `req` on the io_context; `out` is set when the send completes.
-  void start_send(client& c, request req, std::optional<result<response>>& out) {
+  void start_send(client& c, request req, std::optional<base::result<response>>& out) {
     asio::co_spawn(
         io_,
-        [](client& to, request r, std::optional<result<response>>* into) -> asio::awaitable<void> {
+        [](client& to, request r,
+           std::optional<base::result<response>>* into) -> asio::awaitable<void> {
           *into = co_await to.send(std::move(r));
         }(c, std::move(req), &out),
         asio::detached);
@@ -112,32 +113,32 @@ protected:
   /// Moves the clock to 1 ms short of `limit`, where `res` must still be pending, then onto
   /// it, where it must end with errc::timeout.
   void expect_timeout_at(std::chrono::milliseconds limit,
-                         const std::optional<result<response>>& res) {
+                         const std::optional<base::result<response>>& res) {
     clock_->advance(limit - 1ms);
     run_ready();
     ASSERT_FALSE(res.has_value());
     clock_->advance(1ms);
     ASSERT_TRUE(run_until([&] { return res.has_value(); }));
     ASSERT_FALSE(*res);
-    EXPECT_EQ(res->error().code, make_error_code(errc::timeout));
+    EXPECT_EQ(res->error().code, make_error_code(base::errc::timeout));
   }
 
   /// Shuts `c` down and expects the send started into `res` to end with shutting_down.
-  void expect_ended_by_shutdown(client& c, const std::optional<result<response>>& res) {
+  void expect_ended_by_shutdown(client& c, const std::optional<base::result<response>>& res) {
     c.shutdown();
     ASSERT_TRUE(run_until([&] { return res.has_value(); }));
     ASSERT_FALSE(*res);
-    EXPECT_EQ(res->error().code, make_error_code(errc::shutting_down));
+    EXPECT_EQ(res->error().code, make_error_code(base::errc::shutting_down));
   }
 
-  result<response> get(client& c, std::string target, bool idempotent = true) {
+  base::result<response> get(client& c, std::string target, bool idempotent = true) {
     request req;
     req.target = std::move(target);
     req.idempotent = idempotent;
     auto out = testing::settle_sync(io_, c.send(std::move(req)));
     if (!out) {
       ADD_FAILURE() << "send did not complete";
-      return error{make_error_code(errc::timeout), "test limit", 0};
+      return base::error{make_error_code(base::errc::timeout), "test limit", 0};
     }
     return std::move(*out);
   }
@@ -148,7 +149,7 @@ protected:
   std::vector<std::chrono::nanoseconds> waits_;  ///< Retry-After waits asked for.
   std::vector<std::chrono::nanoseconds> network_waits_;
   std::vector<std::chrono::nanoseconds> rate_waits_;
-  std::optional<result<response>> res_;
+  std::optional<base::result<response>> res_;
 };
 
 TEST_F(client_test, get_returns_status_and_body_with_request_headers) {
@@ -357,10 +358,10 @@ TEST_F(client_test, background_requests_do_not_wait_for_streams) {
   auto opts = fast_options();
   opts.max_connections = 2;
   client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> watch;
+  std::optional<base::result<response>> watch;
   asio::co_spawn(
       io_,
-      [](client& to, std::optional<result<response>>* out) -> asio::awaitable<void> {
+      [](client& to, std::optional<base::result<response>>* out) -> asio::awaitable<void> {
         *out = co_await to.stream(
             request(http::verb::get, "/watch"), [](std::string_view) { return true; }, 1h);
       }(c, &watch),
@@ -381,15 +382,16 @@ TEST_F(client_test, background_requests_go_once_a_plain_request_fails) {
   opts.max_retries = 0;
   bool refuse = true;
   auto connect = server_.connector();
-  opts.connector = [&refuse, connect](
-                       const asio::any_io_executor& ex) -> result<std::unique_ptr<memory_stream>> {
+  opts.connector =
+      [&refuse,
+       connect](const asio::any_io_executor& ex) -> base::result<std::unique_ptr<memory_stream>> {
     if (std::exchange(refuse, false)) {
-      return make_error(errc::connection_failed, "refused");
+      return base::make_error(base::errc::connection_failed, "refused");
     }
     return connect(ex);
   };
   client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> failed;
+  std::optional<base::result<response>> failed;
   start_send(c, request(http::verb::delete_, "/delete"), failed);
   std::vector<std::string> done;
   asio::co_spawn(io_, send_recorded(c, "/event", true, &done), asio::detached);
@@ -507,7 +509,7 @@ TEST_F(client_test, post_is_not_retried_after_a_network_error) {
   auto res = testing::settle_sync(io_, c.send(req));
   ASSERT_TRUE(res);
   ASSERT_FALSE(*res);
-  EXPECT_EQ((*res).error().code, make_error_code(errc::connection_failed));
+  EXPECT_EQ((*res).error().code, make_error_code(base::errc::connection_failed));
   EXPECT_EQ(server_.requests().size(), 1U);
   EXPECT_TRUE(network_waits_.empty());
 }
@@ -539,7 +541,7 @@ TEST_F(client_test, network_retry_backoff_is_capped_and_bounded_by_max_retries) 
   client c(io_.get_executor(), plain_config(), fast_options());
   auto res = get(c, "/api/v1/nodes");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
+  EXPECT_EQ(res.error().code, make_error_code(base::errc::connection_failed));
   EXPECT_EQ(server_.requests().size(), 11U);  // max_retries 10
   ASSERT_EQ(network_waits_.size(), 10U);
   EXPECT_LT(network_waits_[5], 5s);  // 3.2 s stretched by at most 1.5
@@ -554,7 +556,7 @@ TEST_F(client_test, network_retry_backoff_is_slept_on_the_clock) {
   auto opts = fast_options();
   opts.delay = nullptr;
   client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> res;
+  std::optional<base::result<response>> res;
   start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
   ASSERT_FALSE(run_until([&] { return res.has_value(); }));
   // The first resend waits 100 ms stretched by a factor in [1, 1.5).
@@ -577,7 +579,7 @@ TEST_F(client_test, shutdown_ends_a_network_retry_backoff) {
     return why == wait_reason::network_retry ? std::chrono::nanoseconds(1h) : wanted;
   };
   client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> res;
+  std::optional<base::result<response>> res;
   start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
   ASSERT_TRUE(run_until([this] { return !network_waits_.empty(); }));
   expect_ended_by_shutdown(c, res);
@@ -599,7 +601,7 @@ TEST_F(client_test, a_request_withdrawn_during_a_network_backoff_is_not_resent) 
   auto res = testing::settle_sync(io_, c.send(std::move(req)));
   ASSERT_TRUE(res);
   ASSERT_FALSE(*res);
-  EXPECT_EQ((*res).error().code, make_error_code(errc::cancelled));
+  EXPECT_EQ((*res).error().code, make_error_code(base::errc::cancelled));
   EXPECT_EQ(server_.requests().size(), 1U);
   EXPECT_EQ(network_waits_.size(), 1U);
 }
@@ -609,7 +611,7 @@ TEST_F(client_test, stalled_server_times_out_at_the_request_timeout) {
   auto opts = fast_options();
   opts.request_timeout = 300ms;
   client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> out;
+  std::optional<base::result<response>> out;
   start_send(c, request(http::verb::get, "/x", {}, "application/json", true), out);
   ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
   ASSERT_NO_FATAL_FAILURE(expect_timeout_at(300ms, out));
@@ -624,13 +626,13 @@ TEST_F(client_test, stalled_mid_body_times_out) {
   auto opts = fast_options();
   opts.request_timeout = 300ms;
   client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> out;
+  std::optional<base::result<response>> out;
   start_send(c, request(http::verb::get, "/x", {}, "application/json", true), out);
   ASSERT_FALSE(run_until([&] { return out.has_value(); }));
   clock_->advance(300ms);
   ASSERT_TRUE(run_until([&] { return out.has_value(); }));
   ASSERT_FALSE(*out);
-  EXPECT_EQ(out->error().code, make_error_code(errc::timeout));
+  EXPECT_EQ(out->error().code, make_error_code(base::errc::timeout));
 }
 
 TEST_F(client_test, waiting_for_a_pooled_connection_times_out_on_the_clock) {
@@ -640,16 +642,16 @@ TEST_F(client_test, waiting_for_a_pooled_connection_times_out_on_the_clock) {
   opts.max_connections = 1;
   opts.request_timeout = 300ms;
   client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> watch;
+  std::optional<base::result<response>> watch;
   asio::co_spawn(
       io_,
-      [](client& to, std::optional<result<response>>* out) -> asio::awaitable<void> {
+      [](client& to, std::optional<base::result<response>>* out) -> asio::awaitable<void> {
         *out = co_await to.stream(
             request(http::verb::get, "/w"), [](std::string_view) { return true; }, 1h);
       }(c, &watch),
       asio::detached);
   ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
-  std::optional<result<response>> res;
+  std::optional<base::result<response>> res;
   start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
   run_ready();  // it queues for the connection
   ASSERT_NO_FATAL_FAILURE(expect_timeout_at(300ms, res));
@@ -723,11 +725,11 @@ TEST_F(client_test, idle_stream_times_out) {
   request req;
   req.target = "/api/v1/pods?watch=1";
   req.idempotent = true;
-  std::optional<result<response>> res;
+  std::optional<base::result<response>> res;
   asio::co_spawn(
       io_,
       [](client& to, request r, std::string* into,
-         std::optional<result<response>>* out) -> asio::awaitable<void> {
+         std::optional<base::result<response>>* out) -> asio::awaitable<void> {
         *out = co_await to.stream(
             std::move(r),
             [into](std::string_view bytes) {
@@ -753,11 +755,11 @@ TEST_F(client_test, a_stream_times_out_idle_timeout_after_its_last_byte_not_its_
   std::string got;
   request req;
   req.target = "/api/v1/pods?watch=1";
-  std::optional<result<response>> res;
+  std::optional<base::result<response>> res;
   asio::co_spawn(
       io_,
       [](client& to, request r, std::string* into,
-         std::optional<result<response>>* out) -> asio::awaitable<void> {
+         std::optional<base::result<response>>* out) -> asio::awaitable<void> {
         *out = co_await to.stream(
             std::move(r),
             [into](std::string_view bytes) {
@@ -817,7 +819,7 @@ TEST_F(client_test, unauthorized_rereads_the_token_file_and_retries_once) {
   auto cfg = plain_config();
   cfg.token_file = token.path();
   client c(io_.get_executor(), cfg, fast_options());
-  std::optional<result<response>> out;
+  std::optional<base::result<response>> out;
   start_send(c, request(http::verb::get, "/x", {}, "application/json", true), out);
   ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
   token.write("new-token\n");
@@ -865,7 +867,7 @@ TEST_F(client_test, bad_ca_is_a_config_error_not_a_crash) {
   client c(io_.get_executor(), cfg, fast_options());
   auto res = get(c, "/x");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(res.error().code, make_error_code(base::errc::config_invalid));
   EXPECT_EQ(server_.requests().size(), 0U);
 }
 
@@ -875,7 +877,7 @@ TEST_F(client_test, invalid_port_is_a_config_error) {
   client c(io_.get_executor(), cfg, fast_options());
   auto res = get(c, "/x");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(res.error().code, make_error_code(base::errc::config_invalid));
 }
 
 TEST_F(client_test, shutdown_cancels_a_request_in_flight) {
@@ -883,13 +885,13 @@ TEST_F(client_test, shutdown_cancels_a_request_in_flight) {
   auto opts = fast_options();
   opts.request_timeout = 1h;  // the clock stands still: only shutdown() can end it
   client c(io_.get_executor(), plain_config(), opts);
-  std::optional<result<response>> res;
+  std::optional<base::result<response>> res;
   start_send(c, request(http::verb::get, "/x", {}, "application/json", true), res);
   ASSERT_TRUE(run_until([this] { return server_.requests().size() == 1; }));
   expect_ended_by_shutdown(c, res);
   auto again = get(c, "/y");
   ASSERT_FALSE(again);
-  EXPECT_EQ(again.error().code, make_error_code(errc::shutting_down));
+  EXPECT_EQ(again.error().code, make_error_code(base::errc::shutting_down));
 }
 
 }  // namespace
@@ -908,7 +910,7 @@ TEST_F(client_test, a_response_too_large_is_an_error_value_and_never_retried) {
   client c(io_.get_executor(), plain_config(), opts);
   auto res = get(c, "/api/v1/pods", /*idempotent=*/true);
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::response_too_large));
+  EXPECT_EQ(res.error().code, make_error_code(base::errc::response_too_large));
   EXPECT_NE(res.error().message.find("larger than 1000 bytes"), std::string::npos)
       << res.error().message;
   EXPECT_NE(res.error().message.find("GET /api/v1/pods"), std::string::npos) << res.error().message;
@@ -929,7 +931,8 @@ TEST_F(client_test, a_streamed_error_body_too_large_is_never_retried) {
                                     std::move(req), [](std::string_view) { return true; }, 1h));
   ASSERT_TRUE(out);
   ASSERT_FALSE(*out);
-  EXPECT_EQ(out->error().code, make_error_code(errc::response_too_large)) << out->error().message;
+  EXPECT_EQ(out->error().code, make_error_code(base::errc::response_too_large))
+      << out->error().message;
   EXPECT_EQ(server_.requests().size(), 1U);
 }
 
@@ -945,13 +948,13 @@ class client_socket_test : public ::testing::Test {
 protected:
   static client_options options() { return testing::quick_options(10); }
 
-  result<response> get(client& c, std::string target) {
+  base::result<response> get(client& c, std::string target) {
     auto out = run_sync(
         io_, c.send(request(http::verb::get, std::move(target), {}, "application/json", true)),
         wait_cap);
     if (!out) {
       ADD_FAILURE() << "send did not complete";
-      return error{make_error_code(errc::timeout), "test limit", 0};
+      return base::error{make_error_code(base::errc::timeout), "test limit", 0};
     }
     return std::move(*out);
   }
@@ -961,7 +964,7 @@ protected:
     client c(io_.get_executor(), cfg, options());
     auto res = get(c, "/x");
     ASSERT_FALSE(res);
-    EXPECT_EQ(res.error().code, make_error_code(errc::connection_failed));
+    EXPECT_EQ(res.error().code, make_error_code(base::errc::connection_failed));
     EXPECT_NE(res.error().message.find(what), std::string::npos) << res.error().message;
   }
 
@@ -1006,7 +1009,7 @@ TEST_F(client_socket_test, a_stalled_tcp_server_times_out_on_the_steady_clock) {
   client c(io_.get_executor(), testing::plain_config(server_), opts);
   auto res = get(c, "/x");
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, make_error_code(errc::timeout));
+  EXPECT_EQ(res.error().code, make_error_code(base::errc::timeout));
   EXPECT_EQ(server_.requests().size(), 1U);
 }
 

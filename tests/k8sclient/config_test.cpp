@@ -266,7 +266,7 @@ void expect_error(const std::string& path, const std::string& context,
                   const std::vector<std::string>& secrets = {}) {
   auto config = load_kubeconfig(path, context);
   ASSERT_FALSE(config);
-  EXPECT_EQ(config.error().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(config.error().code, make_error_code(base::errc::config_invalid));
   for (const auto& f : fragments) {
     EXPECT_NE(config.error().message.find(f), std::string::npos)
         << "message: " << config.error().message << "\nwanted: " << f;
@@ -572,7 +572,7 @@ TEST(token_source, keeps_cached_token_when_file_breaks) {
   fs::remove(file);
   clock.now += std::chrono::minutes{5};
   EXPECT_EQ(source.current().value(), "good");
-  EXPECT_EQ(source.last_error().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(source.last_error().code, make_error_code(base::errc::config_invalid));
   dir.write("token", "better");
   EXPECT_EQ(source.current().value(), "better");
   EXPECT_FALSE(source.last_error());
@@ -587,7 +587,7 @@ TEST(token_source, a_reread_token_with_a_line_break_is_refused_and_the_cached_on
   dir.write("token", "s3cret\nX-Evil: 1\n");
   source.invalidate();
   EXPECT_EQ(source.current().value(), "good");
-  EXPECT_EQ(source.last_error().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(source.last_error().code, make_error_code(base::errc::config_invalid));
   EXPECT_NE(source.last_error().message.find("line break"), std::string::npos);
   EXPECT_EQ(source.last_error().message.find("s3cret"), std::string::npos);
   dir.write("token", "s3cret\x01\n");
@@ -607,7 +607,7 @@ TEST(token_source, a_static_token_with_a_line_break_is_never_sent) {
   token_source source("s3cret\r\nX-Evil: 1", "", std::chrono::seconds{50}, clock.fn());
   auto token = source.current();
   ASSERT_FALSE(token);
-  EXPECT_EQ(token.error().code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(token.error().code, make_error_code(base::errc::config_invalid));
   EXPECT_NE(token.error().message.find("line break"), std::string::npos);
   EXPECT_EQ(token.error().message.find("s3cret"), std::string::npos);
 

@@ -19,8 +19,8 @@ struct collector {
   void feed(std::string_view bytes) {
     splitter.feed(
         bytes, [&](std::string_view line) { out.emplace_back(line); },
-        [&](const error& e) {
-          EXPECT_EQ(e.code, make_error_code(errc::line_too_long));
+        [&](const base::error& e) {
+          EXPECT_EQ(e.code, make_error_code(base::errc::line_too_long));
           out.emplace_back("!" + e.message);
         });
   }

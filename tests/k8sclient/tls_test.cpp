@@ -33,9 +33,9 @@ rest_config good_config() {
 
 void expect_unusable(const rest_config& config, const std::string& what,
                      const std::string& fields) {
-  const error e = check_tls_material(config);
+  const base::error e = check_tls_material(config);
   ASSERT_TRUE(e) << "accepted: " << what;
-  EXPECT_EQ(e.code, make_error_code(errc::config_invalid));
+  EXPECT_EQ(e.code, make_error_code(base::errc::config_invalid));
   EXPECT_EQ(e.message.find('\n'), std::string::npos) << e.message;
   EXPECT_EQ(e.message.rfind(config.source + ": ", 0), 0U) << e.message;
   EXPECT_NE(e.message.find(what), std::string::npos) << e.message;
@@ -50,7 +50,7 @@ TEST(check_tls_material, good_material_from_the_testdata_kubeconfig_passes) {
   ASSERT_TRUE(config.tls);
   ASSERT_FALSE(config.ca_pem.empty());
   ASSERT_FALSE(config.client_key_pem.empty());
-  const error e = check_tls_material(config);
+  const base::error e = check_tls_material(config);
   EXPECT_FALSE(e) << e.message;
 }
 

@@ -439,7 +439,7 @@ TEST_F(http_endpoints_test, bind_failure_is_an_error_value) {
   http_endpoints second(ioc_.get_executor(), o);
   const auto res = second.start();
   ASSERT_FALSE(res);
-  EXPECT_EQ(res.error().code, k8sclient::make_error_code(k8sclient::errc::config_invalid));
+  EXPECT_EQ(res.error().code, base::make_error_code(base::errc::config_invalid));
   EXPECT_NE(res.error().message.find(o.bind_address), std::string::npos) << res.error().message;
   first.stop();
 }
@@ -473,7 +473,7 @@ TEST(parse_bind_address, accepts_and_rejects) {
     const auto b = parse_bind_address(bad);
     EXPECT_FALSE(b) << bad;
     if (!b) {
-      EXPECT_EQ(b.error().code, k8sclient::make_error_code(k8sclient::errc::config_invalid));
+      EXPECT_EQ(b.error().code, base::make_error_code(base::errc::config_invalid));
     }
   }
 }

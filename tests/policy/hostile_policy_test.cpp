@@ -24,7 +24,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 /// Fails unless `line` is one line of printable text (no C0/C1 control character, no byte
-/// that is not part of UTF-8 text; k8sclient::printable's output) of bounded length.
+/// that is not part of UTF-8 text; base::printable's output) of bounded length.
 void expect_one_bounded_line(const std::string& line) {
   EXPECT_LE(line.size(), max_error_bytes + 64) << line.substr(0, 200);
   for (const char c : line) {
@@ -169,7 +169,7 @@ TEST(hostile_policy, a_yaml_depth_limit_says_so_not_bad_file) {
 TEST(hostile_policy, a_reload_of_the_hostile_files_is_one_bounded_rejection) {
   std::string content = std::string(policy_header);
   reloader r("p.yaml", controller::eviction_policy{},
-             [&](const std::string&) -> k8sclient::result<std::string> { return content; });
+             [&](const std::string&) -> base::result<std::string> { return content; });
   EXPECT_EQ(r.poll().what, reload_result::kind::unchanged);
   for (const auto& hostile : {test::aliased_unknown_keys(), test::aliased_valid_selector()}) {
     content = hostile;

@@ -27,10 +27,10 @@ struct fake_file {
   int reads = 0;
 
   reloader::read_fn reader() {
-    return [this](const std::string& path) -> k8sclient::result<std::string> {
+    return [this](const std::string& path) -> base::result<std::string> {
       ++reads;
       if (!text) {
-        return k8sclient::make_error(k8sclient::errc::config_invalid, path + ": cannot open");
+        return base::make_error(base::errc::config_invalid, path + ": cannot open");
       }
       return *text;
     };

@@ -22,15 +22,14 @@ namespace tec::shadow {
 namespace {
 
 using base::clock_bridge;
-using base::format_rfc3339_ms;
 
+using base::errc;
+using base::make_error_code;
 using base::wall_clock;
 using informers::disruption_state;
 using informers::pod_record;
 using k8sclient::client;
-using k8sclient::errc;
 using k8sclient::event_type;
-using k8sclient::make_error_code;
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

@@ -21,9 +21,9 @@
 namespace tec::writers {
 namespace {
 
+using base::errc;
+using base::make_error_code;
 using k8sclient::client;
-using k8sclient::errc;
-using k8sclient::make_error_code;
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tec/base/rfc3339.hpp"
+
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
@@ -20,15 +22,15 @@
 
 namespace tec::writers {
 namespace {
-using informers::parse_rfc3339;
+using base::parse_rfc3339;
 using k8sclient::request;
 using k8sclient::response;
 
+using base::errc;
+using base::make_error_code;
 using informers::disruption_state;
 using informers::pod_record;
 using k8sclient::client;
-using k8sclient::errc;
-using k8sclient::make_error_code;
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;

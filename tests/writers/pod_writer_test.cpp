@@ -28,17 +28,17 @@
 
 namespace tec::writers {
 namespace {
+using base::result;
 using informers::pod_store;
 using k8sclient::error_reason;
 using k8sclient::request;
 using k8sclient::response;
-using k8sclient::result;
 
+using base::errc;
+using base::make_error_code;
 using informers::disruption_state;
 using informers::pod_record;
 using k8sclient::client;
-using k8sclient::errc;
-using k8sclient::make_error_code;
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

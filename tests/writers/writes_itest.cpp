@@ -33,12 +33,12 @@ using informers::pod_store;
 using k8sclient::request;
 using k8sclient::response;
 
+using base::errc;
+using base::make_error_code;
 using informers::disruption_state;
 using informers::pod_record;
 using k8sclient::client;
-using k8sclient::errc;
 using k8sclient::event_type;
-using k8sclient::make_error_code;
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;

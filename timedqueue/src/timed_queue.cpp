@@ -1,4 +1,5 @@
 #include "tec/timedqueue/timed_queue.hpp"
+#include "tec/base/logger.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -25,10 +26,7 @@ namespace tec::timedqueue {
 namespace {
 
 std::shared_ptr<spdlog::logger> logger() {
-  if (auto named = spdlog::get("timedqueue")) {
-    return named;
-  }
-  return spdlog::default_logger();
+  return base::named_logger("timedqueue");
 }
 
 /// A deadline that is never reached: entries due then never fire (and backoff saturates there).

@@ -22,9 +22,9 @@
 #include <utility>
 #include <vector>
 
+#include "tec/base/logger.hpp"
+#include "tec/base/token_bucket.hpp"
 #include "tec/k8sclient/hostname.hpp"
-#include "tec/k8sclient/logger.hpp"
-#include "tec/k8sclient/token_bucket.hpp"
 #include "tec/writers/pod_writer.hpp"
 
 namespace tec::writers {
@@ -38,7 +38,7 @@ using nlohmann::json;
 constexpr std::size_t max_name_length = 253;
 
 std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("events");
+  static const std::shared_ptr<spdlog::logger> log = base::named_logger("events");
   return log;
 }
 
@@ -254,8 +254,8 @@ std::string make_event_body(const involved_object& object, const event_content& 
       {"source", {{"component", options.component}}},
       {"reportingComponent", options.component},
       {"reportingInstance", options.reporting_instance},
-      {"firstTimestamp", k8sclient::format_rfc3339(first)},
-      {"lastTimestamp", k8sclient::format_rfc3339(last)},
+      {"firstTimestamp", base::format_rfc3339(first)},
+      {"lastTimestamp", base::format_rfc3339(last)},
       {"count", count},
   };
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -272,7 +272,7 @@ std::string make_event_patch(std::string_view message, std::chrono::system_clock
                              std::uint64_t count) {
   const json patch = {
       {"count", count},
-      {"lastTimestamp", k8sclient::format_rfc3339(last)},
+      {"lastTimestamp", base::format_rfc3339(last)},
       {"message", message},
   };
   return patch.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -299,9 +299,9 @@ struct event_recorder::impl {
         options.spam_refill_interval.count() > 0
             ? 1.0 / static_cast<double>(options.spam_refill_interval.count())
             : 0.0;
-    k8sclient::token_bucket* b = buckets.find(key);
+    base::token_bucket* b = buckets.find(key);
     if (b == nullptr) {
-      b = &buckets.put(key, k8sclient::token_bucket(refill_per_second, options.spam_burst, now));
+      b = &buckets.put(key, base::token_bucket(refill_per_second, options.spam_burst, now));
     }
     return b->try_take(now);
   }
@@ -567,7 +567,7 @@ struct event_recorder::impl {
       if (resp) {
         // A status is an answer: 403 (RBAC, terminating namespace), 422... Resending the
         // same request will not change it; the client already retried 429/5xx.
-        const k8sclient::error err = k8sclient::api_error(
+        const base::error err = k8sclient::api_error(
             std::string(create ? "POST" : "PATCH") + " event for pod " + pod, resp.value());
         logger()->warn("dropping event pod=\"{}\" reason={}: {}", pod, s->content.reason,
                        err.message);
@@ -621,8 +621,8 @@ struct event_recorder::impl {
 
   mutable std::mutex mutex;  // Guards everything below it.
   std::deque<std::shared_ptr<series>> queue;
-  lru_map<k8sclient::token_bucket> buckets;  // The spam filter, by object.
-  lru_map<similar_events> similar;           // The aggregation, by object, type and reason.
+  lru_map<base::token_bucket> buckets;  // The spam filter, by object.
+  lru_map<similar_events> similar;      // The aggregation, by object, type and reason.
   // The series, by key: those with a request queued or in flight are never forgotten (so one
   // key never gets two Events while its first is still being written); at most
   // queue_capacity + max_in_flight of them (each key views its series' key). The others in an

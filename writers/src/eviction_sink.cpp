@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "tec/k8sclient/logger.hpp"
+#include "tec/base/logger.hpp"
 #include "tec/writers/pod_writer.hpp"
 
 namespace tec::writers {
@@ -27,7 +27,7 @@ using controller::eviction_status;
 using controller::pod_ref;
 
 std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> log = k8sclient::named_logger("evict");
+  static const std::shared_ptr<spdlog::logger> log = base::named_logger("evict");
   return log;
 }
 
@@ -35,24 +35,24 @@ std::shared_ptr<spdlog::logger> logger() {
 /// soon (429 and 5xx after the client's own retries, a timeout, a broken connection, 401 while
 /// a token is rotated, 409 and 408, which ask to retry). False for an answer that will not
 /// change: 403, 404, 410 and every other 4xx (422 Invalid, 400 BadRequest, ...).
-bool transient(const k8sclient::error& err) {
-  if (err.code.category() != k8sclient::error_category()) {
+bool transient(const base::error& err) {
+  if (err.code.category() != base::error_category()) {
     return true;
   }
-  switch (static_cast<k8sclient::errc>(err.code.value())) {
-    case k8sclient::errc::forbidden:
-    case k8sclient::errc::not_found:
-    case k8sclient::errc::gone:
+  switch (static_cast<base::errc>(err.code.value())) {
+    case base::errc::forbidden:
+    case base::errc::not_found:
+    case base::errc::gone:
       return false;
-    case k8sclient::errc::http_status:
+    case base::errc::http_status:
       return err.http_status == 408 || err.http_status < 400 || err.http_status >= 500;
     default:
       return true;
   }
 }
 
-bool is_cancelled(const k8sclient::error& err) {
-  return err.code == k8sclient::make_error_code(k8sclient::errc::cancelled);
+bool is_cancelled(const base::error& err) {
+  return err.code == base::make_error_code(base::errc::cancelled);
 }
 
 /// The UIDs whose condition patch this sink saw succeed, oldest first forgotten. Not
@@ -120,7 +120,7 @@ struct k8s_eviction_sink::impl {
     return eviction_result{eviction_status::gone, {}};
   }
 
-  void record_failure(const k8sclient::error& err) {
+  void record_failure(const base::error& err) {
     const std::lock_guard lock(mutex);
     ++counters.failures;
     ++counters.failures_by_reason[k8sclient::error_reason(err)];
@@ -203,7 +203,7 @@ struct k8s_eviction_sink::impl {
       finished(pod.uid, true);
       co_return eviction_result{eviction_status::gone, {}};
     }
-    const k8sclient::error& err = patched_result.error();
+    const base::error& err = patched_result.error();
     if (is_cancelled(err)) {
       co_return cancelled_result();
     }
@@ -237,7 +237,7 @@ struct k8s_eviction_sink::impl {
   // The Eviction API's group/version, found by discovery and kept (a failed discovery fails
   // the attempt, which the queue retries). The first attempts, in flight together, may each
   // ask; one logs the answer.
-  asio::awaitable<k8sclient::result<std::string>> eviction_version() {
+  asio::awaitable<base::result<std::string>> eviction_version() {
     {
       const std::lock_guard lock(mutex);
       if (!eviction_api.empty()) {

@@ -121,7 +121,7 @@ k8sclient::request make_disruption_condition_request(
                     {"reason", informers::taint_manager_reason},
                     {"message", informers::taint_manager_message}};
   if (transition_time) {
-    condition["lastTransitionTime"] = k8sclient::format_rfc3339(*transition_time);
+    condition["lastTransitionTime"] = base::format_rfc3339(*transition_time);
   }
   const json body = {{"metadata", {{"uid", std::string(uid)}}},
                      {"status", {{"conditions", json::array({condition})}}}};
@@ -137,7 +137,7 @@ k8sclient::request make_disruption_condition_request(
 
 namespace {
 /// A transport error, its message prefixed with the request it failed (no secrets in either).
-k8sclient::error with_context(const std::string& what, k8sclient::error err) {
+base::error with_context(const std::string& what, base::error err) {
   err.message = what + ": " + err.message;
   return err;
 }
@@ -145,7 +145,7 @@ k8sclient::error with_context(const std::string& what, k8sclient::error err) {
 
 pod_writer::pod_writer(k8sclient::client& c, wall_clock now) : client_(c), now_(std::move(now)) {}
 
-boost::asio::awaitable<k8sclient::result<delete_outcome>> pod_writer::delete_pod(
+boost::asio::awaitable<base::result<delete_outcome>> pod_writer::delete_pod(
     std::string ns, std::string name, std::string uid, std::function<bool()> cancelled) {
   k8sclient::request req = make_delete_pod_request(ns, name, uid);
   req.cancelled = std::move(cancelled);
@@ -169,7 +169,7 @@ boost::asio::awaitable<k8sclient::result<delete_outcome>> pod_writer::delete_pod
   co_return k8sclient::api_error(what, resp.value());
 }
 
-boost::asio::awaitable<k8sclient::result<evict_answer>> pod_writer::evict_pod(
+boost::asio::awaitable<base::result<evict_answer>> pod_writer::evict_pod(
     std::string ns, std::string name, std::string uid, std::string api_version,
     std::function<bool()> cancelled) {
   k8sclient::request req = make_evict_pod_request(ns, name, uid, api_version);
@@ -198,7 +198,7 @@ boost::asio::awaitable<k8sclient::result<evict_answer>> pod_writer::evict_pod(
   co_return k8sclient::api_error(what, resp.value());
 }
 
-boost::asio::awaitable<k8sclient::result<std::string>> pod_writer::discover_eviction_version() {
+boost::asio::awaitable<base::result<std::string>> pod_writer::discover_eviction_version() {
   k8sclient::request req;
   req.method = http::verb::get;
   req.target = "/api/v1";
@@ -214,11 +214,11 @@ boost::asio::awaitable<k8sclient::result<std::string>> pod_writer::discover_evic
   if (auto version = eviction_version_in_discovery(resp->body)) {
     co_return std::move(*version);
   }
-  co_return k8sclient::make_error(k8sclient::errc::http_status,
-                                  what + ": the API server does not list pods/eviction");
+  co_return base::make_error(base::errc::http_status,
+                             what + ": the API server does not list pods/eviction");
 }
 
-boost::asio::awaitable<k8sclient::result<patch_outcome>> pod_writer::add_disruption_condition(
+boost::asio::awaitable<base::result<patch_outcome>> pod_writer::add_disruption_condition(
     std::string ns, std::string name, std::string uid, std::function<bool()> cancelled,
     bool keep_transition_time) {
   k8sclient::request req = make_disruption_condition_request(

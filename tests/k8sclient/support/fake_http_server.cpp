@@ -310,9 +310,10 @@ fake_http_server::fake_http_server(asio::any_io_executor ex) : state_(std::make_
   state_->in_memory = true;
 }
 
-std::function<result<std::unique_ptr<memory_stream>>(const asio::any_io_executor&)>
+std::function<base::result<std::unique_ptr<memory_stream>>(const asio::any_io_executor&)>
 fake_http_server::connector() const {
-  return [s = state_](const asio::any_io_executor& ex) -> result<std::unique_ptr<memory_stream>> {
+  return [s = state_](
+             const asio::any_io_executor& ex) -> base::result<std::unique_ptr<memory_stream>> {
     auto near = std::make_unique<memory_stream>(ex);
     memory_stream far(s->ex);
     near->connect(far);

@@ -110,7 +110,7 @@ public:
 
   /// In memory: for client_options::connector. Each call opens one connection.
   [[nodiscard]] std::function<
-      result<std::unique_ptr<memory_stream>>(const boost::asio::any_io_executor&)>
+      base::result<std::unique_ptr<memory_stream>>(const boost::asio::any_io_executor&)>
   connector() const;
 
   /// Queues a reply for the next matching request.

@@ -1,18 +1,14 @@
 #pragma once
 
 // Wall-clock times for the JSON reports on the metrics port (/debug/shadow,
-// /debug/evictions): the driver's steady clock mapped onto the wall clock, and RFC 3339 with
-// milliseconds. Pure; any thread.
+// /debug/evictions): the driver's steady clock mapped onto the wall clock (tec/base/rfc3339.hpp
+// writes them). Pure; any thread.
 
 #include <chrono>
-#include <string>
 
 namespace tec::base {
 
 using wall_clock = std::chrono::system_clock;
-
-/// `t` as RFC 3339 in UTC with milliseconds ("2026-11-23T08:40:00.123Z").
-[[nodiscard]] std::string format_rfc3339_ms(wall_clock::time_point t);
 
 /// Maps the driver's (steady) clock onto the wall clock: both read once, at construction.
 /// Good enough for a report (a wall clock step later shifts the reported times, nothing else).

@@ -151,9 +151,6 @@ inline constexpr std::string_view eviction_fallback_reason = "TaintEvictionFallb
 /// effect).
 [[nodiscard]] std::string describe_taint(const taint& t);
 
-/// `t` as RFC 3339 in UTC, whole seconds (rounded down): "2026-11-23T15:40:00Z".
-[[nodiscard]] std::string format_rfc3339_seconds(std::chrono::system_clock::time_point t);
-
 /// The result of one eviction attempt.
 enum class eviction_status : std::uint8_t {
   deleted,  ///< The DELETE was accepted (2xx): the pod is terminating or gone.

@@ -32,11 +32,11 @@
 #include <utility>
 #include <vector>
 
+#include "tec/base/result.hpp"
 #include "tec/informers/kube_names.hpp"
 #include "tec/informers/protobuf.hpp"
 #include "tec/informers/records.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
-#include "tec/k8sclient/result.hpp"
 #include "tec/k8sclient/watch.hpp"
 
 namespace tec::informers {

@@ -20,7 +20,7 @@ namespace tec::informers {
 template <class Record>
 struct record_codec {
   using object_type = Record;
-  static k8sclient::result<k8sclient::api_status> decode_status(std::string_view body) {
+  static base::result<k8sclient::api_status> decode_status(std::string_view body) {
     return is_protobuf(body) ? decode_status_protobuf(body) : informers::decode_status(body);
   }
   static list_decoder<Record> make_list_decoder(std::size_t max_item_bytes,
@@ -33,7 +33,7 @@ struct record_codec {
 struct pod_codec : record_codec<pod_record> {
   static constexpr const char* path = "/api/v1/pods";
   static constexpr const char* kind = "pods";
-  static k8sclient::result<pod_event> decode_event(std::string_view line) {
+  static base::result<pod_event> decode_event(std::string_view line) {
     return is_protobuf_event(line) ? decode_pod_event_protobuf(line) : decode_pod_event(line);
   }
 };
@@ -42,7 +42,7 @@ struct pod_codec : record_codec<pod_record> {
 struct node_codec : record_codec<node_record> {
   static constexpr const char* path = "/api/v1/nodes";
   static constexpr const char* kind = "nodes";
-  static k8sclient::result<node_event> decode_event(std::string_view line) {
+  static base::result<node_event> decode_event(std::string_view line) {
     return is_protobuf_event(line) ? decode_node_event_protobuf(line) : decode_node_event(line);
   }
 };

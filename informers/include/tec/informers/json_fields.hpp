@@ -17,9 +17,9 @@
 #include <string_view>
 #include <utility>
 
+#include "tec/base/error.hpp"
+#include "tec/base/result.hpp"
 #include "tec/informers/decode.hpp"
-#include "tec/k8sclient/error.hpp"
-#include "tec/k8sclient/result.hpp"
 #include "tec/k8sclient/watch.hpp"
 
 namespace tec::informers::json_fields {
@@ -86,7 +86,7 @@ result<k8sclient::watch_event<Record>> decode_watch_line(std::string_view line,
   } else if (type == "ERROR") {
     ev.type = k8sclient::event_type::error;
   } else {
-    return shape("watch event.type", "unknown type \"" + k8sclient::printable(type, 32) + "\"");
+    return shape("watch event.type", "unknown type \"" + base::printable(type, 32) + "\"");
   }
   const auto obj = doc->find("object");
   if (obj == doc->end() || !obj->is_object()) {

@@ -20,11 +20,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tec/base/result.hpp"
 #include "tec/informers/decode.hpp"
 #include "tec/informers/object_codec.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/reflector.hpp"
-#include "tec/k8sclient/result.hpp"
 #include "tec/k8sclient/watch.hpp"
 
 namespace tec::informers {

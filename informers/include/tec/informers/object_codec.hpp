@@ -13,8 +13,8 @@
 #include <string_view>
 #include <utility>
 
+#include "tec/base/result.hpp"
 #include "tec/informers/decode.hpp"
-#include "tec/k8sclient/result.hpp"
 #include "tec/k8sclient/watch.hpp"
 
 namespace tec::informers {
@@ -72,10 +72,10 @@ template <class Record, result<Record> (*DecodeItem)(std::string_view),
 struct object_codec {
   using object_type = Record;
   using list_decoder_type = object_list_decoder<Record, DecodeItem, DecodeList>;
-  static k8sclient::result<k8sclient::watch_event<Record>> decode_event(std::string_view line) {
+  static base::result<k8sclient::watch_event<Record>> decode_event(std::string_view line) {
     return DecodeEvent(line);
   }
-  static k8sclient::result<k8sclient::api_status> decode_status(std::string_view body) {
+  static base::result<k8sclient::api_status> decode_status(std::string_view body) {
     return informers::decode_status(body);
   }
   static list_decoder_type make_list_decoder(std::size_t max_item_bytes,

@@ -27,8 +27,8 @@
 #include <string>
 #include <string_view>
 
+#include "tec/base/result.hpp"
 #include "tec/informers/records.hpp"
-#include "tec/k8sclient/result.hpp"
 #include "tec/k8sclient/watch.hpp"
 
 namespace tec::informers {
@@ -49,21 +49,20 @@ inline bool is_protobuf_event(std::string_view frame) noexcept {
 }
 
 /// A Pod or Node envelope ("k8s\0" + Unknown).
-k8sclient::result<pod_record> decode_pod_protobuf(std::string_view envelope);
-k8sclient::result<node_record> decode_node_protobuf(std::string_view envelope);
+base::result<pod_record> decode_pod_protobuf(std::string_view envelope);
+base::result<node_record> decode_node_protobuf(std::string_view envelope);
 
 /// A bare Pod or Node message (an item of a list page).
-k8sclient::result<pod_record> decode_pod_message(std::string_view message);
-k8sclient::result<node_record> decode_node_message(std::string_view message);
+base::result<pod_record> decode_pod_message(std::string_view message);
+base::result<node_record> decode_node_message(std::string_view message);
 
 /// One watch frame (a WatchEvent message).
-k8sclient::result<k8sclient::watch_event<pod_record>> decode_pod_event_protobuf(
-    std::string_view frame);
-k8sclient::result<k8sclient::watch_event<node_record>> decode_node_event_protobuf(
+base::result<k8sclient::watch_event<pod_record>> decode_pod_event_protobuf(std::string_view frame);
+base::result<k8sclient::watch_event<node_record>> decode_node_event_protobuf(
     std::string_view frame);
 
 /// A metav1.Status envelope (an error response's body).
-k8sclient::result<k8sclient::api_status> decode_status_protobuf(std::string_view envelope);
+base::result<k8sclient::api_status> decode_status_protobuf(std::string_view envelope);
 
 /// A LIST response body in protobuf, split as the bytes arrive: every item of the list's
 /// repeated field 2 is handed over as its message bytes, and the list's metadata is kept; no
@@ -85,8 +84,8 @@ public:
     }
     bytes_ += bytes.size();
     if (bytes_ > max_page_) {
-      fail(k8sclient::make_error(k8sclient::errc::response_too_large,
-                                 "the list body is over " + std::to_string(max_page_) + " bytes"));
+      fail(base::make_error(base::errc::response_too_large,
+                            "the list body is over " + std::to_string(max_page_) + " bytes"));
       return false;
     }
     buf_.append(bytes);
@@ -101,12 +100,12 @@ public:
 
   /// The end of the body: the list's resourceVersion and continue token, or why the body is
   /// broken or ended early.
-  k8sclient::result<std::pair<std::string, std::string>> finish();
+  base::result<std::pair<std::string, std::string>> finish();
 
-  [[nodiscard]] const std::optional<k8sclient::error>& failure() const noexcept { return failure_; }
+  [[nodiscard]] const std::optional<base::error>& failure() const noexcept { return failure_; }
   [[nodiscard]] std::size_t items() const noexcept { return items_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
-  void fail(k8sclient::error why) {
+  void fail(base::error why) {
     if (!failure_) {
       failure_ = std::move(why);
     }
@@ -138,7 +137,7 @@ private:
   std::string continue_;
   std::size_t items_ = 0;
   std::size_t bytes_ = 0;
-  std::optional<k8sclient::error> failure_;
+  std::optional<base::error> failure_;
 };
 
 template <class OnItem>
@@ -149,8 +148,8 @@ bool protobuf_list_splitter::scan(std::size_t& pos, OnItem&& on_item) {
         return true;
       }
       if (!is_protobuf(std::string_view(buf_).substr(pos, 4))) {
-        fail(k8sclient::make_error(k8sclient::errc::malformed_json,
-                                   "malformed protobuf: the body does not start with k8s\\0"));
+        fail(base::make_error(base::errc::malformed_json,
+                              "malformed protobuf: the body does not start with k8s\\0"));
         return false;
       }
       pos += 4;
@@ -174,13 +173,13 @@ bool protobuf_list_splitter::scan(std::size_t& pos, OnItem&& on_item) {
     }
     const std::size_t whole = h->header_bytes + h->length;
     if (level_ == level::list && whole > list_left_) {
-      fail(k8sclient::make_error(k8sclient::errc::malformed_json,
-                                 "malformed protobuf: a field runs past the end of the list"));
+      fail(base::make_error(base::errc::malformed_json,
+                            "malformed protobuf: a field runs past the end of the list"));
       return false;
     }
     if (h->length > max_item_) {
-      fail(k8sclient::make_error(k8sclient::errc::response_too_large,
-                                 "a list item is over " + std::to_string(max_item_) + " bytes"));
+      fail(base::make_error(base::errc::response_too_large,
+                            "a list item is over " + std::to_string(max_item_) + " bytes"));
       return false;
     }
     if (buf_.size() - pos < whole) {
@@ -201,8 +200,8 @@ bool protobuf_list_splitter::scan(std::size_t& pos, OnItem&& on_item) {
         return false;
       }
     } else if (h->wire == 2 && h->number == 3 && !content.empty()) {
-      fail(k8sclient::make_error(k8sclient::errc::malformed_json,
-                                 "malformed protobuf: unsupported contentEncoding"));
+      fail(base::make_error(base::errc::malformed_json,
+                            "malformed protobuf: unsupported contentEncoding"));
       return false;
     }
     pos += whole;

@@ -62,8 +62,4 @@ controller::toleration_operator parse_toleration_operator(std::string_view text)
 /// `unknown`.
 controller::pod_phase parse_pod_phase(std::string_view text) noexcept;
 
-/// An RFC 3339 timestamp ("2024-05-01T12:34:56Z", optional fraction, "Z" or "+hh:mm")
-/// as seconds since the Unix epoch (fraction dropped); nullopt when malformed.
-std::optional<std::int64_t> parse_rfc3339(std::string_view text) noexcept;
-
 }  // namespace tec::informers

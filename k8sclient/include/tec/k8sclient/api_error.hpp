@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "tec/base/error.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/error.hpp"
 
 namespace tec::k8sclient {
 
@@ -15,7 +15,7 @@ namespace tec::k8sclient {
 /// 5xx, else http_status), http_status set, and a message "<what>: <status> <reason>: <the
 /// Status object's message>" (the body, truncated, when it is not a Status). `what` names the
 /// request, e.g. "DELETE pod ns/name"; it must not contain secrets.
-error api_error(std::string_view what, const response& resp);
+base::error api_error(std::string_view what, const response& resp);
 
 /// The message of the Status object in `body` (the body itself when it is not one), clipped
 /// and escaped for logs and events: a hostile or broken server must not write huge or forged
@@ -23,10 +23,10 @@ error api_error(std::string_view what, const response& resp);
 std::string status_message(std::string_view body);
 
 /// The errc a non-2xx HTTP status maps to.
-errc errc_for_status(unsigned status) noexcept;
+base::errc errc_for_status(unsigned status) noexcept;
 
 /// A short, stable label for an error (for metrics labels and logs), e.g. "forbidden",
 /// "timeout", "http_422".
-std::string error_reason(const error& err);
+std::string error_reason(const base::error& err);
 
 }  // namespace tec::k8sclient

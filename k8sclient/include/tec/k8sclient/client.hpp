@@ -25,16 +25,20 @@
 #include <string_view>
 #include <utility>
 
-#include "tec/k8sclient/backoff.hpp"
+#include "tec/base/backoff.hpp"
+#include "tec/base/error.hpp"
+#include "tec/base/result.hpp"
 #include "tec/k8sclient/clock.hpp"
-#include "tec/k8sclient/error.hpp"
 #include "tec/k8sclient/rest_config.hpp"
-#include "tec/k8sclient/result.hpp"
 
 namespace boost::beast::test {
 template <class Executor>
 class basic_stream;
 }  // namespace boost::beast::test
+
+namespace spdlog {
+class logger;
+}  // namespace spdlog
 
 namespace tec::k8sclient {
 
@@ -59,9 +63,9 @@ struct client_options {
   int max_retries = 10;  ///< For 429/5xx (Retry-After) and idempotent network errors.
   /// The wait before resending after a network error: 100 ms doubling to 5 s, each stretched
   /// by a random factor in [1, 1.5); a fresh series for every request.
-  backoff_policy network_retry_backoff{std::chrono::milliseconds{100},
-                                       std::chrono::milliseconds{5'000},
-                                       std::chrono::milliseconds{120'000}, 2.0, 0.5};
+  base::backoff_policy network_retry_backoff{std::chrono::milliseconds{100},
+                                             std::chrono::milliseconds{5'000},
+                                             std::chrono::milliseconds{120'000}, 2.0, 0.5};
   std::chrono::seconds token_refresh_period{50};
   std::string user_agent = "taint-eviction-controller";
   /// An idle pooled connection older than this is closed instead of reused (client-go's
@@ -86,7 +90,7 @@ struct client_options {
   /// (no DNS, TCP or TLS; rest_config::tls is only validated). Called on the client's executor; the
   /// stream must be connected to a peer on the same executor. An error fails the attempt as a
   /// refused connection would. Empty = TCP (+TLS).
-  std::function<result<std::unique_ptr<memory_stream>>(const boost::asio::any_io_executor&)>
+  std::function<base::result<std::unique_ptr<memory_stream>>(const boost::asio::any_io_executor&)>
       connector;
   /// Called after every HTTP exchange (for metrics): verb, status (0 on a transport error)
   /// and latency. Runs on the client's executor; must be cheap and thread-safe.
@@ -154,7 +158,7 @@ public:
   /// Sends one request and reads the whole response. A non-2xx status is NOT an error here:
   /// it is returned in response::status (after the 429/5xx retries are used up), so callers
   /// decide what 404/409/410 mean. Errors are transport/config failures only.
-  boost::asio::awaitable<result<response>> send(request req);
+  boost::asio::awaitable<base::result<response>> send(request req);
 
   /// Sends a request whose response body is a long stream (a watch). The headers are awaited
   /// under request_timeout (with the same retries as send()); on a 2xx every body byte is
@@ -164,8 +168,8 @@ public:
   /// returned, never retried. On a non-2xx status, the body is returned in response::body and
   /// `sink` is not called (over 1 MiB -> errc::response_too_large). `sink` runs on the
   /// client's executor.
-  boost::asio::awaitable<result<response>> stream(request req, body_sink sink,
-                                                  std::chrono::milliseconds idle_timeout);
+  boost::asio::awaitable<base::result<response>> stream(request req, body_sink sink,
+                                                        std::chrono::milliseconds idle_timeout);
 
   /// Cancels every request in flight and refuses new ones (errc::shutting_down).
   void shutdown();
@@ -183,5 +187,13 @@ private:
   struct impl;
   std::shared_ptr<impl> impl_;
 };
+
+namespace detail {
+
+/// The "client" logger of the HTTP client (client.cpp), looked up once and kept. Tests add a
+/// sink to it to read what the client logged.
+const std::shared_ptr<spdlog::logger>& client_log();
+
+}  // namespace detail
 
 }  // namespace tec::k8sclient

@@ -15,8 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "tec/base/result.hpp"
 #include "tec/k8sclient/rest_config.hpp"
-#include "tec/k8sclient/result.hpp"
 
 namespace tec::k8sclient {
 
@@ -32,7 +32,7 @@ struct server_url {
 /// brackets. Like client-go, a value without a scheme gets `https://` when `default_tls`
 /// (the cluster has a CA, a client certificate or insecure-skip-tls-verify) and `http://`
 /// otherwise. Query strings, fragments and user info are rejected.
-result<server_url> parse_server_url(std::string_view text, bool default_tls = true);
+base::result<server_url> parse_server_url(std::string_view text, bool default_tls = true);
 
 /// Decodes standard base64 with padding; CR and LF are ignored (as Go's decoder does).
 /// nullopt when the text is not valid base64.
@@ -45,7 +45,7 @@ std::optional<std::string> decode_base64(std::string_view text);
 /// re-read later through token_source. exec and auth-provider plugins, basic auth and
 /// proxy-url are not supported and are reported as errors rather than silently ignored.
 /// Thread-safe (no shared state).
-result<rest_config> load_kubeconfig(const std::string& path, const std::string& context = "");
+base::result<rest_config> load_kubeconfig(const std::string& path, const std::string& context = "");
 
 /// Looks up an environment variable; nullopt when unset. Injected for tests.
 using env_lookup = std::function<std::optional<std::string>(const std::string& name)>;
@@ -60,7 +60,7 @@ inline constexpr std::string_view default_service_account_dir =
 /// KUBERNETES_SERVICE_PORT, `<root>/token` (read once to validate; token_file is set so that it
 /// is re-read), `<root>/ca.crt`, and takes the namespace from `<root>/namespace` (as clientcmd
 /// does: POD_NAMESPACE wins when set, "default" when neither exists).
-result<rest_config> load_in_cluster(
+base::result<rest_config> load_in_cluster(
     const std::string& root = std::string(default_service_account_dir),
     const env_lookup& env = process_env);
 
@@ -91,13 +91,13 @@ public:
 
   /// The token to send; empty when there is no token authentication at all. An error only
   /// when the token file cannot be read and no token was ever cached.
-  result<std::string> current();
+  base::result<std::string> current();
 
   /// Forces the next current() to re-read the token file (after a 401).
   void invalidate();
 
   /// Why the last re-read failed (empty message when it succeeded).
-  [[nodiscard]] error last_error() const;
+  [[nodiscard]] base::error last_error() const;
 
 private:
   const std::string file_;
@@ -108,8 +108,8 @@ private:
   bool have_token_ = false;
   bool stale_ = false;
   std::chrono::steady_clock::time_point fetched_{};
-  error last_error_;    ///< Of the last re-read; set while a failure streak lasts.
-  error static_error_;  ///< Why the static token was refused.
+  base::error last_error_;    ///< Of the last re-read; set while a failure streak lasts.
+  base::error static_error_;  ///< Why the static token was refused.
 };
 
 /// Replaces credentials in text meant for logs: the value of any `Authorization` header or

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "tec/base/result.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
-#include "tec/k8sclient/result.hpp"
 
 namespace tec::k8sclient {
 
@@ -49,9 +49,10 @@ public:
         broken_ = true;
         buffer_.clear();
         buffer_.shrink_to_fit();
-        on_error(make_error(errc::line_too_long, "a watch event frame of " + std::to_string(len) +
-                                                     " bytes is over the bound of " +
-                                                     std::to_string(max_) + " bytes"));
+        on_error(base::make_error(base::errc::line_too_long, "a watch event frame of " +
+                                                                 std::to_string(len) +
+                                                                 " bytes is over the bound of " +
+                                                                 std::to_string(max_) + " bytes"));
         return;
       }
       if (buffer_.size() - pos - 4 < len) {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <utility>
 
-#include "tec/k8sclient/result.hpp"
+#include "tec/base/result.hpp"
 
 namespace tec::k8sclient {
 
@@ -47,7 +47,7 @@ public:
   void reset() noexcept;
 
 private:
-  [[nodiscard]] error too_long() const;
+  [[nodiscard]] base::error too_long() const;
   void release_buffer() noexcept;
 
   std::size_t max_;

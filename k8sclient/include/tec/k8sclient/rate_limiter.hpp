@@ -9,7 +9,7 @@
 #include <chrono>
 #include <functional>
 
-#include "tec/k8sclient/token_bucket.hpp"
+#include "tec/base/token_bucket.hpp"
 
 namespace tec::k8sclient {
 
@@ -36,7 +36,7 @@ public:
 private:
   bool limited_;
   now_fn now_;
-  token_bucket bucket_;
+  base::token_bucket bucket_;
 };
 
 }  // namespace tec::k8sclient

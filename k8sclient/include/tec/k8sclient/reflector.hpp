@@ -85,7 +85,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tec/k8sclient/backoff.hpp"
+#include "tec/base/backoff.hpp"
 #include "tec/k8sclient/client.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
 #include "tec/k8sclient/watch.hpp"
@@ -99,7 +99,7 @@ struct reflector_options {
   /// timeoutSeconds of each watch is drawn uniformly from [min, max).
   std::chrono::seconds min_watch_timeout{300};
   std::chrono::seconds max_watch_timeout{600};
-  backoff_policy backoff;
+  base::backoff_policy backoff;
   /// Bound on one watch event line, and on one item of a LIST page.
   std::size_t max_line_bytes = line_splitter::default_max_line_bytes;
   /// Bound on one LIST response. It is streamed (memory holds the records, never the body),
@@ -150,7 +150,7 @@ struct reflector_options {
   /// http_status) and the wait. Returns true when it logged the failure itself, and the
   /// reflector's own warning is left out: a caller can say what an operator should do (e.g.
   /// which RBAC rule a 403 lacks) in one line. Must be quick and must not throw.
-  std::function<bool(const error& why, std::chrono::milliseconds retry_in)> on_list_failed;
+  std::function<bool(const base::error& why, std::chrono::milliseconds retry_in)> on_list_failed;
 };
 
 /// Counters, for metrics and tests. `relists` excludes the initial list.
@@ -203,12 +203,12 @@ public:
   [[nodiscard]] std::string resource_version() const;
 
   /// Why the last failed LIST failed (empty before any failure). Any thread.
-  [[nodiscard]] error last_list_error() const;
+  [[nodiscard]] base::error last_list_error() const;
 
   /// Why listing fails now: the error of the latest LIST if no LIST has succeeded since, else
   /// empty (before any failure too). Unlike last_list_error(), a success clears it, so /readyz
   /// can give it as the reason it is not ready. Any thread.
-  [[nodiscard]] error current_list_error() const;
+  [[nodiscard]] base::error current_list_error() const;
 
 private:
   struct list_outcome;
@@ -217,7 +217,7 @@ private:
   boost::asio::awaitable<watch_outcome> watch(const std::string& resource_version,
                                               std::chrono::seconds timeout);
   bool apply_line(std::string_view line, watch_outcome& out);
-  void skipped_undecodable(const error& e);
+  void skipped_undecodable(const base::error& e);
   /// Logs a restart that waits `retry_in` (`why`: what happened), at most one line per
   /// detail::restart_log_period, a warning with the count of those left out; `warning` picks
   /// the level of a line that reports this restart alone (a lone 410 is routine: info).
@@ -241,8 +241,8 @@ private:
   mutable std::mutex mutex_;  // guards stats_, rv_, last_error_, current_error_, wake_
   reflector_stats stats_;
   std::string rv_;
-  error last_error_;
-  error current_error_;
+  base::error last_error_;
+  base::error current_error_;
   std::function<void()> wake_;
   // On the executor only: the rate limit of the log line for skipped objects.
   std::chrono::steady_clock::time_point next_decode_log_{};

@@ -35,7 +35,7 @@ const std::shared_ptr<spdlog::logger>& watch_log();
 
 /// A short description of an error response for logs (the Status message, else the status),
 /// clipped and escaped: it is the server's text. `status` is the body decoded as a Status.
-std::string describe_status(const response& res, const result<api_status>& status);
+std::string describe_status(const response& res, const base::result<api_status>& status);
 
 /// How often a skipped, undecodable object is logged (the rest are counted in between).
 constexpr auto decode_error_log_period = std::chrono::seconds{10};
@@ -46,7 +46,7 @@ constexpr auto restart_log_period = std::chrono::seconds{60};
 
 /// True for 504 "Too large resource version": the watch cache is behind the resourceVersion we
 /// asked for (client-go treats it like 410 and relists). `status` is the body decoded as a Status.
-bool too_large_resource_version(const response& res, const result<api_status>& status);
+bool too_large_resource_version(const response& res, const base::result<api_status>& status);
 
 /// A store that takes a relist in steps (reflector.hpp).
 template <class Store, class Object>
@@ -86,7 +86,7 @@ struct reflector<Codec, Store>::list_outcome {
   std::size_t added = 0;           ///< Handed to a relisted_in_steps store already.
   std::string resource_version;
   std::string why;
-  error err;  ///< For kind::failed, when the failure has a code (e.g. response_too_large).
+  base::error err;  ///< For kind::failed, when the failure has a code (e.g. response_too_large).
 };
 
 template <class Codec, class Store>
@@ -127,13 +127,13 @@ reflector_stats reflector<Codec, Store>::stats() const {
 }
 
 template <class Codec, class Store>
-error reflector<Codec, Store>::last_list_error() const {
+base::error reflector<Codec, Store>::last_list_error() const {
   std::lock_guard lock(mutex_);
   return last_error_;
 }
 
 template <class Codec, class Store>
-error reflector<Codec, Store>::current_list_error() const {
+base::error reflector<Codec, Store>::current_list_error() const {
   std::lock_guard lock(mutex_);
   return current_error_;
 }
@@ -241,7 +241,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
               add_items();
             }
           },
-          [&](const error& e) { skipped_undecodable(e); });
+          [&](const base::error& e) { skipped_undecodable(e); });
       if (objects() > options_.max_list_objects) {
         too_many = true;
         return false;
@@ -260,15 +260,15 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
       out.why = "the LIST has more than " + std::to_string(options_.max_list_objects) +
                 " objects (reflector_options::max_list_objects; " + std::to_string(received) +
                 " bytes of this response read); dropped";
-      out.err = make_error(errc::response_too_large, out.why);
+      out.err = base::make_error(base::errc::response_too_large, out.why);
       co_return out;
     }
     if (!res) {
-      out.what =
-          res.error().code == make_error_code(errc::shutting_down) ? kind::stopped : kind::failed;
+      out.what = res.error().code == make_error_code(base::errc::shutting_down) ? kind::stopped
+                                                                                : kind::failed;
       out.why = res.error().message;
       out.err = res.error();
-      if (res.error().code == make_error_code(errc::timeout) && clock.now() >= deadline) {
+      if (res.error().code == make_error_code(base::errc::timeout) && clock.now() >= deadline) {
         out.why = "the LIST was not complete within " +
                   std::to_string(options_.list_timeout.count()) +
                   " ms (reflector_options::list_timeout): " + std::to_string(received) +
@@ -304,8 +304,8 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
       if (res->status == 410) {
         out.why += " (the continue token expired twice)";
       }
-      out.err = error{make_error_code(errc_for_status(res->status)), out.why,
-                      static_cast<int>(res->status)};
+      out.err = base::error{make_error_code(errc_for_status(res->status)), out.why,
+                            static_cast<int>(res->status)};
       co_return out;
     }
     auto page = decoder.finish();
@@ -327,7 +327,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
 }
 
 template <class Codec, class Store>
-void reflector<Codec, Store>::skipped_undecodable(const error& e) {
+void reflector<Codec, Store>::skipped_undecodable(const base::error& e) {
   count([](reflector_stats& s) { ++s.decode_errors; });
   const auto now = api_.clock().now();
   if (now < next_decode_log_) {
@@ -340,7 +340,7 @@ void reflector<Codec, Store>::skipped_undecodable(const error& e) {
       "{}: skipped an object that does not decode{}: {}", Codec::kind,
       unlogged == 0 ? std::string()
                     : " (and " + std::to_string(unlogged) + " more since the last report)",
-      printable(e.message));
+      base::printable(e.message));
 }
 
 template <class Codec, class Store>
@@ -407,7 +407,7 @@ bool reflector<Codec, Store>::apply_line(std::string_view line, watch_outcome& o
     log->trace("stage=decoded kind={} rv={} t_us={}", Codec::kind, ev->object.resource_version,
                detail::trace_us());
   }
-  if (!ev && ev.error().code == make_error_code(errc::unexpected_shape)) {
+  if (!ev && ev.error().code == make_error_code(base::errc::unexpected_shape)) {
     // Valid JSON we cannot use (a wrong type, a missing uid): failing the watch would only
     // bring the same object back on the next one, forever. Skip it and go on.
     skipped_undecodable(ev.error());
@@ -450,7 +450,7 @@ bool reflector<Codec, Store>::apply_line(std::string_view line, watch_outcome& o
     case event_type::error:
       out.decided = true;
       out.why = "error event: code " + std::to_string(ev->status.code) + " " +
-                printable(ev->status.reason, 64) + ": " + printable(ev->status.message);
+                base::printable(ev->status.reason, 64) + ": " + base::printable(ev->status.message);
       out.what = ev->status.code == 410 ? kind::gone : kind::failed;
       return false;
   }
@@ -492,7 +492,7 @@ reflector<Codec, Store>::watch(const std::string& resource_version, std::chrono:
             keep = apply_line(line, out);
           }
         },
-        [&](const error& e) {
+        [&](const base::error& e) {
           if (keep) {
             out.what = kind::failed;
             out.decided = true;
@@ -515,9 +515,9 @@ reflector<Codec, Store>::watch(const std::string& resource_version, std::chrono:
     co_return out;
   }
   if (!res) {
-    if (res.error().code == make_error_code(errc::shutting_down)) {
+    if (res.error().code == make_error_code(base::errc::shutting_down)) {
       out.what = kind::stopped;
-    } else if (res.error().code == make_error_code(errc::timeout)) {
+    } else if (res.error().code == make_error_code(base::errc::timeout)) {
       out.what = kind::idle;
     } else {
       out.what = kind::failed;
@@ -555,7 +555,7 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
   }
   const std::uint64_t seed = options_.seed != 0 ? options_.seed : std::random_device{}();
   std::mt19937_64 rng(seed);
-  backoff delays(
+  base::backoff delays(
       options_.backoff, [&clock] { return clock.now(); }, seed + 1);
   std::uniform_int_distribution<std::int64_t> watch_seconds(options_.min_watch_timeout.count(),
                                                             options_.max_watch_timeout.count() - 1);
@@ -615,7 +615,8 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
         continue;
       }
       if (listed.what != lkind::ok) {
-        const error failure = listed.err ? listed.err : make_error(errc::http_status, listed.why);
+        const base::error failure =
+            listed.err ? listed.err : base::make_error(base::errc::http_status, listed.why);
         {
           std::lock_guard lock(mutex_);
           last_error_ = failure;
@@ -628,7 +629,8 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
           };
         }
         wait = restart(&reflector_stats::list_failures, "list failed: " + listed.why, true, report);
-        if (listed.err.code == make_error_code(errc::response_too_large) && !list_rv.empty()) {
+        if (listed.err.code == make_error_code(base::errc::response_too_large) &&
+            !list_rv.empty()) {
           // resourceVersion=0 (and a relist at a version, which has no limit) is served from
           // the watch cache in one response whatever the limit (1.20), so a big cluster's LIST
           // can pass the page bound; etcd honours the limit: page from there (a consistent

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tec/k8sclient/error.hpp"
+#include "tec/base/error.hpp"
 #include "tec/k8sclient/rest_config.hpp"
 
 namespace tec::k8sclient {
@@ -18,7 +18,7 @@ namespace tec::k8sclient {
 /// certificate. Nothing to check for plain http or without material. Returns an empty error
 /// when usable, else errc::config_invalid with a one-line message naming config.source, the
 /// field and OpenSSL's reason; never any key or certificate bytes. Pure, thread-safe.
-error check_tls_material(const rest_config& config);
+base::error check_tls_material(const rest_config& config);
 
 /// One line per insecure setting, to be logged as a warning at start:
 /// insecure-skip-tls-verify (the server is not authenticated) and a bearer token or token file

@@ -38,7 +38,7 @@
 #include <string>
 #include <string_view>
 
-#include "tec/k8sclient/result.hpp"
+#include "tec/base/result.hpp"
 
 namespace tec::ops {
 
@@ -94,7 +94,7 @@ inline constexpr std::size_t max_check_reason = 1024;
 
 /// Parses a bind address (see http_endpoints_options::bind_address). nullopt means disabled.
 /// Host names other than "localhost" are not resolved: an IP literal is expected.
-k8sclient::result<std::optional<boost::asio::ip::tcp::endpoint>> parse_bind_address(
+base::result<std::optional<boost::asio::ip::tcp::endpoint>> parse_bind_address(
     std::string_view address);
 
 /// The HTTP server.
@@ -131,7 +131,7 @@ public:
   /// Binds, listens and starts accepting. Returns the bound endpoint (with the real port
   /// when 0 was asked for), nullopt when the bind address disables the server, or an error
   /// (invalid address, bind failure). Call once.
-  k8sclient::result<std::optional<boost::asio::ip::tcp::endpoint>> start();
+  base::result<std::optional<boost::asio::ip::tcp::endpoint>> start();
 
   /// Stops accepting and closes every connection; a response being written is abandoned.
   /// No handler is called once stop() has returned, except one already running on another

@@ -18,7 +18,7 @@
 // wrong type, or a number out of range is an error naming the file, line, column and field
 // path ("policy.yaml:4:3: rateLimit.burts: unknown field ..."). Every problem is reported, not
 // just the first, up to max_reported_errors ("... and N more"), each escaped (control
-// characters, line breaks and bytes that are not UTF-8 as \n, \xHH: k8sclient::printable) and
+// characters, line breaks and bytes that are not UTF-8 as \n, \xHH: base::printable) and
 // clipped to max_error_bytes. `null` (or an empty value) means "not set".
 //
 // Bounded by the input (issue 29, after go-yaml's CVE-2019-11253): aliases (`*name`) are
@@ -38,8 +38,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tec/base/result.hpp"
 #include "tec/controller/policy.hpp"
-#include "tec/k8sclient/result.hpp"
 
 namespace tec::policy {
 
@@ -83,7 +83,7 @@ parse_result parse_policy(std::string_view text, std::string_view source);
 /// is refused without waiting for a writer or reading it, whatever the path pointed to a
 /// moment before. Never reads more than max_file_bytes + 1 bytes. Blocking file I/O: not on
 /// an I/O thread.
-k8sclient::result<std::string> read_policy_text(const std::string& path);
+base::result<std::string> read_policy_text(const std::string& path);
 
 /// Reads `path` (read_policy_text) and parses it.
 parse_result load_policy_file(const std::string& path);

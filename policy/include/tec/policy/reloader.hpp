@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tec/base/result.hpp"
 #include "tec/controller/policy.hpp"
-#include "tec/k8sclient/result.hpp"
 
 namespace tec::policy {
 
@@ -36,7 +36,7 @@ struct reload_result {
 /// must not run on an I/O thread).
 class reloader {
 public:
-  using read_fn = std::function<k8sclient::result<std::string>(const std::string& path)>;
+  using read_fn = std::function<base::result<std::string>(const std::string& path)>;
 
   /// `path`: the file given to --policy; `in_force`: the policy parsed from it at start.
   /// `read` reads the file (tests inject one); the default is read_policy_text().

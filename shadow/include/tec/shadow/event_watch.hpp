@@ -21,11 +21,11 @@
 #include <utility>
 #include <vector>
 
+#include "tec/base/result.hpp"
 #include "tec/informers/decode.hpp"
 #include "tec/informers/object_codec.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/reflector.hpp"
-#include "tec/k8sclient/result.hpp"
 #include "tec/k8sclient/watch.hpp"
 #include "tec/shadow/shadow_tracker.hpp"
 
@@ -56,11 +56,11 @@ struct event_record {
 using event_watch_event = k8sclient::watch_event<event_record>;
 
 /// One Event object.
-k8sclient::result<event_record> decode_event_object(std::string_view json);
+base::result<event_record> decode_event_object(std::string_view json);
 /// One watch event line of an Event watch. BOOKMARK carries only the resourceVersion.
-k8sclient::result<event_watch_event> decode_event_watch_line(std::string_view line);
+base::result<event_watch_event> decode_event_watch_line(std::string_view line);
 /// An EventList page (items decoded too).
-k8sclient::result<k8sclient::list_page<event_record>> decode_event_list(std::string_view body);
+base::result<k8sclient::list_page<event_record>> decode_event_list(std::string_view body);
 
 /// What an Event record says to shadow mode: a Marking or Cancelling event of a taint
 /// manager for a pod, or nullopt (another reason, message or kind).

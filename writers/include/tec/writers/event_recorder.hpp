@@ -47,14 +47,14 @@
 #include <string>
 #include <string_view>
 
+#include "tec/base/error.hpp"
+#include "tec/base/result.hpp"
+#include "tec/base/rfc3339.hpp"
 #include "tec/controller/ports.hpp"
 #include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/error.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
 #include "tec/k8sclient/paths.hpp"
-#include "tec/k8sclient/result.hpp"
-#include "tec/k8sclient/rfc3339.hpp"
 
 namespace tec::writers {
 

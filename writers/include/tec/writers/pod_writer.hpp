@@ -13,13 +13,13 @@
 #include <string>
 #include <string_view>
 
+#include "tec/base/error.hpp"
+#include "tec/base/result.hpp"
+#include "tec/base/rfc3339.hpp"
 #include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/error.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
 #include "tec/k8sclient/paths.hpp"
-#include "tec/k8sclient/result.hpp"
-#include "tec/k8sclient/rfc3339.hpp"
 
 namespace tec::writers {
 
@@ -102,7 +102,7 @@ public:
   /// DELETE with preconditions.uid. 2xx, 404 and 409 are outcomes; any other status or a
   /// transport failure is an error value (status, and the server's Status message).
   /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
-  boost::asio::awaitable<k8sclient::result<delete_outcome>> delete_pod(
+  boost::asio::awaitable<base::result<delete_outcome>> delete_pod(
       std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {});
 
   /// Adds the DisruptionTarget condition (see make_disruption_condition_request) with
@@ -110,19 +110,19 @@ public:
   /// kept: its condition is already True). Whether to patch at all is the caller's decision
   /// (k8s_eviction_sink reads the cached pod instead of GETting it as upstream does).
   /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
-  boost::asio::awaitable<k8sclient::result<patch_outcome>> add_disruption_condition(
+  boost::asio::awaitable<base::result<patch_outcome>> add_disruption_condition(
       std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {},
       bool keep_transition_time = false);
 
   /// POSTs an Eviction (make_evict_pod_request). 2xx, 429, 404 and a UID conflict are
   /// outcomes; any other status (403, another 409, 500 for a pod with several budgets) or a
   /// transport failure is an error value.
-  boost::asio::awaitable<k8sclient::result<evict_answer>> evict_pod(
+  boost::asio::awaitable<base::result<evict_answer>> evict_pod(
       std::string ns, std::string name, std::string uid, std::string api_version,
       std::function<bool()> cancelled = {});
 
   /// GET /api/v1 and the Eviction API's group/version in it (eviction_version_in_discovery).
-  boost::asio::awaitable<k8sclient::result<std::string>> discover_eviction_version();
+  boost::asio::awaitable<base::result<std::string>> discover_eviction_version();
 
 private:
   k8sclient::client& client_;

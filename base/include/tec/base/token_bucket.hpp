@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <chrono>
 
-namespace tec::k8sclient {
+namespace tec::base {
 
 class token_bucket {
 public:
@@ -65,4 +65,4 @@ private:
   time_point last_;
 };
 
-}  // namespace tec::k8sclient
+}  // namespace tec::base

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace tec::k8sclient {
+namespace tec::base {
 
 enum class errc {
   ok = 0,
@@ -52,7 +52,7 @@ struct error {
 /// bytes]"). Printable text up to `max` bytes comes back unchanged.
 std::string printable(std::string_view text, std::size_t max = 512);
 
-}  // namespace tec::k8sclient
+}  // namespace tec::base
 
 template <>
-struct std::is_error_code_enum<tec::k8sclient::errc> : std::true_type {};
+struct std::is_error_code_enum<tec::base::errc> : std::true_type {};

@@ -12,9 +12,9 @@
 #include <system_error>
 #include <utility>
 
-#include "tec/k8sclient/error.hpp"
+#include "tec/base/error.hpp"
 
-namespace tec::k8sclient {
+namespace tec::base {
 
 /// What result<T>::value() throws on an error (found by ADL): std::system_error with the code
 /// and the message. Expected failures are tested first (has_value(), operator bool); value() on
@@ -26,7 +26,7 @@ namespace tec::k8sclient {
 
 /// A value or an error; never both. Not thread-safe (a plain value type). error() returns a
 /// copy of the error (an empty one when there is a value); operator-> is null on an error.
-/// Not for T = bool: tec::k8sclient::error converts explicitly to bool, so result<bool> could not
+/// Not for T = bool: tec::base::error converts explicitly to bool, so result<bool> could not
 /// be built from an error.
 template <class T>
 using result = boost::system::result<T, error>;
@@ -36,4 +36,4 @@ inline error make_error(errc code, std::string message, int http_status = 0) {
   return error{make_error_code(code), std::move(message), http_status};
 }
 
-}  // namespace tec::k8sclient
+}  // namespace tec::base

@@ -1,10 +1,10 @@
-#include "tec/k8sclient/error.hpp"
+#include "tec/base/error.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
-namespace tec::k8sclient {
+namespace tec::base {
 namespace {
 
 class k8s_category final : public std::error_category {
@@ -146,4 +146,4 @@ std::string printable(std::string_view text, std::size_t max) {
   return out;
 }
 
-}  // namespace tec::k8sclient
+}  // namespace tec::base

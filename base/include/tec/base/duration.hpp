@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace tec::k8sclient {
+namespace tec::base {
 
 /// Parses a Go duration, rounded to milliseconds. A leading '-' gives a negative value
 /// (callers that need a positive one check); nullopt when malformed (no unit, an unknown
@@ -18,4 +18,4 @@ std::optional<std::chrono::milliseconds> parse_go_duration(std::string_view text
 /// "1m30s"-style rendering for logs and messages ("0s", "250ms", "1h2m3.5s").
 std::string format_duration(std::chrono::milliseconds d);
 
-}  // namespace tec::k8sclient
+}  // namespace tec::base

@@ -1,8 +1,8 @@
-#include "tec/k8sclient/backoff.hpp"
+#include "tec/base/backoff.hpp"
 
 #include <algorithm>
 
-namespace tec::k8sclient {
+namespace tec::base {
 
 std::chrono::milliseconds jitter(std::chrono::milliseconds d, double max_factor,
                                  std::mt19937_64& rng) {
@@ -35,4 +35,4 @@ void backoff::reset() {
   used_ = false;
 }
 
-}  // namespace tec::k8sclient
+}  // namespace tec::base

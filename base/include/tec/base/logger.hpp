@@ -1,7 +1,7 @@
 #pragma once
 
 // Per-component loggers: the daemon registers one spdlog logger per component name
-// (cmd/logging.cpp); library code fetches its component's logger here.
+// (cmd/logging.cpp); every room fetches its component's logger here, the one lookup.
 
 #include <spdlog/logger.h>
 #include <spdlog/spdlog.h>
@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-namespace tec::k8sclient {
+namespace tec::base {
 
 /// The logger registered under `name`, else a clone of the default logger named `name` (a
 /// test or a tool that registered none still gets the component in its lines). The clone is
@@ -23,12 +23,4 @@ inline std::shared_ptr<spdlog::logger> named_logger(const std::string& name) {
   return spdlog::default_logger()->clone(name);
 }
 
-namespace detail {
-
-/// The "client" logger of the HTTP client (client.cpp), looked up once and kept. Tests add a
-/// sink to it to read what the client logged.
-const std::shared_ptr<spdlog::logger>& client_log();
-
-}  // namespace detail
-
-}  // namespace tec::k8sclient
+}  // namespace tec::base

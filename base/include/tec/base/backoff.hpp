@@ -19,10 +19,10 @@
 #include <functional>
 #include <random>
 
-namespace tec::k8sclient {
+namespace tec::base {
 
 /// client-go's wait.Jitter: `d` stretched by a random factor in [1, 1 + max_factor). The one
-/// jitter of kube/: backoff::next and the leader elector's retry period use it.
+/// jitter: backoff::next and the leader elector's retry period use it.
 std::chrono::milliseconds jitter(std::chrono::milliseconds d, double max_factor,
                                  std::mt19937_64& rng);
 
@@ -56,4 +56,4 @@ private:
   bool used_ = false;
 };
 
-}  // namespace tec::k8sclient
+}  // namespace tec::base

@@ -1,9 +1,9 @@
-#include "tec/k8sclient/duration.hpp"
+#include "tec/base/duration.hpp"
 
 #include <cmath>
 #include <cstdint>
 
-namespace tec::k8sclient {
+namespace tec::base {
 
 std::optional<std::chrono::milliseconds> parse_go_duration(std::string_view text) {
   // Go's time.ParseDuration: [-+]?([0-9]*(\.[0-9]*)?[a-z]+)+, or "0".
@@ -108,4 +108,4 @@ std::string format_duration(std::chrono::milliseconds d) {
   return out + "s";
 }
 
-}  // namespace tec::k8sclient
+}  // namespace tec::base
