@@ -44,6 +44,7 @@ if grep -q 'FAILED' "$table"; then
 fi
 # Every scenario row has a figure for both controllers (the ratio may be n/a at this scale).
 for row in 'latency p50' 'limits lifted: throughput' 'QPS 20/30: throughput' 'timer error p99' \
+  'due at once: first deletion' 'due at once: error p99' \
   'RSS, 1000 pods' 'scale: synced and acting, 200 pods' 'scale: synced and acting, 400 pods' \
   'scale: CPU during sync, 400 pods' 'scale: RSS steady, 400 pods' 'scale: RSS peak, 400 pods' \
   'scale: outage error p50' 'scale: outage error p99' 'scale: outage error max' \
