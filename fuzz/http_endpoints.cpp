@@ -283,7 +283,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   run_until(
-      f.ioc, [&] { return f.server->connections() == 0; }, "connections stay open");
+      f.ioc, [&] { return f.server->connections_for_test() == 0; }, "connections stay open");
   const auto sockets = open_sockets();
   TEC_FUZZ_CHECK(sockets.size() <= f.baseline_sockets.size(),
                  "sockets leak; before:\n" + join(f.baseline_sockets) + "now:\n" + join(sockets));

@@ -1699,7 +1699,7 @@ bool controller::pod_updated(const pod_view* old_pod, const pod_view* new_pod) {
   return impl_->enqueue_pod(node, current.namespace_, current.name);
 }
 
-std::size_t controller::run_until_idle() {
+std::size_t controller::run_until_idle_for_test() {
   return impl_->run_until_idle();
 }
 
@@ -1711,7 +1711,7 @@ std::optional<std::vector<taint>> controller::tainted_taints(std::string_view no
   return impl_->node_taints(node);
 }
 
-std::size_t controller::tainted_node_count() const {
+std::size_t controller::tainted_node_count_for_test() const {
   return impl_->tainted_count_.load();
 }
 
@@ -1774,7 +1774,7 @@ eviction_policy controller::policy() const {
   return impl_->policy_;
 }
 
-const timedqueue::timed_queue& controller::queue() const {
+const timedqueue::timed_queue& controller::queue_for_test() const {
   return impl_->queue_;
 }
 

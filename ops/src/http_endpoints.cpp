@@ -703,7 +703,7 @@ void http_endpoints::stop() {
   asio::post(impl_->strand, [self = impl_] { self->close_all(); });
 }
 
-std::size_t http_endpoints::connections() const {
+std::size_t http_endpoints::connections_for_test() const {
   return impl_->open_connections;
 }
 

@@ -75,7 +75,7 @@ void histogram::observe(double v) noexcept {
   h_->Observe(v);
 }
 
-histogram::snapshot_t histogram::snapshot() const {
+histogram::snapshot_t histogram::snapshot_for_test() const {
   const auto m = h_->Collect();
   snapshot_t s;
   s.counts.reserve(m.histogram.bucket.size());

@@ -132,7 +132,7 @@ TEST(Coalescing, RepeatedUpdatesForOneKeyAreMerged) {
     p = next;
   }
   h.index.put(p);  // Latest: tolerates forever.
-  EXPECT_EQ(h.ctl.run_until_idle(), 1U);
+  EXPECT_EQ(h.ctl.run_until_idle_for_test(), 1U);
   EXPECT_EQ(h.ctl.stats().updates_coalesced, 99U);
   EXPECT_FALSE(h.scheduled("pod1"));
   // Node updates coalesce to the latest taints too.
@@ -143,7 +143,7 @@ TEST(Coalescing, RepeatedUpdatesForOneKeyAreMerged) {
     h.ctl.node_updated(&n, &next);
     n = next;
   }
-  EXPECT_EQ(h.ctl.run_until_idle(), 1U);
+  EXPECT_EQ(h.ctl.run_until_idle_for_test(), 1U);
   ASSERT_TRUE(h.ctl.tainted_taints("node1").has_value());
   EXPECT_EQ(*h.ctl.tainted_taints("node1"), std::vector<taint>{make_taint(2)});
   h.settle();
@@ -175,7 +175,7 @@ TEST(Uid, EvictionCarriesPodUid) {
   ASSERT_EQ(calls.size(), 1U);
   EXPECT_EQ(calls[0].pod, (pod_ref{"default", "pod1", p.uid}));
   EXPECT_TRUE(calls[0].pod_current);
-  const auto entry_gone = h.ctl.queue().lookup("default/pod1");
+  const auto entry_gone = h.ctl.queue_for_test().lookup("default/pod1");
   EXPECT_FALSE(entry_gone.has_value());
 }
 
@@ -190,7 +190,7 @@ TEST(Uid, RecreatedPodWithDeletionUnseenGetsItsOwnDecision) {
   h.index.put(new_pod);
   h.ctl.pod_updated(nullptr, &new_pod);
   h.settle();
-  const auto entry = h.ctl.queue().lookup("default/pod1");
+  const auto entry = h.ctl.queue_for_test().lookup("default/pod1");
   ASSERT_TRUE(entry.has_value());
   EXPECT_EQ(entry->payload, new_pod.uid);
   EXPECT_EQ(entry->fire_at, h.drv.now() + 300s);  // Its own window, not the old one.
@@ -301,7 +301,7 @@ TEST(Races, InFlightEvictionThenRecreateThenRetaint) {
   EXPECT_EQ(released->uid, old_pod.uid);
   h.settle();
   ASSERT_TRUE(h.index.get_pod("default", "pod1"));  // The new pod survived the old DELETE.
-  const auto entry = h.ctl.queue().lookup("default/pod1");
+  const auto entry = h.ctl.queue_for_test().lookup("default/pod1");
   ASSERT_TRUE(entry.has_value());  // Its own eviction was not removed by the old completion.
   EXPECT_EQ(entry->payload, new_pod.uid);
   EXPECT_EQ(entry->state, timedqueue::entry_state::running);
@@ -388,7 +388,7 @@ TEST(Retry, TaintRemovedDuringBackoffStopsRetries) {
   h.sink.script({eviction_status::failed});
   h.add_node(make_node("node1", {make_taint(1)}));
   h.add_pod(make_pod("pod1", "node1"));
-  const auto entry = h.ctl.queue().lookup("default/pod1");
+  const auto entry = h.ctl.queue_for_test().lookup("default/pod1");
   ASSERT_TRUE(entry.has_value());
   EXPECT_EQ(entry->state, timedqueue::entry_state::backoff);
   h.update_node(make_node("node1"));
@@ -716,7 +716,7 @@ TEST(Robustness, ThrowingSinkAttemptIsRetried) {
   throwing_sink sink(rec, 2);
   controller ctl(index, sink, drv, manual_options());
   const auto settle = [&] {
-    while (ctl.run_until_idle() + drv.run_pending() > 0) {
+    while (ctl.run_until_idle_for_test() + drv.run_pending() > 0) {
     }
   };
   const pod_view p = make_pod("pod1", "node1");
@@ -728,7 +728,7 @@ TEST(Robustness, ThrowingSinkAttemptIsRetried) {
   drv.advance(10s);
   settle();
   EXPECT_EQ(rec.evictions_of("pod1"), 1U);
-  EXPECT_FALSE(ctl.queue().contains("default/pod1"));
+  EXPECT_FALSE(ctl.queue_for_test().contains("default/pod1"));
   EXPECT_EQ(rec.events_of("pod1", event_kind::marking_for_deletion), 1U);
   ctl.shutdown();
 }
@@ -850,7 +850,7 @@ TEST(Property, NoKeyGoesStaleOverRandomInterleavings) {
       // Check the invariant.
       for (const auto& name : names) {
         const auto pod = h.index.get_pod("default", name);
-        const auto entry = h.ctl.queue().lookup("default/" + name);
+        const auto entry = h.ctl.queue_for_test().lookup("default/" + name);
         bool needs = false;
         if (pod) {
           const auto& taints = h.nodes().at(pod->node_name).taints;

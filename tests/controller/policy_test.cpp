@@ -218,7 +218,7 @@ TEST(Policy, DryRunDecidesEverythingAndWritesNothing) {
   const auto st = h.ctl.stats();
   EXPECT_EQ(st.dry_run_deletions, 3U);
   EXPECT_EQ(st.cancellations, 3U) << "the decisions are counted as usual";
-  EXPECT_EQ(h.ctl.queue().size(), 0U);
+  EXPECT_EQ(h.ctl.queue_for_test().size(), 0U);
   // Turning dry-run off applies to the next eviction.
   h.ctl.set_policy({});
   taint_node(h, 0);

@@ -46,7 +46,7 @@ protected:
     pods_.upsert(r);
   }
   void settle() {
-    for (int i = 0; i < 100 && ctl_.run_until_idle() + drv_.run_pending() > 0; ++i) {
+    for (int i = 0; i < 100 && ctl_.run_until_idle_for_test() + drv_.run_pending() > 0; ++i) {
     }
   }
   std::vector<std::string> evicted() const {

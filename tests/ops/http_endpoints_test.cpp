@@ -325,7 +325,7 @@ TEST_F(http_endpoints_test, silent_client_is_disconnected_after_the_read_deadlin
     co_return co_await read_until_closed(stream);
   }(ep));
   EXPECT_EQ(got, "") << "no response to a request never sent";
-  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
+  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections_for_test() == 0; }));
   server.stop();
 }
 
@@ -341,7 +341,7 @@ TEST_F(http_endpoints_test, slow_client_is_cut_off_at_the_deadline_for_the_whole
     co_return co_await read_until_closed(stream);
   }(ep));
   EXPECT_EQ(got, "");
-  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
+  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections_for_test() == 0; }));
   server.stop();
 }
 
@@ -396,7 +396,7 @@ TEST_F(http_endpoints_test, stop_closes_connected_clients_and_leaves_no_work) {
         ASSERT_FALSE(e);
         got = std::move(s);
       });
-  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == 1; }));
+  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections_for_test() == 1; }));
 
   server.stop();
   server.stop();  // idempotent
@@ -405,7 +405,7 @@ TEST_F(http_endpoints_test, stop_closes_connected_clients_and_leaves_no_work) {
   EXPECT_TRUE(ioc_.stopped()) << "the server left work behind";
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(*got, "");
-  EXPECT_EQ(server.connections(), 0U);
+  EXPECT_EQ(server.connections_for_test(), 0U);
 }
 
 TEST_F(http_endpoints_test, all_interfaces_and_disabled) {
@@ -500,12 +500,12 @@ TEST_F(http_endpoints_test, a_full_server_closes_its_longest_idle_connection_for
   for (int i = 0; i < 64; ++i) {
     idle.push_back(run_until_done(ioc_, open_stream(ep)));
     // In order, so the first one is the longest idle.
-    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == idle.size(); }));
+    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections_for_test() == idle.size(); }));
   }
   const auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/healthz"));
   EXPECT_EQ(res.status, 200U);
   EXPECT_EQ(res.body, "ok");
-  EXPECT_LE(server.connections(), 64U);
+  EXPECT_LE(server.connections_for_test(), 64U);
   // The longest idle connection was the one closed; the last one opened still works.
   EXPECT_EQ(run_until_done(ioc_, read_until_closed(*idle.front())), "");
   EXPECT_EQ(run_until_done(ioc_, request(*idle.back(), http::verb::get, "/healthz")).status, 200U);
@@ -528,7 +528,7 @@ TEST_F(http_endpoints_test, a_full_server_of_busy_connections_closes_the_oldest)
                                  asio::use_awaitable);
       co_return true;
     }(*busy.back()));
-    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == busy.size(); }));
+    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections_for_test() == busy.size(); }));
   }
   const auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/x"));
   EXPECT_EQ(res.body, "x");
@@ -565,7 +565,7 @@ TEST_F(http_endpoints_test, trickled_headers_are_cut_at_the_header_deadline) {
     co_return false;
   }(ep));
   EXPECT_TRUE(cut);
-  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
+  EXPECT_TRUE(run_until(ioc_, [&] { return server.connections_for_test() == 0; }));
   server.stop();
 }
 
@@ -744,7 +744,7 @@ slow_reader_run run_slow_readers(asio::io_context& ioc, http_endpoints& server, 
       static_cast<long long>(out.send_queues), out.rss_growth_kb);
   clients.clear();
   server.stop();
-  EXPECT_TRUE(run_until(ioc, [&] { return server.connections() == 0; }));
+  EXPECT_TRUE(run_until(ioc, [&] { return server.connections_for_test() == 0; }));
   return out;
 }
 
@@ -817,7 +817,7 @@ TEST_F(http_endpoints_test,
   EXPECT_EQ(refused.retry_after, "1");
   EXPECT_EQ(run_until_done(ioc_, fetch(ep, http::verb::get, "/metrics")).status, 200U);
   // The write deadline drops the reader that never reads, which frees the slot.
-  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == 0; }));
+  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections_for_test() == 0; }));
   const auto served = run_until_done(ioc_, fetch(ep, http::verb::get, "/debug/evictions"));
   EXPECT_EQ(served.status, 200U);
   EXPECT_EQ(served.body, "{\"pending\":[]}");
@@ -842,11 +842,11 @@ TEST_F(http_endpoints_test, a_probe_whose_request_is_in_is_not_closed_for_an_idl
   const auto ep = start(server);
   // The probe connects first (the longest idle), then idle connections fill the server.
   auto probe = run_until_done(ioc_, open_stream(ep));
-  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == 1; }));
+  ASSERT_TRUE(run_until(ioc_, [&] { return server.connections_for_test() == 1; }));
   std::vector<std::unique_ptr<beast::tcp_stream>> idle;
   for (int i = 0; i < 3; ++i) {
     idle.push_back(run_until_done(ioc_, open_stream(ep)));
-    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections() == idle.size() + 1; }));
+    ASSERT_TRUE(run_until(ioc_, [&] { return server.connections_for_test() == idle.size() + 1; }));
   }
   // A flood of connections queues in the backlog, then the probe's request arrives; neither
   // is seen by the server until it runs again. Blocking calls: no run of the io_context.
@@ -866,7 +866,7 @@ TEST_F(http_endpoints_test, a_probe_whose_request_is_in_is_not_closed_for_an_idl
   EXPECT_EQ(status, 200U) << "the probe's connection was closed to make room";
   // The connections that had sent nothing made the room.
   EXPECT_EQ(run_until_done(ioc_, read_until_closed(*idle.front())), "");
-  EXPECT_LE(server.connections(), 4U);
+  EXPECT_LE(server.connections_for_test(), 4U);
   server.stop();
 }
 

@@ -123,7 +123,7 @@ TEST(metrics, histogram_value_equal_to_a_bound_falls_in_that_bucket) {
   for (const double b : bounds) {
     h.observe(b);
   }
-  auto s = h.snapshot();
+  auto s = h.snapshot_for_test();
   ASSERT_EQ(s.counts.size(), bounds.size() + 1);
   for (std::size_t i = 0; i < bounds.size(); ++i) {
     EXPECT_EQ(s.counts[i], 1U) << "le=" << bounds[i];
@@ -136,7 +136,7 @@ TEST(metrics, histogram_value_equal_to_a_bound_falls_in_that_bucket) {
   for (const double b : bounds) {
     above.observe(std::nextafter(b, std::numeric_limits<double>::infinity()));
   }
-  s = above.snapshot();
+  s = above.snapshot_for_test();
   EXPECT_EQ(s.counts[0], 0U);
   for (std::size_t i = 1; i <= bounds.size(); ++i) {
     EXPECT_EQ(s.counts[i], 1U) << "bucket " << i;
@@ -148,7 +148,7 @@ TEST(metrics, histogram_value_equal_to_a_bound_falls_in_that_bucket) {
   low.observe(0);
   low.observe(-3);
   low.observe(std::nextafter(bounds[0], 0.0));
-  EXPECT_EQ(low.snapshot().counts[0], 3U);
+  EXPECT_EQ(low.snapshot_for_test().counts[0], 3U);
 }
 
 TEST(metrics, histogram_without_bounds_has_only_inf) {
@@ -578,7 +578,7 @@ TEST(metrics, concurrent_updates_and_scrapes) {
   constexpr double total = double{threads} * iterations;
   EXPECT_EQ(c.value(), total);
   EXPECT_EQ(g.value(), total / 2);
-  const auto s = h.snapshot();
+  const auto s = h.snapshot_for_test();
   EXPECT_EQ(s.count, static_cast<std::uint64_t>(total));
   std::uint64_t per_bucket = 0;
   for (int i = 0; i < iterations; ++i) {

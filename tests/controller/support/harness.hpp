@@ -49,7 +49,7 @@ public:
   /// Runs controller workers and posted queue work until neither has anything left.
   void settle() {
     for (int i = 0; i < 1000; ++i) {
-      const std::size_t n = ctl.run_until_idle() + drv.run_pending();
+      const std::size_t n = ctl.run_until_idle_for_test() + drv.run_pending();
       if (n == 0) {
         return;
       }
@@ -116,7 +116,7 @@ public:
   }
 
   [[nodiscard]] bool scheduled(const std::string& name, const std::string& ns = "default") const {
-    return ctl.queue().contains(ns + "/" + name);
+    return ctl.queue_for_test().contains(ns + "/" + name);
   }
   [[nodiscard]] bool evicted(const std::string& name) const { return sink.evictions_of(name) > 0; }
 

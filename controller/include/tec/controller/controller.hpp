@@ -71,10 +71,11 @@
 //
 // Threading
 // ---------
-// - node_updated(), pod_updated(), stats(), tainted_taints() and tainted_node_count() may be
+// - node_updated(), pod_updated(), stats(), tainted_taints() and tainted_node_count_for_test() may
+// be
 //   called from any thread, concurrently.
 // - In threaded mode (options.threaded) start() spawns the worker std::threads; in manual mode
-//   nothing runs until the test calls run_until_idle() on its own thread.
+//   nothing runs until the test calls run_until_idle_for_test() on its own thread.
 // - The eviction work runs on the timed queue's driver (driver::post); sink callbacks may
 //   come from any thread.
 //
@@ -182,7 +183,7 @@ struct controller_options {
   /// Number of workers (upstream: 8). 0 is treated as 1.
   std::size_t workers = 8;
   /// true: start() runs one std::thread per worker. false (tests): nothing runs until
-  /// run_until_idle() is called.
+  /// run_until_idle_for_test() is called.
   bool threaded = true;
   /// Backoff of failed evictions (durable retry).
   timedqueue::retry_policy retry{};
@@ -341,9 +342,9 @@ public:
   /// enqueued. Any thread.
   bool pod_updated(const pod_view* old_pod, const pod_view* new_pod);
 
-  /// Manual mode only: processes waiting updates on the calling thread until none is left
-  /// (each worker's node updates before its pod updates). Returns how many were handled.
-  std::size_t run_until_idle();
+  /// Tests, manual mode only: processes waiting updates on the calling thread until none is
+  /// left (each worker's node updates before its pod updates). Returns how many were handled.
+  std::size_t run_until_idle_for_test();
   /// Threaded mode: waits (bounded) until every enqueued update has been handled. Returns
   /// false on timeout. Evictions the handling started may still be running on the driver.
   bool wait_idle(std::chrono::milliseconds timeout);
@@ -363,10 +364,11 @@ public:
   /// The NoExecute taints recorded for `node`, or nullopt when it is not in the tainted
   /// table. Any thread.
   [[nodiscard]] std::optional<std::vector<taint>> tainted_taints(std::string_view node) const;
-  [[nodiscard]] std::size_t tainted_node_count() const;
+  /// Tests: how many nodes the tainted table holds.
+  [[nodiscard]] std::size_t tainted_node_count_for_test() const;
   [[nodiscard]] controller_stats stats() const;
-  /// The timed queue (lookup() by "namespace/name" shows a pod's eviction). Any thread.
-  [[nodiscard]] const timedqueue::timed_queue& queue() const;
+  /// Tests: the timed queue (lookup() by "namespace/name" shows a pod's eviction). Any thread.
+  [[nodiscard]] const timedqueue::timed_queue& queue_for_test() const;
   /// The evictions the queue holds (at most `limit` of them, in due order, from one
   /// timed_queue::snapshot()), each with its node's NoExecute taints now. No I/O; copies
   /// everything. Any thread.

@@ -140,8 +140,8 @@ public:
   /// Idempotent.
   void stop();
 
-  /// Connections currently open (for tests and diagnostics).
-  [[nodiscard]] std::size_t connections() const;
+  /// Tests: connections currently open.
+  [[nodiscard]] std::size_t connections_for_test() const;
 
 private:
   struct impl;

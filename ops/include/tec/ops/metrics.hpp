@@ -110,7 +110,7 @@ public:
     double sum = 0;
     std::uint64_t count = 0;
   };
-  [[nodiscard]] snapshot_t snapshot() const;
+  [[nodiscard]] snapshot_t snapshot_for_test() const;
   [[nodiscard]] const std::vector<double>& bounds() const noexcept { return *bounds_; }
 
 private:
@@ -245,10 +245,10 @@ struct standard_metrics {
   /// From when an eviction became due to the successful DELETE, in seconds (upstream's
   /// histogram, which records the wrong unit; ours is seconds).
   histogram& pod_deletion_duration;
-  /// API requests by verb (GET, LIST, WATCH, POST, PUT, PATCH, DELETE) and HTTP code
-  /// ("<error>" when there was no response).
+  /// API requests by HTTP method (GET, POST, PUT, PATCH, DELETE: a LIST and a WATCH are GETs,
+  /// unlike client-go's verb label) and HTTP code ("<error>" when there was no response).
   counter_family& api_requests;
-  /// API request latency in seconds, by verb (to the response headers for watches).
+  /// API request latency in seconds, by HTTP method (to the response headers for watches).
   histogram_family& api_request_duration;
   /// 1 while this process holds the leader lease, else 0.
   gauge& is_leader;
