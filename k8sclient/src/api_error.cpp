@@ -9,8 +9,6 @@ namespace tec::k8sclient {
 using base::errc;
 using base::error;
 using base::error_category;
-using base::make_error;
-using base::result;
 namespace {
 
 using nlohmann::json;

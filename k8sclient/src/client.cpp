@@ -42,9 +42,6 @@ namespace tec::k8sclient {
 
 using base::errc;
 using base::error;
-using base::error_category;
-using base::make_error;
-using base::result;
 
 const std::shared_ptr<spdlog::logger>& detail::client_log() {
   static const std::shared_ptr<spdlog::logger> logger = base::named_logger("client");

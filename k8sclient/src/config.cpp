@@ -28,11 +28,7 @@
 
 namespace tec::k8sclient {
 
-using base::errc;
 using base::error;
-using base::error_category;
-using base::make_error;
-using base::result;
 namespace {
 
 constexpr std::size_t max_config_file_bytes = std::size_t{16} << 20;  // 16 MiB

@@ -2,11 +2,7 @@
 
 namespace tec::k8sclient {
 
-using base::errc;
 using base::error;
-using base::error_category;
-using base::make_error;
-using base::result;
 
 void line_splitter::reset() noexcept {
   discarding_ = false;
