@@ -1467,6 +1467,40 @@ bool list_splitter::complete_element(std::string_view chunk, std::size_t end,
   return true;
 }
 
+bool list_splitter::between_items(char c, std::size_t i, std::size_t at) {
+  if (is_ws(c)) {
+    return true;
+  }
+  if (state_ == state::items_after || c == ']') {
+    if (c == ']' && state_ != state::items_next) {
+      envelope_.push_back(']');  // the '[' was counted against the bound
+      state_ = state::envelope;
+    } else if (c == ',' && state_ == state::items_after) {
+      state_ = state::items_next;
+    } else {
+      return malformed(state_ == state::items_after ? "expected ',' or ']' after an item"
+                                                    : "expected an item after ','",
+                       at);
+    }
+    return true;
+  }
+  offset_ = i;
+  element_.clear();
+  string_element_ = false;
+  if (c == '{' || c == '[') {
+    element_depth_ = 1;
+    state_ = state::element;
+  } else if (c == '"') {
+    string_element_ = true;
+    state_ = state::element_string;
+  } else if (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
+    state_ = state::element_scalar;
+  } else {
+    return malformed("expected an item", at);
+  }
+  return true;
+}
+
 bool list_splitter::scan(std::string_view chunk,
                          const std::function<bool(std::string_view)>& emit) {
   if (failure_) {
@@ -1507,43 +1541,12 @@ bool list_splitter::scan(std::string_view chunk,
         break;
       case state::items_start:
       case state::items_next:
-      case state::items_after: {
-        const char c = p[i];
-        if (is_ws(c)) {
-          ++i;
-          break;
-        }
-        if (state_ == state::items_after || c == ']') {
-          if (c == ']' && state_ != state::items_next) {
-            envelope_.push_back(']');  // the '[' was counted against the bound
-            state_ = state::envelope;
-          } else if (c == ',' && state_ == state::items_after) {
-            state_ = state::items_next;
-          } else {
-            return malformed(state_ == state::items_after ? "expected ',' or ']' after an item"
-                                                          : "expected an item after ','",
-                             base + i);
-          }
-          ++i;
-          break;
-        }
-        offset_ = i;
-        element_.clear();
-        string_element_ = false;
-        if (c == '{' || c == '[') {
-          element_depth_ = 1;
-          state_ = state::element;
-        } else if (c == '"') {
-          string_element_ = true;
-          state_ = state::element_string;
-        } else if (c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n') {
-          state_ = state::element_scalar;
-        } else {
-          return malformed("expected an item", base + i);
+      case state::items_after:
+        if (!between_items(p[i], i, base + i)) {
+          return false;
         }
         ++i;
         break;
-      }
       case state::element:
         while (i < n && !element_marks[static_cast<unsigned char>(p[i])]) {
           ++i;

@@ -153,6 +153,14 @@ struct attempt_outcome {
   bool reusable = false;
 };
 
+/// One try of a request: its exchange, and what decides whether it may be sent again.
+struct try_outcome {
+  attempt_outcome exchange;
+  bool sent = false;           ///< false: no exchange happened; exchange.err is final.
+  bool reused = false;         ///< The exchange ran on a pooled connection.
+  bool past_deadline = false;  ///< The request's own deadline closed the connection.
+};
+
 }  // namespace
 
 struct client::impl : std::enable_shared_from_this<impl> {
@@ -704,68 +712,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
         }
         token = std::move(current.value());
       }
-      auto msg = build(req, token);
-
-      const auto start = clock_->now();
-      std::optional<unanswered_mark> unanswered;
-      if (!req.background && sink == nullptr) {
-        unanswered.emplace(*this);
+      auto tried = co_await send_once(req, token, sink, idle_timeout);
+      auto& out = tried.exchange;
+      if (!tried.sent) {
+        co_return std::move(out.err);
       }
-      auto acquired = co_await acquire(start + opts_.request_timeout, req.background);
-      if (!acquired) {
-        observe(req.method, 0, start);
-        co_return acquired.error();
-      }
-      std::unique_ptr<connection> conn = std::move(acquired.value());
-      if (withdrawn(req)) {
-        release(std::move(conn), true);
-        co_return cancelled_error();
-      }
-      const bool reused = conn->exchanges > 0;
-      if (tracing()) {
-        client_log()->trace("stage=acquired {} {} conn=#{} reused={} idle_ms={} t_us={}",
-                            std::string(http::to_string(req.method)), req.target, conn->id, reused,
-                            reused ? std::chrono::duration_cast<std::chrono::milliseconds>(
-                                         clock_->now() - conn->idle_since)
-                                         .count()
-                                   : 0,
-                            trace_us());
-      }
-      // The request's own deadline closes the connection, as the other deadlines do.
-      std::unique_ptr<clock::alarm> whole;
-      auto past_deadline = std::make_shared<bool>(false);
-      if (req.deadline != steady::time_point::max()) {
-        whole = clock_->at(ex_, req.deadline, [c = conn.get(), past_deadline] {
-          *past_deadline = true;
-          c->close();
-        });
-      }
-      // Not a ?: with two co_awaits: GCC 12 miscompiles that (double destruction).
-      attempt_outcome out;
-      if (conn->memory) {
-        out = co_await attempt(*conn->memory, *conn, msg, sink, idle_timeout);
-      } else if (conn->tls) {
-        out = co_await attempt(*conn->tls, *conn, msg, sink, idle_timeout);
-      } else {
-        out = co_await attempt(*conn->plain, *conn, msg, sink, idle_timeout);
-      }
-      whole.reset();
-      if (*past_deadline && out.err) {
-        out.err = past_deadline_error(req);
-      }
-      const bool reusable = !out.err && out.reusable;
-      unanswered.reset();
-      if (tracing() && !sink) {
-        client_log()->trace("stage=done {} {} conn=#{} status={} t_us={}",
-                            std::string(http::to_string(req.method)), req.target, conn->id,
-                            out.status, trace_us());
-      }
-      release(std::move(conn), reusable);
-      observe(req.method, out.err ? 0 : out.status, start);
-      if (!out.err) {
-        note_throttling(req, out.status);
-      }
-
       if (out.err) {
         if (stopping_) {
           co_return shutting_down_error();
@@ -773,10 +724,10 @@ struct client::impl : std::enable_shared_from_this<impl> {
         // Replaying is safe for idempotent requests, and for any request the server cannot
         // have acted on (the write itself failed on a reused connection). Timeouts are not
         // retried: the deadline was the caller's budget; nor is a response too large.
-        const bool replayable = !out.body_started && !*past_deadline &&
+        const bool replayable = !out.body_started && !tried.past_deadline &&
                                 out.err.code != make_error_code(base::errc::timeout) &&
                                 out.err.code != make_error_code(base::errc::response_too_large) &&
-                                (req.idempotent || (reused && out.write_failed));
+                                (req.idempotent || (tried.reused && out.write_failed));
         if (replayable && retries < opts_.max_retries) {
           ++retries;
           if (!network_backoff) {
@@ -824,6 +775,83 @@ struct client::impl : std::enable_shared_from_this<impl> {
       }
       co_return response{out.status, std::move(out.body)};
     }
+  }
+
+  /// One try of `req` with `token`: a pooled or new connection, the exchange on it under the
+  /// request's own deadline, the connection given back and the request observed. `sent` is
+  /// false when no exchange happened (no connection, or the request was withdrawn meanwhile):
+  /// its error is then final.
+  asio::awaitable<try_outcome> send_once(const request& req, const std::string& token,
+                                         const body_sink* sink,
+                                         std::chrono::milliseconds idle_timeout) {
+    try_outcome tried;
+    auto msg = build(req, token);
+
+    const auto start = clock_->now();
+    std::optional<unanswered_mark> unanswered;
+    if (!req.background && sink == nullptr) {
+      unanswered.emplace(*this);
+    }
+    auto acquired = co_await acquire(start + opts_.request_timeout, req.background);
+    if (!acquired) {
+      observe(req.method, 0, start);
+      tried.exchange.err = acquired.error();
+      co_return tried;
+    }
+    std::unique_ptr<connection> conn = std::move(acquired.value());
+    if (withdrawn(req)) {
+      release(std::move(conn), true);
+      tried.exchange.err = cancelled_error();
+      co_return tried;
+    }
+    tried.sent = true;
+    tried.reused = conn->exchanges > 0;
+    const bool reused = tried.reused;
+    if (tracing()) {
+      client_log()->trace("stage=acquired {} {} conn=#{} reused={} idle_ms={} t_us={}",
+                          std::string(http::to_string(req.method)), req.target, conn->id, reused,
+                          reused ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       clock_->now() - conn->idle_since)
+                                       .count()
+                                 : 0,
+                          trace_us());
+    }
+    // The request's own deadline closes the connection, as the other deadlines do.
+    std::unique_ptr<clock::alarm> whole;
+    auto past_deadline = std::make_shared<bool>(false);
+    if (req.deadline != steady::time_point::max()) {
+      whole = clock_->at(ex_, req.deadline, [c = conn.get(), past_deadline] {
+        *past_deadline = true;
+        c->close();
+      });
+    }
+    // Not a ?: with two co_awaits: GCC 12 miscompiles that (double destruction).
+    auto& out = tried.exchange;
+    if (conn->memory) {
+      out = co_await attempt(*conn->memory, *conn, msg, sink, idle_timeout);
+    } else if (conn->tls) {
+      out = co_await attempt(*conn->tls, *conn, msg, sink, idle_timeout);
+    } else {
+      out = co_await attempt(*conn->plain, *conn, msg, sink, idle_timeout);
+    }
+    whole.reset();
+    tried.past_deadline = *past_deadline;
+    if (*past_deadline && out.err) {
+      out.err = past_deadline_error(req);
+    }
+    const bool reusable = !out.err && out.reusable;
+    unanswered.reset();
+    if (tracing() && !sink) {
+      client_log()->trace("stage=done {} {} conn=#{} status={} t_us={}",
+                          std::string(http::to_string(req.method)), req.target, conn->id,
+                          out.status, trace_us());
+    }
+    release(std::move(conn), reusable);
+    observe(req.method, out.err ? 0 : out.status, start);
+    if (!out.err) {
+      note_throttling(req, out.status);
+    }
+    co_return tried;
   }
 
   error past_deadline_error(const request& req) const {

@@ -255,6 +255,16 @@ struct http_endpoints::impl {
 
   static asio::awaitable<void> accept_loop(std::shared_ptr<impl> self);
   static asio::awaitable<void> session(std::shared_ptr<impl> self, tcp::socket socket);
+  /// Reads the next request of session `id` into `parser` under the read, header and body
+  /// deadlines; the error (end of stream, a timeout, a parse error) ends the connection.
+  static asio::awaitable<boost::system::error_code> read_request(
+      impl& self, std::uint64_t id, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+      http::request_parser<http::string_body>& parser);
+  /// Says why a malformed or oversized request is refused (best effort, before hanging up).
+  static asio::awaitable<void> refuse(const http_endpoints_options& opt, beast::tcp_stream& stream,
+                                      boost::system::error_code ec);
+  /// Records what session `id` does now, for make_room(); nothing once make_room() closed it.
+  void set_phase(std::uint64_t id, phase p);
   /// The document of `route`: the one a connection still writes if it is recent enough, else
   /// the one being computed, else a new one. On the strand.
   static asio::awaitable<std::shared_ptr<const http_response>> shared_response(
@@ -348,44 +358,10 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
   beast::flat_buffer buffer(
       static_cast<std::size_t>(opt.header_limit) +
       static_cast<std::size_t>(std::min<std::uint64_t>(opt.body_limit, 1 << 20)) + 1024);
-  // What this connection is doing, for make_room(). The entry is gone once make_room()
-  // closed the connection.
-  const auto set_phase = [&self, id](phase p) {
-    if (auto it = self->sessions.find(id); it != self->sessions.end()) {
-      it->second.state = p;
-      it->second.since = std::chrono::steady_clock::now();
-    }
-  };
   for (;;) {
     http::request_parser<http::string_body> parser;
-    parser.header_limit(opt.header_limit);
-    parser.body_limit(opt.body_limit);
-    const auto request_deadline = std::chrono::steady_clock::now() + opt.read_timeout;
-    stream.expires_at(request_deadline);
-    boost::system::error_code ec;
-    if (buffer.size() == 0) {
-      // Idle until the first byte of the next request.
-      set_phase(phase::idle);
-      auto [wec, wn] =
-          co_await stream.async_read_some(buffer.prepare(512), asio::as_tuple(asio::use_awaitable));
-      buffer.commit(wn);
-      ec = wec;
-    }
-    set_phase(phase::reading);
-    if (!ec) {
-      // The headers, from the first byte on, get header_timeout; the body the rest.
-      stream.expires_at(
-          std::min(request_deadline, std::chrono::steady_clock::now() + opt.header_timeout));
-      auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser,
-                                                        asio::as_tuple(asio::use_awaitable));
-      ec = hec;
-    }
-    if (!ec && !parser.is_done()) {
-      stream.expires_at(request_deadline);
-      auto [bec, bn] =
-          co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
-      ec = bec;
-    }
+    auto read = read_request(*self, id, stream, buffer, parser);  // named: see above on GCC 12
+    const boost::system::error_code ec = co_await std::move(read);
     if (ec) {
       if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
           ec == asio::error::connection_reset || self->stopped) {
@@ -400,23 +376,11 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
       if (!is_http_parse_error(ec)) {
         break;
       }
-      // A malformed or oversized request: say why (best effort), then hang up.
-      unsigned status = 400;
-      if (ec == http::error::header_limit) {
-        status = 431;
-      } else if (ec == http::error::body_limit) {
-        status = 413;
-      }
-      auto refusal =
-          make_response(11, false, false,
-                        http_response{status, "text/plain; charset=utf-8", ec.message() + "\n"});
-      stream.expires_after(opt.write_timeout);
-      auto write_refusal =
-          beast::async_write(stream, std::move(refusal), asio::as_tuple(asio::use_awaitable));
-      co_await std::move(write_refusal);
+      auto refusal = refuse(opt, stream, ec);
+      co_await std::move(refusal);
       break;
     }
-    set_phase(phase::serving);
+    self->set_phase(id, phase::serving);
     std::shared_ptr<const http_response> computed;
     std::optional<async_slot> slot;  // until the response is written
     std::optional<http::message_generator> busy;
@@ -454,6 +418,64 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
   boost::system::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
   stream.socket().close(ignored);
+}
+
+void http_endpoints::impl::set_phase(std::uint64_t id, phase p) {
+  if (auto it = sessions.find(id); it != sessions.end()) {
+    it->second.state = p;
+    it->second.since = std::chrono::steady_clock::now();
+  }
+}
+
+asio::awaitable<boost::system::error_code> http_endpoints::impl::read_request(
+    impl& self, std::uint64_t id, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+    http::request_parser<http::string_body>& parser) {
+  const auto& opt = self.options;
+  parser.header_limit(opt.header_limit);
+  parser.body_limit(opt.body_limit);
+  const auto request_deadline = std::chrono::steady_clock::now() + opt.read_timeout;
+  stream.expires_at(request_deadline);
+  if (buffer.size() == 0) {
+    // Idle until the first byte of the next request.
+    self.set_phase(id, phase::idle);
+    auto [ec, n] =
+        co_await stream.async_read_some(buffer.prepare(512), asio::as_tuple(asio::use_awaitable));
+    buffer.commit(n);
+    if (ec) {
+      self.set_phase(id, phase::reading);
+      co_return ec;
+    }
+  }
+  self.set_phase(id, phase::reading);
+  // The headers, from the first byte on, get header_timeout; the body the rest.
+  stream.expires_at(
+      std::min(request_deadline, std::chrono::steady_clock::now() + opt.header_timeout));
+  auto [hec, hn] =
+      co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+  if (hec || parser.is_done()) {
+    co_return hec;
+  }
+  stream.expires_at(request_deadline);
+  auto [bec, bn] =
+      co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
+  co_return bec;
+}
+
+asio::awaitable<void> http_endpoints::impl::refuse(const http_endpoints_options& opt,
+                                                   beast::tcp_stream& stream,
+                                                   boost::system::error_code ec) {
+  unsigned status = 400;
+  if (ec == http::error::header_limit) {
+    status = 431;
+  } else if (ec == http::error::body_limit) {
+    status = 413;
+  }
+  auto refusal = make_response(
+      11, false, false, http_response{status, "text/plain; charset=utf-8", ec.message() + "\n"});
+  stream.expires_after(opt.write_timeout);
+  auto write_refusal =
+      beast::async_write(stream, std::move(refusal), asio::as_tuple(asio::use_awaitable));
+  co_await std::move(write_refusal);
 }
 
 namespace {

@@ -160,6 +160,9 @@ private:
   bool complete_element(std::string_view chunk, std::size_t end,
                         const std::function<bool(std::string_view)>& emit);
   bool keep_partial_element(std::string_view chunk);
+  /// One byte between the items of the array (whitespace, ',' or the closing ']') or the
+  /// first of an item, at offset `i` of the chunk (`at` in the body); false on a malformed one.
+  bool between_items(char c, std::size_t i, std::size_t at);
   bool malformed(std::string_view what, std::size_t at);
   bool too_large(std::string_view what, std::size_t limit);
 

@@ -214,9 +214,29 @@ private:
   struct list_outcome;
   struct watch_outcome;
   boost::asio::awaitable<list_outcome> list(const std::string& resource_version);
+  [[nodiscard]] std::string list_target(const std::string& resource_version,
+                                        const std::string& continue_token, bool unpaged) const;
+  /// A page that could not be read (stopped, too many objects, a transport failure or the
+  /// list's deadline): fills `out` and returns true.
+  bool page_unread(const base::result<response>& res, bool too_many, std::uint64_t received,
+                   std::size_t objects, std::chrono::steady_clock::time_point deadline,
+                   list_outcome& out);
+  /// A page the server refused (gone, or a status other than 200): fills `out`, returns true.
+  bool page_refused(const response& res, bool first_page, list_outcome& out);
   boost::asio::awaitable<watch_outcome> watch(const std::string& resource_version,
                                               std::chrono::seconds timeout);
   bool apply_line(std::string_view line, watch_outcome& out);
+  /// run()'s state from one list/watch round to the next, and its steps (on the executor).
+  struct session;
+  /// Counts a restart for `reason`, reports it and sets the session's backoff wait.
+  void restart(session& s, std::uint64_t reflector_stats::*reason, const std::string& why,
+               bool warning, const std::function<bool(std::chrono::milliseconds)>& report = {});
+  /// Applies a finished LIST; false when it failed or was gone (the round starts again).
+  bool take_list(session& s, list_outcome&& listed);
+  void list_failed(session& s, const list_outcome& listed);
+  /// What a watch's end means for the next round (a backoff, a relist, nothing).
+  void take_watch(session& s, const watch_outcome& watched, const std::string& from,
+                  std::chrono::steady_clock::time_point started);
   void skipped_undecodable(const base::error& e);
   /// Logs a restart that waits `retry_in` (`why`: what happened), at most one line per
   /// detail::restart_log_period, a warning with the count of those left out; `warning` picks

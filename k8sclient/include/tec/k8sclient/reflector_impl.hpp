@@ -163,6 +163,82 @@ void reflector<Codec, Store>::stop() {
 }
 
 template <class Codec, class Store>
+std::string reflector<Codec, Store>::list_target(const std::string& resource_version,
+                                                 const std::string& continue_token,
+                                                 bool unpaged) const {
+  std::string target = std::string(Codec::path) + "?";
+  if (!unpaged) {
+    target += "limit=" + std::to_string(options_.page_size) + "&";
+  }
+  if (!options_.query.empty()) {
+    target += options_.query + "&";
+  }
+  if (!continue_token.empty()) {
+    // The API server refuses resourceVersion together with continue.
+    target += "continue=" + escape_query_value(continue_token);
+  } else {
+    target += "resourceVersion=" + escape_query_value(resource_version);
+  }
+  return target;
+}
+
+template <class Codec, class Store>
+bool reflector<Codec, Store>::page_unread(const base::result<response>& res, bool too_many,
+                                          std::uint64_t received, std::size_t objects,
+                                          std::chrono::steady_clock::time_point deadline,
+                                          list_outcome& out) {
+  using kind = typename list_outcome::kind;
+  if (stopping_) {
+    out.what = kind::stopped;
+    return true;
+  }
+  if (too_many) {
+    out.what = kind::failed;
+    out.why = "the LIST has more than " + std::to_string(options_.max_list_objects) +
+              " objects (reflector_options::max_list_objects; " + std::to_string(received) +
+              " bytes of this response read); dropped";
+    out.err = base::make_error(base::errc::response_too_large, out.why);
+    return true;
+  }
+  if (res) {
+    return false;
+  }
+  out.what =
+      res.error().code == make_error_code(base::errc::shutting_down) ? kind::stopped : kind::failed;
+  out.why = res.error().message;
+  out.err = res.error();
+  if (res.error().code == make_error_code(base::errc::timeout) && api_.clock().now() >= deadline) {
+    out.why = "the LIST was not complete within " + std::to_string(options_.list_timeout.count()) +
+              " ms (reflector_options::list_timeout): " + std::to_string(received) + " bytes, " +
+              std::to_string(objects) + " objects received";
+    out.err.message = out.why;
+  }
+  return true;
+}
+
+template <class Codec, class Store>
+bool reflector<Codec, Store>::page_refused(const response& res, bool first_page,
+                                           list_outcome& out) {
+  using kind = typename list_outcome::kind;
+  if ((res.status == 410 && first_page) || detail::too_large_resource_version<Codec>(res)) {
+    out.what = kind::gone;
+    out.why = detail::describe_status<Codec>(res);
+    return true;
+  }
+  if (res.status == 200) {
+    return false;
+  }
+  out.what = kind::failed;
+  out.why = detail::describe_status<Codec>(res);
+  if (res.status == 410) {
+    out.why += " (the continue token expired twice)";
+  }
+  out.err = base::error{make_error_code(errc_for_status(res.status)), out.why,
+                        static_cast<int>(res.status)};
+  return true;
+}
+
+template <class Codec, class Store>
 boost::asio::awaitable<typename reflector<Codec, Store>::list_outcome>
 reflector<Codec, Store>::list(const std::string& resource_version) {
   using kind = typename list_outcome::kind;
@@ -190,21 +266,8 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
   // answered in pages before (no watch cache) keeps getting the limit.
   const bool unpaged = !resource_version.empty() && resource_version != "0" && !paginated_;
   for (;;) {
-    std::string target = std::string(Codec::path) + "?";
-    if (!unpaged) {
-      target += "limit=" + std::to_string(options_.page_size) + "&";
-    }
-    if (!options_.query.empty()) {
-      target += options_.query + "&";
-    }
-    if (!continue_token.empty()) {
-      // The API server refuses resourceVersion together with continue.
-      target += "continue=" + escape_query_value(continue_token);
-    } else {
-      target += "resourceVersion=" + escape_query_value(resource_version);
-    }
     request req;
-    req.target = std::move(target);
+    req.target = list_target(resource_version, continue_token, unpaged);
     req.idempotent = true;
     req.accept = options_.accept;
     // Bounded in time as a whole (a body trickling a byte a minute never trips the idle
@@ -251,30 +314,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
     const auto deadline = req.deadline;
     auto res = co_await api_.stream(std::move(req), sink, options_.idle_timeout);
     slow.reset();
-    if (stopping_) {
-      out.what = kind::stopped;
-      co_return out;
-    }
-    if (too_many) {
-      out.what = kind::failed;
-      out.why = "the LIST has more than " + std::to_string(options_.max_list_objects) +
-                " objects (reflector_options::max_list_objects; " + std::to_string(received) +
-                " bytes of this response read); dropped";
-      out.err = base::make_error(base::errc::response_too_large, out.why);
-      co_return out;
-    }
-    if (!res) {
-      out.what = res.error().code == make_error_code(base::errc::shutting_down) ? kind::stopped
-                                                                                : kind::failed;
-      out.why = res.error().message;
-      out.err = res.error();
-      if (res.error().code == make_error_code(base::errc::timeout) && clock.now() >= deadline) {
-        out.why = "the LIST was not complete within " +
-                  std::to_string(options_.list_timeout.count()) +
-                  " ms (reflector_options::list_timeout): " + std::to_string(received) +
-                  " bytes, " + std::to_string(objects()) + " objects received";
-        out.err.message = out.why;
-      }
+    if (page_unread(res, too_many, received, objects(), deadline, out)) {
       co_return out;
     }
     if (res->status == 410 && !continue_token.empty() && !restarted) {
@@ -292,20 +332,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
       }
       continue;
     }
-    if ((res->status == 410 && continue_token.empty()) ||
-        detail::too_large_resource_version<Codec>(res.value())) {
-      out.what = kind::gone;
-      out.why = detail::describe_status<Codec>(res.value());
-      co_return out;
-    }
-    if (res->status != 200) {
-      out.what = kind::failed;
-      out.why = detail::describe_status<Codec>(res.value());
-      if (res->status == 410) {
-        out.why += " (the continue token expired twice)";
-      }
-      out.err = base::error{make_error_code(errc_for_status(res->status)), out.why,
-                            static_cast<int>(res->status)};
+    if (page_refused(res.value(), continue_token.empty(), out)) {
       co_return out;
     }
     auto page = decoder.finish();
@@ -541,9 +568,171 @@ reflector<Codec, Store>::watch(const std::string& resource_version, std::chrono:
   co_return out;
 }
 
+namespace detail {
+/// The level of a relist's routine lines: debug while restarts are left out of the log.
+inline spdlog::level::level_enum relist_level(bool quiet_restart) {
+  return quiet_restart ? spdlog::level::debug : spdlog::level::info;
+}
+}  // namespace detail
+
+/// What one run() carries from one list/watch round to the next. On the executor only.
+template <class Codec, class Store>
+struct reflector<Codec, Store>::session {
+  session(const reflector_options& options, k8sclient::clock& clock, std::uint64_t seed)
+      : rng(seed),
+        delays(
+            options.backoff, [&clock] { return clock.now(); }, seed + 1),
+        watch_seconds(options.min_watch_timeout.count(), options.max_watch_timeout.count() - 1),
+        list_rv(options.first_list_resource_version) {}
+
+  std::mt19937_64 rng;
+  base::backoff delays;
+  std::uniform_int_distribution<std::int64_t> watch_seconds;
+  std::string list_rv;
+  /// A relist at a version that came back at that same version (etcd read it exactly): if the
+  /// watch from there is too old too, the next list asks for the latest instead of looping.
+  std::string exact_rv;
+  bool need_list = true;
+  bool listed_once = false;
+  bool watched_once = false;
+  std::chrono::milliseconds wait{0};
+};
+
+// Every restart but a clean watch end or an idle timeout (each at most one a minute: the
+// server's timeoutSeconds, the idle guard) waits for the backoff, 410 Gone included: a 410
+// loop relisted at once, 1,118 requests a minute, the whole QPS budget of the DELETEs
+// (issue 29; client-go backs off every ListAndWatch). `reason` counts it; `report`, when
+// set, may log the failure itself (returning true) instead of report_restart().
+template <class Codec, class Store>
+void reflector<Codec, Store>::restart(
+    session& s, std::uint64_t reflector_stats::*reason, const std::string& why, bool warning,
+    const std::function<bool(std::chrono::milliseconds)>& report) {
+  const auto d = s.delays.next();
+  count([&](reflector_stats& st) {
+    ++st.backoffs;
+    ++(st.*reason);
+    if (reason != &reflector_stats::gone) {
+      ++st.errors;
+    }
+  });
+  quiet_restart_ = !(report && report(d)) && !report_restart(why, d, warning);
+  s.wait = d;
+}
+
+template <class Codec, class Store>
+bool reflector<Codec, Store>::take_list(session& s, list_outcome&& listed) {
+  using lkind = typename list_outcome::kind;
+  const char* const what = Codec::kind;
+  if (listed.what == lkind::gone && !s.list_rv.empty()) {
+    detail::watch_log()->log(detail::relist_level(quiet_restart_),
+                             "{}: list at resourceVersion {} is gone ({}); listing the latest",
+                             what, s.list_rv, listed.why);
+    s.list_rv.clear();
+    return false;
+  }
+  if (listed.what != lkind::ok) {
+    list_failed(s, listed);
+    return false;
+  }
+  s.exact_rv = !s.list_rv.empty() && s.list_rv != "0" && listed.resource_version == s.list_rv
+                   ? s.list_rv
+                   : std::string();
+  const auto n = listed.added + listed.items.size();
+  apply_list(std::move(listed.items));
+  set_resource_version(listed.resource_version);
+  count([&](reflector_stats& st) {
+    ++st.lists;
+    if (s.listed_once) {
+      ++st.relists;
+    }
+  });
+  {
+    std::lock_guard lock(mutex_);
+    current_error_ = {};
+  }
+  detail::watch_log()->log(
+      s.listed_once ? detail::relist_level(quiet_restart_) : spdlog::level::info,
+      "{}: listed {} at resourceVersion {}", what, n, listed.resource_version);
+  s.listed_once = true;
+  s.need_list = false;
+  if (!synced_.exchange(true) && options_.on_synced) {
+    options_.on_synced();
+  }
+  return true;
+}
+
+template <class Codec, class Store>
+void reflector<Codec, Store>::list_failed(session& s, const list_outcome& listed) {
+  const base::error failure =
+      listed.err ? listed.err : base::make_error(base::errc::http_status, listed.why);
+  {
+    std::lock_guard lock(mutex_);
+    last_error_ = failure;
+    current_error_ = failure;
+  }
+  std::function<bool(std::chrono::milliseconds)> report;
+  if (options_.on_list_failed) {
+    report = [&](std::chrono::milliseconds retry_in) {
+      return options_.on_list_failed(failure, retry_in);
+    };
+  }
+  restart(s, &reflector_stats::list_failures, "list failed: " + listed.why, true, report);
+  if (listed.err.code == make_error_code(base::errc::response_too_large) && !s.list_rv.empty()) {
+    // resourceVersion=0 (and a relist at a version, which has no limit) is served from the
+    // watch cache in one response whatever the limit (1.20), so a big cluster's LIST can pass
+    // the page bound; etcd honours the limit: page from there (a consistent read) after the
+    // backoff.
+    detail::watch_log()->log(detail::relist_level(quiet_restart_),
+                             "{}: listing from etcd in pages of {} instead (resourceVersion=\"\")",
+                             Codec::kind, options_.page_size);
+    s.list_rv.clear();
+  }
+}
+
+template <class Codec, class Store>
+void reflector<Codec, Store>::take_watch(session& s, const watch_outcome& watched,
+                                         const std::string& from,
+                                         std::chrono::steady_clock::time_point started) {
+  using wkind = typename watch_outcome::kind;
+  const char* const what = Codec::kind;
+  switch (watched.what) {
+    case wkind::stopped:
+      break;
+    case wkind::ended:
+      if (watched.bytes == 0 && api_.clock().now() - started < options_.short_watch) {
+        restart(s, &reflector_stats::watch_failures, "watch closed at once with nothing in it",
+                true);
+      }
+      break;
+    case wkind::gone:
+      restart(s, &reflector_stats::gone,
+              "resourceVersion " + from + " is too old (" + watched.why + "); relisting", false);
+      s.need_list = true;
+      s.list_rv = resource_version();
+      if (!s.exact_rv.empty() && s.list_rv == s.exact_rv) {
+        detail::watch_log()->log(detail::relist_level(quiet_restart_),
+                                 "{}: relisted at resourceVersion {} and it is too old to "
+                                 "watch from; listing the latest",
+                                 what, s.list_rv);
+        s.list_rv.clear();
+      }
+      break;
+    case wkind::idle:
+      // The client's message names the limit that passed: the idle guard (idle_timeout), or
+      // the request timeout while waiting for the headers ("silent for 120000 ms" was
+      // printed after 60 s of the latter; issue 29).
+      detail::watch_log()->warn("{}: watch timed out ({}); re-watching from {}", what, watched.why,
+                                resource_version());
+      count([](reflector_stats& st) { ++st.idle_timeouts; });
+      break;
+    case wkind::failed:
+      restart(s, &reflector_stats::watch_failures, "watch failed: " + watched.why, true);
+      break;
+  }
+}
+
 template <class Codec, class Store>
 boost::asio::awaitable<void> reflector<Codec, Store>::run() {
-  const char* const what = Codec::kind;
   auto ex = co_await boost::asio::this_coro::executor;
   // Backoff waits are alarms on the client's clock (a manual one in tests) that end a wait on
   // `timer`; stop() ends it at once.
@@ -553,170 +742,38 @@ boost::asio::awaitable<void> reflector<Codec, Store>::run() {
     std::lock_guard lock(mutex_);
     wake_ = [ex, timer] { boost::asio::post(ex, [timer] { timer->cancel(); }); };
   }
-  const std::uint64_t seed = options_.seed != 0 ? options_.seed : std::random_device{}();
-  std::mt19937_64 rng(seed);
-  base::backoff delays(
-      options_.backoff, [&clock] { return clock.now(); }, seed + 1);
-  std::uniform_int_distribution<std::int64_t> watch_seconds(options_.min_watch_timeout.count(),
-                                                            options_.max_watch_timeout.count() - 1);
-
-  // Every restart but a clean watch end or an idle timeout (each at most one a minute: the
-  // server's timeoutSeconds, the idle guard) waits for the backoff, 410 Gone included: a 410
-  // loop relisted at once, 1,118 requests a minute, the whole QPS budget of the DELETEs
-  // (issue 29; client-go backs off every ListAndWatch). `reason` counts it; `report`, when
-  // set, may log the failure itself (returning true) instead of report_restart().
-  auto restart = [&](std::uint64_t reflector_stats::*reason, const std::string& why, bool warning,
-                     const std::function<bool(std::chrono::milliseconds)>& report = {})
-      -> std::chrono::milliseconds {
-    const auto d = delays.next();
-    count([&](reflector_stats& s) {
-      ++s.backoffs;
-      ++(s.*reason);
-      if (reason != &reflector_stats::gone) {
-        ++s.errors;
-      }
-    });
-    quiet_restart_ = !(report && report(d)) && !report_restart(why, d, warning);
-    return d;
-  };
-  // The routine lines of a relist, at debug while restarts are left out of the log.
-  const auto relist_level = [this] {
-    return quiet_restart_ ? spdlog::level::debug : spdlog::level::info;
-  };
-
-  std::string list_rv = options_.first_list_resource_version;
-  // A relist at a version that came back at that same version (etcd read it exactly): if the
-  // watch from there is too old too, the next list asks for the latest instead of looping.
-  std::string exact_rv;
-  bool need_list = true;
-  bool listed_once = false;
-  bool watched_once = false;
-  std::chrono::milliseconds wait{0};
-
+  session s(options_, clock, options_.seed != 0 ? options_.seed : std::random_device{}());
   while (!stopping_) {
-    if (wait > std::chrono::milliseconds::zero()) {
+    if (s.wait > std::chrono::milliseconds::zero()) {
       timer->expires_at(std::chrono::steady_clock::time_point::max());
-      auto ring = clock.at(ex, clock.now() + wait, [timer] { timer->cancel(); });
+      auto ring = clock.at(ex, clock.now() + s.wait, [timer] { timer->cancel(); });
       co_await timer->async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
-      wait = std::chrono::milliseconds::zero();
+      s.wait = std::chrono::milliseconds::zero();
       continue;
     }
-    if (need_list) {
-      auto listed = co_await list(list_rv);
-      using lkind = typename list_outcome::kind;
-      if (listed.what == lkind::stopped) {
+    if (s.need_list) {
+      auto listed = co_await list(s.list_rv);
+      if (listed.what == list_outcome::kind::stopped) {
         break;
       }
-      if (listed.what == lkind::gone && !list_rv.empty()) {
-        detail::watch_log()->log(relist_level(),
-                                 "{}: list at resourceVersion {} is gone ({}); listing the latest",
-                                 what, list_rv, listed.why);
-        list_rv.clear();
+      if (!take_list(s, std::move(listed))) {
         continue;
-      }
-      if (listed.what != lkind::ok) {
-        const base::error failure =
-            listed.err ? listed.err : base::make_error(base::errc::http_status, listed.why);
-        {
-          std::lock_guard lock(mutex_);
-          last_error_ = failure;
-          current_error_ = failure;
-        }
-        std::function<bool(std::chrono::milliseconds)> report;
-        if (options_.on_list_failed) {
-          report = [&](std::chrono::milliseconds retry_in) {
-            return options_.on_list_failed(failure, retry_in);
-          };
-        }
-        wait = restart(&reflector_stats::list_failures, "list failed: " + listed.why, true, report);
-        if (listed.err.code == make_error_code(base::errc::response_too_large) &&
-            !list_rv.empty()) {
-          // resourceVersion=0 (and a relist at a version, which has no limit) is served from
-          // the watch cache in one response whatever the limit (1.20), so a big cluster's LIST
-          // can pass the page bound; etcd honours the limit: page from there (a consistent
-          // read) after the backoff.
-          detail::watch_log()->log(
-              relist_level(), "{}: listing from etcd in pages of {} instead (resourceVersion=\"\")",
-              what, options_.page_size);
-          list_rv.clear();
-        }
-        continue;
-      }
-      exact_rv = !list_rv.empty() && list_rv != "0" && listed.resource_version == list_rv
-                     ? list_rv
-                     : std::string();
-      const auto n = listed.added + listed.items.size();
-      apply_list(std::move(listed.items));
-      set_resource_version(listed.resource_version);
-      count([&](reflector_stats& s) {
-        ++s.lists;
-        if (listed_once) {
-          ++s.relists;
-        }
-      });
-      {
-        std::lock_guard lock(mutex_);
-        current_error_ = {};
-      }
-      detail::watch_log()->log(listed_once ? relist_level() : spdlog::level::info,
-                               "{}: listed {} at resourceVersion {}", what, n,
-                               listed.resource_version);
-      listed_once = true;
-      need_list = false;
-      if (!synced_.exchange(true) && options_.on_synced) {
-        options_.on_synced();
       }
     }
-
     const std::string from = resource_version();
     const auto started = clock.now();
-    count([&](reflector_stats& s) {
-      ++s.watches;
-      if (watched_once) {
-        ++s.watch_restarts;
+    count([&](reflector_stats& st) {
+      ++st.watches;
+      if (s.watched_once) {
+        ++st.watch_restarts;
       }
     });
-    watched_once = true;
-    auto watched = co_await watch(from, std::chrono::seconds{watch_seconds(rng)});
-    using wkind = typename watch_outcome::kind;
-    switch (watched.what) {
-      case wkind::stopped:
-        break;
-      case wkind::ended:
-        if (watched.bytes == 0 && clock.now() - started < options_.short_watch) {
-          wait = restart(&reflector_stats::watch_failures,
-                         "watch closed at once with nothing in it", true);
-        }
-        break;
-      case wkind::gone:
-        wait = restart(&reflector_stats::gone,
-                       "resourceVersion " + from + " is too old (" + watched.why + "); relisting",
-                       false);
-        need_list = true;
-        list_rv = resource_version();
-        if (!exact_rv.empty() && list_rv == exact_rv) {
-          detail::watch_log()->log(relist_level(),
-                                   "{}: relisted at resourceVersion {} and it is too old to "
-                                   "watch from; listing the latest",
-                                   what, list_rv);
-          list_rv.clear();
-        }
-        break;
-      case wkind::idle:
-        // The client's message names the limit that passed: the idle guard (idle_timeout), or
-        // the request timeout while waiting for the headers ("silent for 120000 ms" was
-        // printed after 60 s of the latter; issue 29).
-        detail::watch_log()->warn("{}: watch timed out ({}); re-watching from {}", what,
-                                  watched.why, resource_version());
-        count([](reflector_stats& s) { ++s.idle_timeouts; });
-        break;
-      case wkind::failed:
-        wait = restart(&reflector_stats::watch_failures, "watch failed: " + watched.why, true);
-        break;
-    }
-    if (watched.what == wkind::stopped) {
+    s.watched_once = true;
+    auto watched = co_await watch(from, std::chrono::seconds{s.watch_seconds(s.rng)});
+    if (watched.what == watch_outcome::kind::stopped) {
       break;
     }
+    take_watch(s, watched, from, started);
   }
   std::lock_guard lock(mutex_);
   wake_ = nullptr;
