@@ -8,13 +8,7 @@
 #include "tec/timedqueue/timed_queue.hpp"
 
 #include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <functional>
 #include <mutex>
-#include <optional>
-#include <string>
-#include <string_view>
 #include <unordered_map>
 #include <utility>
 

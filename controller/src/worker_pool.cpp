@@ -58,30 +58,19 @@ worker_pool::~worker_pool() {
 
 bool worker_pool::enqueue_node(std::string name, std::optional<std::vector<taint>> taints,
                                bool replay) {
-  worker& w = worker_of(name);
   if (log_->should_log(spdlog::level::trace)) {
     log_->trace("stage=enqueued node=\"{}\" t_us={}", name, trace_us());
   }
-  bool fresh = false;
-  {
-    std::lock_guard lock(w.mu);
-    if (stopping_.load()) {
-      return false;
-    }
-    auto [it, inserted] = w.node_latest.try_emplace(name);
-    it->second.taints = std::move(taints);
-    it->second.replay = it->second.replay || replay;  // the pods are still to be replayed
-    if (inserted) {
-      w.node_order.push_back(std::move(name));
-      outstanding_.fetch_add(1);
-      fresh = true;
-    }
-  }
-  enqueued(w, ctr_.node_updates, fresh);
-  return true;
+  return push_node(std::move(name), std::move(taints), replay, /*replace=*/true);
 }
 
 bool worker_pool::requeue_node(const std::string& name, std::vector<taint> taints) {
+  return push_node(name, std::move(taints), /*replay=*/false, /*replace=*/false);
+}
+
+// `replace`: the update replaces one waiting for that node (else leaves it alone).
+bool worker_pool::push_node(std::string name, std::optional<std::vector<taint>> taints, bool replay,
+                            bool replace) {
   worker& w = worker_of(name);
   bool fresh = false;
   {
@@ -90,9 +79,12 @@ bool worker_pool::requeue_node(const std::string& name, std::vector<taint> taint
       return false;
     }
     auto [it, inserted] = w.node_latest.try_emplace(name);
-    if (inserted) {
+    if (inserted || replace) {
       it->second.taints = std::move(taints);
-      w.node_order.push_back(name);
+      it->second.replay = it->second.replay || replay;  // the pods are still to be replayed
+    }
+    if (inserted) {
+      w.node_order.push_back(std::move(name));
       outstanding_.fetch_add(1);
       fresh = true;
     }

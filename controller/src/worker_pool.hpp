@@ -106,6 +106,8 @@ private:
     void pop(work_item& out);
   };
 
+  bool push_node(std::string name, std::optional<std::vector<taint>> taints, bool replay,
+                 bool replace);
   worker& worker_of(std::string_view node) { return *workers_[shard_of(node, workers_.size())]; }
   void enqueued(worker& w, std::atomic<std::uint64_t>& counter, bool fresh);
   void loop(worker& w);
