@@ -1,0 +1,310 @@
+#include "eviction_runner.hpp"
+#include "tec/base/rfc3339.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <utility>
+
+namespace tec::controller::detail {
+
+namespace {
+
+// A duration for messages: "20s", or "20.3s" when not whole seconds (tenths, rounded down).
+std::string seconds_text(std::chrono::nanoseconds d) {
+  const auto tenths = std::chrono::duration_cast<std::chrono::milliseconds>(d).count() / 100;
+  std::string out = std::to_string(tenths / 10);
+  if (tenths % 10 != 0) {
+    out += '.';
+    out += static_cast<char>('0' + tenths % 10);
+  }
+  out += 's';
+  return out;
+}
+
+}  // namespace
+
+eviction_runner::eviction_runner(const pod_index& pods, eviction_sink& sink,
+                                 timedqueue::driver& drv, const event_outlet& outlet,
+                                 const policy_state& policy, const tainted_nodes& tainted,
+                                 counters& ctr, std::shared_ptr<spdlog::logger> log,
+                                 runner_options options)
+    : pods_(pods),
+      sink_(sink),
+      drv_(drv),
+      outlet_(outlet),
+      policy_(policy),
+      tainted_(tainted),
+      ctr_(ctr),
+      log_(std::move(log)),
+      options_(std::move(options)) {}
+
+struct eviction_runner::pending_done {
+  explicit pending_done(timedqueue::completion c) : done(std::move(c)) {}
+  timedqueue::completion done;
+  std::atomic<bool> called{false};
+};
+
+void eviction_runner::run(const timedqueue::run_info& info, timedqueue::completion done) {
+  if (log_->should_log(spdlog::level::trace)) {
+    log_->trace("stage=fired pod=\"{}\" t_us={}", info.key, trace_us());
+  }
+  std::optional<timedqueue::completion> slot(std::move(done));
+  try {
+    start(info, slot);
+  } catch (const std::exception& e) {
+    // A throwing pod_index or sink: this attempt failed and is retried with backoff. Once
+    // the completion was handed to the sink (slot empty), the sink's callback owns it, and
+    // info.key may no longer be valid (it lives as long as the completion).
+    if (slot) {
+      log_->error("eviction attempt failed pod=\"{}\" uid={}: {}", info.key, info.payload,
+                  e.what());
+      const auto [ns, name] = split_key(info.key);
+      attempt_failed(info.key, info.generation, info.attempt,
+                     pod_ref{std::string(ns), std::string(name), std::string(info.payload)},
+                     e.what(), [&slot] { return slot->cancelled(); });
+      slot->complete(timedqueue::outcome::failure(e.what()));
+    } else {
+      log_->error("eviction sink threw after taking the request: {}", e.what());
+    }
+  }
+}
+
+void eviction_runner::start(const timedqueue::run_info& info,
+                            std::optional<timedqueue::completion>& slot) {
+  if (slot->cancelled()) {
+    slot->complete(timedqueue::outcome::failure("cancelled"));
+    slot.reset();
+    return;
+  }
+  const auto [ns, name] = split_key(info.key);
+  const std::optional<pod_view> pod = pods_.get_pod(ns, name);
+  if (!pod || pod->uid != info.payload) {
+    // Gone or replaced since the decision: nothing to delete (and the DELETE would fail
+    // its UID precondition anyway). No Marking event for a pod we do not delete.
+    bump(ctr_.skipped);
+    forget(info.key, info.generation);
+    outlet_.note_cancelled(pod_ref{std::string(ns), std::string(name), std::string(info.payload)},
+                           pod ? cancel_reason::replaced : cancel_reason::pod_gone, info.fire_at);
+    settle(slot);
+    return;
+  }
+  pod_ref ref{std::string(ns), std::string(name), std::string(info.payload)};
+  if (pod->terminating && !policy_.dry_run()) {
+    // It became terminating after the decision (someone else deleted it, or an earlier
+    // attempt of ours was accepted although it reported a failure): deleting it again would
+    // change nothing. No Marking event, no request (see leave_terminating).
+    bump(ctr_.terminating);
+    forget(info.key, info.generation);
+    log_->info("pod is already terminating, not deleting it again pod=\"{}\" uid={}", info.key,
+               info.payload);
+    outlet_.note_cancelled(std::move(ref), cancel_reason::pod_gone, info.fire_at);
+    settle(slot);
+    return;
+  }
+  if (info.admitted_at > info.due_at && options_.on_waited) {
+    options_.on_waited(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(info.admitted_at - info.due_at));
+  }
+  if (policy_.dry_run()) {
+    // The whole decision ran; nothing is written (no event, no patch, no DELETE).
+    bump(ctr_.dry_run);
+    forget(info.key, info.generation);
+    log_->info("dry run: would delete pod pod=\"{}\" uid={}", info.key, info.payload);
+    if (outlet_.observed()) {
+      decision_note note;
+      note.kind = decision_kind::would_delete;
+      note.pod = ref;
+      note.at = drv_.now();
+      note.due = info.fire_at;
+      outlet_.note(note);
+    }
+    settle(slot);
+    return;
+  }
+  eviction_method method = eviction_method::delete_pod;
+  std::chrono::milliseconds fallback{0};
+  if (policy_.evict_mode()) {
+    method = eviction_method::evict;
+    fallback = fallback_for(*pod);
+    if (const auto b = blocked_.find(info.key, info.generation)) {
+      const time_point now = drv_.now();
+      if (fallback.count() > 0 && now - b->since >= fallback) {
+        method = eviction_method::delete_pod;
+        if (blocked_.fall_back_once(info.key, info.generation)) {
+          fall_back(ref, now - b->since, fallback);
+        }
+      }
+    }
+  }
+  const bool stuck = info.attempt > options_.stuck_after;
+  if (info.attempt == 1) {
+    bump(ctr_.started);
+    log_->info("{} pod pod=\"{}\" uid={}",
+               method == eviction_method::evict ? "evicting" : "deleting", info.key, info.payload);
+    outlet_.record(ref, event_kind::marking_for_deletion);
+  } else {
+    // Once stuck, its warnings come with its events (at most every stuck_event_interval).
+    log_->log(stuck ? spdlog::level::debug : spdlog::level::info,
+              "retrying deletion pod=\"{}\" uid={} attempt={}", info.key, info.payload,
+              info.attempt);
+  }
+  bump(ctr_.attempts);
+  auto holder = std::make_shared<pending_done>(std::move(*slot));
+  slot.reset();
+  // The check must not own the completion: a sink may keep the request after calling done,
+  // and a completion kept alive would make the queue's shutdown wait for it forever. Once
+  // the attempt is over (holder gone) nothing more may be sent for it.
+  eviction_request request{ref,
+                           [weak = std::weak_ptr<pending_done>(holder)] {
+                             const auto h = weak.lock();
+                             return !h || h->called.load() || h->done.cancelled();
+                           },
+                           stuck, method};
+  // The callback uses `this` only before complete(): until then the queue's shutdown, and
+  // so the controller's, waits for this run. A second call returns before touching it.
+  sink_.evict(std::move(request),
+              [this, holder, ref = std::move(ref), key = std::string(info.key),
+               generation = info.generation, attempt = info.attempt, fire_at = info.fire_at, method,
+               fallback](eviction_result result) {
+                if (holder->called.exchange(true)) {
+                  return;  // A sink calling `done` twice: the first call counts.
+                }
+                finish_attempt(*holder, key, generation, attempt, fire_at, ref, std::move(result),
+                               method, fallback);
+              });
+}
+
+// Evict mode: the fallbackAfter that applies to `pod` on its node now (see fallback_after()).
+std::chrono::milliseconds eviction_runner::fallback_for(const pod_view& pod) const {
+  const std::optional<std::vector<taint>> taints = tainted_.lookup(pod.node_name);
+  if (!taints || taints->empty()) {
+    return std::chrono::milliseconds{0};
+  }
+  return policy_.fallback_for(*taints, pod.tolerations);
+}
+
+// Evict mode: an eviction refused for `blocked_for` (>= `fallback`) is done by DELETE.
+void eviction_runner::fall_back(const pod_ref& pod, timedqueue::duration blocked_for,
+                                std::chrono::milliseconds fallback) {
+  bump(ctr_.fallbacks);
+  const std::string detail = "after its eviction was refused for " + seconds_text(blocked_for) +
+                             " (fallbackAfter " + seconds_text(fallback) + ")";
+  log_->warn("deleting pod=\"{}/{}\" uid={} {}", pod.namespace_, pod.name, pod.uid, detail);
+  outlet_.record(pod, event_kind::eviction_fallback, detail);
+}
+
+// Evict mode: the Eviction API refused an attempt (a disruption budget). Not a failure to
+// report as stuck: the blocked gauge and a Warning event (one Event, its count raised at each
+// refusal) show it. Retried with the queue's backoff, and at the fallback time at the latest.
+void eviction_runner::attempt_blocked(pending_done& holder, std::string_view key,
+                                      std::uint64_t generation, const pod_ref& pod,
+                                      std::string message, std::chrono::milliseconds fallback) {
+  stuck_.done(key, generation);  // an answer, not a failure in a row
+  const time_point now = drv_.now();
+  const auto [rec, first] = blocked_.refused(key, generation, now, fallback,
+                                             [&holder] { return holder.done.cancelled(); });
+  std::string detail = message;
+  if (!detail.empty() && detail.back() != '.') {
+    detail += '.';
+  }
+  if (rec.fallback_at) {
+    const auto wall = options_.wall_clock();
+    const auto at = wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                               *rec.fallback_at - now);
+    detail += " Retrying; deleting it anyway at " + base::format_rfc3339(at) + " (fallbackAfter " +
+              seconds_text(fallback) + ").";
+  } else {
+    detail += " Retrying until it is allowed (no fallbackAfter).";
+  }
+  log_->log(first ? spdlog::level::info : spdlog::level::debug,
+            "eviction refused pod=\"{}\" uid={}: {}", key, pod.uid, detail);
+  outlet_.record(pod, event_kind::eviction_blocked, detail);
+  holder.done.complete(rec.fallback_at
+                           ? timedqueue::outcome::failure(std::move(message), *rec.fallback_at)
+                           : timedqueue::outcome::failure(std::move(message)));
+}
+
+void eviction_runner::finish_attempt(pending_done& holder, std::string_view key,
+                                     std::uint64_t generation, std::uint32_t attempt,
+                                     time_point fire_at, const pod_ref& pod, eviction_result result,
+                                     eviction_method method, std::chrono::milliseconds fallback) {
+  switch (result.status) {
+    case eviction_status::deleted:
+      bump(ctr_.succeeded);
+      forget(key, generation);
+      // Only a DELETE of ours that was accepted is a deletion for the histogram.
+      if (options_.on_deleted) {
+        options_.on_deleted(
+            std::max(std::chrono::nanoseconds::zero(),
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(drv_.now() - fire_at)));
+      }
+      holder.done.complete(timedqueue::outcome::success());
+      return;
+    case eviction_status::gone:
+      bump(ctr_.succeeded);
+      forget(key, generation);
+      holder.done.complete(timedqueue::outcome::success());
+      return;
+    case eviction_status::blocked:
+      if (method != eviction_method::evict) {
+        result.status = eviction_status::failed;  // a sink's bug: only an eviction is refused
+        finish_attempt(holder, key, generation, attempt, fire_at, pod, std::move(result), method,
+                       fallback);
+        return;
+      }
+      if (holder.done.cancelled()) {
+        holder.done.complete(timedqueue::outcome::failure(std::move(result.error)));
+        return;
+      }
+      bump(ctr_.blocked);
+      attempt_blocked(holder, key, generation, pod, std::move(result.error), fallback);
+      return;
+    case eviction_status::failed:
+      if (holder.done.cancelled()) {
+        // Withdrawn (cancelled, or shutting down): not retried, not a failure to report.
+        holder.done.complete(timedqueue::outcome::failure(std::move(result.error)));
+        return;
+      }
+      bump(ctr_.failed);
+      attempt_failed(key, generation, attempt, pod, result.error,
+                     [&holder] { return holder.done.cancelled(); });
+      holder.done.complete(timedqueue::outcome::failure(std::move(result.error)));
+      return;
+  }
+}
+
+// A failed attempt, before its completion is called: reports the eviction as stuck when
+// it is due (see controller_options::stuck_after).
+void eviction_runner::attempt_failed(std::string_view key, std::uint64_t generation,
+                                     std::uint32_t attempt, const pod_ref& pod,
+                                     std::string_view error,
+                                     const std::function<bool()>& cancelled) {
+  if (!stuck_.failed(key, generation, attempt, options_.stuck_after, drv_.now(),
+                     options_.stuck_event_interval, cancelled)) {
+    return;
+  }
+  const std::string detail = event_detail(error);
+  log_->warn("eviction is stuck pod=\"{}\" uid={}: {} attempts failed in a row, still retrying: {}",
+             key, pod.uid, attempt, detail);
+  outlet_.record(pod, event_kind::eviction_failed, detail);
+}
+
+bool eviction_runner::forget_cancelled(std::string_view key) {
+  stuck_.cancelled(key);
+  return blocked_.cancelled(key);
+}
+
+void eviction_runner::forget(std::string_view key, std::uint64_t generation) {
+  stuck_.done(key, generation);
+  blocked_.done(key, generation);
+}
+
+void eviction_runner::settle(std::optional<timedqueue::completion>& slot) {
+  slot->complete(timedqueue::outcome::success());
+  slot.reset();
+}
+
+}  // namespace tec::controller::detail

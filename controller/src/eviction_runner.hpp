@@ -1,0 +1,85 @@
+#pragma once
+
+#include "common.hpp"
+#include "event_outlet.hpp"
+#include "eviction_tables.hpp"
+#include "policy_state.hpp"
+#include "tainted_nodes.hpp"
+#include "tec/controller/controller.hpp"
+
+#include <spdlog/logger.h>
+
+namespace tec::controller::detail {
+
+/// What eviction_runner is configured with (from controller_options).
+struct runner_options {
+  std::uint32_t stuck_after = 5;  ///< >= 1.
+  timedqueue::duration stuck_event_interval{};
+  std::function<void(std::chrono::nanoseconds)> on_deleted;
+  std::function<void(std::chrono::nanoseconds)> on_waited;
+  std::function<std::chrono::system_clock::time_point()> wall_clock;  ///< Set.
+};
+
+/// The timed queue's work: one attempt of an eviction per run() (the pod re-checked in the
+/// cache, dry-run, Evict mode and its fallback to a DELETE, the sink called), its answer
+/// turned into the queue's outcome, and the tables of stuck and blocked evictions those
+/// answers leave. run() is called on the driver's thread; the sink's callbacks may come from
+/// any thread; forget_cancelled() and the readers from any thread (the tables lock).
+/// Borrows everything it is given; the queue whose work it is must be shut down first.
+class eviction_runner {
+public:
+  eviction_runner(const pod_index& pods, eviction_sink& sink, timedqueue::driver& drv,
+                  const event_outlet& outlet, const policy_state& policy,
+                  const tainted_nodes& tainted, counters& ctr, std::shared_ptr<spdlog::logger> log,
+                  runner_options options);
+
+  /// The queue's work function: starts one attempt of the eviction `info` is for. A throwing
+  /// pod_index or sink fails the attempt (retried with backoff).
+  void run(const timedqueue::run_info& info, timedqueue::completion done);
+
+  /// The queue entry of `key` was cancelled: its eviction leaves the stuck and blocked
+  /// tables. True when it was blocked (its cancel is announced as a pending one's is).
+  bool forget_cancelled(std::string_view key);
+
+  /// The blocked record of `key`, whatever its generation (for evictions()).
+  [[nodiscard]] std::optional<blocked_record> blocked(std::string_view key) const {
+    return blocked_.lookup(key);
+  }
+  [[nodiscard]] std::size_t stuck_count() const { return stuck_.size(); }
+  [[nodiscard]] std::size_t blocked_count() const { return blocked_.size(); }
+
+private:
+  struct pending_done;
+
+  void start(const timedqueue::run_info& info, std::optional<timedqueue::completion>& slot);
+  // An attempt that ends before calling the sink, with success: the eviction is over.
+  static void settle(std::optional<timedqueue::completion>& slot);
+  // The eviction of `key` (`generation`) is over, or answered: it leaves both tables.
+  void forget(std::string_view key, std::uint64_t generation);
+  [[nodiscard]] std::chrono::milliseconds fallback_for(const pod_view& pod) const;
+  void fall_back(const pod_ref& pod, timedqueue::duration blocked_for,
+                 std::chrono::milliseconds fallback);
+  void attempt_blocked(pending_done& holder, std::string_view key, std::uint64_t generation,
+                       const pod_ref& pod, std::string message, std::chrono::milliseconds fallback);
+  void finish_attempt(pending_done& holder, std::string_view key, std::uint64_t generation,
+                      std::uint32_t attempt, timedqueue::time_point fire_at, const pod_ref& pod,
+                      eviction_result result, eviction_method method,
+                      std::chrono::milliseconds fallback);
+  void attempt_failed(std::string_view key, std::uint64_t generation, std::uint32_t attempt,
+                      const pod_ref& pod, std::string_view error,
+                      const std::function<bool()>& cancelled);
+
+  const pod_index& pods_;
+  eviction_sink& sink_;
+  timedqueue::driver& drv_;
+  const event_outlet& outlet_;
+  const policy_state& policy_;
+  const tainted_nodes& tainted_;
+  counters& ctr_;
+  std::shared_ptr<spdlog::logger> log_;
+  const runner_options options_;
+  stuck_table stuck_;
+  blocked_table blocked_;
+};
+
+}  // namespace tec::controller::detail

@@ -1,0 +1,58 @@
+#pragma once
+
+#include "common.hpp"
+#include "event_outlet.hpp"
+#include "eviction_runner.hpp"
+#include "tec/controller/controller.hpp"
+#include "tec/timedqueue/timed_queue.hpp"
+
+#include <spdlog/logger.h>
+
+namespace tec::controller::detail {
+
+/// The timed queue's entries as the decisions make and drop them: every schedule and every
+/// cancel goes through here, with its counters, log lines, events and decision notes, and a
+/// cancel also takes the eviction out of the runner's stuck and blocked tables. Called from
+/// the workers under the pod's key lock (pod_decider) and, for eviction_waits(), from intake
+/// threads; holds no lock of its own. Borrows everything it is given.
+class queue_entries {
+public:
+  queue_entries(timedqueue::timed_queue& queue, eviction_runner& runner, const event_outlet& outlet,
+                counters& ctr, std::shared_ptr<spdlog::logger> log)
+      : queue_(queue), runner_(runner), outlet_(outlet), ctr_(ctr), log_(std::move(log)) {}
+
+  [[nodiscard]] std::optional<timedqueue::entry_info> lookup(std::string_view key) const {
+    return queue_.lookup(key);
+  }
+
+  /// A new entry for `pod`, due at `fire_at`, on a node with `taints` (for the note). True
+  /// when it was created (false when one exists, and after shutdown, when the queue holds
+  /// nothing).
+  bool schedule(std::string_view key, const pod_view& pod, timedqueue::time_point created_at,
+                timedqueue::time_point fire_at, const std::vector<taint>& taints);
+
+  /// Cancels the entry of `key`: true when it was pending, held or blocked (its cancel is
+  /// announced with upstream's "Cancelling deletion" event).
+  bool cancel(std::string_view key);
+
+  /// Cancels the entry of `key`, made for `pod`, with the event when it was waiting.
+  /// `reason` none: no note (the caller reschedules at once).
+  void cancel_with_event(std::string_view key, const pod_view& pod, cancel_reason reason);
+
+  /// Drops the entry of `key` made for the pod with `old_uid`, which the pod with `uid`
+  /// replaced: no event (that pod no longer exists; this one never had an eviction).
+  void drop_foreign(std::string_view key, std::string_view old_uid, std::string_view uid);
+
+  /// True when an eviction of `pod` (its UID) waits in the queue and has not started: then
+  /// the update that makes it terminating is decided (leave_terminating), not ignored.
+  [[nodiscard]] bool eviction_waits(const pod_view& pod) const;
+
+private:
+  timedqueue::timed_queue& queue_;
+  eviction_runner& runner_;
+  const event_outlet& outlet_;
+  counters& ctr_;
+  std::shared_ptr<spdlog::logger> log_;
+};
+
+}  // namespace tec::controller::detail
