@@ -8,7 +8,7 @@
 #include <vector>
 
 // The controller's parts are internal to tec_controller (controller/src/).
-#include "../../controller/src/storm_breaker.hpp"
+#include "storm_breaker.hpp"
 #include "support/manual_driver.hpp"
 #include "tec/base/logger.hpp"
 

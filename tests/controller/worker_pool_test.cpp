@@ -8,8 +8,8 @@
 #include <vector>
 
 // The controller's parts are internal to tec_controller (controller/src/).
-#include "../../controller/src/worker_pool.hpp"
 #include "tec/base/logger.hpp"
+#include "worker_pool.hpp"
 
 namespace tec::controller::detail {
 namespace {
