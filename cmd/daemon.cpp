@@ -180,31 +180,277 @@ struct informer_set {
   }
 };
 
-// The probe and metrics servers (one server for both when they share an address). Their
-// accept and connection coroutines are owned by ops::http_endpoints itself (stop() ends them).
-struct servers {
-  std::optional<ops::http_endpoints> health;
-  std::optional<ops::http_endpoints> metrics;
+// The probe, metrics and /debug endpoints. What they serve is read from the objects it borrows
+// (`sources`, which all outlive it); checks and handlers run on the servers' strand (the I/O
+// thread), the /debug documents are built on a reports thread of its own.
+class daemon_endpoints {
+public:
+  struct sources {
+    ops::registry& registry;
+    k8sclient::leader_elector* elector;  // nullptr without leader election
+    informer_set& watches;
+    shadow::shadow_tracker* shadow;  // nullptr without --shadow
+    controller::controller& ctrl;
+    informers::controller_feed& feed;
+    timedqueue::asio_driver& driver;
+  };
 
-  // Any thread; idempotent.
-  void stop() {
-    if (health) {
-      health->stop();
+  explicit daemon_endpoints(const sources& src) : src_(src) {}
+
+  // Main thread: registers the paths and starts both servers (one for all paths when both
+  // flags name one address); the error message (naming the flag), or empty when both servers
+  // (or neither) started.
+  std::string start(const asio::any_io_executor& executor, const options& opts,
+                    spdlog::logger& log) {
+    // The same address twice means one server for all three paths (port 0 means two ports).
+    const bool shared = opts.health_probe_bind_address == opts.metrics_bind_address &&
+                        !opts.metrics_bind_address.ends_with(":0");
+    health_.emplace(executor,
+                    ops::http_endpoints_options{.bind_address = opts.health_probe_bind_address});
+    health_->handle_check("/healthz", [this]() -> ops::check_result {
+      if (src_.elector != nullptr && !src_.elector->healthy(healthz_tolerance)) {
+        return {false,
+                "the leader lease has not been renewed for longer than the lease "
+                "duration + 20s"};
+      }
+      return {};
+    });
+    // Not ready: which first LIST it waits for and, when that LIST has failed, why (the server
+    // caps and escapes the reason).
+    const auto waiting_for = [](std::string_view what, const base::error& e) {
+      return ops::check_result{false, "waiting for the first LIST of " + std::string(what) +
+                                          (e ? " (last failure: " + e.message + ")" : "")};
+    };
+    health_->handle_check("/readyz", [this, waiting_for]() -> ops::check_result {
+      if (!src_.watches.pods->has_synced()) {
+        return waiting_for("pods", src_.watches.pods->last_list_error());
+      }
+      if (!src_.watches.nodes->has_synced()) {
+        return waiting_for("nodes", src_.watches.nodes->last_list_error());
+      }
+      if (!src_.watches.namespaces->has_synced()) {
+        return waiting_for("namespaces", src_.watches.namespaces->last_list_error());
+      }
+      return {};
+    });
+    const auto metrics_handler = [this] {
+      return ops::http_response{200, std::string(ops::metrics_content_type),
+                                src_.registry.render()};
+    };
+    if (!shared) {
+      metrics_.emplace(executor,
+                       ops::http_endpoints_options{.bind_address = opts.metrics_bind_address});
     }
-    if (metrics) {
-      metrics->stop();
+    ops::http_endpoints& metrics_port = shared ? *health_ : *metrics_;
+    metrics_port.handle("/metrics", metrics_handler);
+    // The /debug documents are built on the reports thread, not the I/O thread: a full list
+    // (10,000 entries, a few MB) takes tens of ms. As async handlers, the server shares each
+    // between the requests that ask at once and caps how many are served at once (issue 29:
+    // 64 readers that never read held a copy each). A standby answers too, with what its
+    // queue holds: nothing.
+    if (src_.shadow != nullptr) {
+      metrics_port.handle_async("/debug/shadow", [this] {
+        return asio::co_spawn(reports_, shadow_report(), asio::use_awaitable);
+      });
+    }
+    metrics_port.handle_async("/debug/evictions", [this] {
+      return asio::co_spawn(reports_, evictions_report(), asio::use_awaitable);
+    });
+    const auto start = [&log](ops::http_endpoints& server, const std::string& flag,
+                              const std::string& what) -> std::string {
+      auto bound = server.start();
+      if (!bound) {
+        return flag + ": cannot serve " + what + ": " + bound.error().message;
+      }
+      if (bound.value()) {
+        log.info("serving {} on http://{}:{}", what, bound.value()->address().to_string(),
+                 bound.value()->port());
+      }
+      return {};
+    };
+    if (auto e = start(*health_, "--health-probe-bind-address",
+                       shared ? "/healthz, /readyz and /metrics" : "/healthz and /readyz");
+        !e.empty()) {
+      return e;
+    }
+    if (metrics_) {
+      return start(*metrics_, "--metrics-bind-address", "/metrics");
+    }
+    return {};
+  }
+
+  // Any thread; idempotent. The servers' accept and connection coroutines are owned by
+  // ops::http_endpoints itself: stop() ends them.
+  void stop() {
+    if (health_) {
+      health_->stop();
+    }
+    if (metrics_) {
+      metrics_->stop();
     }
   }
+
+  // Main thread, after stop(): a report being built finishes (its connection is closed
+  // already).
+  void join_reports() { reports_.join(); }
+
+private:
+  // The reports thread: /debug/evictions. A copy of at most max_listed_evictions entries (the
+  // queue's mutex is held while n pointers are sorted), then the JSON from the copy.
+  asio::awaitable<ops::http_response> evictions_report() {
+    const auto list = src_.ctrl.evictions(cmd::max_listed_evictions);
+    const auto wall_now = base::wall_clock::now();
+    const base::clock_bridge clock(src_.driver.now(), wall_now);
+    co_return ops::http_response{200, "application/json",
+                                 cmd::evictions_json(list, src_.feed.active(), clock, wall_now)};
+  }
+
+  // The reports thread: /debug/shadow (at most max_disagreements entries).
+  asio::awaitable<ops::http_response> shadow_report() {
+    co_return ops::http_response{200, "application/json", src_.shadow->report_json()};
+  }
+
+  sources src_;
+  std::optional<ops::http_endpoints> health_;
+  std::optional<ops::http_endpoints> metrics_;  // empty when health_ serves /metrics too
+  // Builds the /debug documents off the I/O thread. After the servers, so it is joined before
+  // they go; the objects it reads outlive this.
+  asio::thread_pool reports_{1};
 };
 
-// The policy file's watch, when --policy is given.
-struct policy_watch {
-  std::optional<policy::reloader> reloader;  // I/O thread and `reader`, one poll at a time
-  // Reads and parses the policy file (reloader) off the I/O thread: a hung mount or a large
+// The eviction policy in force and the storm breaker's reports: the policy file re-read off
+// the I/O thread and applied, the breaker's log line every minute while it is open and its
+// Events on the Lease. Borrows the options, `stopping`, the sink and the recorder (from
+// construction) and the controller (from attach()), which all outlive it.
+class policy_control {
+public:
+  policy_control(const options& opts, std::shared_ptr<spdlog::logger> log,
+                 const std::atomic<bool>& stopping, writers::k8s_eviction_sink& sink,
+                 writers::event_recorder& recorder, const ops::standard_metrics& metrics,
+                 bool dry_run)
+      : opts_(opts),
+        log_(std::move(log)),
+        stopping_(stopping),
+        sink_(sink),
+        recorder_(recorder),
+        metrics_(metrics),
+        dry_run_(dry_run) {}
+
+  // Main thread, before the I/O thread runs.
+  void attach(controller::controller& ctrl) { ctrl_ = &ctrl; }
+  // Main thread, before the I/O thread runs: --policy's file is re-read from now on.
+  void watch_file() { reloader_.emplace(opts_.policy_file, opts_.policy); }
+  [[nodiscard]] bool watching_file() const { return reloader_.has_value(); }
+  // Main thread, in shutdown: a poll being made finishes; its result is dropped (stopping).
+  void join_reader() { reader_.join(); }
+
+  // I/O thread (every policy_poll_interval): one poll of the policy file, made on reader_;
+  // false once shutdown began (the result of a poll made meanwhile is dropped).
+  asio::awaitable<bool> poll() {
+    if (stopping_.load()) {
+      co_return false;
+    }
+    auto r = co_await asio::co_spawn(
+        reader_,
+        [this]() -> asio::awaitable<policy::reload_result> { co_return reloader_->poll(); },
+        asio::use_awaitable);
+    if (stopping_.load()) {
+      co_return false;
+    }
+    apply(r);
+    log_open_breaker();
+    co_return true;
+  }
+
+  // Any thread (the controller calls it when the breaker opens or closes; must not call back
+  // into the controller). The storm breaker's Events go on the controller's Lease (kind Lease
+  // in --leader-elect-resource-namespace, named --leader-elect-resource-name): it names this
+  // controller whether or not leader election is on, and `kubectl describe lease` shows them.
+  // Warning StormBreakerOpen when it opens and with each minute's log line while it stays
+  // open, Normal StormBreakerClosed when it closes; none in dry-run (nothing is written).
+  void breaker_event(bool open, std::size_t tainted, std::size_t known,
+                     std::optional<std::size_t> held) {
+    if (dry_run_.load()) {
+      return;
+    }
+    std::string message = fmt::format("Storm breaker {}: {} of {} nodes carry NoExecute taints; ",
+                                      open ? "open" : "closed", tainted, known);
+    if (!open) {
+      message += "held evictions resume";
+    } else if (held) {
+      message += fmt::format("{} due evictions are held", *held);
+    } else {
+      message += "due evictions are held until the share falls or the policy changes";
+    }
+    recorder_.record(writers::involved_object{.api_version = "coordination.k8s.io/v1",
+                                              .kind = "Lease",
+                                              .ref = {opts_.lease_namespace, opts_.lease_name, {}}},
+                     writers::event_content{open ? "Warning" : "Normal",
+                                            open ? "StormBreakerOpen" : "StormBreakerClosed",
+                                            std::move(message)});
+  }
+
+private:
+  // I/O thread. A valid new policy applies at once (the sink's dry-run first, so an eviction
+  // the controller hands over is never written while dry-run is being switched on, nor
+  // dropped while it is being switched off); an invalid one leaves the old one in force.
+  void apply(const policy::reload_result& r) {
+    switch (r.what) {
+      case policy::reload_result::kind::unchanged:
+        return;
+      case policy::reload_result::kind::applied: {
+        const controller::eviction_policy p = opts_.effective_policy(*r.policy);
+        sink_.set_dry_run(p.dry_run);
+        dry_run_.store(p.dry_run);
+        ctrl_->set_policy(p);
+        log_->info("eviction policy reloaded from {}: {}", base::printable(opts_.policy_file, 256),
+                   policy::describe(p));
+        return;
+      }
+      case policy::reload_result::kind::rejected: {
+        metrics_.policy_reload_failures.inc();
+        log_->warn("eviction policy change rejected, the policy in force stays ({}): {}",
+                   policy::describe(ctrl_->policy()), r.summary());
+        return;
+      }
+    }
+  }
+
+  // I/O thread: while the storm breaker holds every eviction, say so every minute.
+  void log_open_breaker() {
+    const auto now = steady::now();
+    if (now - breaker_logged_at_ < breaker_log_interval) {
+      return;
+    }
+    const auto s = ctrl_->stats();
+    if (!s.breaker_open) {
+      return;
+    }
+    breaker_logged_at_ = now;
+    log_->warn(
+        "storm breaker open: {} of {} nodes carry NoExecute taints; {} due evictions are held "
+        "(they start when the share falls below the threshold minus the hysteresis, or when "
+        "the policy file changes)",
+        s.breaker_tainted_nodes, s.nodes, s.queue.held);
+    breaker_event(true, s.breaker_tainted_nodes, s.nodes, s.queue.held);
+  }
+
+  const options& opts_;
+  std::shared_ptr<spdlog::logger> log_;
+  const std::atomic<bool>& stopping_;
+  writers::k8s_eviction_sink& sink_;
+  writers::event_recorder& recorder_;
+  ops::standard_metrics metrics_;
+  controller::controller* ctrl_ = nullptr;
+  std::optional<policy::reloader> reloader_;  // I/O thread and reader_, one poll at a time
+  // Reads and parses the policy file (reloader_) off the I/O thread: a hung mount or a large
   // file must not stall probes, the lease or evictions (issue 29). One poll at a time: the
-  // next starts only once a result is back on the I/O thread. After `reloader`, so a poll
-  // still running is joined before the reloader goes; shutdown() joins it.
-  asio::thread_pool reader{1};
+  // next starts only once a result is back on the I/O thread. After reloader_, so a poll
+  // still running is joined before the reloader goes.
+  asio::thread_pool reader_{1};
+  steady::time_point breaker_logged_at_{};  // I/O thread
+  // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
+  std::atomic<bool> dry_run_;
 };
 
 }  // namespace
@@ -233,26 +479,20 @@ struct daemon::impl {
   std::optional<timedqueue::asio_driver> driver;
   std::optional<writers::event_recorder> recorder;
   std::optional<writers::k8s_eviction_sink> sink;
+  // Before ctrl, whose workers call its breaker_event(), and after what it borrows.
+  std::optional<policy_control> policy_ctl;
   std::optional<controller::controller> ctrl;  // borrows cache.pods, sink, driver
   // Borrows ctrl; the informers' handlers borrow it (they run on the I/O thread, joined first).
   std::optional<informers::controller_feed> feed;
   std::optional<k8sclient::leader_elector> elector;
-  servers endpoints;
-  policy_watch policy_poll;
-  steady::time_point breaker_logged_at{};
-  // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
-  std::atomic<bool> dry_run{false};
+  std::optional<daemon_endpoints> endpoints;
   std::thread io_thread;
-  // Builds the /debug/evictions documents off the I/O thread. After the objects it reads
-  // (ctrl, feed, driver), so it is joined before they are destroyed; shutdown() joins it once
-  // the servers stopped.
-  asio::thread_pool reports{1};
 
   // Who may act. The gate is I/O-thread only; the feed gates the informer handlers
   // (activated on the I/O thread; deactivated there, and by shutdown from the main thread).
   std::optional<activation_gate> gate;
   std::atomic<bool> stopping{false};
-  // The one owner of the coroutines on the I/O thread (stages: enum stage). Closed by
+  // The one owner of the coroutines on the I/O thread (their stages: namespace stage). Closed by
   // shutdown: nothing starts after that.
   async::task_group tasks{io.get_executor()};
   stop_reason stop;
@@ -273,11 +513,12 @@ struct daemon::impl {
                  writers::eviction_sink_options{.disruption_condition = opts.disruption_condition,
                                                 .pods = &cache.pods,
                                                 .dry_run = start_policy.dry_run});
-    dry_run.store(start_policy.dry_run);
+    policy_ctl.emplace(opts, log, stopping, *sink, *recorder, *metrics, start_policy.dry_run);
     if (opts.shadow) {
       build_shadow();
     }
     ctrl.emplace(cache.pods, *sink, *driver, controller_options(start_policy));
+    policy_ctl->attach(*ctrl);
     feed.emplace(*ctrl);
     gate.emplace(
         [this] {
@@ -291,6 +532,14 @@ struct daemon::impl {
     if (opts.leader_elect) {
       build_elector();
     }
+    endpoints.emplace(
+        daemon_endpoints::sources{.registry = registry,
+                                  .elector = elector ? &*elector : nullptr,
+                                  .watches = watches,
+                                  .shadow = shadow_mode.tracker ? &*shadow_mode.tracker : nullptr,
+                                  .ctrl = *ctrl,
+                                  .feed = *feed,
+                                  .driver = *driver});
   }
 
   k8sclient::client_options client_options() const {
@@ -325,7 +574,7 @@ struct daemon::impl {
       m.eviction_wait_duration.observe(std::chrono::duration<double>(waited).count());
     };
     ctl.on_breaker = [this](bool open, std::size_t tainted, std::size_t known) {
-      breaker_event(open, tainted, known, std::nullopt);
+      policy_ctl->breaker_event(open, tainted, known, std::nullopt);
     };
     ctl.policy = start_policy;
     ctl.deadlines_from_taint_time = opts.deadlines_from_taint_time;
@@ -459,11 +708,11 @@ struct daemon::impl {
         std::rethrow_exception(e);
       }
     };
-    if (policy_poll.reloader) {
-      // Re-reads the policy file on policy_poll.reader; the result comes back to the I/O
-      // thread.
+    if (policy_ctl->watching_file()) {
+      // Re-reads the policy file off the I/O thread; the result comes back to it.
       tasks.spawn(stage::background,
-                  async::every(policy_poll_interval, [this] { return poll_policy(); }), rethrow);
+                  async::every(policy_poll_interval, [this] { return policy_ctl->poll(); }),
+                  rethrow);
     }
     // Gives the heap that has been freed back to the kernel. glibc keeps what a burst of work
     // freed (the initial LIST's pages, a relist, a mass eviction's requests) in its arenas,
@@ -495,98 +744,6 @@ struct daemon::impl {
                                }),
                   rethrow);
     }
-  }
-
-  // I/O thread: one poll of the policy file, made on policy_poll.reader; false once shutdown
-  // began (the result of a poll made meanwhile is dropped).
-  asio::awaitable<bool> poll_policy() {
-    if (stopping.load()) {
-      co_return false;
-    }
-    auto r = co_await asio::co_spawn(
-        policy_poll.reader,
-        [this]() -> asio::awaitable<policy::reload_result> {
-          co_return policy_poll.reloader->poll();
-        },
-        asio::use_awaitable);
-    if (stopping.load()) {
-      co_return false;
-    }
-    apply_policy_poll(r);
-    log_open_breaker();
-    co_return true;
-  }
-
-  // I/O thread. A valid new policy applies at once (the sink's dry-run first, so an eviction
-  // the controller hands over is never written while dry-run is being switched on, nor
-  // dropped while it is being switched off); an invalid one leaves the old one in force.
-  void apply_policy_poll(const policy::reload_result& r) {
-    switch (r.what) {
-      case policy::reload_result::kind::unchanged:
-        return;
-      case policy::reload_result::kind::applied: {
-        const controller::eviction_policy p = opts.effective_policy(*r.policy);
-        sink->set_dry_run(p.dry_run);
-        dry_run.store(p.dry_run);
-        ctrl->set_policy(p);
-        log->info("eviction policy reloaded from {}: {}", base::printable(opts.policy_file, 256),
-                  policy::describe(p));
-        return;
-      }
-      case policy::reload_result::kind::rejected: {
-        metrics->policy_reload_failures.inc();
-        log->warn("eviction policy change rejected, the policy in force stays ({}): {}",
-                  policy::describe(ctrl->policy()), r.summary());
-        return;
-      }
-    }
-  }
-
-  // I/O thread: while the storm breaker holds every eviction, say so every minute.
-  void log_open_breaker() {
-    const auto now = steady::now();
-    if (now - breaker_logged_at < breaker_log_interval) {
-      return;
-    }
-    const auto s = ctrl->stats();
-    if (!s.breaker_open) {
-      return;
-    }
-    breaker_logged_at = now;
-    log->warn(
-        "storm breaker open: {} of {} nodes carry NoExecute taints; {} due evictions are held "
-        "(they start when the share falls below the threshold minus the hysteresis, or when "
-        "the policy file changes)",
-        s.breaker_tainted_nodes, s.nodes, s.queue.held);
-    breaker_event(true, s.breaker_tainted_nodes, s.nodes, s.queue.held);
-  }
-
-  // Any thread (the controller calls it when the breaker opens or closes; must not call back
-  // into the controller). The storm breaker's Events go on the controller's Lease (kind Lease
-  // in --leader-elect-resource-namespace, named --leader-elect-resource-name): it names this
-  // controller whether or not leader election is on, and `kubectl describe lease` shows them.
-  // Warning StormBreakerOpen when it opens and with each minute's log line while it stays
-  // open, Normal StormBreakerClosed when it closes; none in dry-run (nothing is written).
-  void breaker_event(bool open, std::size_t tainted, std::size_t known,
-                     std::optional<std::size_t> held) {
-    if (dry_run.load()) {
-      return;
-    }
-    std::string message = fmt::format("Storm breaker {}: {} of {} nodes carry NoExecute taints; ",
-                                      open ? "open" : "closed", tainted, known);
-    if (!open) {
-      message += "held evictions resume";
-    } else if (held) {
-      message += fmt::format("{} due evictions are held", *held);
-    } else {
-      message += "due evictions are held until the share falls or the policy changes";
-    }
-    recorder->record(writers::involved_object{.api_version = "coordination.k8s.io/v1",
-                                              .kind = "Lease",
-                                              .ref = {opts.lease_namespace, opts.lease_name, {}}},
-                     writers::event_content{open ? "Warning" : "Normal",
-                                            open ? "StormBreakerOpen" : "StormBreakerClosed",
-                                            std::move(message)});
   }
 
   // I/O thread (the namespace informer's store): namespaces that opt out of eviction, or no
@@ -631,21 +788,6 @@ struct daemon::impl {
         "acting until it can; retrying in {} ms",
         e.message, controller::opt_out_annotation, retry_in.count());
     return true;
-  }
-
-  // The reports thread: /debug/evictions. A copy of at most max_listed_evictions entries (the
-  // queue's mutex is held while n pointers are sorted), then the JSON from the copy.
-  asio::awaitable<ops::http_response> evictions_report() {
-    const auto list = ctrl->evictions(cmd::max_listed_evictions);
-    const auto wall_now = base::wall_clock::now();
-    const base::clock_bridge clock(driver->now(), wall_now);
-    co_return ops::http_response{200, "application/json",
-                                 cmd::evictions_json(list, feed->active(), clock, wall_now)};
-  }
-
-  // The reports thread: /debug/shadow (at most max_disagreements entries).
-  asio::awaitable<ops::http_response> shadow_report() {
-    co_return ops::http_response{200, "application/json", shadow_mode.tracker->report_json()};
   }
 
   // I/O thread: the elector gave up the lease (stop()) or lost it.
@@ -696,85 +838,6 @@ struct daemon::impl {
     }
     log->info("received {}: shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
     stop.request(0);
-  }
-
-  // Returns the error message, or empty when both servers (or neither) started.
-  std::string start_servers() {
-    // The same address twice means one server for all three paths (port 0 means two ports).
-    const bool shared = opts.health_probe_bind_address == opts.metrics_bind_address &&
-                        !opts.metrics_bind_address.ends_with(":0");
-    endpoints.health.emplace(
-        io.get_executor(),
-        ops::http_endpoints_options{.bind_address = opts.health_probe_bind_address});
-    endpoints.health->handle_check("/healthz", [this]() -> ops::check_result {
-      if (elector && !elector->healthy(healthz_tolerance)) {
-        return {false,
-                "the leader lease has not been renewed for longer than the lease "
-                "duration + 20s"};
-      }
-      return {};
-    });
-    // Not ready: which first LIST it waits for and, when that LIST has failed, why (the server
-    // caps and escapes the reason).
-    const auto waiting_for = [](std::string_view what, const base::error& e) {
-      return ops::check_result{false, "waiting for the first LIST of " + std::string(what) +
-                                          (e ? " (last failure: " + e.message + ")" : "")};
-    };
-    endpoints.health->handle_check("/readyz", [this, waiting_for]() -> ops::check_result {
-      if (!watches.pods->has_synced()) {
-        return waiting_for("pods", watches.pods->last_list_error());
-      }
-      if (!watches.nodes->has_synced()) {
-        return waiting_for("nodes", watches.nodes->last_list_error());
-      }
-      if (!watches.namespaces->has_synced()) {
-        return waiting_for("namespaces", watches.namespaces->last_list_error());
-      }
-      return {};
-    });
-    const auto metrics_handler = [this] {
-      return ops::http_response{200, std::string(ops::metrics_content_type), registry.render()};
-    };
-    if (!shared) {
-      endpoints.metrics.emplace(io.get_executor(), ops::http_endpoints_options{
-                                                       .bind_address = opts.metrics_bind_address});
-    }
-    ops::http_endpoints& metrics_port = shared ? *endpoints.health : *endpoints.metrics;
-    metrics_port.handle("/metrics", metrics_handler);
-    // The /debug documents are built on the reports thread, not the I/O thread: a full list
-    // (10,000 entries, a few MB) takes tens of ms. As async handlers, the server shares each
-    // between the requests that ask at once and caps how many are served at once (issue 29:
-    // 64 readers that never read held a copy each). A standby answers too, with what its
-    // queue holds: nothing.
-    if (shadow_mode.tracker) {
-      metrics_port.handle_async("/debug/shadow", [this] {
-        return asio::co_spawn(reports, shadow_report(), asio::use_awaitable);
-      });
-    }
-    metrics_port.handle_async("/debug/evictions", [this] {
-      return asio::co_spawn(reports, evictions_report(), asio::use_awaitable);
-    });
-    const auto start = [this](ops::http_endpoints& server, const std::string& flag,
-                              const std::string& what) -> std::string {
-      auto bound = server.start();
-      if (!bound) {
-        return flag + ": cannot serve " + what + ": " + bound.error().message;
-      }
-      if (bound.value()) {
-        log->info("serving {} on http://{}:{}", what, bound.value()->address().to_string(),
-                  bound.value()->port());
-      }
-      return {};
-    };
-    if (auto e = start(*endpoints.health, "--health-probe-bind-address",
-                       shared ? "/healthz, /readyz and /metrics" : "/healthz and /readyz");
-        !e.empty()) {
-      return e;
-    }
-    if (endpoints.metrics) {
-      return start(*endpoints.metrics, "--metrics-bind-address", "/metrics");
-    }
-    return {};
   }
 
   // Owned by `tasks` (stage watches); shutdown stops them and cancels those still running
@@ -866,7 +929,7 @@ struct daemon::impl {
                 });
     recorder->start();
     if (!opts.policy_file.empty()) {
-      policy_poll.reloader.emplace(opts.policy_file, opts.policy);
+      policy_ctl->watch_file();
     }
     start_periodic_jobs();
     spawn_informer(*watches.nodes, "node");
@@ -901,9 +964,9 @@ struct daemon::impl {
     informers::keep_pod_labels(!opts.policy_file.empty());
     build(*cfg);
     log_modes();
-    if (auto e = start_servers(); !e.empty()) {
+    if (auto e = endpoints->start(io.get_executor(), opts, *log); !e.empty()) {
       log->error("{}", e);
-      endpoints.stop();
+      endpoints->stop();
       return 1;
     }
     // Registered here, before the I/O thread runs; watched by a coroutine of `tasks`.
@@ -953,9 +1016,9 @@ struct daemon::impl {
           sink->stats().in_flight);
     }
     watches.stop();
-    endpoints.stop();
-    reports.join();             // a report being built finishes (its connection is closed already)
-    policy_poll.reader.join();  // a poll being made finishes; its result is dropped (stopping)
+    endpoints->stop();
+    endpoints->join_reports();
+    policy_ctl->join_reader();
     tasks.cancel(stage::background);  // the signal wait and the periodic jobs
     api->shutdown();
     ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
