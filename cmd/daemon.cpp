@@ -5,14 +5,11 @@
 
 #include <malloc.h>
 #include <atomic>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/verb.hpp>
@@ -22,7 +19,6 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -34,6 +30,9 @@
 #include "activation.hpp"
 #include "evictions_report.hpp"
 #include "stats_collector.hpp"
+#include "tec/asio/every.hpp"
+#include "tec/asio/signals.hpp"
+#include "tec/asio/task_group.hpp"
 #include "tec/base/error.hpp"
 #include "tec/controller/controller.hpp"
 #include "tec/informers/controller_feed.hpp"
@@ -89,8 +88,377 @@ std::string describe(const std::exception_ptr& e) {
   }
 }
 
+// The stages of the daemon's task_group, in the order shutdown stops them: the leader
+// election first (it releases the lease while the caches still run), then the watches, then
+// the background jobs (the signal wait and the periodic jobs) that keep running until the
+// end of shutdown so that a second signal still exits at once.
+namespace stage {
+constexpr int leadership = 0;
+constexpr int watches = 1;
+constexpr int background = 2;
+}  // namespace stage
+
+// Why and when the process stops: the first stop reason (an exit status) and whether the I/O
+// thread ran out of work. Any thread sets; the main thread waits.
+class stop_reason {
+public:
+  // The first call wins.
+  void request(int code) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (!code_) {
+        code_ = code;
+      }
+    }
+    cv_.notify_all();
+  }
+  [[nodiscard]] bool requested() const {
+    const std::lock_guard lock(mutex_);
+    return code_.has_value();
+  }
+  // Blocks until request() was called; its code.
+  int wait() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [this] { return code_.has_value(); });
+    return *code_;
+  }
+  void io_finished() {
+    {
+      const std::lock_guard lock(mutex_);
+      io_done_ = true;
+    }
+    cv_.notify_all();
+  }
+  // Until io_finished() or `deadline`; whether the I/O thread finished.
+  bool wait_io(steady::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_until(lock, deadline, [this] { return io_done_; });
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::optional<int> code_;
+  bool io_done_ = false;
+};
+
+// Shadow mode (--shadow): the comparison (the controller's observer, the pod and Event
+// handlers and the sweep feed it; /debug/shadow reads it). Empty without --shadow.
+struct shadow_parts {
+  base::clock_bridge clock;
+  std::optional<ops::shadow_metrics> metrics;
+  std::optional<shadow::shadow_tracker> tracker;
+};
+
+// What the informers keep of the cluster. The namespace store says which namespaces opt out
+// (the controller's namespace_opted_out); a change of answer reaches `on_opt_out_change` on
+// the I/O thread.
+struct caches {
+  explicit caches(std::function<void(const std::vector<informers::opt_out_change>&)> on_change)
+      : namespaces(std::move(on_change)) {}
+  informers::pod_store pods;
+  informers::node_store nodes;
+  informers::namespace_store namespaces;
+  shadow::event_store events;  // shadow mode's TaintManagerEviction Events
+};
+
+// The informers over `caches`; their run() coroutines are the task_group's `watches`.
+struct informer_set {
+  std::optional<informers::pod_informer> pods;
+  std::optional<informers::node_informer> nodes;
+  std::optional<informers::namespace_informer> namespaces;
+  std::optional<shadow::event_informer> events;  // shadow mode only
+
+  // Asks every informer's run() to finish. Any thread.
+  void stop() {
+    pods->stop();
+    nodes->stop();
+    namespaces->stop();
+    if (events) {
+      events->stop();
+    }
+  }
+};
+
+// The probe, metrics and /debug endpoints. What they serve is read from the objects it borrows
+// (`sources`, which all outlive it); checks and handlers run on the servers' strand (the I/O
+// thread), the /debug documents are built on a reports thread of its own.
+class daemon_endpoints {
+public:
+  struct sources {
+    ops::registry& registry;
+    k8sclient::leader_elector* elector;  // nullptr without leader election
+    informer_set& watches;
+    shadow::shadow_tracker* shadow;  // nullptr without --shadow
+    controller::controller& ctrl;
+    informers::controller_feed& feed;
+    timedqueue::asio_driver& driver;
+  };
+
+  explicit daemon_endpoints(const sources& src) : src_(src) {}
+
+  // Main thread: registers the paths and starts both servers (one for all paths when both
+  // flags name one address); the error message (naming the flag), or empty when both servers
+  // (or neither) started.
+  std::string start(const asio::any_io_executor& executor, const options& opts,
+                    spdlog::logger& log) {
+    // The same address twice means one server for all three paths (port 0 means two ports).
+    const bool shared = opts.health_probe_bind_address == opts.metrics_bind_address &&
+                        !opts.metrics_bind_address.ends_with(":0");
+    health_.emplace(executor,
+                    ops::http_endpoints_options{.bind_address = opts.health_probe_bind_address});
+    health_->handle_check("/healthz", [this]() -> ops::check_result {
+      if (src_.elector != nullptr && !src_.elector->healthy(healthz_tolerance)) {
+        return {false,
+                "the leader lease has not been renewed for longer than the lease "
+                "duration + 20s"};
+      }
+      return {};
+    });
+    // Not ready: which first LIST it waits for and, when that LIST has failed, why (the server
+    // caps and escapes the reason).
+    const auto waiting_for = [](std::string_view what, const base::error& e) {
+      return ops::check_result{false, "waiting for the first LIST of " + std::string(what) +
+                                          (e ? " (last failure: " + e.message + ")" : "")};
+    };
+    health_->handle_check("/readyz", [this, waiting_for]() -> ops::check_result {
+      if (!src_.watches.pods->has_synced()) {
+        return waiting_for("pods", src_.watches.pods->last_list_error());
+      }
+      if (!src_.watches.nodes->has_synced()) {
+        return waiting_for("nodes", src_.watches.nodes->last_list_error());
+      }
+      if (!src_.watches.namespaces->has_synced()) {
+        return waiting_for("namespaces", src_.watches.namespaces->last_list_error());
+      }
+      return {};
+    });
+    const auto metrics_handler = [this] {
+      return ops::http_response{200, std::string(ops::metrics_content_type),
+                                src_.registry.render()};
+    };
+    if (!shared) {
+      metrics_.emplace(executor,
+                       ops::http_endpoints_options{.bind_address = opts.metrics_bind_address});
+    }
+    ops::http_endpoints& metrics_port = shared ? *health_ : *metrics_;
+    metrics_port.handle("/metrics", metrics_handler);
+    // The /debug documents are built on the reports thread, not the I/O thread: a full list
+    // (10,000 entries, a few MB) takes tens of ms. As async handlers, the server shares each
+    // between the requests that ask at once and caps how many are served at once (issue 29:
+    // 64 readers that never read held a copy each). A standby answers too, with what its
+    // queue holds: nothing.
+    if (src_.shadow != nullptr) {
+      metrics_port.handle_async("/debug/shadow", [this] {
+        return asio::co_spawn(reports_, shadow_report(), asio::use_awaitable);
+      });
+    }
+    metrics_port.handle_async("/debug/evictions", [this] {
+      return asio::co_spawn(reports_, evictions_report(), asio::use_awaitable);
+    });
+    const auto start = [&log](ops::http_endpoints& server, const std::string& flag,
+                              const std::string& what) -> std::string {
+      auto bound = server.start();
+      if (!bound) {
+        return flag + ": cannot serve " + what + ": " + bound.error().message;
+      }
+      if (bound.value()) {
+        log.info("serving {} on http://{}:{}", what, bound.value()->address().to_string(),
+                 bound.value()->port());
+      }
+      return {};
+    };
+    if (auto e = start(*health_, "--health-probe-bind-address",
+                       shared ? "/healthz, /readyz and /metrics" : "/healthz and /readyz");
+        !e.empty()) {
+      return e;
+    }
+    if (metrics_) {
+      return start(*metrics_, "--metrics-bind-address", "/metrics");
+    }
+    return {};
+  }
+
+  // Any thread; idempotent. The servers' accept and connection coroutines are owned by
+  // ops::http_endpoints itself: stop() ends them.
+  void stop() {
+    if (health_) {
+      health_->stop();
+    }
+    if (metrics_) {
+      metrics_->stop();
+    }
+  }
+
+  // Main thread, after stop(): a report being built finishes (its connection is closed
+  // already).
+  void join_reports() { reports_.join(); }
+
+private:
+  // The reports thread: /debug/evictions. A copy of at most max_listed_evictions entries (the
+  // queue's mutex is held while n pointers are sorted), then the JSON from the copy.
+  asio::awaitable<ops::http_response> evictions_report() {
+    const auto list = src_.ctrl.evictions(cmd::max_listed_evictions);
+    const auto wall_now = base::wall_clock::now();
+    const base::clock_bridge clock(src_.driver.now(), wall_now);
+    co_return ops::http_response{200, "application/json",
+                                 cmd::evictions_json(list, src_.feed.active(), clock, wall_now)};
+  }
+
+  // The reports thread: /debug/shadow (at most max_disagreements entries).
+  asio::awaitable<ops::http_response> shadow_report() {
+    co_return ops::http_response{200, "application/json", src_.shadow->report_json()};
+  }
+
+  sources src_;
+  std::optional<ops::http_endpoints> health_;
+  std::optional<ops::http_endpoints> metrics_;  // empty when health_ serves /metrics too
+  // Builds the /debug documents off the I/O thread. After the servers, so it is joined before
+  // they go; the objects it reads outlive this.
+  asio::thread_pool reports_{1};
+};
+
+// The eviction policy in force and the storm breaker's reports: the policy file re-read off
+// the I/O thread and applied, the breaker's log line every minute while it is open and its
+// Events on the Lease. Borrows the options, `stopping`, the sink and the recorder (from
+// construction) and the controller (from attach()), which all outlive it.
+class policy_control {
+public:
+  policy_control(const options& opts, std::shared_ptr<spdlog::logger> log,
+                 const std::atomic<bool>& stopping, writers::k8s_eviction_sink& sink,
+                 writers::event_recorder& recorder, const ops::standard_metrics& metrics,
+                 bool dry_run)
+      : opts_(opts),
+        log_(std::move(log)),
+        stopping_(stopping),
+        sink_(sink),
+        recorder_(recorder),
+        metrics_(metrics),
+        dry_run_(dry_run) {}
+
+  // Main thread, before the I/O thread runs.
+  void attach(controller::controller& ctrl) { ctrl_ = &ctrl; }
+  // Main thread, before the I/O thread runs: --policy's file is re-read from now on.
+  void watch_file() { reloader_.emplace(opts_.policy_file, opts_.policy); }
+  [[nodiscard]] bool watching_file() const { return reloader_.has_value(); }
+  // Main thread, in shutdown: a poll being made finishes; its result is dropped (stopping).
+  void join_reader() { reader_.join(); }
+
+  // I/O thread (every policy_poll_interval): one poll of the policy file, made on reader_;
+  // false once shutdown began (the result of a poll made meanwhile is dropped).
+  asio::awaitable<bool> poll() {
+    if (stopping_.load()) {
+      co_return false;
+    }
+    auto r = co_await asio::co_spawn(
+        reader_,
+        [this]() -> asio::awaitable<policy::reload_result> { co_return reloader_->poll(); },
+        asio::use_awaitable);
+    if (stopping_.load()) {
+      co_return false;
+    }
+    apply(r);
+    log_open_breaker();
+    co_return true;
+  }
+
+  // Any thread (the controller calls it when the breaker opens or closes; must not call back
+  // into the controller). The storm breaker's Events go on the controller's Lease (kind Lease
+  // in --leader-elect-resource-namespace, named --leader-elect-resource-name): it names this
+  // controller whether or not leader election is on, and `kubectl describe lease` shows them.
+  // Warning StormBreakerOpen when it opens and with each minute's log line while it stays
+  // open, Normal StormBreakerClosed when it closes; none in dry-run (nothing is written).
+  void breaker_event(bool open, std::size_t tainted, std::size_t known,
+                     std::optional<std::size_t> held) {
+    if (dry_run_.load()) {
+      return;
+    }
+    std::string message = fmt::format("Storm breaker {}: {} of {} nodes carry NoExecute taints; ",
+                                      open ? "open" : "closed", tainted, known);
+    if (!open) {
+      message += "held evictions resume";
+    } else if (held) {
+      message += fmt::format("{} due evictions are held", *held);
+    } else {
+      message += "due evictions are held until the share falls or the policy changes";
+    }
+    recorder_.record(writers::involved_object{.api_version = "coordination.k8s.io/v1",
+                                              .kind = "Lease",
+                                              .ref = {opts_.lease_namespace, opts_.lease_name, {}}},
+                     writers::event_content{open ? "Warning" : "Normal",
+                                            open ? "StormBreakerOpen" : "StormBreakerClosed",
+                                            std::move(message)});
+  }
+
+private:
+  // I/O thread. A valid new policy applies at once (the sink's dry-run first, so an eviction
+  // the controller hands over is never written while dry-run is being switched on, nor
+  // dropped while it is being switched off); an invalid one leaves the old one in force.
+  void apply(const policy::reload_result& r) {
+    switch (r.what) {
+      case policy::reload_result::kind::unchanged:
+        return;
+      case policy::reload_result::kind::applied: {
+        const controller::eviction_policy p = opts_.effective_policy(*r.policy);
+        sink_.set_dry_run(p.dry_run);
+        dry_run_.store(p.dry_run);
+        ctrl_->set_policy(p);
+        log_->info("eviction policy reloaded from {}: {}", base::printable(opts_.policy_file, 256),
+                   policy::describe(p));
+        return;
+      }
+      case policy::reload_result::kind::rejected: {
+        metrics_.policy_reload_failures.inc();
+        log_->warn("eviction policy change rejected, the policy in force stays ({}): {}",
+                   policy::describe(ctrl_->policy()), r.summary());
+        return;
+      }
+    }
+  }
+
+  // I/O thread: while the storm breaker holds every eviction, say so every minute.
+  void log_open_breaker() {
+    const auto now = steady::now();
+    if (now - breaker_logged_at_ < breaker_log_interval) {
+      return;
+    }
+    const auto s = ctrl_->stats();
+    if (!s.breaker_open) {
+      return;
+    }
+    breaker_logged_at_ = now;
+    log_->warn(
+        "storm breaker open: {} of {} nodes carry NoExecute taints; {} due evictions are held "
+        "(they start when the share falls below the threshold minus the hysteresis, or when "
+        "the policy file changes)",
+        s.breaker_tainted_nodes, s.nodes, s.queue.held);
+    breaker_event(true, s.breaker_tainted_nodes, s.nodes, s.queue.held);
+  }
+
+  const options& opts_;
+  std::shared_ptr<spdlog::logger> log_;
+  const std::atomic<bool>& stopping_;
+  writers::k8s_eviction_sink& sink_;
+  writers::event_recorder& recorder_;
+  ops::standard_metrics metrics_;
+  controller::controller* ctrl_ = nullptr;
+  std::optional<policy::reloader> reloader_;  // I/O thread and reader_, one poll at a time
+  // Reads and parses the policy file (reloader_) off the I/O thread: a hung mount or a large
+  // file must not stall probes, the lease or evictions (issue 29). One poll at a time: the
+  // next starts only once a result is back on the I/O thread. After reloader_, so a poll
+  // still running is joined before the reloader goes.
+  asio::thread_pool reader_{1};
+  steady::time_point breaker_logged_at_{};  // I/O thread
+  // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
+  std::atomic<bool> dry_run_;
+};
+
 }  // namespace
 
+// Owns every long-lived object of the process, once each, in the order they are destroyed
+// (last first); the wiring's callbacks refer to each other through it. The coroutines it runs
+// on the I/O thread (informers, leader election, signal wait, periodic jobs) are owned by
+// `tasks`, which shutdown() stops in stages.
 struct daemon::impl {
   explicit impl(options o) : opts(std::move(o)), log(spdlog::default_logger()) {}
 
@@ -102,115 +470,79 @@ struct daemon::impl {
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
   ops::registry registry;
   std::optional<ops::standard_metrics> metrics;
-  // Shadow mode (--shadow): the comparison (the controller's observer, the pod and Event
-  // handlers and the sweep feed it; /debug/shadow reads it), before everything that feeds it.
-  base::clock_bridge shadow_clock;
-  std::optional<ops::shadow_metrics> shadow_metrics;
-  std::optional<shadow::shadow_tracker> shadow;
+  shadow_parts shadow_mode;  // before everything that feeds it
   std::optional<k8sclient::client> api;
-  informers::pod_store pods;
-  informers::node_store nodes;
-  // Which namespaces opt out (the controller's namespace_opted_out); a change of answer
-  // reaches namespaces_changed() on the I/O thread.
-  informers::namespace_store namespaces{
-      [this](const std::vector<informers::opt_out_change>& changes) {
-        namespaces_changed(changes);
-      }};
-  std::optional<informers::pod_informer> pod_informer;
-  std::optional<informers::node_informer> node_informer;
-  std::optional<informers::namespace_informer> namespace_informer;
-  shadow::event_store events;                            // shadow mode's TaintManagerEviction
-  std::optional<shadow::event_informer> event_informer;  // Events
+  caches cache{[this](const std::vector<informers::opt_out_change>& changes) {
+    namespaces_changed(changes);
+  }};
+  informer_set watches;
   std::optional<timedqueue::asio_driver> driver;
   std::optional<writers::event_recorder> recorder;
   std::optional<writers::k8s_eviction_sink> sink;
-  std::optional<controller::controller> ctrl;  // borrows pods, sink, driver
+  // Before ctrl, whose workers call its breaker_event(), and after what it borrows.
+  std::optional<policy_control> policy_ctl;
+  std::optional<controller::controller> ctrl;  // borrows cache.pods, sink, driver
   // Borrows ctrl; the informers' handlers borrow it (they run on the I/O thread, joined first).
   std::optional<informers::controller_feed> feed;
   std::optional<k8sclient::leader_elector> elector;
-  std::optional<ops::http_endpoints> health_server;
-  std::optional<ops::http_endpoints> metrics_server;
-  std::optional<asio::signal_set> signals;
-  // The policy file's watch (I/O thread only), when --policy is given.
-  std::optional<policy::reloader> policy_reloader;
-  std::optional<asio::steady_timer> policy_timer;
-  steady::time_point breaker_logged_at{};
-  // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
-  std::atomic<bool> dry_run{false};
-  std::optional<asio::steady_timer> shadow_timer;  // shadow mode's sweep (I/O thread)
-  std::optional<asio::steady_timer> trim_timer;    // returns freed heap to the kernel (I/O)
+  std::optional<daemon_endpoints> endpoints;
   std::thread io_thread;
-  // Builds the /debug/evictions documents off the I/O thread. After the objects it reads
-  // (ctrl, feed, driver), so it is joined before they are destroyed; shutdown() joins it once
-  // the servers stopped.
-  asio::thread_pool reports{1};
-  // Reads and parses the policy file (policy_reloader) off the I/O thread: a hung mount or a
-  // large file must not stall probes, the lease or evictions (issue 29). One poll at a time:
-  // the next is armed on the I/O thread once a result is back there. After policy_reloader,
-  // so a poll still running is joined before the reloader goes; shutdown() joins it.
-  asio::thread_pool policy_reader{1};
 
   // Who may act. The gate is I/O-thread only; the feed gates the informer handlers
   // (activated on the I/O thread; deactivated there, and by shutdown from the main thread).
   std::optional<activation_gate> gate;
   std::atomic<bool> stopping{false};
-
-  // The owners' handles on the coroutines co_spawned on the I/O thread: emitted there (a
-  // cancellation_signal is not thread-safe) by a shutdown they outlast.
-  asio::cancellation_signal pod_informer_cancel;
-  asio::cancellation_signal node_informer_cancel;
-  asio::cancellation_signal namespace_informer_cancel;
-  asio::cancellation_signal event_informer_cancel;
-  asio::cancellation_signal elector_cancel;
-
-  // The main thread waits on cv for a stop reason, then (in shutdown) for each completion.
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::optional<int> exit_code;
-  // Completions of what the I/O thread runs.
-  bool pod_informer_done = false;
-  bool node_informer_done = false;
-  bool namespace_informer_done = false;
-  bool event_informer_done = true;  // false while the shadow Event informer runs
-  bool elector_done = true;         // false while the elector runs (from the caches' sync)
-  bool io_done = false;             // the I/O thread ran out of work
-
-  void request_stop(int code) {
-    {
-      const std::lock_guard lock(mutex);
-      if (!exit_code) {
-        exit_code = code;
-      }
-    }
-    cv.notify_all();
-  }
-
-  // Any thread: sets a completion flag (guarded by mutex) and wakes the main thread.
-  void mark_done(bool& flag) {
-    {
-      const std::lock_guard lock(mutex);
-      flag = true;
-    }
-    cv.notify_all();
-  }
-
-  // Main thread: waits until `done()` (reading flags under mutex) holds, woken by
-  // mark_done() rather than polling, until `deadline` at most.
-  template <class Pred>
-  bool wait_done(Pred done, steady::time_point deadline) {
-    std::unique_lock lock(mutex);
-    return cv.wait_until(lock, deadline, done);
-  }
+  // The one owner of the coroutines on the I/O thread (their stages: namespace stage). Closed by
+  // shutdown: nothing starts after that.
+  async::task_group tasks{io.get_executor()};
+  stop_reason stop;
 
   void build(const k8sclient::rest_config& config) {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
     metrics.emplace(ops::register_standard_metrics(registry, tec::version, [this] {
-      auto stats = cmd::collect_stats(ctrl->stats(), sink->stats(), pod_informer->stats(),
-                                      node_informer->stats(), recorder->stats());
-      cmd::add_informer_stats(stats, "namespaces", namespace_informer->stats());
+      auto stats = cmd::collect_stats(ctrl->stats(), sink->stats(), watches.pods->stats(),
+                                      watches.nodes->stats(), recorder->stats());
+      cmd::add_informer_stats(stats, "namespaces", watches.namespaces->stats());
       return stats;
     }));
+    api.emplace(io.get_executor(), config, client_options());
+    driver.emplace(io.get_executor(), io.get_executor());
+    recorder.emplace(io.get_executor(), *api);
+    const controller::eviction_policy start_policy = opts.effective_policy(opts.policy);
+    sink.emplace(io.get_executor(), *api, &*recorder,
+                 writers::eviction_sink_options{.disruption_condition = opts.disruption_condition,
+                                                .pods = &cache.pods,
+                                                .dry_run = start_policy.dry_run});
+    policy_ctl.emplace(opts, log, stopping, *sink, *recorder, *metrics, start_policy.dry_run);
+    if (opts.shadow) {
+      build_shadow();
+    }
+    ctrl.emplace(cache.pods, *sink, *driver, controller_options(start_policy));
+    policy_ctl->attach(*ctrl);
+    feed.emplace(*ctrl);
+    gate.emplace(
+        [this] {
+          log->info("caches synced: {} nodes, {} pods, {} namespaces ({} opted out)",
+                    cache.nodes.size(), cache.pods.size(), cache.namespaces.size(),
+                    cache.namespaces.opted_out_namespaces().size());
+          start_election();
+        },
+        [this] { activate(); });
+    build_informers();
+    if (opts.leader_elect) {
+      build_elector();
+    }
+    endpoints.emplace(
+        daemon_endpoints::sources{.registry = registry,
+                                  .elector = elector ? &*elector : nullptr,
+                                  .watches = watches,
+                                  .shadow = shadow_mode.tracker ? &*shadow_mode.tracker : nullptr,
+                                  .ctrl = *ctrl,
+                                  .feed = *feed,
+                                  .driver = *driver});
+  }
 
+  k8sclient::client_options client_options() const {
     k8sclient::client_options copts;
     copts.qps = opts.kube_api_qps;
     copts.burst = opts.kube_api_burst;
@@ -225,16 +557,11 @@ struct daemon::impl {
       m.api_request_duration.with({verb_label})
           .observe(std::chrono::duration<double>(latency).count());
     };
-    api.emplace(io.get_executor(), config, std::move(copts));
+    return copts;
+  }
 
-    driver.emplace(io.get_executor(), io.get_executor());
-    recorder.emplace(io.get_executor(), *api);
-    const controller::eviction_policy start_policy = opts.effective_policy(opts.policy);
-    sink.emplace(io.get_executor(), *api, &*recorder,
-                 writers::eviction_sink_options{.disruption_condition = opts.disruption_condition,
-                                                .pods = &pods,
-                                                .dry_run = start_policy.dry_run});
-
+  controller::controller_options controller_options(
+      const controller::eviction_policy& start_policy) {
     controller::controller_options ctl;
     ctl.workers = static_cast<std::size_t>(opts.workers);
     ctl.threaded = true;
@@ -247,30 +574,26 @@ struct daemon::impl {
       m.eviction_wait_duration.observe(std::chrono::duration<double>(waited).count());
     };
     ctl.on_breaker = [this](bool open, std::size_t tainted, std::size_t known) {
-      breaker_event(open, tainted, known, std::nullopt);
+      policy_ctl->breaker_event(open, tainted, known, std::nullopt);
     };
     ctl.policy = start_policy;
     ctl.deadlines_from_taint_time = opts.deadlines_from_taint_time;
     // From the workers: a shared lock on the namespace cache.
-    ctl.namespace_opted_out = [this](std::string_view ns) { return namespaces.opted_out(ns); };
+    ctl.namespace_opted_out = [this](std::string_view ns) {
+      return cache.namespaces.opted_out(ns);
+    };
     ctl.scheduled_events = opts.scheduled_events;
-    dry_run.store(start_policy.dry_run);
     if (opts.shadow) {
-      build_shadow();
       // From the workers and the driver: the tracker takes a short lock.
       ctl.on_decision = [this](const controller::decision_note& note) {
-        shadow->note(shadow::to_shadow_note(note, shadow_clock));
+        shadow_mode.tracker->note(shadow::to_shadow_note(note, shadow_mode.clock));
       };
     }
-    ctrl.emplace(pods, *sink, *driver, std::move(ctl));
-    feed.emplace(*ctrl);
-    gate.emplace(
-        [this] {
-          log->info("caches synced: {} nodes, {} pods, {} namespaces ({} opted out)", nodes.size(),
-                    pods.size(), namespaces.size(), namespaces.opted_out_namespaces().size());
-          start_election();
-        },
-        [this] { activate(); });
+    return ctl;
+  }
+
+  // The informers, after feed and gate: their handlers and on_synced borrow both.
+  void build_informers() {
     // The reflectors call on_synced on the I/O thread, where the gate lives.
     k8sclient::reflector_options pod_opts;
     pod_opts.on_synced = [this] { gate->pods_synced(); };
@@ -292,43 +615,43 @@ struct daemon::impl {
                                                              const informers::pod_record* new_pod) {
         forward(old_pod, new_pod);
         if (feed->active()) {
-          shadow->pod_changed(old_pod, new_pod);
+          shadow_mode.tracker->pod_changed(old_pod, new_pod);
         }
       };
       k8sclient::reflector_options event_opts;
       event_opts.query = std::string(shadow::taint_manager_events_query);
       // The Events of the first LIST happened before we looked: only later ones count.
-      event_informer.emplace(
-          *api, events,
-          [this, forward = shadow::shadow_event_handler(*shadow)](
+      watches.events.emplace(
+          *api, cache.events,
+          [this, forward = shadow::shadow_event_handler(*shadow_mode.tracker)](
               const shadow::event_record* old_event, const shadow::event_record* new_event) {
-            if (feed->active() && event_informer->has_synced()) {
+            if (feed->active() && watches.events->has_synced()) {
               forward(old_event, new_event);
             }
           },
           std::move(event_opts));
     }
-    pod_informer.emplace(*api, pods, std::move(pod_handler), std::move(pod_opts));
-    node_informer.emplace(*api, nodes, feed->node_handler(), std::move(node_opts));
+    watches.pods.emplace(*api, cache.pods, std::move(pod_handler), std::move(pod_opts));
+    watches.nodes.emplace(*api, cache.nodes, feed->node_handler(), std::move(node_opts));
     // The store reports what matters (an answer that changed); no handler needed.
-    namespace_informer.emplace(*api, namespaces, nullptr, std::move(namespace_opts));
+    watches.namespaces.emplace(*api, cache.namespaces, nullptr, std::move(namespace_opts));
+  }
 
-    if (opts.leader_elect) {
-      k8sclient::leader_election_config le;
-      le.lease_namespace = opts.lease_namespace;
-      le.lease_name = opts.lease_name;
-      le.lease_duration = opts.lease_duration;
-      le.renew_deadline = opts.renew_deadline;
-      le.retry_period = opts.retry_period;
-      le.release_on_cancel = true;
-      le.on_started_leading = [this] {
-        metrics->is_leader.set(1);
-        log->info("became the leader (lease {}/{}); acting", opts.lease_namespace, opts.lease_name);
-        gate->may_lead();
-      };
-      le.on_stopped_leading = [this] { stopped_leading(); };
-      elector.emplace(io.get_executor(), *api, std::move(le));
-    }
+  void build_elector() {
+    k8sclient::leader_election_config le;
+    le.lease_namespace = opts.lease_namespace;
+    le.lease_name = opts.lease_name;
+    le.lease_duration = opts.lease_duration;
+    le.renew_deadline = opts.renew_deadline;
+    le.retry_period = opts.retry_period;
+    le.release_on_cancel = true;
+    le.on_started_leading = [this] {
+      metrics->is_leader.set(1);
+      log->info("became the leader (lease {}/{}); acting", opts.lease_namespace, opts.lease_name);
+      gate->may_lead();
+    };
+    le.on_stopped_leading = [this] { stopped_leading(); };
+    elector.emplace(io.get_executor(), *api, std::move(le));
   }
 
   // I/O thread, when the caches are synced (the gate's first callback): campaign for the
@@ -338,31 +661,22 @@ struct daemon::impl {
     if (!elector) {
       return;
     }
-    {
-      const std::lock_guard lock(mutex);
-      if (stopping.load()) {
-        return;  // shutdown began: elector_done stays true
-      }
-      elector_done = false;
-    }
-    // Owned through elector_cancel: shutdown asks it to release the lease (stop()), and
+    // Refused once shutdown closed the group (then the elector never runs). Otherwise owned
+    // by `tasks` (stage leadership): shutdown asks it to release the lease (stop()), and
     // cancels it only when it is still running after the client's shutdown. A stop() that
     // came first makes run() return at once.
-    asio::co_spawn(io, elector->run(),
-                   asio::bind_cancellation_slot(
-                       elector_cancel.slot(), [this](const std::exception_ptr& e, bool clean) {
-                         if (e && !stopping.load()) {
-                           log->error("leader election failed: {}; exiting", describe(e));
-                           request_stop(1);
-                         } else if (!e && !clean && !stopping.load()) {
-                           request_stop(1);
-                         }
-                         mark_done(elector_done);
-                       }));
+    tasks.spawn(stage::leadership, elector->run(), [this](const std::exception_ptr& e, bool clean) {
+      if (e && !stopping.load()) {
+        log->error("leader election failed: {}; exiting", describe(e));
+        stop.request(1);
+      } else if (!e && !clean && !stopping.load()) {
+        stop.request(1);
+      }
+    });
   }
 
   void build_shadow() {
-    shadow_metrics.emplace(ops::register_shadow_metrics(registry));
+    shadow_mode.metrics.emplace(ops::register_shadow_metrics(registry));
     shadow::shadow_options so;
     so.window = opts.shadow_window;
     so.node_taints = [this](std::string_view node) {
@@ -372,7 +686,7 @@ struct daemon::impl {
       }
       return out;
     };
-    so.on_settled = [m = *shadow_metrics](const shadow::shadow_settled& s) {
+    so.on_settled = [m = *shadow_mode.metrics](const shadow::shadow_settled& s) {
       m.decisions.with({shadow::to_string(s.outcome)}).inc();
       if (s.outcome == shadow::shadow_outcome::agreed) {
         m.agreement_delay.observe(s.delay_seconds);
@@ -381,130 +695,55 @@ struct daemon::impl {
         m.settled_early.inc();
       }
     };
-    shadow.emplace(std::move(so));
+    shadow_mode.tracker.emplace(std::move(so));
   }
 
-  // I/O thread: settles shadow mode's due pods every shadow_sweep_interval until shutdown.
-  void arm_shadow_timer() {
-    shadow_timer->expires_after(shadow_sweep_interval);
-    shadow_timer->async_wait([this](const boost::system::error_code& ec) {
-      if (ec || stopping.load()) {
-        return;
+  // The periodic jobs, each an every() in the task_group's background stage: cancelled by
+  // shutdown; each also ends at its first run after shutdown began.
+  void start_periodic_jobs() {
+    // An exception a job throws leaves io.run() (the I/O thread's failure), as it did when
+    // the jobs were timer handlers.
+    const auto rethrow = [](const std::exception_ptr& e) {
+      if (e) {
+        std::rethrow_exception(e);
       }
-      shadow->sweep();
-      shadow_metrics->pending.set(static_cast<double>(shadow->counts().pending));
-      arm_shadow_timer();
-    });
-  }
-
-  // I/O thread: every trim_interval until shutdown, gives the heap that has been freed back to
-  // the kernel. glibc keeps what a burst of work freed (the initial LIST's pages, a relist, a
-  // mass eviction's requests) in its arenas, fragmented between the live records, so RSS
-  // stays at the burst's peak: at 50,000 pods that was most of the RSS (issue 16, BENCHMARKS.md).
-  // malloc_trim walks the free chunks only (a few ms at that size).
-  void arm_trim_timer() {
-    trim_timer->expires_after(trim_interval);
-    trim_timer->async_wait([this](const boost::system::error_code& ec) {
-      if (ec || stopping.load()) {
-        return;
-      }
-      ::malloc_trim(0);
-      arm_trim_timer();
-    });
-  }
-
-  // I/O thread: re-reads the policy file every policy_poll_interval until shutdown, on
-  // policy_reader; the result comes back to the I/O thread.
-  void arm_policy_timer() {
-    policy_timer->expires_after(policy_poll_interval);
-    policy_timer->async_wait([this](const boost::system::error_code& ec) {
-      if (ec || stopping.load()) {
-        return;
-      }
-      asio::post(policy_reader, [this] {
-        auto r = policy_reloader->poll();
-        asio::post(io, [this, r = std::move(r)] {
-          if (stopping.load()) {
-            return;
-          }
-          apply_policy_poll(r);
-          log_open_breaker();
-          arm_policy_timer();
-        });
-      });
-    });
-  }
-
-  // I/O thread. A valid new policy applies at once (the sink's dry-run first, so an eviction
-  // the controller hands over is never written while dry-run is being switched on, nor
-  // dropped while it is being switched off); an invalid one leaves the old one in force.
-  void apply_policy_poll(const policy::reload_result& r) {
-    switch (r.what) {
-      case policy::reload_result::kind::unchanged:
-        return;
-      case policy::reload_result::kind::applied: {
-        const controller::eviction_policy p = opts.effective_policy(*r.policy);
-        sink->set_dry_run(p.dry_run);
-        dry_run.store(p.dry_run);
-        ctrl->set_policy(p);
-        log->info("eviction policy reloaded from {}: {}", base::printable(opts.policy_file, 256),
-                  policy::describe(p));
-        return;
-      }
-      case policy::reload_result::kind::rejected: {
-        metrics->policy_reload_failures.inc();
-        log->warn("eviction policy change rejected, the policy in force stays ({}): {}",
-                  policy::describe(ctrl->policy()), r.summary());
-        return;
-      }
+    };
+    if (policy_ctl->watching_file()) {
+      // Re-reads the policy file off the I/O thread; the result comes back to it.
+      tasks.spawn(stage::background,
+                  async::every(policy_poll_interval, [this] { return policy_ctl->poll(); }),
+                  rethrow);
     }
-  }
-
-  // I/O thread: while the storm breaker holds every eviction, say so every minute.
-  void log_open_breaker() {
-    const auto now = steady::now();
-    if (now - breaker_logged_at < breaker_log_interval) {
-      return;
+    // Gives the heap that has been freed back to the kernel. glibc keeps what a burst of work
+    // freed (the initial LIST's pages, a relist, a mass eviction's requests) in its arenas,
+    // fragmented between the live records, so RSS stays at the burst's peak: at 50,000 pods
+    // that was most of the RSS (issue 16, BENCHMARKS.md). malloc_trim walks the free chunks
+    // only (a few ms at that size).
+    tasks.spawn(stage::background,
+                async::every(trim_interval,
+                             [this] {
+                               if (stopping.load()) {
+                                 return false;
+                               }
+                               ::malloc_trim(0);
+                               return true;
+                             }),
+                rethrow);
+    if (shadow_mode.tracker) {
+      // Settles shadow mode's due pods.
+      tasks.spawn(stage::background,
+                  async::every(shadow_sweep_interval,
+                               [this] {
+                                 if (stopping.load()) {
+                                   return false;
+                                 }
+                                 shadow_mode.tracker->sweep();
+                                 shadow_mode.metrics->pending.set(
+                                     static_cast<double>(shadow_mode.tracker->counts().pending));
+                                 return true;
+                               }),
+                  rethrow);
     }
-    const auto s = ctrl->stats();
-    if (!s.breaker_open) {
-      return;
-    }
-    breaker_logged_at = now;
-    log->warn(
-        "storm breaker open: {} of {} nodes carry NoExecute taints; {} due evictions are held "
-        "(they start when the share falls below the threshold minus the hysteresis, or when "
-        "the policy file changes)",
-        s.breaker_tainted_nodes, s.nodes, s.queue.held);
-    breaker_event(true, s.breaker_tainted_nodes, s.nodes, s.queue.held);
-  }
-
-  // Any thread (the controller calls it when the breaker opens or closes; must not call back
-  // into the controller). The storm breaker's Events go on the controller's Lease (kind Lease
-  // in --leader-elect-resource-namespace, named --leader-elect-resource-name): it names this
-  // controller whether or not leader election is on, and `kubectl describe lease` shows them.
-  // Warning StormBreakerOpen when it opens and with each minute's log line while it stays
-  // open, Normal StormBreakerClosed when it closes; none in dry-run (nothing is written).
-  void breaker_event(bool open, std::size_t tainted, std::size_t known,
-                     std::optional<std::size_t> held) {
-    if (dry_run.load()) {
-      return;
-    }
-    std::string message = fmt::format("Storm breaker {}: {} of {} nodes carry NoExecute taints; ",
-                                      open ? "open" : "closed", tainted, known);
-    if (!open) {
-      message += "held evictions resume";
-    } else if (held) {
-      message += fmt::format("{} due evictions are held", *held);
-    } else {
-      message += "due evictions are held until the share falls or the policy changes";
-    }
-    recorder->record(writers::involved_object{.api_version = "coordination.k8s.io/v1",
-                                              .kind = "Lease",
-                                              .ref = {opts.lease_namespace, opts.lease_name, {}}},
-                     writers::event_content{open ? "Warning" : "Normal",
-                                            open ? "StormBreakerOpen" : "StormBreakerClosed",
-                                            std::move(message)});
   }
 
   // I/O thread (the namespace informer's store): namespaces that opt out of eviction, or no
@@ -551,21 +790,6 @@ struct daemon::impl {
     return true;
   }
 
-  // The reports thread: /debug/evictions. A copy of at most max_listed_evictions entries (the
-  // queue's mutex is held while n pointers are sorted), then the JSON from the copy.
-  asio::awaitable<ops::http_response> evictions_report() {
-    const auto list = ctrl->evictions(cmd::max_listed_evictions);
-    const auto wall_now = base::wall_clock::now();
-    const base::clock_bridge clock(driver->now(), wall_now);
-    co_return ops::http_response{200, "application/json",
-                                 cmd::evictions_json(list, feed->active(), clock, wall_now)};
-  }
-
-  // The reports thread: /debug/shadow (at most max_disagreements entries).
-  asio::awaitable<ops::http_response> shadow_report() {
-    co_return ops::http_response{200, "application/json", shadow->report_json()};
-  }
-
   // I/O thread: the elector gave up the lease (stop()) or lost it.
   void stopped_leading() {
     metrics->is_leader.set(0);
@@ -582,7 +806,7 @@ struct daemon::impl {
         "lost the leader lease {}/{}: stopped acting; exiting with status 1 so the "
         "process restarts as a follower",
         opts.lease_namespace, opts.lease_name);
-    request_stop(1);
+    stop.request(1);
   }
 
   // I/O thread, from the gate: we may lead and both caches hold a full LIST. The replay runs
@@ -596,136 +820,48 @@ struct daemon::impl {
     if (!opts.leader_elect) {
       metrics->is_leader.set(1);
     }
-    const auto replayed = feed->activate(nodes, pods);
-    ::malloc_trim(0);  // what the LISTs and the replay freed; trim_timer does the rest later
+    const auto replayed = feed->activate(cache.nodes, cache.pods);
+    ::malloc_trim(0);  // what the LISTs and the replay freed; the trim job does the rest later
     log->info(
         "acting: replayed {} nodes ({} with NoExecute taints) and the {} pods on those from the "
         "caches",
         replayed.nodes, replayed.tainted_nodes, replayed.pods);
   }
 
-  void wait_signal() {
-    signals->async_wait([this](const boost::system::error_code& ec, int signo) {
-      if (ec) {
-        return;
-      }
-      if (stopping.load() || exit_code_set()) {
-        log->warn("received signal {} again during shutdown: exiting at once", signo);
-        std::_Exit(1);
-      }
-      log->info("received {}: shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
-      request_stop(0);
-      wait_signal();
-    });
+  // I/O thread (each_signal in the task_group's background stage, cancelled late in
+  // shutdown): SIGTERM or SIGINT asks for a clean stop; a second one while stopping exits at
+  // once.
+  void on_signal(int signo) {
+    if (stopping.load() || stop.requested()) {
+      log->warn("received signal {} again during shutdown: exiting at once", signo);
+      std::_Exit(1);
+    }
+    log->info("received {}: shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+    stop.request(0);
   }
 
-  bool exit_code_set() {
-    const std::lock_guard lock(mutex);
-    return exit_code.has_value();
-  }
-
-  // Returns the error message, or empty when both servers (or neither) started.
-  std::string start_servers() {
-    // The same address twice means one server for all three paths (port 0 means two ports).
-    const bool shared = opts.health_probe_bind_address == opts.metrics_bind_address &&
-                        !opts.metrics_bind_address.ends_with(":0");
-    health_server.emplace(io.get_executor(), ops::http_endpoints_options{
-                                                 .bind_address = opts.health_probe_bind_address});
-    health_server->handle_check("/healthz", [this]() -> ops::check_result {
-      if (elector && !elector->healthy(healthz_tolerance)) {
-        return {false,
-                "the leader lease has not been renewed for longer than the lease "
-                "duration + 20s"};
-      }
-      return {};
-    });
-    // Not ready: which first LIST it waits for and, when that LIST has failed, why (the server
-    // caps and escapes the reason).
-    const auto waiting_for = [](std::string_view what, const base::error& e) {
-      return ops::check_result{false, "waiting for the first LIST of " + std::string(what) +
-                                          (e ? " (last failure: " + e.message + ")" : "")};
-    };
-    health_server->handle_check("/readyz", [this, waiting_for]() -> ops::check_result {
-      if (!pod_informer->has_synced()) {
-        return waiting_for("pods", pod_informer->last_list_error());
-      }
-      if (!node_informer->has_synced()) {
-        return waiting_for("nodes", node_informer->last_list_error());
-      }
-      if (!namespace_informer->has_synced()) {
-        return waiting_for("namespaces", namespace_informer->last_list_error());
-      }
-      return {};
-    });
-    const auto metrics_handler = [this] {
-      return ops::http_response{200, std::string(ops::metrics_content_type), registry.render()};
-    };
-    if (!shared) {
-      metrics_server.emplace(io.get_executor(), ops::http_endpoints_options{
-                                                    .bind_address = opts.metrics_bind_address});
-    }
-    ops::http_endpoints& metrics_port = shared ? *health_server : *metrics_server;
-    metrics_port.handle("/metrics", metrics_handler);
-    // The /debug documents are built on the reports thread, not the I/O thread: a full list
-    // (10,000 entries, a few MB) takes tens of ms. As async handlers, the server shares each
-    // between the requests that ask at once and caps how many are served at once (issue 29:
-    // 64 readers that never read held a copy each). A standby answers too, with what its
-    // queue holds: nothing.
-    if (shadow) {
-      metrics_port.handle_async("/debug/shadow", [this] {
-        return asio::co_spawn(reports, shadow_report(), asio::use_awaitable);
-      });
-    }
-    metrics_port.handle_async("/debug/evictions", [this] {
-      return asio::co_spawn(reports, evictions_report(), asio::use_awaitable);
-    });
-    const auto start = [this](ops::http_endpoints& server, const std::string& flag,
-                              const std::string& what) -> std::string {
-      auto bound = server.start();
-      if (!bound) {
-        return flag + ": cannot serve " + what + ": " + bound.error().message;
-      }
-      if (bound.value()) {
-        log->info("serving {} on http://{}:{}", what, bound.value()->address().to_string(),
-                  bound.value()->port());
-      }
-      return {};
-    };
-    if (auto e = start(*health_server, "--health-probe-bind-address",
-                       shared ? "/healthz, /readyz and /metrics" : "/healthz and /readyz");
-        !e.empty()) {
-      return e;
-    }
-    if (metrics_server) {
-      return start(*metrics_server, "--metrics-bind-address", "/metrics");
-    }
-    return {};
-  }
-
-  // Owned by this daemon through `cancel` (emitted by shutdown on the I/O thread).
+  // Owned by `tasks` (stage watches); shutdown stops them and cancels those still running
+  // after the client's shutdown.
   template <class Informer>
-  void spawn_informer(Informer& informer, asio::cancellation_signal& cancel, bool& done,
-                      const char* what) {
-    asio::co_spawn(io, informer.run(),
-                   asio::bind_cancellation_slot(
-                       cancel.slot(), [this, what, &done](const std::exception_ptr& e) {
-                         if (stopping.load()) {
-                           // Cancelled by shutdown (operation_aborted) or ended by stop().
-                           if (e) {
-                             log->debug("the {} informer ended: {}", what, describe(e));
-                           }
-                         } else if (e) {
-                           log->error("the {} informer failed: {}; exiting", what, describe(e));
-                           request_stop(1);
-                         } else {
-                           log->error("the {} informer ended unexpectedly; exiting", what);
-                           request_stop(1);
-                         }
-                         mark_done(done);
-                       }));
+  void spawn_informer(Informer& informer, const char* what) {
+    tasks.spawn(stage::watches, informer.run(), [this, what](const std::exception_ptr& e) {
+      if (stopping.load()) {
+        // Cancelled by shutdown (operation_aborted) or ended by stop().
+        if (e) {
+          log->debug("the {} informer ended: {}", what, describe(e));
+        }
+      } else if (e) {
+        log->error("the {} informer failed: {}; exiting", what, describe(e));
+        stop.request(1);
+      } else {
+        log->error("the {} informer ended unexpectedly; exiting", what);
+        stop.request(1);
+      }
+    });
   }
 
-  int run() {
+  // The API server's configuration, checked; nullopt (logged) when it cannot be used.
+  std::optional<k8sclient::rest_config> load_config() {
     const bool in_cluster = opts.kubeconfig.empty();
     auto config = in_cluster ? k8sclient::load_in_cluster()
                              : k8sclient::load_kubeconfig(opts.kubeconfig, opts.context);
@@ -734,28 +870,31 @@ struct daemon::impl {
                  in_cluster ? " (no --kubeconfig was given, so the in-cluster configuration was "
                               "tried; pass --kubeconfig when running outside a cluster)"
                             : "");
-      return 1;
+      return std::nullopt;
     }
-    const auto& cfg = config.value();
     // Broken TLS material fails here, once, rather than on every request while /healthz says
     // 200 (the README promises exit 1 for a broken configuration).
-    if (const auto bad = k8sclient::check_tls_material(cfg)) {
+    if (const auto bad = k8sclient::check_tls_material(config.value())) {
       log->error("cannot use the API server configuration: {}", bad.message);
-      return 1;
+      return std::nullopt;
     }
-    for (const auto& warning : k8sclient::insecure_settings(cfg)) {
+    for (const auto& warning : k8sclient::insecure_settings(config.value())) {
       log->warn("{}", warning);
     }
+    return std::move(config).value();
+  }
+
+  // What this run does, for the operator: the start line, the policy, shadow mode, dry-run.
+  void log_start(const k8sclient::rest_config& cfg) {
     log->info(
         "taint-eviction-controller {} starting: API server {}://{}:{}{} ({}), {} workers, "
         "QPS {} burst {}, DisruptionTarget condition {}",
         tec::version, cfg.tls ? "https" : "http", cfg.host, cfg.port, cfg.base_path, cfg.source,
         opts.workers, opts.kube_api_qps, opts.kube_api_burst,
         opts.disruption_condition ? "on" : "off");
-    // Pod labels cost memory and only a policy's podSelector reads them; a policy file can
-    // gain a selector on reload, so they are kept whenever one is configured.
-    informers::keep_pod_labels(!opts.policy_file.empty());
-    build(cfg);
+  }
+
+  void log_modes() {
     const controller::eviction_policy start_policy = ctrl->policy();
     if (opts.policy_file.empty()) {
       log->info("eviction policy: none (upstream's behaviour){}",
@@ -777,31 +916,27 @@ struct daemon::impl {
           "DRY RUN: no pod is patched or deleted and no event is written; the log says "
           "\"would delete\" for each eviction decided");
     }
-    if (auto e = start_servers(); !e.empty()) {
-      log->error("{}", e);
-      stop_servers();
-      return 1;
-    }
+  }
 
-    signals.emplace(io, SIGINT, SIGTERM);
-    wait_signal();
+  // Main thread, before the I/O thread runs: every coroutine into `tasks`, then leadership.
+  void start_tasks(asio::signal_set& signals) {
+    tasks.spawn(stage::background,
+                async::each_signal(signals, [this](int signo) { on_signal(signo); }),
+                [](const std::exception_ptr& e) {
+                  if (e) {
+                    std::rethrow_exception(e);
+                  }
+                });
     recorder->start();
     if (!opts.policy_file.empty()) {
-      policy_reloader.emplace(opts.policy_file, opts.policy);
-      policy_timer.emplace(io);
-      arm_policy_timer();
+      policy_ctl->watch_file();
     }
-    trim_timer.emplace(io);
-    arm_trim_timer();
-    spawn_informer(*node_informer, node_informer_cancel, node_informer_done, "node");
-    spawn_informer(*pod_informer, pod_informer_cancel, pod_informer_done, "pod");
-    spawn_informer(*namespace_informer, namespace_informer_cancel, namespace_informer_done,
-                   "namespace");
-    if (event_informer) {
-      event_informer_done = false;
-      spawn_informer(*event_informer, event_informer_cancel, event_informer_done, "event");
-      shadow_timer.emplace(io);
-      arm_shadow_timer();
+    start_periodic_jobs();
+    spawn_informer(*watches.nodes, "node");
+    spawn_informer(*watches.pods, "pod");
+    spawn_informer(*watches.namespaces, "namespace");
+    if (watches.events) {
+      spawn_informer(*watches.events, "event");
     }
     if (elector) {
       log->info(
@@ -816,34 +951,39 @@ struct daemon::impl {
           "are synced; run one replica only");
       asio::post(io, [this] { gate->may_lead(); });
     }
+  }
 
+  int run() {
+    const auto cfg = load_config();
+    if (!cfg) {
+      return 1;
+    }
+    log_start(*cfg);
+    // Pod labels cost memory and only a policy's podSelector reads them; a policy file can
+    // gain a selector on reload, so they are kept whenever one is configured.
+    informers::keep_pod_labels(!opts.policy_file.empty());
+    build(*cfg);
+    log_modes();
+    if (auto e = endpoints->start(io.get_executor(), opts, *log); !e.empty()) {
+      log->error("{}", e);
+      endpoints->stop();
+      return 1;
+    }
+    // Registered here, before the I/O thread runs; watched by a coroutine of `tasks`.
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    start_tasks(signals);
     io_thread = std::thread([this] {
       try {
         io.run();
       } catch (const std::exception& e) {
         log->critical("the I/O thread failed: {}", e.what());
-        request_stop(1);
+        stop.request(1);
       }
-      mark_done(io_done);
+      stop.io_finished();
     });
-
-    int code = 0;
-    {
-      std::unique_lock lock(mutex);
-      cv.wait(lock, [this] { return exit_code.has_value(); });
-      code = *exit_code;
-    }
+    const int code = stop.wait();
     shutdown(code);
     return code;
-  }
-
-  void stop_servers() {
-    if (health_server) {
-      health_server->stop();
-    }
-    if (metrics_server) {
-      metrics_server->stop();
-    }
   }
 
   // Main thread. Stop acting, release the lease, abandon what is left, stop the threads.
@@ -853,6 +993,7 @@ struct daemon::impl {
   void shutdown(int code) {
     const auto started = steady::now();
     stopping = true;
+    tasks.close();  // a campaign the caches' sync would start now never starts
     feed->deactivate();
     sink->stop();
     asio::post(io, [this] {
@@ -861,7 +1002,7 @@ struct daemon::impl {
     });
     if (elector) {
       elector->stop();
-      if (!wait_done([this] { return elector_done; }, steady::now() + release_budget)) {
+      if (!tasks.wait_idle(stage::leadership, steady::now() + release_budget)) {
         log->warn(
             "could not release the leader lease within {}; another replica takes over "
             "after the lease duration",
@@ -874,48 +1015,25 @@ struct daemon::impl {
           "pods again",
           sink->stats().in_flight);
     }
-    pod_informer->stop();
-    node_informer->stop();
-    namespace_informer->stop();
-    if (event_informer) {
-      event_informer->stop();
-    }
-    stop_servers();
-    reports.join();        // a report being built finishes (its connection is closed already)
-    policy_reader.join();  // a poll being made finishes; its result is dropped (stopping)
-    asio::post(io, [this] {
-      boost::system::error_code ignored;
-      signals->cancel(ignored);
-      if (policy_timer) {
-        policy_timer->cancel();
-      }
-      if (shadow_timer) {
-        shadow_timer->cancel();
-      }
-      trim_timer->cancel();
-    });
+    watches.stop();
+    endpoints->stop();
+    endpoints->join_reports();
+    policy_ctl->join_reader();
+    tasks.cancel(stage::background);  // the signal wait and the periodic jobs
     api->shutdown();
     ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
     const auto drain_deadline = steady::now() + drain_budget;
-    if (!wait_done(
-            [this] {
-              return pod_informer_done && node_informer_done && namespace_informer_done &&
-                     event_informer_done && (!elector || elector_done);
-            },
-            drain_deadline)) {
+    if (!tasks.wait_idle(stage::watches, drain_deadline) ||
+        !tasks.wait_idle(stage::leadership, drain_deadline)) {
       log->warn(
           "cancelling the informers and the leader election, still running after the "
           "client's shutdown");
-      asio::post(io, [this] {  // after the client's shutdown, posted before
-        pod_informer_cancel.emit(asio::cancellation_type::terminal);
-        node_informer_cancel.emit(asio::cancellation_type::terminal);
-        namespace_informer_cancel.emit(asio::cancellation_type::terminal);
-        event_informer_cancel.emit(asio::cancellation_type::terminal);
-        elector_cancel.emit(asio::cancellation_type::terminal);
-      });
+      // Posted after the client's shutdown, which was posted before.
+      tasks.cancel(stage::watches);
+      tasks.cancel(stage::leadership);
     }
     work.reset();
-    if (!wait_done([this] { return io_done; }, drain_deadline)) {
+    if (!stop.wait_io(drain_deadline)) {
       log->warn("the I/O thread still had work after {}; stopping it",
                 format_duration(drain_budget));
       io.stop();

@@ -106,72 +106,87 @@ std::optional<std::string> real_read_file(const std::string& path) {
   return content;
 }
 
-parse_result parse_options(const std::vector<std::string>& args, std::string_view version,
-                           const env_fn& env, const read_file_fn& read_file,
-                           const read_policy_fn& read_policy) {
-  parse_result result;
-  options o;
-  CLI::App app{
-      "taint-eviction-controller: the Kubernetes NoExecute taint manager as a standalone "
-      "daemon.\nDeletes pods that do not tolerate a NoExecute taint of their node (at once, or "
-      "after the\nsmallest tolerationSeconds), with kube-controller-manager's flag names.",
-      "taint-eviction-controller"};
-  app.option_defaults()->always_capture_default();
+namespace {
 
+// What the flags hold before validation turns it into `options`: the text of the durations,
+// the names and the modes that have no field of their own.
+struct flag_text {
   std::string lease_duration = "15s";
   std::string renew_deadline = "10s";
   std::string retry_period = "2s";
   std::string lease_namespace;
   std::string format = "text";
+  std::string content_type = "application/vnd.kubernetes.protobuf";
+  std::string shadow_window = "30s";
+  std::string check_policy;
   bool show_version = false;
+};
 
+// The add_*_flags functions are called in the order --help lists the flags; each adds a run of
+// flags that are next to each other there.
+
+// Where the API server is and how hard to use it.
+void add_connection_flags(CLI::App& app, options& o, flag_text& t) {
   app.add_option("--kubeconfig", o.kubeconfig,
                  "Path to a kubeconfig file; empty means the in-cluster configuration");
   app.add_option("--context", o.context, "The kubeconfig context to use (default: current)");
   app.add_option("--kube-api-qps", o.kube_api_qps,
                  "Client-side rate limit of API requests per second (0 disables it)");
   app.add_option("--kube-api-burst", o.kube_api_burst, "Burst of the client-side rate limit");
-  std::string content_type = "application/vnd.kubernetes.protobuf";
-  app.add_option("--kube-api-content-type", content_type,
+  app.add_option("--kube-api-content-type", t.content_type,
                  "How pods and nodes are listed and watched: application/vnd.kubernetes.protobuf "
                  "(smaller and faster for the API server to encode) or application/json")
       ->check(CLI::IsMember({"application/vnd.kubernetes.protobuf", "application/json"}));
   app.add_option("--kube-api-connections", o.kube_api_connections,
                  "Most HTTP/1.1 connections to the API server at once (two hold the watches)");
+}
+
+// How many workers decide, and when this replica may act (the Lease).
+void add_controller_flags(CLI::App& app, options& o, flag_text& t) {
   app.add_option("--workers", o.workers, "Workers deciding evictions (sharded by node)");
   app.add_flag("--leader-elect", o.leader_elect,
                "Take a coordination.k8s.io Lease before acting (--leader-elect=false: act "
                "at once; run one replica only)");
-  app.add_option("--leader-elect-lease-duration", lease_duration,
+  app.add_option("--leader-elect-lease-duration", t.lease_duration,
                  "How long a follower waits after the last renewal before taking over");
-  app.add_option("--leader-elect-renew-deadline", renew_deadline,
+  app.add_option("--leader-elect-renew-deadline", t.renew_deadline,
                  "How long the leader retries renewing before it gives up and exits");
-  app.add_option("--leader-elect-retry-period", retry_period,
+  app.add_option("--leader-elect-retry-period", t.retry_period,
                  "Wait between acquire and renew attempts");
-  app.add_option("--leader-elect-resource-namespace", lease_namespace,
+  app.add_option("--leader-elect-resource-namespace", t.lease_namespace,
                  "Namespace of the Lease (default: POD_NAMESPACE, else the service-account "
                  "namespace, else kube-system)");
   app.add_option("--leader-elect-resource-name", o.lease_name, "Name of the Lease");
+}
+
+// The ops servers, then how pods are deleted.
+void add_server_flags(CLI::App& app, options& o) {
   app.add_option("--metrics-bind-address", o.metrics_bind_address,
                  "Address of the Prometheus /metrics endpoint (\"0\" disables it)");
   app.add_option("--health-probe-bind-address", o.health_probe_bind_address,
                  "Address of /healthz and /readyz (\"0\" disables them)");
   app.add_flag("--disruption-condition", o.disruption_condition,
                "Add the DisruptionTarget pod condition before each delete");
+}
+
+void add_logging_flags(CLI::App& app, options& o, flag_text& t) {
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical or off");
-  app.add_option("--log-format", format, "text or json (one JSON object per line)");
+  app.add_option("--log-format", t.format, "text or json (one JSON object per line)");
+}
+
+// What is evicted and when: the policy file, dry-run, shadow mode, deadlines and events.
+void add_policy_flags(CLI::App& app, options& o, flag_text& t) {
   app.add_option("--policy", o.policy_file,
                  "EvictionPolicy file (YAML; rate limits, storm breaker, dry-run), re-read when "
                  "it changes; empty: none (upstream's behaviour)");
   app.add_flag("--dry-run", o.dry_run,
                "Decide everything, write nothing: no pod is patched or deleted and no event is "
                "written; the log says \"would delete\"");
-  std::string shadow_window = "30s";
   app.add_flag("--shadow", o.shadow,
                "Dry-run, and compare our would-be evictions with what kube-controller-manager's "
                "taint manager does to the same pods (metrics, /debug/shadow on the metrics "
                "port)");
-  app.add_option("--shadow-window", shadow_window,
+  app.add_option("--shadow-window", t.shadow_window,
                  "Shadow mode: how far apart two evictions of a pod may be and still agree, "
                  "and how long an unmatched one waits before it is reported (1s to 1h)");
   app.add_flag("--deadlines-from-taint-time", o.deadlines_from_taint_time,
@@ -183,49 +198,31 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
                "Record a Normal TaintEvictionScheduled event on a pod when its eviction is "
                "scheduled for a later time, naming the taint, the tolerationSeconds and the due "
                "time (--scheduled-events=false: none, as kube-controller-manager)");
-  std::string check_policy;
-  app.add_option("--check-policy", check_policy,
+}
+
+// The modes that exit at once.
+void add_mode_flags(CLI::App& app, flag_text& t) {
+  app.add_option("--check-policy", t.check_policy,
                  "Validate this EvictionPolicy file as --policy would, print what it does (or "
                  "each problem on a line of its own) and exit: 0 valid, 1 not; other flags are "
                  "not checked");
-  app.add_flag("--version", show_version, "Print the version and exit");
+  app.add_flag("--version", t.show_version, "Print the version and exit");
+}
 
-  std::vector<const char*> argv;
-  argv.reserve(args.size() + 1);
-  argv.push_back("taint-eviction-controller");
-  for (const auto& a : args) {
-    argv.push_back(a.c_str());
-  }
-  std::ostringstream out;
-  std::ostringstream err;
-  try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e, out, err);
-    result.out = out.str();
-    result.err = err.str();
-    result.exit_code = rc == 0 ? 0 : 2;
-    return result;
-  }
-  if (show_version) {
-    result.out = "taint-eviction-controller " + std::string(version) + "\n";
-    return result;
-  }
-  if (!check_policy.empty()) {
-    return check_policy_file(check_policy, read_policy);
-  }
+// The check_* functions append what is wrong, in the order the messages are printed.
+using problem_list = std::vector<std::string>;
 
-  std::vector<std::string> problems;
+// The Lease's timing, with client-go's leaderelection.NewLeaderElector checks in its words.
+void check_lease_timing(options& o, const flag_text& t, problem_list& problems) {
   const auto check = [&](std::optional<std::string> problem) {
     if (problem) {
       problems.push_back(std::move(*problem));
     }
   };
-  check(parse_duration_flag("--leader-elect-lease-duration", lease_duration, o.lease_duration));
-  check(parse_duration_flag("--leader-elect-renew-deadline", renew_deadline, o.renew_deadline));
-  check(parse_duration_flag("--leader-elect-retry-period", retry_period, o.retry_period));
+  check(parse_duration_flag("--leader-elect-lease-duration", t.lease_duration, o.lease_duration));
+  check(parse_duration_flag("--leader-elect-renew-deadline", t.renew_deadline, o.renew_deadline));
+  check(parse_duration_flag("--leader-elect-retry-period", t.retry_period, o.retry_period));
   if (problems.empty() && o.leader_elect) {
-    // client-go's leaderelection.NewLeaderElector checks, in its words.
     if (o.lease_duration <= o.renew_deadline) {
       problems.emplace_back(
           "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline");
@@ -237,14 +234,22 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
           "--leader-elect-retry-period");
     }
   }
-  if (auto w = parse_go_duration(shadow_window); !w) {
-    problems.push_back("--shadow-window: invalid duration \"" + shadow_window +
+}
+
+void check_shadow_window(options& o, const flag_text& t, problem_list& problems) {
+  if (auto w = parse_go_duration(t.shadow_window); !w) {
+    problems.push_back("--shadow-window: invalid duration \"" + t.shadow_window +
                        "\" (expected a Go duration such as 30s or 2m)");
   } else if (*w < std::chrono::seconds(1) || *w > std::chrono::hours(1)) {
-    problems.push_back("--shadow-window: must be between 1s and 1h, got \"" + shadow_window + "\"");
+    problems.push_back("--shadow-window: must be between 1s and 1h, got \"" + t.shadow_window +
+                       "\"");
   } else {
     o.shadow_window = *w;
   }
+}
+
+// The client's settings and the workers.
+void check_connection(const options& o, problem_list& problems) {
   if (!o.context.empty() && o.kubeconfig.empty()) {
     problems.emplace_back(
         "--context needs --kubeconfig (the in-cluster configuration has no "
@@ -266,17 +271,23 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   if (o.workers < 1 || o.workers > 1024) {
     problems.emplace_back("--workers must be between 1 and 1024");
   }
-  if (lease_namespace.empty()) {
+}
+
+// The Lease's namespace (the flag, else POD_NAMESPACE, else the service-account namespace,
+// else kube-system) and name.
+void check_lease_object(options& o, const flag_text& t, const env_fn& env,
+                        const read_file_fn& read_file, problem_list& problems) {
+  o.lease_namespace = t.lease_namespace;
+  if (o.lease_namespace.empty()) {
     if (auto ns = env("POD_NAMESPACE"); ns && !trim(*ns).empty()) {
-      lease_namespace = trim(*ns);
+      o.lease_namespace = trim(*ns);
     } else if (auto file = read_file(service_account_namespace_file);
                file && !trim(*file).empty()) {
-      lease_namespace = trim(*file);
+      o.lease_namespace = trim(*file);
     } else {
-      lease_namespace = "kube-system";
+      o.lease_namespace = "kube-system";
     }
   }
-  o.lease_namespace = lease_namespace;
   if (!valid_object_name(o.lease_namespace)) {
     problems.push_back("--leader-elect-resource-namespace: \"" + o.lease_namespace +
                        "\" is not a valid namespace name");
@@ -285,6 +296,9 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
     problems.push_back("--leader-elect-resource-name: \"" + o.lease_name +
                        "\" is not a valid object name");
   }
+}
+
+void check_servers(const options& o, problem_list& problems) {
   const std::array<std::pair<const char*, const std::string*>, 2> addresses{
       std::pair{"--metrics-bind-address", &o.metrics_bind_address},
       std::pair{"--health-probe-bind-address", &o.health_probe_bind_address}};
@@ -296,6 +310,10 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
                          parsed.error().message);
     }
   }
+}
+
+// The log level and format (and the content type, which CLI11 already checked).
+void check_logging(options& o, const flag_text& t, problem_list& problems) {
   bool level_ok = false;
   for (const auto level : log_levels) {
     level_ok = level_ok || o.log_level == level;
@@ -304,26 +322,84 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
     problems.push_back("--log-level: \"" + o.log_level +
                        "\" is not one of trace, debug, info, warn, error, critical, off");
   }
-  o.protobuf = content_type == "application/vnd.kubernetes.protobuf";
-  if (format == "text") {
+  o.protobuf = t.content_type == "application/vnd.kubernetes.protobuf";
+  if (t.format == "text") {
     o.format = log_format::text;
-  } else if (format == "json") {
+  } else if (t.format == "json") {
     o.format = log_format::json;
   } else {
-    problems.push_back("--log-format: \"" + format + "\" is not one of text, json");
+    problems.push_back("--log-format: \"" + t.format + "\" is not one of text, json");
+  }
+}
+
+void check_policy_flag(options& o, const read_policy_fn& read_policy, problem_list& problems) {
+  if (o.policy_file.empty()) {
+    return;
+  }
+  auto text = read_policy ? read_policy(o.policy_file) : policy::read_policy_text(o.policy_file);
+  if (!text) {
+    problems.push_back("--policy: " + text.error().message);
+  } else if (auto parsed = policy::parse_policy(*text, o.policy_file); !parsed) {
+    problems.push_back("--policy: " + parsed.summary());
+  } else {
+    o.policy = *parsed.policy;
+  }
+}
+
+}  // namespace
+
+parse_result parse_options(const std::vector<std::string>& args, std::string_view version,
+                           const env_fn& env, const read_file_fn& read_file,
+                           const read_policy_fn& read_policy) {
+  parse_result result;
+  options o;
+  flag_text t;
+  CLI::App app{
+      "taint-eviction-controller: the Kubernetes NoExecute taint manager as a standalone "
+      "daemon.\nDeletes pods that do not tolerate a NoExecute taint of their node (at once, or "
+      "after the\nsmallest tolerationSeconds), with kube-controller-manager's flag names.",
+      "taint-eviction-controller"};
+  app.option_defaults()->always_capture_default();
+  add_connection_flags(app, o, t);
+  add_controller_flags(app, o, t);
+  add_server_flags(app, o);
+  add_logging_flags(app, o, t);
+  add_policy_flags(app, o, t);
+  add_mode_flags(app, t);
+
+  std::vector<const char*> argv;
+  argv.reserve(args.size() + 1);
+  argv.push_back("taint-eviction-controller");
+  for (const auto& a : args) {
+    argv.push_back(a.c_str());
+  }
+  std::ostringstream out;
+  std::ostringstream err;
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e, out, err);
+    result.out = out.str();
+    result.err = err.str();
+    result.exit_code = rc == 0 ? 0 : 2;
+    return result;
+  }
+  if (t.show_version) {
+    result.out = "taint-eviction-controller " + std::string(version) + "\n";
+    return result;
+  }
+  if (!t.check_policy.empty()) {
+    return check_policy_file(t.check_policy, read_policy);
   }
 
-  if (!o.policy_file.empty()) {
-    auto text = read_policy ? read_policy(o.policy_file) : policy::read_policy_text(o.policy_file);
-    if (!text) {
-      problems.push_back("--policy: " + text.error().message);
-    } else if (auto parsed = policy::parse_policy(*text, o.policy_file); !parsed) {
-      problems.push_back("--policy: " + parsed.summary());
-    } else {
-      o.policy = *parsed.policy;
-    }
-  }
-
+  problem_list problems;
+  check_lease_timing(o, t, problems);
+  check_shadow_window(o, t, problems);
+  check_connection(o, problems);
+  check_lease_object(o, t, env, read_file, problems);
+  check_servers(o, problems);
+  check_logging(o, t, problems);
+  check_policy_flag(o, read_policy, problems);
   if (!problems.empty()) {
     for (const auto& p : problems) {
       result.err += "taint-eviction-controller: " + p + "\n";

@@ -14,7 +14,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
+#include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -166,10 +169,52 @@ public:
     dir_ = std::filesystem::path(path_).parent_path();
   }
 
+  /// The context `wanted_context` (empty: the current-context) as a rest_config; the reads
+  /// below in the order their errors take precedence.
   base::result<rest_config> load(const std::string& wanted_context);
 
 private:
   using named_entry = std::pair<YAML::Node, std::string>;
+
+  /// What the chosen context names.
+  struct context_refs {
+    std::string context;
+    std::string cluster;  ///< Never empty.
+    std::string user;     ///< Empty: no credentials.
+    std::string namespace_;
+  };
+
+  /// The file read and parsed into `root`: a map at the top level. (Not a result<YAML::Node>:
+  /// Node's converting constructor takes any type, so such a result cannot be built from an
+  /// error.)
+  std::optional<error> parse_document(YAML::Node& root) const;
+  /// The context chosen (or current) and the names it refers to.
+  [[nodiscard]] base::result<context_refs> read_context(const YAML::Node& root,
+                                                        const std::string& wanted_context) const;
+  /// The cluster's TLS settings into `config`: proxy-url refused, insecure-skip-tls-verify,
+  /// tls-server-name, the certificate authority (data wins over the file).
+  std::optional<error> read_cluster_tls(const YAML::Node& cluster_node,
+                                        const std::string& cluster_where,
+                                        rest_config& config) const;
+  /// The context's user, if any, into `config`: unsupported schemes refused, client
+  /// certificate and key, token and tokenFile.
+  std::optional<error> read_user(const YAML::Node& root, const context_refs& refs,
+                                 rest_config& config) const;
+  /// `key`-data (base64) or else the file `key`, checked with `looks_right`; empty when
+  /// neither is set. `not_right` ends the message when the check fails.
+  [[nodiscard]] base::result<std::string> pem_field(const YAML::Node& user_node,
+                                                    const std::string& user_where,
+                                                    const std::string& key,
+                                                    bool (*looks_right)(std::string_view),
+                                                    const char* not_right) const;
+  std::optional<error> read_client_certificate(const YAML::Node& user_node,
+                                               const std::string& user_where,
+                                               rest_config& config) const;
+  std::optional<error> read_token(const YAML::Node& user_node, const std::string& user_where,
+                                  rest_config& config) const;
+  /// The cluster's server URL, last: a scheme-less URL means https when TLS is configured.
+  std::optional<error> read_server(const YAML::Node& cluster_node, const std::string& cluster_where,
+                                   rest_config& config) const;
 
   [[nodiscard]] error fail(const std::string& what) const {
     return base::make_error(base::errc::config_invalid, "kubeconfig " + path_ + ": " + what);
@@ -293,12 +338,11 @@ base::result<std::optional<kubeconfig_reader::named_entry>> kubeconfig_reader::f
   return found;
 }
 
-base::result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
+std::optional<error> kubeconfig_reader::parse_document(YAML::Node& root) const {
   auto text = read_file(path_, max_config_file_bytes);
   if (!text) {
     return base::make_error(base::errc::config_invalid, "kubeconfig " + text.error().message);
   }
-  YAML::Node root;
   try {
     root = YAML::Load(text.value());
   } catch (const YAML::Exception& e) {
@@ -312,22 +356,27 @@ base::result<rest_config> kubeconfig_reader::load(const std::string& wanted_cont
   if (!root.IsMap()) {
     return fail("the top level must be a map");
   }
+  return std::nullopt;
+}
 
+base::result<kubeconfig_reader::context_refs> kubeconfig_reader::read_context(
+    const YAML::Node& root, const std::string& wanted_context) const {
   auto current = string_field(root, "current-context", "");
   if (!current) {
     return fail("current-context: must be a string");
   }
-  const std::string context_name = wanted_context.empty() ? current.value() : wanted_context;
-  if (context_name.empty()) {
+  context_refs refs;
+  refs.context = wanted_context.empty() ? current.value() : wanted_context;
+  if (refs.context.empty()) {
     return fail("no current-context is set and no context was chosen");
   }
 
-  auto context = find_named(root, "contexts", "context", context_name);
+  auto context = find_named(root, "contexts", "context", refs.context);
   if (!context) {
     return context.error();
   }
   if (!context.value()) {
-    return fail("context " + in_quotes(context_name) + " not found");
+    return fail("context " + in_quotes(refs.context) + " not found");
   }
   const auto& [context_node, context_where] = *context.value();
   auto cluster_name = string_field(context_node, "cluster", context_where);
@@ -339,29 +388,23 @@ base::result<rest_config> kubeconfig_reader::load(const std::string& wanted_cont
     }
   }
   if (cluster_name.value().empty()) {
-    return fail(context_where + ".cluster: missing (context " + in_quotes(context_name) + ")");
+    return fail(context_where + ".cluster: missing (context " + in_quotes(refs.context) + ")");
   }
+  refs.cluster = std::move(cluster_name).value();
+  refs.user = std::move(user_name).value();
+  refs.namespace_ = std::move(ns).value();
+  return refs;
+}
 
-  rest_config config;
-  config.namespace_ = ns.value();
-  config.source = "kubeconfig " + path_ + " context " + in_quotes(context_name);
-
-  // The cluster.
-  auto cluster = find_named(root, "clusters", "cluster", cluster_name.value());
-  if (!cluster) {
-    return cluster.error();
-  }
-  if (!cluster.value()) {
-    return fail("cluster " + in_quotes(cluster_name.value()) + " not found (context " +
-                in_quotes(context_name) + ")");
-  }
-  const auto& [cluster_node, cluster_where] = *cluster.value();
+std::optional<error> kubeconfig_reader::read_cluster_tls(const YAML::Node& cluster_node,
+                                                         const std::string& cluster_where,
+                                                         rest_config& config) const {
   if (const YAML::Node proxy = cluster_node["proxy-url"]; proxy && !proxy.IsNull()) {
     return fail(cluster_where + ".proxy-url: proxies are not supported");
   }
   if (auto bad = bool_field(cluster_node, "insecure-skip-tls-verify", cluster_where,
                             config.insecure_skip_tls_verify)) {
-    return std::move(*bad);
+    return bad;
   }
   auto server_name = string_field(cluster_node, "tls-server-name", cluster_where);
   if (!server_name) {
@@ -393,96 +436,118 @@ base::result<rest_config> kubeconfig_reader::load(const std::string& wanted_cont
     return fail(cluster_where +
                 ": a certificate authority together with insecure-skip-tls-verify is not allowed");
   }
+  return std::nullopt;
+}
 
-  // The user (an empty user name means no credentials, as in client-go).
-  std::string user_where;
-  if (!user_name.value().empty()) {
-    auto user = find_named(root, "users", "user", user_name.value());
-    if (!user) {
-      return user.error();
-    }
-    if (!user.value()) {
-      return fail("user " + in_quotes(user_name.value()) + " not found (context " +
-                  in_quotes(context_name) + ")");
-    }
-    const auto& [user_node, where] = *user.value();
-    user_where = where;
-    static constexpr std::array<std::pair<const char*, const char*>, 8> unsupported{{
-        {"exec", "exec credential plugins are not supported"},
-        {"auth-provider", "auth-provider plugins are not supported"},
-        {"username", "basic authentication is not supported"},
-        {"password", "basic authentication is not supported"},
-        {"as", "impersonation is not supported"},
-        {"as-uid", "impersonation is not supported"},
-        {"as-groups", "impersonation is not supported"},
-        {"as-user-extra", "impersonation is not supported"},
-    }};
-    for (const auto& [key, why] : unsupported) {
-      if (const YAML::Node n = user_node[key]; n && !n.IsNull()) {
-        return fail(user_where + "." + key + ": " + why);
-      }
-    }
-
-    auto cert = data_field(user_node, "client-certificate-data", user_where);
-    if (!cert) {
-      return cert.error();
-    }
-    if (cert.value().empty()) {
-      cert = file_field(user_node, "client-certificate", user_where);
-      if (!cert) {
-        return cert.error();
-      }
-      if (!cert.value().empty() && !looks_like_pem_certificate(cert.value())) {
-        return fail(user_where + ".client-certificate: not a PEM certificate");
-      }
-    } else if (!looks_like_pem_certificate(cert.value())) {
-      return fail(user_where + ".client-certificate-data: not a PEM certificate");
-    }
-    auto key = data_field(user_node, "client-key-data", user_where);
-    if (!key) {
-      return key.error();
-    }
-    if (key.value().empty()) {
-      key = file_field(user_node, "client-key", user_where);
-      if (!key) {
-        return key.error();
-      }
-      if (!key.value().empty() && !looks_like_pem_key(key.value())) {
-        return fail(user_where + ".client-key: not a PEM private key");
-      }
-    } else if (!looks_like_pem_key(key.value())) {
-      return fail(user_where + ".client-key-data: not a PEM private key");
-    }
-    if (cert.value().empty() != key.value().empty()) {
-      return fail(user_where + (cert.value().empty()
-                                    ? ": a client key needs a client certificate"
-                                    : ": a client certificate needs a client key"));
-    }
-    config.client_cert_pem = std::move(cert).value();
-    config.client_key_pem = std::move(key).value();
-
-    auto token = string_field(user_node, "token", user_where);
-    if (!token) {
-      return token.error();
-    }
-    if (auto problem = token_problem(token.value())) {
-      return fail(user_where + ".token: " + *problem);
-    }
-    config.bearer_token = token.value();
-    auto token_file = string_field(user_node, "tokenFile", user_where);
-    if (!token_file) {
-      return token_file.error();
-    }
-    if (!token_file.value().empty()) {
-      config.token_file = resolve(token_file.value());
-      auto check = read_token_file(config.token_file);
-      if (!check) {
-        return fail(user_where + ".tokenFile: " + check.error().message);
-      }
+std::optional<error> kubeconfig_reader::read_user(const YAML::Node& root, const context_refs& refs,
+                                                  rest_config& config) const {
+  if (refs.user.empty()) {
+    return std::nullopt;  // no credentials, as in client-go
+  }
+  auto user = find_named(root, "users", "user", refs.user);
+  if (!user) {
+    return user.error();
+  }
+  if (!user.value()) {
+    return fail("user " + in_quotes(refs.user) + " not found (context " + in_quotes(refs.context) +
+                ")");
+  }
+  const auto& [user_node, user_where] = *user.value();
+  static constexpr std::array<std::pair<const char*, const char*>, 8> unsupported{{
+      {"exec", "exec credential plugins are not supported"},
+      {"auth-provider", "auth-provider plugins are not supported"},
+      {"username", "basic authentication is not supported"},
+      {"password", "basic authentication is not supported"},
+      {"as", "impersonation is not supported"},
+      {"as-uid", "impersonation is not supported"},
+      {"as-groups", "impersonation is not supported"},
+      {"as-user-extra", "impersonation is not supported"},
+  }};
+  for (const auto& [key, why] : unsupported) {
+    if (const YAML::Node n = user_node[key]; n && !n.IsNull()) {
+      return fail(user_where + "." + key + ": " + why);
     }
   }
+  if (auto bad = read_client_certificate(user_node, user_where, config)) {
+    return bad;
+  }
+  return read_token(user_node, user_where, config);
+}
 
-  // The server URL last: whether a scheme-less URL means https depends on the TLS settings.
+base::result<std::string> kubeconfig_reader::pem_field(const YAML::Node& user_node,
+                                                       const std::string& user_where,
+                                                       const std::string& key,
+                                                       bool (*looks_right)(std::string_view),
+                                                       const char* not_right) const {
+  const std::string data_key = key + "-data";
+  auto pem = data_field(user_node, data_key.c_str(), user_where);
+  if (!pem) {
+    return pem.error();
+  }
+  if (pem.value().empty()) {
+    pem = file_field(user_node, key.c_str(), user_where);
+    if (!pem) {
+      return pem.error();
+    }
+    if (!pem.value().empty() && !looks_right(pem.value())) {
+      return fail(user_where + "." + key + ": " + not_right);
+    }
+  } else if (!looks_right(pem.value())) {
+    return fail(user_where + "." + data_key + ": " + not_right);
+  }
+  return pem;
+}
+
+std::optional<error> kubeconfig_reader::read_client_certificate(const YAML::Node& user_node,
+                                                                const std::string& user_where,
+                                                                rest_config& config) const {
+  auto cert = pem_field(user_node, user_where, "client-certificate", looks_like_pem_certificate,
+                        "not a PEM certificate");
+  if (!cert) {
+    return cert.error();
+  }
+  auto key =
+      pem_field(user_node, user_where, "client-key", looks_like_pem_key, "not a PEM private key");
+  if (!key) {
+    return key.error();
+  }
+  if (cert.value().empty() != key.value().empty()) {
+    return fail(user_where + (cert.value().empty() ? ": a client key needs a client certificate"
+                                                   : ": a client certificate needs a client key"));
+  }
+  config.client_cert_pem = std::move(cert).value();
+  config.client_key_pem = std::move(key).value();
+  return std::nullopt;
+}
+
+std::optional<error> kubeconfig_reader::read_token(const YAML::Node& user_node,
+                                                   const std::string& user_where,
+                                                   rest_config& config) const {
+  auto token = string_field(user_node, "token", user_where);
+  if (!token) {
+    return token.error();
+  }
+  if (auto problem = token_problem(token.value())) {
+    return fail(user_where + ".token: " + *problem);
+  }
+  config.bearer_token = token.value();
+  auto token_file = string_field(user_node, "tokenFile", user_where);
+  if (!token_file) {
+    return token_file.error();
+  }
+  if (!token_file.value().empty()) {
+    config.token_file = resolve(token_file.value());
+    auto check = read_token_file(config.token_file);
+    if (!check) {
+      return fail(user_where + ".tokenFile: " + check.error().message);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<error> kubeconfig_reader::read_server(const YAML::Node& cluster_node,
+                                                    const std::string& cluster_where,
+                                                    rest_config& config) const {
   auto server = string_field(cluster_node, "server", cluster_where);
   if (!server) {
     return server.error();
@@ -500,6 +565,41 @@ base::result<rest_config> kubeconfig_reader::load(const std::string& wanted_cont
   config.host = std::move(url->host);
   config.port = std::move(url->port);
   config.base_path = std::move(url->base_path);
+  return std::nullopt;
+}
+
+base::result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
+  YAML::Node root;
+  if (auto bad = parse_document(root)) {
+    return std::move(*bad);
+  }
+  auto refs = read_context(root, wanted_context);
+  if (!refs) {
+    return refs.error();
+  }
+  rest_config config;
+  config.namespace_ = refs->namespace_;
+  config.source = "kubeconfig " + path_ + " context " + in_quotes(refs->context);
+
+  auto cluster = find_named(root, "clusters", "cluster", refs->cluster);
+  if (!cluster) {
+    return cluster.error();
+  }
+  if (!cluster.value()) {
+    return fail("cluster " + in_quotes(refs->cluster) + " not found (context " +
+                in_quotes(refs->context) + ")");
+  }
+  const auto& [cluster_node, cluster_where] = *cluster.value();
+  if (auto bad = read_cluster_tls(cluster_node, cluster_where, config)) {
+    return std::move(*bad);
+  }
+  if (auto bad = read_user(root, refs.value(), config)) {
+    return std::move(*bad);
+  }
+  // The server URL last: whether a scheme-less URL means https depends on the TLS settings.
+  if (auto bad = read_server(cluster_node, cluster_where, config)) {
+    return std::move(*bad);
+  }
   return config;
 }
 
