@@ -1,18 +1,15 @@
 #include "tec/timedqueue/timed_queue.hpp"
+#include "entry.hpp"
+#include "retry_delays.hpp"
 #include "saturating_add.hpp"
 #include "tec/base/logger.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cassert>
-#include <cmath>
 #include <condition_variable>
-#include <cstring>
 #include <exception>
-#include <limits>
 #include <mutex>
-#include <new>
-#include <random>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -21,6 +18,12 @@
 #include <boost/unordered/unordered_flat_set.hpp>
 
 namespace tec::timedqueue {
+
+using detail::deadlines;
+using detail::entry;
+using detail::key_equal;
+using detail::key_hash;
+using detail::retry_delays;
 
 namespace {
 
@@ -38,259 +41,6 @@ constexpr std::size_t max_fired_per_tick = 1024;
 
 /// How many work calls are on this thread's stack (to refuse a blocking shutdown there).
 thread_local int work_depth = 0;
-
-constexpr std::uint32_t no_heap_index = std::numeric_limits<std::uint32_t>::max();
-
-/// One key's entry. Key, payload and group bytes follow the struct in the same allocation, so
-/// a pending entry costs one allocation of sizeof(entry) + key + payload (~130 bytes for the
-/// controller's keys) plus its slot in the index and its place in the deadlines.
-///
-/// Ownership: while `detached` is false the entry is in the index and the queue owns it. A
-/// running entry that is cancelled (or caught by shutdown) is detached: it leaves the index
-/// and the deadlines, and the run (its start task or its completion) owns it and frees it.
-/// The admission_ticket base holds due_at (when the current or last run became due), the
-/// generation and where a held entry waits.
-struct entry : admission_ticket {
-  time_point created_at;
-  time_point fire_at;
-  /// When the current (or last) run was admitted.
-  time_point admitted_at;
-  /// Error of the last failed run; allocated only for entries that have failed.
-  std::unique_ptr<std::string> last_error;
-  std::uint32_t heap_index = no_heap_index;
-  std::uint32_t attempts = 0;
-  std::uint32_t key_size = 0;
-  std::uint32_t payload_size = 0;
-  std::array<std::uint32_t, group_classes> group_size{};
-  entry_state state = entry_state::pending;
-  /// Written under the queue mutex, read without it by completion::cancelled().
-  std::atomic<bool> detached{false};
-
-  [[nodiscard]] const char* chars() const { return reinterpret_cast<const char*>(this + 1); }
-  [[nodiscard]] std::string_view key() const { return {chars(), key_size}; }
-  [[nodiscard]] std::string_view payload() const { return {chars() + key_size, payload_size}; }
-  [[nodiscard]] group_names groups() const {
-    group_names out;
-    const char* at = chars() + key_size + payload_size;
-    for (std::size_t c = 0; c < group_classes; ++c) {
-      out[c] = {at, group_size[c]};
-      at += group_size[c];
-    }
-    return out;
-  }
-
-  static entry* create(std::string_view key, std::string_view payload, const group_names& groups) {
-    constexpr std::size_t limit = std::numeric_limits<std::uint32_t>::max();
-    std::size_t extra = key.size() + payload.size();
-    bool too_long = key.size() > limit || payload.size() > limit;
-    for (const auto g : groups) {
-      extra += g.size();
-      too_long = too_long || g.size() > limit;
-    }
-    if (too_long) {
-      throw std::length_error("timed_queue: key, payload or group longer than 4 GiB");
-    }
-    void* raw = ::operator new(sizeof(entry) + extra);
-    auto* e = new (raw) entry;
-    e->key_size = static_cast<std::uint32_t>(key.size());
-    e->payload_size = static_cast<std::uint32_t>(payload.size());
-    char* out = reinterpret_cast<char*>(e + 1);
-    const auto put = [&out](std::string_view s) {
-      if (!s.empty()) {
-        std::memcpy(out, s.data(), s.size());
-        out += s.size();
-      }
-    };
-    put(key);
-    put(payload);
-    for (std::size_t c = 0; c < group_classes; ++c) {
-      e->group_size[c] = static_cast<std::uint32_t>(groups[c].size());
-      put(groups[c]);
-    }
-    return e;
-  }
-
-  static void destroy(entry* e) noexcept {
-    e->~entry();
-    ::operator delete(static_cast<void*>(e));
-  }
-};
-
-struct key_hash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view key) const noexcept {
-    return std::hash<std::string_view>{}(key);
-  }
-  std::size_t operator()(const entry* e) const noexcept { return (*this)(e->key()); }
-};
-
-struct key_equal {
-  using is_transparent = void;
-  static std::string_view view(std::string_view key) noexcept { return key; }
-  static std::string_view view(const entry* e) noexcept { return e->key(); }
-  template <class A, class B>
-  bool operator()(const A& a, const B& b) const noexcept {
-    return view(a) == view(b);
-  }
-};
-
-/// The entries waiting for a time (pending ones for fire_at, backing-off ones for their
-/// retry), earliest first; ties go to the lower generation.
-///
-/// An indexed binary heap: each node keeps its deadline next to the pointer, so that sifting
-/// compares without touching entries (it only writes their heap_index).
-class deadlines {
-public:
-  [[nodiscard]] bool empty() const { return heap_.empty(); }
-  /// The earliest deadline; requires !empty().
-  [[nodiscard]] time_point first_due() const { return heap_.front().due; }
-  [[nodiscard]] bool contains(const entry* e) const { return e->heap_index != no_heap_index; }
-  /// The deadline `e` waits for; requires contains(e).
-  [[nodiscard]] time_point due_of(const entry* e) const { return heap_[e->heap_index].due; }
-
-  void push(entry* e, time_point due) {
-    if (heap_.size() >= no_heap_index) {
-      throw std::length_error("timed_queue: too many entries");
-    }
-    heap_.push_back({due, e});
-    sift_up(heap_.size() - 1, {due, e});
-  }
-
-  void remove(entry* e) {
-    const std::size_t i = e->heap_index;
-    assert(i < heap_.size() && heap_[i].e == e);
-    e->heap_index = no_heap_index;
-    node last = heap_.back();
-    heap_.pop_back();
-    if (heap_.capacity() > 4096 && heap_.size() < heap_.capacity() / 4) {
-      // Give memory back after a spike (amortised O(1): it takes n removals to get here).
-      heap_.shrink_to_fit();
-    }
-    if (i == heap_.size()) {
-      return;
-    }
-    if (i > 0 && before(last, heap_[(i - 1) / 2])) {
-      sift_up(i, last);
-    } else {
-      sift_down(i, last);
-    }
-  }
-
-  /// Removes and returns the earliest entry; requires !empty().
-  entry* pop() {
-    entry* top = heap_.front().e;
-    remove(top);
-    return top;
-  }
-
-  /// Forgets every entry (their owner frees them) and gives the memory back.
-  void clear() {
-    heap_.clear();
-    heap_.shrink_to_fit();
-  }
-
-private:
-  struct node {
-    time_point due;
-    entry* e;
-  };
-
-  static bool before(const node& a, const node& b) {
-    if (a.due != b.due) {
-      return a.due < b.due;
-    }
-    return a.e->generation < b.e->generation;
-  }
-
-  void place(std::size_t i, node n) {
-    n.e->heap_index = static_cast<std::uint32_t>(i);
-    heap_[i] = n;
-  }
-
-  void sift_up(std::size_t i, node n) {
-    while (i > 0) {
-      std::size_t parent = (i - 1) / 2;
-      if (!before(n, heap_[parent])) {
-        break;
-      }
-      place(i, heap_[parent]);
-      i = parent;
-    }
-    place(i, n);
-  }
-
-  void sift_down(std::size_t i, node n) {
-    const std::size_t size = heap_.size();
-    for (;;) {
-      std::size_t child = 2 * i + 1;
-      if (child >= size) {
-        break;
-      }
-      if (child + 1 < size && before(heap_[child + 1], heap_[child])) {
-        ++child;
-      }
-      if (!before(heap_[child], n)) {
-        break;
-      }
-      place(i, heap_[child]);
-      i = child;
-    }
-    place(i, n);
-  }
-
-  std::vector<node> heap_;
-};
-
-/// The delay before each retry: initial * multiplier^(attempts-1), at most max, scaled by a
-/// random factor in [1 - jitter, 1 + jitter] and kept within (0, max].
-///
-/// Not tec::base::backoff or base::jitter: those stretch by a factor in [1, 1 + jitter) and
-/// count whole milliseconds, and base::backoff is one series with a reset clock, where this is
-/// a function of each entry's attempt count; using them would change every retry time.
-class retry_delays {
-public:
-  /// Throws std::invalid_argument for a nonsensical policy (see timed_queue's constructor).
-  explicit retry_delays(const retry_policy& p) : policy_(p) {
-    if (p.initial <= duration::zero()) {
-      throw std::invalid_argument("retry_policy.initial must be positive");
-    }
-    if (p.max < p.initial) {
-      throw std::invalid_argument("retry_policy.max must not be less than retry_policy.initial");
-    }
-    if (!std::isfinite(p.multiplier) || p.multiplier < 1.0) {
-      throw std::invalid_argument("retry_policy.multiplier must be a finite number >= 1");
-    }
-    if (!std::isfinite(p.jitter) || p.jitter < 0.0 || p.jitter > 1.0) {
-      throw std::invalid_argument("retry_policy.jitter must be within [0, 1]");
-    }
-    std::uint64_t seed = p.seed;
-    if (seed == 0) {
-      std::random_device rd;
-      seed = (std::uint64_t{rd()} << 32U) ^ std::uint64_t{rd()};
-    }
-    rng_.seed(seed);
-  }
-
-  /// The delay after `attempts` failed runs.
-  duration after(std::uint32_t attempts) {
-    const double initial = static_cast<double>(policy_.initial.count());
-    const double cap = static_cast<double>(policy_.max.count());
-    double delay = initial * std::pow(policy_.multiplier, static_cast<double>(attempts - 1));
-    if (!std::isfinite(delay) || delay > cap) {
-      delay = cap;
-    }
-    if (policy_.jitter > 0.0) {
-      std::uniform_real_distribution<double> factor(1.0 - policy_.jitter, 1.0 + policy_.jitter);
-      delay *= factor(rng_);
-    }
-    delay = std::clamp(delay, 1.0, cap);
-    return duration(static_cast<duration::rep>(delay));
-  }
-
-private:
-  retry_policy policy_;
-  std::mt19937_64 rng_;
-};
 
 }  // namespace
 
@@ -752,13 +502,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     queue_snapshot out;
     out.total = index_.size();
     std::vector<const entry*> all(index_.begin(), index_.end());
-    const std::size_t n = std::min(limit, all.size());
-    const auto first = all.begin();
-    std::partial_sort(first, first + static_cast<std::ptrdiff_t>(n), all.end(),
-                      [](const entry* a, const entry* b) {
-                        return a->fire_at != b->fire_at ? a->fire_at < b->fire_at
-                                                        : a->key() < b->key();
-                      });
+    const std::size_t n = detail::sort_first_by_fire_at(all, limit);
     out.entries.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       out.entries.emplace_back(std::string(all[i]->key()), info_of(all[i]));
@@ -766,30 +510,10 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     return out;
   }
 
-  /// The snapshot of an entry in the index. Called with mu_ held.
-  entry_info info_of(const entry* e) const {
-    entry_info info;
-    info.state = e->state;
-    info.created_at = e->created_at;
-    info.fire_at = e->fire_at;
-    info.next_attempt_at = deadlines_.contains(e)          ? deadlines_.due_of(e)
-                           : e->state == entry_state::held ? e->due_at
-                                                           : e->fire_at;
-    if (e->state == entry_state::held) {
-      info.hold = admission_.hold_of(*e);
-      info.hold_group = e->hold_group;
-    }
-    const group_names groups = e->groups();
-    for (std::size_t c = 0; c < group_classes; ++c) {
-      info.groups[c] = std::string(groups[c]);
-    }
-    info.payload = std::string(e->payload());
-    info.generation = e->generation;
-    info.attempts = e->attempts;
-    if (e->last_error) {
-      info.last_error = *e->last_error;
-    }
-    return info;
+  /// The snapshot of an entry in the index. Requires mu_.
+  [[nodiscard]] entry_info info_of(const entry* e) const {
+    return e->info(e->state == entry_state::held ? admission_.hold_of(*e) : hold_reason::none,
+                   deadlines_.contains(e) ? std::optional(deadlines_.due_of(e)) : std::nullopt);
   }
 
   /// Stops everything: pending and backing-off entries are freed, running ones detached.
@@ -837,7 +561,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
 
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
-  retry_delays retry_;  ///< Validated after work_ (the order of the constructor's checks).
+  retry_delays retry_;  ///< Checked after work_ (the order of the constructor's checks).
   boost::unordered_flat_set<entry*, key_hash, key_equal> index_;
   deadlines deadlines_;
   admission_control admission_;

@@ -137,7 +137,7 @@ public:
 private:
   /// A held entry. Its groups are kept to decide on it later.
   struct held_slot {
-    admission_ticket* ticket;
+    admission_ticket* ticket = nullptr;
     group_names groups;
   };
   /// Held entries in the order they became due (ties: generation).
