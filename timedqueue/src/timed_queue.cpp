@@ -56,6 +56,14 @@ struct completion::state {
 
 // ---------------------------------------------------------------------------------------------
 // The queue's state. Everything below `mu_` is guarded by it.
+//
+// One job: an entry's way from schedule() through its deadline, admission, its runs and
+// retries to its end, under one mutex. The parts with a job of their own live beside it:
+// admission_control (whether a due entry may start), deadlines (the heap), retry_delays and
+// the entry's layout (entry.hpp). What stays here (~500 lines, 15 members) is bound together by
+// the mutex and by the threading contract in timed_queue.hpp: posting runs outside the lock,
+// completions from any thread, and a shutdown that waits for both; splitting those apart would
+// spread that contract over classes that must then share the lock.
 
 struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   /// The state behind one completion: it owns nothing but the right to report on `e`.
