@@ -201,7 +201,8 @@ void bm_snapshot(benchmark::State& state) {
 BENCHMARK(bm_snapshot)->Arg(10'000)->Arg(100'000)->Unit(benchmark::kMillisecond);
 
 /// Heap bytes per pending entry, everything included: the entry with its key and payload, its
-/// slot in the index and its heap node (with the vectors' spare capacity at that size).
+/// slot in the index (with the table's spare capacity at that size) and its node in the ordered
+/// set of deadlines.
 void bm_bytes_per_entry(benchmark::State& state) {
   const auto n = static_cast<std::size_t>(state.range(0));
   std::vector<std::string> keys;

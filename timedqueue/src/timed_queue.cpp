@@ -1,20 +1,16 @@
 #include "tec/timedqueue/timed_queue.hpp"
+#include "entry.hpp"
+#include "retry_delays.hpp"
+#include "saturating_add.hpp"
 #include "tec/base/logger.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cassert>
-#include <cmath>
 #include <condition_variable>
-#include <cstring>
 #include <exception>
-#include <limits>
-#include <map>
 #include <mutex>
-#include <new>
-#include <random>
 #include <stdexcept>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -22,6 +18,12 @@
 #include <boost/unordered/unordered_flat_set.hpp>
 
 namespace tec::timedqueue {
+
+using detail::deadlines;
+using detail::entry;
+using detail::key_equal;
+using detail::key_hash;
+using detail::retry_delays;
 
 namespace {
 
@@ -37,157 +39,8 @@ constexpr time_point never = time_point::max();
 /// next callback, which is armed at once.
 constexpr std::size_t max_fired_per_tick = 1024;
 
-/// Refills are sums of products of seconds and rates: a token due "now" may be short by a
-/// rounding error, which must not cost a tick.
-constexpr double token_epsilon = 1e-9;
-
-/// While held entries wait for tokens, the queue wakes at most this often (it starts the
-/// tokens due since, together), so a high rate does not cost a timer wake-up per start.
-constexpr auto min_token_wake_interval = std::chrono::milliseconds(10);
-/// A wake-up for a token that comes late (a busy machine) still counts the tokens due since
-/// the planned time, as a waiter of client-go's rate.Limiter reserves its slot when it starts
-/// to wait: lateness does not lower the rate. At most this much lateness is made up (a stalled
-/// process does not release a long burst when it resumes).
-constexpr auto max_token_catch_up = std::chrono::milliseconds(100);
-
 /// How many work calls are on this thread's stack (to refuse a blocking shutdown there).
 thread_local int work_depth = 0;
-
-constexpr std::uint32_t no_heap_index = std::numeric_limits<std::uint32_t>::max();
-
-/// One key's entry. Key and payload bytes follow the struct in the same allocation, so a
-/// pending entry costs one allocation of sizeof(entry) + key + payload (~120 bytes for
-/// the controller's keys) plus its slot in the index and its heap node.
-///
-/// Ownership: while `detached` is false the entry is in the index and the queue owns it. A
-/// running entry that is cancelled (or caught by shutdown) is detached: it leaves the index
-/// and the heap, and the run (its start task or its completion) owns it and frees it.
-struct entry {
-  time_point created_at;
-  time_point fire_at;
-  /// When the current (or last) run became due, and when it was admitted.
-  time_point due_at;
-  time_point admitted_at;
-  std::uint64_t generation = 0;
-  /// Error of the last failed run; allocated only for entries that have failed.
-  std::unique_ptr<std::string> last_error;
-  std::uint32_t heap_index = no_heap_index;
-  std::uint32_t attempts = 0;
-  std::uint32_t key_size = 0;
-  std::uint32_t payload_size = 0;
-  std::array<std::uint32_t, group_classes> group_size{};
-  entry_state state = entry_state::pending;
-  /// For held entries: where they wait (ready set, or the blocked set of one group class).
-  hold_reason hold = hold_reason::none;
-  std::uint8_t hold_group = 0;
-  /// Written under the queue mutex, read without it by completion::cancelled().
-  std::atomic<bool> detached{false};
-
-  [[nodiscard]] const char* chars() const { return reinterpret_cast<const char*>(this + 1); }
-  [[nodiscard]] std::string_view key() const { return {chars(), key_size}; }
-  [[nodiscard]] std::string_view payload() const { return {chars() + key_size, payload_size}; }
-  [[nodiscard]] std::string_view group(std::size_t c) const {
-    std::size_t offset = key_size + payload_size;
-    for (std::size_t i = 0; i < c; ++i) {
-      offset += group_size[i];
-    }
-    return {chars() + offset, group_size[c]};
-  }
-
-  static entry* create(std::string_view key, std::string_view payload, const group_names& groups) {
-    constexpr std::size_t limit = std::numeric_limits<std::uint32_t>::max();
-    std::size_t extra = key.size() + payload.size();
-    bool too_long = key.size() > limit || payload.size() > limit;
-    for (const auto g : groups) {
-      extra += g.size();
-      too_long = too_long || g.size() > limit;
-    }
-    if (too_long) {
-      throw std::length_error("timed_queue: key, payload or group longer than 4 GiB");
-    }
-    void* raw = ::operator new(sizeof(entry) + extra);
-    auto* e = new (raw) entry;
-    e->key_size = static_cast<std::uint32_t>(key.size());
-    e->payload_size = static_cast<std::uint32_t>(payload.size());
-    char* out = reinterpret_cast<char*>(e + 1);
-    const auto put = [&out](std::string_view s) {
-      if (!s.empty()) {
-        std::memcpy(out, s.data(), s.size());
-        out += s.size();
-      }
-    };
-    put(key);
-    put(payload);
-    for (std::size_t c = 0; c < group_classes; ++c) {
-      e->group_size[c] = static_cast<std::uint32_t>(groups[c].size());
-      put(groups[c]);
-    }
-    return e;
-  }
-
-  static void destroy(entry* e) noexcept {
-    e->~entry();
-    ::operator delete(static_cast<void*>(e));
-  }
-};
-
-struct key_hash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view key) const noexcept {
-    return std::hash<std::string_view>{}(key);
-  }
-  std::size_t operator()(const entry* e) const noexcept { return (*this)(e->key()); }
-};
-
-struct key_equal {
-  using is_transparent = void;
-  static std::string_view view(std::string_view key) noexcept { return key; }
-  static std::string_view view(const entry* e) noexcept { return e->key(); }
-  template <class A, class B>
-  bool operator()(const A& a, const B& b) const noexcept {
-    return view(a) == view(b);
-  }
-};
-
-/// A heap node: the deadline is kept next to the pointer so that sifting compares without
-/// touching entries (it only writes their heap_index).
-struct heap_node {
-  time_point due;
-  entry* e;
-};
-
-struct group_hash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return std::hash<std::string_view>{}(s);
-  }
-};
-
-/// Held entries in the order they became due (ties: schedule order).
-using held_order = std::pair<time_point, std::uint64_t>;
-using held_set = std::map<held_order, entry*>;
-
-time_point saturating_add(time_point t, duration d) {
-  if (d.count() > 0 && t > time_point::max() - d) {
-    return time_point::max();
-  }
-  return t + d;
-}
-
-void validate(const retry_policy& p) {
-  if (p.initial <= duration::zero()) {
-    throw std::invalid_argument("retry_policy.initial must be positive");
-  }
-  if (p.max < p.initial) {
-    throw std::invalid_argument("retry_policy.max must not be less than retry_policy.initial");
-  }
-  if (!std::isfinite(p.multiplier) || p.multiplier < 1.0) {
-    throw std::invalid_argument("retry_policy.multiplier must be a finite number >= 1");
-  }
-  if (!std::isfinite(p.jitter) || p.jitter < 0.0 || p.jitter > 1.0) {
-    throw std::invalid_argument("retry_policy.jitter must be within [0, 1]");
-  }
-}
 
 }  // namespace
 
@@ -203,6 +56,14 @@ struct completion::state {
 
 // ---------------------------------------------------------------------------------------------
 // The queue's state. Everything below `mu_` is guarded by it.
+//
+// One job: an entry's way from schedule() through its deadline, admission, its runs and
+// retries to its end, under one mutex. The parts with a job of their own live beside it:
+// admission_control (whether a due entry may start), deadlines (the heap), retry_delays and
+// the entry's layout (entry.hpp). What stays here (~500 lines, 15 members) is bound together by
+// the mutex and by the threading contract in timed_queue.hpp: posting runs outside the lock,
+// completions from any thread, and a shutdown that waits for both; splitting those apart would
+// spread that contract over classes that must then share the lock.
 
 struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   /// The state behind one completion: it owns nothing but the right to report on `e`.
@@ -231,17 +92,13 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   };
 
   impl(driver& drv, work_fn work, retry_policy retry)
-      : drv_(drv), work_(std::move(work)), retry_(retry) {
-    if (!work_) {
+      : drv_(drv), work_(checked(std::move(work))), retry_(retry) {}
+
+  static work_fn checked(work_fn work) {
+    if (!work) {
       throw std::invalid_argument("timed_queue: the work function is empty");
     }
-    validate(retry_);
-    std::uint64_t seed = retry_.seed;
-    if (seed == 0) {
-      std::random_device rd;
-      seed = (std::uint64_t{rd()} << 32U) ^ std::uint64_t{rd()};
-    }
-    rng_.seed(seed);
+    return work;
   }
 
   impl(const impl&) = delete;
@@ -251,85 +108,6 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     for (entry* e : index_) {
       entry::destroy(e);
     }
-  }
-
-  // --- heap -----------------------------------------------------------------------------------
-
-  static bool before(const heap_node& a, const heap_node& b) {
-    if (a.due != b.due) {
-      return a.due < b.due;
-    }
-    return a.e->generation < b.e->generation;
-  }
-
-  void heap_place(std::size_t i, heap_node node) {
-    node.e->heap_index = static_cast<std::uint32_t>(i);
-    heap_[i] = node;
-  }
-
-  void sift_up(std::size_t i, heap_node node) {
-    while (i > 0) {
-      std::size_t parent = (i - 1) / 2;
-      if (!before(node, heap_[parent])) {
-        break;
-      }
-      heap_place(i, heap_[parent]);
-      i = parent;
-    }
-    heap_place(i, node);
-  }
-
-  void sift_down(std::size_t i, heap_node node) {
-    const std::size_t n = heap_.size();
-    for (;;) {
-      std::size_t child = 2 * i + 1;
-      if (child >= n) {
-        break;
-      }
-      if (child + 1 < n && before(heap_[child + 1], heap_[child])) {
-        ++child;
-      }
-      if (!before(heap_[child], node)) {
-        break;
-      }
-      heap_place(i, heap_[child]);
-      i = child;
-    }
-    heap_place(i, node);
-  }
-
-  void heap_push(entry* e, time_point due) {
-    if (heap_.size() >= no_heap_index) {
-      throw std::length_error("timed_queue: too many entries");
-    }
-    heap_.push_back({due, e});
-    sift_up(heap_.size() - 1, {due, e});
-  }
-
-  void heap_remove(entry* e) {
-    const std::size_t i = e->heap_index;
-    assert(i < heap_.size() && heap_[i].e == e);
-    e->heap_index = no_heap_index;
-    heap_node last = heap_.back();
-    heap_.pop_back();
-    if (heap_.capacity() > 4096 && heap_.size() < heap_.capacity() / 4) {
-      // Give memory back after a spike (amortised O(1): it takes n removals to get here).
-      heap_.shrink_to_fit();
-    }
-    if (i == heap_.size()) {
-      return;
-    }
-    if (i > 0 && before(last, heap_[(i - 1) / 2])) {
-      sift_up(i, last);
-    } else {
-      sift_down(i, last);
-    }
-  }
-
-  entry* heap_pop() {
-    entry* top = heap_.front().e;
-    heap_remove(top);
-    return top;
   }
 
   // --- timer ----------------------------------------------------------------------------------
@@ -358,14 +136,14 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
       }
       const time_point now = drv_.now();
       std::size_t taken = 0;
-      while (!heap_.empty() && heap_.front().due <= now && heap_.front().due != never &&
-             taken < max_fired_per_tick) {
-        const time_point due = heap_.front().due;
-        entry* e = heap_pop();
+      while (!deadlines_.empty() && deadlines_.first_due() <= now &&
+             deadlines_.first_due() != never && taken < max_fired_per_tick) {
+        const time_point due = deadlines_.first_due();
+        entry* e = deadlines_.pop();
         if (e->state == entry_state::pending) {
-          --pending_;
+          --stats_.pending;
         } else {
-          --backing_off_;
+          --stats_.backing_off;
         }
         make_due(e, due, now, start);
         ++taken;
@@ -390,212 +168,51 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   /// The earliest time something may change without an outside event: the next entry due,
   /// or the next token when held entries wait for one. Requires mu_.
   [[nodiscard]] time_point next_wake() const {
-    time_point next = heap_.empty() ? never : heap_.front().due;
-    if (token_wake_ && *token_wake_ < next) {
-      next = *token_wake_;
+    time_point next = deadlines_.empty() ? never : deadlines_.first_due();
+    if (const auto token = admission_.token_wake(); token && *token < next) {
+      next = *token;
     }
     return next;
   }
 
-  // --- admission ------------------------------------------------------------------------------
+  // --- admission (admission_control decides) --------------------------------------------------
 
-  /// An entry whose time has come (a first run or a retry). It starts now if nothing is held
-  /// before it and admission allows; else it is held. Requires mu_.
+  /// An entry whose time has come (a first run or a retry). It starts now if admission allows;
+  /// else it is held. Requires mu_.
   void make_due(entry* e, time_point due, time_point now, std::vector<entry*>& start) {
-    e->due_at = due;
-    if (ready_.empty() && !paused_ && admits(e, now)) {
-      admit(e, now, start);
-      return;
-    }
-    hold(e, ready_, hold_reason::rate_limit, 0);
-  }
-
-  /// Parks `e` in `set` (the ready set or one group's blocked set). Requires mu_.
-  void hold(entry* e, held_set& set, hold_reason why, std::uint8_t group_class) {
-    if (e->state != entry_state::held) {
+    if (admission_.on_due(*e, e->groups(), due, now)) {
+      begin_run(e, now, start);
+    } else {
       e->state = entry_state::held;
-      ++held_;
-    }
-    e->hold = why;
-    e->hold_group = group_class;
-    set.emplace(held_order{e->due_at, e->generation}, e);
-  }
-
-  /// The class of a group of `e` that is full, or group_classes when none is.
-  [[nodiscard]] std::size_t full_group(const entry* e) const {
-    for (std::size_t c = 0; c < group_classes; ++c) {
-      const std::uint32_t cap = limits_.max_running_per_group[c];
-      if (cap == 0 || e->group_size[c] == 0) {
-        continue;
-      }
-      const auto it = running_in_group_[c].find(e->group(c));
-      if (it != running_in_group_[c].end() && it->second >= cap) {
-        return c;
-      }
-    }
-    return group_classes;
-  }
-
-  void refill(time_point now) {
-    const double cap = bucket_size();
-    if (now > tokens_at_) {
-      // Tokens made up for a late wake-up (pump) may exceed the bucket: they are not cut.
-      if (tokens_ < cap) {
-        tokens_ = std::min(cap, tokens_ + std::chrono::duration<double>(now - tokens_at_).count() *
-                                              limits_.starts_per_second);
-      }
-      tokens_at_ = now;
     }
   }
 
-  [[nodiscard]] double bucket_size() const {
-    return limits_.burst > 0 ? static_cast<double>(limits_.burst)
-                             : std::max(1.0, std::ceil(limits_.starts_per_second));
+  /// Starts held entries that admission lets go now, and arms the timer for the rest (at once
+  /// after max_fired_per_tick starts, else for the next token). Requires mu_.
+  void pump(time_point now, std::vector<entry*>& start) {
+    std::vector<admission_ticket*> admitted;
+    const auto result = admission_.pump(now, max_fired_per_tick, admitted);
+    for (admission_ticket* t : admitted) {
+      begin_run(static_cast<entry*>(t), now, start);
+    }
+    if (result == admission_control::pump_result::more_now) {
+      arm_for(now);
+    } else if (const auto token = admission_.token_wake()) {
+      arm_for(*token);
+    }
   }
 
-  /// Whether `e` may start now: its groups have room and a token is there. Takes the token.
-  /// Requires mu_.
-  bool admits(const entry* e, time_point now) {
-    if (full_group(e) != group_classes) {
-      return false;
-    }
-    if (limits_.starts_per_second <= 0) {
-      return true;
-    }
-    refill(now);
-    if (tokens_ < 1.0 - token_epsilon) {
-      return false;
-    }
-    tokens_ = std::max(0.0, tokens_ - 1.0);
-    return true;
-  }
-
-  void admit(entry* e, time_point now, std::vector<entry*>& start) {
-    if (e->state == entry_state::held) {
-      --held_;
-    }
-    e->hold = hold_reason::none;
+  /// `e` was admitted: it is running from now on, and its work is to be posted. Requires mu_.
+  void begin_run(entry* e, time_point now, std::vector<entry*>& start) {
     e->admitted_at = now;
     e->state = entry_state::running;
     ++e->attempts;
-    ++running_;
-    for (std::size_t c = 0; c < group_classes; ++c) {
-      if (e->group_size[c] > 0) {
-        auto [it, inserted] = running_in_group_[c].try_emplace(std::string(e->group(c)), 0);
-        ++it->second;
-      }
-    }
+    ++stats_.running;
     start.push_back(e);
   }
 
-  /// A run of `e` ended (or its entry was dropped while running): its group slots are free.
-  /// Requires mu_.
-  void release_groups(const entry* e) {
-    for (std::size_t c = 0; c < group_classes; ++c) {
-      if (e->group_size[c] == 0) {
-        continue;
-      }
-      const auto it = running_in_group_[c].find(e->group(c));
-      assert(it != running_in_group_[c].end() && it->second > 0);
-      if (it == running_in_group_[c].end()) {
-        continue;
-      }
-      if (--it->second == 0) {
-        running_in_group_[c].erase(it);
-      }
-      // One slot is free: the earliest entry blocked on this group gets another look.
-      const auto blocked = blocked_[c].find(e->group(c));
-      if (blocked != blocked_[c].end()) {
-        entry* next = blocked->second.begin()->second;
-        blocked->second.erase(blocked->second.begin());
-        if (blocked->second.empty()) {
-          blocked_[c].erase(blocked);
-        }
-        ready_.emplace(held_order{next->due_at, next->generation}, next);
-        next->hold = hold_reason::rate_limit;
-      }
-    }
-  }
-
-  /// Starts held entries in due order while admission allows (at most max_fired_per_tick per
-  /// call; the timer is armed at once for the rest). Arms a token wake-up when the bucket is
-  /// empty. Requires mu_.
-  void pump(time_point now, std::vector<entry*>& start) {
-    const bool waited = token_wake_.has_value();
-    token_wake_.reset();
-    if (paused_ || shut_down_) {
-      return;
-    }
-    if (waited && now > token_due_ && limits_.starts_per_second > 0) {
-      // Held entries waited for the token due at token_due_: the bucket fills (up to its
-      // size) until then, and the tokens due between then and now are theirs on top of it.
-      refill(token_due_);
-      const auto late = std::min<duration>(now - token_due_, max_token_catch_up);
-      tokens_ += std::chrono::duration<double>(late).count() * limits_.starts_per_second;
-      tokens_at_ = now;
-    }
-    std::size_t started = 0;
-    while (!ready_.empty()) {
-      if (started == max_fired_per_tick) {
-        arm_for(now);
-        return;
-      }
-      entry* e = ready_.begin()->second;
-      if (const std::size_t c = full_group(e); c != group_classes) {
-        ready_.erase(ready_.begin());
-        auto [it, inserted] = blocked_[c].try_emplace(std::string(e->group(c)), held_set{});
-        hold(e, it->second, hold_reason::group_limit, static_cast<std::uint8_t>(c));
-        continue;
-      }
-      if (!admits(e, now)) {
-        // No token: the next one comes in (1 - tokens) / rate seconds (the tokens due by a
-        // later wake-up are counted then, see max_token_catch_up).
-        const auto wait =
-            std::chrono::duration<double>((1.0 - tokens_) / limits_.starts_per_second);
-        const auto to_token =
-            std::max<duration>(std::chrono::duration_cast<duration>(wait), duration(1));
-        token_due_ = saturating_add(now, to_token);
-        token_wake_ = saturating_add(
-            now, std::max<duration>(to_token,
-                                    std::chrono::duration_cast<duration>(min_token_wake_interval)));
-        arm_for(*token_wake_);
-        return;
-      }
-      ready_.erase(ready_.begin());
-      admit(e, now, start);
-      ++started;
-    }
-  }
-
-  /// Removes a held entry from wherever it waits. Requires mu_.
-  void unhold(entry* e) {
-    const held_order at{e->due_at, e->generation};
-    if (e->hold == hold_reason::group_limit) {
-      const std::size_t c = e->hold_group;
-      const auto it = blocked_[c].find(e->group(c));
-      assert(it != blocked_[c].end());
-      it->second.erase(at);
-      if (it->second.empty()) {
-        blocked_[c].erase(it);
-      }
-    } else {
-      ready_.erase(at);
-    }
-    --held_;
-  }
-
-  /// Every blocked entry back into the ready set (the caps changed). Requires mu_.
-  void unblock_all() {
-    for (auto& by_group : blocked_) {
-      for (auto& [group, set] : by_group) {
-        for (auto& [order, e] : set) {
-          e->hold = hold_reason::rate_limit;
-          ready_.emplace(order, e);
-        }
-      }
-      by_group.clear();
-    }
-  }
+  /// A run of `e` ended (or its entry was dropped while running). Requires mu_.
+  void release_groups(const entry* e) { admission_.release(e->groups()); }
 
   // --- running --------------------------------------------------------------------------------
 
@@ -721,7 +338,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   /// An attached entry whose run ended (or never started). Requires mu_.
   void apply_outcome(entry* e, outcome result) {
     assert(e->state == entry_state::running);
-    --running_;
+    --stats_.running;
     release_groups(e);
     if (result.ok) {
       ++stats_.succeeded;
@@ -736,35 +353,18 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
       e->last_error = std::make_unique<std::string>(std::move(result.error));
     }
     const time_point now = drv_.now();
-    duration delay = next_delay(e->attempts);
+    duration delay = retry_.after(e->attempts);
     if (result.retry_by && *result.retry_by - now < delay) {
       delay = std::max(*result.retry_by - now, duration::zero());
     }
     const time_point due = saturating_add(now, delay);
     e->state = entry_state::backoff;
-    ++backing_off_;
-    heap_push(e, due);
-    arm_for(heap_.front().due);
+    ++stats_.backing_off;
+    deadlines_.push(e, due);
+    arm_for(deadlines_.first_due());
     logger()->debug("timed queue work for key=\"{}\" failed (attempt {}): {}; retry in {} ms",
                     e->key(), e->attempts, *e->last_error,
                     std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
-  }
-
-  /// The delay after `attempts` failed runs: initial * multiplier^(attempts-1), at most max,
-  /// scaled by the jitter factor and kept within (0, max].
-  duration next_delay(std::uint32_t attempts) {
-    const double initial = static_cast<double>(retry_.initial.count());
-    const double cap = static_cast<double>(retry_.max.count());
-    double delay = initial * std::pow(retry_.multiplier, static_cast<double>(attempts - 1));
-    if (!std::isfinite(delay) || delay > cap) {
-      delay = cap;
-    }
-    if (retry_.jitter > 0.0) {
-      std::uniform_real_distribution<double> factor(1.0 - retry_.jitter, 1.0 + retry_.jitter);
-      delay *= factor(rng_);
-    }
-    delay = std::clamp(delay, 1.0, cap);
-    return duration(static_cast<duration::rep>(delay));
   }
 
   /// A start task dropped by the driver before it ran (the driver is being torn down). The
@@ -815,13 +415,13 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
       } else {
         e->state = entry_state::pending;
         try {
-          heap_push(e, fire_at);
+          deadlines_.push(e, fire_at);
         } catch (...) {
           index_.erase(key);
           entry::destroy(e);
           throw;
         }
-        ++pending_;
+        ++stats_.pending;
         arm_for(fire_at);
       }
     }
@@ -839,23 +439,23 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     index_.erase(found);
     switch (e->state) {
       case entry_state::pending:
-        heap_remove(e);
-        --pending_;
+        deadlines_.remove(e);
+        --stats_.pending;
         ++stats_.cancelled;
         entry::destroy(e);
         return true;
       case entry_state::backoff:
-        heap_remove(e);
-        --backing_off_;
+        deadlines_.remove(e);
+        --stats_.backing_off;
         entry::destroy(e);
         return false;
       case entry_state::held:
-        unhold(e);
+        admission_.unhold(*e, e->groups());
         ++stats_.cancelled;
         entry::destroy(e);
         return true;
       case entry_state::running:
-        --running_;
+        --stats_.running;
         e->detached.store(true, std::memory_order_relaxed);
         return false;
     }
@@ -866,21 +466,13 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     std::vector<entry*> start;
     {
       std::lock_guard lock(mu_);
-      if (limits == limits_) {
-        return;
-      }
-      const bool rate_changed =
-          limits.starts_per_second != limits_.starts_per_second || limits.burst != limits_.burst;
-      limits_ = limits;
       if (shut_down_) {
         return;  // nothing is held any more, and the driver may be gone
       }
       const time_point now = drv_.now();
-      if (rate_changed) {
-        tokens_ = bucket_size();  // a new bucket starts full
-        tokens_at_ = now;
+      if (!admission_.set_limits(limits, now)) {
+        return;
       }
-      unblock_all();
       pump(now, start);
       if (!start.empty()) {
         ++posting_;
@@ -893,17 +485,12 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     std::vector<entry*> start;
     {
       std::lock_guard lock(mu_);
-      if (paused == paused_) {
+      if (!admission_.set_paused(paused) || paused || shut_down_) {
         return;
       }
-      paused_ = paused;
-      if (paused || shut_down_) {
-        token_wake_.reset();
-      } else {
-        pump(drv_.now(), start);
-        if (!start.empty()) {
-          ++posting_;
-        }
+      pump(drv_.now(), start);
+      if (!start.empty()) {
+        ++posting_;
       }
     }
     post_starts(std::move(start));
@@ -923,13 +510,7 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     queue_snapshot out;
     out.total = index_.size();
     std::vector<const entry*> all(index_.begin(), index_.end());
-    const std::size_t n = std::min(limit, all.size());
-    const auto first = all.begin();
-    std::partial_sort(first, first + static_cast<std::ptrdiff_t>(n), all.end(),
-                      [](const entry* a, const entry* b) {
-                        return a->fire_at != b->fire_at ? a->fire_at < b->fire_at
-                                                        : a->key() < b->key();
-                      });
+    const std::size_t n = detail::sort_first_by_fire_at(all, limit);
     out.entries.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       out.entries.emplace_back(std::string(all[i]->key()), info_of(all[i]));
@@ -937,31 +518,10 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
     return out;
   }
 
-  /// The snapshot of an entry in the index. Called with mu_ held.
-  entry_info info_of(const entry* e) const {
-    entry_info info;
-    info.state = e->state;
-    info.created_at = e->created_at;
-    info.fire_at = e->fire_at;
-    info.next_attempt_at = e->heap_index != no_heap_index  ? heap_[e->heap_index].due
-                           : e->state == entry_state::held ? e->due_at
-                                                           : e->fire_at;
-    if (e->state == entry_state::held) {
-      info.hold = e->hold == hold_reason::group_limit ? hold_reason::group_limit
-                  : paused_                           ? hold_reason::paused
-                                                      : hold_reason::rate_limit;
-      info.hold_group = e->hold_group;
-    }
-    for (std::size_t c = 0; c < group_classes; ++c) {
-      info.groups[c] = std::string(e->group(c));
-    }
-    info.payload = std::string(e->payload());
-    info.generation = e->generation;
-    info.attempts = e->attempts;
-    if (e->last_error) {
-      info.last_error = *e->last_error;
-    }
-    return info;
+  /// The snapshot of an entry in the index. Requires mu_.
+  [[nodiscard]] entry_info info_of(const entry* e) const {
+    return e->info(e->state == entry_state::held ? admission_.hold_of(*e) : hold_reason::none,
+                   deadlines_.contains(e) ? std::optional(deadlines_.due_of(e)) : std::nullopt);
   }
 
   /// Stops everything: pending and backing-off entries are freed, running ones detached.
@@ -979,14 +539,9 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
           }
         }
         index_.clear();
-        heap_.clear();
-        heap_.shrink_to_fit();
-        ready_.clear();
-        for (auto& by_group : blocked_) {
-          by_group.clear();
-        }
-        token_wake_.reset();
-        pending_ = running_ = backing_off_ = held_ = 0;
+        deadlines_.clear();
+        admission_.drop_held();
+        stats_.pending = stats_.running = stats_.backing_off = 0;
         armed_.reset();
         drv_.disarm();
       }
@@ -1011,13 +566,13 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
 
   driver& drv_;
   const work_fn work_;
-  const retry_policy retry_;
 
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
+  retry_delays retry_;  ///< Checked after work_ (the order of the constructor's checks).
   boost::unordered_flat_set<entry*, key_hash, key_equal> index_;
-  std::vector<heap_node> heap_;
-  std::mt19937_64 rng_;
+  deadlines deadlines_;
+  admission_control admission_;
   std::optional<time_point> armed_;
   std::uint64_t next_generation_ = 1;
   bool shut_down_ = false;
@@ -1026,30 +581,8 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   /// Threads between deciding to post starts and having posted them (see post_starts()).
   std::size_t posting_ = 0;
   std::vector<std::function<void()>> idle_callbacks_;
+  /// The counters, `pending`, `running` and `backing_off` included (`held` is admission's).
   queue_stats stats_;
-  std::size_t pending_ = 0;
-  std::size_t running_ = 0;
-  std::size_t backing_off_ = 0;
-  std::size_t held_ = 0;
-
-  // Admission control.
-  admission_limits limits_;
-  bool paused_ = false;
-  double tokens_ = 0;  ///< Set when a rate is configured (set_admission).
-  time_point tokens_at_{};
-  /// When pump() is waiting for the next token: the wake-up, and when that token comes
-  /// (earlier than the wake-up when min_token_wake_interval batches the starts).
-  std::optional<time_point> token_wake_;
-  time_point token_due_{};
-  /// Held entries not blocked by a group, in due order.
-  held_set ready_;
-  /// Held entries whose group of that class is full, by group name, in due order.
-  std::array<std::unordered_map<std::string, held_set, group_hash, std::equal_to<>>, group_classes>
-      blocked_;
-  /// Running entries per group name, per class.
-  std::array<std::unordered_map<std::string, std::uint32_t, group_hash, std::equal_to<>>,
-             group_classes>
-      running_in_group_;
 };
 
 void timed_queue::impl::run_state::finish(outcome result) {
@@ -1131,7 +664,7 @@ void timed_queue::set_paused(bool paused) {
 
 bool timed_queue::paused() const {
   std::lock_guard lock(impl_->mu_);
-  return impl_->paused_;
+  return impl_->admission_.paused();
 }
 
 bool timed_queue::cancel(std::string_view key) {
@@ -1159,10 +692,7 @@ std::size_t timed_queue::size() const {
 queue_stats timed_queue::stats() const {
   std::lock_guard lock(impl_->mu_);
   queue_stats s = impl_->stats_;
-  s.pending = impl_->pending_;
-  s.running = impl_->running_;
-  s.backing_off = impl_->backing_off_;
-  s.held = impl_->held_;
+  s.held = impl_->admission_.held();
   return s;
 }
 

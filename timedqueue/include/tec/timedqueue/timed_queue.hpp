@@ -6,7 +6,8 @@
 // Threading model
 // ---------------
 // - schedule(), cancel(), lookup(), size() and shutdown() may be called from any thread,
-//   concurrently. They take one internal mutex for O(log n) work and never call user code
+//   concurrently, and so may set_admission() and set_paused(). They take one internal mutex
+//   (which also serialises the admission_control inside) for O(log n) work and never call user code
 //   (the work, shutdown callbacks) while holding it. The driver's now(), arm() and disarm()
 //   are called with it held (so that arms reach the driver in order); a driver must therefore
 //   never call back into the queue from those, which its contract already demands.
@@ -16,17 +17,19 @@
 //   at any later time (evictions are asynchronous HTTP requests). A completion that is
 //   dropped without being called counts as a failure ("abandoned") and is retried.
 //
-// Admission control (optional; by default every due entry starts at once): a token bucket
-// on the driver's clock (starts per second with a burst), caps on the entries running at once
-// per group (an entry names up to two groups at schedule time, one per group class: for the
-// controller its node and its namespace), and a pause switch. A due entry that may not start
-// yet is `held`: held entries start in the order they became due (an entry whose group is
-// full steps aside for later ones of free groups), they are never dropped, and cancelling one
-// counts as cancelling a pending entry (it has not started). Retries go through admission too.
-// While entries are held for tokens, the queue wakes at most every 10 ms and counts the tokens
-// due since the one it waited for even when it wakes late (up to 100 ms late), as client-go's
-// rate.Limiter reserves a waiter's slot: a busy machine's late wake-ups do not lower the rate,
-// and a high rate does not cost a wake-up per start.
+// Admission control (optional; by default every due entry starts at once) is a policy the
+// queue asks, not a part of it: admission_control (admission.hpp) decides whether a due entry
+// may start (a token bucket on the driver's clock, caps on the entries running at once per
+// group, a pause switch) and keeps the held entries in order; the queue owns one, calls it
+// under its mutex with the driver's now(), starts what it admits, tells it when a run ends or
+// a held entry is cancelled, and arms its timer for the token wake-up it asks for. An entry
+// names up to two groups at schedule time, one per group class (for the controller its node
+// and its namespace). A due entry that may not start yet is `held`: held entries start in the
+// order they became due (an entry whose group is full steps aside for later ones of free
+// groups), they are never dropped, and cancelling one counts as cancelling a pending entry (it
+// has not started). Retries go through admission too. While entries are held for tokens, the
+// queue wakes at most every 10 ms and counts the tokens due since the one it waited for even
+// when it wakes late (up to 100 ms late), as client-go's rate.Limiter reserves a waiter's slot.
 //
 // Why generation tokens (upstream kubernetes issues #100607, #107543, #110401, #125332 and
 // PR #141568): every entry gets a fresh generation when it is scheduled. A completion carries
@@ -45,11 +48,9 @@
 #include <utility>
 #include <vector>
 
-namespace tec::timedqueue {
+#include "tec/timedqueue/admission.hpp"
 
-using clock_type = std::chrono::steady_clock;
-using time_point = clock_type::time_point;
-using duration = clock_type::duration;
+namespace tec::timedqueue {
 
 /// Where the queue gets the time, its single timer and the threads its work runs on.
 /// Production: asio_driver (a steady_timer and an Asio executor). Tests: manual_driver.
@@ -135,33 +136,6 @@ enum class entry_state : std::uint8_t {
   running,  ///< Its work has been started and has not completed.
   backoff,  ///< Its last run failed; waiting to be retried.
   held,     ///< Due, waiting for admission (see hold_reason).
-};
-
-/// Why a held entry does not start yet.
-enum class hold_reason : std::uint8_t {
-  none,
-  paused,       ///< set_paused(true).
-  rate_limit,   ///< No token in the bucket.
-  group_limit,  ///< One of its groups has max_running_per_group entries running.
-};
-
-/// The number of group classes an entry can belong to.
-inline constexpr std::size_t group_classes = 2;
-
-/// An entry's groups, one per class ("" = none for that class).
-using group_names = std::array<std::string_view, group_classes>;
-
-/// Admission control; the default admits everything at once.
-struct admission_limits {
-  double starts_per_second = 0;  ///< 0 (or less): no rate limit.
-  std::uint32_t burst = 0;       ///< Tokens saved up at most; 0 = max(1, ceil(starts_per_second)).
-  /// Entries running at once per group, per class; 0 = unlimited.
-  std::array<std::uint32_t, group_classes> max_running_per_group{};
-
-  [[nodiscard]] bool unlimited() const {
-    return starts_per_second <= 0 && max_running_per_group == decltype(max_running_per_group){};
-  }
-  friend bool operator==(const admission_limits&, const admission_limits&) = default;
 };
 
 /// A snapshot of one entry.

@@ -1,0 +1,40 @@
+#include "entry.hpp"
+
+#include <algorithm>
+
+namespace tec::timedqueue::detail {
+
+entry_info entry::info(hold_reason hold_now, std::optional<time_point> deadline) const {
+  entry_info out;
+  out.state = state;
+  out.created_at = created_at;
+  out.fire_at = fire_at;
+  out.next_attempt_at = deadline ? *deadline : state == entry_state::held ? due_at : fire_at;
+  if (state == entry_state::held) {
+    out.hold = hold_now;
+    out.hold_group = hold_group;
+  }
+  const group_names names = groups();
+  for (std::size_t c = 0; c < group_classes; ++c) {
+    out.groups[c] = std::string(names[c]);
+  }
+  out.payload = std::string(payload());
+  out.generation = generation;
+  out.attempts = attempts;
+  if (last_error) {
+    out.last_error = *last_error;
+  }
+  return out;
+}
+
+std::size_t sort_first_by_fire_at(std::vector<const entry*>& all, std::size_t limit) {
+  const std::size_t n = std::min(limit, all.size());
+  const auto first = all.begin();
+  std::partial_sort(
+      first, first + static_cast<std::ptrdiff_t>(n), all.end(), [](const entry* a, const entry* b) {
+        return a->fire_at != b->fire_at ? a->fire_at < b->fire_at : a->key() < b->key();
+      });
+  return n;
+}
+
+}  // namespace tec::timedqueue::detail
