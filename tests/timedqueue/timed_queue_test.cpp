@@ -257,6 +257,32 @@ TEST_F(timed_queue_test, equal_deadlines_all_fire) {
   EXPECT_EQ(rec.runs.back().key, key(2999));
 }
 
+TEST(timed_queue_burst, what_a_start_posts_runs_before_the_next_start) {
+  // Issue 30's burst: 500 pods due at the same instant. The controller's work posts the
+  // eviction's request to the executor the starts run on; that request must not wait for the
+  // other 499 starts, or the first DELETE leaves only after all of them.
+  manual_driver drv;
+  std::vector<std::string> order;
+  std::vector<completion> held;
+  timed_queue q(drv, [&](const run_info& info, completion done) {
+    const std::string key(info.key);
+    order.push_back("start " + key);
+    drv.post([&order, key] { order.push_back("request " + key); });
+    held.push_back(std::move(done));
+  });
+  const time_point now = drv.now();
+  for (const char* key : {"ns/a", "ns/b", "ns/c"}) {
+    q.schedule(key, now, now + 5s);
+  }
+  drv.advance(5s);
+  EXPECT_EQ(order, (std::vector<std::string>{"start ns/a", "request ns/a", "start ns/b",
+                                             "request ns/b", "start ns/c", "request ns/c"}));
+  for (auto& c : held) {
+    c.complete(outcome::success());
+  }
+  q.shutdown();
+}
+
 TEST_F(timed_queue_test, entries_fire_in_deadline_order_with_one_timer) {
   const time_point now = drv.now();
   // A fixed permutation of 0..96 (37 is coprime with 97).

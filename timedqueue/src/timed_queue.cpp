@@ -216,35 +216,83 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
 
   // --- running --------------------------------------------------------------------------------
 
+  /// Drops one from posting_ when a post is done (see post_starts).
+  struct posted_guard {
+    explicit posted_guard(impl& queue) : q(queue) {}
+    posted_guard(const posted_guard&) = delete;
+    posted_guard& operator=(const posted_guard&) = delete;
+    ~posted_guard() {
+      std::lock_guard lock(q.mu_);
+      if (--q.posting_ == 0 && q.shut_down_) {
+        q.idle_cv_.notify_all();
+      }
+    }
+    impl& q;
+  };
+
+  void post_batch(std::shared_ptr<start_batch> batch) {
+    drv_.post([batch = std::move(batch)]() mutable {
+      impl& q = *batch->q;
+      q.run_batch(std::move(batch));
+    });
+  }
+
   /// Hands entries marked running to the driver. Called without the mutex, after the caller
   /// incremented posting_ under it (if `due` is not empty): stop() waits for posting_ to drop
-  /// to zero, so once shutdown has returned nothing touches the driver any more.
+  /// to zero, so once shutdown has returned nothing touches the driver any more. While a batch
+  /// is still starting its entries, `due` joins its end instead: entries start in the order
+  /// they became due (ties in scheduling order), one batch at a time.
   void post_starts(std::vector<entry*> due) {
     if (due.empty()) {
       return;
     }
-    struct posted_guard {
-      explicit posted_guard(impl& queue) : q(queue) {}
-      posted_guard(const posted_guard&) = delete;
-      posted_guard& operator=(const posted_guard&) = delete;
-      ~posted_guard() {
-        std::lock_guard lock(q.mu_);
-        if (--q.posting_ == 0 && q.shut_down_) {
-          q.idle_cv_.notify_all();
-        }
+    const posted_guard guard(*this);
+    std::shared_ptr<start_batch> running;  // released after the mutex (its destructor locks it)
+    {
+      std::lock_guard lock(mu_);
+      running = starting_.lock();
+      if (running && !shut_down_) {
+        running->entries.insert(running->entries.end(), due.begin(), due.end());
+        return;
       }
-      impl& q;
-    } guard(*this);
+    }
     auto batch = std::make_shared<start_batch>(shared_from_this(), std::move(due));
-    drv_.post([batch = std::move(batch)] { batch->q->run_batch(*batch); });
+    {
+      std::lock_guard lock(mu_);
+      starting_ = batch;
+    }
+    post_batch(std::move(batch));
   }
 
-  void run_batch(start_batch& batch) {
-    while (batch.next < batch.entries.size()) {
-      entry* e = batch.entries[batch.next];
-      ++batch.next;
+  /// Starts the batch's next entry, then posts the rest behind what that start posted: the
+  /// work's own continuation (for the controller, the eviction's request, started on the same
+  /// executor) runs before the next start, so the first of many entries due at once is under
+  /// way after one start, not after all of them (issue 30: 500 pods due at the same instant
+  /// sent their first DELETE only once the 500 starts had run). After shutdown the rest is
+  /// not posted: the batch's destructor drops it.
+  void run_batch(std::shared_ptr<start_batch> batch) {
+    entry* e = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      if (batch->next < batch->entries.size()) {
+        e = batch->entries[batch->next++];
+      }
+    }
+    if (e != nullptr) {
       start_one(e);
     }
+    {
+      std::lock_guard lock(mu_);
+      if (batch->next >= batch->entries.size() || shut_down_) {
+        if (starting_.lock() == batch) {
+          starting_.reset();
+        }
+        return;
+      }
+      ++posting_;
+    }
+    const posted_guard guard(*this);
+    post_batch(std::move(batch));
   }
 
   void start_one(entry* e) {
@@ -580,6 +628,8 @@ struct timed_queue::impl : std::enable_shared_from_this<timed_queue::impl> {
   std::size_t active_runs_ = 0;
   /// Threads between deciding to post starts and having posted them (see post_starts()).
   std::size_t posting_ = 0;
+  /// The batch whose entries are being started, one per driver task (see post_starts).
+  std::weak_ptr<start_batch> starting_;
   std::vector<std::function<void()>> idle_callbacks_;
   /// The counters, `pending`, `running` and `backing_off` included (`held` is admission's).
   queue_stats stats_;
