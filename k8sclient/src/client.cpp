@@ -176,6 +176,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     if (opts_.max_connections == 0) {
       opts_.max_connections = 1;
     }
+    plain_window_ = restart_window();
     unsigned short port = 0;
     const auto* port_end = config_.port.data() + config_.port.size();
     auto [port_ptr, port_ec] = std::from_chars(config_.port.data(), port_end, port);
@@ -351,6 +352,50 @@ struct client::impl : std::enable_shared_from_this<impl> {
     co_return w.woken;
   }
 
+  /// The slow-start window after an idle spell: initial_plain_window, at most the pool.
+  [[nodiscard]] std::size_t restart_window() const {
+    return opts_.initial_plain_window == 0
+               ? opts_.max_connections
+               : std::min(opts_.initial_plain_window, opts_.max_connections);
+  }
+
+  /// Waits until a plain request may hold a connection under the slow-start window, and
+  /// counts it (release_window() gives it back). False at the deadline or on shutdown.
+  asio::awaitable<bool> enter_window(steady::time_point deadline) {
+    if (plain_in_flight_ == 0 && clock_->now() - plain_idle_since_ >= std::chrono::seconds{1}) {
+      plain_window_ = restart_window();
+    }
+    while (plain_in_flight_ >= plain_window_) {
+      if (stopping_) {
+        co_return false;
+      }
+      // Not inside the condition: GCC 12 miscompiles a co_await in a short-circuit operand.
+      const bool woken = co_await wait_in(window_waiters_, deadline);
+      if (!woken) {
+        co_return false;
+      }
+    }
+    ++plain_in_flight_;
+    co_return true;
+  }
+
+  /// A plain request's attempt is over: its place in the window is free, and the window
+  /// grows by one (slow start), waking whom it now lets in.
+  void release_window() {
+    --plain_in_flight_;
+    plain_window_ = std::min(plain_window_ + 1, opts_.max_connections);
+    if (plain_in_flight_ == 0) {
+      plain_idle_since_ = clock_->now();
+    }
+    for (std::size_t free = plain_window_ - std::min(plain_window_, plain_in_flight_);
+         free > 0 && !window_waiters_.empty(); --free) {
+      waiter* w = window_waiters_.front();
+      window_waiters_.pop_front();
+      w->woken = true;
+      w->timer.cancel();
+    }
+  }
+
   asio::awaitable<base::result<std::unique_ptr<connection>>> acquire(steady::time_point deadline,
                                                                      bool background) {
     for (;;) {
@@ -394,11 +439,27 @@ struct client::impl : std::enable_shared_from_this<impl> {
       if (stopping_) {
         co_return shutting_down_error();
       }
-      co_return fail(base::errc::timeout, "no free connection to " + endpoint_text() +
-                                              " within the " + "request timeout (pool of " +
-                                              std::to_string(opts_.max_connections) + ")");
+      co_return no_free_connection();
     }
   }
+
+  [[nodiscard]] error no_free_connection() const {
+    return fail(base::errc::timeout, "no free connection to " + endpoint_text() +
+                                         " within the request timeout (pool of " +
+                                         std::to_string(opts_.max_connections) + ")");
+  }
+
+  /// A plain request's place in the slow-start window, given back when its attempt is over.
+  class window_slot {
+  public:
+    explicit window_slot(impl& owner) : owner_(owner) {}
+    ~window_slot() { owner_.release_window(); }
+    window_slot(const window_slot&) = delete;
+    window_slot& operator=(const window_slot&) = delete;
+
+  private:
+    impl& owner_;
+  };
 
   void release(std::unique_ptr<connection> c, bool reusable) {
     busy_.erase(c.get());
@@ -792,6 +853,16 @@ struct client::impl : std::enable_shared_from_this<impl> {
     if (!req.background && sink == nullptr) {
       unanswered.emplace(*this);
     }
+    std::optional<window_slot> slot;
+    if (!req.background && sink == nullptr) {
+      const bool entered = co_await enter_window(start + opts_.request_timeout);
+      if (!entered) {
+        observe(req.method, 0, start);
+        tried.exchange.err = stopping_ ? shutting_down_error() : no_free_connection();
+        co_return tried;
+      }
+      slot.emplace(*this);
+    }
     auto acquired = co_await acquire(start + opts_.request_timeout, req.background);
     if (!acquired) {
       observe(req.method, 0, start);
@@ -899,6 +970,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
     for (auto* w : background_waiters_) {
       w->timer.cancel();
     }
+    for (auto* w : window_waiters_) {
+      w->timer.cancel();
+    }
     for (auto* c : busy_) {
       c->close();
     }
@@ -929,6 +1003,12 @@ struct client::impl : std::enable_shared_from_this<impl> {
   std::list<waiter*> background_waiters_;  // request::background, served last
   std::size_t handoffs_ = 0;               // waiters woken, not yet back in acquire()
   std::size_t unanswered_ = 0;             // unanswered_mark's count
+  // Slow start (client_options::initial_plain_window): plain requests holding a connection,
+  // how many may, those waiting for the window, and since when none has held one.
+  std::size_t plain_in_flight_ = 0;
+  std::size_t plain_window_ = 0;
+  std::list<waiter*> window_waiters_;
+  steady::time_point plain_idle_since_{};
   std::set<asio::steady_timer*> sleepers_;
   std::uint64_t throttled_ = 0;  // 429 answers in the current streak (note_throttling)
   steady::time_point throttled_since_{};

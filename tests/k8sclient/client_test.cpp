@@ -295,6 +295,34 @@ TEST_F(client_test, two_connections_freed_at_once_wake_two_waiters) {
   EXPECT_EQ(server_.connections(), 2U);
 }
 
+TEST_F(client_test, plain_requests_start_slowly_and_each_answer_lets_one_more_in) {
+  // Issue 30's burst: 500 DELETEs due at once over 128 connections made the API server share
+  // its CPU between all of them. After an idle spell only initial_plain_window plain requests
+  // are on the wire; each answer frees its place and adds one.
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  server_.push(reply().hold("a").raw(ok));
+  server_.set_fallback(reply().hold("b").raw(ok));
+  auto opts = fast_options();
+  opts.max_connections = 8;
+  opts.initial_plain_window = 2;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::vector<std::string> done;
+  for (int i = 0; i < 5; ++i) {
+    asio::co_spawn(io_, send_recorded(c, "/r" + std::to_string(i), false, &done), asio::detached);
+  }
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 2; }));
+  run_ready();
+  EXPECT_EQ(server_.requests().size(), 2U) << "six connections free, and three requests wait";
+  server_.release("a");
+  // One answered: a window of three, one of them in use.
+  ASSERT_TRUE(run_until([this] { return server_.requests().size() == 4; }));
+  run_ready();
+  EXPECT_EQ(server_.requests().size(), 4U);
+  EXPECT_EQ(done.size(), 1U);
+  server_.release("b");
+  EXPECT_TRUE(run_until([&] { return done.size() == 5; }));
+}
+
 TEST_F(client_test, background_requests_wait_for_every_other_waiter) {
   server_.set_fallback(reply().hold("go").raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
   auto opts = fast_options();
