@@ -1,10 +1,11 @@
 // k8sclient benchmarks: decode throughput of a 10,000-pod LIST body and of a watch stream of
-// the same pods (the decoder with its `fast` engine, whole and streamed through list_decoder
-// as the informer does; the same decoder with its `nlohmann` reference engine; and
-// nlohmann::json::parse into a DOM, all on the same bytes), with the heap allocations made
-// per pod; store operations, and the memory a cached pod / node costs (counted by a global
-// operator new). Uses only decode.hpp's public API, so the same file builds against an older
-// decoder for a before/after comparison (BENCHMARKS.md).
+// the same pods (the production decoder, simdjson, whole and streamed through list_decoder as
+// the informer does; the same field mapping fed by nlohmann's DOM, the tests' reference decoder;
+// nlohmann::json::parse into a DOM, all on the same bytes; and a real Pod's protobuf, listed and
+// watched 10,000 times), with the heap allocations made per pod; store operations, and the
+// memory a cached pod / node costs (counted by a global operator new). Uses only the informers'
+// public headers (decode.hpp, protobuf.hpp, store.hpp) and reference.hpp, so the same file builds
+// against an older decoder for a before/after comparison (BENCHMARKS.md).
 //
 // Run: build-<dir>/bin/k8sclient_bench   (prints the decoder/DOM ratios and bytes per object
 // at the end).
@@ -27,6 +28,7 @@
 #include "evictions_report.hpp"
 #include "tec/informers/decode.hpp"
 #include "tec/informers/protobuf.hpp"
+#include "tec/informers/reference.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
 
@@ -327,12 +329,13 @@ private:
   std::int64_t bytes_;
 };
 
-/// Decodes the whole LIST body at once with `engine`.
-void run_list(benchmark::State& state, tec::informers::json_engine engine) {
+/// Decodes the whole LIST body at once with `decode` (decode_pod_list or its reference).
+template <class Decode>
+void run_list(benchmark::State& state, Decode&& decode) {
   const auto& body = data().pod_list;
   const allocation_counter counter;
   for (auto _ : state) {
-    auto page = tec::informers::decode_pod_list(body, engine);
+    auto page = decode(body);
     if (!page || page->items.size() != pod_count) {
       fail(state, page ? "wrong item count" : page.error().message);
       return;
@@ -345,12 +348,12 @@ void run_list(benchmark::State& state, tec::informers::json_engine engine) {
 }
 
 void BM_list_fast(benchmark::State& state) {
-  run_list(state, tec::informers::json_engine::fast);
+  run_list(state, tec::informers::decode_pod_list);
 }
 
-/// The same field mapping fed by the `nlohmann` reference engine.
+/// The same field mapping fed by nlohmann's DOM (the tests' reference decoder).
 void BM_list_nlohmann_engine(benchmark::State& state) {
-  run_list(state, tec::informers::json_engine::nlohmann);
+  run_list(state, tec::informers::reference::decode_pod_list);
 }
 
 constexpr std::size_t chunk_bytes = 16 * 1024;
@@ -435,7 +438,7 @@ void BM_watch_fast(benchmark::State& state) {
 
 void BM_watch_nlohmann_engine(benchmark::State& state) {
   run_watch(state, [](std::string_view line) {
-    auto event = tec::informers::decode_pod_event(line, tec::informers::json_engine::nlohmann);
+    auto event = tec::informers::reference::decode_pod_event(line);
     benchmark::DoNotOptimize(event);
     return event.has_value();
   });
