@@ -52,15 +52,15 @@ bool each_field(std::string_view message, std::string& why, F&& f) {
     fd.number = static_cast<std::uint32_t>(tag >> 3U);
     fd.wire = static_cast<std::uint32_t>(tag & 7U);
     switch (fd.wire) {
-      case 0:
+      case pb::wire::varint:
         if (!read_varint(message, pos, fd.scalar)) {
           why = "a varint runs past the end";
           return false;
         }
         break;
-      case 1:
-      case 5: {
-        const std::size_t n = fd.wire == 1 ? 8 : 4;
+      case pb::wire::fixed64:
+      case pb::wire::fixed32: {
+        const std::size_t n = fd.wire == pb::wire::fixed64 ? 8 : 4;
         if (message.size() - pos < n) {
           why = "a fixed-width value runs past the end";
           return false;
@@ -68,7 +68,7 @@ bool each_field(std::string_view message, std::string& why, F&& f) {
         pos += n;
         break;
       }
-      case 2: {
+      case pb::wire::length_delimited: {
         std::uint64_t len = 0;
         if (!read_varint(message, pos, len) || len > message.size() - pos) {
           why = "a length runs past the end";
@@ -97,7 +97,7 @@ error malformed(std::string_view what, const std::string& why) {
 std::int64_t time_seconds(std::string_view message, std::string& why, bool& ok) {
   std::int64_t seconds = 0;
   ok = each_field(message, why, [&](const field& f) {
-    if (f.number == 1 && f.wire == 0) {
+    if (f.number == pb::time::seconds && f.wire == pb::wire::varint) {
       seconds = static_cast<std::int64_t>(f.scalar);
     }
     return true;
@@ -111,9 +111,9 @@ bool map_entry(std::string_view message, std::string& why, std::string_view& key
   key = {};
   value = {};
   return each_field(message, why, [&](const field& f) {
-    if (f.wire == 2 && f.number == 1) {
+    if (f.wire == pb::wire::length_delimited && f.number == pb::map_entry::key) {
       key = f.bytes;
-    } else if (f.wire == 2 && f.number == 2) {
+    } else if (f.wire == pb::wire::length_delimited && f.number == pb::map_entry::value) {
       value = f.bytes;
     }
     return true;
@@ -129,9 +129,10 @@ result<std::string_view> unwrap(std::string_view envelope, std::string_view what
   std::string_view raw;
   bool encoded = false;
   if (!each_field(envelope.substr(4), why, [&](const field& f) {
-        if (f.wire == 2 && f.number == 2) {
+        if (f.wire == pb::wire::length_delimited && f.number == pb::unknown::raw) {
           raw = f.bytes;
-        } else if (f.wire == 2 && f.number == 3 && !f.bytes.empty()) {
+        } else if (f.wire == pb::wire::length_delimited &&
+                   f.number == pb::unknown::content_encoding && !f.bytes.empty()) {
           encoded = true;
         }
         return true;
@@ -148,15 +149,15 @@ class pod_reader {
 public:
   result<pod_record> read(std::string_view message) {
     if (!each_field(message, why_, [&](const field& f) {
-          if (f.wire != 2) {
+          if (f.wire != pb::wire::length_delimited) {
             return true;
           }
           switch (f.number) {
-            case 1:
+            case pb::pod::metadata:
               return meta(f.bytes);
-            case 2:
+            case pb::pod::spec:
               return spec(f.bytes);
-            case 3:
+            case pb::pod::status:
               return status(f.bytes);
             default:
               return true;
@@ -178,32 +179,32 @@ private:
   bool meta(std::string_view m) {
     const bool labels = keeping_pod_labels();
     return each_field(m, why_, [&](const field& f) {
-      if (f.wire != 2) {
+      if (f.wire != pb::wire::length_delimited) {
         return true;
       }
       auto& p = r_.pod;
       switch (f.number) {
-        case 1:
+        case pb::object_meta::name:
           p.name = f.bytes;
           return true;
-        case 3:
+        case pb::object_meta::namespace_name:
           p.namespace_ = f.bytes;
           return true;
-        case 5:
+        case pb::object_meta::uid:
           p.uid = f.bytes;
           return true;
-        case 6:
+        case pb::object_meta::resource_version:
           r_.resource_version = f.bytes;
           return true;
-        case 8: {
+        case pb::object_meta::creation_timestamp: {
           bool ok = false;
           created_ = time_seconds(f.bytes, why_, ok);
           return ok;
         }
-        case 9:
+        case pb::object_meta::deletion_timestamp:
           p.terminating = true;
           return true;
-        case 11: {
+        case pb::object_meta::labels: {
           if (!labels) {
             return true;
           }
@@ -219,7 +220,7 @@ private:
           p.labels.append(v);
           return true;
         }
-        case 12: {
+        case pb::object_meta::annotations: {
           std::string_view k;
           std::string_view v;
           if (!map_entry(f.bytes, why_, k, v)) {
@@ -232,7 +233,7 @@ private:
           }
           return true;
         }
-        case 13:
+        case pb::object_meta::owner_references:
           return owner(f.bytes);
         default:
           return true;
@@ -244,9 +245,9 @@ private:
     std::string_view kind;
     bool is_controller = false;
     if (!each_field(m, why_, [&](const field& f) {
-          if (f.number == 1 && f.wire == 2) {
+          if (f.number == pb::owner_reference::kind && f.wire == pb::wire::length_delimited) {
             kind = f.bytes;
-          } else if (f.number == 6 && f.wire == 0) {
+          } else if (f.number == pb::owner_reference::controller && f.wire == pb::wire::varint) {
             is_controller = f.scalar != 0;
           }
           return true;
@@ -263,9 +264,9 @@ private:
 
   bool spec(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
-      if (f.wire == 2 && f.number == 10) {
+      if (f.wire == pb::wire::length_delimited && f.number == pb::pod_spec::node_name) {
         r_.pod.node_name = f.bytes;
-      } else if (f.wire == 2 && f.number == 22) {
+      } else if (f.wire == pb::wire::length_delimited && f.number == pb::pod_spec::tolerations) {
         return toleration(f.bytes);
       }
       return true;
@@ -275,24 +276,24 @@ private:
   bool toleration(std::string_view m) {
     controller::toleration t;
     if (!each_field(m, why_, [&](const field& f) {
-          if (f.wire == 0 && f.number == 5) {
+          if (f.wire == pb::wire::varint && f.number == pb::toleration::toleration_seconds) {
             t.seconds = static_cast<std::int64_t>(f.scalar);
             return true;
           }
-          if (f.wire != 2) {
+          if (f.wire != pb::wire::length_delimited) {
             return true;
           }
           switch (f.number) {
-            case 1:
+            case pb::toleration::key:
               t.key = f.bytes;
               break;
-            case 2:
+            case pb::toleration::op:
               t.op = parse_toleration_operator(f.bytes);
               break;
-            case 3:
+            case pb::toleration::value:
               t.value = f.bytes;
               break;
-            case 4:
+            case pb::toleration::effect:
               if (f.bytes.empty()) {
                 t.effect.reset();
               } else {
@@ -312,9 +313,9 @@ private:
 
   bool status(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
-      if (f.wire == 2 && f.number == 1) {
+      if (f.wire == pb::wire::length_delimited && f.number == pb::pod_status::phase) {
         r_.pod.phase = parse_pod_phase(f.bytes);
-      } else if (f.wire == 2 && f.number == 2) {
+      } else if (f.wire == pb::wire::length_delimited && f.number == pb::pod_status::conditions) {
         return condition(f.bytes);
       }
       return true;
@@ -329,26 +330,26 @@ private:
     bool message_ours = false;
     std::int64_t transition = 0;
     if (!each_field(m, why_, [&](const field& f) {
-          if (f.wire != 2) {
+          if (f.wire != pb::wire::length_delimited) {
             return true;
           }
           switch (f.number) {
-            case 1:
+            case pb::pod_condition::type:
               target = f.bytes == disruption_target_type;
               scheduled = f.bytes == "PodScheduled";
               break;
-            case 2:
+            case pb::pod_condition::status:
               is_true = f.bytes == "True";
               break;
-            case 4: {
+            case pb::pod_condition::last_transition_time: {
               bool ok = false;
               transition = time_seconds(f.bytes, why_, ok);
               return ok;
             }
-            case 5:
+            case pb::pod_condition::reason:
               reason_ours = f.bytes == taint_manager_reason;
               break;
-            case 6:
+            case pb::pod_condition::message:
               message_ours = f.bytes == taint_manager_message;
               break;
             default:
@@ -381,13 +382,13 @@ class node_reader {
 public:
   result<node_record> read(std::string_view message) {
     if (!each_field(message, why_, [&](const field& f) {
-          if (f.wire != 2) {
+          if (f.wire != pb::wire::length_delimited) {
             return true;
           }
-          if (f.number == 1) {
+          if (f.number == pb::node::metadata) {
             return meta(f.bytes);
           }
-          if (f.number == 2) {
+          if (f.number == pb::node::spec) {
             return spec(f.bytes);
           }
           return true;
@@ -403,9 +404,10 @@ public:
 private:
   bool meta(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
-      if (f.wire == 2 && f.number == 1) {
+      if (f.wire == pb::wire::length_delimited && f.number == pb::object_meta::name) {
         r_.node.name = f.bytes;
-      } else if (f.wire == 2 && f.number == 6) {
+      } else if (f.wire == pb::wire::length_delimited &&
+                 f.number == pb::object_meta::resource_version) {
         r_.resource_version = f.bytes;
       }
       return true;
@@ -414,7 +416,7 @@ private:
 
   bool spec(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
-      if (f.wire == 2 && f.number == 5) {
+      if (f.wire == pb::wire::length_delimited && f.number == pb::node_spec::taints) {
         return taint(f.bytes);
       }
       return true;
@@ -426,20 +428,20 @@ private:
     // The model defaults to NoExecute; a taint without an effect must not evict.
     t.effect = controller::taint_effect::unknown;
     if (!each_field(m, why_, [&](const field& f) {
-          if (f.wire != 2) {
+          if (f.wire != pb::wire::length_delimited) {
             return true;
           }
           switch (f.number) {
-            case 1:
+            case pb::taint::key:
               t.key = f.bytes;
               break;
-            case 2:
+            case pb::taint::value:
               t.value = f.bytes;
               break;
-            case 3:
+            case pb::taint::effect:
               t.effect = parse_taint_effect(f.bytes);
               break;
-            case 4: {
+            case pb::taint::time_added: {
               bool ok = false;
               t.time_added_unix = time_seconds(f.bytes, why_, ok);
               return ok;
@@ -463,17 +465,17 @@ result<k8sclient::api_status> status_message(std::string_view message) {
   k8sclient::api_status s;
   std::string why;
   if (!each_field(message, why, [&](const field& f) {
-        if (f.wire == 0 && f.number == 6) {
+        if (f.wire == pb::wire::varint && f.number == pb::status::code) {
           s.code = static_cast<std::int32_t>(f.scalar);
-        } else if (f.wire == 2) {
+        } else if (f.wire == pb::wire::length_delimited) {
           switch (f.number) {
-            case 2:
+            case pb::status::status:
               s.status = f.bytes;
               break;
-            case 3:
+            case pb::status::message:
               s.message = f.bytes;
               break;
-            case 4:
+            case pb::status::reason:
               s.reason = f.bytes;
               break;
             default:
@@ -495,14 +497,13 @@ result<k8sclient::watch_event<Record>> decode_event(std::string_view frame, std:
   bool saw_type = false;
   bool saw_object = false;
   if (!each_field(frame, why, [&](const field& f) {
-        if (f.wire == 2 && f.number == 1) {
+        if (f.wire == pb::wire::length_delimited && f.number == pb::watch_event::type) {
           type = f.bytes;
           saw_type = true;
-        } else if (f.wire == 2 && f.number == 2) {
-          // RawExtension{raw = 1}
+        } else if (f.wire == pb::wire::length_delimited && f.number == pb::watch_event::object) {
           saw_object = true;
           return each_field(f.bytes, why, [&](const field& g) {
-            if (g.wire == 2 && g.number == 1) {
+            if (g.wire == pb::wire::length_delimited && g.number == pb::raw_extension::raw) {
               object = g.bytes;
             }
             return true;
@@ -543,9 +544,10 @@ result<k8sclient::watch_event<Record>> decode_event(std::string_view frame, std:
     // Only metadata.resourceVersion is set; the reader would ask for a name.
     std::string rv;
     if (!each_field(raw.value(), why, [&](const field& f) {
-          if (f.wire == 2 && f.number == 1) {
+          if (f.wire == pb::wire::length_delimited && f.number == pb::pod::metadata) {
             return each_field(f.bytes, why, [&](const field& g) {
-              if (g.wire == 2 && g.number == 6) {
+              if (g.wire == pb::wire::length_delimited &&
+                  g.number == pb::object_meta::resource_version) {
                 rv = g.bytes;
               }
               return true;
@@ -635,7 +637,7 @@ std::optional<protobuf_list_splitter::header> protobuf_list_splitter::next_heade
     return std::nullopt;
   }
   switch (h.wire) {
-    case 0: {
+    case pb::wire::varint: {
       std::uint64_t v = 0;
       const std::size_t start = p;
       if (!read_varint(in, p, v)) {
@@ -648,12 +650,12 @@ std::optional<protobuf_list_splitter::header> protobuf_list_splitter::next_heade
       h.length = p - start;
       return h;
     }
-    case 1:
-    case 5:
+    case pb::wire::fixed64:
+    case pb::wire::fixed32:
       h.header_bytes = p;
-      h.length = h.wire == 1 ? 8 : 4;
+      h.length = h.wire == pb::wire::fixed64 ? 8 : 4;
       return h;
-    case 2: {
+    case pb::wire::length_delimited: {
       std::uint64_t len = 0;
       const std::size_t start = p;
       if (!read_varint(in, p, len)) {
@@ -678,15 +680,15 @@ std::optional<protobuf_list_splitter::header> protobuf_list_splitter::next_heade
 }
 
 bool protobuf_list_splitter::take_field(const header& h, std::string_view content) {
-  if (h.number != 1 || h.wire != 2) {
+  if (h.number != pb::list::metadata || h.wire != pb::wire::length_delimited) {
     return true;
   }
-  // ListMeta{resourceVersion = 2, continue = 3}
   std::string why;
   if (!each_field(content, why, [&](const field& f) {
-        if (f.wire == 2 && f.number == 2) {
+        if (f.wire == pb::wire::length_delimited && f.number == pb::list_meta::resource_version) {
           resource_version_ = f.bytes;
-        } else if (f.wire == 2 && f.number == 3) {
+        } else if (f.wire == pb::wire::length_delimited &&
+                   f.number == pb::list_meta::continue_token) {
           continue_ = f.bytes;
         }
         return true;
