@@ -7,6 +7,8 @@
 // decode.cpp has simdjson's (production), informers/reference/ nlohmann's (the tests' reference).
 // A parse step `parse(walker<Record>&, std::string_view text) -> bool` parses the text and calls
 // walker::walk<Dom>, or walker::malformed when the parser rejects it.
+// The walker reads and checks the JSON; the rules that make a record of the fields it reads are
+// record_builder.hpp's, which the protobuf reader (protobuf.cpp) feeds too.
 
 #include <array>
 #include <cassert>
@@ -23,6 +25,8 @@
 
 #include "tec/base/rfc3339.hpp"
 #include "tec/informers/decode.hpp"
+
+#include "record_builder.hpp"
 
 namespace tec::informers::json_walk {
 
@@ -133,7 +137,7 @@ constexpr std::string_view json_name(field f) noexcept {
     case field::annotations:
       return "annotations";
     case field::mirror:
-      return "kubernetes.io/config.mirror";
+      return mirror_annotation;
     case field::opt_out:
       return controller::opt_out_annotation;
     case field::labels:
@@ -286,6 +290,8 @@ template <class Record>
 class walker {
 public:
   static constexpr bool is_pod = std::is_same_v<Record, pod_record>;
+  /// What the fields read are handed to (record_builder.hpp).
+  using builder_type = std::conditional_t<is_pod, pod_builder, node_builder>;
 
   walker(mode m, std::string_view what) : mode_(m), what_(what) {}
 
@@ -315,7 +321,8 @@ public:
 
   [[nodiscard]] const std::optional<error>& failure() const noexcept { return error_; }
   error take_failure() { return std::move(*error_); }
-  Record& record() noexcept { return cur_; }
+  /// The object being read (event and object modes: the document's).
+  builder_type& builder() noexcept { return builder_; }
   std::vector<Record>& items() noexcept { return items_; }
   api_status& status() noexcept { return status_; }
   [[nodiscard]] const std::string& type() const noexcept { return type_; }
@@ -323,28 +330,6 @@ public:
   [[nodiscard]] bool saw_object() const noexcept { return saw_object_; }
   std::string& list_resource_version() noexcept { return list_rv_; }
   std::string& continue_token() noexcept { return continue_; }
-
-  /// The first required field missing from `r` ("metadata.name", a pod's "metadata.uid"), or
-  /// "".
-  static std::string_view missing_required(const Record& r) noexcept {
-    const auto& view = [&]() -> const auto& {
-      if constexpr (is_pod) {
-        return r.pod;
-      } else {
-        return r.node;
-      }
-    }
-    ();
-    if (view.name.empty()) {
-      return "metadata.name";
-    }
-    if constexpr (is_pod) {
-      if (view.uid.empty()) {
-        return "metadata.uid";
-      }
-    }
-    return "";
-  }
 
 private:
   /// One step of the JSON path of the value being read, for error messages.
@@ -380,9 +365,7 @@ private:
         }
         if (*kind == frame_kind::object_root) {
           saw_object_ = true;
-          cur_ = Record{};
-          have_controller_ = false;
-          bound_from_condition_ = false;
+          builder_ = builder_type{};
         }
         push(json_name(f));
         const bool ok = walk_members<Dom>(value, *kind);
@@ -494,21 +477,12 @@ private:
         return assign_metadata(f, v);
       case frame_kind::annotations:
         if constexpr (is_pod) {
-          if (f == field::mirror) {
-            cur_.pod.mirror = true;
-          } else {
-            cur_.pod.opted_out = v == controller::opt_out_value;
-          }
+          builder_.annotation(member_key_, v);
         }
         return true;
       case frame_kind::labels:
         if constexpr (is_pod) {
-          std::string& labels = cur_.pod.labels;
-          if (!labels.empty()) {
-            labels.push_back('\n');
-          }
-          labels.append(member_key_).push_back('=');
-          labels.append(v);
+          builder_.label(member_key_, v);
         }
         return true;
       case frame_kind::owner_ref:
@@ -516,12 +490,12 @@ private:
         return true;
       case frame_kind::pod_spec:
         if constexpr (is_pod) {
-          cur_.pod.node_name = v;
+          builder_.node_name(v);
         }
         return true;
       case frame_kind::pod_status:
         if constexpr (is_pod) {
-          cur_.pod.phase = parse_pod_phase(v);
+          builder_.phase(v);
         }
         return true;
       case frame_kind::toleration:
@@ -535,26 +509,25 @@ private:
         return true;
     }
   }
-  // Compared on the fly: a condition's strings are never copied.
+  // Kept as views into the document: a condition's strings are never copied.
   void assign_condition(field f, std::string_view v) noexcept {
     switch (f) {
       case field::type:
-        condition_.target = v == disruption_target_type;
-        condition_.scheduled = v == "PodScheduled";
+        condition_.type = v;
         break;
       case field::condition_status:
-        condition_.is_true = v == "True";
+        condition_.status = v;
         break;
       case field::reason:
-        condition_.reason_ours = v == taint_manager_reason;
+        condition_.reason = v;
         break;
       case field::message:
-        condition_.message_ours = v == taint_manager_message;
+        condition_.message = v;
         break;
       case field::last_transition_time:
         // Only a bind time is read from it: one that does not parse is ignored rather than
         // costing the pod its place in the cache (the API server validates it anyway).
-        condition_.transition_unix = base::parse_rfc3339(v).value_or(0);
+        condition_.last_transition_unix = base::parse_rfc3339(v).value_or(0);
         break;
       default:
         break;
@@ -562,68 +535,55 @@ private:
   }
 
   bool assign_metadata(field f, std::string_view v) {
-    auto& view = [&]() -> auto& {
-      if constexpr (is_pod) {
-        return cur_.pod;
-      } else {
-        return cur_.node;
-      }
-    }
-    ();
     switch (f) {
       case field::name:
-        view.name = v;
-        break;
-      case field::uid:
-        if constexpr (is_pod) {
-          cur_.pod.uid = v;
-        }
+        builder_.name(v);
         break;
       case field::resource_version:
-        cur_.resource_version = v;
-        break;
-      case field::namespace_:
-        if constexpr (is_pod) {
-          cur_.pod.namespace_ = v;
-        }
-        break;
-      case field::deletion_timestamp:
-        if constexpr (is_pod) {
-          cur_.pod.terminating = true;
-        }
-        break;
-      case field::creation_timestamp:
-        if constexpr (is_pod) {
-          // A PodScheduled condition, in any order, wins. One that does not parse is
-          // ignored, as a condition's lastTransitionTime is.
-          if (!bound_from_condition_) {
-            cur_.pod.bound_unix = base::parse_rfc3339(v).value_or(0);
-          }
-        }
+        builder_.resource_version(v);
         break;
       default:
+        if constexpr (is_pod) {
+          assign_pod_metadata(f, v);
+        }
         break;
     }
     return true;
   }
 
-  bool assign_toleration(field f, std::string_view v) {
+  void assign_pod_metadata(field f, std::string_view v) {
+    switch (f) {
+      case field::uid:
+        builder_.uid(v);
+        break;
+      case field::namespace_:
+        builder_.namespace_name(v);
+        break;
+      case field::deletion_timestamp:
+        builder_.deleting();
+        break;
+      case field::creation_timestamp:
+        // One that does not parse is ignored, as a condition's lastTransitionTime is.
+        builder_.created(base::parse_rfc3339(v).value_or(0));
+        break;
+      default:
+        break;
+    }
+  }
+
+  bool assign_toleration(field f, std::string_view v) noexcept {
     switch (f) {
       case field::key:
         toleration_.key = v;
         break;
       case field::operator_:
-        toleration_.op = parse_toleration_operator(v);
+        toleration_.operator_ = v;
         break;
       case field::value:
         toleration_.value = v;
         break;
       case field::effect:
-        if (v.empty()) {
-          toleration_.effect.reset();
-        } else {
-          toleration_.effect = parse_taint_effect(v);
-        }
+        toleration_.effect = v;
         break;
       default:
         break;
@@ -640,7 +600,7 @@ private:
         taint_.value = v;
         break;
       case field::effect:
-        taint_.effect = parse_taint_effect(v);
+        taint_.effect = v;
         break;
       case field::time_added: {
         const auto t = base::parse_rfc3339(v);
@@ -659,24 +619,20 @@ private:
   void start_element(frame_kind element) {
     switch (element) {
       case frame_kind::object_root:
-        cur_ = Record{};
-        have_controller_ = false;  // each item of a list has its own controller reference
-        bound_from_condition_ = false;
+        builder_ = builder_type{};  // each item of a list is an object of its own
         break;
       case frame_kind::owner_ref:
-        owner_kind_.clear();
+        owner_kind_ = {};
         owner_controller_ = false;
         break;
       case frame_kind::toleration:
-        toleration_ = controller::toleration{};
+        toleration_ = toleration_fields{};
         break;
       case frame_kind::taint:
-        taint_ = controller::taint{};
-        // The model defaults to NoExecute; a taint without an effect must not evict.
-        taint_.effect = controller::taint_effect::unknown;
+        taint_ = taint_fields{};
         break;
       case frame_kind::condition:
-        condition_ = condition_flags{};
+        condition_ = condition_fields{};
         break;
       default:
         break;
@@ -727,47 +683,30 @@ private:
     switch (element) {
       case frame_kind::owner_ref:
         if constexpr (is_pod) {
-          // The first owner reference with controller=true is the controller (GetControllerOf).
-          if (owner_controller_ && !have_controller_) {
-            cur_.pod.owner_kind = std::move(owner_kind_);
-            have_controller_ = true;
-          }
+          builder_.owner_reference(owner_kind_, owner_controller_);
         }
         break;
       case frame_kind::toleration:
         if constexpr (is_pod) {
-          cur_.pod.tolerations.push_back(std::move(toleration_));
+          builder_.toleration(toleration_);
         }
         break;
       case frame_kind::taint:
         if constexpr (!is_pod) {
-          cur_.node.taints.push_back(std::move(taint_));
+          builder_.taint(taint_);
         }
         break;
       case frame_kind::condition:
         if constexpr (is_pod) {
-          // The bind time: a True PodScheduled condition's lastTransitionTime, else (below,
-          // in assign_metadata) the creationTimestamp.
-          if (condition_.scheduled && condition_.is_true && condition_.transition_unix != 0 &&
-              !bound_from_condition_) {
-            cur_.pod.bound_unix = condition_.transition_unix;
-            bound_from_condition_ = true;
-          }
-          // The first DisruptionTarget condition counts (upstream's GetPodCondition).
-          if (condition_.target && cur_.disruption == disruption_state::absent) {
-            cur_.disruption = !condition_.is_true ? disruption_state::not_true
-                              : condition_.reason_ours && condition_.message_ours
-                                  ? disruption_state::true_ours
-                                  : disruption_state::true_other;
-          }
+          builder_.condition(condition_);
         }
         break;
       case frame_kind::object_root:  // an element of items
-        if (const std::string_view missing = missing_required(cur_); !missing.empty()) {
+        if (const std::string_view missing = builder_.missing(); !missing.empty()) {
           return fail(errc::unexpected_shape, path() + "." + std::string(missing) + ": missing");
         }
-        items_.push_back(std::move(cur_));
-        cur_ = Record{};
+        items_.push_back(builder_.finish());
+        builder_ = builder_type{};
         break;
       default:
         break;
@@ -775,7 +714,7 @@ private:
     return true;
   }
 
-  static field lookup(frame_kind kind, std::string_view k) noexcept {
+  [[nodiscard]] field lookup(frame_kind kind, std::string_view k) const noexcept {
     switch (kind) {
       case frame_kind::event_root:
         return k == "type" ? field::type : k == "object" ? field::object : field::none;
@@ -825,7 +764,7 @@ private:
           if (k == "annotations") {
             return field::annotations;
           }
-          if (k == "labels" && keeping_pod_labels()) {
+          if (k == "labels" && builder_.keeps_labels()) {
             return field::labels;
           }
           if (k == "ownerReferences") {
@@ -834,7 +773,7 @@ private:
         }
         return field::none;
       case frame_kind::annotations:
-        return k == "kubernetes.io/config.mirror"    ? field::mirror
+        return k == mirror_annotation                ? field::mirror
                : k == controller::opt_out_annotation ? field::opt_out
                                                      : field::none;
       case frame_kind::labels:
@@ -929,12 +868,12 @@ private:
       full += ": ";
       full += message;
       if constexpr (is_pod) {
-        if (!cur_.pod.name.empty()) {
-          full += " (pod " + clip(cur_.pod.namespace_) + "/" + clip(cur_.pod.name) + ")";
+        if (const auto& pod = builder_.record().pod; !pod.name.empty()) {
+          full += " (pod " + clip(pod.namespace_) + "/" + clip(pod.name) + ")";
         }
       } else {
-        if (!cur_.node.name.empty()) {
-          full += " (node " + clip(cur_.node.name) + ")";
+        if (const auto& node = builder_.record().node; !node.name.empty()) {
+          full += " (node " + clip(node.name) + ")";
         }
       }
       error_ = make_error(code, std::move(full));
@@ -956,24 +895,14 @@ private:
   std::array<step, 8> path_{};
   std::size_t depth_ = 0;
 
-  Record cur_{};
+  builder_type builder_;
   std::vector<Record> items_;
-  controller::toleration toleration_{};
-  controller::taint taint_{};
-  // The condition being read (pods): what matters of it, as flags.
-  struct condition_flags {
-    bool target = false;  // type DisruptionTarget
-    bool is_true = false;
-    bool reason_ours = false;
-    bool message_ours = false;
-    bool scheduled = false;  // type PodScheduled
-    std::int64_t transition_unix = 0;
-  };
-  condition_flags condition_{};
-  std::string owner_kind_;
+  // The element of an array being read: its fields, handed to builder_ at its end.
+  toleration_fields toleration_;
+  taint_fields taint_;
+  condition_fields condition_;
+  std::string_view owner_kind_;
   bool owner_controller_ = false;
-  bool have_controller_ = false;
-  bool bound_from_condition_ = false;  // cur_.pod.bound_unix came from PodScheduled
 
   std::string type_;
   bool saw_type_ = false;
@@ -1019,16 +948,16 @@ result<watch_event<Record>> decode_event(std::string_view line, std::string_view
     return bad("object: missing");
   }
   if (*type == event_type::bookmark) {
-    if (h.record().resource_version.empty()) {
+    if (h.builder().record().resource_version.empty()) {
       return bad("object.metadata.resourceVersion: missing in a BOOKMARK event");
     }
-    event.object.resource_version = std::move(h.record().resource_version);
+    event.object.resource_version = h.builder().finish().resource_version;
     return event;
   }
-  if (const auto missing = walker<Record>::missing_required(h.record()); !missing.empty()) {
+  if (const auto missing = h.builder().missing(); !missing.empty()) {
     return bad("object." + std::string(missing) + ": missing");
   }
-  event.object = std::move(h.record());
+  event.object = h.builder().finish();
   return event;
 }
 
@@ -1053,11 +982,11 @@ result<Record> decode_object(std::string_view json_text, std::string_view what, 
   if (!parse(h, json_text)) {
     return h.take_failure();
   }
-  if (const auto missing = walker<Record>::missing_required(h.record()); !missing.empty()) {
+  if (const auto missing = h.builder().missing(); !missing.empty()) {
     return make_error(errc::unexpected_shape,
                       std::string(what) + ": " + std::string(missing) + ": missing");
   }
-  return std::move(h.record());
+  return h.builder().finish();
 }
 
 /// A metav1.Status body, parsed by `parse`.

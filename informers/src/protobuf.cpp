@@ -4,6 +4,8 @@
 
 #include "tec/informers/decode.hpp"
 
+#include "record_builder.hpp"
+
 namespace tec::informers {
 namespace {
 
@@ -145,6 +147,7 @@ result<std::string_view> unwrap(std::string_view envelope, std::string_view what
   return raw;
 }
 
+/// A Pod message into the pod builder (record_builder.hpp).
 class pod_reader {
 public:
   result<pod_record> read(std::string_view message) {
@@ -165,80 +168,60 @@ public:
         })) {
       return malformed("pod", why_);
     }
-    r_.pod.bound_unix = scheduled_ != 0 ? scheduled_ : created_;
-    if (r_.pod.name.empty()) {
-      return make_error(errc::unexpected_shape, "pod: metadata.name: missing");
+    if (const std::string_view missing = b_.missing(); !missing.empty()) {
+      return make_error(errc::unexpected_shape, "pod: " + std::string(missing) + ": missing");
     }
-    if (r_.pod.uid.empty()) {
-      return make_error(errc::unexpected_shape, "pod: metadata.uid: missing");
-    }
-    return std::move(r_);
+    return b_.finish();
   }
 
 private:
   bool meta(std::string_view m) {
-    const bool labels = keeping_pod_labels();
     return each_field(m, why_, [&](const field& f) {
       if (f.wire != pb::wire::length_delimited) {
         return true;
       }
-      auto& p = r_.pod;
       switch (f.number) {
         case pb::object_meta::name:
-          p.name = f.bytes;
+          b_.name(f.bytes);
           return true;
         case pb::object_meta::namespace_name:
-          p.namespace_ = f.bytes;
+          b_.namespace_name(f.bytes);
           return true;
         case pb::object_meta::uid:
-          p.uid = f.bytes;
+          b_.uid(f.bytes);
           return true;
         case pb::object_meta::resource_version:
-          r_.resource_version = f.bytes;
+          b_.resource_version(f.bytes);
           return true;
         case pb::object_meta::creation_timestamp: {
           bool ok = false;
-          created_ = time_seconds(f.bytes, why_, ok);
+          b_.created(time_seconds(f.bytes, why_, ok));
           return ok;
         }
         case pb::object_meta::deletion_timestamp:
-          p.terminating = true;
+          b_.deleting();
           return true;
-        case pb::object_meta::labels: {
-          if (!labels) {
-            return true;
-          }
-          std::string_view k;
-          std::string_view v;
-          if (!map_entry(f.bytes, why_, k, v)) {
-            return false;
-          }
-          if (!p.labels.empty()) {
-            p.labels.push_back('\n');
-          }
-          p.labels.append(k).push_back('=');
-          p.labels.append(v);
-          return true;
-        }
-        case pb::object_meta::annotations: {
-          std::string_view k;
-          std::string_view v;
-          if (!map_entry(f.bytes, why_, k, v)) {
-            return false;
-          }
-          if (k == "kubernetes.io/config.mirror") {
-            p.mirror = true;
-          } else if (k == controller::opt_out_annotation) {
-            p.opted_out = v == controller::opt_out_value;
-          }
-          return true;
-        }
+        case pb::object_meta::labels:
+          return !b_.keeps_labels() || entry(f.bytes, &pod_builder::label);
+        case pb::object_meta::annotations:
+          return entry(f.bytes, &pod_builder::annotation);
         case pb::object_meta::owner_references:
           return owner(f.bytes);
         default:
           return true;
       }
     });
+  }
+
+  /// A map entry handed to `take` (label or annotation).
+  bool entry(std::string_view m, void (pod_builder::*take)(std::string_view, std::string_view)) {
+    std::string_view k;
+    std::string_view v;
+    if (!map_entry(m, why_, k, v)) {
+      return false;
+    }
+    (b_.*take)(k, v);
+    return true;
   }
 
   bool owner(std::string_view m) {
@@ -254,18 +237,14 @@ private:
         })) {
       return false;
     }
-    // The first owner reference with controller=true is the controller (GetControllerOf).
-    if (is_controller && !have_controller_) {
-      r_.pod.owner_kind = kind;
-      have_controller_ = true;
-    }
+    b_.owner_reference(kind, is_controller);
     return true;
   }
 
   bool spec(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
       if (f.wire == pb::wire::length_delimited && f.number == pb::pod_spec::node_name) {
-        r_.pod.node_name = f.bytes;
+        b_.node_name(f.bytes);
       } else if (f.wire == pb::wire::length_delimited && f.number == pb::pod_spec::tolerations) {
         return toleration(f.bytes);
       }
@@ -274,7 +253,7 @@ private:
   }
 
   bool toleration(std::string_view m) {
-    controller::toleration t;
+    toleration_fields t;
     if (!each_field(m, why_, [&](const field& f) {
           if (f.wire == pb::wire::varint && f.number == pb::toleration::toleration_seconds) {
             t.seconds = static_cast<std::int64_t>(f.scalar);
@@ -288,17 +267,13 @@ private:
               t.key = f.bytes;
               break;
             case pb::toleration::op:
-              t.op = parse_toleration_operator(f.bytes);
+              t.operator_ = f.bytes;
               break;
             case pb::toleration::value:
               t.value = f.bytes;
               break;
             case pb::toleration::effect:
-              if (f.bytes.empty()) {
-                t.effect.reset();
-              } else {
-                t.effect = parse_taint_effect(f.bytes);
-              }
+              t.effect = f.bytes;
               break;
             default:
               break;
@@ -307,14 +282,14 @@ private:
         })) {
       return false;
     }
-    r_.pod.tolerations.push_back(std::move(t));
+    b_.toleration(t);
     return true;
   }
 
   bool status(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
       if (f.wire == pb::wire::length_delimited && f.number == pb::pod_status::phase) {
-        r_.pod.phase = parse_pod_phase(f.bytes);
+        b_.phase(f.bytes);
       } else if (f.wire == pb::wire::length_delimited && f.number == pb::pod_status::conditions) {
         return condition(f.bytes);
       }
@@ -323,34 +298,28 @@ private:
   }
 
   bool condition(std::string_view m) {
-    bool target = false;
-    bool scheduled = false;
-    bool is_true = false;
-    bool reason_ours = false;
-    bool message_ours = false;
-    std::int64_t transition = 0;
+    condition_fields c;
     if (!each_field(m, why_, [&](const field& f) {
           if (f.wire != pb::wire::length_delimited) {
             return true;
           }
           switch (f.number) {
             case pb::pod_condition::type:
-              target = f.bytes == disruption_target_type;
-              scheduled = f.bytes == "PodScheduled";
+              c.type = f.bytes;
               break;
             case pb::pod_condition::status:
-              is_true = f.bytes == "True";
+              c.status = f.bytes;
               break;
             case pb::pod_condition::last_transition_time: {
               bool ok = false;
-              transition = time_seconds(f.bytes, why_, ok);
+              c.last_transition_unix = time_seconds(f.bytes, why_, ok);
               return ok;
             }
             case pb::pod_condition::reason:
-              reason_ours = f.bytes == taint_manager_reason;
+              c.reason = f.bytes;
               break;
             case pb::pod_condition::message:
-              message_ours = f.bytes == taint_manager_message;
+              c.message = f.bytes;
               break;
             default:
               break;
@@ -359,25 +328,15 @@ private:
         })) {
       return false;
     }
-    if (scheduled && is_true && transition != 0 && scheduled_ == 0) {
-      scheduled_ = transition;
-    }
-    // The first DisruptionTarget condition counts (upstream's GetPodCondition).
-    if (target && r_.disruption == disruption_state::absent) {
-      r_.disruption = !is_true                      ? disruption_state::not_true
-                      : reason_ours && message_ours ? disruption_state::true_ours
-                                                    : disruption_state::true_other;
-    }
+    b_.condition(c);
     return true;
   }
 
-  pod_record r_;
+  pod_builder b_;
   std::string why_;
-  std::int64_t created_ = 0;
-  std::int64_t scheduled_ = 0;
-  bool have_controller_ = false;
 };
 
+/// A Node message into the node builder.
 class node_reader {
 public:
   result<node_record> read(std::string_view message) {
@@ -395,20 +354,20 @@ public:
         })) {
       return malformed("node", why_);
     }
-    if (r_.node.name.empty()) {
-      return make_error(errc::unexpected_shape, "node: metadata.name: missing");
+    if (const std::string_view missing = b_.missing(); !missing.empty()) {
+      return make_error(errc::unexpected_shape, "node: " + std::string(missing) + ": missing");
     }
-    return std::move(r_);
+    return b_.finish();
   }
 
 private:
   bool meta(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
       if (f.wire == pb::wire::length_delimited && f.number == pb::object_meta::name) {
-        r_.node.name = f.bytes;
+        b_.name(f.bytes);
       } else if (f.wire == pb::wire::length_delimited &&
                  f.number == pb::object_meta::resource_version) {
-        r_.resource_version = f.bytes;
+        b_.resource_version(f.bytes);
       }
       return true;
     });
@@ -424,9 +383,7 @@ private:
   }
 
   bool taint(std::string_view m) {
-    controller::taint t;
-    // The model defaults to NoExecute; a taint without an effect must not evict.
-    t.effect = controller::taint_effect::unknown;
+    taint_fields t;
     if (!each_field(m, why_, [&](const field& f) {
           if (f.wire != pb::wire::length_delimited) {
             return true;
@@ -439,7 +396,7 @@ private:
               t.value = f.bytes;
               break;
             case pb::taint::effect:
-              t.effect = parse_taint_effect(f.bytes);
+              t.effect = f.bytes;
               break;
             case pb::taint::time_added: {
               bool ok = false;
@@ -453,11 +410,11 @@ private:
         })) {
       return false;
     }
-    r_.node.taints.push_back(std::move(t));
+    b_.taint(t);
     return true;
   }
 
-  node_record r_;
+  node_builder b_;
   std::string why_;
 };
 
