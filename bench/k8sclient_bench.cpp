@@ -1,10 +1,11 @@
 // k8sclient benchmarks: decode throughput of a 10,000-pod LIST body and of a watch stream of
-// the same pods (the decoder with its `fast` engine, whole and streamed through list_decoder
-// as the informer does; the same decoder with its `nlohmann` reference engine; and
-// nlohmann::json::parse into a DOM, all on the same bytes), with the heap allocations made
-// per pod; store operations, and the memory a cached pod / node costs (counted by a global
-// operator new). Uses only decode.hpp's public API, so the same file builds against an older
-// decoder for a before/after comparison (BENCHMARKS.md).
+// the same pods (the production decoder, simdjson, whole and streamed through list_decoder as
+// the informer does; the same field mapping fed by nlohmann's DOM, the tests' reference decoder;
+// nlohmann::json::parse into a DOM, all on the same bytes; and a real Pod's protobuf, listed and
+// watched 10,000 times), with the heap allocations made per pod; store operations, and the
+// memory a cached pod / node costs (counted by a global operator new). Uses only the informers'
+// public headers (decode.hpp, protobuf.hpp, store.hpp) and reference.hpp, so the same file builds
+// against an older decoder for a before/after comparison (BENCHMARKS.md).
 //
 // Run: build-<dir>/bin/k8sclient_bench   (prints the decoder/DOM ratios and bytes per object
 // at the end).
@@ -15,6 +16,8 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -24,6 +27,8 @@
 
 #include "evictions_report.hpp"
 #include "tec/informers/decode.hpp"
+#include "tec/informers/protobuf.hpp"
+#include "tec/informers/reference.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
 
@@ -324,12 +329,13 @@ private:
   std::int64_t bytes_;
 };
 
-/// Decodes the whole LIST body at once with `engine`.
-void run_list(benchmark::State& state, tec::informers::json_engine engine) {
+/// Decodes the whole LIST body at once with `decode` (decode_pod_list or its reference).
+template <class Decode>
+void run_list(benchmark::State& state, Decode&& decode) {
   const auto& body = data().pod_list;
   const allocation_counter counter;
   for (auto _ : state) {
-    auto page = tec::informers::decode_pod_list(body, engine);
+    auto page = decode(body);
     if (!page || page->items.size() != pod_count) {
       fail(state, page ? "wrong item count" : page.error().message);
       return;
@@ -342,12 +348,12 @@ void run_list(benchmark::State& state, tec::informers::json_engine engine) {
 }
 
 void BM_list_fast(benchmark::State& state) {
-  run_list(state, tec::informers::json_engine::fast);
+  run_list(state, tec::informers::decode_pod_list);
 }
 
-/// The same field mapping fed by the `nlohmann` reference engine.
+/// The same field mapping fed by nlohmann's DOM (the tests' reference decoder).
 void BM_list_nlohmann_engine(benchmark::State& state) {
-  run_list(state, tec::informers::json_engine::nlohmann);
+  run_list(state, tec::informers::reference::decode_pod_list);
 }
 
 constexpr std::size_t chunk_bytes = 16 * 1024;
@@ -432,7 +438,7 @@ void BM_watch_fast(benchmark::State& state) {
 
 void BM_watch_nlohmann_engine(benchmark::State& state) {
   run_watch(state, [](std::string_view line) {
-    auto event = tec::informers::decode_pod_event(line, tec::informers::json_engine::nlohmann);
+    auto event = tec::informers::reference::decode_pod_event(line);
     benchmark::DoNotOptimize(event);
     return event.has_value();
   });
@@ -444,6 +450,128 @@ void BM_watch_dom(benchmark::State& state) {
     benchmark::DoNotOptimize(doc);
     return doc.is_object();
   });
+}
+
+// --- protobuf ------------------------------------------------------------------------------
+
+/// A real Pod as the API server encodes it (tests/informers/testdata/real_pod.pb, "k8s\0" +
+/// runtime.Unknown), repeated pod_count times: a PodList body and a watch stream of
+/// ADDED frames (4-byte big-endian length + WatchEvent), as the protobuf decoders read them.
+struct protobuf_corpus {
+  std::string pod_list;
+  std::vector<std::string> watch_frames;
+};
+
+void put_varint(std::string& out, std::uint64_t v) {
+  while (v >= 0x80U) {
+    out.push_back(static_cast<char>((v & 0x7fU) | 0x80U));
+    v >>= 7U;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+/// Field `number` (wire type 2) holding `bytes`.
+void put_bytes(std::string& out, unsigned number, std::string_view bytes) {
+  put_varint(out, (std::uint64_t{number} << 3U) | 2U);
+  put_varint(out, bytes.size());
+  out.append(bytes);
+}
+
+/// Unknown.raw (field 2) of an envelope; aborts on anything unexpected (the fixture is known).
+std::string_view unknown_raw(std::string_view envelope) {
+  std::size_t pos = 4;  // "k8s\0"
+  auto varint = [&] {
+    std::uint64_t v = 0;
+    for (unsigned shift = 0; pos < envelope.size(); shift += 7) {
+      const auto b = static_cast<std::uint8_t>(envelope[pos++]);
+      v |= static_cast<std::uint64_t>(b & 0x7fU) << shift;
+      if ((b & 0x80U) == 0) {
+        return v;
+      }
+    }
+    std::abort();
+  };
+  while (pos < envelope.size()) {
+    const std::uint64_t tag = varint();
+    const std::uint64_t len = varint();
+    if ((tag & 7U) != 2U || len > envelope.size() - pos) {
+      std::abort();
+    }
+    if (tag >> 3U == 2U) {
+      return envelope.substr(pos, len);
+    }
+    pos += len;
+  }
+  std::abort();
+}
+
+const protobuf_corpus& protobuf_data() {
+  static const protobuf_corpus corpus = [] {
+    std::ifstream in(std::string(TEC_SOURCE_DIR) + "/tests/informers/testdata/real_pod.pb",
+                     std::ios::binary);
+    const std::string envelope((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
+    const std::string_view pod = unknown_raw(envelope);
+    protobuf_corpus c;
+    std::string list;
+    put_bytes(list, 1, std::string("\x12\x01\x31", 3));  // ListMeta{resourceVersion: "1"}
+    std::string event;
+    put_bytes(event, 1, "ADDED");
+    std::string raw_extension;
+    put_bytes(raw_extension, 1, envelope);
+    put_bytes(event, 2, raw_extension);
+    for (int i = 0; i < pod_count; ++i) {
+      put_bytes(list, 2, pod);
+      c.watch_frames.push_back(event);
+    }
+    c.pod_list = std::string("k8s\0", 4);
+    put_bytes(c.pod_list, 2, list);
+    return c;
+  }();
+  return corpus;
+}
+
+/// The informer's path for a protobuf LIST: the body fed in 16 KiB chunks to a list_decoder.
+void BM_protobuf_list(benchmark::State& state) {
+  const auto& body = protobuf_data().pod_list;
+  const allocation_counter counter;
+  for (auto _ : state) {
+    tec::informers::list_decoder<tec::informers::pod_record> decoder;
+    std::vector<tec::informers::pod_record> items;
+    bool ok = true;
+    for (std::size_t pos = 0; pos < body.size() && ok; pos += chunk_bytes) {
+      ok = decoder.feed(
+          std::string_view(body).substr(pos, chunk_bytes),
+          [&](tec::informers::pod_record&& r) { items.push_back(std::move(r)); },
+          [&](const tec::base::error& /*e*/) { ok = false; });
+    }
+    auto page = decoder.finish();
+    if (!ok || !page || items.size() != pod_count) {
+      fail(state, page ? "wrong item count or skipped items" : page.error().message);
+      return;
+    }
+    benchmark::DoNotOptimize(items);
+  }
+  counter.report(state, pod_count);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(body.size()));
+}
+
+/// Watch frames (already split) decoded one by one.
+void BM_protobuf_watch(benchmark::State& state) {
+  const auto& frames = protobuf_data().watch_frames;
+  const allocation_counter counter;
+  for (auto _ : state) {
+    for (const auto& frame : frames) {
+      auto event = tec::informers::decode_pod_event_protobuf(frame);
+      if (!event) {
+        fail(state, event.error().message);
+        return;
+      }
+      benchmark::DoNotOptimize(event);
+    }
+  }
+  counter.report(state, pod_count);
 }
 
 std::vector<tec::informers::pod_record> decoded_pods() {
@@ -606,6 +734,8 @@ BENCHMARK(BM_list_dom)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_watch_fast)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_watch_nlohmann_engine)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_watch_dom)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_protobuf_list)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_protobuf_watch)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_store_replace_all)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_store_upsert);
 BENCHMARK(BM_store_pods_on_node);

@@ -1,7 +1,7 @@
 // Fuzz target: the watch-event, list and object decoders (tec/informers/decode.hpp).
 //
-// Differential: every decoder runs the input through the `fast` engine (simdjson) and the
-// `nlohmann` reference engine (nlohmann's DOM feeding the same field mapping); both must
+// Differential: every decoder runs the input through the production decoder (simdjson) and the
+// reference decoder (reference.hpp: nlohmann's DOM feeding the same field mapping); both must
 // succeed or fail alike, with the same error code, and decode the same records. Known
 // differences are skipped: a NUL byte (nlohmann stops there), an integer beyond 64 bits
 // (simdjson rejects it) and a repeated key (nlohmann's DOM keeps one copy). Round trip:
@@ -22,6 +22,7 @@
 
 #include "support.hpp"
 #include "tec/informers/decode.hpp"
+#include "tec/informers/reference.hpp"
 
 namespace tec::informers {
 namespace {
@@ -368,10 +369,11 @@ bool has_long_digit_run(std::string_view input) {
   return false;
 }
 
-/// Runs `decode` with both engines, compares, checks the contract and the round trip.
-template <class Decode>
-void differential(std::string_view input, Decode decode) {
-  const auto fast = decode(input, json_engine::fast);
+/// Runs the production decoder `decode` and its reference `reference_decode` (nlohmann's DOM,
+/// reference.hpp), compares, checks the contract and the round trip.
+template <class Decode, class ReferenceDecode>
+void differential(std::string_view input, Decode decode, ReferenceDecode reference_decode) {
+  const auto fast = decode(input);
   if (input.find('\0') != std::string_view::npos) {
     // nlohmann's lexer takes a NUL byte for the end of the input, so the reference accepts
     // `{...}<NUL>anything`. JSON has no place for a NUL outside a string, nor inside one
@@ -380,7 +382,7 @@ void differential(std::string_view input, Decode decode) {
     check_error(fast.error());
     return;
   }
-  const auto reference = decode(input, json_engine::nlohmann);
+  const auto reference = reference_decode(input);
   bool repeated = false;
   if (parse_noting_repeated_keys(input, repeated) && repeated) {
     // The walker sees every copy of a repeated key, nlohmann's DOM the last: only the
@@ -411,7 +413,7 @@ void differential(std::string_view input, Decode decode) {
   check_against_input(input, fast.value());
 
   const std::string again = dump(encode(fast.value()));
-  const auto round_trip = decode(again, json_engine::fast);
+  const auto round_trip = decode(again);
   TEC_FUZZ_CHECK(round_trip.has_value(), "re-encoded: " + again + "\nerror: " +
                                              (round_trip ? "" : round_trip.error().message));
   TEC_FUZZ_CHECK(same(fast.value(), round_trip.value()), "re-encoded: " + again);
@@ -423,12 +425,12 @@ void differential(std::string_view input, Decode decode) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tec::informers;
   const std::string_view input = tec::fuzz::as_text(data, size);
-  differential(input, [](std::string_view s, json_engine e) { return decode_pod_event(s, e); });
-  differential(input, [](std::string_view s, json_engine e) { return decode_node_event(s, e); });
-  differential(input, [](std::string_view s, json_engine e) { return decode_pod_list(s, e); });
-  differential(input, [](std::string_view s, json_engine e) { return decode_node_list(s, e); });
-  differential(input, [](std::string_view s, json_engine e) { return decode_pod(s, e); });
-  differential(input, [](std::string_view s, json_engine e) { return decode_node(s, e); });
-  differential(input, [](std::string_view s, json_engine e) { return decode_status(s, e); });
+  differential(input, decode_pod_event, reference::decode_pod_event);
+  differential(input, decode_node_event, reference::decode_node_event);
+  differential(input, decode_pod_list, reference::decode_pod_list);
+  differential(input, decode_node_list, reference::decode_node_list);
+  differential(input, decode_pod, reference::decode_pod);
+  differential(input, decode_node, reference::decode_node);
+  differential(input, decode_status, reference::decode_status);
   return 0;
 }

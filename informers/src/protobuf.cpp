@@ -4,6 +4,8 @@
 
 #include "tec/informers/decode.hpp"
 
+#include "record_builder.hpp"
+
 namespace tec::informers {
 namespace {
 
@@ -52,15 +54,15 @@ bool each_field(std::string_view message, std::string& why, F&& f) {
     fd.number = static_cast<std::uint32_t>(tag >> 3U);
     fd.wire = static_cast<std::uint32_t>(tag & 7U);
     switch (fd.wire) {
-      case 0:
+      case pb::wire::varint:
         if (!read_varint(message, pos, fd.scalar)) {
           why = "a varint runs past the end";
           return false;
         }
         break;
-      case 1:
-      case 5: {
-        const std::size_t n = fd.wire == 1 ? 8 : 4;
+      case pb::wire::fixed64:
+      case pb::wire::fixed32: {
+        const std::size_t n = fd.wire == pb::wire::fixed64 ? 8 : 4;
         if (message.size() - pos < n) {
           why = "a fixed-width value runs past the end";
           return false;
@@ -68,7 +70,7 @@ bool each_field(std::string_view message, std::string& why, F&& f) {
         pos += n;
         break;
       }
-      case 2: {
+      case pb::wire::length_delimited: {
         std::uint64_t len = 0;
         if (!read_varint(message, pos, len) || len > message.size() - pos) {
           why = "a length runs past the end";
@@ -97,7 +99,7 @@ error malformed(std::string_view what, const std::string& why) {
 std::int64_t time_seconds(std::string_view message, std::string& why, bool& ok) {
   std::int64_t seconds = 0;
   ok = each_field(message, why, [&](const field& f) {
-    if (f.number == 1 && f.wire == 0) {
+    if (f.number == pb::time::seconds && f.wire == pb::wire::varint) {
       seconds = static_cast<std::int64_t>(f.scalar);
     }
     return true;
@@ -111,9 +113,9 @@ bool map_entry(std::string_view message, std::string& why, std::string_view& key
   key = {};
   value = {};
   return each_field(message, why, [&](const field& f) {
-    if (f.wire == 2 && f.number == 1) {
+    if (f.wire == pb::wire::length_delimited && f.number == pb::map_entry::key) {
       key = f.bytes;
-    } else if (f.wire == 2 && f.number == 2) {
+    } else if (f.wire == pb::wire::length_delimited && f.number == pb::map_entry::value) {
       value = f.bytes;
     }
     return true;
@@ -129,9 +131,10 @@ result<std::string_view> unwrap(std::string_view envelope, std::string_view what
   std::string_view raw;
   bool encoded = false;
   if (!each_field(envelope.substr(4), why, [&](const field& f) {
-        if (f.wire == 2 && f.number == 2) {
+        if (f.wire == pb::wire::length_delimited && f.number == pb::unknown::raw) {
           raw = f.bytes;
-        } else if (f.wire == 2 && f.number == 3 && !f.bytes.empty()) {
+        } else if (f.wire == pb::wire::length_delimited &&
+                   f.number == pb::unknown::content_encoding && !f.bytes.empty()) {
           encoded = true;
         }
         return true;
@@ -144,19 +147,20 @@ result<std::string_view> unwrap(std::string_view envelope, std::string_view what
   return raw;
 }
 
+/// A Pod message into the pod builder (record_builder.hpp).
 class pod_reader {
 public:
   result<pod_record> read(std::string_view message) {
     if (!each_field(message, why_, [&](const field& f) {
-          if (f.wire != 2) {
+          if (f.wire != pb::wire::length_delimited) {
             return true;
           }
           switch (f.number) {
-            case 1:
+            case pb::pod::metadata:
               return meta(f.bytes);
-            case 2:
+            case pb::pod::spec:
               return spec(f.bytes);
-            case 3:
+            case pb::pod::status:
               return status(f.bytes);
             default:
               return true;
@@ -164,75 +168,44 @@ public:
         })) {
       return malformed("pod", why_);
     }
-    r_.pod.bound_unix = scheduled_ != 0 ? scheduled_ : created_;
-    if (r_.pod.name.empty()) {
-      return make_error(errc::unexpected_shape, "pod: metadata.name: missing");
+    if (const std::string_view missing = b_.missing(); !missing.empty()) {
+      return make_error(errc::unexpected_shape, "pod: " + std::string(missing) + ": missing");
     }
-    if (r_.pod.uid.empty()) {
-      return make_error(errc::unexpected_shape, "pod: metadata.uid: missing");
-    }
-    return std::move(r_);
+    return b_.finish();
   }
 
 private:
   bool meta(std::string_view m) {
-    const bool labels = keeping_pod_labels();
     return each_field(m, why_, [&](const field& f) {
-      if (f.wire != 2) {
+      if (f.wire != pb::wire::length_delimited) {
         return true;
       }
-      auto& p = r_.pod;
       switch (f.number) {
-        case 1:
-          p.name = f.bytes;
+        case pb::object_meta::name:
+          b_.name(f.bytes);
           return true;
-        case 3:
-          p.namespace_ = f.bytes;
+        case pb::object_meta::namespace_name:
+          b_.namespace_name(f.bytes);
           return true;
-        case 5:
-          p.uid = f.bytes;
+        case pb::object_meta::uid:
+          b_.uid(f.bytes);
           return true;
-        case 6:
-          r_.resource_version = f.bytes;
+        case pb::object_meta::resource_version:
+          b_.resource_version(f.bytes);
           return true;
-        case 8: {
+        case pb::object_meta::creation_timestamp: {
           bool ok = false;
-          created_ = time_seconds(f.bytes, why_, ok);
+          b_.created(time_seconds(f.bytes, why_, ok));
           return ok;
         }
-        case 9:
-          p.terminating = true;
+        case pb::object_meta::deletion_timestamp:
+          b_.deleting();
           return true;
-        case 11: {
-          if (!labels) {
-            return true;
-          }
-          std::string_view k;
-          std::string_view v;
-          if (!map_entry(f.bytes, why_, k, v)) {
-            return false;
-          }
-          if (!p.labels.empty()) {
-            p.labels.push_back('\n');
-          }
-          p.labels.append(k).push_back('=');
-          p.labels.append(v);
-          return true;
-        }
-        case 12: {
-          std::string_view k;
-          std::string_view v;
-          if (!map_entry(f.bytes, why_, k, v)) {
-            return false;
-          }
-          if (k == "kubernetes.io/config.mirror") {
-            p.mirror = true;
-          } else if (k == controller::opt_out_annotation) {
-            p.opted_out = v == controller::opt_out_value;
-          }
-          return true;
-        }
-        case 13:
+        case pb::object_meta::labels:
+          return !b_.keeps_labels() || entry(f.bytes, &pod_builder::label);
+        case pb::object_meta::annotations:
+          return entry(f.bytes, &pod_builder::annotation);
+        case pb::object_meta::owner_references:
           return owner(f.bytes);
         default:
           return true;
@@ -240,32 +213,39 @@ private:
     });
   }
 
+  /// A map entry handed to `take` (label or annotation).
+  bool entry(std::string_view m, void (pod_builder::*take)(std::string_view, std::string_view)) {
+    std::string_view k;
+    std::string_view v;
+    if (!map_entry(m, why_, k, v)) {
+      return false;
+    }
+    (b_.*take)(k, v);
+    return true;
+  }
+
   bool owner(std::string_view m) {
     std::string_view kind;
     bool is_controller = false;
     if (!each_field(m, why_, [&](const field& f) {
-          if (f.number == 1 && f.wire == 2) {
+          if (f.number == pb::owner_reference::kind && f.wire == pb::wire::length_delimited) {
             kind = f.bytes;
-          } else if (f.number == 6 && f.wire == 0) {
+          } else if (f.number == pb::owner_reference::controller && f.wire == pb::wire::varint) {
             is_controller = f.scalar != 0;
           }
           return true;
         })) {
       return false;
     }
-    // The first owner reference with controller=true is the controller (GetControllerOf).
-    if (is_controller && !have_controller_) {
-      r_.pod.owner_kind = kind;
-      have_controller_ = true;
-    }
+    b_.owner_reference(kind, is_controller);
     return true;
   }
 
   bool spec(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
-      if (f.wire == 2 && f.number == 10) {
-        r_.pod.node_name = f.bytes;
-      } else if (f.wire == 2 && f.number == 22) {
+      if (f.wire == pb::wire::length_delimited && f.number == pb::pod_spec::node_name) {
+        b_.node_name(f.bytes);
+      } else if (f.wire == pb::wire::length_delimited && f.number == pb::pod_spec::tolerations) {
         return toleration(f.bytes);
       }
       return true;
@@ -273,31 +253,27 @@ private:
   }
 
   bool toleration(std::string_view m) {
-    controller::toleration t;
+    toleration_fields t;
     if (!each_field(m, why_, [&](const field& f) {
-          if (f.wire == 0 && f.number == 5) {
+          if (f.wire == pb::wire::varint && f.number == pb::toleration::toleration_seconds) {
             t.seconds = static_cast<std::int64_t>(f.scalar);
             return true;
           }
-          if (f.wire != 2) {
+          if (f.wire != pb::wire::length_delimited) {
             return true;
           }
           switch (f.number) {
-            case 1:
+            case pb::toleration::key:
               t.key = f.bytes;
               break;
-            case 2:
-              t.op = parse_toleration_operator(f.bytes);
+            case pb::toleration::op:
+              t.operator_ = f.bytes;
               break;
-            case 3:
+            case pb::toleration::value:
               t.value = f.bytes;
               break;
-            case 4:
-              if (f.bytes.empty()) {
-                t.effect.reset();
-              } else {
-                t.effect = parse_taint_effect(f.bytes);
-              }
+            case pb::toleration::effect:
+              t.effect = f.bytes;
               break;
             default:
               break;
@@ -306,15 +282,15 @@ private:
         })) {
       return false;
     }
-    r_.pod.tolerations.push_back(std::move(t));
+    b_.toleration(t);
     return true;
   }
 
   bool status(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
-      if (f.wire == 2 && f.number == 1) {
-        r_.pod.phase = parse_pod_phase(f.bytes);
-      } else if (f.wire == 2 && f.number == 2) {
+      if (f.wire == pb::wire::length_delimited && f.number == pb::pod_status::phase) {
+        b_.phase(f.bytes);
+      } else if (f.wire == pb::wire::length_delimited && f.number == pb::pod_status::conditions) {
         return condition(f.bytes);
       }
       return true;
@@ -322,34 +298,28 @@ private:
   }
 
   bool condition(std::string_view m) {
-    bool target = false;
-    bool scheduled = false;
-    bool is_true = false;
-    bool reason_ours = false;
-    bool message_ours = false;
-    std::int64_t transition = 0;
+    condition_fields c;
     if (!each_field(m, why_, [&](const field& f) {
-          if (f.wire != 2) {
+          if (f.wire != pb::wire::length_delimited) {
             return true;
           }
           switch (f.number) {
-            case 1:
-              target = f.bytes == disruption_target_type;
-              scheduled = f.bytes == "PodScheduled";
+            case pb::pod_condition::type:
+              c.type = f.bytes;
               break;
-            case 2:
-              is_true = f.bytes == "True";
+            case pb::pod_condition::status:
+              c.status = f.bytes;
               break;
-            case 4: {
+            case pb::pod_condition::last_transition_time: {
               bool ok = false;
-              transition = time_seconds(f.bytes, why_, ok);
+              c.last_transition_unix = time_seconds(f.bytes, why_, ok);
               return ok;
             }
-            case 5:
-              reason_ours = f.bytes == taint_manager_reason;
+            case pb::pod_condition::reason:
+              c.reason = f.bytes;
               break;
-            case 6:
-              message_ours = f.bytes == taint_manager_message;
+            case pb::pod_condition::message:
+              c.message = f.bytes;
               break;
             default:
               break;
@@ -358,55 +328,46 @@ private:
         })) {
       return false;
     }
-    if (scheduled && is_true && transition != 0 && scheduled_ == 0) {
-      scheduled_ = transition;
-    }
-    // The first DisruptionTarget condition counts (upstream's GetPodCondition).
-    if (target && r_.disruption == disruption_state::absent) {
-      r_.disruption = !is_true                      ? disruption_state::not_true
-                      : reason_ours && message_ours ? disruption_state::true_ours
-                                                    : disruption_state::true_other;
-    }
+    b_.condition(c);
     return true;
   }
 
-  pod_record r_;
+  pod_builder b_;
   std::string why_;
-  std::int64_t created_ = 0;
-  std::int64_t scheduled_ = 0;
-  bool have_controller_ = false;
 };
 
+/// A Node message into the node builder.
 class node_reader {
 public:
   result<node_record> read(std::string_view message) {
     if (!each_field(message, why_, [&](const field& f) {
-          if (f.wire != 2) {
+          if (f.wire != pb::wire::length_delimited) {
             return true;
           }
-          if (f.number == 1) {
+          if (f.number == pb::node::metadata) {
             return meta(f.bytes);
           }
-          if (f.number == 2) {
+          if (f.number == pb::node::spec) {
             return spec(f.bytes);
           }
           return true;
         })) {
       return malformed("node", why_);
     }
-    if (r_.node.name.empty()) {
-      return make_error(errc::unexpected_shape, "node: metadata.name: missing");
+    if (const std::string_view missing = b_.missing(); !missing.empty()) {
+      return make_error(errc::unexpected_shape, "node: " + std::string(missing) + ": missing");
     }
-    return std::move(r_);
+    return b_.finish();
   }
 
 private:
   bool meta(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
-      if (f.wire == 2 && f.number == 1) {
-        r_.node.name = f.bytes;
-      } else if (f.wire == 2 && f.number == 6) {
-        r_.resource_version = f.bytes;
+      if (f.wire == pb::wire::length_delimited && f.number == pb::object_meta::name) {
+        b_.name(f.bytes);
+      } else if (f.wire == pb::wire::length_delimited &&
+                 f.number == pb::object_meta::resource_version) {
+        b_.resource_version(f.bytes);
       }
       return true;
     });
@@ -414,7 +375,7 @@ private:
 
   bool spec(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
-      if (f.wire == 2 && f.number == 5) {
+      if (f.wire == pb::wire::length_delimited && f.number == pb::node_spec::taints) {
         return taint(f.bytes);
       }
       return true;
@@ -422,24 +383,22 @@ private:
   }
 
   bool taint(std::string_view m) {
-    controller::taint t;
-    // The model defaults to NoExecute; a taint without an effect must not evict.
-    t.effect = controller::taint_effect::unknown;
+    taint_fields t;
     if (!each_field(m, why_, [&](const field& f) {
-          if (f.wire != 2) {
+          if (f.wire != pb::wire::length_delimited) {
             return true;
           }
           switch (f.number) {
-            case 1:
+            case pb::taint::key:
               t.key = f.bytes;
               break;
-            case 2:
+            case pb::taint::value:
               t.value = f.bytes;
               break;
-            case 3:
-              t.effect = parse_taint_effect(f.bytes);
+            case pb::taint::effect:
+              t.effect = f.bytes;
               break;
-            case 4: {
+            case pb::taint::time_added: {
               bool ok = false;
               t.time_added_unix = time_seconds(f.bytes, why_, ok);
               return ok;
@@ -451,11 +410,11 @@ private:
         })) {
       return false;
     }
-    r_.node.taints.push_back(std::move(t));
+    b_.taint(t);
     return true;
   }
 
-  node_record r_;
+  node_builder b_;
   std::string why_;
 };
 
@@ -463,17 +422,17 @@ result<k8sclient::api_status> status_message(std::string_view message) {
   k8sclient::api_status s;
   std::string why;
   if (!each_field(message, why, [&](const field& f) {
-        if (f.wire == 0 && f.number == 6) {
+        if (f.wire == pb::wire::varint && f.number == pb::status::code) {
           s.code = static_cast<std::int32_t>(f.scalar);
-        } else if (f.wire == 2) {
+        } else if (f.wire == pb::wire::length_delimited) {
           switch (f.number) {
-            case 2:
+            case pb::status::status:
               s.status = f.bytes;
               break;
-            case 3:
+            case pb::status::message:
               s.message = f.bytes;
               break;
-            case 4:
+            case pb::status::reason:
               s.reason = f.bytes;
               break;
             default:
@@ -495,14 +454,13 @@ result<k8sclient::watch_event<Record>> decode_event(std::string_view frame, std:
   bool saw_type = false;
   bool saw_object = false;
   if (!each_field(frame, why, [&](const field& f) {
-        if (f.wire == 2 && f.number == 1) {
+        if (f.wire == pb::wire::length_delimited && f.number == pb::watch_event::type) {
           type = f.bytes;
           saw_type = true;
-        } else if (f.wire == 2 && f.number == 2) {
-          // RawExtension{raw = 1}
+        } else if (f.wire == pb::wire::length_delimited && f.number == pb::watch_event::object) {
           saw_object = true;
           return each_field(f.bytes, why, [&](const field& g) {
-            if (g.wire == 2 && g.number == 1) {
+            if (g.wire == pb::wire::length_delimited && g.number == pb::raw_extension::raw) {
               object = g.bytes;
             }
             return true;
@@ -543,9 +501,10 @@ result<k8sclient::watch_event<Record>> decode_event(std::string_view frame, std:
     // Only metadata.resourceVersion is set; the reader would ask for a name.
     std::string rv;
     if (!each_field(raw.value(), why, [&](const field& f) {
-          if (f.wire == 2 && f.number == 1) {
+          if (f.wire == pb::wire::length_delimited && f.number == pb::pod::metadata) {
             return each_field(f.bytes, why, [&](const field& g) {
-              if (g.wire == 2 && g.number == 6) {
+              if (g.wire == pb::wire::length_delimited &&
+                  g.number == pb::object_meta::resource_version) {
                 rv = g.bytes;
               }
               return true;
@@ -635,7 +594,7 @@ std::optional<protobuf_list_splitter::header> protobuf_list_splitter::next_heade
     return std::nullopt;
   }
   switch (h.wire) {
-    case 0: {
+    case pb::wire::varint: {
       std::uint64_t v = 0;
       const std::size_t start = p;
       if (!read_varint(in, p, v)) {
@@ -648,12 +607,12 @@ std::optional<protobuf_list_splitter::header> protobuf_list_splitter::next_heade
       h.length = p - start;
       return h;
     }
-    case 1:
-    case 5:
+    case pb::wire::fixed64:
+    case pb::wire::fixed32:
       h.header_bytes = p;
-      h.length = h.wire == 1 ? 8 : 4;
+      h.length = h.wire == pb::wire::fixed64 ? 8 : 4;
       return h;
-    case 2: {
+    case pb::wire::length_delimited: {
       std::uint64_t len = 0;
       const std::size_t start = p;
       if (!read_varint(in, p, len)) {
@@ -678,15 +637,15 @@ std::optional<protobuf_list_splitter::header> protobuf_list_splitter::next_heade
 }
 
 bool protobuf_list_splitter::take_field(const header& h, std::string_view content) {
-  if (h.number != 1 || h.wire != 2) {
+  if (h.number != pb::list::metadata || h.wire != pb::wire::length_delimited) {
     return true;
   }
-  // ListMeta{resourceVersion = 2, continue = 3}
   std::string why;
   if (!each_field(content, why, [&](const field& f) {
-        if (f.wire == 2 && f.number == 2) {
+        if (f.wire == pb::wire::length_delimited && f.number == pb::list_meta::resource_version) {
           resource_version_ = f.bytes;
-        } else if (f.wire == 2 && f.number == 3) {
+        } else if (f.wire == pb::wire::length_delimited &&
+                   f.number == pb::list_meta::continue_token) {
           continue_ = f.bytes;
         }
         return true;

@@ -1,4 +1,5 @@
 #include "tec/informers/decode.hpp"
+#include "tec/informers/reference.hpp"
 
 #include "informers/support/watch_decoder.hpp"
 
@@ -112,8 +113,8 @@ TEST(decode_pod, disruption_target_condition) {
   };
   for (const auto& [conditions, expected] : cases) {
     const std::string json = pod_with_conditions(conditions);
-    for (const auto engine : {json_engine::fast, json_engine::nlohmann}) {
-      auto pod = decode_pod(json, engine);
+    for (const auto decode : {&decode_pod, &reference::decode_pod}) {
+      auto pod = decode(json);
       ASSERT_TRUE(pod) << pod.error().message << "\n" << json;
       EXPECT_EQ(pod->disruption, expected) << json;
       EXPECT_EQ(pod->pod.phase, pod_phase::running);
@@ -166,8 +167,8 @@ TEST(decode_pod, bind_time) {
        created},
   };
   for (const auto& [json, expected] : cases) {
-    for (const auto engine : {json_engine::fast, json_engine::nlohmann}) {
-      auto pod = decode_pod(json, engine);
+    for (const auto decode : {&decode_pod, &reference::decode_pod}) {
+      auto pod = decode(json);
       ASSERT_TRUE(pod) << pod.error().message << "\n" << json;
       EXPECT_EQ(pod->pod.bound_unix, expected) << json;
     }
@@ -192,23 +193,23 @@ TEST(decode_pod, opt_out_annotation_and_labels) {
   const std::string other =
       R"({"metadata":{"name":"p","uid":"u","annotations":{"taint-eviction-controller/exclude":"True"}}})";
   const std::string bad_label = R"({"metadata":{"name":"p","uid":"u","labels":{"app":5}}})";
-  for (const auto engine : {json_engine::fast, json_engine::nlohmann}) {
+  for (const auto decode : {&decode_pod, &reference::decode_pod}) {
     keep_pod_labels(false);
-    auto pod = decode_pod(json, engine);
+    auto pod = decode(json);
     ASSERT_TRUE(pod) << pod.error().message;
     EXPECT_TRUE(pod->pod.opted_out);
     EXPECT_TRUE(pod->pod.mirror);
     EXPECT_EQ(pod->pod.labels, "") << "labels are not kept unless asked for";
-    EXPECT_TRUE(decode_pod(bad_label, engine)) << "nor read";
-    auto not_true = decode_pod(other, engine);
+    EXPECT_TRUE(decode(bad_label)) << "nor read";
+    auto not_true = decode(other);
     ASSERT_TRUE(not_true);
     EXPECT_FALSE(not_true->pod.opted_out) << "only the exact value \"true\" opts out";
 
     keep_pod_labels(true);
-    pod = decode_pod(json, engine);
+    pod = decode(json);
     ASSERT_TRUE(pod) << pod.error().message;
     EXPECT_EQ(pod->pod.labels, "app=web\ntier=");
-    auto bad = decode_pod(bad_label, engine);
+    auto bad = decode(bad_label);
     ASSERT_FALSE(bad);
     EXPECT_NE(bad.error().message.find("metadata.labels"), std::string::npos)
         << bad.error().message;
@@ -506,13 +507,13 @@ TEST(decode, unknown_fields_and_deep_nesting_are_skipped) {
 }
 
 TEST(decode, nesting_deeper_than_1024_levels_is_malformed) {
-  for (const auto engine : {json_engine::fast, json_engine::nlohmann}) {
-    const auto pod = decode_pod(
-        R"({"metadata":{"name":"p","uid":"u","extra":)" + nested_arrays(1023) + "}}", engine);
+  for (const auto decode : {&decode_pod, &reference::decode_pod}) {
+    const auto pod =
+        decode(R"({"metadata":{"name":"p","uid":"u","extra":)" + nested_arrays(1023) + "}}");
     ASSERT_FALSE(pod);
     EXPECT_EQ(pod.error().code, make_error_code(errc::malformed_json)) << pod.error().message;
-    EXPECT_TRUE(decode_pod(
-        R"({"metadata":{"name":"p","uid":"u","extra":)" + nested_arrays(1022) + "}}", engine));
+    EXPECT_TRUE(
+        decode(R"({"metadata":{"name":"p","uid":"u","extra":)" + nested_arrays(1022) + "}}"));
   }
 }
 
@@ -583,17 +584,13 @@ void compare_engines(const std::string& input) {
     return a.items == b.items && a.resource_version == b.resource_version &&
            a.continue_token == b.continue_token;
   };
-  expect_same(decode_pod_event(input), decode_pod_event(input, json_engine::nlohmann), same_event,
-              input);
-  expect_same(decode_node_event(input), decode_node_event(input, json_engine::nlohmann), same_event,
-              input);
-  expect_same(decode_pod_list(input), decode_pod_list(input, json_engine::nlohmann), same_page,
-              input);
-  expect_same(decode_node_list(input), decode_node_list(input, json_engine::nlohmann), same_page,
-              input);
-  expect_same(decode_pod(input), decode_pod(input, json_engine::nlohmann), same, input);
-  expect_same(decode_node(input), decode_node(input, json_engine::nlohmann), same, input);
-  expect_same(decode_status(input), decode_status(input, json_engine::nlohmann), same, input);
+  expect_same(decode_pod_event(input), reference::decode_pod_event(input), same_event, input);
+  expect_same(decode_node_event(input), reference::decode_node_event(input), same_event, input);
+  expect_same(decode_pod_list(input), reference::decode_pod_list(input), same_page, input);
+  expect_same(decode_node_list(input), reference::decode_node_list(input), same_page, input);
+  expect_same(decode_pod(input), reference::decode_pod(input), same, input);
+  expect_same(decode_node(input), reference::decode_node(input), same, input);
+  expect_same(decode_status(input), reference::decode_status(input), same, input);
 }
 
 /// simdjson must accept and reject what nlohmann's strict parser does (but huge integers),
@@ -670,14 +667,14 @@ TEST(decode_engines, agree_on_fixtures_and_mutations) {
     compare_engines(value);
   }
   // The one difference by design: an integer outside [-2^63, 2^64) is malformed for
-  // simdjson, a floating-point number for nlohmann (decode.hpp, json_engine).
+  // simdjson, a floating-point number for nlohmann (reference.hpp).
   for (const char* huge : {"18446744073709551616", "-9223372036854775809"}) {
     const std::string pod =
         R"({"metadata":{"name":"p","uid":"u","skipped":)" + std::string(huge) + "}}";
     const auto fast = decode_pod(pod);
     ASSERT_FALSE(fast) << huge;
     EXPECT_EQ(fast.error().code, make_error_code(errc::malformed_json)) << fast.error().message;
-    EXPECT_TRUE(decode_pod(pod, json_engine::nlohmann)) << huge;
+    EXPECT_TRUE(reference::decode_pod(pod)) << huge;
   }
   static constexpr std::string_view interesting = "\"\\{}[],:0-e.ntfu \x01\xff\xc3\xa9\xed";
   // TEC_DECODE_MUTATIONS raises the count for a longer soak (e.g. under ASan).
@@ -771,10 +768,10 @@ struct streamed {
 };
 
 /// Feeds `body` to a list_decoder cut at `cuts` (sorted offsets), then finishes it.
-template <class Record>
+template <class Record, class Json = json_decoders>
 streamed<Record> stream_list(std::string_view body, const std::vector<std::size_t>& cuts,
-                             list_limits limits = {}, json_engine engine = json_engine::fast) {
-  list_decoder<Record> decoder(limits, engine);
+                             list_limits limits = {}) {
+  list_decoder<Record, Json> decoder(limits);
   std::vector<Record> items;
   streamed<Record> out;
   std::size_t from = 0;
@@ -894,9 +891,9 @@ TEST(list_decoder, random_splits_of_random_mutations_agree_with_the_whole_body_d
     std::sort(cuts.begin(), cuts.end());
     const auto unsplit = stream_list<pod_record>(body, {});
     const auto split = stream_list<pod_record>(body, cuts);
-    const auto reference = stream_list<pod_record>(body, cuts, {}, json_engine::nlohmann);
+    const auto via_reference = stream_list<pod_record, reference::json_decoders>(body, cuts);
     // Where the body is cut never matters, nor which tokenizer decodes the items.
-    for (const auto* other : {&split, &reference}) {
+    for (const auto* other : {&split, &via_reference}) {
       ASSERT_EQ(other->page.has_value(), unsplit.page.has_value()) << body;
       EXPECT_EQ(other->skipped.size(), unsplit.skipped.size()) << body;
       if (unsplit.page) {

@@ -23,9 +23,9 @@ namespace tec::informers {
 template <class Record>
 class watch_decoder {
 public:
-  explicit watch_decoder(std::size_t max_line_bytes = line_splitter::default_max_line_bytes,
-                         json_engine engine = json_engine::fast) noexcept
-      : splitter_(max_line_bytes), engine_(engine) {}
+  explicit watch_decoder(
+      std::size_t max_line_bytes = line_splitter::default_max_line_bytes) noexcept
+      : splitter_(max_line_bytes) {}
 
   /// Calls `on_event(watch_event<Record>&&)` for every complete, decodable line and
   /// `on_error(const error&)` for every bad one, in stream order.
@@ -51,16 +51,15 @@ public:
   void reset() noexcept { splitter_.reset(); }
 
 private:
-  result<watch_event<Record>> decode(std::string_view line) const {
+  static result<watch_event<Record>> decode(std::string_view line) {
     if constexpr (std::is_same_v<Record, pod_record>) {
-      return decode_pod_event(line, engine_);
+      return decode_pod_event(line);
     } else {
-      return decode_node_event(line, engine_);
+      return decode_node_event(line);
     }
   }
 
   line_splitter splitter_;
-  json_engine engine_;
 };
 
 }  // namespace tec::informers

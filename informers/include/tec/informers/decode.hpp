@@ -1,7 +1,9 @@
 #pragma once
 
 // JSON in, compact records out. Watch event lines, LIST items and bodies are parsed (and so
-// fully validated) by simdjson's DOM parser, then one walker reads the few paths we need and
+// fully validated) by simdjson's DOM parser (the one production JSON engine: decode.cpp says
+// why; it accepts RFC 8259 JSON, a leading UTF-8 byte order mark skipped, nested at most 1024
+// levels, integers in [-2^63, 2^64)), then one walker reads the few paths we need and
 // keeps only the fields the controller needs (and, of a pod's status conditions, the
 // DisruptionTarget one as a disruption_state); everything else (managedFields, containers,
 // other conditions, images, ...) is skipped without being copied.
@@ -41,14 +43,6 @@
 
 namespace tec::informers {
 
-/// Which parser feeds the field mapping. `fast` (the default) is simdjson's DOM parser (see
-/// BENCHMARKS.md for why not On-Demand or nlohmann); `nlohmann` is nlohmann's DOM parser, an
-/// independent implementation kept as the reference the tests and the fuzz target compare
-/// `fast` against. Both accept RFC 8259 JSON (a leading UTF-8 byte order mark is skipped),
-/// nested at most 1024 levels; `fast` also rejects integers outside [-2^63, 2^64), which
-/// nlohmann reads as floating-point numbers (the API server never sends them).
-enum class json_engine : std::uint8_t { fast, nlohmann };
-
 using k8sclient::api_status;
 using k8sclient::event_type;
 using k8sclient::list_page;
@@ -65,19 +59,19 @@ using pod_list = list_page<pod_record>;
 using node_list = list_page<node_record>;
 
 /// Decodes one watch event line of a pod watch (`{"type":..., "object":{...}}`).
-result<pod_event> decode_pod_event(std::string_view line, json_engine engine = json_engine::fast);
+result<pod_event> decode_pod_event(std::string_view line);
 /// Decodes one watch event line of a node watch.
-result<node_event> decode_node_event(std::string_view line, json_engine engine = json_engine::fast);
+result<node_event> decode_node_event(std::string_view line);
 
 /// Decodes a PodList page.
-result<pod_list> decode_pod_list(std::string_view body, json_engine engine = json_engine::fast);
+result<pod_list> decode_pod_list(std::string_view body);
 /// Decodes a NodeList page.
-result<node_list> decode_node_list(std::string_view body, json_engine engine = json_engine::fast);
+result<node_list> decode_node_list(std::string_view body);
 
 /// Decodes a single Pod object.
-result<pod_record> decode_pod(std::string_view json, json_engine engine = json_engine::fast);
+result<pod_record> decode_pod(std::string_view json);
 /// Decodes a single Node object.
-result<node_record> decode_node(std::string_view json, json_engine engine = json_engine::fast);
+result<node_record> decode_node(std::string_view json);
 
 /// Whether pod decoders keep metadata.labels (pod_view::labels). Off by default: labels are
 /// only needed by the policy's exclude.podSelector, so the daemon turns this on, before its
@@ -89,7 +83,7 @@ bool keeping_pod_labels() noexcept;
 
 /// Decodes a metav1.Status body (e.g. the body of a 410 response). Fields that are absent
 /// stay empty; only malformed JSON or a non-object is an error.
-result<api_status> decode_status(std::string_view json, json_engine engine = json_engine::fast);
+result<api_status> decode_status(std::string_view json);
 
 /// Bounds of one streamed LIST page (list_splitter, list_decoder).
 struct list_limits {
@@ -195,19 +189,48 @@ bool list_splitter::feed(std::string_view bytes, OnItem&& on_item) {
   return scan(bytes, [&](std::string_view element) { return on_item(element); });
 }
 
+/// The JSON decoders a list_decoder calls, by Record type: DecodePod / DecodeNode for an
+/// element, DecodePodList / DecodeNodeList for the envelope.
+template <result<pod_record> (*DecodePod)(std::string_view),
+          result<node_record> (*DecodeNode)(std::string_view),
+          result<pod_list> (*DecodePodList)(std::string_view),
+          result<node_list> (*DecodeNodeList)(std::string_view)>
+struct json_decoders_of {
+  template <class Record>
+  static result<Record> object(std::string_view json) {
+    if constexpr (std::is_same_v<Record, pod_record>) {
+      return DecodePod(json);
+    } else {
+      return DecodeNode(json);
+    }
+  }
+  template <class Record>
+  static result<list_page<Record>> envelope(std::string_view json) {
+    if constexpr (std::is_same_v<Record, pod_record>) {
+      return DecodePodList(json);
+    } else {
+      return DecodeNodeList(json);
+    }
+  }
+};
+
+/// The production decoders above: list_decoder's default (the tests' reference decoder,
+/// tec_informers_reference, has its own).
+using json_decoders =
+    json_decoders_of<&decode_pod, &decode_node, &decode_pod_list, &decode_node_list>;
+
 /// A LIST page decoded as it streams: a list_splitter whose elements are decoded with
-/// decode_pod / decode_node (by Record type) as they complete.
+/// Json::object (decode_pod / decode_node by Record type) as they complete.
 ///
 /// An element that is valid JSON of the wrong shape (a missing uid, a string where a number
 /// belongs, a null) is skipped and reported through `on_skip`: one bad object must not fail
 /// the whole list forever, as the server would send it again on every relist. Malformed JSON
 /// anywhere fails the page (the stream cannot be trusted), as does any bound (list_limits).
 /// Not thread-safe: one per response body.
-template <class Record>
+template <class Record, class Json = json_decoders>
 class list_decoder {
 public:
-  explicit list_decoder(list_limits limits = {}, json_engine engine = json_engine::fast)
-      : splitter_(limits), limits_(limits), engine_(engine) {}
+  explicit list_decoder(list_limits limits = {}) : splitter_(limits), limits_(limits) {}
 
   /// Feeds bytes; calls `on_item(Record&&)` for every decoded element and `on_skip(const
   /// error&)` for every skipped one, in order. False once the page is broken (failure()).
@@ -244,11 +267,7 @@ public:
     if (!envelope) {
       return envelope.error();
     }
-    if constexpr (std::is_same_v<Record, pod_record>) {
-      return decode_pod_list(envelope.value(), engine_);
-    } else {
-      return decode_node_list(envelope.value(), engine_);
-    }
+    return Json::template envelope<Record>(envelope.value());
   }
 
   [[nodiscard]] const std::optional<error>& failure() const noexcept {
@@ -261,12 +280,8 @@ public:
   }
 
 private:
-  result<Record> decode(std::string_view element) const {
-    if constexpr (std::is_same_v<Record, pod_record>) {
-      return decode_pod(element, engine_);
-    } else {
-      return decode_node(element, engine_);
-    }
+  static result<Record> decode(std::string_view element) {
+    return Json::template object<Record>(element);
   }
 
   static result<Record> decode_message(std::string_view message) {
@@ -297,7 +312,6 @@ private:
   list_splitter splitter_;
   std::optional<protobuf_list_splitter> protobuf_;
   list_limits limits_;
-  json_engine engine_;
 };
 
 }  // namespace tec::informers

@@ -75,16 +75,8 @@ result<k8sclient::watch_event<Record>> decode_watch_line(std::string_view line,
     return *e;
   }
   k8sclient::watch_event<Record> ev;
-  if (type == "ADDED") {
-    ev.type = k8sclient::event_type::added;
-  } else if (type == "MODIFIED") {
-    ev.type = k8sclient::event_type::modified;
-  } else if (type == "DELETED") {
-    ev.type = k8sclient::event_type::deleted;
-  } else if (type == "BOOKMARK") {
-    ev.type = k8sclient::event_type::bookmark;
-  } else if (type == "ERROR") {
-    ev.type = k8sclient::event_type::error;
+  if (const auto parsed = parse_event_type(type)) {
+    ev.type = *parsed;
   } else {
     return shape("watch event.type", "unknown type \"" + base::printable(type, 32) + "\"");
   }

@@ -2,12 +2,13 @@
 
 // Protobuf in, compact records out: the API server's `application/vnd.kubernetes.protobuf`
 // encoding of Pods and Nodes (what kube-controller-manager's informers ask for), read by hand
-// from the wire format. Only the fields decode.hpp's JSON walker reads are read, to the same
-// records, with the same rules (the first controller owner reference, the first
-// DisruptionTarget condition, a True PodScheduled condition's lastTransitionTime before the
-// creationTimestamp, labels only while keep_pod_labels() is on); everything else is skipped
-// without a copy. Field numbers are those of k8s.io/api/core/v1 and apimachinery's meta/v1 and
-// runtime generated.proto (1.20; they never change).
+// from the wire format. Only the fields decode.hpp's JSON walker reads are read, and handed to the
+// same record builders (informers/src/record_builder.hpp), so the same rules make the records
+// (the first controller owner reference, the first DisruptionTarget condition, a True
+// PodScheduled condition's lastTransitionTime before the creationTimestamp, labels only while
+// keep_pod_labels() is on); everything else is skipped without a copy. Field numbers are those of
+// k8s.io/api/core/v1 and apimachinery's meta/v1 and runtime generated.proto (1.20; they never
+// change), named in protobuf_fields.hpp.
 //
 // The framing, as the API server writes it:
 // - an object or a LIST page: "k8s\0" + runtime.Unknown{typeMeta = 1, raw = 2 (the message),
@@ -28,6 +29,7 @@
 #include <string_view>
 
 #include "tec/base/result.hpp"
+#include "tec/informers/protobuf_fields.hpp"
 #include "tec/informers/records.hpp"
 #include "tec/k8sclient/watch.hpp"
 
@@ -42,10 +44,13 @@ inline constexpr std::string_view protobuf_accept =
 /// True when `body` starts with the protobuf envelope's magic "k8s\0".
 bool is_protobuf(std::string_view body) noexcept;
 
-/// True when a watch event (one frame) is protobuf: a WatchEvent starts with field 1's tag,
+/// True when a watch event (one frame) is protobuf: a WatchEvent starts with its type's tag,
 /// 0x0a, which no JSON line can (the line splitter cuts at '\n').
 inline bool is_protobuf_event(std::string_view frame) noexcept {
-  return !frame.empty() && frame.front() == '\x0a';
+  constexpr auto type_tag =
+      static_cast<char>((pb::watch_event::type << 3U) | pb::wire::length_delimited);
+  static_assert(type_tag == '\x0a');
+  return !frame.empty() && frame.front() == type_tag;
 }
 
 /// A Pod or Node envelope ("k8s\0" + Unknown).
@@ -163,7 +168,8 @@ bool protobuf_list_splitter::scan(std::size_t& pos, OnItem&& on_item) {
     if (!h) {
       return !failure_;
     }
-    if (level_ == level::envelope && h->number == 2 && h->wire == 2) {
+    if (level_ == level::envelope && h->number == pb::unknown::raw &&
+        h->wire == pb::wire::length_delimited) {
       // Unknown.raw: the list message itself, walked field by field.
       pos += h->header_bytes;
       level_ = level::list;
@@ -189,7 +195,7 @@ bool protobuf_list_splitter::scan(std::size_t& pos, OnItem&& on_item) {
         std::string_view(buf_).substr(pos + h->header_bytes, h->length);
     if (level_ == level::list) {
       list_left_ -= whole;
-      if (h->number == 2 && h->wire == 2) {
+      if (h->number == pb::list::items && h->wire == pb::wire::length_delimited) {
         pos += whole;
         if (!on_item(content)) {
           return false;
@@ -199,7 +205,8 @@ bool protobuf_list_splitter::scan(std::size_t& pos, OnItem&& on_item) {
       if (!take_field(*h, content)) {
         return false;
       }
-    } else if (h->wire == 2 && h->number == 3 && !content.empty()) {
+    } else if (h->wire == pb::wire::length_delimited &&
+               h->number == pb::unknown::content_encoding && !content.empty()) {
       fail(base::make_error(base::errc::malformed_json,
                             "malformed protobuf: unsupported contentEncoding"));
       return false;
