@@ -26,13 +26,12 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <cerrno>
 #include <charconv>
-#include <list>
 #include <optional>
 #include <set>
 #include <vector>
 
+#include "connection_pool.hpp"
 #include "tec/base/logger.hpp"
 #include "tec/k8sclient/config.hpp"
 #include "tec/k8sclient/rate_limiter.hpp"
@@ -61,6 +60,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t error_body_limit = std::size_t{1} << 20U;
 
 using detail::client_log;
+using detail::connection;
 
 error fail(errc code, std::string message, int http_status = 0) {
   return base::error{make_error_code(code), std::move(message), http_status};
@@ -101,47 +101,6 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view value) {
 using plain_stream = beast::tcp_stream;
 using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 
-/// One persistent connection. Exactly one of plain/tls/memory is set.
-struct connection {
-  std::uint64_t id = 0;
-  std::unique_ptr<plain_stream> plain;
-  std::unique_ptr<tls_stream> tls;
-  std::unique_ptr<memory_stream> memory;  ///< client_options::connector's
-  beast::flat_buffer buffer;
-  steady::time_point idle_since{};
-  std::uint64_t exchanges = 0;
-
-  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
-
-  /// Also how a deadline ends the I/O in flight: its operations complete with an error.
-  void close() {
-    if (memory) {
-      memory->close();
-      return;
-    }
-    boost::system::error_code ignored;
-    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
-    lowest().socket().close(ignored);
-  }
-
-  /// An idle connection the server has closed (or sent unsolicited bytes on, such as a TLS
-  /// close_notify) must not carry the next request: a non-idempotent request would then fail
-  /// in a way we may not retry. A non-blocking peek tells without consuming anything. (A test
-  /// stream tells only of unread bytes; a write to a closed one fails, and is replayed.)
-  bool still_usable() {
-    if (memory) {
-      return buffer.size() == 0 && memory->buffer().size() == 0;
-    }
-    auto& socket = lowest().socket();
-    if (!socket.is_open() || buffer.size() != 0) {
-      return false;
-    }
-    char byte = 0;
-    const auto n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-  }
-};
-
 /// What one attempt (one request on one connection) produced.
 struct attempt_outcome {
   base::error err;  ///< Transport failure; status/body are then meaningless.
@@ -169,14 +128,15 @@ struct client::impl : std::enable_shared_from_this<impl> {
         config_(std::move(config)),
         opts_(with_clock(std::move(options))),
         clock_(opts_.clock),
-        limiter_(opts_.qps, opts_.burst, opts_.now) {
+        limiter_(opts_.qps, opts_.burst, opts_.now),
+        pool_(
+            ex_, *clock_,
+            {opts_.max_connections, opts_.initial_plain_window, opts_.idle_connection_timeout},
+            [this] { return connect(); }, stopping_, [this] { return shutting_down_error(); },
+            [this] { return no_free_connection(); }) {
     const bool ipv6 = config_.host.find(':') != std::string::npos;
     host_header_ = (ipv6 ? "[" + config_.host + "]" : config_.host) + ":" + config_.port;
     verify_name_ = config_.tls_server_name.empty() ? config_.host : config_.tls_server_name;
-    if (opts_.max_connections == 0) {
-      opts_.max_connections = 1;
-    }
-    plain_window_ = restart_window();
     unsigned short port = 0;
     const auto* port_end = config_.port.data() + config_.port.size();
     auto [port_ptr, port_ec] = std::from_chars(config_.port.data(), port_end, port);
@@ -192,8 +152,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
     }
   }
 
-  /// The clock defaulted, and `now` taken from it unless set.
+  /// The clock defaulted, `now` taken from it unless set, and a pool of at least one.
   static client_options with_clock(client_options opts) {
+    if (opts.max_connections == 0) {
+      opts.max_connections = 1;
+    }
     if (!opts.clock) {
       opts.clock = steady_clock_source();
     }
@@ -302,198 +265,10 @@ struct client::impl : std::enable_shared_from_this<impl> {
 
   // ---- the pool -----------------------------------------------------------------------
 
-  /// Marks a plain (not streamed, not background) request from when it has passed the rate
-  /// limiter until its attempt is over (answer read, or failed): background requests wait
-  /// while any request is marked. Yielding a connection is not enough: with one free, an
-  /// eviction's event POST went out with its DELETE and reached the API server first in 16
-  /// to 22 of 30-40 runs, which then handled both at once (kube-controller-manager's event
-  /// comes about 0.7 ms after its DELETE). Held until the DELETE is answered, the DELETE took
-  /// 5.1 and 4.6 ms instead of 6.1 and 6.2 ms at the median in two runs of
-  /// bench/single_eviction.py (40 each, the API server's audit log; issue 16). A retry's
-  /// backoff and a rate-limit wait are not marked, so a throttled burst holds the events back
-  /// no longer than it takes to send.
-  class unanswered_mark {
-  public:
-    explicit unanswered_mark(impl& owner) : owner_(owner) { ++owner_.unanswered_; }
-    ~unanswered_mark() {
-      if (--owner_.unanswered_ == 0 && owner_.waiters_.empty() && owner_.handoffs_ == 0) {
-        owner_.wake_one_waiter();  // the background waiters
-      }
-    }
-    unanswered_mark(const unanswered_mark&) = delete;
-    unanswered_mark& operator=(const unanswered_mark&) = delete;
-
-  private:
-    impl& owner_;
-  };
-
-  /// A request waiting for a pooled connection. wake_one_waiter() takes it off its list
-  /// before cancelling its timer, so two releases in a row wake two waiters (a wake-up
-  /// aimed at a waiter already woken but not yet resumed would be lost, leaving a
-  /// connection idle while requests wait).
-  struct waiter {
-    explicit waiter(const asio::any_io_executor& ex) : timer(ex, steady::time_point::max()) {}
-    asio::steady_timer timer;
-    bool woken = false;
-  };
-
-  /// Waits on `list` until woken (true), or the deadline (on the clock) or shutdown (false).
-  asio::awaitable<bool> wait_in(std::list<waiter*>& list, steady::time_point deadline) {
-    waiter w(ex_);
-    std::unique_ptr<clock::alarm> ring;
-    if (deadline != steady::time_point::max()) {
-      ring = clock_->at(ex_, deadline, [&w] { w.timer.cancel(); });
-    }
-    auto pos = list.insert(list.end(), &w);
-    co_await w.timer.async_wait(use_tuple);
-    if (!w.woken) {
-      list.erase(pos);
-    }
-    co_return w.woken;
-  }
-
-  /// The slow-start window after an idle spell: initial_plain_window, at most the pool.
-  [[nodiscard]] std::size_t restart_window() const {
-    return opts_.initial_plain_window == 0
-               ? opts_.max_connections
-               : std::min(opts_.initial_plain_window, opts_.max_connections);
-  }
-
-  /// Waits until a plain request may hold a connection under the slow-start window, and
-  /// counts it (release_window() gives it back). False at the deadline or on shutdown.
-  asio::awaitable<bool> enter_window(steady::time_point deadline) {
-    if (plain_in_flight_ == 0 && clock_->now() - plain_idle_since_ >= std::chrono::seconds{1}) {
-      plain_window_ = restart_window();
-    }
-    while (plain_in_flight_ >= plain_window_) {
-      if (stopping_) {
-        co_return false;
-      }
-      // Not inside the condition: GCC 12 miscompiles a co_await in a short-circuit operand.
-      const bool woken = co_await wait_in(window_waiters_, deadline);
-      if (!woken) {
-        co_return false;
-      }
-    }
-    ++plain_in_flight_;
-    co_return true;
-  }
-
-  /// A plain request's attempt is over: its place in the window is free, and the window
-  /// grows by one (slow start), waking whom it now lets in.
-  void release_window() {
-    --plain_in_flight_;
-    plain_window_ = std::min(plain_window_ + 1, opts_.max_connections);
-    if (plain_in_flight_ == 0) {
-      plain_idle_since_ = clock_->now();
-    }
-    for (std::size_t free = plain_window_ - std::min(plain_window_, plain_in_flight_);
-         free > 0 && !window_waiters_.empty(); --free) {
-      waiter* w = window_waiters_.front();
-      window_waiters_.pop_front();
-      w->woken = true;
-      w->timer.cancel();
-    }
-  }
-
-  asio::awaitable<base::result<std::unique_ptr<connection>>> acquire(steady::time_point deadline,
-                                                                     bool background) {
-    for (;;) {
-      if (stopping_) {
-        co_return shutting_down_error();
-      }
-      // A background request waits its turn behind every other waiter, including those
-      // woken and on their way to the connection freed for them, and behind every plain
-      // request on its way to the server or waiting for its answer (see unanswered_mark).
-      const bool yield = background && (!waiters_.empty() || handoffs_ > 0 || unanswered_ > 0);
-      while (!yield && !idle_.empty()) {
-        std::unique_ptr<connection> c = std::move(idle_.back());
-        idle_.pop_back();
-        if (clock_->now() - c->idle_since < opts_.idle_connection_timeout && c->still_usable()) {
-          busy_.insert(c.get());
-          co_return c;
-        }
-        c->close();
-        --open_;
-      }
-      if (!yield && open_ < opts_.max_connections) {
-        ++open_;
-        auto made = co_await connect();
-        if (!made) {
-          --open_;
-          wake_one_waiter();
-        }
-        co_return made;
-      }
-      if (background) {
-        co_await wait_in(background_waiters_, steady::time_point::max());
-        continue;
-      }
-      if (co_await wait_in(waiters_, deadline)) {
-        --handoffs_;
-        if (waiters_.empty() && handoffs_ == 0) {
-          wake_one_waiter();  // the background ones: what this one leaves is theirs
-        }
-        continue;
-      }
-      if (stopping_) {
-        co_return shutting_down_error();
-      }
-      co_return no_free_connection();
-    }
-  }
-
   [[nodiscard]] error no_free_connection() const {
     return fail(base::errc::timeout, "no free connection to " + endpoint_text() +
                                          " within the request timeout (pool of " +
                                          std::to_string(opts_.max_connections) + ")");
-  }
-
-  /// A plain request's place in the slow-start window, given back when its attempt is over.
-  class window_slot {
-  public:
-    explicit window_slot(impl& owner) : owner_(owner) {}
-    ~window_slot() { owner_.release_window(); }
-    window_slot(const window_slot&) = delete;
-    window_slot& operator=(const window_slot&) = delete;
-
-  private:
-    impl& owner_;
-  };
-
-  void release(std::unique_ptr<connection> c, bool reusable) {
-    busy_.erase(c.get());
-    ++c->exchanges;
-    if (reusable && !stopping_) {
-      c->idle_since = clock_->now();
-      idle_.push_back(std::move(c));
-    } else {
-      c->close();
-      --open_;
-    }
-    wake_one_waiter();
-  }
-
-  /// The first foreground waiter; when there is none (and none on its way), every background
-  /// waiter (at most a handful: they look again and queue up anew if the pool is still full).
-  void wake_one_waiter() {
-    if (!waiters_.empty()) {
-      waiter* w = waiters_.front();
-      waiters_.pop_front();
-      w->woken = true;
-      ++handoffs_;
-      w->timer.cancel();
-      return;
-    }
-    if (handoffs_ > 0) {
-      return;
-    }
-    while (!background_waiters_.empty()) {
-      waiter* w = background_waiters_.front();
-      background_waiters_.pop_front();
-      w->woken = true;
-      w->timer.cancel();
-    }
   }
 
   static void set_keepalive(tcp::socket& socket, std::chrono::seconds period) {
@@ -536,7 +311,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
                        "cannot connect to " + endpoint_text() + ": " + opened.error().message);
       }
       c->memory = std::move(opened.value());
-      busy_.insert(c.get());
+      pool_.track(c.get());
       co_return c;
     }
     if (config_.tls) {
@@ -544,9 +319,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
     } else {
       c->plain = std::make_unique<plain_stream>(ex_);
     }
-    busy_.insert(c.get());
+    pool_.track(c.get());
     auto forget = [this, &c](base::error e) {
-      busy_.erase(c.get());
+      pool_.untrack(c.get());
       c->close();
       return stopping_ ? shutting_down_error() : std::move(e);
     };
@@ -849,21 +624,12 @@ struct client::impl : std::enable_shared_from_this<impl> {
     auto msg = build(req, token);
 
     const auto start = clock_->now();
-    std::optional<unanswered_mark> unanswered;
+    std::optional<detail::connection_pool::unanswered_mark> unanswered;
     if (!req.background && sink == nullptr) {
-      unanswered.emplace(*this);
+      unanswered.emplace(pool_);
     }
-    std::optional<window_slot> slot;
-    if (!req.background && sink == nullptr) {
-      const bool entered = co_await enter_window(start + opts_.request_timeout);
-      if (!entered) {
-        observe(req.method, 0, start);
-        tried.exchange.err = stopping_ ? shutting_down_error() : no_free_connection();
-        co_return tried;
-      }
-      slot.emplace(*this);
-    }
-    auto acquired = co_await acquire(start + opts_.request_timeout, req.background);
+    auto acquired = co_await pool_.acquire(start + opts_.request_timeout, req.background,
+                                           !req.background && sink == nullptr);
     if (!acquired) {
       observe(req.method, 0, start);
       tried.exchange.err = acquired.error();
@@ -871,7 +637,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     }
     std::unique_ptr<connection> conn = std::move(acquired.value());
     if (withdrawn(req)) {
-      release(std::move(conn), true);
+      pool_.release(std::move(conn), true);
       tried.exchange.err = cancelled_error();
       co_return tried;
     }
@@ -917,7 +683,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
                           std::string(http::to_string(req.method)), req.target, conn->id,
                           out.status, trace_us());
     }
-    release(std::move(conn), reusable);
+    pool_.release(std::move(conn), reusable);
     observe(req.method, out.err ? 0 : out.status, start);
     if (!out.err) {
       note_throttling(req, out.status);
@@ -964,23 +730,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     for (auto* t : sleepers_) {
       t->cancel();
     }
-    for (auto* w : waiters_) {
-      w->timer.cancel();
-    }
-    for (auto* w : background_waiters_) {
-      w->timer.cancel();
-    }
-    for (auto* w : window_waiters_) {
-      w->timer.cancel();
-    }
-    for (auto* c : busy_) {
-      c->close();
-    }
-    for (auto& c : idle_) {
-      c->close();
-    }
-    open_ -= idle_.size();
-    idle_.clear();
+    pool_.stop();
   }
 
   asio::any_io_executor ex_;
@@ -995,23 +745,12 @@ struct client::impl : std::enable_shared_from_this<impl> {
   std::unique_ptr<token_source> tokens_;
   std::atomic<bool> stopping_{false};
 
-  std::vector<std::unique_ptr<connection>> idle_;
-  std::set<connection*> busy_;
-  std::size_t open_ = 0;
   std::uint64_t next_id_ = 0;
-  std::list<waiter*> waiters_;
-  std::list<waiter*> background_waiters_;  // request::background, served last
-  std::size_t handoffs_ = 0;               // waiters woken, not yet back in acquire()
-  std::size_t unanswered_ = 0;             // unanswered_mark's count
-  // Slow start (client_options::initial_plain_window): plain requests holding a connection,
-  // how many may, those waiting for the window, and since when none has held one.
-  std::size_t plain_in_flight_ = 0;
-  std::size_t plain_window_ = 0;
-  std::list<waiter*> window_waiters_;
-  steady::time_point plain_idle_since_{};
   std::set<asio::steady_timer*> sleepers_;
   std::uint64_t throttled_ = 0;  // 429 answers in the current streak (note_throttling)
   steady::time_point throttled_since_{};
+  // Last: it refers to ex_, clock_ and stopping_.
+  detail::connection_pool pool_;
 };
 
 client::client(asio::any_io_executor executor, rest_config config, client_options options)
