@@ -179,23 +179,34 @@ public:
   // for a clean stop; a second one while stopping exits at once. Watched by a task of the
   // background stage, cancelled late in shutdown.
   void watch_signals(asio::signal_set& signals) {
-    tasks.spawn(
-        stage::background,
-        async::each_signal(
-            signals,
-            [this](int signo) {
-              if (stopping.load() || stop.requested()) {
-                log_->warn("received signal {} again during shutdown: exiting at once", signo);
-                std::_Exit(1);
-              }
-              log_->info("received {}: shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
-              stop.request(0);
-            }),
-        [](const std::exception_ptr& e) {
-          if (e) {
-            std::rethrow_exception(e);
-          }
-        });
+    spawn_background(async::each_signal(signals, [this](int signo) {
+      if (stopping.load() || stop.requested()) {
+        log_->warn("received signal {} again during shutdown: exiting at once", signo);
+        std::_Exit(1);
+      }
+      log_->info("received {}: shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+      stop.request(0);
+    }));
+  }
+
+  // A task of the background stage (cancelled late in shutdown). An exception it throws leaves
+  // io.run() (the I/O thread's failure), as it did when the jobs were timer handlers.
+  void spawn_background(asio::awaitable<void> job) {
+    tasks.spawn(stage::background, std::move(job), [](const std::exception_ptr& e) {
+      if (e) {
+        std::rethrow_exception(e);
+      }
+    });
+  }
+  // `job` every `interval` (async::every) until the first run after shutdown began.
+  void every(steady::duration interval, std::function<void()> job) {
+    spawn_background(async::every(interval, [this, job = std::move(job)] {
+      if (stopping.load()) {
+        return false;
+      }
+      job();
+      return true;
+    }));
   }
 
   // An informer's run(), owned by `tasks` (stage watches); shutdown stops them and cancels
@@ -900,49 +911,23 @@ struct daemon::impl {
                         });
   }
 
-  // The periodic jobs, each an every() in the task_group's background stage: cancelled by
-  // shutdown; each also ends at its first run after shutdown began.
+  // The periodic jobs, each an every() in the task_group's background stage (cancelled by
+  // shutdown).
   void start_periodic_jobs() {
-    // An exception a job throws leaves io.run() (the I/O thread's failure), as it did when
-    // the jobs were timer handlers.
-    const auto rethrow = [](const std::exception_ptr& e) {
-      if (e) {
-        std::rethrow_exception(e);
-      }
-    };
     if (policy_ctl->watching_file()) {
       // Re-reads the policy file off the I/O thread; the result comes back to it.
-      process.tasks.spawn(stage::background,
-                          async::every(policy_poll_interval, [this] { return policy_ctl->poll(); }),
-                          rethrow);
+      process.spawn_background(
+          async::every(policy_poll_interval, [this] { return policy_ctl->poll(); }));
     }
     // Gives the heap that has been freed back to the kernel. glibc keeps what a burst of work
     // freed (the initial LIST's pages, a relist, a mass eviction's requests) in its arenas,
     // fragmented between the live records, so RSS stays at the burst's peak: at 50,000 pods
     // that was most of the RSS (issue 16, BENCHMARKS.md). malloc_trim walks the free chunks
     // only (a few ms at that size).
-    process.tasks.spawn(stage::background,
-                        async::every(trim_interval,
-                                     [this] {
-                                       if (process.stopping.load()) {
-                                         return false;
-                                       }
-                                       ::malloc_trim(0);
-                                       return true;
-                                     }),
-                        rethrow);
+    process.every(trim_interval, [] { ::malloc_trim(0); });
     if (shadow_mode.tracker) {
       // Settles shadow mode's due pods.
-      process.tasks.spawn(stage::background,
-                          async::every(shadow_sweep_interval,
-                                       [this] {
-                                         if (process.stopping.load()) {
-                                           return false;
-                                         }
-                                         shadow_mode.sweep();
-                                         return true;
-                                       }),
-                          rethrow);
+      process.every(shadow_sweep_interval, [this] { shadow_mode.sweep(); });
     }
   }
 
