@@ -544,7 +544,6 @@ public:
   void attach(controller::controller& ctrl) { ctrl_ = &ctrl; }
   // Main thread, before the I/O thread runs: --policy's file is re-read from now on.
   void watch_file() { reloader_.emplace(opts_.policy_file, opts_.policy); }
-  [[nodiscard]] bool watching_file() const { return reloader_.has_value(); }
   // Main thread, in shutdown: a poll being made finishes; its result is dropped (stopping).
   void join_reader() { reader_.join(); }
 
@@ -914,8 +913,9 @@ struct daemon::impl {
   // The periodic jobs, each an every() in the task_group's background stage (cancelled by
   // shutdown).
   void start_periodic_jobs() {
-    if (policy_ctl->watching_file()) {
+    if (!opts.policy_file.empty()) {
       // Re-reads the policy file off the I/O thread; the result comes back to it.
+      policy_ctl->watch_file();
       process.spawn_background(
           async::every(policy_poll_interval, [this] { return policy_ctl->poll(); }));
     }
@@ -1003,9 +1003,6 @@ struct daemon::impl {
   void start_tasks(asio::signal_set& signals) {
     process.watch_signals(signals);
     out.recorder->start();
-    if (!opts.policy_file.empty()) {
-      policy_ctl->watch_file();
-    }
     start_periodic_jobs();
     process.spawn_informer(*watches.nodes, "node");
     process.spawn_informer(*watches.pods, "pod");

@@ -268,6 +268,11 @@ namespace {
 
 constexpr std::string_view prefix = "taint_eviction_controller_";
 
+// A family's full name.
+std::string full_name(std::string_view name) {
+  return std::string(prefix) + std::string(name);
+}
+
 // One family of scrape_stats: a plain value, or one child per key of a map (labelled).
 struct stats_family {
   std::string_view name;  // without the prefix
@@ -284,18 +289,20 @@ using prometheus::MetricType;
 using stats_value = std::uint64_t scrape_stats::*;
 using stats_map = std::map<std::string, std::uint64_t> scrape_stats::*;
 
-stats_family counter_stat(std::string_view name, std::string_view help, stats_value v) {
+constexpr stats_family counter_stat(std::string_view name, std::string_view help,
+                                    stats_value v) noexcept {
   return {.name = name, .help = help, .type = MetricType::Counter, .value = v};
 }
-stats_family gauge_stat(std::string_view name, std::string_view help, stats_value v) {
+constexpr stats_family gauge_stat(std::string_view name, std::string_view help,
+                                  stats_value v) noexcept {
   return {.name = name, .help = help, .type = MetricType::Gauge, .value = v};
 }
-stats_family counter_stat_by(std::string_view label, std::string_view name, std::string_view help,
-                             stats_map m) {
+constexpr stats_family counter_stat_by(std::string_view label, std::string_view name,
+                                       std::string_view help, stats_map m) noexcept {
   return {.name = name, .help = help, .type = MetricType::Counter, .label = label, .by_label = m};
 }
 
-const stats_family stats_families[] = {
+constexpr stats_family stats_families[] = {
     counter_stat("pod_deletions_total", "Pods deleted by the taint eviction controller.",
                  &scrape_stats::pod_deletions),
     counter_stat("scheduled_evictions_total", "Pod evictions scheduled.",
@@ -391,7 +398,7 @@ public:
     const std::lock_guard lock(mutex_);
     for (const auto& def : stats_families) {
       prometheus::MetricFamily f;
-      f.name = std::string(prefix) + std::string(def.name);
+      f.name = full_name(def.name);
       f.help = def.help;
       f.type = def.type;
       if (def.value != nullptr) {
@@ -438,38 +445,38 @@ private:
 
 standard_metrics register_standard_metrics(registry& r, std::string_view version,
                                            scrape_stats_fn read) {
-  const auto n = [](std::string_view s) { return std::string(prefix) + std::string(s); };
   std::vector<std::string> collected;
   for (const auto& def : stats_families) {
-    collected.push_back(n(def.name));
+    collected.push_back(full_name(def.name));
   }
   r.add_collectable(std::make_shared<stats_collectable>(std::move(read)), collected);
-  auto& build_info = r.add_gauge(n("build_info"),
+  auto& build_info = r.add_gauge(full_name("build_info"),
                                  "Always 1; the version label is the running build.", {"version"});
   build_info.with({version}).set(1);
   return standard_metrics{
       .pod_deletion_duration =
-          r.add_histogram(n("pod_deletion_duration_seconds"),
+          r.add_histogram(full_name("pod_deletion_duration_seconds"),
                           "Seconds from when a pod's eviction became due to its deletion.",
                           pod_deletion_duration_buckets())
               .with({}),
       .api_requests =
-          r.add_counter(n("api_requests_total"),
+          r.add_counter(full_name("api_requests_total"),
                         "Kubernetes API requests, by verb and HTTP status code.", {"verb", "code"}),
-      .api_request_duration = r.add_histogram(
-          n("api_request_duration_seconds"), "Kubernetes API request latency in seconds, by verb.",
-          {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}, {"verb"}),
-      .is_leader = r.add_gauge(n("is_leader"),
+      .api_request_duration =
+          r.add_histogram(full_name("api_request_duration_seconds"),
+                          "Kubernetes API request latency in seconds, by verb.",
+                          {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}, {"verb"}),
+      .is_leader = r.add_gauge(full_name("is_leader"),
                                "1 while this process holds the leader election lease, else 0.")
                        .with({}),
       .eviction_wait_duration =
-          r.add_histogram(n("eviction_wait_duration_seconds"),
+          r.add_histogram(full_name("eviction_wait_duration_seconds"),
                           "Seconds an eviction the eviction policy held back waited from when "
                           "it was due to when it started.",
                           eviction_wait_duration_buckets())
               .with({}),
       .policy_reload_failures =
-          r.add_counter(n("policy_reload_failures_total"),
+          r.add_counter(full_name("policy_reload_failures_total"),
                         "Policy file changes rejected (invalid, unreadable or missing); the "
                         "policy in force stayed.")
               .with({}),
@@ -482,9 +489,8 @@ std::vector<double> shadow_agreement_delay_buckets() {
 }
 
 shadow_metrics register_shadow_metrics(registry& r) {
-  const auto n = [](std::string_view s) { return std::string(prefix) + std::string(s); };
   auto& decisions = r.add_counter(
-      n("shadow_decisions_total"),
+      full_name("shadow_decisions_total"),
       "Shadow mode: pods settled by outcome (agreed, only_them, only_us, cancelled_both).",
       {"outcome"});
   for (const std::string_view outcome : {"agreed", "only_them", "only_us", "cancelled_both"}) {
@@ -493,16 +499,16 @@ shadow_metrics register_shadow_metrics(registry& r) {
   return shadow_metrics{
       .decisions = decisions,
       .agreement_delay =
-          r.add_histogram(n("shadow_agreement_delay_seconds"),
+          r.add_histogram(full_name("shadow_agreement_delay_seconds"),
                           "Shadow mode: seconds between the built-in taint manager's eviction "
                           "and ours, for agreed pods.",
                           shadow_agreement_delay_buckets())
               .with({}),
-      .pending = r.add_gauge(n("shadow_pending"),
+      .pending = r.add_gauge(full_name("shadow_pending"),
                              "Shadow mode: pods with a decision (ours or theirs) not yet settled.")
                      .with({}),
       .settled_early =
-          r.add_counter(n("shadow_settled_early_total"),
+          r.add_counter(full_name("shadow_settled_early_total"),
                         "Shadow mode: pods settled early, as their best guess, because too many "
                         "were pending.")
               .with({}),
