@@ -50,11 +50,6 @@ struct evict_answer {
   std::string message;  ///< blocked: the API server's message (clipped, printable).
 };
 
-/// The Eviction API versions this writer speaks, newest first ("policy/v1" from Kubernetes
-/// 1.22; "policy/v1beta1" before).
-inline constexpr std::string_view eviction_v1 = "policy/v1";
-inline constexpr std::string_view eviction_v1beta1 = "policy/v1beta1";
-
 /// The POST `/api/v1/namespaces/{ns}/pods/{name}/eviction` of an Eviction in `api_version`
 /// whose deleteOptions carry preconditions.uid. Not idempotent for the client (a resent
 /// eviction may be refused where the first passed, so it is not resent after a network error;
