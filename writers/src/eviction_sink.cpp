@@ -7,14 +7,13 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <condition_variable>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
+#include "lru_map.hpp"
 #include "tec/base/logger.hpp"
 #include "tec/writers/pod_writer.hpp"
 
@@ -55,43 +54,6 @@ bool is_cancelled(const base::error& err) {
   return err.code == base::make_error_code(base::errc::cancelled);
 }
 
-/// The UIDs whose condition patch this sink saw succeed, oldest first forgotten. Not
-/// synchronised (the sink's mutex guards it).
-class patched_memory {
-public:
-  explicit patched_memory(std::size_t capacity) : capacity_(capacity) {}
-
-  void remember(const std::string& uid) {
-    if (capacity_ == 0) {
-      return;
-    }
-    const std::uint64_t seq = ++next_;
-    uids_.insert_or_assign(uid, seq);
-    order_.emplace_back(seq, uid);
-    // order_ may also hold slots of UIDs since forgotten or remembered again: it is bounded
-    // by the capacity all the same, and a stale slot removes nothing.
-    while (order_.size() > capacity_) {
-      const auto& [old_seq, old_uid] = order_.front();
-      const auto it = uids_.find(old_uid);
-      if (it != uids_.end() && it->second == old_seq) {
-        uids_.erase(it);
-      }
-      order_.pop_front();
-    }
-  }
-
-  /// Forgets `uid` (its eviction is over).
-  void forget(const std::string& uid) { uids_.erase(uid); }
-
-  [[nodiscard]] bool contains(const std::string& uid) const { return uids_.contains(uid); }
-
-private:
-  std::size_t capacity_;
-  std::uint64_t next_ = 0;
-  std::unordered_map<std::string, std::uint64_t> uids_;      // uid -> its latest slot
-  std::deque<std::pair<std::uint64_t, std::string>> order_;  // slots, oldest first
-};
-
 /// What the condition patch of one attempt has to be.
 enum class condition_patch : std::uint8_t {
   none,             ///< Already there (our True condition): nothing to send.
@@ -115,7 +77,7 @@ struct k8s_eviction_sink::impl {
   eviction_result would_delete(const pod_ref& pod, const std::string& who) {
     logger()->info("dry run: would delete pod=\"{}\" uid={}", who, pod.uid);
     const std::lock_guard lock(mutex);
-    patched.forget(pod.uid);
+    patched.erase(pod.uid);
     ++counters.dry_run_deletions;
     return eviction_result{eviction_status::gone, {}};
   }
@@ -142,7 +104,7 @@ struct k8s_eviction_sink::impl {
   // The eviction of `uid` is over (done or nothing left to do): nothing to remember.
   void finished(const std::string& uid, bool gone) {
     const std::lock_guard lock(mutex);
-    patched.forget(uid);
+    patched.erase(uid);
     if (gone) {
       ++counters.already_gone;
     }
@@ -205,7 +167,9 @@ struct k8s_eviction_sink::impl {
       if (patched_result.value() == patch_outcome::patched) {
         const std::lock_guard lock(mutex);
         ++counters.conditions_patched;
-        patched.remember(pod.uid);
+        if (options.remembered_patches > 0) {
+          patched.put(pod.uid, true);
+        }
         co_return std::nullopt;
       }
       logger()->info("pod=\"{}\" uid={} is already gone ({}), nothing to delete", who, pod.uid,
@@ -350,7 +314,9 @@ struct k8s_eviction_sink::impl {
   // Notified (without the lock) each time an eviction completes; wait_idle() waits on it.
   mutable std::condition_variable idle;
   eviction_sink_stats counters;
-  patched_memory patched;
+  // The UIDs whose condition patch succeeded and whose eviction is not over (the values mean
+  // nothing): checked before patching again.
+  lru_map<bool> patched;
   std::string eviction_api;  ///< The Eviction API's group/version once discovered.
   bool stopped = false;
   std::atomic<bool> dry_run;  // read without the mutex
