@@ -31,6 +31,14 @@ std::shared_ptr<spdlog::logger> logger() {
   return log;
 }
 
+std::string millis(time_point t) {
+  return base::format_rfc3339(t, base::rfc3339_digits::milliseconds);
+}
+
+bool disagrees(shadow_outcome outcome) {
+  return outcome == shadow_outcome::only_them || outcome == shadow_outcome::only_us;
+}
+
 double seconds_between(time_point a, time_point b) {
   return std::abs(std::chrono::duration<double>(a - b).count());
 }
@@ -239,28 +247,20 @@ struct shadow_tracker::impl {
       case ours_state::none:
         return "none";
       case ours_state::scheduled:
-        return "scheduled for " + base::format_rfc3339(e.due, base::rfc3339_digits::milliseconds);
+        return "scheduled for " + millis(e.due);
       case ours_state::would_delete:
-        return "would delete at " +
-               base::format_rfc3339(e.ours_at, base::rfc3339_digits::milliseconds);
+        return "would delete at " + millis(e.ours_at);
       case ours_state::cancelled:
-        return "cancelled at " +
-               base::format_rfc3339(e.ours_at, base::rfc3339_digits::milliseconds) + " (" +
-               why(e.reason) + ")";
+        return "cancelled at " + millis(e.ours_at) + " (" + why(e.reason) + ")";
     }
     return "none";
   }
 
   [[nodiscard]] std::string describe_theirs(const entry& e) const {
     if (confirmed(e)) {
-      std::string s =
-          "deleted at " + base::format_rfc3339(*e.deleted_at, base::rfc3339_digits::milliseconds);
-      if (e.marked_at) {
-        s += " (event: " + e.mark_message + ")";
-      } else {
-        s += " (condition: DisruptionTarget DeletionByTaintManager)";
-      }
-      return s;
+      return "deleted at " + millis(*e.deleted_at) +
+             (e.marked_at ? " (event: " + e.mark_message + ")"
+                          : " (condition: DisruptionTarget DeletionByTaintManager)");
     }
     if (e.their_cancel_at) {
       return "none (event: " + e.cancel_message + ")";
@@ -372,7 +372,7 @@ struct shadow_tracker::impl {
           ++counts.cancelled_both;
           break;
       }
-      if (s.outcome == shadow_outcome::only_them || s.outcome == shadow_outcome::only_us) {
+      if (disagrees(s.outcome)) {
         disagreements.push_back(s);
         while (disagreements.size() > opts.max_disagreements) {
           disagreements.pop_front();
@@ -413,7 +413,7 @@ struct shadow_tracker::impl {
 
   void publish(std::vector<shadow_settled>& out) const {
     for (const auto& s : out) {
-      if (s.outcome == shadow_outcome::only_them || s.outcome == shadow_outcome::only_us) {
+      if (disagrees(s.outcome)) {
         logger()->info("shadow: {} pod={}/{} uid={} node={} ours=\"{}\" theirs=\"{}\"",
                        to_string(s.outcome), s.pod.namespace_, s.pod.name, s.pod.uid, s.node,
                        s.ours, s.theirs);
@@ -454,30 +454,22 @@ void shadow_tracker::note(const shadow_note& n) {
       e.node = n.node;
       e.taints = n.taints;
     }
-    switch (n.kind) {
-      case decision_kind::scheduled:
-        if (e.ours != st::would_delete) {
+    if (e.ours != st::would_delete) {  // ours is final once it would have deleted
+      e.ours_at = n.at;
+      e.due = n.due;
+      switch (n.kind) {
+        case decision_kind::scheduled:
           e.ours = st::scheduled;
-          e.ours_at = n.at;
-          e.due = n.due;
           e.reason = cancel_reason::none;
-        }
-        break;
-      case decision_kind::would_delete:
-        if (e.ours != st::would_delete) {
+          break;
+        case decision_kind::would_delete:
           e.ours = st::would_delete;
-          e.ours_at = n.at;
-          e.due = n.due;
-        }
-        break;
-      case decision_kind::cancelled:
-        if (e.ours != st::would_delete) {
+          break;
+        case decision_kind::cancelled:
           e.ours = st::cancelled;
-          e.ours_at = n.at;
-          e.due = n.due;
           e.reason = n.reason;
-        }
-        break;
+          break;
+      }
     }
     impl_->try_settle(n.pod.uid, impl_->opts.now(), out);
   }
@@ -641,7 +633,7 @@ std::string shadow_tracker::report_json() const {
                    {"taints", s.taints},
                    {"ours", s.ours},
                    {"theirs", s.theirs},
-                   {"at", base::format_rfc3339(s.at, base::rfc3339_digits::milliseconds)}});
+                   {"at", millis(s.at)}});
   }
   doc["disagreements"] = std::move(arr);
   // Replace invalid UTF-8 (a pod name cannot hold any, an event message might) rather than
