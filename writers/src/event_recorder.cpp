@@ -3,14 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <cstdio>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -43,17 +41,10 @@ std::shared_ptr<spdlog::logger> logger() {
   return log;
 }
 
-std::string hex(std::uint64_t value) {
-  std::array<char, 20> buf{};
-  const int n =
-      std::snprintf(buf.data(), buf.size(), "%llx", static_cast<unsigned long long>(value));
-  return {buf.data(), static_cast<std::size_t>(n)};
-}
-
 /// client-go names events "<object name>.<unix nanos in hex>"; names must stay DNS subdomains
 /// of at most 253 characters, so a very long pod name is shortened.
 std::string event_name(std::string_view pod_name, std::uint64_t nanos) {
-  const std::string suffix = "." + hex(nanos);
+  const std::string suffix = fmt::format(".{:x}", nanos);
   std::string base(pod_name.substr(0, max_name_length - suffix.size()));
   while (!base.empty() && (base.back() == '.' || base.back() == '-')) {
     base.pop_back();
@@ -298,13 +289,18 @@ struct event_recorder::impl {
     if (!options.drop_oldest) {
       return false;
     }
-    const std::shared_ptr<series> oldest = std::move(queue.front());
+    drop(queue.front(), counters.dropped_full);
     queue.pop_front();
-    counters.dropped_full += oldest->pending;
-    oldest->pending = 0;
-    oldest->queued = false;
-    deactivate(oldest);
     return true;
+  }
+
+  /// Counts the pending occurrences of `s`, which leaves the queue (or its delivery), as
+  /// dropped into `counter`. Called with mutex held.
+  void drop(const std::shared_ptr<series>& s, std::uint64_t& counter) {
+    counter += s->pending;
+    s->pending = 0;
+    s->queued = false;
+    deactivate(s);
   }
 
   /// `s` has no request queued or in flight any more: from `active` to the LRU of `idle`
@@ -353,7 +349,7 @@ struct event_recorder::impl {
         // The message's hash keeps the keys short (a message may take 1 KiB); the message
         // itself is compared below.
         key += '\0';
-        key += hex(std::hash<std::string>{}(content.message));
+        key += fmt::format("{:x}", std::hash<std::string>{}(content.message));
       }
       std::shared_ptr<series> s;
       if (const auto it = active.find(key); it != active.end()) {
@@ -422,20 +418,11 @@ struct event_recorder::impl {
       const std::lock_guard lock(mutex);
       --in_flight;
       s->busy = false;
-      if (s->pending > 0) {
-        if (stopped) {
-          counters.dropped_stopped += s->pending;
-          s->pending = 0;
-        } else if (make_room()) {
-          s->queued = true;
-          queue.push_back(s);
-        } else {
-          counters.dropped_full += s->pending;
-          s->pending = 0;
-        }
-      }
-      if (!s->queued) {
-        deactivate(s);
+      if (s->pending > 0 && !stopped && make_room()) {
+        s->queued = true;
+        queue.push_back(s);
+      } else {
+        drop(s, stopped ? counters.dropped_stopped : counters.dropped_full);
       }
     }
     wake.try_send(boost::system::error_code{});
@@ -621,10 +608,7 @@ void event_recorder::stop() {
     }
     impl_->stopped = true;
     for (const auto& s : impl_->queue) {
-      impl_->counters.dropped_stopped += s->pending;
-      s->pending = 0;
-      s->queued = false;
-      impl_->deactivate(s);
+      impl_->drop(s, impl_->counters.dropped_stopped);
     }
     impl_->queue.clear();
   }
