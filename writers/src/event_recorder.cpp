@@ -22,8 +22,11 @@
 
 #include "lru_map.hpp"
 #include "tec/base/logger.hpp"
+#include "tec/base/rfc3339.hpp"
 #include "tec/base/token_bucket.hpp"
+#include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/hostname.hpp"
+#include "tec/k8sclient/paths.hpp"
 #include "tec/writers/pod_writer.hpp"
 
 namespace tec::writers {

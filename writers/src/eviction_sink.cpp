@@ -15,6 +15,7 @@
 
 #include "lru_map.hpp"
 #include "tec/base/logger.hpp"
+#include "tec/k8sclient/api_error.hpp"
 #include "tec/writers/pod_writer.hpp"
 
 namespace tec::writers {

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "tec/base/rfc3339.hpp"
 #include "tec/informers/records.hpp"
+#include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/paths.hpp"
 
 namespace tec::writers {

@@ -38,7 +38,6 @@
 // Unlike upstream, involvedObject carries the pod's uid, so `kubectl describe pod` shows them.
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -47,14 +46,8 @@
 #include <string>
 #include <string_view>
 
-#include "tec/base/error.hpp"
-#include "tec/base/result.hpp"
-#include "tec/base/rfc3339.hpp"
 #include "tec/controller/ports.hpp"
-#include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/line_splitter.hpp"
-#include "tec/k8sclient/paths.hpp"
 
 namespace tec::writers {
 

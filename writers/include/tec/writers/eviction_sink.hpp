@@ -14,15 +14,9 @@
 #include <memory>
 #include <string>
 
-#include "tec/base/error.hpp"
-#include "tec/base/result.hpp"
-#include "tec/base/rfc3339.hpp"
 #include "tec/controller/ports.hpp"
 #include "tec/informers/store.hpp"
-#include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/line_splitter.hpp"
-#include "tec/k8sclient/paths.hpp"
 #include "tec/writers/event_recorder.hpp"
 
 namespace tec::writers {

@@ -1,9 +1,7 @@
 #pragma once
 
-// The two pod writes an eviction makes: the DisruptionTarget status condition and the DELETE
-// with a UID precondition (docs/behaviour.md §8). The helpers every writer shares (API error
-// values, RFC 3339 timestamps, path escaping) are kube's: tec/k8sclient/api_error.hpp, rfc3339.hpp
-// and paths.hpp.
+// The pod writes an eviction makes: the DisruptionTarget status condition, then the DELETE
+// with a UID precondition or the Eviction API's POST (docs/behaviour.md §8).
 
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
@@ -13,13 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "tec/base/error.hpp"
 #include "tec/base/result.hpp"
-#include "tec/base/rfc3339.hpp"
-#include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/line_splitter.hpp"
-#include "tec/k8sclient/paths.hpp"
 
 namespace tec::writers {
 
