@@ -3,10 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstdio>
-#include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -160,8 +157,7 @@ struct shadow_tracker::impl {
       return it->second;
     }
     while (entries.size() >= opts.max_pending && !order.empty()) {
-      const std::string oldest = order.begin()->second;
-      settle_early(oldest, out);
+      settle_early(out);
     }
     entry e;
     e.pod = pod;
@@ -331,14 +327,19 @@ struct shadow_tracker::impl {
     return {};
   }
 
-  // Settles `uid` as `v` (caller checked v.settle), appending what is reported to `out`.
-  void settle(const std::string& uid, const verdict& v, time_point now, bool early,
-              std::vector<shadow_settled>& out) {
+  // Settles `uid` when its verdict at `now` says so, or at once (as its current best guess)
+  // when `early`, appending what is reported to `out`.
+  void try_settle(const std::string& uid, time_point now, std::vector<shadow_settled>& out,
+                  bool early = false) {
     const auto it = entries.find(uid);
     if (it == entries.end()) {
       return;
     }
     const entry& e = it->second;
+    const verdict v = evaluate(e, now, early);
+    if (!v.settle) {
+      return;
+    }
     if (confirmed(e)) {
       remember_done(uid);
     }
@@ -383,13 +384,13 @@ struct shadow_tracker::impl {
     remove(uid);
   }
 
-  void settle_early(const std::string& uid, std::vector<shadow_settled>& out) {
-    const auto it = entries.find(uid);
-    if (it == entries.end()) {
+  // Settles the oldest entry early (the pending bound).
+  void settle_early(std::vector<shadow_settled>& out) {
+    const std::string oldest = order.begin()->second;
+    if (!entries.contains(oldest)) {
       order.erase(order.begin());  // cannot happen (order and entries change together)
       return;
     }
-    const verdict v = evaluate(it->second, opts.now(), true);
     if (!warned_early) {
       warned_early = true;
       logger()->warn(
@@ -397,18 +398,7 @@ struct shadow_tracker::impl {
           "their current best guess (counted in settledEarly)",
           opts.max_pending);
     }
-    settle(uid, v, opts.now(), true, out);
-  }
-
-  void try_settle(const std::string& uid, time_point now, std::vector<shadow_settled>& out) {
-    const auto it = entries.find(uid);
-    if (it == entries.end()) {
-      return;
-    }
-    const verdict v = evaluate(it->second, now, false);
-    if (v.settle) {
-      settle(uid, v, now, false, out);
-    }
+    try_settle(oldest, opts.now(), out, /*early=*/true);
   }
 
   void publish(std::vector<shadow_settled>& out) const {
