@@ -623,17 +623,13 @@ void event_recorder::stop() {
   });
 }
 
-bool event_recorder::record(const pod_ref& pod, event_content content) {
-  return record(involved_object{.ref = pod}, std::move(content));
-}
-
 bool event_recorder::record(const involved_object& object, event_content content) {
   content.message = sanitize_event_message(content.message, impl_->options.max_message_bytes);
   return impl_->record(object, std::move(content));
 }
 
 bool event_recorder::record(const pod_ref& pod, event_kind kind, std::string_view detail) {
-  return record(pod, make_event_content(pod, kind, detail));
+  return record(involved_object{.ref = pod}, make_event_content(pod, kind, detail));
 }
 
 event_recorder_stats event_recorder::stats() const {

@@ -201,15 +201,13 @@ public:
   /// Further record() calls drop, and so do the occurrences still pending.
   void stop();
 
-  /// Records one occurrence of an Event about `pod` (content.message is sanitised with
-  /// sanitize_event_message), unless the spam filter refuses it, the recorder is stopped or
+  /// Records one occurrence of an Event about `object`, a pod or any other object (a Lease,
+  /// ...; keyed by its kind as well), with content.message sanitised by
+  /// sanitize_event_message, unless the spam filter refuses it, the recorder is stopped or
   /// the queue is full (and !drop_oldest). Returns whether it was accepted (it may still be
   /// dropped later to make room when drop_oldest).
-  bool record(const controller::pod_ref& pod, event_content content);
-  /// record() for any object (a Lease, ...): the same filters and correlation, keyed by the
-  /// object's kind as well.
   bool record(const involved_object& object, event_content content);
-  /// record() with make_event_content(pod, kind, detail).
+  /// record() about `pod` with make_event_content(pod, kind, detail).
   bool record(const controller::pod_ref& pod, controller::event_kind kind,
               std::string_view detail = {});
 
