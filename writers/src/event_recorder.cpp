@@ -443,20 +443,17 @@ struct event_recorder::impl {
     taken += s.pending;
     s.pending = 0;
     const std::uint64_t count = s.confirmed + taken;
-    k8sclient::request req;
-    req.background = true;  // evictions first, their record right after
     const std::string events =
         "/api/v1/namespaces/" + k8sclient::escape_path_segment(s.object.ref.namespace_) + "/events";
-    if (!s.exists) {
-      req.method = boost::beast::http::verb::post;
-      req.target = events;
-      req.body = make_event_body(s.object, s.content, s.name, options, s.first, s.last, count);
-    } else {
-      req.method = boost::beast::http::verb::patch;
-      req.target = events + "/" + k8sclient::escape_path_segment(s.name);
-      req.content_type = "application/strategic-merge-patch+json";
-      req.body = make_event_patch(s.content.message, s.last, count);
-    }
+    k8sclient::request req =
+        s.exists ? k8sclient::request(boost::beast::http::verb::patch,
+                                      events + "/" + k8sclient::escape_path_segment(s.name),
+                                      make_event_patch(s.content.message, s.last, count),
+                                      "application/strategic-merge-patch+json")
+                 : k8sclient::request(boost::beast::http::verb::post, events,
+                                      make_event_body(s.object, s.content, s.name, options, s.first,
+                                                      s.last, count));
+    req.background = true;  // evictions first, their record right after
     return req;
   }
 
