@@ -108,6 +108,57 @@ struct similar_events {
   std::chrono::steady_clock::time_point last;
 };
 
+/// client-go's EventSourceObjectSpamFilter and EventAggregator: whether an occurrence is
+/// refused, and whether it goes to the combined Event of similar ones. Not synchronised (the
+/// recorder's mutex guards it).
+class event_filter {
+public:
+  /// `options` must outlive the filter (the recorder's own).
+  explicit event_filter(const event_recorder_options& options)
+      : options_(options),
+        buckets_(options.spam_cache_size),
+        similar_(options.correlation_cache_size) {}
+
+  /// Takes a token from the object's bucket.
+  bool spam_allow(const std::string& key, std::chrono::steady_clock::time_point now) {
+    const double refill_per_second =
+        options_.spam_refill_interval.count() > 0
+            ? 1.0 / static_cast<double>(options_.spam_refill_interval.count())
+            : 0.0;
+    base::token_bucket* b = buckets_.find(key);
+    if (b == nullptr) {
+      b = &buckets_.put(key, base::token_bucket(refill_per_second, options_.spam_burst, now));
+    }
+    return b->try_take(now);
+  }
+
+  /// Notes `message` among the similar events under `key`; true when it goes to the combined
+  /// Event: it is a new distinct message and aggregate_max_messages - 1 others were seen, each
+  /// within the window of the previous similar event.
+  bool aggregate(const std::string& key, const std::string& message,
+                 std::chrono::steady_clock::time_point now) {
+    similar_events* rec = similar_.find(key);
+    if (rec == nullptr || now - rec->last > options_.correlation_window) {
+      rec = &similar_.put(key, similar_events{{}, now});
+    }
+    rec->last = now;
+    const std::size_t hash = std::hash<std::string>{}(message);
+    if (std::find(rec->messages.begin(), rec->messages.end(), hash) != rec->messages.end()) {
+      return false;
+    }
+    if (rec->messages.size() + 1 >= std::max<std::size_t>(options_.aggregate_max_messages, 1)) {
+      return true;  // Not remembered: the set stays at the first max - 1 messages.
+    }
+    rec->messages.push_back(hash);
+    return false;
+  }
+
+private:
+  const event_recorder_options& options_;
+  lru_map<base::token_bucket> buckets_;  // The spam filter, by object.
+  lru_map<similar_events> similar_;      // The aggregation, by object, type and reason.
+};
+
 /// One Event on the server (or to be created there) and the occurrences not yet in it.
 /// Guarded by the recorder's mutex, except the fields set before it is first queued and never
 /// written again (key, pod, name, combined, first, content.type and content.reason), which a
@@ -229,47 +280,12 @@ struct event_recorder::impl {
         api(c),
         options(std::move(opts)),
         clock(std::move(clk)),
-        buckets(options.spam_cache_size),
-        similar(options.correlation_cache_size),
+        filter(options),
         idle(options.correlation_cache_size),
         wake(executor, 1) {
     if (options.reporting_instance.empty()) {
       options.reporting_instance = k8sclient::local_hostname();
     }
-  }
-
-  /// Takes a token from the object's bucket. Called with mutex held.
-  bool spam_allow(const std::string& key, std::chrono::steady_clock::time_point now) {
-    const double refill_per_second =
-        options.spam_refill_interval.count() > 0
-            ? 1.0 / static_cast<double>(options.spam_refill_interval.count())
-            : 0.0;
-    base::token_bucket* b = buckets.find(key);
-    if (b == nullptr) {
-      b = &buckets.put(key, base::token_bucket(refill_per_second, options.spam_burst, now));
-    }
-    return b->try_take(now);
-  }
-
-  /// Notes `message` among the similar events under `key`; true when it goes to the combined
-  /// Event: it is a new distinct message and aggregate_max_messages - 1 others were seen, each
-  /// within the window of the previous similar event. Called with mutex held.
-  bool aggregate(const std::string& key, const std::string& message,
-                 std::chrono::steady_clock::time_point now) {
-    similar_events* rec = similar.find(key);
-    if (rec == nullptr || now - rec->last > options.correlation_window) {
-      rec = &similar.put(key, similar_events{{}, now});
-    }
-    rec->last = now;
-    const std::size_t hash = std::hash<std::string>{}(message);
-    if (std::find(rec->messages.begin(), rec->messages.end(), hash) != rec->messages.end()) {
-      return false;
-    }
-    if (rec->messages.size() + 1 >= std::max<std::size_t>(options.aggregate_max_messages, 1)) {
-      return true;  // Not remembered: the set stays at the first max - 1 messages.
-    }
-    rec->messages.push_back(hash);
-    return false;
   }
 
   /// A unique name even when the wall clock stands still or steps back.
@@ -334,16 +350,16 @@ struct event_recorder::impl {
     key += content.reason;
     {
       const std::lock_guard lock(mutex);
-      if (stopped) {
+      if (phase == lifecycle::stopped) {
         ++counters.dropped_stopped;
         return false;
       }
       const auto now = clock.steady();
-      if (!spam_allow(object_key, now)) {
+      if (!filter.spam_allow(object_key, now)) {
         ++counters.dropped_spam;
         return false;
       }
-      const bool combined = aggregate(key, content.message, now);
+      const bool combined = filter.aggregate(key, content.message, now);
       if (combined) {
         content.message = sanitize_event_message(
             "(combined from similar events): " + content.message, options.max_message_bytes);
@@ -403,7 +419,8 @@ struct event_recorder::impl {
   /// queue is empty or when max_in_flight deliveries run already.
   std::shared_ptr<series> pop() {
     const std::lock_guard lock(mutex);
-    if (stopped || queue.empty() || in_flight >= std::max<std::size_t>(options.max_in_flight, 1)) {
+    if (phase == lifecycle::stopped || queue.empty() ||
+        in_flight >= std::max<std::size_t>(options.max_in_flight, 1)) {
       return nullptr;
     }
     std::shared_ptr<series> s = std::move(queue.front());
@@ -421,6 +438,7 @@ struct event_recorder::impl {
       const std::lock_guard lock(mutex);
       --in_flight;
       s->busy = false;
+      const bool stopped = phase == lifecycle::stopped;
       if (s->pending > 0 && !stopped && make_room()) {
         s->queued = true;
         queue.push_back(s);
@@ -433,7 +451,7 @@ struct event_recorder::impl {
 
   bool is_stopped() const {
     const std::lock_guard lock(mutex);
-    return stopped;
+    return phase == lifecycle::stopped;
   }
 
   /// The next request for `s`, carrying its pending occurrences (added to `taken`): a POST
@@ -559,8 +577,7 @@ struct event_recorder::impl {
 
   mutable std::mutex mutex;  // Guards everything below it.
   std::deque<std::shared_ptr<series>> queue;
-  lru_map<base::token_bucket> buckets;  // The spam filter, by object.
-  lru_map<similar_events> similar;      // The aggregation, by object, type and reason.
+  event_filter filter;
   // The series, by key: those with a request queued or in flight are never forgotten (so one
   // key never gets two Events while its first is still being written); at most
   // queue_capacity + max_in_flight of them (each key views its series' key). The others in an
@@ -570,8 +587,7 @@ struct event_recorder::impl {
   event_recorder_stats counters;
   std::uint64_t last_name_nanos = 0;
   std::size_t in_flight = 0;  // Deliveries started and not yet ended.
-  bool started = false;
-  bool stopped = false;
+  enum class lifecycle : std::uint8_t { created, started, stopped } phase = lifecycle::created;
 
   // Thread-safe by itself: record() and finished deliveries signal from any thread.
   asio::experimental::concurrent_channel<void(boost::system::error_code)> wake;
@@ -591,10 +607,10 @@ event_recorder::~event_recorder() {
 void event_recorder::start() {
   {
     const std::lock_guard lock(impl_->mutex);
-    if (impl_->started || impl_->stopped) {
+    if (impl_->phase != impl::lifecycle::created) {
       return;
     }
-    impl_->started = true;
+    impl_->phase = impl::lifecycle::started;
   }
   asio::co_spawn(impl_->executor, impl::drain(impl_),
                  [](const std::exception_ptr& ep) { log_unexpected(ep, "event delivery"); });
@@ -603,10 +619,10 @@ void event_recorder::start() {
 void event_recorder::stop() {
   {
     const std::lock_guard lock(impl_->mutex);
-    if (impl_->stopped) {
+    if (impl_->phase == impl::lifecycle::stopped) {
       return;
     }
-    impl_->stopped = true;
+    impl_->phase = impl::lifecycle::stopped;
     for (const auto& s : impl_->queue) {
       impl_->drop(s, impl_->counters.dropped_stopped);
     }
