@@ -336,18 +336,12 @@ struct event_recorder::impl {
   bool record(const involved_object& object, event_content content) {
     const pod_ref& pod = object.ref;
     // One recorder is one source (component and instance): they are not part of the keys.
-    std::string object_key = object.kind;
-    object_key += '\0';
-    object_key += pod.namespace_;
-    object_key += '\0';
-    object_key += pod.name;
-    object_key += '\0';
-    object_key += pod.uid;
-    std::string key = object_key;  // The object, type and reason, then what tells the series.
-    key += '\0';
-    key += content.type;
-    key += '\0';
-    key += content.reason;
+    // NUL separates the parts.
+    const std::string nul(1, '\0');
+    const std::string object_key =
+        object.kind + nul + pod.namespace_ + nul + pod.name + nul + pod.uid;
+    // The object, type and reason, then what tells the series.
+    std::string key = object_key + nul + content.type + nul + content.reason;
     {
       const std::lock_guard lock(mutex);
       if (phase == lifecycle::stopped) {
@@ -367,8 +361,7 @@ struct event_recorder::impl {
       } else {
         // The message's hash keeps the keys short (a message may take 1 KiB); the message
         // itself is compared below.
-        key += '\0';
-        key += fmt::format("{:x}", std::hash<std::string>{}(content.message));
+        key += nul + fmt::format("{:x}", std::hash<std::string>{}(content.message));
       }
       std::shared_ptr<series> s;
       if (const auto it = active.find(key); it != active.end()) {
