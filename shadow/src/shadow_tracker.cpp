@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <ranges>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -473,12 +474,12 @@ void shadow_tracker::pod_changed(const informers::pod_record* old_pod,
     return;
   }
   const auto& p = any->pod;
-  const bool deleting = new_pod == nullptr ? true : new_pod->pod.terminating;
-  const bool was_deleting =
-      old_pod != nullptr && old_pod->pod.uid == p.uid && old_pod->pod.terminating;
+  const bool deleting = new_pod == nullptr || new_pod->pod.terminating;
+  const bool same_pod = old_pod != nullptr && old_pod->pod.uid == p.uid;
+  const bool was_deleting = same_pod && old_pod->pod.terminating;
   const bool condition = any->disruption == informers::disruption_state::true_ours;
-  const bool had_condition = old_pod != nullptr && old_pod->pod.uid == p.uid &&
-                             old_pod->disruption == informers::disruption_state::true_ours;
+  const bool had_condition =
+      same_pod && old_pod->disruption == informers::disruption_state::true_ours;
   const bool new_deletion = deleting && !was_deleting;
   const bool new_condition = condition && !had_condition;
   if (!new_deletion && !new_condition) {
@@ -562,12 +563,9 @@ void shadow_tracker::sweep() {
   {
     const std::lock_guard lock(impl_->mu);
     const auto now = impl_->opts.now();
-    std::vector<std::string> uids;
-    uids.reserve(impl_->entries.size());
-    for (const auto& [uid, e] : impl_->entries) {
-      uids.push_back(uid);
-    }
-    for (const auto& uid : uids) {
+    const auto tracked = std::views::keys(impl_->entries);
+    // A copy of the UIDs: settling erases entries.
+    for (const auto& uid : std::vector<std::string>(tracked.begin(), tracked.end())) {
       impl_->try_settle(uid, now, out);
     }
     // Unmatched events older than the window can no longer prove anything.
