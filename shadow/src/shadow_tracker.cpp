@@ -143,11 +143,8 @@ struct shadow_tracker::impl {
 
   [[nodiscard]] auto window() const { return opts.window; }
 
-  static std::string name_key(std::string_view ns, std::string_view name) {
-    std::string k(ns);
-    k.push_back('/');
-    k.append(name);
-    return k;
+  static std::string name_key(const std::string& ns, const std::string& name) {
+    return ns + "/" + name;
   }
 
   // Caller holds mu. The entry of `pod` (created when missing, with the unmatched events of

@@ -55,14 +55,11 @@ k8sclient::request make_evict_pod_request(std::string_view ns, std::string_view 
 
 std::optional<std::string> eviction_version_in_discovery(std::string_view body) {
   const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) {
+  const json::json_pointer resources_at("/resources");
+  if (!doc.contains(resources_at) || !doc.at(resources_at).is_array()) {
     return std::nullopt;
   }
-  const auto resources = doc.find("resources");
-  if (resources == doc.end() || !resources->is_array()) {
-    return std::nullopt;
-  }
-  for (const auto& r : *resources) {
+  for (const auto& r : doc.at(resources_at)) {
     if (!r.is_object() || r.value("name", json()) != "pods/eviction") {
       continue;
     }
