@@ -60,8 +60,7 @@ struct event_recorder_options {
   /// Series (Events to create or update) waiting for delivery beyond this are dropped (see
   /// drop_oldest); an occurrence of a series already queued or in flight takes no room. Room
   /// for the events of a mass eviction of thousands of pods (upstream's broadcaster keeps
-  /// 1000 and drops the rest). A queued series takes about 1 KB with its share of the
-  /// caches (2 KB with a 1 KiB message), so the worst case is about 20 MB (40 MB).
+  /// 1000 and drops the rest), at 1-2 KB per queued series.
   std::size_t queue_capacity = 20000;
   /// When full: true drops the oldest queued series' pending occurrences (the newest tells
   /// the current state), false drops the new occurrence.
@@ -180,9 +179,8 @@ std::string make_event_patch(std::string_view message, std::chrono::system_clock
 /// I/O. The draining coroutine and its deliveries run on `executor` (the client's executor,
 /// which must not run handlers concurrently); start() spawns the drainer, stop() ends it
 /// (pending occurrences are dropped and counted: at shutdown we do not wait for the API
-/// server) and
-/// cancels the retry waits of the deliveries in flight, which then finish or fail as their
-/// current request does. `client` must outlive the deliveries: call stop() and let the
+/// server) and cancels the retry waits of the deliveries in flight, which then finish or fail
+/// as their current request does. `client` must outlive the deliveries: call stop() and let the
 /// executor run until idle before destroying the client. The recorder's state is shared with
 /// the drainer and the deliveries, so destroying the recorder object while they run is safe
 /// (it stops them). The executor's execution context must outlive the recorder (stop() posts
