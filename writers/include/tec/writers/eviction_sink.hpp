@@ -1,9 +1,10 @@
 #pragma once
 
 // The controller's eviction_sink on top of the API client: each evict() becomes an optional
-// DisruptionTarget status patch, then a DELETE with the pod's UID as precondition, or a POST
-// to the Eviction API (docs/behaviour.md §8), run as a coroutine on the client's executor so
-// the caller never waits. Events go to an event_recorder.
+// DisruptionTarget status patch then a DELETE with the pod's UID as precondition (or, for
+// eviction_method::evict, a POST to the Eviction API; docs/behaviour.md §8), run as a
+// coroutine on the client's executor so the caller never waits. Events go to an
+// event_recorder.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
