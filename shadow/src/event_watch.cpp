@@ -124,20 +124,12 @@ std::optional<shadow_event> to_shadow_event(const event_record& e) {
       (!e.involved_kind.empty() && e.involved_kind != "Pod")) {
     return std::nullopt;
   }
-  shadow_event out;
-  std::string_view msg = e.message;
-  if (msg.starts_with(marking_prefix)) {
-    out.marking = true;
-  } else if (msg.starts_with(cancelling_prefix)) {
-    out.marking = false;
-  } else {
+  const bool marking = e.message.starts_with(marking_prefix);
+  if (!marking && !e.message.starts_with(cancelling_prefix)) {
     return std::nullopt;
   }
-  out.namespace_ = e.involved_namespace.empty() ? e.namespace_ : e.involved_namespace;
-  out.name = e.involved_name;
-  out.uid = e.involved_uid;
-  out.message = e.message;
-  return out;
+  return shadow_event{e.involved_namespace.empty() ? e.namespace_ : e.involved_namespace,
+                      e.involved_name, e.involved_uid, marking, e.message};
 }
 
 std::optional<event_record> event_store::upsert(const event_record& r) {
