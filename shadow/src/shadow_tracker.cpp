@@ -8,7 +8,6 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <ranges>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -560,9 +559,12 @@ void shadow_tracker::sweep() {
   {
     const std::lock_guard lock(impl_->mu);
     const auto now = impl_->opts.now();
-    const auto tracked = std::views::keys(impl_->entries);
-    // A copy of the UIDs: settling erases entries.
-    for (const auto& uid : std::vector<std::string>(tracked.begin(), tracked.end())) {
+    std::vector<std::string> uids;  // A copy: settling erases entries.
+    uids.reserve(impl_->entries.size());
+    for (const auto& [uid, e] : impl_->entries) {
+      uids.push_back(uid);
+    }
+    for (const auto& uid : uids) {
       impl_->try_settle(uid, now, out);
     }
     // Unmatched events older than the window can no longer prove anything.
