@@ -79,7 +79,8 @@ k8sclient::request make_disruption_condition_request(
 ///
 /// Thread/ownership: holds a reference to `client`, which must outlive every coroutine started
 /// from this object. Stateless otherwise: the coroutines may run concurrently, on the client's
-/// executor (co_spawn them there).
+/// executor (co_spawn them there). A write's `cancelled` (optional) withdraws its request
+/// while it waits (see request::cancelled).
 class pod_writer {
 public:
   using wall_clock = std::function<std::chrono::system_clock::time_point()>;
@@ -89,7 +90,6 @@ public:
 
   /// DELETE with preconditions.uid. 2xx, 404 and 409 are outcomes; any other status or a
   /// transport failure is an error value (status, and the server's Status message).
-  /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
   boost::asio::awaitable<base::result<delete_outcome>> delete_pod(
       std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {});
 
@@ -97,7 +97,6 @@ public:
   /// lastTransitionTime now, or, with `keep_transition_time`, without one (the pod's own is
   /// kept: its condition is already True). Whether to patch at all is the caller's decision
   /// (k8s_eviction_sink reads the cached pod instead of GETting it as upstream does).
-  /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
   boost::asio::awaitable<base::result<patch_outcome>> add_disruption_condition(
       std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {},
       bool keep_transition_time = false);
