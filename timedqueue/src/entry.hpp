@@ -204,15 +204,9 @@ private:
 /// retry), earliest first; ties go to the lower generation.
 ///
 /// An indexed binary heap: each node keeps its deadline next to the pointer, so that sifting
-/// compares without touching entries (it only writes their heap_index). Kept against an ordered set
-/// (std::set of (due, generation, entry*), each entry holding its node's iterator) on
-/// bench/timedqueue_bench.cpp, run twice interleaved with 3 repetitions on a shared 2-core machine
-/// (medians): schedule+cancel with 1,000 / 100,000 / 1,000,000 entries pending took 124-137 /
-/// 144-156 / 130-149 ns with the heap and 165-259 / 872-965 / 1,075-2,213 ns with the set (a new
-/// deadline seldom sifts far up the heap, while the set walks a tree that no longer fits the
-/// cache). Firing 10,000 / 100,000 entries came out either way (set/heap 0.76 / 0.59 in one run,
-/// 1.12 / 1.05 in the other), and the set costs ~45 bytes more per pending entry (235-245 against
-/// 192-197).
+/// compares without touching entries (it only writes their heap_index). Kept against an ordered
+/// set by benchmark (BENCHMARKS.md, "The timed queue's deadlines": schedule+cancel 1.3-15x
+/// slower with the set, firing either way, ~45 bytes more per pending entry).
 class deadlines {
 public:
   [[nodiscard]] bool empty() const { return heap_.empty(); }
