@@ -218,14 +218,8 @@ public:
     if (k != value_kind::object) {
       return k == value_kind::null || type_error(name, "an object", k);
     }
-    return members(name, v, each);
-  }
-
-  /// The members of `object` (known to be one), with `name` on the path.
-  template <class Each>
-  bool members(std::string_view name, const node& object, Each&& each) {
     trail_.enter(name);
-    const bool ok = Dom::each_member(object, each);
+    const bool ok = Dom::each_member(v, each);
     trail_.leave();
     return ok;
   }

@@ -12,6 +12,7 @@
 // order, repeated keys included: a scalar's last copy wins, arrays' elements accumulate.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -82,7 +83,7 @@ public:
   /// The status member when it is an object.
   template <class Dom>
   bool status(reader<Dom>& r, const typename Dom::node& v) {
-    return r.members("status", v, [&](std::string_view key, const typename Dom::node& value) {
+    return r.object("status", v, [&](std::string_view key, const typename Dom::node& value) {
       if (key == "phase") {
         return r.string(key, value, [&](std::string_view s) { b_.phase(s); });
       }
@@ -298,8 +299,8 @@ public:
   auto& builder() noexcept { return fields_.builder(); }
   std::vector<Record>& items() noexcept { return items_; }
   api_status& status() noexcept { return status_; }
-  [[nodiscard]] const std::string& type() const noexcept { return type_; }
-  [[nodiscard]] bool saw_type() const noexcept { return saw_type_; }
+  /// The event's type (nullopt: absent).
+  [[nodiscard]] const std::optional<std::string>& type() const noexcept { return type_; }
   [[nodiscard]] bool saw_object() const noexcept { return saw_object_; }
   std::string& list_resource_version() noexcept { return list_rv_; }
   std::string& continue_token() noexcept { return continue_; }
@@ -308,10 +309,7 @@ private:
   template <class Dom>
   bool event_member(reader<Dom>& r, std::string_view key, const typename Dom::node& v) {
     if (key == "type") {
-      return r.string(key, v, [&](std::string_view s) {
-        type_ = s;
-        saw_type_ = true;
-      });
+      return r.string(key, v, [&](std::string_view s) { type_ = s; });
     }
     if (key != "object") {
       return true;
@@ -403,8 +401,7 @@ private:
   trail trail_;
   fields_type fields_;
   std::vector<Record> items_;
-  std::string type_;
-  bool saw_type_ = false;
+  std::optional<std::string> type_;
   bool saw_object_ = false;
   api_status status_;
   std::string list_rv_;
@@ -422,12 +419,12 @@ result<watch_event<Record>> decode_event(std::string_view line, std::string_view
   auto bad = [&](const std::string& why) {
     return make_error(errc::unexpected_shape, std::string(what) + ": " + why);
   };
-  if (!h.saw_type()) {
+  if (!h.type()) {
     return bad("type: missing");
   }
-  const auto type = parse_event_type(h.type());
+  const auto type = parse_event_type(*h.type());
   if (!type) {
-    return bad("type: unknown watch event type \"" + printable(h.type(), 64) + "\"");
+    return bad("type: unknown watch event type \"" + printable(*h.type(), 64) + "\"");
   }
   watch_event<Record> event;
   event.type = *type;
