@@ -2,7 +2,7 @@
 // taint manager).
 
 #include "tec/shadow/event_watch.hpp"
-#include "tec/base/wall_time.hpp"
+#include "tec/base/clock.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/manual_clock.hpp"
 #include "k8sclient/support/settle.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/manual_clock.hpp"
 
 namespace tec::shadow {
 namespace {
@@ -196,7 +196,7 @@ TEST(EventInformer, ListsAndWatchesWithTheFieldSelector) {
   k8sclient::client_options copts;
   copts.qps = 0;
   copts.request_timeout = 60s;
-  copts.clock = std::make_shared<k8sclient::testing::manual_clock>();
+  copts.clock = std::make_shared<test::manual_clock>();
   copts.connector = server.connector();
   client api(io.get_executor(), k8sclient::testing::plain_config(server), copts);
   server.push(reply::with(

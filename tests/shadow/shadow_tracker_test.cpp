@@ -1,7 +1,7 @@
 // shadow_tracker: the settling rules of shadow mode on an injected wall clock.
 
 #include "tec/shadow/shadow_tracker.hpp"
-#include "tec/base/wall_time.hpp"
+#include "tec/base/clock.hpp"
 
 #include <gtest/gtest.h>
 

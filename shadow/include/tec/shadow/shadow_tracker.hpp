@@ -41,7 +41,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tec/base/wall_time.hpp"
+#include "tec/base/clock.hpp"
 #include "tec/controller/controller.hpp"
 #include "tec/informers/records.hpp"
 

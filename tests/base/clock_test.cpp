@@ -1,20 +1,21 @@
-#include "tec/k8sclient/clock.hpp"
+#include "tec/base/clock.hpp"
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 
-namespace tec::k8sclient {
+namespace tec::base {
 namespace {
 
 using namespace std::chrono_literals;
 
 // The production clock. Only alarms already due are used: nothing here waits on wall time.
 
-TEST(steady_clock_source_test, an_alarm_already_due_fires_on_its_executor) {
+TEST(real_clock_test, an_alarm_already_due_fires_on_its_executor) {
   boost::asio::io_context io;
-  auto clk = steady_clock_source();
+  auto clk = real_clock();
   int fired = 0;
   auto ring = clk->at(io.get_executor(), clk->now() - 1s, [&] { ++fired; });
   EXPECT_EQ(fired, 0);  // posted, not called inline
@@ -24,9 +25,9 @@ TEST(steady_clock_source_test, an_alarm_already_due_fires_on_its_executor) {
 
 // A deadline the I/O beat must not close the connection afterwards: the alarm is destroyed
 // when the operation completes, possibly after it came due but before its callback ran.
-TEST(steady_clock_source_test, an_alarm_destroyed_before_its_callback_ran_never_fires) {
+TEST(real_clock_test, an_alarm_destroyed_before_its_callback_ran_never_fires) {
   boost::asio::io_context io;
-  auto clk = steady_clock_source();
+  auto clk = real_clock();
   int fired = 0;
   auto ring = clk->at(io.get_executor(), clk->now() - 1s, [&] { ++fired; });
   ring.reset();
@@ -34,13 +35,13 @@ TEST(steady_clock_source_test, an_alarm_destroyed_before_its_callback_ran_never_
   EXPECT_EQ(fired, 0);
 }
 
-TEST(steady_clock_source_test, is_shared_and_monotonic) {
-  auto a = steady_clock_source();
-  auto b = steady_clock_source();
+TEST(real_clock_test, is_shared_and_monotonic) {
+  auto a = real_clock();
+  auto b = real_clock();
   EXPECT_EQ(a.get(), b.get());
   const auto t0 = a->now();
   EXPECT_LE(t0, b->now());
 }
 
 }  // namespace
-}  // namespace tec::k8sclient
+}  // namespace tec::base
