@@ -114,8 +114,8 @@ struct shadow_tracker::impl {
   };
 
   explicit impl(shadow_options o) : opts(std::move(o)) {
-    if (!opts.now) {
-      opts.now = [] { return base::wall_clock::now(); };
+    if (!opts.clock) {
+      opts.clock = base::real_clock();
     }
     opts.max_pending = std::max<std::size_t>(opts.max_pending, 1);
   }
@@ -389,7 +389,7 @@ struct shadow_tracker::impl {
       order.erase(order.begin());  // cannot happen (order and entries change together)
       return;
     }
-    const verdict v = evaluate(it->second, opts.now(), true);
+    const verdict v = evaluate(it->second, opts.clock->wall(), true);
     if (!warned_early) {
       warned_early = true;
       logger()->warn(
@@ -397,7 +397,7 @@ struct shadow_tracker::impl {
           "their current best guess (counted in settledEarly)",
           opts.max_pending);
     }
-    settle(uid, v, opts.now(), true, out);
+    settle(uid, v, opts.clock->wall(), true, out);
   }
 
   void try_settle(const std::string& uid, time_point now, std::vector<shadow_settled>& out) {
@@ -479,7 +479,7 @@ void shadow_tracker::note(const shadow_note& n) {
         }
         break;
     }
-    impl_->try_settle(n.pod.uid, impl_->opts.now(), out);
+    impl_->try_settle(n.pod.uid, impl_->opts.clock->wall(), out);
   }
   impl_->publish(out);
 }
@@ -512,7 +512,7 @@ void shadow_tracker::pod_changed(const informers::pod_record* old_pod,
     if (impl_->done.contains(p.uid)) {
       return;
     }
-    const auto now = impl_->opts.now();
+    const auto now = impl_->opts.clock->wall();
     const std::string key = impl::name_key(p.namespace_, p.name);
     const bool tracked = impl_->entries.contains(p.uid);
     // A pod that just went away without a deletionTimestamp seen first (a forced delete) is
@@ -542,7 +542,7 @@ void shadow_tracker::event_seen(const shadow_event& ev) {
   std::vector<shadow_settled> out;
   {
     const std::lock_guard lock(impl_->mu);
-    const auto now = impl_->opts.now();
+    const auto now = impl_->opts.clock->wall();
     const mark m{now, ev.uid, ev.marking, ev.message};
     const std::string key = impl::name_key(ev.namespace_, ev.name);
     bool matched = false;
@@ -579,7 +579,7 @@ void shadow_tracker::sweep() {
   std::vector<shadow_settled> out;
   {
     const std::lock_guard lock(impl_->mu);
-    const auto now = impl_->opts.now();
+    const auto now = impl_->opts.clock->wall();
     std::vector<std::string> uids;
     uids.reserve(impl_->entries.size());
     for (const auto& [uid, e] : impl_->entries) {

@@ -164,10 +164,11 @@ TEST(EventStore, BoundedAndRelists) {
 }
 
 TEST(EventHandler, NewEventsAndRepeatsReachTheTracker) {
-  auto now = wall_clock::time_point{} + 1000h;
+  auto clock = std::make_shared<test::manual_clock>(std::chrono::steady_clock::time_point{},
+                                                    wall_clock::time_point{} + 1000h);
   shadow_options o;
   o.window = 30s;
-  o.now = [&now] { return now; };
+  o.clock = clock;
   shadow_tracker tracker(o);
   const auto handler = shadow_event_handler(tracker);
   const auto first = decode_event_object(event_120("p1", "1")).value();
@@ -185,7 +186,7 @@ TEST(EventHandler, NewEventsAndRepeatsReachTheTracker) {
   auto after = before;
   after.pod.terminating = true;
   tracker.pod_changed(&before, &after);
-  now += 31s;
+  clock->advance(31s);
   tracker.sweep();
   EXPECT_EQ(tracker.counts().only_them, 1U);
 }
