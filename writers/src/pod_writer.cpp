@@ -143,7 +143,7 @@ base::error with_context(const std::string& what, base::error err) {
 }
 }  // namespace
 
-pod_writer::pod_writer(k8sclient::client& c, wall_clock now) : client_(c), now_(std::move(now)) {}
+pod_writer::pod_writer(k8sclient::client& c, base::clock& clock) : client_(c), clock_(clock) {}
 
 boost::asio::awaitable<base::result<delete_outcome>> pod_writer::delete_pod(
     std::string ns, std::string name, std::string uid, std::function<bool()> cancelled) {
@@ -224,7 +224,7 @@ boost::asio::awaitable<base::result<patch_outcome>> pod_writer::add_disruption_c
   k8sclient::request req = make_disruption_condition_request(
       ns, name, uid,
       keep_transition_time ? std::nullopt
-                           : std::optional<std::chrono::system_clock::time_point>(now_()));
+                           : std::optional<std::chrono::system_clock::time_point>(clock_.wall()));
   req.cancelled = std::move(cancelled);
   auto resp = co_await client_.send(std::move(req));
   const std::string what = "PATCH pod status " + ns + "/" + name;

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "tec/base/clock.hpp"
 #include "tec/base/error.hpp"
 #include "tec/base/result.hpp"
 #include "tec/base/rfc3339.hpp"
@@ -94,10 +95,8 @@ k8sclient::request make_disruption_condition_request(
 /// executor (co_spawn them there).
 class pod_writer {
 public:
-  using wall_clock = std::function<std::chrono::system_clock::time_point()>;
-
-  explicit pod_writer(
-      k8sclient::client& c, wall_clock now = [] { return std::chrono::system_clock::now(); });
+  /// `clock`'s wall() stamps the conditions written; it must outlive the writer.
+  explicit pod_writer(k8sclient::client& c, base::clock& clock = *base::real_clock());
 
   /// DELETE with preconditions.uid. 2xx, 404 and 409 are outcomes; any other status or a
   /// transport failure is an error value (status, and the server's Status message).
@@ -126,7 +125,7 @@ public:
 
 private:
   k8sclient::client& client_;
-  wall_clock now_;
+  base::clock& clock_;
 };
 
 }  // namespace tec::writers
