@@ -279,7 +279,8 @@ std::string make_event_patch(std::string_view message, std::chrono::system_clock
 }
 
 struct event_recorder::impl {
-  impl(asio::any_io_executor ex, k8sclient::client& c, event_recorder_options opts, event_clock clk)
+  impl(asio::any_io_executor ex, k8sclient::client& c, event_recorder_options opts,
+       std::shared_ptr<base::clock> clk)
       : executor(std::move(ex)),
         api(c),
         options(std::move(opts)),
@@ -388,7 +389,7 @@ struct event_recorder::impl {
         ++counters.dropped_stopped;
         return false;
       }
-      const auto now = clock.steady();
+      const auto now = clock->now();
       if (!spam_allow(object_key, now)) {
         ++counters.dropped_spam;
         return false;
@@ -419,7 +420,7 @@ struct event_recorder::impl {
         ++counters.dropped_full;
         return false;
       }
-      const auto wall = clock.wall();
+      const auto wall = clock->wall();
       if (!s) {
         s = std::make_shared<series>();
         s->key = key;
@@ -617,7 +618,7 @@ struct event_recorder::impl {
   asio::any_io_executor executor;
   k8sclient::client& api;
   event_recorder_options options;
-  event_clock clock;
+  std::shared_ptr<base::clock> clock;
 
   mutable std::mutex mutex;  // Guards everything below it.
   std::deque<std::shared_ptr<series>> queue;
@@ -643,7 +644,7 @@ struct event_recorder::impl {
 };
 
 event_recorder::event_recorder(asio::any_io_executor executor, k8sclient::client& c,
-                               event_recorder_options options, event_clock clock)
+                               event_recorder_options options, std::shared_ptr<base::clock> clock)
     : impl_(std::make_shared<impl>(std::move(executor), c, std::move(options), std::move(clock))) {}
 
 event_recorder::~event_recorder() {
