@@ -128,7 +128,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         config_(std::move(config)),
         opts_(with_clock(std::move(options))),
         clock_(opts_.clock),
-        limiter_(opts_.qps, opts_.burst, opts_.now),
+        limiter_(opts_.qps, opts_.burst, *clock_),
         pool_(
             ex_, *clock_,
             {opts_.max_connections, opts_.initial_plain_window, opts_.idle_connection_timeout},
@@ -152,16 +152,13 @@ struct client::impl : std::enable_shared_from_this<impl> {
     }
   }
 
-  /// The clock defaulted, `now` taken from it unless set, and a pool of at least one.
+  /// The clock defaulted and a pool of at least one.
   static client_options with_clock(client_options opts) {
     if (opts.max_connections == 0) {
       opts.max_connections = 1;
     }
     if (!opts.clock) {
-      opts.clock = steady_clock_source();
-    }
-    if (!opts.now) {
-      opts.now = [c = opts.clock] { return c->now(); };
+      opts.clock = base::real_clock();
     }
     return opts;
   }
@@ -210,8 +207,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
 
   /// Closes `c` (ending its I/O in flight) once `limit` passes on the clock, unless the
   /// returned alarm is gone first; `*fired` then tells an I/O error was this deadline.
-  std::unique_ptr<clock::alarm> deadline(connection& c, std::chrono::nanoseconds limit,
-                                         const std::shared_ptr<bool>& fired) {
+  std::unique_ptr<base::clock::alarm> deadline(connection& c, std::chrono::nanoseconds limit,
+                                               const std::shared_ptr<bool>& fired) {
     *fired = false;
     return clock_->at(ex_, clock_->now() + std::chrono::duration_cast<steady::duration>(limit),
                       [&c, fired] {
@@ -260,7 +257,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     steady::duration limit_;
     std::shared_ptr<bool> fired_;
     steady::time_point last_;
-    std::unique_ptr<clock::alarm> alarm_;
+    std::unique_ptr<base::clock::alarm> alarm_;
   };
 
   // ---- the pool -----------------------------------------------------------------------
@@ -567,7 +564,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         if (replayable && retries < opts_.max_retries) {
           ++retries;
           if (!network_backoff) {
-            network_backoff.emplace(opts_.network_retry_backoff, opts_.now);
+            network_backoff.emplace(opts_.network_retry_backoff, *clock_);
           }
           const auto wait = delay(wait_reason::network_retry, network_backoff->next());
           client_log()->debug("{} {}: retrying in {} after a network error ({}/{}): {}",
@@ -654,7 +651,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
                           trace_us());
     }
     // The request's own deadline closes the connection, as the other deadlines do.
-    std::unique_ptr<clock::alarm> whole;
+    std::unique_ptr<base::clock::alarm> whole;
     auto past_deadline = std::make_shared<bool>(false);
     if (req.deadline != steady::time_point::max()) {
       whole = clock_->at(ex_, req.deadline, [c = conn.get(), past_deadline] {
@@ -736,7 +733,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
   asio::any_io_executor ex_;
   rest_config config_;
   client_options opts_;
-  std::shared_ptr<k8sclient::clock> clock_;
+  std::shared_ptr<base::clock> clock_;
   std::optional<ssl::context> ssl_;
   std::optional<base::error> config_error_;
   std::string host_header_;
@@ -786,7 +783,7 @@ const rest_config& client::config() const noexcept {
   return impl_->config_;
 }
 
-k8sclient::clock& client::clock() const noexcept {
+base::clock& client::clock() const noexcept {
   return *impl_->clock_;
 }
 
