@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "connection_pool.hpp"
+#include "tec/asio/real_alarm_clock.hpp"
 #include "tec/base/logger.hpp"
 #include "tec/k8sclient/config.hpp"
 #include "tec/k8sclient/rate_limiter.hpp"
@@ -158,7 +159,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       opts.max_connections = 1;
     }
     if (!opts.clock) {
-      opts.clock = base::real_clock();
+      opts.clock = async::real_alarm_clock();
     }
     return opts;
   }
@@ -207,8 +208,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
 
   /// Closes `c` (ending its I/O in flight) once `limit` passes on the clock, unless the
   /// returned alarm is gone first; `*fired` then tells an I/O error was this deadline.
-  std::unique_ptr<base::clock::alarm> deadline(connection& c, std::chrono::nanoseconds limit,
-                                               const std::shared_ptr<bool>& fired) {
+  std::unique_ptr<base::alarm_clock::alarm> deadline(connection& c, std::chrono::nanoseconds limit,
+                                                     const std::shared_ptr<bool>& fired) {
     *fired = false;
     return clock_->at(ex_, clock_->now() + std::chrono::duration_cast<steady::duration>(limit),
                       [&c, fired] {
@@ -257,7 +258,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     steady::duration limit_;
     std::shared_ptr<bool> fired_;
     steady::time_point last_;
-    std::unique_ptr<base::clock::alarm> alarm_;
+    std::unique_ptr<base::alarm_clock::alarm> alarm_;
   };
 
   // ---- the pool -----------------------------------------------------------------------
@@ -651,7 +652,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
                           trace_us());
     }
     // The request's own deadline closes the connection, as the other deadlines do.
-    std::unique_ptr<base::clock::alarm> whole;
+    std::unique_ptr<base::alarm_clock::alarm> whole;
     auto past_deadline = std::make_shared<bool>(false);
     if (req.deadline != steady::time_point::max()) {
       whole = clock_->at(ex_, req.deadline, [c = conn.get(), past_deadline] {
@@ -733,7 +734,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
   asio::any_io_executor ex_;
   rest_config config_;
   client_options opts_;
-  std::shared_ptr<base::clock> clock_;
+  std::shared_ptr<base::alarm_clock> clock_;
   std::optional<ssl::context> ssl_;
   std::optional<base::error> config_error_;
   std::string host_header_;
@@ -783,7 +784,7 @@ const rest_config& client::config() const noexcept {
   return impl_->config_;
 }
 
-base::clock& client::clock() const noexcept {
+base::alarm_clock& client::clock() const noexcept {
   return *impl_->clock_;
 }
 

@@ -37,8 +37,9 @@ base::wall_clock::time_point manual_clock::wall() {
   return wall_start_ + std::chrono::duration_cast<base::wall_clock::duration>(now_ - start_);
 }
 
-std::unique_ptr<base::clock::alarm> manual_clock::at(const boost::asio::any_io_executor& ex,
-                                                     time_point when, std::function<void()> fire) {
+std::unique_ptr<base::alarm_clock::alarm> manual_clock::at(const boost::asio::any_io_executor& ex,
+                                                           time_point when,
+                                                           std::function<void()> fire) {
   auto e = std::make_shared<entry>();
   e->ex = ex;
   e->fire = std::move(fire);

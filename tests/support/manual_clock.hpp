@@ -19,7 +19,7 @@
 
 namespace tec::test {
 
-class manual_clock final : public base::clock {
+class manual_clock final : public base::alarm_clock {
 public:
   static constexpr base::wall_clock::time_point wall_2024{std::chrono::seconds{1'704'067'200}};
 

@@ -127,10 +127,6 @@ protected:
     explicit offset_clock(const std::chrono::seconds& offset) : offset_(offset) {}
     time_point now() override { return real_->now(); }
     base::wall_clock::time_point wall() override { return real_->wall() + offset_; }
-    std::unique_ptr<alarm> at(const boost::asio::any_io_executor& ex, time_point when,
-                              std::function<void()> fire) override {
-      return real_->at(ex, when, std::move(fire));
-    }
 
   private:
     std::shared_ptr<base::clock> real_ = base::real_clock();

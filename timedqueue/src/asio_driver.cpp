@@ -14,7 +14,7 @@ namespace tec::timedqueue {
 /// older call sees a newer generation and does nothing.
 struct asio_driver::impl : std::enable_shared_from_this<asio_driver::impl> {
   impl(const boost::asio::any_io_executor& timer_executor,
-       boost::asio::any_io_executor work_executor, std::shared_ptr<base::clock> c)
+       boost::asio::any_io_executor work_executor, std::shared_ptr<base::alarm_clock> c)
       : clock(std::move(c)),
         strand(boost::asio::make_strand(timer_executor)),
         work(std::move(work_executor)) {}
@@ -43,17 +43,17 @@ struct asio_driver::impl : std::enable_shared_from_this<asio_driver::impl> {
     });
   }
 
-  std::shared_ptr<base::clock> clock;
+  std::shared_ptr<base::alarm_clock> clock;
   boost::asio::strand<boost::asio::any_io_executor> strand;
   boost::asio::any_io_executor work;
-  std::unique_ptr<base::clock::alarm> alarm;  ///< Only touched on the strand.
+  std::unique_ptr<base::alarm_clock::alarm> alarm;  ///< Only touched on the strand.
   std::mutex mu;
   std::uint64_t generation = 0;  ///< Guarded by mu.
 };
 
 asio_driver::asio_driver(const boost::asio::any_io_executor& timer_executor,
                          boost::asio::any_io_executor work_executor,
-                         std::shared_ptr<base::clock> clock)
+                         std::shared_ptr<base::alarm_clock> clock)
     : impl_(std::make_shared<impl>(timer_executor, std::move(work_executor), std::move(clock))) {}
 
 asio_driver::~asio_driver() {

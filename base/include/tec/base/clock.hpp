@@ -2,12 +2,14 @@
 
 // The one clock (client-go's k8s.io/utils/clock): now() on the steady clock for deadlines,
 // waits and the timed queue, wall() for the times written or reported (lease times, events,
-// the decision notes), and one-shot alarms. Every deadline of the client and the reflector
-// (dial, TLS handshake, request, the idle guard of a watch, waits for a pooled connection),
-// every wait (QPS, Retry-After, network-retry and reflector backoff) and the timed queue's
-// timer are alarms on it, so tests substitute a manual clock they advance by hand
-// (tests/support/manual_clock.hpp: it moves now() and wall() together) and no test waits on
-// wall time. Production: real_clock(), steady_clock and system_clock with Asio timers.
+// the decision notes). alarm_clock adds one-shot alarms: every deadline of the client and the
+// reflector (dial, TLS handshake, request, the idle guard of a watch, waits for a pooled
+// connection), every wait (QPS, Retry-After, network-retry and reflector backoff) and the timed
+// queue's timer are alarms on it. Tests substitute a manual clock they advance by hand
+// (tests/support/manual_clock.hpp: it moves now() and wall() together and fires the alarms), so
+// no test waits on wall time. Production: real_clock() here (steady_clock and system_clock),
+// and async::real_alarm_clock() (tec/asio/real_alarm_clock.hpp: the same with Asio timers), so
+// that what only reads the time (the controller) links no Asio.
 //
 // Thread-safety: now(), wall() and at() may be called from any thread. An alarm's callback is
 // posted to the executor given to at(); destroying the alarm on that executor guarantees the
@@ -29,15 +31,6 @@ class clock {
 public:
   using time_point = std::chrono::steady_clock::time_point;
 
-  /// A scheduled callback; destroying it cancels the callback.
-  class alarm {
-  public:
-    alarm() = default;
-    virtual ~alarm() = default;
-    alarm(const alarm&) = delete;
-    alarm& operator=(const alarm&) = delete;
-  };
-
   clock() = default;
   virtual ~clock() = default;
   clock(const clock&) = delete;
@@ -47,6 +40,19 @@ public:
 
   /// The wall clock's time now. Neither allocates.
   [[nodiscard]] virtual wall_clock::time_point wall() = 0;
+};
+
+/// A clock that also rings.
+class alarm_clock : public clock {
+public:
+  /// A scheduled callback; destroying it cancels the callback.
+  class alarm {
+  public:
+    alarm() = default;
+    virtual ~alarm() = default;
+    alarm(const alarm&) = delete;
+    alarm& operator=(const alarm&) = delete;
+  };
 
   /// Posts `fire` to `ex` once now() reaches `when` (at once if it already has), unless the
   /// returned alarm is destroyed first.
@@ -54,7 +60,7 @@ public:
                                                   time_point when, std::function<void()> fire) = 0;
 };
 
-/// steady_clock, system_clock and asio::steady_timer (shared; stateless).
+/// steady_clock and system_clock (shared; stateless).
 std::shared_ptr<clock> real_clock();
 
 /// Maps steady times kept earlier onto the wall clock, for the JSON reports on the metrics port

@@ -90,8 +90,8 @@ struct client_options {
   /// Test seam: the clock every deadline and wait of the client is an alarm on (dial, TLS
   /// handshake, request and stream idle timeouts, waits for a pooled connection, the sleeps
   /// `delay` returns) and the token bucket refills on (a frozen clock makes the QPS wait the
-  /// client asks `delay` for exact). Empty = base::real_clock().
-  std::shared_ptr<base::clock> clock;
+  /// client asks `delay` for exact). Empty = async::real_alarm_clock().
+  std::shared_ptr<base::alarm_clock> clock;
   /// Test seam: opens each pooled connection in memory instead of dialling config.host:port
   /// (no DNS, TCP or TLS; rest_config::tls is only validated). Called on the client's executor; the
   /// stream must be connected to a peer on the same executor. An error fails the attempt as a
@@ -184,7 +184,7 @@ public:
 
   /// The clock the client's deadlines and waits run on (client_options::clock), for the
   /// reflectors built on it. Lives as long as the client.
-  [[nodiscard]] base::clock& clock() const noexcept;
+  [[nodiscard]] base::alarm_clock& clock() const noexcept;
 
   /// client_options::max_response_bytes, for callers that bound a streamed body the same way.
   [[nodiscard]] std::size_t max_response_bytes() const noexcept;

@@ -279,7 +279,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
     std::uint64_t received = 0;
     bool too_many = false;
     const auto objects = [&] { return out.added + out.items.size(); };
-    std::unique_ptr<base::clock::alarm> slow;
+    std::unique_ptr<base::alarm_clock::alarm> slow;
     if (options_.slow_list_warning > std::chrono::milliseconds::zero()) {
       slow = clock.at(ex, began + options_.slow_list_warning, [&] {
         detail::watch_log()->warn(

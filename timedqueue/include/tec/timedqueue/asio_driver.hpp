@@ -13,6 +13,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <memory>
 
+#include "tec/asio/real_alarm_clock.hpp"
 #include "tec/base/clock.hpp"
 #include "tec/timedqueue/timed_queue.hpp"
 
@@ -23,7 +24,7 @@ public:
   /// The timer runs on a strand of `timer_executor`; work is posted to `work_executor`.
   asio_driver(const boost::asio::any_io_executor& timer_executor,
               boost::asio::any_io_executor work_executor,
-              std::shared_ptr<base::clock> clock = base::real_clock());
+              std::shared_ptr<base::alarm_clock> clock = async::real_alarm_clock());
   ~asio_driver() override;
 
   [[nodiscard]] time_point now() const override;
