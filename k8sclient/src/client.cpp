@@ -18,7 +18,6 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/_experimental/test/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
@@ -310,7 +309,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         co_return fail(base::errc::connection_failed,
                        "cannot connect to " + endpoint_text() + ": " + opened.error().message);
       }
-      c->memory = std::move(opened.value());
+      c->custom = std::move(opened.value());
       pool_.track(c.get());
       co_return c;
     }
@@ -664,8 +663,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
     }
     // Not a ?: with two co_awaits: GCC 12 miscompiles that (double destruction).
     auto& out = tried.exchange;
-    if (conn->memory) {
-      out = co_await attempt(*conn->memory, *conn, msg, sink, idle_timeout);
+    if (conn->custom) {
+      detail::byte_stream_ref custom(*conn->custom);
+      out = co_await attempt(custom, *conn, msg, sink, idle_timeout);
     } else if (conn->tls) {
       out = co_await attempt(*conn->tls, *conn, msg, sink, idle_timeout);
     } else {

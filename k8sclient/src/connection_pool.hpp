@@ -11,10 +11,11 @@
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/_experimental/test/stream.hpp>
+#include <boost/beast/core/buffers_prefix.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
@@ -34,12 +35,48 @@
 
 namespace tec::k8sclient::detail {
 
-/// One persistent connection. Exactly one of plain/tls/memory is set.
+/// A byte_stream as Beast's AsyncReadStream and AsyncWriteStream, for http::async_read and
+/// http::async_write. Only client_options::connector's streams go through it (and its virtual
+/// calls); TCP and TLS connections are used directly.
+class byte_stream_ref {
+public:
+  using executor_type = boost::asio::any_io_executor;
+
+  explicit byte_stream_ref(byte_stream& s) : stream_(&s) {}
+
+  [[nodiscard]] executor_type get_executor() const { return stream_->get_executor(); }
+
+  /// Reads into the first buffer only, as a read_some may (Beast reads into a flat_buffer's one).
+  template <class MutableBufferSequence, class Token>
+  auto async_read_some(const MutableBufferSequence& buffers, Token&& token) {
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
+        [](auto done, byte_stream* s, boost::asio::mutable_buffer b) {
+          s->async_read_some(b, std::move(done));
+        },
+        token, stream_, boost::beast::buffers_front(buffers));
+  }
+
+  template <class ConstBufferSequence, class Token>
+  auto async_write_some(const ConstBufferSequence& buffers, Token&& token) {
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
+        [](auto done, byte_stream* s, std::vector<boost::asio::const_buffer> b) {
+          s->async_write_some(std::move(b), std::move(done));
+        },
+        token, stream_,
+        std::vector<boost::asio::const_buffer>(boost::asio::buffer_sequence_begin(buffers),
+                                               boost::asio::buffer_sequence_end(buffers)));
+  }
+
+private:
+  byte_stream* stream_;
+};
+
+/// One persistent connection. Exactly one of plain/tls/custom is set.
 struct connection {
   std::uint64_t id = 0;
   std::unique_ptr<boost::beast::tcp_stream> plain;
   std::unique_ptr<boost::beast::ssl_stream<boost::beast::tcp_stream>> tls;
-  std::unique_ptr<memory_stream> memory;  ///< client_options::connector's
+  std::unique_ptr<byte_stream> custom;  ///< client_options::connector's
   boost::beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since{};
   std::uint64_t exchanges = 0;
@@ -50,8 +87,8 @@ struct connection {
   void close();
   /// An idle connection the server has closed (or sent unsolicited bytes on, such as a TLS
   /// close_notify) must not carry the next request: a non-idempotent request would then fail
-  /// in a way we may not retry. A non-blocking peek tells without consuming anything. (A test
-  /// stream tells only of unread bytes; a write to a closed one fails, and is replayed.)
+  /// in a way we may not retry. A non-blocking peek tells without consuming anything. (A
+  /// byte_stream tells only of unread bytes; a write to a closed one fails, and is replayed.)
   bool still_usable();
 };
 
@@ -179,8 +216,8 @@ inline beast::tcp_stream& connection::lowest() {
 }
 
 inline void connection::close() {
-  if (memory) {
-    memory->close();
+  if (custom) {
+    custom->close();
     return;
   }
   boost::system::error_code ignored;
@@ -189,8 +226,8 @@ inline void connection::close() {
 }
 
 inline bool connection::still_usable() {
-  if (memory) {
-    return buffer.size() == 0 && memory->buffer().size() == 0;
+  if (custom) {
+    return buffer.size() == 0 && !custom->has_unread_bytes();
   }
   auto& socket = lowest().socket();
   if (!socket.is_open() || buffer.size() != 0) {

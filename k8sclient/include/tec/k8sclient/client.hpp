@@ -28,22 +28,15 @@
 #include "tec/base/backoff.hpp"
 #include "tec/base/error.hpp"
 #include "tec/base/result.hpp"
+#include "tec/k8sclient/byte_stream.hpp"
 #include "tec/k8sclient/clock.hpp"
 #include "tec/k8sclient/rest_config.hpp"
-
-namespace boost::beast::test {
-template <class Executor>
-class basic_stream;
-}  // namespace boost::beast::test
 
 namespace spdlog {
 class logger;
 }  // namespace spdlog
 
 namespace tec::k8sclient {
-
-/// One end of an in-memory connection (Beast's test stream), for client_options::connector.
-using memory_stream = boost::beast::test::basic_stream<boost::asio::any_io_executor>;
 
 /// Why the client waits before (re)sending a request.
 enum class wait_reason : std::uint8_t {
@@ -94,11 +87,11 @@ struct client_options {
   /// handshake, request and stream idle timeouts, waits for a pooled connection, the sleeps
   /// `delay` returns), and the default of `now`. Empty = steady_clock (steady_clock_source()).
   std::shared_ptr<k8sclient::clock> clock;
-  /// Test seam: opens each pooled connection in memory instead of dialling config.host:port
-  /// (no DNS, TCP or TLS; rest_config::tls is only validated). Called on the client's executor; the
-  /// stream must be connected to a peer on the same executor. An error fails the attempt as a
+  /// Test seam: opens each pooled connection as a byte_stream (in memory) instead of dialling
+  /// config.host:port (no DNS, TCP or TLS; rest_config::tls is only validated). Called on the
+  /// client's executor; the stream must run on that executor. An error fails the attempt as a
   /// refused connection would. Empty = TCP (+TLS).
-  std::function<base::result<std::unique_ptr<memory_stream>>(const boost::asio::any_io_executor&)>
+  std::function<base::result<std::unique_ptr<byte_stream>>(const boost::asio::any_io_executor&)>
       connector;
   /// Called after every HTTP exchange (for metrics): verb, status (0 on a transport error)
   /// and latency. Runs on the client's executor; must be cheap and thread-safe.
