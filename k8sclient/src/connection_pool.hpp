@@ -83,7 +83,8 @@ struct connection {
   bool windowed = false;  ///< Holds a plain request's place in the slow-start window.
 
   boost::beast::tcp_stream& lowest();
-  /// Also how a deadline ends the I/O in flight: its operations complete with an error.
+  /// Also how a deadline ends the I/O in flight: its operations complete with an error. Does
+  /// nothing before a stream is set.
   void close();
   /// An idle connection the server has closed (or sent unsolicited bytes on, such as a TLS
   /// close_notify) must not carry the next request: a non-idempotent request would then fail
@@ -102,8 +103,8 @@ struct connection {
 class connection_pool {
 public:
   using steady = std::chrono::steady_clock;
-  using connect_fn =
-      std::function<boost::asio::awaitable<base::result<std::unique_ptr<connection>>>()>;
+  /// Opens the connection given (new, its id set): an empty error when it is open.
+  using connect_fn = std::function<boost::asio::awaitable<base::error>(connection&)>;
 
   struct settings {
     std::size_t max_connections = 1;
@@ -111,9 +112,9 @@ public:
     steady::duration idle_connection_timeout{};
   };
 
-  /// `connect` opens a connection (counted in the pool's size while it is being opened; it
-  /// calls track() on the connection it makes, untrack() if that fails); `stopping` is the
-  /// client's flag; `stopped` and `no_free_connection` make the errors the pool returns.
+  /// `connect` opens a connection (counted in the pool's size, and closed by stop(), while it
+  /// is being opened); `stopping` is the client's flag; `stopped` and `no_free_connection` make
+  /// the errors the pool returns.
   connection_pool(boost::asio::any_io_executor ex, k8sclient::clock& clock, settings s,
                   connect_fn connect, const std::atomic<bool>& stopping,
                   std::function<base::error()> stopped,
@@ -151,10 +152,6 @@ public:
   /// (and the pool is not stopping), else closed. Wakes the next waiter.
   void release(std::unique_ptr<connection> c, bool reusable);
 
-  /// A connection being opened (or in use), so that stop() closes it.
-  void track(connection* c) { busy_.insert(c); }
-  void untrack(connection* c) { busy_.erase(c); }
-
   /// Shutdown: wakes every waiter (they fail) and closes every connection, busy or idle.
   void stop();
 
@@ -190,6 +187,7 @@ private:
   std::vector<std::unique_ptr<connection>> idle_;
   std::set<connection*> busy_;
   std::size_t open_ = 0;
+  std::uint64_t opened_ = 0;  // connections ever opened: the next one's id
   std::list<waiter*> waiters_;
   std::list<waiter*> background_waiters_;  // request::background, served last
   std::size_t handoffs_ = 0;               // waiters woken, not yet back in acquire()
@@ -218,11 +216,11 @@ inline beast::tcp_stream& connection::lowest() {
 inline void connection::close() {
   if (custom) {
     custom->close();
-    return;
+  } else if (plain || tls) {
+    boost::system::error_code ignored;
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().socket().close(ignored);
   }
-  boost::system::error_code ignored;
-  lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
-  lowest().socket().close(ignored);
 }
 
 inline bool connection::still_usable() {
@@ -359,12 +357,18 @@ inline asio::awaitable<base::result<std::unique_ptr<connection>>> connection_poo
     }
     if (!yield && open_ < settings_.max_connections) {
       ++open_;
-      auto made = co_await connect_();
-      if (!made) {
+      auto c = std::make_unique<connection>();
+      c->id = ++opened_;
+      busy_.insert(c.get());
+      auto failed = co_await connect_(*c);
+      if (failed) {
+        busy_.erase(c.get());
+        c->close();
         --open_;
         wake_one_waiter();
+        co_return stopping_ ? stopped_() : std::move(failed);
       }
-      co_return made;
+      co_return c;
     }
     if (background) {
       co_await wait_in(background_waiters_, steady::time_point::max());
