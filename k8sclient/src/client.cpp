@@ -143,22 +143,18 @@ std::unique_ptr<clock::alarm> close_at(k8sclient::clock& clock, const asio::any_
 class dialer {
 public:
   /// Checks the address and makes the TLS context; config_error() tells what is wrong.
+  /// `config` and `opts` (the client's) outlive the dialer.
   dialer(asio::any_io_executor ex, k8sclient::clock& clock, const rest_config& config,
          const client_options& opts)
       : ex_(std::move(ex)),
         clock_(clock),
-        host_(config.host),
-        port_(config.port),
+        config_(config),
+        opts_(opts),
         endpoint_(endpoint_of(config)),
-        verify_name_(config.tls_server_name.empty() ? config.host : config.tls_server_name),
-        verify_peer_(!config.insecure_skip_tls_verify),
-        dial_timeout_(opts.dial_timeout),
-        tls_handshake_timeout_(opts.tls_handshake_timeout),
-        tcp_keepalive_(opts.tcp_keepalive),
-        connector_(opts.connector) {
-    const auto* port_end = port_.data() + port_.size();
-    auto [port_ptr, port_ec] = std::from_chars(port_.data(), port_end, port_number_);
-    if (host_.empty() || port_ec != std::errc{} || port_ptr != port_end || port_number_ == 0) {
+        verify_name_(config.tls_server_name.empty() ? config.host : config.tls_server_name) {
+    const auto* port_end = config.port.data() + config.port.size();
+    auto [port_ptr, port_ec] = std::from_chars(config.port.data(), port_end, port_);
+    if (config.host.empty() || port_ec != std::errc{} || port_ptr != port_end || port_ == 0) {
       config_error_ = fail(base::errc::config_invalid, "the API server address \"" + endpoint_ +
                                                            "\" has no host or no valid port");
     } else if (config.tls) {
@@ -175,8 +171,8 @@ public:
 
   /// Opens `c` (whose close() ends an open in progress); an empty error when it is open.
   asio::awaitable<error> open(connection& c) {
-    if (connector_) {
-      auto opened = connector_(ex_);
+    if (opts_.connector) {
+      auto opened = opts_.connector(ex_);
       if (!opened) {
         co_return fail(base::errc::connection_failed,
                        "cannot connect to " + endpoint_ + ": " + opened.error().message);
@@ -189,12 +185,13 @@ public:
     } else {
       c.plain = std::make_unique<plain_stream>(ex_);
     }
-    const auto dial_deadline = clock_.now() + dial_timeout_;
+    const auto dial_deadline = clock_.now() + opts_.dial_timeout;
     tcp::resolver::results_type endpoints;
-    if (is_ip_literal(host_)) {
+    if (is_ip_literal(config_.host)) {
       boost::system::error_code ec;
       endpoints = tcp::resolver::results_type::create(
-          tcp::endpoint(asio::ip::make_address(host_, ec), port_number_), host_, port_);
+          tcp::endpoint(asio::ip::make_address(config_.host, ec), port_), config_.host,
+          config_.port);
     } else {
       auto resolved = co_await resolve(dial_deadline);
       if (!resolved) {
@@ -212,9 +209,10 @@ public:
       const bool timeout = *fired;
       co_return fail(timeout ? base::errc::timeout : base::errc::connection_failed,
                      "cannot connect to " + endpoint_ +
-                         (timeout ? " within " + millis(dial_timeout_) : "") + ": " + ec.message());
+                         (timeout ? " within " + millis(opts_.dial_timeout) : "") + ": " +
+                         ec.message());
     }
-    set_keepalive(low.socket(), tcp_keepalive_);
+    set_keepalive(low.socket(), opts_.tcp_keepalive);
 
     if (c.tls) {
       if (!is_ip_literal(verify_name_) &&
@@ -222,10 +220,10 @@ public:
                    static_cast<void*>(const_cast<char*>(verify_name_.c_str()))) != 1) {
         co_return fail(base::errc::connection_failed, "cannot set TLS SNI to " + verify_name_);
       }
-      if (verify_peer_) {
+      if (!config_.insecure_skip_tls_verify) {
         c.tls->set_verify_callback(ssl::host_name_verification(verify_name_));
       }
-      auto handshake = close_at(clock_, ex_, c, clock_.now() + tls_handshake_timeout_, fired);
+      auto handshake = close_at(clock_, ex_, c, clock_.now() + opts_.tls_handshake_timeout, fired);
       auto [hec] = co_await c.tls->async_handshake(ssl::stream_base::client, use_tuple);
       handshake.reset();
       if (hec) {
@@ -235,7 +233,7 @@ public:
         co_return fail(
             timeout ? base::errc::timeout : base::errc::connection_failed,
             "TLS handshake with " + endpoint_ + " (verifying name " + verify_name_ + ") " +
-                (timeout ? "timed out: no answer within " + millis(tls_handshake_timeout_)
+                (timeout ? "timed out: no answer within " + millis(opts_.tls_handshake_timeout)
                          : "failed: " + hec.message()));
       }
     }
@@ -265,7 +263,7 @@ private:
       *timed_out = true;
       resolver->cancel();
     });
-    auto [ec, results] = co_await resolver->async_resolve(host_, port_, use_tuple);
+    auto [ec, results] = co_await resolver->async_resolve(config_.host, config_.port, use_tuple);
     ring.reset();
     if (ec) {
       co_return fail(*timed_out ? base::errc::timeout : base::errc::connection_failed,
@@ -276,25 +274,20 @@ private:
 
   asio::any_io_executor ex_;
   k8sclient::clock& clock_;
-  std::string host_;
-  std::string port_;
-  unsigned short port_number_ = 0;
+  const rest_config& config_;
+  const client_options& opts_;
   std::string endpoint_;
   std::string verify_name_;
-  bool verify_peer_;
-  std::chrono::milliseconds dial_timeout_;
-  std::chrono::milliseconds tls_handshake_timeout_;
-  std::chrono::seconds tcp_keepalive_;
-  decltype(client_options::connector) connector_;
+  unsigned short port_ = 0;
   std::optional<ssl::context> ssl_;
   std::optional<error> config_error_;
 };
 
 /// The idle guard of a streamed body: closes `c` once `limit` passes without a touch().
 /// One alarm, not one per read: a touch() only notes the time, and the alarm, when it comes
-/// due before the limit has passed since the last touch, arms again for then. (An alarm per
-/// 16 KiB read, made and cancelled, was some 10% of the CPU of a 1.2 GB LIST; issue 16.)
-/// Lives on the executor, as the alarm's callback, which it outlives.
+/// due before the limit has passed since the last touch, arms again for then (an alarm per
+/// read costs CPU on a big LIST; issue 16). Lives on the executor, as the alarm's callback,
+/// which it outlives.
 class idle_guard {
 public:
   idle_guard(k8sclient::clock& clock, asio::any_io_executor ex, connection& c,
@@ -340,20 +333,19 @@ private:
 /// bounded. Runs on the client's executor.
 class http_exchange {
 public:
+  /// `config` and `opts` (the client's) outlive it.
   http_exchange(asio::any_io_executor ex, k8sclient::clock& clock, const rest_config& config,
                 const client_options& opts)
       : ex_(std::move(ex)),
         clock_(clock),
-        endpoint_(endpoint_of(config)),
-        base_path_(config.base_path),
-        user_agent_(opts.user_agent),
-        request_timeout_(opts.request_timeout),
-        max_response_bytes_(opts.max_response_bytes) {}
+        config_(config),
+        opts_(opts),
+        endpoint_(endpoint_of(config)) {}
 
   http::request<http::string_body> build(const request& req, const std::string& token) const {
-    http::request<http::string_body> msg{req.method, base_path_ + req.target, 11};
+    http::request<http::string_body> msg{req.method, config_.base_path + req.target, 11};
     msg.set(http::field::host, endpoint_);
-    msg.set(http::field::user_agent, user_agent_);
+    msg.set(http::field::user_agent, opts_.user_agent);
     msg.set(http::field::accept, req.accept);
     if (!token.empty()) {
       msg.set(http::field::authorization, "Bearer " + token);
@@ -378,7 +370,7 @@ public:
     // One deadline for the write and the whole response; a stream's body instead has the idle
     // guard: idle_timeout without a byte.
     auto fired = std::make_shared<bool>(false);
-    auto guard = close_at(clock_, ex_, c, clock_.now() + request_timeout_, fired);
+    auto guard = close_at(clock_, ex_, c, clock_.now() + opts_.request_timeout, fired);
     auto [wec, wn] = co_await http::async_write(stream, msg, use_tuple);
     if (tracing()) {
       client_log()->trace("stage=written {} {} conn=#{} t_us={}",
@@ -386,7 +378,7 @@ public:
                           c.id, trace_us());
     }
     if (wec) {
-      out.err = transport_error(wec, *fired, "writing a request to", request_timeout_);
+      out.err = transport_error(wec, *fired, "writing a request to", opts_.request_timeout);
       out.write_failed = true;
       co_return out;
     }
@@ -395,7 +387,7 @@ public:
     parser.body_limit(boost::none);
     auto [hec, hn] = co_await http::async_read_header(stream, c.buffer, parser, use_tuple);
     if (hec) {
-      out.err = transport_error(hec, *fired, "reading a response from", request_timeout_);
+      out.err = transport_error(hec, *fired, "reading a response from", opts_.request_timeout);
       co_return out;
     }
     const auto& head = parser.get();
@@ -409,7 +401,7 @@ public:
       out.retry_after = parse_retry_after(it->value());
     }
     const bool streaming = sink != nullptr && out.status >= 200 && out.status < 300;
-    const std::size_t limit = sink != nullptr ? error_body_limit : max_response_bytes_;
+    const std::size_t limit = sink != nullptr ? error_body_limit : opts_.max_response_bytes;
 
     std::array<char, 16384> piece{};
     std::optional<idle_guard> idle;
@@ -449,7 +441,7 @@ public:
       if (rec) {
         out.err =
             transport_error(rec, *fired, streaming ? "streaming from" : "reading a response from",
-                            streaming ? idle_timeout : request_timeout_);
+                            streaming ? idle_timeout : opts_.request_timeout);
         co_return out;
       }
     }
@@ -470,16 +462,13 @@ private:
 
   asio::any_io_executor ex_;
   k8sclient::clock& clock_;
+  const rest_config& config_;
+  const client_options& opts_;
   std::string endpoint_;
-  std::string base_path_;
-  std::string user_agent_;
-  std::chrono::milliseconds request_timeout_;
-  std::size_t max_response_bytes_;
 };
 
 /// One warning when a streak of 429 answers begins and one line when it ends, whatever the
-/// request: 150 s of 429s gave no line at all (each was retried, or returned, at debug
-/// level; issue 29).
+/// request (issue 29).
 class throttling_log {
 public:
   explicit throttling_log(std::string endpoint) : endpoint_(std::move(endpoint)) {}

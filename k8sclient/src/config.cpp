@@ -200,10 +200,10 @@ private:
   /// certificate and key, token and tokenFile.
   std::optional<error> read_user(const YAML::Node& root, const context_refs& refs,
                                  rest_config& config) const;
-  /// `key`-data (base64) or else the file `key`, checked with `looks_right`; empty when
-  /// neither is set. `not_right` ends the message when the check fails.
-  [[nodiscard]] base::result<std::string> pem_field(const YAML::Node& user_node,
-                                                    const std::string& user_where,
+  /// `key`-data (base64) or else (as client-go: data wins) the file `key`, checked with
+  /// `looks_right`; empty when neither is set. `not_right` ends the message when the check fails.
+  [[nodiscard]] base::result<std::string> pem_field(const YAML::Node& node,
+                                                    const std::string& where,
                                                     const std::string& key,
                                                     bool (*looks_right)(std::string_view),
                                                     const char* not_right) const;
@@ -412,26 +412,12 @@ std::optional<error> kubeconfig_reader::read_cluster_tls(const YAML::Node& clust
   }
   config.tls_server_name = server_name.value();
 
-  auto ca_data = data_field(cluster_node, "certificate-authority-data", cluster_where);
-  if (!ca_data) {
-    return ca_data.error();
+  auto ca = pem_field(cluster_node, cluster_where, "certificate-authority",
+                      looks_like_pem_certificate, "not a PEM certificate");
+  if (!ca) {
+    return ca.error();
   }
-  if (!ca_data.value().empty()) {
-    // client-go: data wins over the file.
-    if (!looks_like_pem_certificate(ca_data.value())) {
-      return fail(cluster_where + ".certificate-authority-data: not a PEM certificate");
-    }
-    config.ca_pem = std::move(ca_data).value();
-  } else {
-    auto ca_file = file_field(cluster_node, "certificate-authority", cluster_where);
-    if (!ca_file) {
-      return ca_file.error();
-    }
-    if (!ca_file.value().empty() && !looks_like_pem_certificate(ca_file.value())) {
-      return fail(cluster_where + ".certificate-authority: not a PEM certificate");
-    }
-    config.ca_pem = std::move(ca_file).value();
-  }
+  config.ca_pem = std::move(ca).value();
   if (config.insecure_skip_tls_verify && !config.ca_pem.empty()) {
     return fail(cluster_where +
                 ": a certificate authority together with insecure-skip-tls-verify is not allowed");
@@ -474,26 +460,26 @@ std::optional<error> kubeconfig_reader::read_user(const YAML::Node& root, const 
   return read_token(user_node, user_where, config);
 }
 
-base::result<std::string> kubeconfig_reader::pem_field(const YAML::Node& user_node,
-                                                       const std::string& user_where,
+base::result<std::string> kubeconfig_reader::pem_field(const YAML::Node& node,
+                                                       const std::string& where,
                                                        const std::string& key,
                                                        bool (*looks_right)(std::string_view),
                                                        const char* not_right) const {
   const std::string data_key = key + "-data";
-  auto pem = data_field(user_node, data_key.c_str(), user_where);
+  auto pem = data_field(node, data_key.c_str(), where);
   if (!pem) {
     return pem.error();
   }
   if (pem.value().empty()) {
-    pem = file_field(user_node, key.c_str(), user_where);
+    pem = file_field(node, key.c_str(), where);
     if (!pem) {
       return pem.error();
     }
     if (!pem.value().empty() && !looks_right(pem.value())) {
-      return fail(user_where + "." + key + ": " + not_right);
+      return fail(where + "." + key + ": " + not_right);
     }
   } else if (!looks_right(pem.value())) {
-    return fail(user_where + "." + data_key + ": " + not_right);
+    return fail(where + "." + data_key + ": " + not_right);
   }
   return pem;
 }
@@ -861,11 +847,6 @@ token_source::token_source(std::string static_token, std::string token_file,
   if (have_token_) {
     fetched_ = now_();
   }
-}
-
-token_source token_source::from_config(const rest_config& config, std::chrono::seconds period,
-                                       clock_fn now) {
-  return token_source(config.bearer_token, config.token_file, period, std::move(now));
 }
 
 base::result<std::string> token_source::current() {

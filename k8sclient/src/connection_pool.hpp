@@ -123,13 +123,9 @@ public:
   /// Marks a plain (not streamed, not background) request from when it has passed the rate
   /// limiter until its attempt is over (answer read, or failed): background requests wait
   /// while any request is marked. Yielding a connection is not enough: with one free, an
-  /// eviction's event POST went out with its DELETE and reached the API server first in 16
-  /// to 22 of 30-40 runs, which then handled both at once (kube-controller-manager's event
-  /// comes about 0.7 ms after its DELETE). Held until the DELETE is answered, the DELETE took
-  /// 5.1 and 4.6 ms instead of 6.1 and 6.2 ms at the median in two runs of
-  /// bench/single_eviction.py (40 each, the API server's audit log; issue 16). A retry's
-  /// backoff and a rate-limit wait are not marked, so a throttled burst holds the events back
-  /// no longer than it takes to send.
+  /// eviction's event POST went out with its DELETE, often reached the API server first and
+  /// slowed the DELETE (issue 16). A retry's backoff and a rate-limit wait are not marked, so
+  /// a throttled burst holds the events back no longer than it takes to send.
   class unanswered_mark {
   public:
     explicit unanswered_mark(connection_pool& owner);
@@ -163,6 +159,8 @@ private:
     bool woken = false;
   };
 
+  /// Wakes the first waiter of `list`, which must not be empty.
+  static void wake_first(std::list<waiter*>& list);
   /// Waits on `list` until woken (true), or the deadline (on the clock) or shutdown (false).
   boost::asio::awaitable<bool> wait_in(std::list<waiter*>& list, steady::time_point deadline);
   /// The first foreground waiter; when there is none (and none on its way), every background
@@ -309,10 +307,7 @@ inline void connection_pool::release_window() {
   }
   for (std::size_t free = plain_window_ - std::min(plain_window_, plain_in_flight_);
        free > 0 && !window_waiters_.empty(); --free) {
-    waiter* w = window_waiters_.front();
-    window_waiters_.pop_front();
-    w->woken = true;
-    w->timer.cancel();
+    wake_first(window_waiters_);
   }
 }
 
@@ -404,23 +399,24 @@ inline void connection_pool::release(std::unique_ptr<connection> c, bool reusabl
   wake_one_waiter();
 }
 
+inline void connection_pool::wake_first(std::list<waiter*>& list) {
+  waiter* w = list.front();
+  list.pop_front();
+  w->woken = true;
+  w->timer.cancel();
+}
+
 inline void connection_pool::wake_one_waiter() {
   if (!waiters_.empty()) {
-    waiter* w = waiters_.front();
-    waiters_.pop_front();
-    w->woken = true;
     ++handoffs_;
-    w->timer.cancel();
+    wake_first(waiters_);
     return;
   }
   if (handoffs_ > 0) {
     return;
   }
   while (!background_waiters_.empty()) {
-    waiter* w = background_waiters_.front();
-    background_waiters_.pop_front();
-    w->woken = true;
-    w->timer.cancel();
+    wake_first(background_waiters_);
   }
 }
 

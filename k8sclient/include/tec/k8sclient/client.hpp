@@ -50,12 +50,9 @@ struct client_options {
   int burst = 30;
   std::size_t max_connections = 8;  ///< Pool size (streams hold one connection each).
   /// Slow start of plain requests (not streams, not background): at most this many are on
-  /// the wire at once after an idle second, one more for each answer, up to max_connections.
-  /// 500 DELETEs due at once sent over 128 connections made the API server share its CPU
-  /// between all of them, and the first was answered after 28 and 81 ms (16 and 10 ms for
-  /// kube-controller-manager, whose requests are spread out over 0.5 s); sent 16 at a time at
-  /// first, 12 and 9 ms, and a mass eviction still opens the whole pool within its first
-  /// hundred answers (issue 30). 0 = no slow start.
+  /// the wire at once after an idle second, one more for each answer, up to max_connections,
+  /// so that a burst's first answers are not slowed by the API server sharing its CPU between
+  /// all of them (issue 30). 0 = no slow start.
   std::size_t initial_plain_window = 16;
   std::chrono::milliseconds dial_timeout{30'000};
   std::chrono::milliseconds tls_handshake_timeout{10'000};

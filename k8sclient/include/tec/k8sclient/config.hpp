@@ -84,11 +84,6 @@ public:
       std::chrono::seconds period = std::chrono::seconds{50},
       clock_fn now = [] { return std::chrono::steady_clock::now(); });
 
-  /// From rest_config's bearer_token and token_file.
-  static token_source from_config(
-      const rest_config& config, std::chrono::seconds period = std::chrono::seconds{50},
-      clock_fn now = [] { return std::chrono::steady_clock::now(); });
-
   /// The token to send; empty when there is no token authentication at all. An error only
   /// when the token file cannot be read and no token was ever cached.
   base::result<std::string> current();
