@@ -59,12 +59,12 @@ public:
   template <class ConstBufferSequence, class Token>
   auto async_write_some(const ConstBufferSequence& buffers, Token&& token) {
     return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
-        [](auto done, byte_stream* s, std::vector<boost::asio::const_buffer> b) {
-          s->async_write_some(std::move(b), std::move(done));
+        [](auto done, byte_stream* s, const ConstBufferSequence& b) {
+          std::vector<boost::asio::const_buffer> copy(boost::asio::buffer_sequence_begin(b),
+                                                      boost::asio::buffer_sequence_end(b));
+          s->async_write_some(std::move(copy), std::move(done));
         },
-        token, stream_,
-        std::vector<boost::asio::const_buffer>(boost::asio::buffer_sequence_begin(buffers),
-                                               boost::asio::buffer_sequence_end(buffers)));
+        token, stream_, buffers);
   }
 
 private:
