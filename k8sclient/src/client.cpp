@@ -60,6 +60,7 @@ constexpr std::size_t error_body_limit = std::size_t{1} << 20U;
 
 using detail::client_log;
 using detail::connection;
+using detail::trace_us;
 
 error fail(errc code, std::string message, int http_status = 0) {
   return base::error{make_error_code(code), std::move(message), http_status};
@@ -69,13 +70,6 @@ bool is_ip_literal(const std::string& host) {
   boost::system::error_code ec;
   (void)asio::ip::make_address(host, ec);
   return !ec;
-}
-
-/// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
-/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
-long long trace_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
-      .count();
 }
 
 bool tracing() {

@@ -10,6 +10,7 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -38,12 +39,7 @@ constexpr std::size_t max_config_file_bytes = std::size_t{16} << 20;  // 16 MiB
 constexpr std::size_t max_token_file_bytes = std::size_t{1} << 20;    // 1 MiB
 
 std::string in_quotes(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  out += s;
-  out += '"';
-  return out;
+  return '"' + std::string(s) + '"';
 }
 
 /// Reads a whole (small) file. The message names the file and the OS reason, never content.
@@ -150,16 +146,12 @@ bool looks_like_pem_key(std::string_view pem) {
          pem.find("PRIVATE KEY-----") != std::string_view::npos;
 }
 
-bool all_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
+/// One to five digits (no sign, no space) making 1 to 65535.
 bool valid_port(std::string_view s) {
-  if (!all_digits(s) || s.size() > 5) {
-    return false;
-  }
-  const int value = std::stoi(std::string(s));
-  return value >= 1 && value <= 65535;
+  unsigned value = 0;
+  const auto* end = s.data() + s.size();
+  const auto [ptr, ec] = std::from_chars(s.data(), end, value);
+  return s.size() <= 5 && ec == std::errc{} && ptr == end && value >= 1 && value <= 65535;
 }
 
 /// Reading one kubeconfig: the file name goes into every message.

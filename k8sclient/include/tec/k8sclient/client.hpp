@@ -192,6 +192,14 @@ namespace detail {
 /// sink to it to read what the client logged.
 const std::shared_ptr<spdlog::logger>& client_log();
 
+/// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
+/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
+inline long long trace_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace detail
 
 }  // namespace tec::k8sclient
