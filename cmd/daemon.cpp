@@ -142,12 +142,104 @@ private:
   bool io_done_ = false;
 };
 
-// Shadow mode (--shadow): the comparison (the controller's observer, the pod and Event
-// handlers and the sweep feed it; /debug/shadow reads it). Empty without --shadow.
-struct shadow_parts {
-  base::clock_bridge clock;
-  std::optional<ops::shadow_metrics> metrics;
-  std::optional<shadow::shadow_tracker> tracker;
+// The I/O thread, the coroutines it runs (owned by `tasks`) and why and when the process
+// stops.
+class io_runtime {
+public:
+  io_runtime(asio::io_context& io, std::shared_ptr<spdlog::logger> log)
+      : tasks(io.get_executor()), io_(io), log_(std::move(log)), work_(io.get_executor()) {}
+
+  // Main thread: the I/O thread runs the io_context until finish() releases it; an exception
+  // that leaves io.run() is logged and stops the process with status 1.
+  void start() {
+    thread_ = std::thread([this] {
+      try {
+        io_.run();
+      } catch (const std::exception& e) {
+        log_->critical("the I/O thread failed: {}", e.what());
+        stop.request(1);
+      }
+      stop.io_finished();
+    });
+  }
+
+  // Main thread, at the end of shutdown: the I/O thread runs out of work until `deadline`,
+  // then is stopped; joined either way.
+  void finish(steady::time_point deadline) {
+    work_.reset();
+    if (!stop.wait_io(deadline)) {
+      log_->warn("the I/O thread still had work after {}; stopping it",
+                 format_duration(drain_budget));
+      io_.stop();
+    }
+    thread_.join();
+  }
+
+  // Main thread, before the I/O thread runs: SIGTERM or SIGINT (registered in `signals`) asks
+  // for a clean stop; a second one while stopping exits at once. Watched by a task of the
+  // background stage, cancelled late in shutdown.
+  void watch_signals(asio::signal_set& signals) {
+    spawn_background(async::each_signal(signals, [this](int signo) {
+      if (stopping.load() || stop.requested()) {
+        log_->warn("received signal {} again during shutdown: exiting at once", signo);
+        std::_Exit(1);
+      }
+      log_->info("received {}: shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+      stop.request(0);
+    }));
+  }
+
+  // A task of the background stage (cancelled late in shutdown). An exception it throws leaves
+  // io.run() (the I/O thread's failure), as it did when the jobs were timer handlers.
+  void spawn_background(asio::awaitable<void> job) {
+    tasks.spawn(stage::background, std::move(job), [](const std::exception_ptr& e) {
+      if (e) {
+        std::rethrow_exception(e);
+      }
+    });
+  }
+  // `job` every `interval` (async::every) until the first run after shutdown began.
+  void every(steady::duration interval, std::function<void()> job) {
+    spawn_background(async::every(interval, [this, job = std::move(job)] {
+      if (stopping.load()) {
+        return false;
+      }
+      job();
+      return true;
+    }));
+  }
+
+  // An informer's run(), owned by `tasks` (stage watches); shutdown stops them and cancels
+  // those still running after the client's shutdown. Its end before shutdown exits.
+  template <class Informer>
+  void spawn_informer(Informer& informer, const char* what) {
+    tasks.spawn(stage::watches, informer.run(), [this, what](const std::exception_ptr& e) {
+      if (stopping.load()) {
+        // Cancelled by shutdown (operation_aborted) or ended by stop().
+        if (e) {
+          log_->debug("the {} informer ended: {}", what, describe(e));
+        }
+      } else if (e) {
+        log_->error("the {} informer failed: {}; exiting", what, describe(e));
+        stop.request(1);
+      } else {
+        log_->error("the {} informer ended unexpectedly; exiting", what);
+        stop.request(1);
+      }
+    });
+  }
+
+  // The one owner of the coroutines on the I/O thread (their stages: namespace stage). Closed
+  // by shutdown: nothing starts after that.
+  async::task_group tasks;
+  std::atomic<bool> stopping{false};  // shutdown began (set by the main thread)
+  stop_reason stop;
+
+private:
+  asio::io_context& io_;
+  std::shared_ptr<spdlog::logger> log_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::thread thread_;
 };
 
 // What the informers keep of the cluster. The namespace store says which namespaces opt out
@@ -162,12 +254,89 @@ struct caches {
   shadow::event_store events;  // shadow mode's TaintManagerEviction Events
 };
 
-// The informers over `caches`; their run() coroutines are the task_group's `watches`.
-struct informer_set {
+// I/O thread: the namespace informer's LIST failed. A 403 is an upgrade that kept an older
+// ClusterRole: say what is missing in one line (instead of the reflector's warning), at every
+// retry. The controller is not ready and does not act until the namespaces are listed.
+bool namespace_list_failed(spdlog::logger& log, const base::error& e,
+                           std::chrono::milliseconds retry_in) {
+  if (e.code != make_error_code(base::errc::forbidden)) {
+    return false;
+  }
+  log.error(
+      "cannot list namespaces ({}): the ClusterRole needs list and watch on namespaces (for "
+      "the {} annotation; apply deploy/clusterrole.yaml of this version); not ready and not "
+      "acting until it can; retrying in {} ms",
+      e.message, controller::opt_out_annotation, retry_in.count());
+  return true;
+}
+
+// The informers over `caches`; their run() coroutines are the task_group's `watches`. Built on
+// the main thread; their handlers and on_synced run on the I/O thread.
+struct cluster_watches {
   std::optional<informers::pod_informer> pods;
   std::optional<informers::node_informer> nodes;
   std::optional<informers::namespace_informer> namespaces;
   std::optional<shadow::event_informer> events;  // shadow mode only
+
+  // The client, the caches and the gate (which the reflectors' on_synced calls) outlive the
+  // informers, as does what the handlers borrow.
+  void build(k8sclient::client& api, caches& cache, activation_gate& gate,
+             informers::pod_informer::handler on_pod, informers::node_informer::handler on_node,
+             bool protobuf, const std::shared_ptr<spdlog::logger>& log) {
+    k8sclient::reflector_options pod_opts;
+    pod_opts.on_synced = [&gate] { gate.pods_synced(); };
+    k8sclient::reflector_options node_opts;
+    node_opts.on_synced = [&gate] { gate.nodes_synced(); };
+    if (protobuf) {
+      pod_opts.accept = informers::protobuf_accept;
+      node_opts.accept = informers::protobuf_accept;
+    }
+    k8sclient::reflector_options namespace_opts;
+    namespace_opts.on_synced = [&gate] { gate.namespaces_synced(); };
+    namespace_opts.on_list_failed = [log](const base::error& e, std::chrono::milliseconds d) {
+      return namespace_list_failed(*log, e, d);
+    };
+    pods.emplace(api, cache.pods, std::move(on_pod), std::move(pod_opts));
+    nodes.emplace(api, cache.nodes, std::move(on_node), std::move(node_opts));
+    // The store reports what matters (an answer that changed); no handler needed.
+    namespaces.emplace(api, cache.namespaces, nullptr, std::move(namespace_opts));
+  }
+
+  // Shadow mode: the TaintManagerEviction Events into `tracker` while `feed` is active. The
+  // Events of the first LIST happened before we looked: only later ones count.
+  void watch_events(k8sclient::client& api, caches& cache, shadow::shadow_tracker& tracker,
+                    const informers::controller_feed& feed) {
+    k8sclient::reflector_options event_opts;
+    event_opts.query = std::string(shadow::taint_manager_events_query);
+    events.emplace(
+        api, cache.events,
+        [this, &feed, forward = shadow::shadow_event_handler(tracker)](
+            const shadow::event_record* old_event, const shadow::event_record* new_event) {
+          if (feed.active() && events->has_synced()) {
+            forward(old_event, new_event);
+          }
+        },
+        std::move(event_opts));
+  }
+
+  // /readyz. Not ready: which first LIST it waits for and, when that LIST has failed, why (the
+  // server caps and escapes the reason).
+  [[nodiscard]] ops::check_result readiness() const {
+    const auto waiting_for = [](std::string_view what, const base::error& e) {
+      return ops::check_result{false, "waiting for the first LIST of " + std::string(what) +
+                                          (e ? " (last failure: " + e.message + ")" : "")};
+    };
+    if (!pods->has_synced()) {
+      return waiting_for("pods", pods->last_list_error());
+    }
+    if (!nodes->has_synced()) {
+      return waiting_for("nodes", nodes->last_list_error());
+    }
+    if (!namespaces->has_synced()) {
+      return waiting_for("namespaces", namespaces->last_list_error());
+    }
+    return {};
+  }
 
   // Asks every informer's run() to finish. Any thread.
   void stop() {
@@ -180,6 +349,58 @@ struct informer_set {
   }
 };
 
+// Shadow mode (--shadow): the comparison (the controller's observer, the pod and Event
+// handlers and the sweep feed it; /debug/shadow reads it). Empty without --shadow.
+struct shadow_parts {
+  base::clock_bridge clock;
+  std::optional<ops::shadow_metrics> metrics;
+  std::optional<shadow::shadow_tracker> tracker;
+
+  // Main thread: the comparison over a window; the tracker reads the controller's taints.
+  void build(ops::registry& registry, std::chrono::milliseconds window,
+             const controller::controller& ctrl) {
+    metrics.emplace(ops::register_shadow_metrics(registry));
+    shadow::shadow_options so;
+    so.window = window;
+    so.node_taints = [&ctrl](std::string_view node) {
+      std::vector<std::string> out;
+      for (const auto& t : ctrl.tainted_taints(node).value_or(std::vector<controller::taint>{})) {
+        out.push_back(shadow::describe_taint(t));
+      }
+      return out;
+    };
+    so.on_settled = [m = *metrics](const shadow::shadow_settled& s) {
+      m.decisions.with({shadow::to_string(s.outcome)}).inc();
+      if (s.outcome == shadow::shadow_outcome::agreed) {
+        m.agreement_delay.observe(s.delay_seconds);
+      }
+      if (s.early) {
+        m.settled_early.inc();
+      }
+    };
+    tracker.emplace(std::move(so));
+  }
+
+  // Main thread, after build(): `forward` and then, while `feed` is active (we lead and the
+  // caches are synced, as decisions are made), the comparison.
+  informers::pod_informer::handler compare_pods(const informers::controller_feed& feed,
+                                                informers::pod_informer::handler forward) {
+    return [this, &feed, forward = std::move(forward)](const informers::pod_record* old_pod,
+                                                       const informers::pod_record* new_pod) {
+      forward(old_pod, new_pod);
+      if (feed.active()) {
+        tracker->pod_changed(old_pod, new_pod);
+      }
+    };
+  }
+
+  // I/O thread (the sweep job): settles the due pods.
+  void sweep() {
+    tracker->sweep();
+    metrics->pending.set(static_cast<double>(tracker->counts().pending));
+  }
+};
+
 // The probe, metrics and /debug endpoints. What they serve is read from the objects it borrows
 // (`sources`, which all outlive it); checks and handlers run on the servers' strand (the I/O
 // thread), the /debug documents are built on a reports thread of its own.
@@ -188,7 +409,7 @@ public:
   struct sources {
     ops::registry& registry;
     k8sclient::leader_elector* elector;  // nullptr without leader election
-    informer_set& watches;
+    const cluster_watches& watches;
     shadow::shadow_tracker* shadow;  // nullptr without --shadow
     controller::controller& ctrl;
     informers::controller_feed& feed;
@@ -215,24 +436,7 @@ public:
       }
       return {};
     });
-    // Not ready: which first LIST it waits for and, when that LIST has failed, why (the server
-    // caps and escapes the reason).
-    const auto waiting_for = [](std::string_view what, const base::error& e) {
-      return ops::check_result{false, "waiting for the first LIST of " + std::string(what) +
-                                          (e ? " (last failure: " + e.message + ")" : "")};
-    };
-    health_->handle_check("/readyz", [this, waiting_for]() -> ops::check_result {
-      if (!src_.watches.pods->has_synced()) {
-        return waiting_for("pods", src_.watches.pods->last_list_error());
-      }
-      if (!src_.watches.nodes->has_synced()) {
-        return waiting_for("nodes", src_.watches.nodes->last_list_error());
-      }
-      if (!src_.watches.namespaces->has_synced()) {
-        return waiting_for("namespaces", src_.watches.namespaces->last_list_error());
-      }
-      return {};
-    });
+    health_->handle_check("/readyz", [this] { return src_.watches.readiness(); });
     const auto metrics_handler = [this] {
       return ops::http_response{200, std::string(ops::metrics_content_type),
                                 src_.registry.render()};
@@ -340,7 +544,6 @@ public:
   void attach(controller::controller& ctrl) { ctrl_ = &ctrl; }
   // Main thread, before the I/O thread runs: --policy's file is re-read from now on.
   void watch_file() { reloader_.emplace(opts_.policy_file, opts_.policy); }
-  [[nodiscard]] bool watching_file() const { return reloader_.has_value(); }
   // Main thread, in shutdown: a poll being made finishes; its result is dropped (stopping).
   void join_reader() { reader_.join(); }
 
@@ -453,12 +656,92 @@ private:
   std::atomic<bool> dry_run_;
 };
 
+// Who may act: the gate (I/O thread only) says when, the feed gates the informer handlers
+// (activated on the I/O thread; deactivated there, and by shutdown from the main thread), and
+// the elector campaigns for the lease (none without --leader-elect).
+struct leadership {
+  std::optional<activation_gate> gate;
+  std::optional<informers::controller_feed> feed;  // borrows the controller
+  std::optional<k8sclient::leader_elector> elector;
+};
+
+// The Prometheus registry and the standard families in it (shadow mode adds its own).
+struct metric_set {
+  ops::registry registry;
+  std::optional<ops::standard_metrics> standard;
+};
+
+// What writes to the cluster through the client: Events and evictions.
+struct cluster_writers {
+  std::optional<writers::event_recorder> recorder;
+  std::optional<writers::k8s_eviction_sink> sink;  // records its Events through recorder
+};
+
+// The API server's configuration, checked; nullopt (logged) when it cannot be used.
+std::optional<k8sclient::rest_config> load_config(const options& opts, spdlog::logger& log) {
+  const bool in_cluster = opts.kubeconfig.empty();
+  auto config = in_cluster ? k8sclient::load_in_cluster()
+                           : k8sclient::load_kubeconfig(opts.kubeconfig, opts.context);
+  if (!config) {
+    log.error("cannot load the API server configuration: {}{}", config.error().message,
+              in_cluster ? " (no --kubeconfig was given, so the in-cluster configuration was "
+                           "tried; pass --kubeconfig when running outside a cluster)"
+                         : "");
+    return std::nullopt;
+  }
+  // Broken TLS material fails here, once, rather than on every request while /healthz says
+  // 200 (the README promises exit 1 for a broken configuration).
+  if (const auto bad = k8sclient::check_tls_material(config.value())) {
+    log.error("cannot use the API server configuration: {}", bad.message);
+    return std::nullopt;
+  }
+  for (const auto& warning : k8sclient::insecure_settings(config.value())) {
+    log.warn("{}", warning);
+  }
+  return std::move(config).value();
+}
+
+// What this run does, for the operator: the start line.
+void log_start(const options& opts, spdlog::logger& log, const k8sclient::rest_config& cfg) {
+  log.info(
+      "taint-eviction-controller {} starting: API server {}://{}:{}{} ({}), {} workers, "
+      "QPS {} burst {}, DisruptionTarget condition {}",
+      tec::version, cfg.tls ? "https" : "http", cfg.host, cfg.port, cfg.base_path, cfg.source,
+      opts.workers, opts.kube_api_qps, opts.kube_api_burst,
+      opts.disruption_condition ? "on" : "off");
+}
+
+// The policy in force at start, shadow mode, dry-run.
+void log_modes(const options& opts, spdlog::logger& log,
+               const controller::eviction_policy& start_policy) {
+  if (opts.policy_file.empty()) {
+    log.info("eviction policy: none (upstream's behaviour){}",
+             start_policy.dry_run ? ", dry-run on (--dry-run)" : "");
+  } else {
+    log.info("eviction policy from {} (re-read every {}): {}",
+             base::printable(opts.policy_file, 256), format_duration(policy_poll_interval),
+             policy::describe(start_policy));
+  }
+  if (opts.shadow) {
+    log.warn(
+        "SHADOW MODE: dry-run, and our would-be evictions are compared with what the "
+        "built-in taint manager does to the same pods (window {}; "
+        "taint_eviction_controller_shadow_* metrics, /debug/shadow on the metrics port)",
+        format_duration(opts.shadow_window));
+  }
+  if (start_policy.dry_run) {
+    log.warn(
+        "DRY RUN: no pod is patched or deleted and no event is written; the log says "
+        "\"would delete\" for each eviction decided");
+  }
+}
+
 }  // namespace
 
 // Owns every long-lived object of the process, once each, in the order they are destroyed
 // (last first); the wiring's callbacks refer to each other through it. The coroutines it runs
 // on the I/O thread (informers, leader election, signal wait, periodic jobs) are owned by
-// `tasks`, which shutdown() stops in stages.
+// `process.tasks`, which shutdown() stops in stages.
 struct daemon::impl {
   explicit impl(options o) : opts(std::move(o)), log(spdlog::default_logger()) {}
 
@@ -467,60 +750,50 @@ struct daemon::impl {
 
   // Declared first, destroyed last: everything below posts to it or holds its executor.
   asio::io_context io{1};
-  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  ops::registry registry;
-  std::optional<ops::standard_metrics> metrics;
+  metric_set metrics;
   shadow_parts shadow_mode;  // before everything that feeds it
   std::optional<k8sclient::client> api;
   caches cache{[this](const std::vector<informers::opt_out_change>& changes) {
     namespaces_changed(changes);
   }};
-  informer_set watches;
   std::optional<timedqueue::asio_driver> driver;
-  std::optional<writers::event_recorder> recorder;
-  std::optional<writers::k8s_eviction_sink> sink;
+  cluster_writers out;  // borrow api and cache.pods
   // Before ctrl, whose workers call its breaker_event(), and after what it borrows.
   std::optional<policy_control> policy_ctl;
-  std::optional<controller::controller> ctrl;  // borrows cache.pods, sink, driver
-  // Borrows ctrl; the informers' handlers borrow it (they run on the I/O thread, joined first).
-  std::optional<informers::controller_feed> feed;
-  std::optional<k8sclient::leader_elector> elector;
+  std::optional<controller::controller> ctrl;  // borrows cache.pods, out.sink, driver
+  leadership lead;
+  // The informers' handlers borrow lead (they run on the I/O thread, joined first).
+  cluster_watches watches;
   std::optional<daemon_endpoints> endpoints;
-  std::thread io_thread;
-
-  // Who may act. The gate is I/O-thread only; the feed gates the informer handlers
-  // (activated on the I/O thread; deactivated there, and by shutdown from the main thread).
-  std::optional<activation_gate> gate;
-  std::atomic<bool> stopping{false};
-  // The one owner of the coroutines on the I/O thread (their stages: namespace stage). Closed by
-  // shutdown: nothing starts after that.
-  async::task_group tasks{io.get_executor()};
-  stop_reason stop;
+  io_runtime process{io, log};
 
   void build(const k8sclient::rest_config& config) {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
-    metrics.emplace(ops::register_standard_metrics(registry, tec::version, [this] {
-      auto stats = cmd::collect_stats(ctrl->stats(), sink->stats(), watches.pods->stats(),
-                                      watches.nodes->stats(), recorder->stats());
+    metrics.standard.emplace(ops::register_standard_metrics(metrics.registry, tec::version, [this] {
+      auto stats = cmd::collect_stats(ctrl->stats(), out.sink->stats(), watches.pods->stats(),
+                                      watches.nodes->stats(), out.recorder->stats());
       cmd::add_informer_stats(stats, "namespaces", watches.namespaces->stats());
       return stats;
     }));
     api.emplace(io.get_executor(), config, client_options());
     driver.emplace(io.get_executor(), io.get_executor());
-    recorder.emplace(io.get_executor(), *api);
+    out.recorder.emplace(io.get_executor(), *api);
     const controller::eviction_policy start_policy = opts.effective_policy(opts.policy);
-    sink.emplace(io.get_executor(), *api, &*recorder,
-                 writers::eviction_sink_options{.disruption_condition = opts.disruption_condition,
-                                                .pods = &cache.pods,
-                                                .dry_run = start_policy.dry_run});
-    policy_ctl.emplace(opts, log, stopping, *sink, *recorder, *metrics, start_policy.dry_run);
-    if (opts.shadow) {
-      build_shadow();
-    }
-    ctrl.emplace(cache.pods, *sink, *driver, controller_options(start_policy));
+    out.sink.emplace(
+        io.get_executor(), *api, &*out.recorder,
+        writers::eviction_sink_options{.disruption_condition = opts.disruption_condition,
+                                       .pods = &cache.pods,
+                                       .dry_run = start_policy.dry_run});
+    policy_ctl.emplace(opts, log, process.stopping, *out.sink, *out.recorder, *metrics.standard,
+                       start_policy.dry_run);
+    ctrl.emplace(cache.pods, *out.sink, *driver, controller_options(start_policy));
     policy_ctl->attach(*ctrl);
-    feed.emplace(*ctrl);
-    gate.emplace(
+    if (opts.shadow) {
+      // The controller's observer reaches the tracker only once the controller acts.
+      shadow_mode.build(metrics.registry, opts.shadow_window, *ctrl);
+    }
+    lead.feed.emplace(*ctrl);
+    lead.gate.emplace(
         [this] {
           log->info("caches synced: {} nodes, {} pods, {} namespaces ({} opted out)",
                     cache.nodes.size(), cache.pods.size(), cache.namespaces.size(),
@@ -528,17 +801,23 @@ struct daemon::impl {
           start_election();
         },
         [this] { activate(); });
-    build_informers();
+    auto on_pod = lead.feed->pod_handler();
+    if (opts.shadow) {
+      watches.watch_events(*api, cache, *shadow_mode.tracker, *lead.feed);
+      on_pod = shadow_mode.compare_pods(*lead.feed, std::move(on_pod));
+    }
+    watches.build(*api, cache, *lead.gate, std::move(on_pod), lead.feed->node_handler(),
+                  opts.protobuf, log);
     if (opts.leader_elect) {
       build_elector();
     }
     endpoints.emplace(
-        daemon_endpoints::sources{.registry = registry,
-                                  .elector = elector ? &*elector : nullptr,
+        daemon_endpoints::sources{.registry = metrics.registry,
+                                  .elector = lead.elector ? &*lead.elector : nullptr,
                                   .watches = watches,
                                   .shadow = shadow_mode.tracker ? &*shadow_mode.tracker : nullptr,
                                   .ctrl = *ctrl,
-                                  .feed = *feed,
+                                  .feed = *lead.feed,
                                   .driver = *driver});
   }
 
@@ -548,8 +827,8 @@ struct daemon::impl {
     copts.burst = opts.kube_api_burst;
     copts.max_connections = static_cast<std::size_t>(opts.kube_api_connections);
     copts.user_agent = std::string("taint-eviction-controller/") + tec::version;
-    copts.observer = [m = *metrics](boost::beast::http::verb verb, unsigned status,
-                                    std::chrono::nanoseconds latency) {
+    copts.observer = [m = *metrics.standard](boost::beast::http::verb verb, unsigned status,
+                                             std::chrono::nanoseconds latency) {
       const auto v = boost::beast::http::to_string(verb);
       const std::string_view verb_label(v.data(), v.size());
       const std::string code = status == 0 ? std::string("<error>") : std::to_string(status);
@@ -567,10 +846,10 @@ struct daemon::impl {
     ctl.threaded = true;
     // pod_deletions counts 2xx DELETEs (from the sink's stats); the histogram the same
     // accepted DELETEs (not pods found already gone), from their due time.
-    ctl.on_deleted = [m = *metrics](std::chrono::nanoseconds due_to_deleted) {
+    ctl.on_deleted = [m = *metrics.standard](std::chrono::nanoseconds due_to_deleted) {
       m.pod_deletion_duration.observe(std::chrono::duration<double>(due_to_deleted).count());
     };
-    ctl.on_waited = [m = *metrics](std::chrono::nanoseconds waited) {
+    ctl.on_waited = [m = *metrics.standard](std::chrono::nanoseconds waited) {
       m.eviction_wait_duration.observe(std::chrono::duration<double>(waited).count());
     };
     ctl.on_breaker = [this](bool open, std::size_t tainted, std::size_t known) {
@@ -592,51 +871,6 @@ struct daemon::impl {
     return ctl;
   }
 
-  // The informers, after feed and gate: their handlers and on_synced borrow both.
-  void build_informers() {
-    // The reflectors call on_synced on the I/O thread, where the gate lives.
-    k8sclient::reflector_options pod_opts;
-    pod_opts.on_synced = [this] { gate->pods_synced(); };
-    k8sclient::reflector_options node_opts;
-    node_opts.on_synced = [this] { gate->nodes_synced(); };
-    if (opts.protobuf) {
-      pod_opts.accept = informers::protobuf_accept;
-      node_opts.accept = informers::protobuf_accept;
-    }
-    k8sclient::reflector_options namespace_opts;
-    namespace_opts.on_synced = [this] { gate->namespaces_synced(); };
-    namespace_opts.on_list_failed = [this](const base::error& e, std::chrono::milliseconds d) {
-      return namespace_list_failed(e, d);
-    };
-    auto pod_handler = feed->pod_handler();
-    if (opts.shadow) {
-      // Pods are compared only while we act (lead, caches synced), as decisions are made.
-      pod_handler = [this, forward = std::move(pod_handler)](const informers::pod_record* old_pod,
-                                                             const informers::pod_record* new_pod) {
-        forward(old_pod, new_pod);
-        if (feed->active()) {
-          shadow_mode.tracker->pod_changed(old_pod, new_pod);
-        }
-      };
-      k8sclient::reflector_options event_opts;
-      event_opts.query = std::string(shadow::taint_manager_events_query);
-      // The Events of the first LIST happened before we looked: only later ones count.
-      watches.events.emplace(
-          *api, cache.events,
-          [this, forward = shadow::shadow_event_handler(*shadow_mode.tracker)](
-              const shadow::event_record* old_event, const shadow::event_record* new_event) {
-            if (feed->active() && watches.events->has_synced()) {
-              forward(old_event, new_event);
-            }
-          },
-          std::move(event_opts));
-    }
-    watches.pods.emplace(*api, cache.pods, std::move(pod_handler), std::move(pod_opts));
-    watches.nodes.emplace(*api, cache.nodes, feed->node_handler(), std::move(node_opts));
-    // The store reports what matters (an answer that changed); no handler needed.
-    watches.namespaces.emplace(*api, cache.namespaces, nullptr, std::move(namespace_opts));
-  }
-
   void build_elector() {
     k8sclient::leader_election_config le;
     le.lease_namespace = opts.lease_namespace;
@@ -646,103 +880,54 @@ struct daemon::impl {
     le.retry_period = opts.retry_period;
     le.release_on_cancel = true;
     le.on_started_leading = [this] {
-      metrics->is_leader.set(1);
+      metrics.standard->is_leader.set(1);
       log->info("became the leader (lease {}/{}); acting", opts.lease_namespace, opts.lease_name);
-      gate->may_lead();
+      lead.gate->may_lead();
     };
     le.on_stopped_leading = [this] { stopped_leading(); };
-    elector.emplace(io.get_executor(), *api, std::move(le));
+    lead.elector.emplace(io.get_executor(), *api, std::move(le));
   }
 
   // I/O thread, when the caches are synced (the gate's first callback): campaign for the
   // lease. Not before: a replica whose caches never sync (an old ClusterRole, a resource it
   // cannot list) must not hold the lease, or nobody would act while the other replica could.
   void start_election() {
-    if (!elector) {
+    if (!lead.elector) {
       return;
     }
     // Refused once shutdown closed the group (then the elector never runs). Otherwise owned
-    // by `tasks` (stage leadership): shutdown asks it to release the lease (stop()), and
-    // cancels it only when it is still running after the client's shutdown. A stop() that
-    // came first makes run() return at once.
-    tasks.spawn(stage::leadership, elector->run(), [this](const std::exception_ptr& e, bool clean) {
-      if (e && !stopping.load()) {
-        log->error("leader election failed: {}; exiting", describe(e));
-        stop.request(1);
-      } else if (!e && !clean && !stopping.load()) {
-        stop.request(1);
-      }
-    });
+    // by `process.tasks` (stage leadership): shutdown asks it to release the lease (stop()),
+    // and cancels it only when it is still running after the client's shutdown. A stop()
+    // that came first makes run() return at once.
+    process.tasks.spawn(stage::leadership, lead.elector->run(),
+                        [this](const std::exception_ptr& e, bool clean) {
+                          if (e && !process.stopping.load()) {
+                            log->error("leader election failed: {}; exiting", describe(e));
+                            process.stop.request(1);
+                          } else if (!e && !clean && !process.stopping.load()) {
+                            process.stop.request(1);
+                          }
+                        });
   }
 
-  void build_shadow() {
-    shadow_mode.metrics.emplace(ops::register_shadow_metrics(registry));
-    shadow::shadow_options so;
-    so.window = opts.shadow_window;
-    so.node_taints = [this](std::string_view node) {
-      std::vector<std::string> out;
-      for (const auto& t : ctrl->tainted_taints(node).value_or(std::vector<controller::taint>{})) {
-        out.push_back(shadow::describe_taint(t));
-      }
-      return out;
-    };
-    so.on_settled = [m = *shadow_mode.metrics](const shadow::shadow_settled& s) {
-      m.decisions.with({shadow::to_string(s.outcome)}).inc();
-      if (s.outcome == shadow::shadow_outcome::agreed) {
-        m.agreement_delay.observe(s.delay_seconds);
-      }
-      if (s.early) {
-        m.settled_early.inc();
-      }
-    };
-    shadow_mode.tracker.emplace(std::move(so));
-  }
-
-  // The periodic jobs, each an every() in the task_group's background stage: cancelled by
-  // shutdown; each also ends at its first run after shutdown began.
+  // The periodic jobs, each an every() in the task_group's background stage (cancelled by
+  // shutdown).
   void start_periodic_jobs() {
-    // An exception a job throws leaves io.run() (the I/O thread's failure), as it did when
-    // the jobs were timer handlers.
-    const auto rethrow = [](const std::exception_ptr& e) {
-      if (e) {
-        std::rethrow_exception(e);
-      }
-    };
-    if (policy_ctl->watching_file()) {
+    if (!opts.policy_file.empty()) {
       // Re-reads the policy file off the I/O thread; the result comes back to it.
-      tasks.spawn(stage::background,
-                  async::every(policy_poll_interval, [this] { return policy_ctl->poll(); }),
-                  rethrow);
+      policy_ctl->watch_file();
+      process.spawn_background(
+          async::every(policy_poll_interval, [this] { return policy_ctl->poll(); }));
     }
     // Gives the heap that has been freed back to the kernel. glibc keeps what a burst of work
     // freed (the initial LIST's pages, a relist, a mass eviction's requests) in its arenas,
     // fragmented between the live records, so RSS stays at the burst's peak: at 50,000 pods
     // that was most of the RSS (issue 16, BENCHMARKS.md). malloc_trim walks the free chunks
     // only (a few ms at that size).
-    tasks.spawn(stage::background,
-                async::every(trim_interval,
-                             [this] {
-                               if (stopping.load()) {
-                                 return false;
-                               }
-                               ::malloc_trim(0);
-                               return true;
-                             }),
-                rethrow);
+    process.every(trim_interval, [] { ::malloc_trim(0); });
     if (shadow_mode.tracker) {
       // Settles shadow mode's due pods.
-      tasks.spawn(stage::background,
-                  async::every(shadow_sweep_interval,
-                               [this] {
-                                 if (stopping.load()) {
-                                   return false;
-                                 }
-                                 shadow_mode.tracker->sweep();
-                                 shadow_mode.metrics->pending.set(
-                                     static_cast<double>(shadow_mode.tracker->counts().pending));
-                                 return true;
-                               }),
-                  rethrow);
+      process.every(shadow_sweep_interval, [this] { shadow_mode.sweep(); });
     }
   }
 
@@ -770,57 +955,42 @@ struct daemon::impl {
       log->info("... and {} more namespaces changed their taint-eviction opt-out",
                 changes.size() - most_logged);
     }
-    if (feed->active()) {
+    if (lead.feed->active()) {
       ctrl->redecide_all();
     }
   }
 
-  // I/O thread: the namespace informer's LIST failed. A 403 is an upgrade that kept an older
-  // ClusterRole: say what is missing in one line (instead of the reflector's warning), at
-  // every retry. The controller is not ready and does not act until the namespaces are listed.
-  bool namespace_list_failed(const base::error& e, std::chrono::milliseconds retry_in) {
-    if (e.code != make_error_code(base::errc::forbidden)) {
-      return false;
-    }
-    log->error(
-        "cannot list namespaces ({}): the ClusterRole needs list and watch on namespaces (for "
-        "the {} annotation; apply deploy/clusterrole.yaml of this version); not ready and not "
-        "acting until it can; retrying in {} ms",
-        e.message, controller::opt_out_annotation, retry_in.count());
-    return true;
-  }
-
   // I/O thread: the elector gave up the lease (stop()) or lost it.
   void stopped_leading() {
-    metrics->is_leader.set(0);
-    gate->close();
-    feed->deactivate();
-    if (stopping.load()) {
+    metrics.standard->is_leader.set(0);
+    lead.gate->close();
+    lead.feed->deactivate();
+    if (process.stopping.load()) {
       return;
     }
     // Stop acting at once: another process may already be leading. Evictions in flight are
     // abandoned by the shutdown that follows; the next leader decides them afresh.
-    sink->stop();
-    recorder->stop();
+    out.sink->stop();
+    out.recorder->stop();
     log->error(
         "lost the leader lease {}/{}: stopped acting; exiting with status 1 so the "
         "process restarts as a follower",
         opts.lease_namespace, opts.lease_name);
-    stop.request(1);
+    process.stop.request(1);
   }
 
   // I/O thread, from the gate: we may lead and both caches hold a full LIST. The replay runs
   // on the I/O thread, which also runs the informer handlers, so no event slips between the
   // snapshot and the handlers starting to forward.
   void activate() {
-    if (stopping.load()) {
-      return;  // shutdown began and its gate->close() has not run yet: never start acting now
+    if (process.stopping.load()) {
+      return;  // shutdown began and its lead.gate->close() has not run yet: never start acting now
     }
     ctrl->start();
     if (!opts.leader_elect) {
-      metrics->is_leader.set(1);
+      metrics.standard->is_leader.set(1);
     }
-    const auto replayed = feed->activate(cache.nodes, cache.pods);
+    const auto replayed = lead.feed->activate(cache.nodes, cache.pods);
     ::malloc_trim(0);  // what the LISTs and the replay freed; the trim job does the rest later
     log->info(
         "acting: replayed {} nodes ({} with NoExecute taints) and the {} pods on those from the "
@@ -828,160 +998,54 @@ struct daemon::impl {
         replayed.nodes, replayed.tainted_nodes, replayed.pods);
   }
 
-  // I/O thread (each_signal in the task_group's background stage, cancelled late in
-  // shutdown): SIGTERM or SIGINT asks for a clean stop; a second one while stopping exits at
-  // once.
-  void on_signal(int signo) {
-    if (stopping.load() || stop.requested()) {
-      log->warn("received signal {} again during shutdown: exiting at once", signo);
-      std::_Exit(1);
-    }
-    log->info("received {}: shutting down", signo == SIGTERM ? "SIGTERM" : "SIGINT");
-    stop.request(0);
-  }
-
-  // Owned by `tasks` (stage watches); shutdown stops them and cancels those still running
-  // after the client's shutdown.
-  template <class Informer>
-  void spawn_informer(Informer& informer, const char* what) {
-    tasks.spawn(stage::watches, informer.run(), [this, what](const std::exception_ptr& e) {
-      if (stopping.load()) {
-        // Cancelled by shutdown (operation_aborted) or ended by stop().
-        if (e) {
-          log->debug("the {} informer ended: {}", what, describe(e));
-        }
-      } else if (e) {
-        log->error("the {} informer failed: {}; exiting", what, describe(e));
-        stop.request(1);
-      } else {
-        log->error("the {} informer ended unexpectedly; exiting", what);
-        stop.request(1);
-      }
-    });
-  }
-
-  // The API server's configuration, checked; nullopt (logged) when it cannot be used.
-  std::optional<k8sclient::rest_config> load_config() {
-    const bool in_cluster = opts.kubeconfig.empty();
-    auto config = in_cluster ? k8sclient::load_in_cluster()
-                             : k8sclient::load_kubeconfig(opts.kubeconfig, opts.context);
-    if (!config) {
-      log->error("cannot load the API server configuration: {}{}", config.error().message,
-                 in_cluster ? " (no --kubeconfig was given, so the in-cluster configuration was "
-                              "tried; pass --kubeconfig when running outside a cluster)"
-                            : "");
-      return std::nullopt;
-    }
-    // Broken TLS material fails here, once, rather than on every request while /healthz says
-    // 200 (the README promises exit 1 for a broken configuration).
-    if (const auto bad = k8sclient::check_tls_material(config.value())) {
-      log->error("cannot use the API server configuration: {}", bad.message);
-      return std::nullopt;
-    }
-    for (const auto& warning : k8sclient::insecure_settings(config.value())) {
-      log->warn("{}", warning);
-    }
-    return std::move(config).value();
-  }
-
-  // What this run does, for the operator: the start line, the policy, shadow mode, dry-run.
-  void log_start(const k8sclient::rest_config& cfg) {
-    log->info(
-        "taint-eviction-controller {} starting: API server {}://{}:{}{} ({}), {} workers, "
-        "QPS {} burst {}, DisruptionTarget condition {}",
-        tec::version, cfg.tls ? "https" : "http", cfg.host, cfg.port, cfg.base_path, cfg.source,
-        opts.workers, opts.kube_api_qps, opts.kube_api_burst,
-        opts.disruption_condition ? "on" : "off");
-  }
-
-  void log_modes() {
-    const controller::eviction_policy start_policy = ctrl->policy();
-    if (opts.policy_file.empty()) {
-      log->info("eviction policy: none (upstream's behaviour){}",
-                start_policy.dry_run ? ", dry-run on (--dry-run)" : "");
-    } else {
-      log->info("eviction policy from {} (re-read every {}): {}",
-                base::printable(opts.policy_file, 256), format_duration(policy_poll_interval),
-                policy::describe(start_policy));
-    }
-    if (opts.shadow) {
-      log->warn(
-          "SHADOW MODE: dry-run, and our would-be evictions are compared with what the "
-          "built-in taint manager does to the same pods (window {}; "
-          "taint_eviction_controller_shadow_* metrics, /debug/shadow on the metrics port)",
-          format_duration(opts.shadow_window));
-    }
-    if (start_policy.dry_run) {
-      log->warn(
-          "DRY RUN: no pod is patched or deleted and no event is written; the log says "
-          "\"would delete\" for each eviction decided");
-    }
-  }
-
-  // Main thread, before the I/O thread runs: every coroutine into `tasks`, then leadership.
+  // Main thread, before the I/O thread runs: every coroutine into `process.tasks`, then
+  // leadership.
   void start_tasks(asio::signal_set& signals) {
-    tasks.spawn(stage::background,
-                async::each_signal(signals, [this](int signo) { on_signal(signo); }),
-                [](const std::exception_ptr& e) {
-                  if (e) {
-                    std::rethrow_exception(e);
-                  }
-                });
-    recorder->start();
-    if (!opts.policy_file.empty()) {
-      policy_ctl->watch_file();
-    }
+    process.watch_signals(signals);
+    out.recorder->start();
     start_periodic_jobs();
-    spawn_informer(*watches.nodes, "node");
-    spawn_informer(*watches.pods, "pod");
-    spawn_informer(*watches.namespaces, "namespace");
+    process.spawn_informer(*watches.nodes, "node");
+    process.spawn_informer(*watches.pods, "pod");
+    process.spawn_informer(*watches.namespaces, "namespace");
     if (watches.events) {
-      spawn_informer(*watches.events, "event");
+      process.spawn_informer(*watches.events, "event");
     }
-    if (elector) {
+    if (lead.elector) {
       log->info(
           "leader election: lease {}/{} as {} (duration {}, renew deadline {}, retry {}); "
           "campaigning once the caches are synced",
-          opts.lease_namespace, opts.lease_name, elector->identity(),
+          opts.lease_namespace, opts.lease_name, lead.elector->identity(),
           format_duration(opts.lease_duration), format_duration(opts.renew_deadline),
           format_duration(opts.retry_period));
     } else {
       log->warn(
           "leader election is off (--leader-elect=false): acting as soon as the caches "
           "are synced; run one replica only");
-      asio::post(io, [this] { gate->may_lead(); });
+      asio::post(io, [this] { lead.gate->may_lead(); });
     }
   }
 
   int run() {
-    const auto cfg = load_config();
+    const auto cfg = load_config(opts, *log);
     if (!cfg) {
       return 1;
     }
-    log_start(*cfg);
+    log_start(opts, *log, *cfg);
     // Pod labels cost memory and only a policy's podSelector reads them; a policy file can
     // gain a selector on reload, so they are kept whenever one is configured.
     informers::keep_pod_labels(!opts.policy_file.empty());
     build(*cfg);
-    log_modes();
+    log_modes(opts, *log, ctrl->policy());
     if (auto e = endpoints->start(io.get_executor(), opts, *log); !e.empty()) {
       log->error("{}", e);
       endpoints->stop();
       return 1;
     }
-    // Registered here, before the I/O thread runs; watched by a coroutine of `tasks`.
+    // Registered here, before the I/O thread runs; watched by a coroutine of `process.tasks`.
     asio::signal_set signals(io, SIGINT, SIGTERM);
     start_tasks(signals);
-    io_thread = std::thread([this] {
-      try {
-        io.run();
-      } catch (const std::exception& e) {
-        log->critical("the I/O thread failed: {}", e.what());
-        stop.request(1);
-      }
-      stop.io_finished();
-    });
-    const int code = stop.wait();
+    process.start();
+    const int code = process.stop.wait();
     shutdown(code);
     return code;
   }
@@ -992,53 +1056,47 @@ struct daemon::impl {
   // own shutdown, and the lease release must get its budget).
   void shutdown(int code) {
     const auto started = steady::now();
-    stopping = true;
-    tasks.close();  // a campaign the caches' sync would start now never starts
-    feed->deactivate();
-    sink->stop();
+    process.stopping = true;
+    process.tasks.close();  // a campaign the caches' sync would start now never starts
+    lead.feed->deactivate();
+    out.sink->stop();
     asio::post(io, [this] {
-      gate->close();
-      recorder->stop();  // the recorder's channel lives on the I/O thread
+      lead.gate->close();
+      out.recorder->stop();  // the recorder's channel lives on the I/O thread
     });
-    if (elector) {
-      elector->stop();
-      if (!tasks.wait_idle(stage::leadership, steady::now() + release_budget)) {
+    if (lead.elector) {
+      lead.elector->stop();
+      if (!process.tasks.wait_idle(stage::leadership, steady::now() + release_budget)) {
         log->warn(
             "could not release the leader lease within {}; another replica takes over "
             "after the lease duration",
             format_duration(release_budget));
       }
     }
-    if (!sink->wait_idle(in_flight_budget)) {
+    if (!out.sink->wait_idle(in_flight_budget)) {
       log->warn(
           "abandoning {} eviction request(s) in flight; the next leader decides those "
           "pods again",
-          sink->stats().in_flight);
+          out.sink->stats().in_flight);
     }
     watches.stop();
     endpoints->stop();
     endpoints->join_reports();
     policy_ctl->join_reader();
-    tasks.cancel(stage::background);  // the signal wait and the periodic jobs
+    process.tasks.cancel(stage::background);  // the signal wait and the periodic jobs
     api->shutdown();
     ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
     const auto drain_deadline = steady::now() + drain_budget;
-    if (!tasks.wait_idle(stage::watches, drain_deadline) ||
-        !tasks.wait_idle(stage::leadership, drain_deadline)) {
+    if (!process.tasks.wait_idle(stage::watches, drain_deadline) ||
+        !process.tasks.wait_idle(stage::leadership, drain_deadline)) {
       log->warn(
           "cancelling the informers and the leader election, still running after the "
           "client's shutdown");
       // Posted after the client's shutdown, which was posted before.
-      tasks.cancel(stage::watches);
-      tasks.cancel(stage::leadership);
+      process.tasks.cancel(stage::watches);
+      process.tasks.cancel(stage::leadership);
     }
-    work.reset();
-    if (!stop.wait_io(drain_deadline)) {
-      log->warn("the I/O thread still had work after {}; stopping it",
-                format_duration(drain_budget));
-      io.stop();
-    }
-    io_thread.join();
+    process.finish(drain_deadline);
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count();
     log->info("stopped in {} ms (exit status {})", ms, code);

@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <array>
+#include <boost/algorithm/string/trim.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -25,25 +27,12 @@ bool valid_object_name(std::string_view s) {
   if (s.empty() || s.size() > 253) {
     return false;
   }
-  for (const char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
-    if (!ok) {
-      return false;
-    }
+  if (!std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+      })) {
+    return false;
   }
   return s.front() != '-' && s.back() != '-' && s.front() != '.' && s.back() != '.';
-}
-
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return std::isspace(c) == 0; };
-  while (!s.empty() && !not_space(static_cast<unsigned char>(s.back()))) {
-    s.pop_back();
-  }
-  std::size_t i = 0;
-  while (i < s.size() && !not_space(static_cast<unsigned char>(s[i]))) {
-    ++i;
-  }
-  return s.substr(i);
 }
 
 // A duration flag: parsed, and positive.
@@ -279,11 +268,11 @@ void check_lease_object(options& o, const flag_text& t, const env_fn& env,
                         const read_file_fn& read_file, problem_list& problems) {
   o.lease_namespace = t.lease_namespace;
   if (o.lease_namespace.empty()) {
-    if (auto ns = env("POD_NAMESPACE"); ns && !trim(*ns).empty()) {
-      o.lease_namespace = trim(*ns);
+    if (auto ns = env("POD_NAMESPACE"); ns && !boost::trim_copy(*ns).empty()) {
+      o.lease_namespace = boost::trim_copy(*ns);
     } else if (auto file = read_file(service_account_namespace_file);
-               file && !trim(*file).empty()) {
-      o.lease_namespace = trim(*file);
+               file && !boost::trim_copy(*file).empty()) {
+      o.lease_namespace = boost::trim_copy(*file);
     } else {
       o.lease_namespace = "kube-system";
     }
@@ -314,11 +303,7 @@ void check_servers(const options& o, problem_list& problems) {
 
 // The log level and format (and the content type, which CLI11 already checked).
 void check_logging(options& o, const flag_text& t, problem_list& problems) {
-  bool level_ok = false;
-  for (const auto level : log_levels) {
-    level_ok = level_ok || o.log_level == level;
-  }
-  if (!level_ok) {
+  if (std::find(log_levels.begin(), log_levels.end(), o.log_level) == log_levels.end()) {
     problems.push_back("--log-level: \"" + o.log_level +
                        "\" is not one of trace, debug, info, warn, error, critical, off");
   }

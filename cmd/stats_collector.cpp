@@ -34,10 +34,8 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
   }
   out.toleration_overrides = cs.toleration_overrides;
   out.terminating_pods_skipped = cs.terminating_skipped;
-  out.watch_restarts = {{"pods", pods.watch_restarts}, {"nodes", nodes.watch_restarts}};
-  out.relists = {{"pods", pods.relists}, {"nodes", nodes.relists}};
-  out.list_watch_backoffs = {{"pods", pods.backoffs}, {"nodes", nodes.backoffs}};
-  out.watch_decode_errors = {{"pods", pods.decode_errors}, {"nodes", nodes.decode_errors}};
+  add_informer_stats(out, "pods", pods);
+  add_informer_stats(out, "nodes", nodes);
   // Each occurrence recorded ends in one of them (see writers::event_recorder_stats).
   out.events = {{"sent", es.sent},
                 {"updated", es.updated},

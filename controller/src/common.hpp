@@ -48,6 +48,12 @@ struct string_hash {
   }
 };
 
+// Makes `key` the pod key "namespace/name" (reusing its buffer).
+inline void set_key(std::string& key, std::string_view ns, std::string_view name) {
+  key.assign(ns).push_back('/');
+  key.append(name);
+}
+
 // A pod key's namespace and name; no '/': an empty namespace and the whole key.
 inline std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
   const auto slash = key.find('/');

@@ -233,19 +233,15 @@ void eviction_runner::finish_attempt(pending_done& holder, std::string_view key,
                                      eviction_method method, std::chrono::milliseconds fallback) {
   switch (result.status) {
     case eviction_status::deleted:
+    case eviction_status::gone:
       bump(ctr_.succeeded);
       forget(key, generation);
       // Only a DELETE of ours that was accepted is a deletion for the histogram.
-      if (options_.on_deleted) {
+      if (result.status == eviction_status::deleted && options_.on_deleted) {
         options_.on_deleted(
             std::max(std::chrono::nanoseconds::zero(),
                      std::chrono::duration_cast<std::chrono::nanoseconds>(drv_.now() - fire_at)));
       }
-      holder.done.complete(timedqueue::outcome::success());
-      return;
-    case eviction_status::gone:
-      bump(ctr_.succeeded);
-      forget(key, generation);
       holder.done.complete(timedqueue::outcome::success());
       return;
     case eviction_status::blocked:

@@ -20,11 +20,6 @@ std::string& key_buffer() {
   return buffer;
 }
 
-void set_key(std::string& key, std::string_view ns, std::string_view name) {
-  key.assign(ns).push_back('/');
-  key.append(name);
-}
-
 }  // namespace
 
 pod_decider::pod_decider(const pod_index& pods, timedqueue::driver& drv, tainted_nodes& tainted,
@@ -203,14 +198,12 @@ pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_
   return verdict::done;
 }
 
-// `pod` would be evicted, but it is terminating already (a deletionTimestamp: ours, taken
-// before a restart or a failover, or someone else's): a second DELETE would change nothing
-// for it and take a rate-limit token, so nothing is scheduled, and an eviction of it still
-// waiting (pending, held, backing off) is cancelled, with upstream's event when it was
-// pending or held, or blocked by a budget (queue_entries::cancel's answer; as for a pod deleted
-// before its time, docs/behaviour.md §5.1). An attempt running is left to finish: its own DELETE is
-// what usually made the pod terminating.
-// Caller holds the key lock; `verified` as for decide_locked.
+// `pod` would be evicted, but it is terminating already (controller.hpp, "A pod already
+// terminating"): nothing is scheduled, an eviction still waiting is cancelled with upstream's
+// event when queue_entries::cancel says so (as for a pod deleted before its time,
+// docs/behaviour.md §5.1), and an attempt running is left to finish (its own DELETE is what
+// usually made the pod terminating). Caller holds the key lock; `verified` as for
+// decide_locked.
 pod_decider::verdict pod_decider::leave_terminating(std::string_view key, const pod_view& pod,
                                                     bool verified) {
   const auto entry = entries_.lookup(key);

@@ -79,8 +79,7 @@ void queue_entries::drop_foreign(std::string_view key, std::string_view old_uid,
 
 bool queue_entries::eviction_waits(const pod_view& pod) const {
   std::string key;
-  key.assign(pod.namespace_).push_back('/');
-  key.append(pod.name);
+  set_key(key, pod.namespace_, pod.name);
   const auto entry = queue_.lookup(key);
   return entry && entry->payload == pod.uid && entry->state != timedqueue::entry_state::running;
 }

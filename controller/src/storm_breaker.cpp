@@ -32,9 +32,6 @@ void storm_breaker::configure(const storm_breaker_policy& cfg, const tainted_nod
       }
     }
     changed_state = evaluate(/*fresh=*/cfg_changed);
-    if (changed_state) {
-      queue_.set_paused(open_);
-    }
   }
   if (changed_state) {
     changed();
@@ -60,9 +57,6 @@ void storm_breaker::node_updated(const node_view* old_node, const node_view* new
       }
     }
     changed_state = evaluate();
-    if (changed_state) {
-      queue_.set_paused(open_);
-    }
   }
   if (changed_state) {
     changed();
@@ -91,7 +85,7 @@ bool storm_breaker::counts(const std::vector<taint>& taints) const {
 
 // Opens above the threshold (with at least min_tainted_nodes), closes below the threshold
 // minus the hysteresis. `fresh` (a new policy): decides as if closed. Returns whether the
-// state changed. Requires mu_.
+// state changed; the queue is then paused or resumed. Requires mu_.
 bool storm_breaker::evaluate(bool fresh) {
   bool want = false;
   if (cfg_.enabled()) {
@@ -108,6 +102,7 @@ bool storm_breaker::evaluate(bool fresh) {
     return false;
   }
   open_ = want;
+  queue_.set_paused(open_);
   return true;
 }
 

@@ -6,12 +6,9 @@
 
 #include <array>
 #include <atomic>
-#include <cassert>
-#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <type_traits>
 #include <utility>
 
 // The JSON path: simdjson's DOM parser validates the whole text (RFC 8259, UTF-8, numbers,
@@ -22,12 +19,8 @@
 // the DOM so that the tests, the fuzz target and a benchmark can drive the same field mapping
 // from nlohmann's DOM, an independent parser, and compare: that reference decoder is a library
 // of its own (informers/reference/, tec_informers_reference), never linked into the daemon.
-//
-// simdjson is the one production JSON engine for pods and nodes. Measured with
-// bench/k8sclient_bench (random interleaving, 6 repetitions, medians of CPU time, shared
-// machine), the same field mapping fed by simdjson's DOM and by nlohmann's: a LIST of 10,000 pods
-// 62.1 ms against 835 ms (7.0 against 1,144 allocations per pod); a watch stream of the same
-// pods 27.7 ms against 635 ms (7.0 against 1,175 allocations per pod).
+// simdjson is the one production JSON engine for pods and nodes: fed the same field mapping,
+// nlohmann's DOM takes over ten times as long (BENCHMARKS.md).
 
 namespace tec::informers {
 namespace {
@@ -144,29 +137,16 @@ struct simdjson_parse {
   }
 };
 
-std::optional<event_type> event_type_of(std::string_view s) noexcept {
-  if (s == "ADDED") {
-    return event_type::added;
-  }
-  if (s == "MODIFIED") {
-    return event_type::modified;
-  }
-  if (s == "DELETED") {
-    return event_type::deleted;
-  }
-  if (s == "BOOKMARK") {
-    return event_type::bookmark;
-  }
-  if (s == "ERROR") {
-    return event_type::error;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::optional<event_type> parse_event_type(std::string_view text) noexcept {
-  return event_type_of(text);
+  for (const event_type type : {event_type::added, event_type::modified, event_type::deleted,
+                                event_type::bookmark, event_type::error}) {
+    if (text == to_string(type)) {
+      return type;
+    }
+  }
+  return std::nullopt;
 }
 
 std::string_view to_string(event_type type) noexcept {

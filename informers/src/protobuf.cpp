@@ -107,21 +107,6 @@ std::int64_t time_seconds(std::string_view message, std::string& why, bool& ok) 
   return seconds == go_zero_time ? 0 : seconds;
 }
 
-/// A map entry {key = 1, value = 2}.
-bool map_entry(std::string_view message, std::string& why, std::string_view& key,
-               std::string_view& value) {
-  key = {};
-  value = {};
-  return each_field(message, why, [&](const field& f) {
-    if (f.wire == pb::wire::length_delimited && f.number == pb::map_entry::key) {
-      key = f.bytes;
-    } else if (f.wire == pb::wire::length_delimited && f.number == pb::map_entry::value) {
-      value = f.bytes;
-    }
-    return true;
-  });
-}
-
 /// Unknown.raw of an envelope ("k8s\0" + Unknown), or why not.
 result<std::string_view> unwrap(std::string_view envelope, std::string_view what) {
   if (!is_protobuf(envelope)) {
@@ -213,14 +198,21 @@ private:
     });
   }
 
-  /// A map entry handed to `take` (label or annotation).
+  /// A map entry {key = 1, value = 2} handed to `take` (label or annotation).
   bool entry(std::string_view m, void (pod_builder::*take)(std::string_view, std::string_view)) {
-    std::string_view k;
-    std::string_view v;
-    if (!map_entry(m, why_, k, v)) {
+    std::string_view key;
+    std::string_view value;
+    if (!each_field(m, why_, [&](const field& f) {
+          if (f.wire == pb::wire::length_delimited && f.number == pb::map_entry::key) {
+            key = f.bytes;
+          } else if (f.wire == pb::wire::length_delimited && f.number == pb::map_entry::value) {
+            value = f.bytes;
+          }
+          return true;
+        })) {
       return false;
     }
-    (b_.*take)(k, v);
+    (b_.*take)(key, value);
     return true;
   }
 
@@ -579,11 +571,19 @@ result<k8sclient::api_status> decode_status_protobuf(std::string_view envelope) 
 std::optional<protobuf_list_splitter::header> protobuf_list_splitter::next_header(std::size_t pos) {
   const std::string_view in = std::string_view(buf_).substr(pos);
   std::size_t p = 0;
-  std::uint64_t tag = 0;
-  if (!read_varint(in, p, tag)) {
-    if (in.size() >= 10) {
-      fail(malformed("list", "a bad field tag"));
+  // The varint at p: false when more bytes are needed, or (failed) when 10 bytes do not end it.
+  auto varint = [&](std::uint64_t& v, std::string_view bad) {
+    const std::size_t start = p;
+    if (read_varint(in, p, v)) {
+      return true;
     }
+    if (in.size() - start >= 10) {
+      fail(malformed("list", std::string(bad)));
+    }
+    return false;
+  };
+  std::uint64_t tag = 0;
+  if (!varint(tag, "a bad field tag")) {
     return std::nullopt;
   }
   header h;
@@ -597,10 +597,7 @@ std::optional<protobuf_list_splitter::header> protobuf_list_splitter::next_heade
     case pb::wire::varint: {
       std::uint64_t v = 0;
       const std::size_t start = p;
-      if (!read_varint(in, p, v)) {
-        if (in.size() - start >= 10) {
-          fail(malformed("list", "a bad varint"));
-        }
+      if (!varint(v, "a bad varint")) {
         return std::nullopt;
       }
       h.header_bytes = start;
@@ -614,11 +611,7 @@ std::optional<protobuf_list_splitter::header> protobuf_list_splitter::next_heade
       return h;
     case pb::wire::length_delimited: {
       std::uint64_t len = 0;
-      const std::size_t start = p;
-      if (!read_varint(in, p, len)) {
-        if (in.size() - start >= 10) {
-          fail(malformed("list", "a bad length"));
-        }
+      if (!varint(len, "a bad length")) {
         return std::nullopt;
       }
       if (len > max_page_) {

@@ -34,9 +34,12 @@ class ref_pool {
 public:
   using node = std::pair<const Key, std::size_t>;
 
-  /// Takes a reference to `key`'s shared copy (created on first use).
+  /// Takes a reference to `key`'s shared copy (created on first use); nullptr for an empty key.
   template <class K>
   node* acquire(const K& key) {
+    if (key.empty()) {
+      return nullptr;
+    }
     auto it = map_.find(key);
     if (it == map_.end()) {
       it = map_.emplace(Key(key), 0).first;
@@ -45,9 +48,12 @@ public:
     return &*it;
   }
 
-  /// Drops a reference; the value is freed with the last one.
+  /// Drops a reference (nullptr: none); the value is freed with the last one.
   void release(node* n) noexcept {
-    assert(n != nullptr && n->second > 0);
+    if (n == nullptr) {
+      return;
+    }
+    assert(n->second > 0);
     if (--n->second == 0) {
       map_.erase(map_.find(n->first));
     }
@@ -58,8 +64,6 @@ public:
     auto it = map_.find(key);
     return it == map_.end() ? nullptr : &*it;
   }
-
-  [[nodiscard]] std::size_t size() const noexcept { return map_.size(); }
 
 private:
   std::unordered_map<Key, std::size_t, Hash, Eq> map_;
@@ -120,7 +124,7 @@ struct pod_store::impl {
     bool terminating : 1 = false;
     bool mirror : 1 = false;
     bool opted_out : 1 = false;
-    bool relisted : 1 = false;  // named by the relist in progress (relist_add)
+    bool relisted : 1 = false;  // named by the relist in progress (relist_add, replace_all)
     disruption_state disruption = disruption_state::absent;
   };
   // The small fields share one word after the pointers and the bind time.
@@ -134,13 +138,13 @@ struct pod_store::impl {
   string_pool label_sets;
   tolerations_pool tolerations;
 
-  string_pool::node* acquire_string(string_pool& pool, std::string_view s) {
-    return s.empty() ? nullptr : pool.acquire(s);
-  }
-  static void release_string(string_pool& pool, string_pool::node* n) noexcept {
-    if (n != nullptr) {
-      pool.release(n);
-    }
+  /// Points `ref` at `value`'s shared copy. The new reference is taken before the old one is
+  /// dropped, so that an unchanged value is never freed and re-created.
+  template <class Pool, class Value>
+  static void repoint(Pool& pool, typename Pool::node*& ref, const Value& value) {
+    typename Pool::node* next = pool.acquire(value);
+    pool.release(ref);
+    ref = next;
   }
   static std::string_view text(const string_pool::node* n) noexcept {
     return n == nullptr ? std::string_view{} : std::string_view{n->first};
@@ -203,8 +207,7 @@ struct pod_store::impl {
     }
   }
 
-  /// Sets everything but the key from `r`. New references are taken before old ones are
-  /// dropped so that an unchanged value is never freed and re-created.
+  /// Sets everything but the key from `r`.
   void assign(slot& s, const pod_record& r) {
     entry& e = s.second;
     e.uid = r.pod.uid;
@@ -216,20 +219,9 @@ struct pod_store::impl {
     e.bound_unix = r.pod.bound_unix;
     e.disruption = r.disruption;
 
-    string_pool::node* owner = acquire_string(owner_kinds, r.pod.owner_kind);
-    release_string(owner_kinds, e.owner_kind);
-    e.owner_kind = owner;
-
-    string_pool::node* labels = acquire_string(label_sets, r.pod.labels);
-    release_string(label_sets, e.labels);
-    e.labels = labels;
-
-    tolerations_pool::node* tols =
-        r.pod.tolerations.empty() ? nullptr : tolerations.acquire(r.pod.tolerations);
-    if (e.tolerations != nullptr) {
-      tolerations.release(e.tolerations);
-    }
-    e.tolerations = tols;
+    repoint(owner_kinds, e.owner_kind, r.pod.owner_kind);
+    repoint(label_sets, e.labels, r.pod.labels);
+    repoint(tolerations, e.tolerations, r.pod.tolerations);
 
     const std::string_view old_node = e.node == nullptr ? std::string_view{} : e.node->first;
     if (old_node != r.pod.node_name) {
@@ -240,10 +232,10 @@ struct pod_store::impl {
 
   /// Inserts or updates; returns the slot and the previous version.
   std::pair<slot*, std::optional<pod_record>> upsert(const pod_record& r) {
-    string_pool::node* ns = acquire_string(namespaces, r.pod.namespace_);
+    string_pool::node* ns = namespaces.acquire(r.pod.namespace_);
     auto it = pods.find(key_view{ns, r.pod.name});
     if (it != pods.end()) {
-      release_string(namespaces, ns);  // the key holds its own reference
+      namespaces.release(ns);  // the key holds its own reference
       std::optional<pod_record> old = record_of(*it);
       assign(*it, r);
       return {&*it, std::move(old)};
@@ -256,15 +248,43 @@ struct pod_store::impl {
   /// Removes the slot at `it`, dropping all of its references; returns the next iterator.
   pod_map::iterator remove(pod_map::iterator it) {
     detach_node(*it);
-    release_string(owner_kinds, it->second.owner_kind);
-    release_string(label_sets, it->second.labels);
-    if (it->second.tolerations != nullptr) {
-      tolerations.release(it->second.tolerations);
-    }
+    owner_kinds.release(it->second.owner_kind);
+    label_sets.release(it->second.labels);
+    tolerations.release(it->second.tolerations);
     string_pool::node* ns = it->first.ns;
     auto next = pods.erase(it);
-    release_string(namespaces, ns);
+    namespaces.release(ns);
     return next;
+  }
+
+  /// Upserts `batch`, each pod marked as relisted; returns the (old, new) pairs.
+  replace_result<pod_record> add_relisted(std::vector<pod_record> batch) {
+    replace_result<pod_record> out;
+    out.upserted.reserve(batch.size());
+    for (auto& r : batch) {
+      auto [listed, old] = upsert(r);
+      listed->second.relisted = true;
+      out.upserted.emplace_back(std::move(old), std::move(r));
+    }
+    return out;
+  }
+
+  /// Removes every pod not marked as relisted, into `deleted`.
+  void remove_unlisted(std::vector<pod_record>& deleted) {
+    for (auto it = pods.begin(); it != pods.end();) {
+      if (it->second.relisted) {
+        ++it;
+        continue;
+      }
+      deleted.push_back(record_of(*it));
+      it = remove(it);
+    }
+  }
+
+  void unmark_all() noexcept {
+    for (auto& s : pods) {
+      s.second.relisted = false;
+    }
   }
 
   /// Finds namespace/name in `self.pods` (const or not) without creating a namespace entry.
@@ -302,57 +322,27 @@ std::optional<pod_record> pod_store::erase(std::string_view namespace_, std::str
 }
 
 replace_result<pod_record> pod_store::replace_all(std::vector<pod_record> records) {
-  replace_result<pod_record> out;
-  out.upserted.reserve(records.size());
   const std::unique_lock lock(impl_->mutex);
-  std::unordered_set<const impl::slot*> seen;
-  seen.reserve(records.size());
-  for (auto& r : records) {
-    auto [slot, old] = impl_->upsert(r);
-    seen.insert(slot);
-    out.upserted.emplace_back(std::move(old), std::move(r));
-  }
-  for (auto it = impl_->pods.begin(); it != impl_->pods.end();) {
-    if (seen.contains(&*it)) {
-      ++it;
-      continue;
-    }
-    out.deleted.push_back(impl_->record_of(*it));
-    it = impl_->remove(it);
-  }
+  impl_->unmark_all();
+  replace_result<pod_record> out = impl_->add_relisted(std::move(records));
+  impl_->remove_unlisted(out.deleted);
   return out;
 }
 
 void pod_store::relist_begin() {
   const std::unique_lock lock(impl_->mutex);
-  for (auto& s : impl_->pods) {
-    s.second.relisted = false;
-  }
+  impl_->unmark_all();
 }
 
 replace_result<pod_record> pod_store::relist_add(std::vector<pod_record> batch) {
-  replace_result<pod_record> out;
-  out.upserted.reserve(batch.size());
   const std::unique_lock lock(impl_->mutex);
-  for (auto& r : batch) {
-    auto [slot, old] = impl_->upsert(r);
-    slot->second.relisted = true;
-    out.upserted.emplace_back(std::move(old), std::move(r));
-  }
-  return out;
+  return impl_->add_relisted(std::move(batch));
 }
 
 replace_result<pod_record> pod_store::relist_end() {
   replace_result<pod_record> out;
   const std::unique_lock lock(impl_->mutex);
-  for (auto it = impl_->pods.begin(); it != impl_->pods.end();) {
-    if (it->second.relisted) {
-      ++it;
-      continue;
-    }
-    out.deleted.push_back(impl_->record_of(*it));
-    it = impl_->remove(it);
-  }
+  impl_->remove_unlisted(out.deleted);
   return out;
 }
 
@@ -373,13 +363,6 @@ std::vector<pod_record> pod_store::list() const {
     out.push_back(impl_->record_of(s));
   }
   return out;
-}
-
-void pod_store::for_each(const std::function<void(const pod_record&)>& visit) const {
-  const std::shared_lock lock(impl_->mutex);
-  for (const auto& s : impl_->pods) {
-    visit(impl_->record_of(s));
-  }
 }
 
 std::size_t pod_store::size() const {

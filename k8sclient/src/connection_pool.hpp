@@ -163,11 +163,13 @@ private:
   static void wake_first(std::list<waiter*>& list);
   /// Waits on `list` until woken (true), or the deadline (on the clock) or shutdown (false).
   boost::asio::awaitable<bool> wait_in(std::list<waiter*>& list, steady::time_point deadline);
-  /// The first foreground waiter; when there is none (and none on its way), every background
-  /// waiter (at most a handful: they look again and queue up anew if the pool is still full).
+  /// The first foreground waiter; when there is none (none on its way, and no plain request
+  /// unanswered: unanswered_mark wakes them when the last one is), every background waiter (at
+  /// most a handful: they look again and queue up anew if the pool is still full).
   void wake_one_waiter();
   /// Waits until a plain request may hold a connection under the slow-start window and counts
-  /// it (release_window() gives it back). False at the deadline or on shutdown.
+  /// it (release_window() gives it back; a waiter is handed its place there, in arrival
+  /// order). False at the deadline or on shutdown.
   boost::asio::awaitable<bool> enter_window(steady::time_point deadline);
   boost::asio::awaitable<base::result<std::unique_ptr<connection>>> take_connection(
       steady::time_point deadline, bool background);
@@ -285,28 +287,27 @@ inline asio::awaitable<bool> connection_pool::enter_window(steady::time_point de
   if (plain_in_flight_ == 0 && clock_.now() - plain_idle_since_ >= std::chrono::seconds{1}) {
     plain_window_ = restart_window();
   }
-  while (plain_in_flight_ >= plain_window_) {
-    if (stopping_) {
-      co_return false;
-    }
-    // Not inside the condition: GCC 12 miscompiles a co_await in a short-circuit operand.
-    const bool woken = co_await wait_in(window_waiters_, deadline);
-    if (!woken) {
-      co_return false;
-    }
+  if (plain_in_flight_ < plain_window_ && window_waiters_.empty()) {
+    ++plain_in_flight_;
+    co_return true;
   }
-  ++plain_in_flight_;
-  co_return true;
+  if (stopping_) {
+    co_return false;
+  }
+  // Woken = handed a place by release_window(), already counted.
+  co_return co_await wait_in(window_waiters_, deadline);
 }
 
 inline void connection_pool::release_window() {
   --plain_in_flight_;
   plain_window_ = std::min(plain_window_ + 1, settings_.max_connections);
-  if (plain_in_flight_ == 0) {
+  if (plain_in_flight_ == 0 && window_waiters_.empty()) {
     plain_idle_since_ = clock_.now();
   }
-  for (std::size_t free = plain_window_ - std::min(plain_window_, plain_in_flight_);
-       free > 0 && !window_waiters_.empty(); --free) {
+  // Each free place goes to the longest waiter, counted here: a waiter woken is never sent back
+  // to wait again, and one arriving meanwhile does not pass it.
+  while (plain_in_flight_ < plain_window_ && !window_waiters_.empty()) {
+    ++plain_in_flight_;
     wake_first(window_waiters_);
   }
 }
@@ -412,8 +413,8 @@ inline void connection_pool::wake_one_waiter() {
     wake_first(waiters_);
     return;
   }
-  if (handoffs_ > 0) {
-    return;
+  if (handoffs_ > 0 || unanswered_ > 0) {
+    return;  // a background waiter would only look and queue up again (see take_connection)
   }
   while (!background_waiters_.empty()) {
     wake_first(background_waiters_);

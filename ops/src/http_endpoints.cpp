@@ -57,6 +57,12 @@ const std::shared_ptr<spdlog::logger>& logger() {
 
 constexpr std::string_view server_name = "taint-eviction-controller";
 
+// A handler's exception: logged, and answered with a 500.
+http_response handler_failed(std::string_view path, const std::exception& e) {
+  logger()->error("handler for {} threw: {}", path, e.what());
+  return {.status = 500, .body = std::string("internal error: ") + e.what() + "\n"};
+}
+
 bool is_http_parse_error(const beast::error_code& ec) {
   return &ec.category() == &http::make_error_code(http::error::bad_method).category();
 }
@@ -388,12 +394,12 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
       if (self->async_responses >= opt.max_async_responses) {
         logger()->debug("{} documents being served: answering 503 to {}", self->async_responses,
                         std::string_view(parser.get().target()));
-        busy.emplace(
-            make_response(parser.get().version(), parser.get().keep_alive(),
-                          parser.get().method() == http::verb::head,
-                          http_response{503, "text/plain; charset=utf-8",
-                                        "too many requests for documents at once, retry later\n"},
-                          {.allow = {}, .retry_after = "1"}));
+        busy.emplace(make_response(
+            parser.get().version(), parser.get().keep_alive(),
+            parser.get().method() == http::verb::head,
+            http_response{.status = 503,
+                          .body = "too many requests for documents at once, retry later\n"},
+            {.allow = {}, .retry_after = "1"}));
       } else {
         slot.emplace(*self);
         boost::system::error_code ignored;
@@ -470,8 +476,8 @@ asio::awaitable<void> http_endpoints::impl::refuse(const http_endpoints_options&
   } else if (ec == http::error::body_limit) {
     status = 413;
   }
-  auto refusal = make_response(
-      11, false, false, http_response{status, "text/plain; charset=utf-8", ec.message() + "\n"});
+  auto refusal =
+      make_response(11, false, false, http_response{.status = status, .body = ec.message() + "\n"});
   stream.expires_after(opt.write_timeout);
   auto write_refusal =
       beast::async_write(stream, std::move(refusal), asio::as_tuple(asio::use_awaitable));
@@ -518,7 +524,7 @@ asio::awaitable<std::shared_ptr<const http_response>> http_endpoints::impl::shar
     ~publish() {
       if (!c.result) {
         c.result = std::make_shared<const http_response>(
-            http_response{500, "text/plain; charset=utf-8", "internal error\n"});
+            http_response{.status = 500, .body = "internal error\n"});
       }
       route.last = c.result;
       route.last_at = std::chrono::steady_clock::now();
@@ -533,9 +539,7 @@ asio::awaitable<std::shared_ptr<const http_response>> http_endpoints::impl::shar
       auto op = route.fn();  // named: see session() on GCC 12
       r = co_await std::move(op);
     } catch (const std::exception& e) {
-      logger()->error("handler for {} threw: {}", route.path, e.what());
-      r = http_response{500, "text/plain; charset=utf-8",
-                        std::string("internal error: ") + e.what() + "\n"};
+      r = handler_failed(route.path, e);
     }
     mine->result = std::make_shared<const http_response>(std::move(r));
   }
@@ -549,19 +553,19 @@ http::message_generator http_endpoints::impl::respond(
   const bool head = req.method() == http::verb::head;
   if (req.method() != http::verb::get && !head) {
     return make_response(req.version(), keep_alive, false,
-                         http_response{405, "text/plain; charset=utf-8", "method not allowed\n"},
+                         http_response{.status = 405, .body = "method not allowed\n"},
                          {.allow = "GET, HEAD", .retry_after = {}});
   }
   const auto path = path_of(req);
   const auto it = handlers.find(path);
   if (it == handlers.end() && !computed) {
     return make_response(req.version(), keep_alive, head,
-                         http_response{404, "text/plain; charset=utf-8", "404 page not found\n"});
+                         http_response{.status = 404, .body = "404 page not found\n"});
   }
   if (stopped) {
     // Handlers may reference objects the owner destroys once stop() has returned.
     return make_response(req.version(), false, head,
-                         http_response{503, "text/plain; charset=utf-8", "shutting down\n"});
+                         http_response{.status = 503, .body = "shutting down\n"});
   }
   if (computed) {
     return make_response(req.version(), keep_alive, head, computed);
@@ -570,8 +574,7 @@ http::message_generator http_endpoints::impl::respond(
   try {
     r = it->second();
   } catch (const std::exception& e) {
-    logger()->error("handler for {} threw: {}", path, e.what());
-    r = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n"};
+    r = handler_failed(path, e);
   }
   return make_response(req.version(), keep_alive, head, std::move(r));
 }
@@ -651,10 +654,10 @@ void http_endpoints::handle_check(std::string path, std::function<check_result()
       c = {false, std::string("check threw: ") + e.what()};
     }
     if (c.ok) {
-      return http_response{200, "text/plain; charset=utf-8", "ok"};
+      return http_response{.status = 200, .body = "ok"};
     }
-    return http_response{500, "text/plain; charset=utf-8",
-                         c.message.empty() ? unnamed : bounded_reason(c.message)};
+    return http_response{.status = 500,
+                         .body = c.message.empty() ? unnamed : bounded_reason(c.message)};
   });
 }
 

@@ -22,12 +22,6 @@ namespace tec::ops {
 
 namespace {
 
-template <class A, class B>
-bool lex_less(std::span<A> a, std::span<B> b) {
-  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
-                                      [](std::string_view x, std::string_view y) { return x < y; });
-}
-
 template <class Impl>
 prometheus::Family<Impl>& build_family(prometheus::Registry& r, const std::string& name,
                                        const std::string& help) {
@@ -105,19 +99,6 @@ void family_base::check_label_count(std::size_t n) const {
   }
 }
 
-bool label_values_less::operator()(std::span<const std::string> a,
-                                   std::span<const std::string> b) const {
-  return lex_less(a, b);
-}
-bool label_values_less::operator()(std::span<const std::string> a,
-                                   std::span<const std::string_view> b) const {
-  return lex_less(a, b);
-}
-bool label_values_less::operator()(std::span<const std::string_view> a,
-                                   std::span<const std::string> b) const {
-  return lex_less(a, b);
-}
-
 }  // namespace detail
 
 template <class Metric>
@@ -145,7 +126,7 @@ Metric& metric_family<Metric>::with(std::span<const std::string_view> values) {
   }
   std::unique_ptr<Metric> child;
   if constexpr (std::is_same_v<Metric, histogram>) {
-    child = std::make_unique<histogram>(family_.Add(labels, *config_.bounds), config_.bounds);
+    child = std::make_unique<histogram>(family_.Add(labels, *config_.bounds));
   } else {
     child = std::make_unique<Metric>(family_.Add(labels));
   }
@@ -287,6 +268,11 @@ namespace {
 
 constexpr std::string_view prefix = "taint_eviction_controller_";
 
+// A family's full name.
+std::string full_name(std::string_view name) {
+  return std::string(prefix) + std::string(name);
+}
+
 // One family of scrape_stats: a plain value, or one child per key of a map (labelled).
 struct stats_family {
   std::string_view name;  // without the prefix
@@ -298,122 +284,105 @@ struct stats_family {
 };
 
 using prometheus::MetricType;
+// The table's entries: a counter or a gauge read from one field, or a counter with one child
+// per key of a map field, labelled `label`.
+using stats_value = std::uint64_t scrape_stats::*;
+using stats_map = std::map<std::string, std::uint64_t> scrape_stats::*;
 
-const stats_family stats_families[] = {
-    {.name = "pod_deletions_total",
-     .help = "Pods deleted by the taint eviction controller.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::pod_deletions},
-    {.name = "scheduled_evictions_total",
-     .help = "Pod evictions scheduled.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::scheduled_evictions},
-    {.name = "cancelled_evictions_total",
-     .help = "Scheduled pod evictions cancelled before they ran.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::cancelled_evictions},
-    {.name = "pod_deletion_failures_total",
-     .help = "Failed pod deletion attempts, by reason.",
-     .type = MetricType::Counter,
-     .label = "reason",
-     .by_label = &scrape_stats::pod_deletion_failures},
-    {.name = "pod_deletion_retries_total",
-     .help = "Pod deletion attempts retried.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::pod_deletion_retries},
-    {.name = "tainted_nodes",
-     .help = "Nodes that carry at least one NoExecute taint.",
-     .type = MetricType::Gauge,
-     .value = &scrape_stats::tainted_nodes},
-    {.name = "watch_restarts_total",
-     .help = "Watches restarted, by resource.",
-     .type = MetricType::Counter,
-     .label = "resource",
-     .by_label = &scrape_stats::watch_restarts},
-    {.name = "relists_total",
-     .help = "Full re-LISTs, by resource.",
-     .type = MetricType::Counter,
-     .label = "resource",
-     .by_label = &scrape_stats::relists},
-    {.name = "list_watch_backoffs_total",
-     .help = "LIST and WATCH restarts that waited for the backoff (410 Gone, failures), by "
-             "resource.",
-     .type = MetricType::Counter,
-     .label = "resource",
-     .by_label = &scrape_stats::list_watch_backoffs},
-    {.name = "events_total",
-     .help = "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.",
-     .type = MetricType::Counter,
-     .label = "result",
-     .by_label = &scrape_stats::events},
-    {.name = "stuck_evictions",
-     .help = "Evictions that failed at least 5 times in a row and are still retried.",
-     .type = MetricType::Gauge,
-     .value = &scrape_stats::stuck_evictions},
-    {.name = "disruption_condition_failures_total",
-     .help = "DisruptionTarget condition patches that failed permanently (the DELETE went ahead "
-             "without the condition), by reason.",
-     .type = MetricType::Counter,
-     .label = "reason",
-     .by_label = &scrape_stats::disruption_condition_failures},
-    {.name = "evictions_waiting",
-     .help = "Due evictions the eviction policy holds back (rate limit, in-flight caps, storm "
-             "breaker).",
-     .type = MetricType::Gauge,
-     .value = &scrape_stats::waiting_evictions},
-    {.name = "storm_breaker_open",
-     .help = "1 while the storm breaker is open and every eviction waits, else 0.",
-     .type = MetricType::Gauge,
-     .value = &scrape_stats::storm_breaker_open},
-    {.name = "dry_run_pod_deletions_total",
-     .help = "Pods the controller would have deleted, had dry-run been off.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::dry_run_pod_deletions},
-    {.name = "deadlines_from_taint_time_total",
-     .help = "Evictions scheduled when this process started acting whose countdown was "
-             "counted from the taint's timeAdded (or the pod's bind time) rather than from now.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::deadlines_from_taint_time},
-    {.name = "pods_skipped_total",
-     .help = "Decisions that left a pod on a tainted node alone for a scoping rule of the "
-             "policy or the opt-out annotation, by reason.",
-     .type = MetricType::Counter,
-     .label = "reason",
-     .by_label = &scrape_stats::pods_skipped},
-    {.name = "toleration_overrides_total",
-     .help = "Evictions scheduled with a time a taint rule's minTolerationSeconds or "
-             "maxTolerationSeconds set instead of the pod's own toleration.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::toleration_overrides},
-    {.name = "terminating_pods_skipped_total",
-     .help = "Evictions not made because the pod was already terminating (a deletionTimestamp): "
-             "no DELETE, no rate-limit token, no Marking event.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::terminating_pods_skipped},
-    {.name = "pod_evictions_total",
-     .help = "Pods evicted through the Eviction API (evictionMode Evict); each is also in "
-             "pod_deletions_total.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::pod_evictions},
-    {.name = "eviction_refusals_total",
-     .help = "Eviction API calls refused (429: a PodDisruptionBudget) and retried.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::eviction_refusals},
-    {.name = "evictions_blocked",
-     .help = "Evictions the Eviction API refuses right now (a PodDisruptionBudget), still "
-             "retried.",
-     .type = MetricType::Gauge,
-     .value = &scrape_stats::evictions_blocked},
-    {.name = "eviction_fallbacks_total",
-     .help = "Pods deleted after their eviction was refused for fallbackAfter.",
-     .type = MetricType::Counter,
-     .value = &scrape_stats::eviction_fallbacks},
-    {.name = "watch_decode_errors_total",
-     .help = "Objects in watch events or LIST pages that could not be decoded and were skipped, "
-             "by resource.",
-     .type = MetricType::Counter,
-     .label = "resource",
-     .by_label = &scrape_stats::watch_decode_errors},
+constexpr stats_family counter_stat(std::string_view name, std::string_view help,
+                                    stats_value v) noexcept {
+  return {.name = name, .help = help, .type = MetricType::Counter, .value = v};
+}
+constexpr stats_family gauge_stat(std::string_view name, std::string_view help,
+                                  stats_value v) noexcept {
+  return {.name = name, .help = help, .type = MetricType::Gauge, .value = v};
+}
+constexpr stats_family counter_stat_by(std::string_view label, std::string_view name,
+                                       std::string_view help, stats_map m) noexcept {
+  return {.name = name, .help = help, .type = MetricType::Counter, .label = label, .by_label = m};
+}
+
+constexpr stats_family stats_families[] = {
+    counter_stat("pod_deletions_total", "Pods deleted by the taint eviction controller.",
+                 &scrape_stats::pod_deletions),
+    counter_stat("scheduled_evictions_total", "Pod evictions scheduled.",
+                 &scrape_stats::scheduled_evictions),
+    counter_stat("cancelled_evictions_total", "Scheduled pod evictions cancelled before they ran.",
+                 &scrape_stats::cancelled_evictions),
+    counter_stat_by("reason", "pod_deletion_failures_total",
+                    "Failed pod deletion attempts, by reason.",
+                    &scrape_stats::pod_deletion_failures),
+    counter_stat("pod_deletion_retries_total", "Pod deletion attempts retried.",
+                 &scrape_stats::pod_deletion_retries),
+    gauge_stat("tainted_nodes", "Nodes that carry at least one NoExecute taint.",
+               &scrape_stats::tainted_nodes),
+    counter_stat_by("resource", "watch_restarts_total", "Watches restarted, by resource.",
+                    &scrape_stats::watch_restarts),
+    counter_stat_by("resource", "relists_total", "Full re-LISTs, by resource.",
+                    &scrape_stats::relists),
+    counter_stat_by("resource", "list_watch_backoffs_total",
+                    "LIST and WATCH restarts that waited for the backoff (410 Gone, failures), by "
+                    "resource.",
+                    &scrape_stats::list_watch_backoffs),
+    counter_stat_by(
+        "result", "events_total",
+        "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.",
+        &scrape_stats::events),
+    gauge_stat("stuck_evictions",
+               "Evictions that failed at least 5 times in a row and are still retried.",
+               &scrape_stats::stuck_evictions),
+    counter_stat_by(
+        "reason", "disruption_condition_failures_total",
+        "DisruptionTarget condition patches that failed permanently (the DELETE went ahead "
+        "without the condition), by reason.",
+        &scrape_stats::disruption_condition_failures),
+    gauge_stat("evictions_waiting",
+               "Due evictions the eviction policy holds back (rate limit, in-flight caps, storm "
+               "breaker).",
+               &scrape_stats::waiting_evictions),
+    gauge_stat("storm_breaker_open",
+               "1 while the storm breaker is open and every eviction waits, else 0.",
+               &scrape_stats::storm_breaker_open),
+    counter_stat("dry_run_pod_deletions_total",
+                 "Pods the controller would have deleted, had dry-run been off.",
+                 &scrape_stats::dry_run_pod_deletions),
+    counter_stat(
+        "deadlines_from_taint_time_total",
+        "Evictions scheduled when this process started acting whose countdown was "
+        "counted from the taint's timeAdded (or the pod's bind time) rather than from now.",
+        &scrape_stats::deadlines_from_taint_time),
+    counter_stat_by("reason", "pods_skipped_total",
+                    "Decisions that left a pod on a tainted node alone for a scoping rule of the "
+                    "policy or the opt-out annotation, by reason.",
+                    &scrape_stats::pods_skipped),
+    counter_stat("toleration_overrides_total",
+                 "Evictions scheduled with a time a taint rule's minTolerationSeconds or "
+                 "maxTolerationSeconds set instead of the pod's own toleration.",
+                 &scrape_stats::toleration_overrides),
+    counter_stat(
+        "terminating_pods_skipped_total",
+        "Evictions not made because the pod was already terminating (a deletionTimestamp): "
+        "no DELETE, no rate-limit token, no Marking event.",
+        &scrape_stats::terminating_pods_skipped),
+    counter_stat("pod_evictions_total",
+                 "Pods evicted through the Eviction API (evictionMode Evict); each is also in "
+                 "pod_deletions_total.",
+                 &scrape_stats::pod_evictions),
+    counter_stat("eviction_refusals_total",
+                 "Eviction API calls refused (429: a PodDisruptionBudget) and retried.",
+                 &scrape_stats::eviction_refusals),
+    gauge_stat("evictions_blocked",
+               "Evictions the Eviction API refuses right now (a PodDisruptionBudget), still "
+               "retried.",
+               &scrape_stats::evictions_blocked),
+    counter_stat("eviction_fallbacks_total",
+                 "Pods deleted after their eviction was refused for fallbackAfter.",
+                 &scrape_stats::eviction_fallbacks),
+    counter_stat_by(
+        "resource", "watch_decode_errors_total",
+        "Objects in watch events or LIST pages that could not be decoded and were skipped, "
+        "by resource.",
+        &scrape_stats::watch_decode_errors),
 };
 
 // The scrape-time families: reads the libraries' own totals when the registry is rendered,
@@ -429,7 +398,7 @@ public:
     const std::lock_guard lock(mutex_);
     for (const auto& def : stats_families) {
       prometheus::MetricFamily f;
-      f.name = std::string(prefix) + std::string(def.name);
+      f.name = full_name(def.name);
       f.help = def.help;
       f.type = def.type;
       if (def.value != nullptr) {
@@ -476,38 +445,38 @@ private:
 
 standard_metrics register_standard_metrics(registry& r, std::string_view version,
                                            scrape_stats_fn read) {
-  const auto n = [](std::string_view s) { return std::string(prefix) + std::string(s); };
   std::vector<std::string> collected;
   for (const auto& def : stats_families) {
-    collected.push_back(n(def.name));
+    collected.push_back(full_name(def.name));
   }
   r.add_collectable(std::make_shared<stats_collectable>(std::move(read)), collected);
-  auto& build_info = r.add_gauge(n("build_info"),
+  auto& build_info = r.add_gauge(full_name("build_info"),
                                  "Always 1; the version label is the running build.", {"version"});
   build_info.with({version}).set(1);
   return standard_metrics{
       .pod_deletion_duration =
-          r.add_histogram(n("pod_deletion_duration_seconds"),
+          r.add_histogram(full_name("pod_deletion_duration_seconds"),
                           "Seconds from when a pod's eviction became due to its deletion.",
                           pod_deletion_duration_buckets())
               .with({}),
       .api_requests =
-          r.add_counter(n("api_requests_total"),
+          r.add_counter(full_name("api_requests_total"),
                         "Kubernetes API requests, by verb and HTTP status code.", {"verb", "code"}),
-      .api_request_duration = r.add_histogram(
-          n("api_request_duration_seconds"), "Kubernetes API request latency in seconds, by verb.",
-          {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}, {"verb"}),
-      .is_leader = r.add_gauge(n("is_leader"),
+      .api_request_duration =
+          r.add_histogram(full_name("api_request_duration_seconds"),
+                          "Kubernetes API request latency in seconds, by verb.",
+                          {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60}, {"verb"}),
+      .is_leader = r.add_gauge(full_name("is_leader"),
                                "1 while this process holds the leader election lease, else 0.")
                        .with({}),
       .eviction_wait_duration =
-          r.add_histogram(n("eviction_wait_duration_seconds"),
+          r.add_histogram(full_name("eviction_wait_duration_seconds"),
                           "Seconds an eviction the eviction policy held back waited from when "
                           "it was due to when it started.",
                           eviction_wait_duration_buckets())
               .with({}),
       .policy_reload_failures =
-          r.add_counter(n("policy_reload_failures_total"),
+          r.add_counter(full_name("policy_reload_failures_total"),
                         "Policy file changes rejected (invalid, unreadable or missing); the "
                         "policy in force stayed.")
               .with({}),
@@ -520,9 +489,8 @@ std::vector<double> shadow_agreement_delay_buckets() {
 }
 
 shadow_metrics register_shadow_metrics(registry& r) {
-  const auto n = [](std::string_view s) { return std::string(prefix) + std::string(s); };
   auto& decisions = r.add_counter(
-      n("shadow_decisions_total"),
+      full_name("shadow_decisions_total"),
       "Shadow mode: pods settled by outcome (agreed, only_them, only_us, cancelled_both).",
       {"outcome"});
   for (const std::string_view outcome : {"agreed", "only_them", "only_us", "cancelled_both"}) {
@@ -531,16 +499,16 @@ shadow_metrics register_shadow_metrics(registry& r) {
   return shadow_metrics{
       .decisions = decisions,
       .agreement_delay =
-          r.add_histogram(n("shadow_agreement_delay_seconds"),
+          r.add_histogram(full_name("shadow_agreement_delay_seconds"),
                           "Shadow mode: seconds between the built-in taint manager's eviction "
                           "and ours, for agreed pods.",
                           shadow_agreement_delay_buckets())
               .with({}),
-      .pending = r.add_gauge(n("shadow_pending"),
+      .pending = r.add_gauge(full_name("shadow_pending"),
                              "Shadow mode: pods with a decision (ours or theirs) not yet settled.")
                      .with({}),
       .settled_early =
-          r.add_counter(n("shadow_settled_early_total"),
+          r.add_counter(full_name("shadow_settled_early_total"),
                         "Shadow mode: pods settled early, as their best guess, because too many "
                         "were pending.")
               .with({}),

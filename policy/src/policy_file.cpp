@@ -38,6 +38,15 @@ std::string format_number(double v) {
   return s;
 }
 
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const auto& item : items) {
+    out += out.empty() ? "" : separator;
+    out += item;
+  }
+  return out;
+}
+
 /// Walks the YAML tree and collects the problems with their positions (the first
 /// max_reported_errors, then a count), within a budget of node visits.
 ///
@@ -253,6 +262,51 @@ public:
     return std::nullopt;
   }
 
+  /// A field reader that stores a valid value in `target` (nothing on an error).
+  value_fn set_bool(bool& target) {
+    return [this, &target](const YAML::Node& v, const std::string& p) {
+      if (auto b = boolean(v, p)) {
+        target = *b;
+      }
+    };
+  }
+  value_fn set_count(std::uint32_t& target, std::uint32_t max = max_count) {
+    return [this, &target, max](const YAML::Node& v, const std::string& p) {
+      if (auto x = count(v, p, max)) {
+        target = *x;
+      }
+    };
+  }
+  value_fn set_number(double& target, double max) {
+    return [this, &target, max](const YAML::Node& v, const std::string& p) {
+      if (auto x = number(v, p, max)) {
+        target = *x;
+      }
+    };
+  }
+
+  /// One of `names` (a string), as its value; the error lists them ("must be A, B or C").
+  template <class T>
+  std::optional<T> choice(const YAML::Node& node, const std::string& path,
+                          std::initializer_list<std::pair<std::string_view, T>> names) {
+    const auto s = string(node, path);
+    if (!s) {
+      return std::nullopt;
+    }
+    std::string known;
+    std::size_t i = 0;
+    for (const auto& [name, value] : names) {
+      if (name == *s) {
+        return value;
+      }
+      known += i == 0 ? "" : (i + 1 == names.size() ? " or " : ", ");
+      known += name;
+      ++i;
+    }
+    error(node.Mark(), path, "must be " + known + ", got " + describe(node));
+    return std::nullopt;
+  }
+
   template <class F>
   void sequence(const YAML::Node& node, const std::string& path, F&& each) {
     if (!node.IsSequence()) {
@@ -309,6 +363,27 @@ private:
   bool exhausted_ = false;
 };
 
+bool alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool lower_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/// A label value: empty, or at most 63 characters [A-Za-z0-9-_.] starting and ending
+/// alphanumeric.
+bool valid_label_value(std::string_view v) {
+  if (v.empty()) {
+    return true;
+  }
+  if (v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) {
+    return false;
+  }
+  return std::all_of(v.begin(), v.end(),
+                     [](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
 /// A qualified name as Kubernetes validates label and taint keys: an optional DNS subdomain
 /// prefix and '/', then a name of at most 63 characters [A-Za-z0-9][-A-Za-z0-9_.]*.
 bool valid_taint_key(std::string_view key) {
@@ -319,53 +394,21 @@ bool valid_taint_key(std::string_view key) {
     if (prefix.empty() || prefix.size() > 253) {
       return false;
     }
-    for (const char c : prefix) {
-      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
-        return false;
-      }
-    }
-  }
-  if (name.empty() || name.size() > 63) {
-    return false;
-  }
-  const auto alnum = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  };
-  if (!alnum(name.front()) || !alnum(name.back())) {
-    return false;
-  }
-  for (const char c : name) {
-    if (!alnum(c) && c != '-' && c != '_' && c != '.') {
+    if (!std::all_of(prefix.begin(), prefix.end(),
+                     [](char c) { return lower_alnum(c) || c == '-' || c == '.'; })) {
       return false;
     }
   }
-  return true;
-}
-
-/// A label value: empty, or at most 63 characters [A-Za-z0-9-_.] starting and ending
-/// alphanumeric.
-bool valid_label_value(std::string_view v) {
-  if (v.empty()) {
-    return true;
-  }
-  const auto alnum = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  };
-  if (v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) {
-    return false;
-  }
-  return std::all_of(v.begin(), v.end(),
-                     [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  return !name.empty() && valid_label_value(name);
 }
 
 /// A namespace name (a DNS-1123 label): at most 63 characters [a-z0-9-], starting and ending
 /// alphanumeric.
 bool valid_namespace(std::string_view v) {
-  const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (v.empty() || v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) {
+  if (v.empty() || v.size() > 63 || !lower_alnum(v.front()) || !lower_alnum(v.back())) {
     return false;
   }
-  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-'; });
+  return std::all_of(v.begin(), v.end(), [](char c) { return lower_alnum(c) || c == '-'; });
 }
 
 constexpr std::string_view key_syntax =
@@ -385,8 +428,7 @@ bool valid_rule_key(std::string_view key, bool& prefix) {
     return false;
   }
   return std::all_of(head.begin(), head.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '.' || c == '/';
+    return alnum(c) || c == '-' || c == '_' || c == '.' || c == '/';
   });
 }
 
@@ -431,7 +473,8 @@ void read_selector(reader& r, const YAML::Node& node, const std::string& path,
                  bool has_key = false;
                  bool has_op = false;
                  bool has_values = false;
-                 bool op_ok = false;
+                 using o = controller::label_requirement::op;
+                 std::optional<o> parsed_op;
                  r.map(item, ip,
                        {
                            {"key",
@@ -446,27 +489,12 @@ void read_selector(reader& r, const YAML::Node& node, const std::string& path,
                             }},
                            {"operator",
                             [&](const YAML::Node& ov, const std::string& op) {
-                              const auto s = r.string(ov, op);
-                              if (!s) {
-                                return;
-                              }
-                              using o = controller::label_requirement::op;
-                              has_op = true;
-                              op_ok = true;
-                              if (*s == "In") {
-                                req.operator_ = o::in;
-                              } else if (*s == "NotIn") {
-                                req.operator_ = o::not_in;
-                              } else if (*s == "Exists") {
-                                req.operator_ = o::exists;
-                              } else if (*s == "DoesNotExist") {
-                                req.operator_ = o::does_not_exist;
-                              } else {
-                                op_ok = false;
-                                r.error(ov.Mark(), op,
-                                        "must be In, NotIn, Exists or DoesNotExist, got " +
-                                            reader::describe(ov));
-                              }
+                              has_op = ov.IsScalar();
+                              parsed_op = r.choice<o>(ov, op,
+                                                      {{"In", o::in},
+                                                       {"NotIn", o::not_in},
+                                                       {"Exists", o::exists},
+                                                       {"DoesNotExist", o::does_not_exist}});
                             }},
                            {"values",
                             [&](const YAML::Node& vv, const std::string& vp) {
@@ -488,10 +516,10 @@ void read_selector(reader& r, const YAML::Node& node, const std::string& path,
                    r.error(item.Mark(), ip + ".operator", "missing");
                    return;
                  }
-                 if (!op_ok) {
+                 if (!parsed_op) {
                    return;
                  }
-                 using o = controller::label_requirement::op;
+                 req.operator_ = *parsed_op;
                  const bool set_op = req.operator_ == o::in || req.operator_ == o::not_in;
                  if (set_op && req.values.empty()) {
                    r.error(item.Mark(), ip + ".values", "must not be empty for In and NotIn");
@@ -507,13 +535,6 @@ void read_selector(reader& r, const YAML::Node& node, const std::string& path,
 
 void read_exclude(reader& r, const YAML::Node& node, const std::string& path,
                   controller::exclude_policy& out) {
-  const auto flag = [&](bool& target) {
-    return [&r, &target](const YAML::Node& v, const std::string& p) {
-      if (auto b = r.boolean(v, p)) {
-        target = *b;
-      }
-    };
-  };
   r.map(
       node, path,
       {
@@ -533,9 +554,9 @@ void read_exclude(reader& r, const YAML::Node& node, const std::string& path,
            }},
           {"podSelector", [&](const YAML::Node& v,
                               const std::string& p) { read_selector(r, v, p, out.pod_selector); }},
-          {"mirrorPods", flag(out.mirror_pods)},
-          {"terminalPods", flag(out.terminal_pods)},
-          {"daemonSetPods", flag(out.daemon_set_pods)},
+          {"mirrorPods", r.set_bool(out.mirror_pods)},
+          {"terminalPods", r.set_bool(out.terminal_pods)},
+          {"daemonSetPods", r.set_bool(out.daemon_set_pods)},
       });
 }
 
@@ -569,15 +590,10 @@ void read_taint_rules(reader& r, const YAML::Node& node, const std::string& path
                }},
               {"action",
                [&](const YAML::Node& v, const std::string& p) {
-                 if (auto s = r.string(v, p)) {
-                   has_action = true;
-                   if (*s == "Evict") {
-                     rule.action = controller::taint_action::evict;
-                   } else if (*s == "Ignore") {
-                     rule.action = controller::taint_action::ignore;
-                   } else {
-                     r.error(v.Mark(), p, "must be Evict or Ignore, got " + reader::describe(v));
-                   }
+                 using a = controller::taint_action;
+                 has_action = v.IsScalar();
+                 if (auto x = r.choice<a>(v, p, {{"Evict", a::evict}, {"Ignore", a::ignore}})) {
+                   rule.action = *x;
                  }
                }},
               {"minTolerationSeconds",
@@ -644,30 +660,10 @@ void read_rate_limit(reader& r, const YAML::Node& node, const std::string& path,
                      controller::rate_limit_policy& out) {
   r.map(node, path,
         {
-            {"evictionsPerSecond",
-             [&](const YAML::Node& v, const std::string& p) {
-               if (auto x = r.number(v, p, max_rate)) {
-                 out.evictions_per_second = *x;
-               }
-             }},
-            {"burst",
-             [&](const YAML::Node& v, const std::string& p) {
-               if (auto x = r.count(v, p)) {
-                 out.burst = *x;
-               }
-             }},
-            {"maxInFlightPerNode",
-             [&](const YAML::Node& v, const std::string& p) {
-               if (auto x = r.count(v, p)) {
-                 out.max_in_flight_per_node = *x;
-               }
-             }},
-            {"maxInFlightPerNamespace",
-             [&](const YAML::Node& v, const std::string& p) {
-               if (auto x = r.count(v, p)) {
-                 out.max_in_flight_per_namespace = *x;
-               }
-             }},
+            {"evictionsPerSecond", r.set_number(out.evictions_per_second, max_rate)},
+            {"burst", r.set_count(out.burst)},
+            {"maxInFlightPerNode", r.set_count(out.max_in_flight_per_node)},
+            {"maxInFlightPerNamespace", r.set_count(out.max_in_flight_per_namespace)},
         });
 }
 
@@ -675,24 +671,9 @@ void read_storm_breaker(reader& r, const YAML::Node& node, const std::string& pa
                         controller::storm_breaker_policy& out) {
   r.map(node, path,
         {
-            {"maxTaintedNodesPercent",
-             [&](const YAML::Node& v, const std::string& p) {
-               if (auto x = r.number(v, p, 100)) {
-                 out.max_tainted_nodes_percent = *x;
-               }
-             }},
-            {"minTaintedNodes",
-             [&](const YAML::Node& v, const std::string& p) {
-               if (auto x = r.count(v, p)) {
-                 out.min_tainted_nodes = *x;
-               }
-             }},
-            {"hysteresisPercent",
-             [&](const YAML::Node& v, const std::string& p) {
-               if (auto x = r.number(v, p, 100)) {
-                 out.hysteresis_percent = *x;
-               }
-             }},
+            {"maxTaintedNodesPercent", r.set_number(out.max_tainted_nodes_percent, 100)},
+            {"minTaintedNodes", r.set_count(out.min_tainted_nodes)},
+            {"hysteresisPercent", r.set_number(out.hysteresis_percent, 100)},
             {"taintKeys",
              [&](const YAML::Node& v, const std::string& p) {
                r.sequence(v, p, [&](const YAML::Node& item, const std::string& ip) {
@@ -718,12 +699,7 @@ void read_storm_breaker(reader& r, const YAML::Node& node, const std::string& pa
 }  // namespace
 
 std::string parse_result::summary() const {
-  std::string out;
-  for (const auto& e : errors) {
-    out += out.empty() ? "" : "; ";
-    out += e;
-  }
-  return out;
+  return join(errors, "; ");
 }
 
 parse_result parse_policy(std::string_view text, std::string_view source) {
@@ -769,22 +745,12 @@ parse_result parse_policy(std::string_view text, std::string_view source) {
                r.error(v.Mark(), p, "must be " + std::string(kind));
              }
            }},
-          {"dryRun",
-           [&](const YAML::Node& v, const std::string& p) {
-             if (auto b = r.boolean(v, p)) {
-               policy.dry_run = *b;
-             }
-           }},
+          {"dryRun", r.set_bool(policy.dry_run)},
           {"evictionMode",
            [&](const YAML::Node& v, const std::string& p) {
-             if (auto s = r.string(v, p)) {
-               if (*s == "Delete") {
-                 policy.mode = controller::eviction_mode::delete_pod;
-               } else if (*s == "Evict") {
-                 policy.mode = controller::eviction_mode::evict;
-               } else {
-                 r.error(v.Mark(), p, "must be Delete or Evict, got " + reader::describe(v));
-               }
+             using m = controller::eviction_mode;
+             if (auto x = r.choice<m>(v, p, {{"Delete", m::delete_pod}, {"Evict", m::evict}})) {
+               policy.mode = *x;
              }
            }},
           {"fallbackAfter",
@@ -923,10 +889,7 @@ std::string describe(const controller::eviction_policy& p) {
     if (b.taint_keys.empty()) {
       out += ", any NoExecute taint";
     } else {
-      out += ", taint keys";
-      for (std::size_t i = 0; i < b.taint_keys.size(); ++i) {
-        out += (i == 0 ? " " : ",") + b.taint_keys[i];
-      }
+      out += ", taint keys " + join(b.taint_keys, ",");
     }
   } else {
     out += ", storm breaker off";
@@ -936,17 +899,10 @@ std::string describe(const controller::eviction_policy& p) {
     out += ", no exclusions";
   } else {
     out += ", excluded:";
-    const auto list = [&](const std::vector<std::string>& items) {
-      std::string s;
-      for (const auto& i : items) {
-        s += (s.empty() ? "" : ",") + i;
-      }
-      return s;
-    };
     std::string parts;
     const auto add = [&](const std::string& part) { parts += (parts.empty() ? " " : ", ") + part; };
     if (!ex.namespaces.empty()) {
-      add("namespaces " + list(ex.namespaces));
+      add("namespaces " + join(ex.namespaces, ","));
     }
     if (!ex.pod_selector.empty()) {
       add("pods matching the selector");

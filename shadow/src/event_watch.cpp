@@ -124,30 +124,19 @@ std::optional<shadow_event> to_shadow_event(const event_record& e) {
       (!e.involved_kind.empty() && e.involved_kind != "Pod")) {
     return std::nullopt;
   }
-  shadow_event out;
-  std::string_view msg = e.message;
-  if (msg.starts_with(marking_prefix)) {
-    out.marking = true;
-  } else if (msg.starts_with(cancelling_prefix)) {
-    out.marking = false;
-  } else {
+  const bool marking = e.message.starts_with(marking_prefix);
+  if (!marking && !e.message.starts_with(cancelling_prefix)) {
     return std::nullopt;
   }
-  out.namespace_ = e.involved_namespace.empty() ? e.namespace_ : e.involved_namespace;
-  out.name = e.involved_name;
-  out.uid = e.involved_uid;
-  out.message = e.message;
-  return out;
+  return shadow_event{e.involved_namespace.empty() ? e.namespace_ : e.involved_namespace,
+                      e.involved_name, e.involved_uid, marking, e.message};
 }
 
 std::optional<event_record> event_store::upsert(const event_record& r) {
   const std::lock_guard lock(mu_);
   const auto k = key(r);
-  const auto it = events_.find(k);
-  if (it != events_.end()) {
-    std::optional<event_record> old = std::move(it->second);
-    it->second = r;
-    return old;
+  if (const auto it = events_.find(k); it != events_.end()) {
+    return std::exchange(it->second, r);
   }
   if (events_.size() >= max_) {
     ++refused_;
@@ -163,9 +152,7 @@ std::optional<event_record> event_store::erase(const event_record& r) {
   if (it == events_.end()) {
     return std::nullopt;
   }
-  std::optional<event_record> old = std::move(it->second);
-  events_.erase(it);
-  return old;
+  return std::move(events_.extract(it).mapped());
 }
 
 informers::replace_result<event_record> event_store::replace_all(
@@ -181,8 +168,7 @@ informers::replace_result<event_record> event_store::replace_all(
     }
     std::optional<event_record> old;
     if (const auto it = events_.find(k); it != events_.end()) {
-      old = std::move(it->second);
-      events_.erase(it);
+      old = std::move(events_.extract(it).mapped());
     }
     next.insert_or_assign(k, r);
     out.upserted.emplace_back(std::move(old), std::move(r));

@@ -3,10 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstdio>
-#include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -29,6 +26,14 @@ using controller::decision_kind;
 std::shared_ptr<spdlog::logger> logger() {
   static const std::shared_ptr<spdlog::logger> log = base::named_logger("shadow");
   return log;
+}
+
+std::string millis(time_point t) {
+  return base::format_rfc3339(t, base::rfc3339_digits::milliseconds);
+}
+
+bool disagrees(shadow_outcome outcome) {
+  return outcome == shadow_outcome::only_them || outcome == shadow_outcome::only_us;
 }
 
 double seconds_between(time_point a, time_point b) {
@@ -137,11 +142,8 @@ struct shadow_tracker::impl {
 
   [[nodiscard]] auto window() const { return opts.window; }
 
-  static std::string name_key(std::string_view ns, std::string_view name) {
-    std::string k(ns);
-    k.push_back('/');
-    k.append(name);
-    return k;
+  static std::string name_key(const std::string& ns, const std::string& name) {
+    return ns + "/" + name;
   }
 
   // Caller holds mu. The entry of `pod` (created when missing, with the unmatched events of
@@ -152,8 +154,7 @@ struct shadow_tracker::impl {
       return it->second;
     }
     while (entries.size() >= opts.max_pending && !order.empty()) {
-      const std::string oldest = order.begin()->second;
-      settle_early(oldest, out);
+      settle_early(out);
     }
     entry e;
     e.pod = pod;
@@ -239,28 +240,20 @@ struct shadow_tracker::impl {
       case ours_state::none:
         return "none";
       case ours_state::scheduled:
-        return "scheduled for " + base::format_rfc3339(e.due, base::rfc3339_digits::milliseconds);
+        return "scheduled for " + millis(e.due);
       case ours_state::would_delete:
-        return "would delete at " +
-               base::format_rfc3339(e.ours_at, base::rfc3339_digits::milliseconds);
+        return "would delete at " + millis(e.ours_at);
       case ours_state::cancelled:
-        return "cancelled at " +
-               base::format_rfc3339(e.ours_at, base::rfc3339_digits::milliseconds) + " (" +
-               why(e.reason) + ")";
+        return "cancelled at " + millis(e.ours_at) + " (" + why(e.reason) + ")";
     }
     return "none";
   }
 
   [[nodiscard]] std::string describe_theirs(const entry& e) const {
     if (confirmed(e)) {
-      std::string s =
-          "deleted at " + base::format_rfc3339(*e.deleted_at, base::rfc3339_digits::milliseconds);
-      if (e.marked_at) {
-        s += " (event: " + e.mark_message + ")";
-      } else {
-        s += " (condition: DisruptionTarget DeletionByTaintManager)";
-      }
-      return s;
+      return "deleted at " + millis(*e.deleted_at) +
+             (e.marked_at ? " (event: " + e.mark_message + ")"
+                          : " (condition: DisruptionTarget DeletionByTaintManager)");
     }
     if (e.their_cancel_at) {
       return "none (event: " + e.cancel_message + ")";
@@ -331,14 +324,19 @@ struct shadow_tracker::impl {
     return {};
   }
 
-  // Settles `uid` as `v` (caller checked v.settle), appending what is reported to `out`.
-  void settle(const std::string& uid, const verdict& v, time_point now, bool early,
-              std::vector<shadow_settled>& out) {
+  // Settles `uid` when its verdict at `now` says so, or at once (as its current best guess)
+  // when `early`, appending what is reported to `out`.
+  void try_settle(const std::string& uid, time_point now, std::vector<shadow_settled>& out,
+                  bool early = false) {
     const auto it = entries.find(uid);
     if (it == entries.end()) {
       return;
     }
     const entry& e = it->second;
+    const verdict v = evaluate(e, now, early);
+    if (!v.settle) {
+      return;
+    }
     if (confirmed(e)) {
       remember_done(uid);
     }
@@ -372,7 +370,7 @@ struct shadow_tracker::impl {
           ++counts.cancelled_both;
           break;
       }
-      if (s.outcome == shadow_outcome::only_them || s.outcome == shadow_outcome::only_us) {
+      if (disagrees(s.outcome)) {
         disagreements.push_back(s);
         while (disagreements.size() > opts.max_disagreements) {
           disagreements.pop_front();
@@ -383,13 +381,13 @@ struct shadow_tracker::impl {
     remove(uid);
   }
 
-  void settle_early(const std::string& uid, std::vector<shadow_settled>& out) {
-    const auto it = entries.find(uid);
-    if (it == entries.end()) {
+  // Settles the oldest entry early (the pending bound).
+  void settle_early(std::vector<shadow_settled>& out) {
+    const std::string oldest = order.begin()->second;
+    if (!entries.contains(oldest)) {
       order.erase(order.begin());  // cannot happen (order and entries change together)
       return;
     }
-    const verdict v = evaluate(it->second, opts.now(), true);
     if (!warned_early) {
       warned_early = true;
       logger()->warn(
@@ -397,23 +395,12 @@ struct shadow_tracker::impl {
           "their current best guess (counted in settledEarly)",
           opts.max_pending);
     }
-    settle(uid, v, opts.now(), true, out);
-  }
-
-  void try_settle(const std::string& uid, time_point now, std::vector<shadow_settled>& out) {
-    const auto it = entries.find(uid);
-    if (it == entries.end()) {
-      return;
-    }
-    const verdict v = evaluate(it->second, now, false);
-    if (v.settle) {
-      settle(uid, v, now, false, out);
-    }
+    try_settle(oldest, opts.now(), out, /*early=*/true);
   }
 
   void publish(std::vector<shadow_settled>& out) const {
     for (const auto& s : out) {
-      if (s.outcome == shadow_outcome::only_them || s.outcome == shadow_outcome::only_us) {
+      if (disagrees(s.outcome)) {
         logger()->info("shadow: {} pod={}/{} uid={} node={} ours=\"{}\" theirs=\"{}\"",
                        to_string(s.outcome), s.pod.namespace_, s.pod.name, s.pod.uid, s.node,
                        s.ours, s.theirs);
@@ -454,30 +441,22 @@ void shadow_tracker::note(const shadow_note& n) {
       e.node = n.node;
       e.taints = n.taints;
     }
-    switch (n.kind) {
-      case decision_kind::scheduled:
-        if (e.ours != st::would_delete) {
+    if (e.ours != st::would_delete) {  // ours is final once it would have deleted
+      e.ours_at = n.at;
+      e.due = n.due;
+      switch (n.kind) {
+        case decision_kind::scheduled:
           e.ours = st::scheduled;
-          e.ours_at = n.at;
-          e.due = n.due;
           e.reason = cancel_reason::none;
-        }
-        break;
-      case decision_kind::would_delete:
-        if (e.ours != st::would_delete) {
+          break;
+        case decision_kind::would_delete:
           e.ours = st::would_delete;
-          e.ours_at = n.at;
-          e.due = n.due;
-        }
-        break;
-      case decision_kind::cancelled:
-        if (e.ours != st::would_delete) {
+          break;
+        case decision_kind::cancelled:
           e.ours = st::cancelled;
-          e.ours_at = n.at;
-          e.due = n.due;
           e.reason = n.reason;
-        }
-        break;
+          break;
+      }
     }
     impl_->try_settle(n.pod.uid, impl_->opts.now(), out);
   }
@@ -491,12 +470,12 @@ void shadow_tracker::pod_changed(const informers::pod_record* old_pod,
     return;
   }
   const auto& p = any->pod;
-  const bool deleting = new_pod == nullptr ? true : new_pod->pod.terminating;
-  const bool was_deleting =
-      old_pod != nullptr && old_pod->pod.uid == p.uid && old_pod->pod.terminating;
+  const bool deleting = new_pod == nullptr || new_pod->pod.terminating;
+  const bool same_pod = old_pod != nullptr && old_pod->pod.uid == p.uid;
+  const bool was_deleting = same_pod && old_pod->pod.terminating;
   const bool condition = any->disruption == informers::disruption_state::true_ours;
-  const bool had_condition = old_pod != nullptr && old_pod->pod.uid == p.uid &&
-                             old_pod->disruption == informers::disruption_state::true_ours;
+  const bool had_condition =
+      same_pod && old_pod->disruption == informers::disruption_state::true_ours;
   const bool new_deletion = deleting && !was_deleting;
   const bool new_condition = condition && !had_condition;
   if (!new_deletion && !new_condition) {
@@ -580,7 +559,7 @@ void shadow_tracker::sweep() {
   {
     const std::lock_guard lock(impl_->mu);
     const auto now = impl_->opts.now();
-    std::vector<std::string> uids;
+    std::vector<std::string> uids;  // A copy: settling erases entries.
     uids.reserve(impl_->entries.size());
     for (const auto& [uid, e] : impl_->entries) {
       uids.push_back(uid);
@@ -641,7 +620,7 @@ std::string shadow_tracker::report_json() const {
                    {"taints", s.taints},
                    {"ours", s.ours},
                    {"theirs", s.theirs},
-                   {"at", base::format_rfc3339(s.at, base::rfc3339_digits::milliseconds)}});
+                   {"at", millis(s.at)}});
   }
   doc["disagreements"] = std::move(arr);
   // Replace invalid UTF-8 (a pod name cannot hold any, an event message might) rather than

@@ -221,26 +221,6 @@ TEST(pod_store, list_snapshot) {
   EXPECT_EQ(all[1], pod("ns", "b", ""));
 }
 
-TEST(pod_store, for_each_visits_what_list_returns) {
-  pod_store store;
-  store.upsert(pod("ns", "a", "n"));
-  store.upsert(pod("ns", "b", ""));
-  store.upsert(pod("", "c", "n"));
-  std::vector<pod_record> visited;
-  store.for_each([&](const pod_record& r) {
-    visited.push_back(r);
-    EXPECT_TRUE(store.get(r.pod.namespace_, r.pod.name).has_value());  // reads may nest
-  });
-  auto listed = store.list();
-  auto by_name = [](const pod_record& x, const pod_record& y) { return x.pod.name < y.pod.name; };
-  std::sort(visited.begin(), visited.end(), by_name);
-  std::sort(listed.begin(), listed.end(), by_name);
-  EXPECT_EQ(visited, listed);
-
-  pod_store empty;
-  empty.for_each([](const pod_record&) { ADD_FAILURE() << "visited a pod of an empty store"; });
-}
-
 /// Random operations against a plain std::map model: the index by node and the pooled
 /// fields must always agree with the model.
 TEST(pod_store, randomised_against_a_model) {

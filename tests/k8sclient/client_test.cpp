@@ -322,6 +322,29 @@ TEST_F(client_test, plain_requests_start_slowly_and_each_answer_lets_one_more_in
   EXPECT_TRUE(run_until([&] { return done.size() == 5; }));
 }
 
+TEST_F(client_test, a_place_freed_in_the_window_goes_to_the_request_waiting_for_it) {
+  // A request woken for the window's free place used to look again when it ran, and one that
+  // arrived in between took the place: the woken one queued up anew (a mass eviction woke
+  // ~10 waiters for each place).
+  server_.set_fallback(reply().raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
+  auto opts = fast_options();
+  opts.max_connections = 1;
+  opts.initial_plain_window = 1;
+  client c(io_.get_executor(), plain_config(), opts);
+  std::vector<std::string> done;
+  // "/late" is sent in the same turn as "/first"'s answer arrives, before "/waiting" runs.
+  asio::co_spawn(
+      io_,
+      [&]() -> asio::awaitable<void> {
+        co_await send_recorded(c, "/first", false, &done);
+        co_await send_recorded(c, "/late", false, &done);
+      },
+      asio::detached);
+  asio::co_spawn(io_, send_recorded(c, "/waiting", false, &done), asio::detached);
+  ASSERT_TRUE(run_until([&] { return done.size() == 3; }));
+  EXPECT_EQ(done, (std::vector<std::string>{"/first", "/waiting", "/late"}));
+}
+
 TEST_F(client_test, background_requests_wait_for_every_other_waiter) {
   server_.set_fallback(reply().hold("go").raw("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
   auto opts = fast_options();

@@ -257,7 +257,7 @@ TEST_F(event_recorder_test, an_event_on_another_kind_names_it_and_is_its_own_ser
   const event_content open{"Warning", "StormBreakerOpen", "Storm breaker open"};
   EXPECT_TRUE(rec.record(lease, open));
   // A pod of the same namespace and name is another object: its own Event, not a PATCH.
-  EXPECT_TRUE(rec.record(pod_ref{"ns1", "web-0", ""}, open));
+  EXPECT_TRUE(rec.record(involved_object{.ref = pod_ref{"ns1", "web-0", ""}}, open));
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 2; }));
   const auto reqs = server_.requests();
   ASSERT_EQ(reqs.size(), 2U);
@@ -569,8 +569,10 @@ TEST_F(event_recorder_test, another_message_type_reason_or_pod_is_another_event)
   rec.start();
   rec.record(web, event_kind::cancelling_deletion);
   rec.record(web, event_kind::marking_for_deletion);
-  rec.record(web, event_content{"Warning", "TaintManagerEviction", "Marking for deletion Pod x"});
-  rec.record(web, event_content{"Normal", "Other", "Marking for deletion Pod x"});
+  rec.record(involved_object{.ref = web},
+             event_content{"Warning", "TaintManagerEviction", "Marking for deletion Pod x"});
+  rec.record(involved_object{.ref = web},
+             event_content{"Normal", "Other", "Marking for deletion Pod x"});
   rec.record(pod_ref{"ns1", "web-0", "uid-2"}, event_kind::cancelling_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 5; }));
   for (const auto& r : server_.requests()) {

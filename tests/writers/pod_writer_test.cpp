@@ -23,6 +23,7 @@
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/test_client.hpp"
 #include "tec/informers/store.hpp"
+#include "tec/k8sclient/api_error.hpp"
 #include "tec/writers/event_recorder.hpp"
 #include "tec/writers/eviction_sink.hpp"
 

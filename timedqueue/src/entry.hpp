@@ -18,6 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/config.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
+
 namespace tec::timedqueue::detail {
 
 constexpr std::uint32_t no_heap_index = std::numeric_limits<std::uint32_t>::max();
@@ -122,19 +125,88 @@ struct key_equal {
   }
 };
 
+/// The entries by key. It owns every entry in it, running ones included, until they leave it
+/// (take(), erase()) or are detached (detach_all()). Guarded by the queue's mutex.
+class entry_index {
+public:
+  entry_index() = default;
+  entry_index(const entry_index&) = delete;
+  entry_index& operator=(const entry_index&) = delete;
+  ~entry_index() {
+    for (entry* e : set_) {
+      entry::destroy(e);
+    }
+  }
+
+  [[nodiscard]] std::size_t size() const { return set_.size(); }
+  [[nodiscard]] bool contains(std::string_view key) const { return set_.contains(key); }
+  /// The entry of `key`, or null. Forced inline, as add() is: the boost lookup inside them is,
+  /// and out of line they cost schedule() ~5% (bench/timedqueue_bench bm_schedule_cancel).
+  [[nodiscard]] BOOST_FORCEINLINE entry* find(std::string_view key) const {
+    const auto it = set_.find(key);
+    return it == set_.end() ? nullptr : *it;
+  }
+  /// Every entry, in no order.
+  [[nodiscard]] std::vector<const entry*> all() const { return {set_.begin(), set_.end()}; }
+
+  /// A new pending entry for `key` (which has none), with the next generation.
+  BOOST_FORCEINLINE entry* add(std::string_view key, std::string_view payload,
+                               const group_names& groups, time_point created_at,
+                               time_point fire_at) {
+    entry* e = entry::create(key, payload, groups);
+    e->created_at = created_at;
+    e->fire_at = fire_at;
+    e->generation = next_generation_++;
+    try {
+      set_.insert(e);
+    } catch (...) {
+      entry::destroy(e);
+      throw;
+    }
+    return e;
+  }
+
+  /// Takes the entry of `key` out (the caller owns it now), or returns null.
+  entry* take(std::string_view key) {
+    const auto it = set_.find(key);
+    if (it == set_.end()) {
+      return nullptr;
+    }
+    entry* e = *it;
+    set_.erase(it);
+    return e;
+  }
+
+  /// Takes `e` out and frees it.
+  void erase(entry* e) {
+    set_.erase(e->key());
+    entry::destroy(e);
+  }
+
+  /// Empties the index: running entries are detached (their runs free them), the others freed.
+  void detach_all() {
+    for (entry* e : set_) {
+      if (e->state == entry_state::running) {
+        e->detached.store(true, std::memory_order_relaxed);
+      } else {
+        entry::destroy(e);
+      }
+    }
+    set_.clear();
+  }
+
+private:
+  boost::unordered_flat_set<entry*, key_hash, key_equal> set_;
+  std::uint64_t next_generation_ = 1;
+};
+
 /// The entries waiting for a time (pending ones for fire_at, backing-off ones for their
 /// retry), earliest first; ties go to the lower generation.
 ///
 /// An indexed binary heap: each node keeps its deadline next to the pointer, so that sifting
-/// compares without touching entries (it only writes their heap_index). Kept against an ordered set
-/// (std::set of (due, generation, entry*), each entry holding its node's iterator) on
-/// bench/timedqueue_bench.cpp, run twice interleaved with 3 repetitions on a shared 2-core machine
-/// (medians): schedule+cancel with 1,000 / 100,000 / 1,000,000 entries pending took 124-137 /
-/// 144-156 / 130-149 ns with the heap and 165-259 / 872-965 / 1,075-2,213 ns with the set (a new
-/// deadline seldom sifts far up the heap, while the set walks a tree that no longer fits the
-/// cache). Firing 10,000 / 100,000 entries came out either way (set/heap 0.76 / 0.59 in one run,
-/// 1.12 / 1.05 in the other), and the set costs ~45 bytes more per pending entry (235-245 against
-/// 192-197).
+/// compares without touching entries (it only writes their heap_index). Kept against an ordered
+/// set by benchmark (BENCHMARKS.md, "The timed queue's deadlines": schedule+cancel 1.3-15x
+/// slower with the set, firing either way, ~45 bytes more per pending entry).
 class deadlines {
 public:
   [[nodiscard]] bool empty() const { return heap_.empty(); }

@@ -3,14 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <cstdio>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -22,9 +20,13 @@
 #include <utility>
 #include <vector>
 
+#include "lru_map.hpp"
 #include "tec/base/logger.hpp"
+#include "tec/base/rfc3339.hpp"
 #include "tec/base/token_bucket.hpp"
+#include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/hostname.hpp"
+#include "tec/k8sclient/paths.hpp"
 #include "tec/writers/pod_writer.hpp"
 
 namespace tec::writers {
@@ -42,17 +44,10 @@ std::shared_ptr<spdlog::logger> logger() {
   return log;
 }
 
-std::string hex(std::uint64_t value) {
-  std::array<char, 20> buf{};
-  const int n =
-      std::snprintf(buf.data(), buf.size(), "%llx", static_cast<unsigned long long>(value));
-  return {buf.data(), static_cast<std::size_t>(n)};
-}
-
 /// client-go names events "<object name>.<unix nanos in hex>"; names must stay DNS subdomains
 /// of at most 253 characters, so a very long pod name is shortened.
 std::string event_name(std::string_view pod_name, std::uint64_t nanos) {
-  const std::string suffix = "." + hex(nanos);
+  const std::string suffix = fmt::format(".{:x}", nanos);
   std::string base(pod_name.substr(0, max_name_length - suffix.size()));
   while (!base.empty() && (base.back() == '.' || base.back() == '-')) {
     base.pop_back();
@@ -106,61 +101,62 @@ std::size_t utf8_sequence_length(std::string_view s) {
   return n;
 }
 
-/// A map that forgets its least recently used entries beyond its capacity. client-go keeps
-/// each piece of its correlation state in such an LRU (4096 entries); ours holds at most a
-/// few thousand entries, so a list plus an index is enough.
-template <class V>
-class lru_map {
-public:
-  explicit lru_map(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 1)) {}
-
-  /// The value under `key`, made the most recent; nullptr when absent.
-  V* find(const std::string& key) {
-    const auto it = index_.find(key);
-    if (it == index_.end()) {
-      return nullptr;
-    }
-    items_.splice(items_.begin(), items_, it->second);
-    return &it->second->second;
-  }
-
-  /// Stores `value` under `key` as the most recent entry (replacing any), then forgets the
-  /// least recent entries beyond the capacity.
-  V& put(const std::string& key, V value) {
-    if (V* existing = find(key)) {
-      *existing = std::move(value);
-      return *existing;
-    }
-    items_.emplace_front(key, std::move(value));
-    index_.emplace(items_.front().first, items_.begin());
-    while (items_.size() > capacity_) {
-      index_.erase(items_.back().first);
-      items_.pop_back();
-    }
-    return items_.front().second;
-  }
-
-  void erase(const std::string& key) {
-    const auto it = index_.find(key);
-    if (it != index_.end()) {
-      const auto item = it->second;
-      index_.erase(it);
-      items_.erase(item);
-    }
-  }
-
-private:
-  using list = std::list<std::pair<std::string, V>>;
-  std::size_t capacity_;
-  list items_;                                                           // Most recent first.
-  std::unordered_map<std::string_view, typename list::iterator> index_;  // Keys in items_.
-};
-
 /// The distinct messages seen of similar events (same object, type, reason), by hash: a
 /// collision at worst sends one more message to the combined Event.
 struct similar_events {
   std::vector<std::size_t> messages;
   std::chrono::steady_clock::time_point last;
+};
+
+/// client-go's EventSourceObjectSpamFilter and EventAggregator: whether an occurrence is
+/// refused, and whether it goes to the combined Event of similar ones. Not synchronised (the
+/// recorder's mutex guards it).
+class event_filter {
+public:
+  /// `options` must outlive the filter (the recorder's own).
+  explicit event_filter(const event_recorder_options& options)
+      : options_(options),
+        buckets_(options.spam_cache_size),
+        similar_(options.correlation_cache_size) {}
+
+  /// Takes a token from the object's bucket.
+  bool spam_allow(const std::string& key, std::chrono::steady_clock::time_point now) {
+    const double refill_per_second =
+        options_.spam_refill_interval.count() > 0
+            ? 1.0 / static_cast<double>(options_.spam_refill_interval.count())
+            : 0.0;
+    base::token_bucket* b = buckets_.find(key);
+    if (b == nullptr) {
+      b = &buckets_.put(key, base::token_bucket(refill_per_second, options_.spam_burst, now));
+    }
+    return b->try_take(now);
+  }
+
+  /// Notes `message` among the similar events under `key`; true when it goes to the combined
+  /// Event: it is a new distinct message and aggregate_max_messages - 1 others were seen, each
+  /// within the window of the previous similar event.
+  bool aggregate(const std::string& key, const std::string& message,
+                 std::chrono::steady_clock::time_point now) {
+    similar_events* rec = similar_.find(key);
+    if (rec == nullptr || now - rec->last > options_.correlation_window) {
+      rec = &similar_.put(key, similar_events{{}, now});
+    }
+    rec->last = now;
+    const std::size_t hash = std::hash<std::string>{}(message);
+    if (std::find(rec->messages.begin(), rec->messages.end(), hash) != rec->messages.end()) {
+      return false;
+    }
+    if (rec->messages.size() + 1 >= std::max<std::size_t>(options_.aggregate_max_messages, 1)) {
+      return true;  // Not remembered: the set stays at the first max - 1 messages.
+    }
+    rec->messages.push_back(hash);
+    return false;
+  }
+
+private:
+  const event_recorder_options& options_;
+  lru_map<base::token_bucket> buckets_;  // The spam filter, by object.
+  lru_map<similar_events> similar_;      // The aggregation, by object, type and reason.
 };
 
 /// One Event on the server (or to be created there) and the occurrences not yet in it.
@@ -284,47 +280,12 @@ struct event_recorder::impl {
         api(c),
         options(std::move(opts)),
         clock(std::move(clk)),
-        buckets(options.spam_cache_size),
-        similar(options.correlation_cache_size),
+        filter(options),
         idle(options.correlation_cache_size),
         wake(executor, 1) {
     if (options.reporting_instance.empty()) {
       options.reporting_instance = k8sclient::local_hostname();
     }
-  }
-
-  /// Takes a token from the object's bucket. Called with mutex held.
-  bool spam_allow(const std::string& key, std::chrono::steady_clock::time_point now) {
-    const double refill_per_second =
-        options.spam_refill_interval.count() > 0
-            ? 1.0 / static_cast<double>(options.spam_refill_interval.count())
-            : 0.0;
-    base::token_bucket* b = buckets.find(key);
-    if (b == nullptr) {
-      b = &buckets.put(key, base::token_bucket(refill_per_second, options.spam_burst, now));
-    }
-    return b->try_take(now);
-  }
-
-  /// Notes `message` among the similar events under `key`; true when it goes to the combined
-  /// Event: it is a new distinct message and aggregate_max_messages - 1 others were seen, each
-  /// within the window of the previous similar event. Called with mutex held.
-  bool aggregate(const std::string& key, const std::string& message,
-                 std::chrono::steady_clock::time_point now) {
-    similar_events* rec = similar.find(key);
-    if (rec == nullptr || now - rec->last > options.correlation_window) {
-      rec = &similar.put(key, similar_events{{}, now});
-    }
-    rec->last = now;
-    const std::size_t hash = std::hash<std::string>{}(message);
-    if (std::find(rec->messages.begin(), rec->messages.end(), hash) != rec->messages.end()) {
-      return false;
-    }
-    if (rec->messages.size() + 1 >= std::max<std::size_t>(options.aggregate_max_messages, 1)) {
-      return true;  // Not remembered: the set stays at the first max - 1 messages.
-    }
-    rec->messages.push_back(hash);
-    return false;
   }
 
   /// A unique name even when the wall clock stands still or steps back.
@@ -347,13 +308,18 @@ struct event_recorder::impl {
     if (!options.drop_oldest) {
       return false;
     }
-    const std::shared_ptr<series> oldest = std::move(queue.front());
+    drop(queue.front(), counters.dropped_full);
     queue.pop_front();
-    counters.dropped_full += oldest->pending;
-    oldest->pending = 0;
-    oldest->queued = false;
-    deactivate(oldest);
     return true;
+  }
+
+  /// Counts the pending occurrences of `s`, which leaves the queue (or its delivery), as
+  /// dropped into `counter`. Called with mutex held.
+  void drop(const std::shared_ptr<series>& s, std::uint64_t& counter) {
+    counter += s->pending;
+    s->pending = 0;
+    s->queued = false;
+    deactivate(s);
   }
 
   /// `s` has no request queued or in flight any more: from `active` to the LRU of `idle`
@@ -370,30 +336,24 @@ struct event_recorder::impl {
   bool record(const involved_object& object, event_content content) {
     const pod_ref& pod = object.ref;
     // One recorder is one source (component and instance): they are not part of the keys.
-    std::string object_key = object.kind;
-    object_key += '\0';
-    object_key += pod.namespace_;
-    object_key += '\0';
-    object_key += pod.name;
-    object_key += '\0';
-    object_key += pod.uid;
-    std::string key = object_key;  // The object, type and reason, then what tells the series.
-    key += '\0';
-    key += content.type;
-    key += '\0';
-    key += content.reason;
+    // NUL separates the parts.
+    const std::string nul(1, '\0');
+    const std::string object_key =
+        object.kind + nul + pod.namespace_ + nul + pod.name + nul + pod.uid;
+    // The object, type and reason, then what tells the series.
+    std::string key = object_key + nul + content.type + nul + content.reason;
     {
       const std::lock_guard lock(mutex);
-      if (stopped) {
+      if (phase == lifecycle::stopped) {
         ++counters.dropped_stopped;
         return false;
       }
       const auto now = clock.steady();
-      if (!spam_allow(object_key, now)) {
+      if (!filter.spam_allow(object_key, now)) {
         ++counters.dropped_spam;
         return false;
       }
-      const bool combined = aggregate(key, content.message, now);
+      const bool combined = filter.aggregate(key, content.message, now);
       if (combined) {
         content.message = sanitize_event_message(
             "(combined from similar events): " + content.message, options.max_message_bytes);
@@ -401,8 +361,7 @@ struct event_recorder::impl {
       } else {
         // The message's hash keeps the keys short (a message may take 1 KiB); the message
         // itself is compared below.
-        key += '\0';
-        key += hex(std::hash<std::string>{}(content.message));
+        key += nul + fmt::format("{:x}", std::hash<std::string>{}(content.message));
       }
       std::shared_ptr<series> s;
       if (const auto it = active.find(key); it != active.end()) {
@@ -453,7 +412,8 @@ struct event_recorder::impl {
   /// queue is empty or when max_in_flight deliveries run already.
   std::shared_ptr<series> pop() {
     const std::lock_guard lock(mutex);
-    if (stopped || queue.empty() || in_flight >= std::max<std::size_t>(options.max_in_flight, 1)) {
+    if (phase == lifecycle::stopped || queue.empty() ||
+        in_flight >= std::max<std::size_t>(options.max_in_flight, 1)) {
       return nullptr;
     }
     std::shared_ptr<series> s = std::move(queue.front());
@@ -471,20 +431,12 @@ struct event_recorder::impl {
       const std::lock_guard lock(mutex);
       --in_flight;
       s->busy = false;
-      if (s->pending > 0) {
-        if (stopped) {
-          counters.dropped_stopped += s->pending;
-          s->pending = 0;
-        } else if (make_room()) {
-          s->queued = true;
-          queue.push_back(s);
-        } else {
-          counters.dropped_full += s->pending;
-          s->pending = 0;
-        }
-      }
-      if (!s->queued) {
-        deactivate(s);
+      const bool stopped = phase == lifecycle::stopped;
+      if (s->pending > 0 && !stopped && make_room()) {
+        s->queued = true;
+        queue.push_back(s);
+      } else {
+        drop(s, stopped ? counters.dropped_stopped : counters.dropped_full);
       }
     }
     wake.try_send(boost::system::error_code{});
@@ -492,7 +444,7 @@ struct event_recorder::impl {
 
   bool is_stopped() const {
     const std::lock_guard lock(mutex);
-    return stopped;
+    return phase == lifecycle::stopped;
   }
 
   /// The next request for `s`, carrying its pending occurrences (added to `taken`): a POST
@@ -502,20 +454,17 @@ struct event_recorder::impl {
     taken += s.pending;
     s.pending = 0;
     const std::uint64_t count = s.confirmed + taken;
-    k8sclient::request req;
-    req.background = true;  // evictions first, their record right after
     const std::string events =
         "/api/v1/namespaces/" + k8sclient::escape_path_segment(s.object.ref.namespace_) + "/events";
-    if (!s.exists) {
-      req.method = boost::beast::http::verb::post;
-      req.target = events;
-      req.body = make_event_body(s.object, s.content, s.name, options, s.first, s.last, count);
-    } else {
-      req.method = boost::beast::http::verb::patch;
-      req.target = events + "/" + k8sclient::escape_path_segment(s.name);
-      req.content_type = "application/strategic-merge-patch+json";
-      req.body = make_event_patch(s.content.message, s.last, count);
-    }
+    k8sclient::request req =
+        s.exists ? k8sclient::request(boost::beast::http::verb::patch,
+                                      events + "/" + k8sclient::escape_path_segment(s.name),
+                                      make_event_patch(s.content.message, s.last, count),
+                                      "application/strategic-merge-patch+json")
+                 : k8sclient::request(boost::beast::http::verb::post, events,
+                                      make_event_body(s.object, s.content, s.name, options, s.first,
+                                                      s.last, count));
+    req.background = true;  // evictions first, their record right after
     return req;
   }
 
@@ -621,8 +570,7 @@ struct event_recorder::impl {
 
   mutable std::mutex mutex;  // Guards everything below it.
   std::deque<std::shared_ptr<series>> queue;
-  lru_map<base::token_bucket> buckets;  // The spam filter, by object.
-  lru_map<similar_events> similar;      // The aggregation, by object, type and reason.
+  event_filter filter;
   // The series, by key: those with a request queued or in flight are never forgotten (so one
   // key never gets two Events while its first is still being written); at most
   // queue_capacity + max_in_flight of them (each key views its series' key). The others in an
@@ -632,8 +580,7 @@ struct event_recorder::impl {
   event_recorder_stats counters;
   std::uint64_t last_name_nanos = 0;
   std::size_t in_flight = 0;  // Deliveries started and not yet ended.
-  bool started = false;
-  bool stopped = false;
+  enum class lifecycle : std::uint8_t { created, started, stopped } phase = lifecycle::created;
 
   // Thread-safe by itself: record() and finished deliveries signal from any thread.
   asio::experimental::concurrent_channel<void(boost::system::error_code)> wake;
@@ -653,10 +600,10 @@ event_recorder::~event_recorder() {
 void event_recorder::start() {
   {
     const std::lock_guard lock(impl_->mutex);
-    if (impl_->started || impl_->stopped) {
+    if (impl_->phase != impl::lifecycle::created) {
       return;
     }
-    impl_->started = true;
+    impl_->phase = impl::lifecycle::started;
   }
   asio::co_spawn(impl_->executor, impl::drain(impl_),
                  [](const std::exception_ptr& ep) { log_unexpected(ep, "event delivery"); });
@@ -665,15 +612,12 @@ void event_recorder::start() {
 void event_recorder::stop() {
   {
     const std::lock_guard lock(impl_->mutex);
-    if (impl_->stopped) {
+    if (impl_->phase == impl::lifecycle::stopped) {
       return;
     }
-    impl_->stopped = true;
+    impl_->phase = impl::lifecycle::stopped;
     for (const auto& s : impl_->queue) {
-      impl_->counters.dropped_stopped += s->pending;
-      s->pending = 0;
-      s->queued = false;
-      impl_->deactivate(s);
+      impl_->drop(s, impl_->counters.dropped_stopped);
     }
     impl_->queue.clear();
   }
@@ -685,17 +629,13 @@ void event_recorder::stop() {
   });
 }
 
-bool event_recorder::record(const pod_ref& pod, event_content content) {
-  return record(involved_object{.ref = pod}, std::move(content));
-}
-
 bool event_recorder::record(const involved_object& object, event_content content) {
   content.message = sanitize_event_message(content.message, impl_->options.max_message_bytes);
   return impl_->record(object, std::move(content));
 }
 
 bool event_recorder::record(const pod_ref& pod, event_kind kind, std::string_view detail) {
-  return record(pod, make_event_content(pod, kind, detail));
+  return record(involved_object{.ref = pod}, make_event_content(pod, kind, detail));
 }
 
 event_recorder_stats event_recorder::stats() const {

@@ -7,15 +7,15 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <condition_variable>
-#include <deque>
 #include <exception>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
+#include "lru_map.hpp"
 #include "tec/base/logger.hpp"
+#include "tec/k8sclient/api_error.hpp"
 #include "tec/writers/pod_writer.hpp"
 
 namespace tec::writers {
@@ -55,43 +55,6 @@ bool is_cancelled(const base::error& err) {
   return err.code == base::make_error_code(base::errc::cancelled);
 }
 
-/// The UIDs whose condition patch this sink saw succeed, oldest first forgotten. Not
-/// synchronised (the sink's mutex guards it).
-class patched_memory {
-public:
-  explicit patched_memory(std::size_t capacity) : capacity_(capacity) {}
-
-  void remember(const std::string& uid) {
-    if (capacity_ == 0) {
-      return;
-    }
-    const std::uint64_t seq = ++next_;
-    uids_.insert_or_assign(uid, seq);
-    order_.emplace_back(seq, uid);
-    // order_ may also hold slots of UIDs since forgotten or remembered again: it is bounded
-    // by the capacity all the same, and a stale slot removes nothing.
-    while (order_.size() > capacity_) {
-      const auto& [old_seq, old_uid] = order_.front();
-      const auto it = uids_.find(old_uid);
-      if (it != uids_.end() && it->second == old_seq) {
-        uids_.erase(it);
-      }
-      order_.pop_front();
-    }
-  }
-
-  /// Forgets `uid` (its eviction is over).
-  void forget(const std::string& uid) { uids_.erase(uid); }
-
-  [[nodiscard]] bool contains(const std::string& uid) const { return uids_.contains(uid); }
-
-private:
-  std::size_t capacity_;
-  std::uint64_t next_ = 0;
-  std::unordered_map<std::string, std::uint64_t> uids_;      // uid -> its latest slot
-  std::deque<std::pair<std::uint64_t, std::string>> order_;  // slots, oldest first
-};
-
 /// What the condition patch of one attempt has to be.
 enum class condition_patch : std::uint8_t {
   none,             ///< Already there (our True condition): nothing to send.
@@ -115,37 +78,49 @@ struct k8s_eviction_sink::impl {
   eviction_result would_delete(const pod_ref& pod, const std::string& who) {
     logger()->info("dry run: would delete pod=\"{}\" uid={}", who, pod.uid);
     const std::lock_guard lock(mutex);
-    patched.forget(pod.uid);
+    patched.erase(pod.uid);
     ++counters.dry_run_deletions;
     return eviction_result{eviction_status::gone, {}};
   }
 
-  void record_failure(const base::error& err) {
+  void count(std::uint64_t eviction_sink_stats::*counter) {
     const std::lock_guard lock(mutex);
-    ++counters.failures;
-    ++counters.failures_by_reason[k8sclient::error_reason(err)];
+    ++(counters.*counter);
   }
 
-  // The deletion-duration histogram is the controller's (controller_options::on_deleted, from
-  // when the eviction was due): the sink only counts.
-  void record_deleted() {
-    const std::lock_guard lock(mutex);
-    ++counters.deletions;
+  // A failed attempt: a warning (debug once the controller reported the eviction as stuck),
+  // counted by reason.
+  eviction_result failed(const controller::eviction_request& req, const std::string& who,
+                         std::string_view what, const base::error& err) {
+    logger()->log(req.stuck ? spdlog::level::debug : spdlog::level::warn, "pod=\"{}\": {}: {}", who,
+                  what, err.message);
+    {
+      const std::lock_guard lock(mutex);
+      ++counters.failures;
+      ++counters.failures_by_reason[k8sclient::error_reason(err)];
+    }
+    return eviction_result{eviction_status::failed, err.message};
   }
 
   // The eviction of `uid` is over (done or nothing left to do): nothing to remember.
   void finished(const std::string& uid, bool gone) {
     const std::lock_guard lock(mutex);
-    patched.forget(uid);
+    patched.erase(uid);
     if (gone) {
       ++counters.already_gone;
     }
   }
 
   eviction_result cancelled_result() {
-    const std::lock_guard lock(mutex);
-    ++counters.cancelled;
+    count(&eviction_sink_stats::cancelled);
     return eviction_result{eviction_status::failed, "cancelled"};
+  }
+
+  // Nothing to delete: the pod is gone or replaced (`why`).
+  eviction_result gone(const pod_ref& pod, const std::string& who, std::string_view why) {
+    logger()->info("pod=\"{}\" uid={} is already gone ({})", who, pod.uid, why);
+    finished(pod.uid, true);
+    return eviction_result{eviction_status::gone, {}};
   }
 
   // Upstream's UpdatePodCondition on what we know: our earlier patch for this UID, else the
@@ -166,11 +141,9 @@ struct k8s_eviction_sink::impl {
       return condition_patch::now;
     }
     switch (cached->disruption) {
-      case informers::disruption_state::true_ours: {
-        const std::lock_guard lock(mutex);
-        ++counters.conditions_unchanged;
+      case informers::disruption_state::true_ours:
+        count(&eviction_sink_stats::conditions_unchanged);
         return condition_patch::none;
-      }
       case informers::disruption_state::true_other:
         return condition_patch::keep_transition;
       case informers::disruption_state::absent:
@@ -195,7 +168,9 @@ struct k8s_eviction_sink::impl {
       if (patched_result.value() == patch_outcome::patched) {
         const std::lock_guard lock(mutex);
         ++counters.conditions_patched;
-        patched.remember(pod.uid);
+        if (options.remembered_patches > 0) {
+          patched.put(pod.uid, true);
+        }
         co_return std::nullopt;
       }
       logger()->info("pod=\"{}\" uid={} is already gone ({}), nothing to delete", who, pod.uid,
@@ -210,12 +185,10 @@ struct k8s_eviction_sink::impl {
     if (transient(err)) {
       // No DELETE without the condition: a Job's podFailurePolicy would count the pod's end
       // as a real failure. The queue retries the whole attempt with backoff.
-      log_failure(req,
-                  "pod=\"{}\": could not add the DisruptionTarget condition, not deleting "
-                  "without it (retried): {}",
-                  who, err.message);
-      record_failure(err);
-      co_return eviction_result{eviction_status::failed, err.message};
+      co_return failed(req, who,
+                       "could not add the DisruptionTarget condition, not deleting without it "
+                       "(retried)",
+                       err);
     }
     logger()->warn(
         "pod=\"{}\": the API refused the DisruptionTarget condition, deleting without it: {}", who,
@@ -224,14 +197,6 @@ struct k8s_eviction_sink::impl {
     ++counters.condition_failures;
     ++counters.condition_failures_by_reason[k8sclient::error_reason(err)];
     co_return std::nullopt;
-  }
-
-  // A failed attempt's warning; debug once the controller reported the eviction as stuck.
-  template <class... Args>
-  static void log_failure(const controller::eviction_request& req,
-                          spdlog::format_string_t<Args...> fmt, Args&&... args) {
-    logger()->log(req.stuck ? spdlog::level::debug : spdlog::level::warn, fmt,
-                  std::forward<Args>(args)...);
   }
 
   // The Eviction API's group/version, found by discovery and kept (a failed discovery fails
@@ -265,9 +230,7 @@ struct k8s_eviction_sink::impl {
     const pod_ref& pod = req.pod;
     auto version = co_await eviction_version();
     if (!version) {
-      log_failure(req, "pod=\"{}\": cannot evict: {}", who, version.error().message);
-      record_failure(version.error());
-      co_return eviction_result{eviction_status::failed, version.error().message};
+      co_return failed(req, who, "cannot evict", version.error());
     }
     if (dry_run.load()) {
       co_return would_delete(pod, who);  // switched on while discovery was in flight
@@ -278,32 +241,24 @@ struct k8s_eviction_sink::impl {
       if (is_cancelled(answer.error())) {
         co_return cancelled_result();
       }
-      log_failure(req, "pod=\"{}\": eviction failed: {}", who, answer.error().message);
-      record_failure(answer.error());
-      co_return eviction_result{eviction_status::failed, answer.error().message};
+      co_return failed(req, who, "eviction failed", answer.error());
     }
     switch (answer->outcome) {
-      case evict_outcome::evicted: {
+      case evict_outcome::evicted:
         logger()->info("evicted pod=\"{}\" uid={} (Eviction API {})", who, pod.uid, *version);
         finished(pod.uid, false);
-        const std::lock_guard lock(mutex);
-        ++counters.evictions;
+        count(&eviction_sink_stats::evictions);
         co_return eviction_result{eviction_status::deleted, {}};
-      }
-      case evict_outcome::blocked: {
+      case evict_outcome::blocked:
         logger()->debug("eviction refused pod=\"{}\" uid={}: {}", who, pod.uid, answer->message);
-        const std::lock_guard lock(mutex);
-        ++counters.blocked;
+        count(&eviction_sink_stats::blocked);
         co_return eviction_result{eviction_status::blocked, std::move(answer->message)};
-      }
       case evict_outcome::not_found:
       case evict_outcome::uid_mismatch:
         break;
     }
-    logger()->info("pod=\"{}\" uid={} is already gone ({})", who, pod.uid,
+    co_return gone(pod, who,
                    answer->outcome == evict_outcome::not_found ? "404" : "409 UID mismatch");
-    finished(pod.uid, true);
-    co_return eviction_result{eviction_status::gone, {}};
   }
 
   asio::awaitable<eviction_result> run(controller::eviction_request req) {
@@ -337,20 +292,18 @@ struct k8s_eviction_sink::impl {
       if (is_cancelled(deleted.error())) {
         co_return cancelled_result();
       }
-      log_failure(req, "pod=\"{}\": delete failed: {}", who, deleted.error().message);
-      record_failure(deleted.error());
-      co_return eviction_result{eviction_status::failed, deleted.error().message};
+      co_return failed(req, who, "delete failed", deleted.error());
     }
     if (deleted.value() == delete_outcome::deleted) {
       logger()->info("pod=\"{}\" uid={} deleted", who, pod.uid);
       finished(pod.uid, false);
-      record_deleted();
+      // The deletion-duration histogram is the controller's (controller_options::on_deleted,
+      // from when the eviction was due): the sink only counts.
+      count(&eviction_sink_stats::deletions);
       co_return eviction_result{eviction_status::deleted, {}};
     }
-    logger()->info("pod=\"{}\" uid={} is already gone ({})", who, pod.uid,
+    co_return gone(pod, who,
                    deleted.value() == delete_outcome::not_found ? "404" : "409 UID mismatch");
-    finished(pod.uid, true);
-    co_return eviction_result{eviction_status::gone, {}};
   }
 
   asio::any_io_executor executor;
@@ -362,7 +315,9 @@ struct k8s_eviction_sink::impl {
   // Notified (without the lock) each time an eviction completes; wait_idle() waits on it.
   mutable std::condition_variable idle;
   eviction_sink_stats counters;
-  patched_memory patched;
+  // The UIDs whose condition patch succeeded and whose eviction is not over (the values mean
+  // nothing): checked before patching again.
+  lru_map<bool> patched;
   std::string eviction_api;  ///< The Eviction API's group/version once discovered.
   bool stopped = false;
   std::atomic<bool> dry_run;  // read without the mutex
@@ -416,8 +371,7 @@ void k8s_eviction_sink::evict(controller::eviction_request request,
 void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind kind,
                                      std::string_view detail) {
   if (impl_->dry_run.load()) {
-    const std::lock_guard lock(impl_->mutex);
-    ++impl_->counters.dry_run_events;
+    impl_->count(&eviction_sink_stats::dry_run_events);
     return;
   }
   if (impl_->events != nullptr) {

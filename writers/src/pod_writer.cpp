@@ -2,14 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
-#include <array>
+#include <algorithm>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/status.hpp>
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "tec/base/rfc3339.hpp"
 #include "tec/informers/records.hpp"
+#include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/paths.hpp"
 
 namespace tec::writers {
@@ -22,35 +23,19 @@ namespace http = boost::beast::http;
 /// not the one we meant.
 bool names_uid_cause(std::string_view body) {
   const json status = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!status.is_object()) {
+  const json::json_pointer causes_at("/details/causes");
+  if (!status.contains(causes_at)) {
     return false;
   }
-  const auto details = status.find("details");
-  if (details == status.end() || !details->is_object()) {
-    return false;
-  }
-  const auto causes = details->find("causes");
-  if (causes == details->end() || !causes->is_array()) {
-    return false;
-  }
-  for (const auto& cause : *causes) {
-    if (!cause.is_object()) {
-      continue;
-    }
-    const auto field = cause.find("field");
-    if (field != cause.end() && field->is_string() && field->get<std::string>() == "metadata.uid") {
-      return true;
-    }
-  }
-  return false;
+  const json& causes = status.at(causes_at);
+  return causes.is_array() && std::any_of(causes.begin(), causes.end(), [](const json& cause) {
+           return cause.is_object() && cause.value("field", json()) == "metadata.uid";
+         });
 }
 
 std::string pod_path(std::string_view ns, std::string_view name) {
-  std::string path = "/api/v1/namespaces/";
-  path += k8sclient::escape_path_segment(ns);
-  path += "/pods/";
-  path += k8sclient::escape_path_segment(name);
-  return path;
+  return "/api/v1/namespaces/" + k8sclient::escape_path_segment(ns) + "/pods/" +
+         k8sclient::escape_path_segment(name);
 }
 
 bool is_2xx(unsigned status) noexcept {
@@ -65,24 +50,16 @@ k8sclient::request make_evict_pod_request(std::string_view ns, std::string_view 
                      {"kind", "Eviction"},
                      {"metadata", {{"name", std::string(name)}, {"namespace", std::string(ns)}}},
                      {"deleteOptions", {{"preconditions", {{"uid", std::string(uid)}}}}}};
-  k8sclient::request req;
-  req.method = http::verb::post;
-  req.target = pod_path(ns, name) + "/eviction";
-  req.body = body.dump();
-  req.content_type = "application/json";
-  return req;
+  return {http::verb::post, pod_path(ns, name) + "/eviction", body.dump()};
 }
 
 std::optional<std::string> eviction_version_in_discovery(std::string_view body) {
   const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) {
+  const json::json_pointer resources_at("/resources");
+  if (!doc.contains(resources_at) || !doc.at(resources_at).is_array()) {
     return std::nullopt;
   }
-  const auto resources = doc.find("resources");
-  if (resources == doc.end() || !resources->is_array()) {
-    return std::nullopt;
-  }
-  for (const auto& r : *resources) {
+  for (const auto& r : doc.at(resources_at)) {
     if (!r.is_object() || r.value("name", json()) != "pods/eviction") {
       continue;
     }
@@ -104,13 +81,8 @@ k8sclient::request make_delete_pod_request(std::string_view ns, std::string_view
   const json body = {{"kind", "DeleteOptions"},
                      {"apiVersion", "v1"},
                      {"preconditions", {{"uid", std::string(uid)}}}};
-  k8sclient::request req;
-  req.method = http::verb::delete_;
-  req.target = pod_path(ns, name);
-  req.body = body.dump();
-  req.content_type = "application/json";
-  req.idempotent = true;
-  return req;
+  return {http::verb::delete_, pod_path(ns, name), body.dump(), "application/json",
+          /*idempotent_=*/true};
 }
 
 k8sclient::request make_disruption_condition_request(
@@ -125,21 +97,26 @@ k8sclient::request make_disruption_condition_request(
   }
   const json body = {{"metadata", {{"uid", std::string(uid)}}},
                      {"status", {{"conditions", json::array({condition})}}}};
-  k8sclient::request req;
-  req.method = http::verb::patch;
-  req.target = pod_path(ns, name) + "/status";
-  req.body = body.dump();
-  req.content_type = "application/strategic-merge-patch+json";
   // The same patch applied twice leaves the same pod: safe to resend.
-  req.idempotent = true;
-  return req;
+  return {http::verb::patch, pod_path(ns, name) + "/status", body.dump(),
+          "application/strategic-merge-patch+json", /*idempotent_=*/true};
 }
 
 namespace {
-/// A transport error, its message prefixed with the request it failed (no secrets in either).
-base::error with_context(const std::string& what, base::error err) {
-  err.message = what + ": " + err.message;
-  return err;
+/// Sends `req`; a transport error comes back with its message prefixed by `what`, the request
+/// it failed (no secrets in either).
+boost::asio::awaitable<base::result<k8sclient::response>> send(k8sclient::client& c,
+                                                               k8sclient::request req,
+                                                               std::function<bool()> cancelled,
+                                                               std::string what) {
+  req.cancelled = std::move(cancelled);
+  auto resp = co_await c.send(std::move(req));
+  if (!resp) {
+    base::error err = resp.error();
+    err.message = what + ": " + err.message;
+    co_return err;
+  }
+  co_return resp;
 }
 }  // namespace
 
@@ -147,21 +124,19 @@ pod_writer::pod_writer(k8sclient::client& c, wall_clock now) : client_(c), now_(
 
 boost::asio::awaitable<base::result<delete_outcome>> pod_writer::delete_pod(
     std::string ns, std::string name, std::string uid, std::function<bool()> cancelled) {
-  k8sclient::request req = make_delete_pod_request(ns, name, uid);
-  req.cancelled = std::move(cancelled);
-  auto resp = co_await client_.send(std::move(req));
   const std::string what = "DELETE pod " + ns + "/" + name;
+  auto resp =
+      co_await send(client_, make_delete_pod_request(ns, name, uid), std::move(cancelled), what);
   if (!resp) {
-    co_return with_context(what, resp.error());
+    co_return resp.error();
   }
-  const unsigned status = resp->status;
-  if (is_2xx(status)) {
+  if (is_2xx(resp->status)) {
     co_return delete_outcome::deleted;
   }
-  if (status == 404) {
+  if (resp->status == 404) {
     co_return delete_outcome::not_found;
   }
-  if (status == 409) {
+  if (resp->status == 409) {
     // The only precondition we send is the UID: a conflict means the name is taken by another
     // pod, so the one we meant is gone.
     co_return delete_outcome::uid_mismatch;
@@ -172,12 +147,11 @@ boost::asio::awaitable<base::result<delete_outcome>> pod_writer::delete_pod(
 boost::asio::awaitable<base::result<evict_answer>> pod_writer::evict_pod(
     std::string ns, std::string name, std::string uid, std::string api_version,
     std::function<bool()> cancelled) {
-  k8sclient::request req = make_evict_pod_request(ns, name, uid, api_version);
-  req.cancelled = std::move(cancelled);
-  auto resp = co_await client_.send(std::move(req));
   const std::string what = "POST pod eviction " + ns + "/" + name;
+  auto resp = co_await send(client_, make_evict_pod_request(ns, name, uid, api_version),
+                            std::move(cancelled), what);
   if (!resp) {
-    co_return with_context(what, resp.error());
+    co_return resp.error();
   }
   const unsigned status = resp->status;
   if (is_2xx(status)) {
@@ -199,14 +173,11 @@ boost::asio::awaitable<base::result<evict_answer>> pod_writer::evict_pod(
 }
 
 boost::asio::awaitable<base::result<std::string>> pod_writer::discover_eviction_version() {
-  k8sclient::request req;
-  req.method = http::verb::get;
-  req.target = "/api/v1";
-  req.idempotent = true;
-  auto resp = co_await client_.send(std::move(req));
   const std::string what = "GET /api/v1 (discovery of the Eviction API)";
+  auto resp =
+      co_await send(client_, {http::verb::get, "/api/v1", {}, "application/json", true}, {}, what);
   if (!resp) {
-    co_return with_context(what, resp.error());
+    co_return resp.error();
   }
   if (!is_2xx(resp->status)) {
     co_return k8sclient::api_error(what, resp.value());
@@ -221,24 +192,24 @@ boost::asio::awaitable<base::result<std::string>> pod_writer::discover_eviction_
 boost::asio::awaitable<base::result<patch_outcome>> pod_writer::add_disruption_condition(
     std::string ns, std::string name, std::string uid, std::function<bool()> cancelled,
     bool keep_transition_time) {
-  k8sclient::request req = make_disruption_condition_request(
-      ns, name, uid,
-      keep_transition_time ? std::nullopt
-                           : std::optional<std::chrono::system_clock::time_point>(now_()));
-  req.cancelled = std::move(cancelled);
-  auto resp = co_await client_.send(std::move(req));
   const std::string what = "PATCH pod status " + ns + "/" + name;
+  auto resp = co_await send(
+      client_,
+      make_disruption_condition_request(
+          ns, name, uid,
+          keep_transition_time ? std::nullopt
+                               : std::optional<std::chrono::system_clock::time_point>(now_())),
+      std::move(cancelled), what);
   if (!resp) {
-    co_return with_context(what, resp.error());
+    co_return resp.error();
   }
-  const unsigned status = resp->status;
-  if (is_2xx(status)) {
+  if (is_2xx(resp->status)) {
     co_return patch_outcome::patched;
   }
-  if (status == 404) {
+  if (resp->status == 404) {
     co_return patch_outcome::not_found;
   }
-  if ((status == 422 || status == 409) && names_uid_cause(resp->body)) {
+  if ((resp->status == 422 || resp->status == 409) && names_uid_cause(resp->body)) {
     co_return patch_outcome::uid_mismatch;
   }
   co_return k8sclient::api_error(what, resp.value());

@@ -16,8 +16,8 @@
 // and pods, and a slow or busy worker never blocks dispatch to the others (upstream uses a
 // blocking channel send, so one full channel stalls every worker).
 //
-// Upstream choices we keep (kubernetes pkg/controller/tainteviction)
-// -----------------------------------------------------------------
+// Upstream choices we keep (kubernetes pkg/controller/tainteviction; docs/behaviour.md)
+// -----------------------------------------------------------------------------------
 // - An eviction already scheduled keeps its fire time: changing tolerationSeconds neither
 //   lengthens nor shortens it; only a cancel or an untolerated taint changes it.
 // - Deleting a node drops it from the tainted table but does not cancel its pods' evictions.
@@ -27,53 +27,36 @@
 //   made for).
 // - "Marking for deletion" is emitted once per firing (attempt 1 only), before the API call.
 //
-// Where we differ, on purpose
-// ---------------------------
+// Where we differ, on purpose (docs/design.md "Where we differ from upstream")
+// ---------------------------------------------------------------------------
 // - UID preconditions: every queue entry carries the UID of the pod it was made for (its
-//   payload) and the eviction is made for that UID only. Before deciding for a pod, the entry
-//   under its name is checked: if the pod is gone, the entry is cancelled; if the pod now
-//   known under that name has another UID (a delete + re-create that the informer or our
-//   coalescing queue merged, or that was missed), the entry is dropped WITHOUT a cancel event
-//   (the pod it was for no longer exists, and the new pod never had an eviction to cancel)
-//   and the new pod is decided afresh. At firing time the work re-checks the pod cache and
-//   skips pods that are gone or replaced (no Marking event, no API call). A pod update whose
-//   UID changed is never filtered out.
-// - Durable retry: a failed eviction is retried with backoff by the timed queue until it
-//   succeeds or is cancelled, not dropped after 5 tries. One that keeps failing (a webhook or
-//   RBAC denying the DELETE) is not retried in silence: after `stuck_after` failures in a row
-//   it gets a Warning TaintEvictionFailed event carrying the API's message (clipped to
-//   max_event_detail bytes, control characters replaced) and a warning in the log, repeated at
-//   most every `stuck_event_interval` while it keeps failing, and it counts in
-//   controller_stats::stuck_evictions until it succeeds or is cancelled.
+//   payload) and the eviction is made for that UID only. An entry found under a name that now
+//   belongs to another UID is dropped WITHOUT a cancel event and the new pod is decided
+//   afresh; at firing time the work re-checks the pod cache and skips pods that are gone or
+//   replaced (no Marking event, no API call). A pod update whose UID changed is never
+//   filtered out.
+// - Durable retry: a failed eviction is retried with backoff until it succeeds or is
+//   cancelled, not dropped after 5 tries; one that keeps failing is made visible (see
+//   controller_options::stuck_after).
 // - Generation tokens (in timed_queue): a finished or cancelled run never touches a newer
 //   entry for the same key; cancelling an in-flight eviction frees the key at once.
 // - Saturating seconds: a huge tolerationSeconds is capped at toleration_time::max_delay
 //   (100 years) instead of overflowing into "evict now".
 // - Untolerated taint while this very pod's eviction is already running or backing off: it is
 //   left alone (it is already evicting "now"), instead of a cancel + a duplicate eviction.
-// - A pod already terminating (metadata.deletionTimestamp set) is never deleted again (a
-//   second DELETE changes nothing for it; issue 29): no eviction is scheduled for it, so it
-//   takes no admission token, sends nothing and gets no event (a restart or a failover
-//   replays every terminating pod on a tainted node, and upstream deletes each again, with a
-//   second "Marking for deletion" event). The update that sets the deletionTimestamp, which
-//   upstream ignores, is decided when an eviction of that pod waits (pending, held for
-//   admission, backing off): it is cancelled before it takes a token, with upstream's
-//   "Cancelling deletion" event when it was pending or blocked, as for a pod deleted before
-//   its time. A firing that still finds the pod terminating in the cache (the update came
-//   before the entry existed) stops there: no event, no request. An attempt already running
-//   is left to finish (its own DELETE is the usual reason the pod is terminating). Counted in
+// - A pod already terminating (metadata.deletionTimestamp set) is never deleted again (issue
+//   29): no eviction is scheduled for it; one that waits (pending, held, backing off) is
+//   cancelled when the update that sets the deletionTimestamp comes, with "Cancelling
+//   deletion" when it was pending or blocked; a firing that finds the pod terminating stops
+//   (no event, no request); an attempt already running is left to finish. Counted in
 //   controller_stats::terminating_skipped.
 // - Per-key serialisation: decisions for one pod key are made under a striped lock, so two
 //   workers (old node and new node of a re-created pod) never interleave lookup and cancel.
-//   A node update decides from the pods_on_node() snapshot; only when the queue holds an
-//   entry made for another UID is the pod read again (under that lock) before deciding.
-//   The queue is asked to schedule first and looked at only when an entry already exists.
 //
 // Threading
 // ---------
-// - node_updated(), pod_updated(), stats(), tainted_taints() and tainted_node_count_for_test() may
-// be
-//   called from any thread, concurrently.
+// - node_updated(), pod_updated(), stats(), tainted_taints() and tainted_node_count_for_test()
+//   may be called from any thread, concurrently.
 // - In threaded mode (options.threaded) start() spawns the worker std::threads; in manual mode
 //   nothing runs until the test calls run_until_idle_for_test() on its own thread.
 // - The eviction work runs on the timed queue's driver (driver::post); sink callbacks may

@@ -58,88 +58,21 @@ enum class event_kind : std::uint8_t {
 /// involvedObject {apiVersion v1, kind Pod, namespace, name, uid} and the messages below.
 inline constexpr std::string_view event_type = "Normal";
 inline constexpr std::string_view event_reason = "TaintManagerEviction";
-inline constexpr std::string_view warning_event_type = "Warning";
-inline constexpr std::string_view eviction_failed_reason = "TaintEvictionFailed";
-inline constexpr std::string_view eviction_scheduled_reason = "TaintEvictionScheduled";
-inline constexpr std::string_view eviction_blocked_reason = "TaintEvictionBlocked";
-inline constexpr std::string_view eviction_fallback_reason = "TaintEvictionFallback";
 
 /// The Event type of `kind`: "Normal" or "Warning".
-[[nodiscard]] inline std::string_view event_type_of(event_kind kind) {
-  switch (kind) {
-    case event_kind::eviction_failed:
-    case event_kind::eviction_blocked:
-    case event_kind::eviction_fallback:
-      return warning_event_type;
-    case event_kind::marking_for_deletion:
-    case event_kind::cancelling_deletion:
-    case event_kind::eviction_scheduled:
-      break;
-  }
-  return event_type;
-}
+[[nodiscard]] std::string_view event_type_of(event_kind kind);
 
-/// The Event reason of `kind`.
-[[nodiscard]] inline std::string_view event_reason_of(event_kind kind) {
-  switch (kind) {
-    case event_kind::eviction_failed:
-      return eviction_failed_reason;
-    case event_kind::eviction_scheduled:
-      return eviction_scheduled_reason;
-    case event_kind::eviction_blocked:
-      return eviction_blocked_reason;
-    case event_kind::eviction_fallback:
-      return eviction_fallback_reason;
-    case event_kind::marking_for_deletion:
-    case event_kind::cancelling_deletion:
-      break;
-  }
-  return event_reason;
-}
+/// The Event reason of `kind`: event_reason, or TaintEvictionFailed, TaintEvictionScheduled,
+/// TaintEvictionBlocked, TaintEvictionFallback.
+[[nodiscard]] std::string_view event_reason_of(event_kind kind);
 
 /// "Marking for deletion Pod <ns>/<name>", "Cancelling deletion of Pod <ns>/<name>",
 /// "Cannot delete Pod <ns>/<name>: <detail>" (eviction_failed; `detail` is the last error), or
 /// "Pod <ns>/<name> will be evicted at <detail>" (eviction_scheduled; `detail` is
 /// scheduled_event_detail()), "Pod <ns>/<name> not evicted yet: <detail>" (eviction_blocked)
 /// or "Deleting Pod <ns>/<name> <detail>" (eviction_fallback).
-[[nodiscard]] inline std::string event_message(const pod_ref& pod, event_kind kind,
-                                               std::string_view detail = {}) {
-  std::string msg;
-  switch (kind) {
-    case event_kind::marking_for_deletion:
-      msg = "Marking for deletion Pod ";
-      break;
-    case event_kind::cancelling_deletion:
-      msg = "Cancelling deletion of Pod ";
-      break;
-    case event_kind::eviction_failed:
-      msg = "Cannot delete Pod ";
-      break;
-    case event_kind::eviction_scheduled:
-    case event_kind::eviction_blocked:
-      msg = "Pod ";
-      break;
-    case event_kind::eviction_fallback:
-      msg = "Deleting Pod ";
-      break;
-  }
-  msg.append(pod.namespace_).push_back('/');
-  msg.append(pod.name);
-  if (kind == event_kind::eviction_failed) {
-    msg.append(": ");
-    msg.append(detail);
-  } else if (kind == event_kind::eviction_scheduled) {
-    msg.append(" will be evicted at ");
-    msg.append(detail);
-  } else if (kind == event_kind::eviction_blocked) {
-    msg.append(" not evicted yet: ");
-    msg.append(detail);
-  } else if (kind == event_kind::eviction_fallback) {
-    msg.push_back(' ');
-    msg.append(detail);
-  }
-  return msg;
-}
+[[nodiscard]] std::string event_message(const pod_ref& pod, event_kind kind,
+                                        std::string_view detail = {});
 
 /// The detail of an eviction_scheduled event: "<due>: taint <key>[=<value>]:NoExecute,
 /// tolerationSeconds <seconds>", with `due` in RFC 3339 UTC to the second

@@ -189,6 +189,27 @@ bool list_splitter::feed(std::string_view bytes, OnItem&& on_item) {
   return scan(bytes, [&](std::string_view element) { return on_item(element); });
 }
 
+/// Element `index` of a streamed LIST page, decoded: to on_item(Record&&), or when it is valid
+/// JSON of the wrong shape (errc::unexpected_shape) to on_skip(const error&), since one bad object
+/// must not fail the whole list forever (the server would send it again on every relist). Any
+/// other error fails `splitter` (false).
+template <class Record, class OnItem, class OnSkip, class Splitter>
+bool take_list_item(std::size_t index, result<Record> decoded, OnItem& on_item, OnSkip& on_skip,
+                    Splitter& splitter) {
+  if (decoded) {
+    on_item(std::move(decoded).value());
+    return true;
+  }
+  error e = decoded.error();
+  e.message = "items[" + std::to_string(index) + "]: " + e.message;
+  if (e.code == make_error_code(errc::unexpected_shape)) {
+    on_skip(e);
+    return true;
+  }
+  splitter.fail(std::move(e));
+  return false;
+}
+
 /// The JSON decoders a list_decoder calls, by Record type: DecodePod / DecodeNode for an
 /// element, DecodePodList / DecodeNodeList for the envelope.
 template <result<pod_record> (*DecodePod)(std::string_view),
@@ -223,8 +244,7 @@ using json_decoders =
 /// Json::object (decode_pod / decode_node by Record type) as they complete.
 ///
 /// An element that is valid JSON of the wrong shape (a missing uid, a string where a number
-/// belongs, a null) is skipped and reported through `on_skip`: one bad object must not fail
-/// the whole list forever, as the server would send it again on every relist. Malformed JSON
+/// belongs, a null) is skipped and reported through `on_skip` (take_list_item). Malformed JSON
 /// anywhere fails the page (the stream cannot be trusted), as does any bound (list_limits).
 /// Not thread-safe: one per response body.
 template <class Record, class Json = json_decoders>
@@ -242,11 +262,13 @@ public:
     }
     if (protobuf_) {
       return protobuf_->feed(bytes, [&](std::string_view message) {
-        return take(protobuf_->items() - 1, decode_message(message), on_item, on_skip, *protobuf_);
+        return take_list_item(protobuf_->items() - 1, decode_message(message), on_item, on_skip,
+                              *protobuf_);
       });
     }
     return splitter_.feed(bytes, [&](std::string_view element) {
-      return take(splitter_.items() - 1, decode(element), on_item, on_skip, splitter_);
+      return take_list_item(splitter_.items() - 1, Json::template object<Record>(element), on_item,
+                            on_skip, splitter_);
     });
   }
 
@@ -280,33 +302,12 @@ public:
   }
 
 private:
-  static result<Record> decode(std::string_view element) {
-    return Json::template object<Record>(element);
-  }
-
   static result<Record> decode_message(std::string_view message) {
     if constexpr (std::is_same_v<Record, pod_record>) {
       return decode_pod_message(message);
     } else {
       return decode_node_message(message);
     }
-  }
-
-  template <class OnItem, class OnSkip, class Splitter>
-  static bool take(std::size_t index, result<Record> decoded, OnItem& on_item, OnSkip& on_skip,
-                   Splitter& splitter) {
-    if (decoded) {
-      on_item(std::move(decoded).value());
-      return true;
-    }
-    error e = decoded.error();
-    e.message = "items[" + std::to_string(index) + "]: " + e.message;
-    if (e.code == make_error_code(errc::unexpected_shape)) {
-      on_skip(e);
-      return true;
-    }
-    splitter.fail(std::move(e));
-    return false;
   }
 
   list_splitter splitter_;

@@ -31,19 +31,8 @@ public:
   template <class OnItem, class OnSkip>
   bool feed(std::string_view bytes, OnItem&& on_item, OnSkip&& on_skip) {
     return splitter_.feed(bytes, [&](std::string_view element) {
-      auto decoded = DecodeItem(element);
-      if (decoded) {
-        on_item(std::move(decoded).value());
-        return true;
-      }
-      error e = decoded.error();
-      e.message = "items[" + std::to_string(splitter_.items() - 1) + "]: " + e.message;
-      if (e.code == make_error_code(errc::unexpected_shape)) {
-        on_skip(e);
-        return true;
-      }
-      splitter_.fail(std::move(e));
-      return false;
+      return take_list_item(splitter_.items() - 1, DecodeItem(element), on_item, on_skip,
+                            splitter_);
     });
   }
 

@@ -19,10 +19,8 @@ inline constexpr std::uint32_t fixed32 = 5;
 
 /// runtime.Unknown: the envelope after the "k8s\0" magic.
 namespace unknown {
-inline constexpr std::uint32_t type_meta = 1;
 inline constexpr std::uint32_t raw = 2;
 inline constexpr std::uint32_t content_encoding = 3;
-inline constexpr std::uint32_t content_type = 4;
 }  // namespace unknown
 
 /// metav1.WatchEvent.

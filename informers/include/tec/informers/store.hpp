@@ -86,11 +86,6 @@ public:
   /// Every cached pod (a snapshot).
   [[nodiscard]] std::vector<pod_record> list() const;
 
-  /// Calls `visit` with each cached pod in turn, under the store's shared lock: no snapshot of
-  /// the whole cache is built (a list() of 50,000 pods is some 30 MB at once, issue 16), one
-  /// pod_record at a time instead. `visit` must not write to this store; it may read it.
-  void for_each(const std::function<void(const pod_record&)>& visit) const;
-
   [[nodiscard]] std::size_t size() const;
 
   // controller::pod_index

@@ -23,6 +23,7 @@
 // release builds and leave an exposition Prometheus rejects).
 
 #include <prometheus/collectable.h>
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -96,8 +97,7 @@ public:
     /// Finite, strictly increasing upper bounds; +Inf is implicit.
     std::shared_ptr<const std::vector<double>> bounds;
   };
-  histogram(impl_type& h, std::shared_ptr<const std::vector<double>> bounds) noexcept
-      : h_(&h), bounds_(std::move(bounds)) {}
+  explicit histogram(impl_type& h) noexcept : h_(&h) {}
   histogram(const histogram&) = delete;
   histogram& operator=(const histogram&) = delete;
 
@@ -111,11 +111,9 @@ public:
     std::uint64_t count = 0;
   };
   [[nodiscard]] snapshot_t snapshot_for_test() const;
-  [[nodiscard]] const std::vector<double>& bounds() const noexcept { return *bounds_; }
 
 private:
   impl_type* h_;
-  std::shared_ptr<const std::vector<double>> bounds_;
 };
 
 namespace detail {
@@ -128,11 +126,6 @@ public:
   family_base(const family_base&) = delete;
   family_base& operator=(const family_base&) = delete;
 
-  [[nodiscard]] const std::string& name() const noexcept { return name_; }
-  [[nodiscard]] const std::vector<std::string>& label_names() const noexcept {
-    return label_names_;
-  }
-
 protected:
   void check_label_count(std::size_t n) const;
 
@@ -143,9 +136,11 @@ protected:
 // Orders label-value vectors and lets them be looked up by views without allocating.
 struct label_values_less {
   using is_transparent = void;
-  bool operator()(std::span<const std::string> a, std::span<const std::string> b) const;
-  bool operator()(std::span<const std::string> a, std::span<const std::string_view> b) const;
-  bool operator()(std::span<const std::string_view> a, std::span<const std::string> b) const;
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                        std::less<std::string_view>());
+  }
 };
 
 }  // namespace detail

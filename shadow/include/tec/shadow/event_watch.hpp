@@ -12,17 +12,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "tec/base/result.hpp"
-#include "tec/informers/decode.hpp"
 #include "tec/informers/object_codec.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/reflector.hpp"

@@ -20,16 +20,13 @@
 // Admission control (optional; by default every due entry starts at once) is a policy the
 // queue asks, not a part of it: admission_control (admission.hpp) decides whether a due entry
 // may start (a token bucket on the driver's clock, caps on the entries running at once per
-// group, a pause switch) and keeps the held entries in order; the queue owns one, calls it
-// under its mutex with the driver's now(), starts what it admits, tells it when a run ends or
-// a held entry is cancelled, and arms its timer for the token wake-up it asks for. An entry
-// names up to two groups at schedule time, one per group class (for the controller its node
-// and its namespace). A due entry that may not start yet is `held`: held entries start in the
-// order they became due (an entry whose group is full steps aside for later ones of free
-// groups), they are never dropped, and cancelling one counts as cancelling a pending entry (it
-// has not started). Retries go through admission too. While entries are held for tokens, the
-// queue wakes at most every 10 ms and counts the tokens due since the one it waited for even
-// when it wakes late (up to 100 ms late), as client-go's rate.Limiter reserves a waiter's slot.
+// group, a pause switch) and keeps the held entries in order; the queue calls it under its
+// mutex with the driver's now(), starts what it admits and arms its timer for the token
+// wake-up it asks for. An entry names up to two groups at schedule time, one per group class
+// (for the controller its node and its namespace). A due entry that may not start yet is
+// `held`: held entries are never dropped, they start in the order admission.hpp describes,
+// and cancelling one counts as cancelling a pending entry (it has not started). Retries go
+// through admission too.
 //
 // Why generation tokens (upstream kubernetes issues #100607, #107543, #110401, #125332 and
 // PR #141568): every entry gets a fresh generation when it is scheduled. A completion carries

@@ -38,7 +38,6 @@
 // Unlike upstream, involvedObject carries the pod's uid, so `kubectl describe pod` shows them.
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -47,14 +46,8 @@
 #include <string>
 #include <string_view>
 
-#include "tec/base/error.hpp"
-#include "tec/base/result.hpp"
-#include "tec/base/rfc3339.hpp"
 #include "tec/controller/ports.hpp"
-#include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/line_splitter.hpp"
-#include "tec/k8sclient/paths.hpp"
 
 namespace tec::writers {
 
@@ -67,8 +60,7 @@ struct event_recorder_options {
   /// Series (Events to create or update) waiting for delivery beyond this are dropped (see
   /// drop_oldest); an occurrence of a series already queued or in flight takes no room. Room
   /// for the events of a mass eviction of thousands of pods (upstream's broadcaster keeps
-  /// 1000 and drops the rest). A queued series takes about 1 KB with its share of the
-  /// caches (2 KB with a 1 KiB message), so the worst case is about 20 MB (40 MB).
+  /// 1000 and drops the rest), at 1-2 KB per queued series.
   std::size_t queue_capacity = 20000;
   /// When full: true drops the oldest queued series' pending occurrences (the newest tells
   /// the current state), false drops the new occurrence.
@@ -187,9 +179,8 @@ std::string make_event_patch(std::string_view message, std::chrono::system_clock
 /// I/O. The draining coroutine and its deliveries run on `executor` (the client's executor,
 /// which must not run handlers concurrently); start() spawns the drainer, stop() ends it
 /// (pending occurrences are dropped and counted: at shutdown we do not wait for the API
-/// server) and
-/// cancels the retry waits of the deliveries in flight, which then finish or fail as their
-/// current request does. `client` must outlive the deliveries: call stop() and let the
+/// server) and cancels the retry waits of the deliveries in flight, which then finish or fail
+/// as their current request does. `client` must outlive the deliveries: call stop() and let the
 /// executor run until idle before destroying the client. The recorder's state is shared with
 /// the drainer and the deliveries, so destroying the recorder object while they run is safe
 /// (it stops them). The executor's execution context must outlive the recorder (stop() posts
@@ -208,15 +199,13 @@ public:
   /// Further record() calls drop, and so do the occurrences still pending.
   void stop();
 
-  /// Records one occurrence of an Event about `pod` (content.message is sanitised with
-  /// sanitize_event_message), unless the spam filter refuses it, the recorder is stopped or
+  /// Records one occurrence of an Event about `object`, a pod or any other object (a Lease,
+  /// ...; keyed by its kind as well), with content.message sanitised by
+  /// sanitize_event_message, unless the spam filter refuses it, the recorder is stopped or
   /// the queue is full (and !drop_oldest). Returns whether it was accepted (it may still be
   /// dropped later to make room when drop_oldest).
-  bool record(const controller::pod_ref& pod, event_content content);
-  /// record() for any object (a Lease, ...): the same filters and correlation, keyed by the
-  /// object's kind as well.
   bool record(const involved_object& object, event_content content);
-  /// record() with make_event_content(pod, kind, detail).
+  /// record() about `pod` with make_event_content(pod, kind, detail).
   bool record(const controller::pod_ref& pod, controller::event_kind kind,
               std::string_view detail = {});
 

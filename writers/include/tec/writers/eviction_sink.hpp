@@ -1,9 +1,10 @@
 #pragma once
 
 // The controller's eviction_sink on top of the API client: each evict() becomes an optional
-// DisruptionTarget status patch, then a DELETE with the pod's UID as precondition
-// (docs/behaviour.md §8), run as a coroutine on the client's executor so the caller
-// never waits. Events go to an event_recorder.
+// DisruptionTarget status patch then a DELETE with the pod's UID as precondition (or, for
+// eviction_method::evict, a POST to the Eviction API; docs/behaviour.md §8), run as a
+// coroutine on the client's executor so the caller never waits. Events go to an
+// event_recorder.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
@@ -14,15 +15,9 @@
 #include <memory>
 #include <string>
 
-#include "tec/base/error.hpp"
-#include "tec/base/result.hpp"
-#include "tec/base/rfc3339.hpp"
 #include "tec/controller/ports.hpp"
 #include "tec/informers/store.hpp"
-#include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/line_splitter.hpp"
-#include "tec/k8sclient/paths.hpp"
 #include "tec/writers/event_recorder.hpp"
 
 namespace tec::writers {

@@ -1,9 +1,7 @@
 #pragma once
 
-// The two pod writes an eviction makes: the DisruptionTarget status condition and the DELETE
-// with a UID precondition (docs/behaviour.md §8). The helpers every writer shares (API error
-// values, RFC 3339 timestamps, path escaping) are kube's: tec/k8sclient/api_error.hpp, rfc3339.hpp
-// and paths.hpp.
+// The pod writes an eviction makes: the DisruptionTarget status condition, then the DELETE
+// with a UID precondition or the Eviction API's POST (docs/behaviour.md §8).
 
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
@@ -13,13 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "tec/base/error.hpp"
 #include "tec/base/result.hpp"
-#include "tec/base/rfc3339.hpp"
-#include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
-#include "tec/k8sclient/line_splitter.hpp"
-#include "tec/k8sclient/paths.hpp"
 
 namespace tec::writers {
 
@@ -49,11 +42,6 @@ struct evict_answer {
   evict_outcome outcome = evict_outcome::evicted;
   std::string message;  ///< blocked: the API server's message (clipped, printable).
 };
-
-/// The Eviction API versions this writer speaks, newest first ("policy/v1" from Kubernetes
-/// 1.22; "policy/v1beta1" before).
-inline constexpr std::string_view eviction_v1 = "policy/v1";
-inline constexpr std::string_view eviction_v1beta1 = "policy/v1beta1";
 
 /// The POST `/api/v1/namespaces/{ns}/pods/{name}/eviction` of an Eviction in `api_version`
 /// whose deleteOptions carry preconditions.uid. Not idempotent for the client (a resent
@@ -91,7 +79,8 @@ k8sclient::request make_disruption_condition_request(
 ///
 /// Thread/ownership: holds a reference to `client`, which must outlive every coroutine started
 /// from this object. Stateless otherwise: the coroutines may run concurrently, on the client's
-/// executor (co_spawn them there).
+/// executor (co_spawn them there). A write's `cancelled` (optional) withdraws its request
+/// while it waits (see request::cancelled).
 class pod_writer {
 public:
   using wall_clock = std::function<std::chrono::system_clock::time_point()>;
@@ -101,7 +90,6 @@ public:
 
   /// DELETE with preconditions.uid. 2xx, 404 and 409 are outcomes; any other status or a
   /// transport failure is an error value (status, and the server's Status message).
-  /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
   boost::asio::awaitable<base::result<delete_outcome>> delete_pod(
       std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {});
 
@@ -109,7 +97,6 @@ public:
   /// lastTransitionTime now, or, with `keep_transition_time`, without one (the pod's own is
   /// kept: its condition is already True). Whether to patch at all is the caller's decision
   /// (k8s_eviction_sink reads the cached pod instead of GETting it as upstream does).
-  /// `cancelled` (optional) withdraws the request while it waits (see request::cancelled).
   boost::asio::awaitable<base::result<patch_outcome>> add_disruption_condition(
       std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {},
       bool keep_transition_time = false);
