@@ -718,7 +718,7 @@ void BM_evictions_json(benchmark::State& state) {
     v.why = "";
     list.evictions.push_back(std::move(v));
   }
-  const tec::base::clock_bridge clock;
+  const tec::base::clock_bridge clock(*tec::base::real_clock());
   for (auto _ : state) {
     auto text = tec::cmd::evictions_json(list, true, clock, tec::base::wall_clock::now());
     benchmark::DoNotOptimize(text);

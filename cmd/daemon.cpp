@@ -352,7 +352,7 @@ struct cluster_watches {
 // Shadow mode (--shadow): the comparison (the controller's observer, the pod and Event
 // handlers and the sweep feed it; /debug/shadow reads it). Empty without --shadow.
 struct shadow_parts {
-  base::clock_bridge clock;
+  base::clock_bridge clock{*base::real_clock()};
   std::optional<ops::shadow_metrics> metrics;
   std::optional<shadow::shadow_tracker> tracker;
 

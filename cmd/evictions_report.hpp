@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <string>
 
-#include "tec/base/wall_time.hpp"
+#include "tec/base/clock.hpp"
 #include "tec/controller/controller.hpp"
 
 namespace tec::cmd {

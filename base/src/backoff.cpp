@@ -11,14 +11,14 @@ std::chrono::milliseconds jitter(std::chrono::milliseconds d, double max_factor,
   return std::chrono::milliseconds(static_cast<std::int64_t>(stretched));
 }
 
-backoff::backoff(backoff_policy policy, now_fn now, std::uint64_t seed)
+backoff::backoff(backoff_policy policy, clock& clock, std::uint64_t seed)
     : policy_(policy),
-      now_(now ? std::move(now) : now_fn([] { return clock::now(); })),
+      clock_(clock),
       rng_(seed != 0 ? seed : std::random_device{}()),
       base_(policy.initial) {}
 
 std::chrono::milliseconds backoff::next() {
-  const auto now = now_();
+  const auto now = clock_.now();
   if (used_ && now - last_ > policy_.reset_after) {
     base_ = policy_.initial;
   }

@@ -99,12 +99,13 @@ struct controller::impl {
   impl(const pod_index& pods, eviction_sink& sink, timedqueue::driver& drv,
        controller_options options)
       : log_(base::named_logger("controller")),
+        clock_(options.clock ? std::move(options.clock) : base::real_clock()),
         outlet_(sink, drv, policy_, std::move(options.on_decision)),
         tainted_(std::max<std::size_t>(options.workers, 1)),
         runner_(pods, sink, drv, outlet_, policy_, tainted_, ctr_, log_,
                 detail::runner_options{std::max<std::uint32_t>(options.stuck_after, 1),
                                        options.stuck_event_interval, std::move(options.on_deleted),
-                                       std::move(options.on_waited), wall_clock(options)}),
+                                       std::move(options.on_waited), *clock_}),
         queue_(
             drv,
             [this](const timedqueue::run_info& info, timedqueue::completion done) {
@@ -116,18 +117,9 @@ struct controller::impl {
         decider_(
             pods, drv, tainted_, entries_, outlet_, policy_, ctr_, log_,
             detail::decider_options{options.deadlines_from_taint_time, options.scheduled_events,
-                                    wall_clock(options), std::move(options.namespace_opted_out)}),
+                                    *clock_, std::move(options.namespace_opted_out)}),
         pool_(std::max<std::size_t>(options.workers, 1), options.threaded, decider_, ctr_, log_) {
     apply_policy(options.policy, /*at_start=*/true);
-  }
-
-  // controller_options::wall_clock, system_clock::now when it is empty.
-  static std::function<std::chrono::system_clock::time_point()> wall_clock(
-      const controller_options& options) {
-    if (options.wall_clock) {
-      return options.wall_clock;
-    }
-    return [] { return std::chrono::system_clock::now(); };
   }
 
   // `at_start`: the pods are not decided again (no node is known yet).
@@ -166,6 +158,7 @@ struct controller::impl {
   }
 
   std::shared_ptr<spdlog::logger> log_;
+  std::shared_ptr<base::clock> clock_;
   detail::counters ctr_;
   detail::policy_state policy_;
   detail::event_outlet outlet_;

@@ -211,7 +211,7 @@ void eviction_runner::attempt_blocked(pending_done& holder, std::string_view key
     detail += '.';
   }
   if (rec.fallback_at) {
-    const auto wall = options_.wall_clock();
+    const auto wall = options_.clock.wall();
     const auto at = wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(
                                *rec.fallback_at - now);
     detail += " Retrying; deleting it anyway at " + base::format_rfc3339(at) + " (fallbackAfter " +

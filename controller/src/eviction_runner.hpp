@@ -17,7 +17,7 @@ struct runner_options {
   timedqueue::duration stuck_event_interval{};
   std::function<void(std::chrono::nanoseconds)> on_deleted;
   std::function<void(std::chrono::nanoseconds)> on_waited;
-  std::function<std::chrono::system_clock::time_point()> wall_clock;  ///< Set.
+  base::clock& clock;  ///< Read for wall(): the due times in messages.
 };
 
 /// The timed queue's work: one attempt of an eviction per run() (the pod re-checked in the

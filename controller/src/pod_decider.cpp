@@ -36,7 +36,7 @@ pod_decider::pod_decider(const pod_index& pods, timedqueue::driver& drv, tainted
       log_(std::move(log)),
       deadlines_from_taint_time_(options.deadlines_from_taint_time),
       scheduled_events_(options.scheduled_events),
-      wall_clock_(std::move(options.wall_clock)),
+      clock_(options.clock),
       namespace_opted_out_(std::move(options.namespace_opted_out)) {}
 
 // Section 4.
@@ -159,7 +159,7 @@ pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_
   std::optional<countdown> resumed;
   if (replay && deadlines_from_taint_time_ && !d->untolerated && !d->time.is_now()) {
     resumed = resume_countdown(
-        pod, *taints, now, wall_clock_(), created_at, fire_at,
+        pod, *taints, now, clock_.wall(), created_at, fire_at,
         scope ? std::span<const taint_rule>(scope->taints) : std::span<const taint_rule>());
   }
   // A new entry is told of (resumed countdown, policy override, its Scheduled event).
@@ -287,7 +287,7 @@ void pod_decider::announce(const pod_view& pod, const std::vector<taint>& taints
   if (!scheduled_events_ || fire_at <= now || time.what != toleration_time::kind::after) {
     return;
   }
-  const auto wall = wall_clock_();
+  const auto wall = clock_.wall();
   const auto due =
       wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(fire_at - now);
   const taint& t =

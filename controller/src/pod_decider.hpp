@@ -18,8 +18,8 @@ namespace tec::controller::detail {
 struct decider_options {
   bool deadlines_from_taint_time = true;
   bool scheduled_events = true;
-  std::function<std::chrono::system_clock::time_point()> wall_clock;  ///< Set.
-  std::function<bool(std::string_view)> namespace_opted_out;          ///< May be empty.
+  base::clock& clock;                                         ///< Read for wall().
+  std::function<bool(std::string_view)> namespace_opted_out;  ///< May be empty.
 };
 
 /// The decisions (docs/behaviour.md §4 to §6): for a node update, every pod on the node; for a
@@ -72,7 +72,7 @@ private:
   std::shared_ptr<spdlog::logger> log_;
   const bool deadlines_from_taint_time_;
   const bool scheduled_events_;
-  const std::function<std::chrono::system_clock::time_point()> wall_clock_;
+  base::clock& clock_;
   const std::function<bool(std::string_view)> namespace_opted_out_;
   std::array<std::mutex, key_lock_count> key_locks_;
 };

@@ -121,9 +121,9 @@ std::string endpoint_of(const rest_config& config) {
 
 /// Closes `c` (ending its I/O in flight) at `when` on the clock, unless the returned alarm is
 /// gone first; `*fired` then tells an I/O error was this deadline.
-std::unique_ptr<clock::alarm> close_at(k8sclient::clock& clock, const asio::any_io_executor& ex,
-                                       connection& c, steady::time_point when,
-                                       const std::shared_ptr<bool>& fired) {
+std::unique_ptr<base::clock::alarm> close_at(base::clock& clock, const asio::any_io_executor& ex,
+                                             connection& c, steady::time_point when,
+                                             const std::shared_ptr<bool>& fired) {
   *fired = false;
   return clock.at(ex, when, [&c, fired] {
     *fired = true;
@@ -138,7 +138,7 @@ class dialer {
 public:
   /// Checks the address and makes the TLS context; config_error() tells what is wrong.
   /// `config` and `opts` (the client's) outlive the dialer.
-  dialer(asio::any_io_executor ex, k8sclient::clock& clock, const rest_config& config,
+  dialer(asio::any_io_executor ex, base::clock& clock, const rest_config& config,
          const client_options& opts)
       : ex_(std::move(ex)),
         clock_(clock),
@@ -267,7 +267,7 @@ private:
   }
 
   asio::any_io_executor ex_;
-  k8sclient::clock& clock_;
+  base::clock& clock_;
   const rest_config& config_;
   const client_options& opts_;
   std::string endpoint_;
@@ -284,7 +284,7 @@ private:
 /// which it outlives.
 class idle_guard {
 public:
-  idle_guard(k8sclient::clock& clock, asio::any_io_executor ex, connection& c,
+  idle_guard(base::clock& clock, asio::any_io_executor ex, connection& c,
              std::chrono::nanoseconds limit, std::shared_ptr<bool> fired)
       : clock_(clock),
         ex_(std::move(ex)),
@@ -313,13 +313,13 @@ private:
     c_.close();
   }
 
-  k8sclient::clock& clock_;
+  base::clock& clock_;
   asio::any_io_executor ex_;
   connection& c_;
   steady::duration limit_;
   std::shared_ptr<bool> fired_;
   steady::time_point last_;
-  std::unique_ptr<clock::alarm> alarm_;
+  std::unique_ptr<base::clock::alarm> alarm_;
 };
 
 /// One request and its answer on one connection: the message built, written and its answer
@@ -328,7 +328,7 @@ private:
 class http_exchange {
 public:
   /// `config` and `opts` (the client's) outlive it.
-  http_exchange(asio::any_io_executor ex, k8sclient::clock& clock, const rest_config& config,
+  http_exchange(asio::any_io_executor ex, base::clock& clock, const rest_config& config,
                 const client_options& opts)
       : ex_(std::move(ex)),
         clock_(clock),
@@ -455,7 +455,7 @@ private:
   }
 
   asio::any_io_executor ex_;
-  k8sclient::clock& clock_;
+  base::clock& clock_;
   const rest_config& config_;
   const client_options& opts_;
   std::string endpoint_;
@@ -502,7 +502,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         opts_(with_clock(std::move(options))),
         clock_(opts_.clock),
         endpoint_(endpoint_of(config_)),
-        limiter_(opts_.qps, opts_.burst, opts_.now),
+        limiter_(opts_.qps, opts_.burst, *clock_),
         throttling_(endpoint_),
         dialer_(ex_, *clock_, config_, opts_),
         exchange_(ex_, *clock_, config_, opts_),
@@ -517,16 +517,13 @@ struct client::impl : std::enable_shared_from_this<impl> {
     }
   }
 
-  /// The clock defaulted, `now` taken from it unless set, and a pool of at least one.
+  /// The clock defaulted and a pool of at least one.
   static client_options with_clock(client_options opts) {
     if (opts.max_connections == 0) {
       opts.max_connections = 1;
     }
     if (!opts.clock) {
-      opts.clock = steady_clock_source();
-    }
-    if (!opts.now) {
-      opts.now = [c = opts.clock] { return c->now(); };
+      opts.clock = base::real_clock();
     }
     return opts;
   }
@@ -633,7 +630,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         if (replayable && retries < opts_.max_retries) {
           ++retries;
           if (!network_backoff) {
-            network_backoff.emplace(opts_.network_retry_backoff, opts_.now);
+            network_backoff.emplace(opts_.network_retry_backoff, *clock_);
           }
           const auto wait = delay(wait_reason::network_retry, network_backoff->next());
           client_log()->debug("{} {}: retrying in {} after a network error ({}/{}): {}",
@@ -720,7 +717,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
                           trace_us());
     }
     // The request's own deadline closes the connection, as the other deadlines do.
-    std::unique_ptr<clock::alarm> whole;
+    std::unique_ptr<base::clock::alarm> whole;
     auto past_deadline = std::make_shared<bool>(false);
     if (req.deadline != steady::time_point::max()) {
       whole = close_at(*clock_, ex_, *conn, req.deadline, past_deadline);
@@ -772,7 +769,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
   asio::any_io_executor ex_;
   rest_config config_;
   client_options opts_;
-  std::shared_ptr<k8sclient::clock> clock_;
+  std::shared_ptr<base::clock> clock_;
   std::string endpoint_;  ///< host:port
   rate_limiter limiter_;
   std::unique_ptr<token_source> tokens_;
@@ -818,7 +815,7 @@ const rest_config& client::config() const noexcept {
   return impl_->config_;
 }
 
-k8sclient::clock& client::clock() const noexcept {
+base::clock& client::clock() const noexcept {
   return *impl_->clock_;
 }
 

@@ -824,10 +824,10 @@ base::result<rest_config> load_in_cluster(const std::string& root, const env_loo
 }
 
 token_source::token_source(std::string static_token, std::string token_file,
-                           std::chrono::seconds period, clock_fn now)
+                           std::chrono::seconds period, base::clock& clock)
     : file_(std::move(token_file)),
       period_(period),
-      now_(std::move(now)),
+      clock_(clock),
       token_(std::move(static_token)) {
   if (auto problem = token_problem(token_)) {
     // Not from a loader (which rejects it with the field's name): never send it.
@@ -837,7 +837,7 @@ token_source::token_source(std::string static_token, std::string token_file,
   }
   have_token_ = !token_.empty();
   if (have_token_) {
-    fetched_ = now_();
+    fetched_ = clock_.now();
   }
 }
 
@@ -849,7 +849,7 @@ base::result<std::string> token_source::current() {
     }
     return token_;
   }
-  const auto now = now_();
+  const auto now = clock_.now();
   if (have_token_ && !stale_ && now - fetched_ < period_) {
     return token_;
   }

@@ -115,7 +115,7 @@ public:
   /// `connect` opens a connection (counted in the pool's size, and closed by stop(), while it
   /// is being opened); `stopping` is the client's flag; `stopped` and `no_free_connection` make
   /// the errors the pool returns.
-  connection_pool(boost::asio::any_io_executor ex, k8sclient::clock& clock, settings s,
+  connection_pool(boost::asio::any_io_executor ex, base::clock& clock, settings s,
                   connect_fn connect, const std::atomic<bool>& stopping,
                   std::function<base::error()> stopped,
                   std::function<base::error()> no_free_connection);
@@ -177,7 +177,7 @@ private:
   void release_window();
 
   boost::asio::any_io_executor ex_;
-  k8sclient::clock& clock_;
+  base::clock& clock_;
   const settings settings_;
   const connect_fn connect_;
   const std::atomic<bool>& stopping_;
@@ -238,9 +238,8 @@ inline bool connection::still_usable() {
 
 // ---- the pool -----------------------------------------------------------------------------
 
-inline connection_pool::connection_pool(asio::any_io_executor ex, k8sclient::clock& clock,
-                                        settings s, connect_fn connect,
-                                        const std::atomic<bool>& stopping,
+inline connection_pool::connection_pool(asio::any_io_executor ex, base::clock& clock, settings s,
+                                        connect_fn connect, const std::atomic<bool>& stopping,
                                         std::function<base::error()> stopped,
                                         std::function<base::error()> no_free_connection)
     : ex_(std::move(ex)),
@@ -265,7 +264,7 @@ inline connection_pool::unanswered_mark::~unanswered_mark() {
 inline asio::awaitable<bool> connection_pool::wait_in(std::list<waiter*>& list,
                                                       steady::time_point deadline) {
   waiter w(ex_);
-  std::unique_ptr<clock::alarm> ring;
+  std::unique_ptr<base::clock::alarm> ring;
   if (deadline != steady::time_point::max()) {
     ring = clock_.at(ex_, deadline, [&w] { w.timer.cancel(); });
   }

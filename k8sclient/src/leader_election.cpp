@@ -134,7 +134,8 @@ std::string default_identity() {
 }
 
 struct leader_elector::impl {
-  impl(asio::any_io_executor ex, client& c, leader_election_config cfg, election_clock clk)
+  impl(asio::any_io_executor ex, client& c, leader_election_config cfg,
+       std::shared_ptr<base::clock> clk)
       : executor(std::move(ex)),
         api(c),
         config(std::move(cfg)),
@@ -236,7 +237,7 @@ struct leader_elector::impl {
 
   asio::awaitable<bool> try_acquire_or_renew() {
     const std::string now_text =
-        base::format_rfc3339(clock.wall(), base::rfc3339_digits::microseconds);
+        base::format_rfc3339(clock->wall(), base::rfc3339_digits::microseconds);
     lease_record next{config.identity, duration_seconds(), now_text, now_text, 0};
 
     // A named request: GCC 12 mis-destroys braced temporaries inside co_await expressions.
@@ -257,7 +258,7 @@ struct leader_elector::impl {
         co_return false;
       }
       keep(created->body);
-      const auto at = clock.steady();
+      const auto at = clock->now();
       observe(next, at);
       renewed(at);
       co_return true;
@@ -280,7 +281,7 @@ struct leader_elector::impl {
     lease = std::move(parsed);
 
     // Expiry is measured from when WE saw the record change, on our own clock.
-    const auto now = clock.steady();
+    const auto now = clock->now();
     if (!(old.value() == observed) || !observed_time) {
       observe(old.value(), now);
     }
@@ -315,7 +316,7 @@ struct leader_elector::impl {
       co_return false;
     }
     keep(put->body);
-    const auto at = clock.steady();
+    const auto at = clock->now();
     observe(next, at);
     renewed(at);
     co_return true;
@@ -326,7 +327,7 @@ struct leader_elector::impl {
       co_return true;
     }
     const std::string now_text =
-        base::format_rfc3339(clock.wall(), base::rfc3339_digits::microseconds);
+        base::format_rfc3339(clock->wall(), base::rfc3339_digits::microseconds);
     const lease_record released{"", 1, now_text, now_text, observed.lease_transitions};
     auto put = co_await write(released, /*create=*/false);
     if (!put || !is_2xx(put->status)) {
@@ -335,7 +336,7 @@ struct leader_elector::impl {
       co_return false;
     }
     keep(put->body);
-    observe(released, clock.steady());
+    observe(released, clock->now());
     logger()->info("released lease {}", describe);
     co_return true;
   }
@@ -356,7 +357,7 @@ struct leader_elector::impl {
         break;
       }
       const auto last = last_renewed();
-      if (!last || clock.steady() - *last >= config.renew_deadline) {
+      if (!last || clock->now() - *last >= config.renew_deadline) {
         lose("could not renew within the renew deadline");
         break;
       }
@@ -368,7 +369,7 @@ struct leader_elector::impl {
   asio::awaitable<void> watchdog() {
     for (;;) {
       const auto last = last_renewed();
-      const auto now = clock.steady();
+      const auto now = clock->now();
       if (!last || now >= *last + config.renew_deadline) {
         lose("no renewal within the renew deadline");
         co_return;
@@ -411,7 +412,7 @@ struct leader_elector::impl {
   asio::any_io_executor executor;
   client& api;
   leader_election_config config;
-  election_clock clock;
+  std::shared_ptr<base::clock> clock;
   std::string collection;
   std::string object;
   std::string describe;
@@ -434,7 +435,7 @@ struct leader_elector::impl {
 };
 
 leader_elector::leader_elector(asio::any_io_executor executor, client& c,
-                               leader_election_config config, election_clock clock)
+                               leader_election_config config, std::shared_ptr<base::clock> clock)
     : impl_(std::make_shared<impl>(std::move(executor), c, std::move(config), std::move(clock))) {}
 
 leader_elector::~leader_elector() {
@@ -477,7 +478,7 @@ bool leader_elector::healthy(std::chrono::milliseconds tolerance) const {
   }
   const auto last = impl_->last_renewed();
   return last &&
-         impl_->clock.steady() - *last <= impl_->config.lease_duration + clamp_duration(tolerance);
+         impl_->clock->now() - *last <= impl_->config.lease_duration + clamp_duration(tolerance);
 }
 
 const lease_record& leader_elector::observed_record() const noexcept {

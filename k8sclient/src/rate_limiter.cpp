@@ -1,27 +1,23 @@
 #include "tec/k8sclient/rate_limiter.hpp"
 
-#include <utility>
-
 namespace tec::k8sclient {
 
-rate_limiter::rate_limiter(double qps, int burst, now_fn now)
-    : limited_(qps > 0),
-      now_(now ? std::move(now) : now_fn([] { return clock::now(); })),
-      bucket_(qps, static_cast<double>(burst), now_()) {}
+rate_limiter::rate_limiter(double qps, int burst, base::clock& clock)
+    : limited_(qps > 0), clock_(clock), bucket_(qps, static_cast<double>(burst), clock_.now()) {}
 
 std::chrono::nanoseconds rate_limiter::reserve() {
   if (!limited_) {
     return std::chrono::nanoseconds::zero();
   }
-  return bucket_.reserve(now_());
+  return bucket_.reserve(clock_.now());
 }
 
 bool rate_limiter::try_take() {
-  return !limited_ || bucket_.try_take(now_());
+  return !limited_ || bucket_.try_take(clock_.now());
 }
 
 double rate_limiter::tokens() {
-  return bucket_.tokens(now_());
+  return bucket_.tokens(clock_.now());
 }
 
 }  // namespace tec::k8sclient

@@ -119,8 +119,8 @@ struct shadow_tracker::impl {
   };
 
   explicit impl(shadow_options o) : opts(std::move(o)) {
-    if (!opts.now) {
-      opts.now = [] { return base::wall_clock::now(); };
+    if (!opts.clock) {
+      opts.clock = base::real_clock();
     }
     opts.max_pending = std::max<std::size_t>(opts.max_pending, 1);
   }
@@ -395,7 +395,7 @@ struct shadow_tracker::impl {
           "their current best guess (counted in settledEarly)",
           opts.max_pending);
     }
-    try_settle(oldest, opts.now(), out, /*early=*/true);
+    try_settle(oldest, opts.clock->wall(), out, /*early=*/true);
   }
 
   void publish(std::vector<shadow_settled>& out) const {
@@ -458,7 +458,7 @@ void shadow_tracker::note(const shadow_note& n) {
           break;
       }
     }
-    impl_->try_settle(n.pod.uid, impl_->opts.now(), out);
+    impl_->try_settle(n.pod.uid, impl_->opts.clock->wall(), out);
   }
   impl_->publish(out);
 }
@@ -491,7 +491,7 @@ void shadow_tracker::pod_changed(const informers::pod_record* old_pod,
     if (impl_->done.contains(p.uid)) {
       return;
     }
-    const auto now = impl_->opts.now();
+    const auto now = impl_->opts.clock->wall();
     const std::string key = impl::name_key(p.namespace_, p.name);
     const bool tracked = impl_->entries.contains(p.uid);
     // A pod that just went away without a deletionTimestamp seen first (a forced delete) is
@@ -521,7 +521,7 @@ void shadow_tracker::event_seen(const shadow_event& ev) {
   std::vector<shadow_settled> out;
   {
     const std::lock_guard lock(impl_->mu);
-    const auto now = impl_->opts.now();
+    const auto now = impl_->opts.clock->wall();
     const mark m{now, ev.uid, ev.marking, ev.message};
     const std::string key = impl::name_key(ev.namespace_, ev.name);
     bool matched = false;
@@ -558,7 +558,7 @@ void shadow_tracker::sweep() {
   std::vector<shadow_settled> out;
   {
     const std::lock_guard lock(impl_->mu);
-    const auto now = impl_->opts.now();
+    const auto now = impl_->opts.clock->wall();
     std::vector<std::string> uids;  // A copy: settling erases entries.
     uids.reserve(impl_->entries.size());
     for (const auto& [uid, e] : impl_->entries) {

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <random>
 
-#include "base/support/hand_clock.hpp"
+#include "support/manual_clock.hpp"
 #include "tec/base/backoff.hpp"
 #include "tec/base/token_bucket.hpp"
 
@@ -15,8 +15,6 @@ namespace tec::base {
 namespace {
 
 using namespace std::chrono_literals;
-
-using limiter_clock = test::hand_clock;
 
 TEST(token_bucket, refills_from_the_time_points_it_is_given) {
   const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
@@ -56,8 +54,8 @@ TEST(jitter, stretches_by_up_to_the_factor) {
 }
 
 TEST(backoff, doubles_with_jitter_up_to_the_cap) {
-  limiter_clock clock;
-  backoff b({}, clock.fn(), 42);
+  test::manual_clock clock;
+  backoff b({}, clock, 42);
   auto base = 800ms;
   for (int i = 0; i < 12; ++i) {
     const auto d = b.next();
@@ -65,30 +63,30 @@ TEST(backoff, doubles_with_jitter_up_to_the_cap) {
     EXPECT_LT(d, std::min<std::chrono::milliseconds>(2 * base, 30s + 1ms)) << i;
     EXPECT_LE(d, 30s);
     base = std::min<std::chrono::milliseconds>(2 * base, 30s);
-    clock.now += d;
+    clock.advance(d);
   }
 }
 
 TEST(backoff, resets_after_a_healthy_stretch) {
-  limiter_clock clock;
-  backoff b({}, clock.fn(), 7);
+  test::manual_clock clock;
+  backoff b({}, clock, 7);
   for (int i = 0; i < 6; ++i) {
-    clock.now += 1s;
+    clock.advance(1s);
     (void)b.next();
   }
-  clock.now += 119s;         // less than 2 minutes since the last failure
+  clock.advance(119s);       // less than 2 minutes since the last failure
   EXPECT_GE(b.next(), 25s);  // still in the series
-  clock.now += 121s;
+  clock.advance(121s);
   const auto d = b.next();
   EXPECT_GE(d, 800ms);
   EXPECT_LT(d, 1600ms);
 }
 
 TEST(backoff, no_jitter_is_exact) {
-  limiter_clock clock;
+  test::manual_clock clock;
   backoff_policy p;
   p.jitter = 0;
-  backoff b(p, clock.fn(), 1);
+  backoff b(p, clock, 1);
   EXPECT_EQ(b.next(), 800ms);
   EXPECT_EQ(b.next(), 1600ms);
   EXPECT_EQ(b.next(), 3200ms);

@@ -358,12 +358,11 @@ TEST(Scope, TheReplayCountsFromTheTaintTimeWithTheRules) {
   p.taints = {rule("testTaint1", taint_action::evict, 0, 100)};
   controller_options o = with_policy(p);
   const auto start = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
-  timedqueue::manual_driver* drv = nullptr;
-  o.wall_clock = [&drv, start] {
-    return start + (drv != nullptr ? drv->now().time_since_epoch() : timedqueue::duration{});
-  };
-  harness h(std::move(o));
-  drv = &h.drv;
+  const auto steady_start = timedqueue::manual_driver::default_start;
+  auto clock =
+      std::make_shared<test::manual_clock>(steady_start, start + steady_start.time_since_epoch());
+  o.clock = clock;
+  harness h(std::move(o), clock);
   pod_view pod = make_pod("p", "n1", {make_toleration(1, 3600)});
   h.index.put(pod);
   taint t = make_taint(1);

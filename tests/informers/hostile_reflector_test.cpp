@@ -20,10 +20,10 @@
 #include "informers/support/resident_memory.hpp"
 #include "k8sclient/support/captured_log.hpp"
 #include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/manual_clock.hpp"
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/settle.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/manual_clock.hpp"
 #include "tec/informers/informers.hpp"
 #include "tec/k8sclient/reflector_impl.hpp"
 
@@ -127,8 +127,7 @@ protected:
   };
 
   asio::io_context io_;
-  std::shared_ptr<k8sclient::testing::manual_clock> clock_ =
-      std::make_shared<k8sclient::testing::manual_clock>();
+  std::shared_ptr<test::manual_clock> clock_ = std::make_shared<test::manual_clock>();
   fake_http_server server_{io_.get_executor()};
   client api_;
   node_store store_;

@@ -16,10 +16,10 @@
 
 #include "informers/support/resident_memory.hpp"
 #include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/manual_clock.hpp"
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/settle.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/manual_clock.hpp"
 
 namespace tec::informers {
 namespace {
@@ -160,8 +160,7 @@ protected:
   std::size_t requests() const { return server_.requests().size(); }
 
   asio::io_context io_;
-  std::shared_ptr<k8sclient::testing::manual_clock> clock_ =
-      std::make_shared<k8sclient::testing::manual_clock>();
+  std::shared_ptr<test::manual_clock> clock_ = std::make_shared<test::manual_clock>();
   fake_http_server server_{io_.get_executor()};
   client api_;
   node_store store_;
@@ -402,7 +401,7 @@ TEST(pod_informer_test, lists_and_watches_pods) {
   k8sclient::client_options copts;
   copts.qps = 0;
   copts.request_timeout = 60s;
-  copts.clock = std::make_shared<k8sclient::testing::manual_clock>();
+  copts.clock = std::make_shared<test::manual_clock>();
   copts.connector = server.connector();
   client api(io.get_executor(), k8sclient::testing::plain_config(server), copts);
   const auto pod = [](const std::string& name, const std::string& rv, const std::string& node) {

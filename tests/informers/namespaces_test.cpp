@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/manual_clock.hpp"
 #include "k8sclient/support/settle.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/manual_clock.hpp"
 
 namespace tec::informers {
 namespace {
@@ -263,8 +263,7 @@ protected:
 
   asio::io_context io_;
   fake_http_server server_{io_.get_executor()};
-  std::shared_ptr<k8sclient::testing::manual_clock> clock_ =
-      std::make_shared<k8sclient::testing::manual_clock>();
+  std::shared_ptr<test::manual_clock> clock_ = std::make_shared<test::manual_clock>();
   client api_{io_.get_executor(), k8sclient::testing::plain_config(server_), client_options()};
   std::vector<std::vector<opt_out_change>> calls_;
   namespace_store store_{[this](const std::vector<opt_out_change>& c) { calls_.push_back(c); }};

@@ -13,10 +13,10 @@
 
 #include "k8sclient/support/captured_log.hpp"
 #include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/manual_clock.hpp"
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/settle.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/manual_clock.hpp"
 #include "tec/base/logger.hpp"
 #include "tec/k8sclient/client.hpp"
 
@@ -50,7 +50,7 @@ protected:
   }
 
   asio::io_context io_;
-  std::shared_ptr<testing::manual_clock> clock_ = std::make_shared<testing::manual_clock>();
+  std::shared_ptr<test::manual_clock> clock_ = std::make_shared<test::manual_clock>();
   fake_http_server server_{io_.get_executor()};
 };
 

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/manual_clock.hpp"
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/settle.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/manual_clock.hpp"
 
 namespace tec::k8sclient {
 namespace {
@@ -143,7 +143,7 @@ protected:
   }
 
   asio::io_context io_;
-  std::shared_ptr<testing::manual_clock> clock_ = std::make_shared<testing::manual_clock>();
+  std::shared_ptr<test::manual_clock> clock_ = std::make_shared<test::manual_clock>();
   fake_http_server server_{io_.get_executor()};
   std::vector<std::chrono::nanoseconds> waits_;  ///< Retry-After waits asked for.
   std::vector<std::chrono::nanoseconds> network_waits_;

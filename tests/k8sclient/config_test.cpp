@@ -16,6 +16,8 @@
 
 #include <sys/stat.h>
 
+#include "support/manual_clock.hpp"
+
 namespace tec::k8sclient {
 namespace {
 
@@ -526,35 +528,27 @@ TEST(load_in_cluster, errors) {
   EXPECT_EQ(ok->namespace_, "default");  // no namespace file
 }
 
-/// A clock the test moves by hand.
-struct manual_clock {
-  std::chrono::steady_clock::time_point now{};
-  token_source::clock_fn fn() {
-    return [this] { return now; };
-  }
-};
-
 TEST(token_source, static_token) {
-  manual_clock clock;
-  token_source source("static", "", std::chrono::seconds{50}, clock.fn());
+  test::manual_clock clock;
+  token_source source("static", "", std::chrono::seconds{50}, clock);
   EXPECT_EQ(source.current().value(), "static");
   source.invalidate();
   EXPECT_EQ(source.current().value(), "static");
-  token_source none("", "", std::chrono::seconds{50}, clock.fn());
+  token_source none("", "", std::chrono::seconds{50}, clock);
   EXPECT_EQ(none.current().value(), "");
 }
 
 TEST(token_source, rereads_after_period_and_after_invalidate) {
   temp_dir dir;
   const auto file = dir.write("token", "one\n");
-  manual_clock clock;
-  token_source source("", file.string(), std::chrono::seconds{50}, clock.fn());
+  test::manual_clock clock;
+  token_source source("", file.string(), std::chrono::seconds{50}, clock);
   EXPECT_EQ(source.current().value(), "one");
 
   dir.write("token", "two\n");
-  clock.now += std::chrono::seconds{49};
+  clock.advance(std::chrono::seconds{49});
   EXPECT_EQ(source.current().value(), "one");  // still cached
-  clock.now += std::chrono::seconds{1};
+  clock.advance(std::chrono::seconds{1});
   EXPECT_EQ(source.current().value(), "two");  // 50 s old: re-read
 
   dir.write("token", "three");
@@ -566,11 +560,11 @@ TEST(token_source, rereads_after_period_and_after_invalidate) {
 TEST(token_source, keeps_cached_token_when_file_breaks) {
   temp_dir dir;
   const auto file = dir.write("token", "good");
-  manual_clock clock;
-  token_source source("", file.string(), std::chrono::seconds{50}, clock.fn());
+  test::manual_clock clock;
+  token_source source("", file.string(), std::chrono::seconds{50}, clock);
   EXPECT_EQ(source.current().value(), "good");
   fs::remove(file);
-  clock.now += std::chrono::minutes{5};
+  clock.advance(std::chrono::minutes{5});
   EXPECT_EQ(source.current().value(), "good");
   EXPECT_EQ(source.last_error().code, make_error_code(base::errc::config_invalid));
   dir.write("token", "better");
@@ -581,8 +575,8 @@ TEST(token_source, keeps_cached_token_when_file_breaks) {
 TEST(token_source, a_reread_token_with_a_line_break_is_refused_and_the_cached_one_kept) {
   temp_dir dir;
   const auto file = dir.write("token", "good\n");
-  manual_clock clock;
-  token_source source("", file.string(), std::chrono::seconds{50}, clock.fn());
+  test::manual_clock clock;
+  token_source source("", file.string(), std::chrono::seconds{50}, clock);
   EXPECT_EQ(source.current().value(), "good");
   dir.write("token", "s3cret\nX-Evil: 1\n");
   source.invalidate();
@@ -591,11 +585,11 @@ TEST(token_source, a_reread_token_with_a_line_break_is_refused_and_the_cached_on
   EXPECT_NE(source.last_error().message.find("line break"), std::string::npos);
   EXPECT_EQ(source.last_error().message.find("s3cret"), std::string::npos);
   dir.write("token", "s3cret\x01\n");
-  clock.now += std::chrono::minutes{5};
+  clock.advance(std::chrono::minutes{5});
   EXPECT_EQ(source.current().value(), "good");
   EXPECT_NE(source.last_error().message.find("control character"), std::string::npos);
 
-  token_source never_good("", file.string(), std::chrono::seconds{50}, clock.fn());
+  token_source never_good("", file.string(), std::chrono::seconds{50}, clock);
   auto none = never_good.current();
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message.find(file.string()), std::string::npos);
@@ -603,8 +597,8 @@ TEST(token_source, a_reread_token_with_a_line_break_is_refused_and_the_cached_on
 
 TEST(token_source, a_static_token_with_a_line_break_is_never_sent) {
   // A rest_config made by hand, not by a loader.
-  manual_clock clock;
-  token_source source("s3cret\r\nX-Evil: 1", "", std::chrono::seconds{50}, clock.fn());
+  test::manual_clock clock;
+  token_source source("s3cret\r\nX-Evil: 1", "", std::chrono::seconds{50}, clock);
   auto token = source.current();
   ASSERT_FALSE(token);
   EXPECT_EQ(token.error().code, make_error_code(base::errc::config_invalid));
@@ -614,7 +608,7 @@ TEST(token_source, a_static_token_with_a_line_break_is_never_sent) {
   // With a token file, the file is what counts.
   temp_dir dir;
   const auto file = dir.write("token", "from-file");
-  token_source with_file("bad\ntoken", file.string(), std::chrono::seconds{50}, clock.fn());
+  token_source with_file("bad\ntoken", file.string(), std::chrono::seconds{50}, clock);
   EXPECT_EQ(with_file.current().value(), "from-file");
 }
 
@@ -657,13 +651,13 @@ TEST(token_source, a_failed_reread_is_logged_once_per_failure_streak) {
   captured_client_log log;
   temp_dir dir;
   const auto file = dir.write("token", "s3cret-one");
-  manual_clock clock;
-  token_source source("", file.string(), std::chrono::seconds{50}, clock.fn());
+  test::manual_clock clock;
+  token_source source("", file.string(), std::chrono::seconds{50}, clock);
   EXPECT_EQ(source.current().value(), "s3cret-one");
   EXPECT_TRUE(log.lines().empty());
 
   fs::remove(file);
-  clock.now += std::chrono::minutes{5};
+  clock.advance(std::chrono::minutes{5});
   for (int i = 0; i < 5; ++i) {  // every request re-reads the file while it is broken
     EXPECT_EQ(source.current().value(), "s3cret-one");
   }
@@ -684,7 +678,7 @@ TEST(token_source, a_failed_reread_is_logged_once_per_failure_streak) {
   EXPECT_EQ(lines[1], "info token file " + file.string() + " is readable again");
 
   fs::remove(file);  // a new streak warns again
-  clock.now += std::chrono::minutes{5};
+  clock.advance(std::chrono::minutes{5});
   EXPECT_EQ(source.current().value(), "s3cret-three");
   lines = log.lines();
   ASSERT_EQ(lines.size(), 3U);
@@ -695,8 +689,8 @@ TEST(token_source, a_failed_reread_is_logged_once_per_failure_streak) {
 }
 
 TEST(token_source, error_without_any_token) {
-  manual_clock clock;
-  token_source source("", "/nonexistent/token", std::chrono::seconds{50}, clock.fn());
+  test::manual_clock clock;
+  token_source source("", "/nonexistent/token", std::chrono::seconds{50}, clock);
   auto token = source.current();
   ASSERT_FALSE(token);
   EXPECT_NE(token.error().message.find("/nonexistent/token"), std::string::npos);
@@ -705,22 +699,22 @@ TEST(token_source, error_without_any_token) {
 TEST(token_source, static_token_is_initial_value_of_file) {
   temp_dir dir;
   const auto file = dir.write("token", "from-file");
-  manual_clock clock;
+  test::manual_clock clock;
   rest_config config;
   config.bearer_token = "from-config";
   config.token_file = file.string();
   auto source =
-      token_source(config.bearer_token, config.token_file, std::chrono::seconds{50}, clock.fn());
+      token_source(config.bearer_token, config.token_file, std::chrono::seconds{50}, clock);
   EXPECT_EQ(source.current().value(), "from-config");
-  clock.now += std::chrono::seconds{50};
+  clock.advance(std::chrono::seconds{50});
   EXPECT_EQ(source.current().value(), "from-file");
 }
 
 TEST(token_source, concurrent_use) {
   temp_dir dir;
   const auto file = dir.write("token", "tok");
-  manual_clock clock;
-  token_source source("", file.string(), std::chrono::seconds{0}, clock.fn());
+  test::manual_clock clock;
+  token_source source("", file.string(), std::chrono::seconds{0}, clock);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {

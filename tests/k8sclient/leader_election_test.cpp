@@ -15,6 +15,7 @@
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/manual_clock.hpp"
 
 namespace tec::k8sclient {
 namespace {
@@ -66,9 +67,7 @@ protected:
     return cfg;
   }
 
-  election_clock manual() {
-    return election_clock{[this] { return steady_; }, [this] { return wall_; }};
-  }
+  std::shared_ptr<test::manual_clock> manual() { return clock_; }
 
   bool step(leader_elector& e) {
     auto r = run_sync(io_, e.try_acquire_or_renew());
@@ -88,8 +87,8 @@ protected:
   fake_http_server server_;
   asio::io_context io_;
   client client_;
-  std::chrono::steady_clock::time_point steady_{std::chrono::hours{1000}};
-  std::chrono::system_clock::time_point wall_ = lease_wall_start;
+  std::shared_ptr<test::manual_clock> clock_ = std::make_shared<test::manual_clock>(
+      std::chrono::steady_clock::time_point{std::chrono::hours{1000}}, lease_wall_start);
 };
 
 TEST(leader_identity, is_hostname_underscore_random) {
@@ -109,7 +108,7 @@ TEST_F(leader_election_test, creates_the_lease_when_there_is_none) {
   EXPECT_FALSE(e.last_renew_time());
   EXPECT_TRUE(step(e));
   EXPECT_TRUE(e.is_leader());
-  EXPECT_EQ(e.last_renew_time(), steady_);
+  EXPECT_EQ(e.last_renew_time(), clock_->now());
   const auto reqs = server_.requests();
   ASSERT_EQ(reqs.size(), 2U);
   EXPECT_EQ(reqs[0].method, "GET");
@@ -136,11 +135,10 @@ TEST_F(leader_election_test, waits_out_a_fresh_holder_on_the_local_clock_then_ta
 
   EXPECT_FALSE(step(e));
   EXPECT_EQ(e.observed_record().holder_identity, "other");
-  steady_ += 14s;
+  clock_->advance(14s);
   EXPECT_FALSE(step(e));
   EXPECT_EQ(server_.requests().size(), 2U);  // GETs only.
-  steady_ += 1s;
-  wall_ += 15s;
+  clock_->advance(1s);
   EXPECT_TRUE(step(e));
   EXPECT_TRUE(e.is_leader());
 
@@ -164,7 +162,7 @@ TEST_F(leader_election_test, a_holder_that_keeps_renewing_is_never_taken_over) {
         200, lease_body("other", 15, "2024-05-01T12:00:0" + std::to_string(i) + ".000000Z", 0,
                         std::to_string(20 + i))));
     EXPECT_FALSE(step(e)) << i;
-    steady_ += 10s;
+    clock_->advance(10s);
   }
   for (const auto& r : server_.requests()) {
     EXPECT_EQ(r.method, "GET");
@@ -179,7 +177,7 @@ TEST_F(leader_election_test, the_records_own_lease_duration_counts) {
   server_.push(reply::with(200, lease_body(me, 15, "r2", 1, "6")));
   leader_elector e(io_.get_executor(), client_, election_config(), manual());
   EXPECT_FALSE(step(e));
-  steady_ += 1s;
+  clock_->advance(1s);
   EXPECT_TRUE(step(e));
 }
 
@@ -205,10 +203,9 @@ TEST_F(leader_election_test, renewing_keeps_acquire_time_and_transitions) {
   lease["metadata"]["resourceVersion"] = "41";
   server_.push(reply::with(200, lease.dump()));
   server_.push(reply::with(200, "{}"));
-  steady_ += 2s;
-  wall_ += 2s;
+  clock_->advance(2s);
   ASSERT_TRUE(step(e));
-  EXPECT_EQ(e.last_renew_time(), steady_);
+  EXPECT_EQ(e.last_renew_time(), clock_->now());
   const json put = request_body(3);
   EXPECT_EQ(put["metadata"]["resourceVersion"], "41");
   EXPECT_EQ(put["spec"]["acquireTime"], created["acquireTime"]);
@@ -235,7 +232,7 @@ TEST_F(leader_election_test, release_clears_the_holder_and_shortens_the_lease) {
   server_.push(reply::with(200, lease_body(me, 15, "r", 3, "61")));
   ASSERT_TRUE(step(e));
   server_.push(reply::with(200, lease_body("", 1, "r", 3, "62")));
-  wall_ += 5s;
+  clock_->advance(5s);
   EXPECT_EQ(run_sync(io_, e.release()), std::optional<bool>(true));
   EXPECT_FALSE(e.is_leader());
   const json put = request_body(2);
@@ -269,9 +266,9 @@ TEST_F(leader_election_test, health_fails_when_renewal_is_overdue) {
   leader_elector e(io_.get_executor(), client_, election_config(), manual());
   EXPECT_TRUE(e.healthy(0ms));  // Not leading: nothing to be late for.
   ASSERT_TRUE(step(e));
-  steady_ += 15s;
+  clock_->advance(15s);
   EXPECT_TRUE(e.healthy(5s));
-  steady_ += 6s;
+  clock_->advance(6s);
   EXPECT_FALSE(e.healthy(5s));
 }
 
@@ -299,9 +296,9 @@ TEST_F(leader_election_test, lease_numbers_beyond_int32_are_clamped_on_read) {
   EXPECT_FALSE(step(e));
   EXPECT_EQ(e.observed_record().lease_duration_seconds, int32_max);
   EXPECT_EQ(e.observed_record().lease_transitions, int32_max);
-  steady_ += std::chrono::seconds{int32_max - 1};  // 68 years: still held
+  clock_->advance(std::chrono::seconds{int32_max - 1});  // 68 years: still held
   EXPECT_FALSE(step(e));
-  steady_ += 1s;
+  clock_->advance(1s);
   EXPECT_TRUE(step(e));
   const auto reqs = server_.requests();
   ASSERT_EQ(reqs.size(), 4U);
@@ -335,9 +332,9 @@ TEST_F(leader_election_test, a_huge_configured_duration_is_written_as_the_int32_
   leader_elector e(io_.get_executor(), client_, cfg, manual());
   ASSERT_TRUE(step(e));
   EXPECT_EQ(request_body(1)["spec"]["leaseDurationSeconds"], 2147483647);
-  steady_ += std::chrono::hours{24 * 365 * 60};
+  clock_->advance(std::chrono::hours{24 * 365 * 60});
   EXPECT_TRUE(e.healthy(std::chrono::milliseconds::max()));
-  steady_ += std::chrono::hours{24 * 365 * 9};
+  clock_->advance(std::chrono::hours{24 * 365 * 9});
   EXPECT_FALSE(e.healthy(5s));
 }
 

@@ -2,7 +2,7 @@
 // taint manager).
 
 #include "tec/shadow/event_watch.hpp"
-#include "tec/base/wall_time.hpp"
+#include "tec/base/clock.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "k8sclient/support/fake_http_server.hpp"
-#include "k8sclient/support/manual_clock.hpp"
 #include "k8sclient/support/settle.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/manual_clock.hpp"
 
 namespace tec::shadow {
 namespace {
@@ -164,10 +164,11 @@ TEST(EventStore, BoundedAndRelists) {
 }
 
 TEST(EventHandler, NewEventsAndRepeatsReachTheTracker) {
-  auto now = wall_clock::time_point{} + 1000h;
+  auto clock = std::make_shared<test::manual_clock>(std::chrono::steady_clock::time_point{},
+                                                    wall_clock::time_point{} + 1000h);
   shadow_options o;
   o.window = 30s;
-  o.now = [&now] { return now; };
+  o.clock = clock;
   shadow_tracker tracker(o);
   const auto handler = shadow_event_handler(tracker);
   const auto first = decode_event_object(event_120("p1", "1")).value();
@@ -185,7 +186,7 @@ TEST(EventHandler, NewEventsAndRepeatsReachTheTracker) {
   auto after = before;
   after.pod.terminating = true;
   tracker.pod_changed(&before, &after);
-  now += 31s;
+  clock->advance(31s);
   tracker.sweep();
   EXPECT_EQ(tracker.counts().only_them, 1U);
 }
@@ -196,7 +197,7 @@ TEST(EventInformer, ListsAndWatchesWithTheFieldSelector) {
   k8sclient::client_options copts;
   copts.qps = 0;
   copts.request_timeout = 60s;
-  copts.clock = std::make_shared<k8sclient::testing::manual_clock>();
+  copts.clock = std::make_shared<test::manual_clock>();
   copts.connector = server.connector();
   client api(io.get_executor(), k8sclient::testing::plain_config(server), copts);
   server.push(reply::with(

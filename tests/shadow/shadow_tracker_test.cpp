@@ -1,7 +1,7 @@
 // shadow_tracker: the settling rules of shadow mode on an injected wall clock.
 
 #include "tec/shadow/shadow_tracker.hpp"
-#include "tec/base/wall_time.hpp"
+#include "tec/base/clock.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/manual_clock.hpp"
 
 namespace tec::shadow {
 namespace {
@@ -37,7 +39,7 @@ protected:
     o.window = 30s;
     o.max_pending = max_pending;
     o.max_disagreements = 3;
-    o.now = [this] { return now_; };
+    o.clock = clock_;
     o.on_settled = [this](const shadow_settled& s) { settled_.push_back(s); };
     o.node_taints = [](std::string_view node) {
       return std::vector<std::string>{std::string(node) + "-taint:NoExecute"};
@@ -56,8 +58,8 @@ protected:
       n.node = "node-1";
       n.taints = {"key=value:NoExecute"};
     }
-    n.at = now_;
-    n.due = due == wall_clock::time_point{} ? now_ : due;
+    n.at = clock_->wall();
+    n.due = due == wall_clock::time_point{} ? n.at : due;
     n.reason = reason;
     tracker_.note(n);
   }
@@ -94,7 +96,7 @@ protected:
   }
 
   void advance(wall_clock::duration d) {
-    now_ += d;
+    clock_->advance(d);
     tracker_.sweep();
   }
 
@@ -106,7 +108,9 @@ protected:
     return o;
   }
 
-  wall_clock::time_point now_ = wall_clock::time_point{} + std::chrono::hours(24 * 365 * 56);
+  std::shared_ptr<test::manual_clock> clock_ = std::make_shared<test::manual_clock>(
+      std::chrono::steady_clock::time_point{},
+      wall_clock::time_point{} + std::chrono::hours(24 * 365 * 56));
   std::vector<shadow_settled> settled_;
   shadow_tracker tracker_;
 };
@@ -135,13 +139,13 @@ TEST_F(ShadowTracker, AgreedAtTheWindowEdgeNotBeyond) {
   ours(decision_kind::would_delete, "p1");  // exactly W later
   their_event("p2");
   their_delete("p2");
-  now_ += 30s + 1ms;
+  clock_->advance(30s + 1ms);
   ours(decision_kind::would_delete, "p2");
   EXPECT_EQ(outcomes(), (std::vector<O>{O::agreed, O::only_them}));
 }
 
 TEST_F(ShadowTracker, AgreedWhenOurTimerFoundThePodGone) {
-  const auto due = now_ + 5s;
+  const auto due = clock_->wall() + 5s;
   ours(decision_kind::scheduled, "p1", cancel_reason::none, due);
   advance(4s);
   their_event("p1");
@@ -187,7 +191,7 @@ TEST_F(ShadowTracker, OnlyThemSettlesAfterTheWindow) {
 }
 
 TEST_F(ShadowTracker, OnlyThemWhenOursIsDueLaterThanTheWindow) {
-  ours(decision_kind::scheduled, "p1", cancel_reason::none, now_ + 300s);
+  ours(decision_kind::scheduled, "p1", cancel_reason::none, clock_->wall() + 300s);
   their_event("p1");
   their_delete("p1");
   advance(31s);
@@ -203,9 +207,9 @@ TEST_F(ShadowTracker, OnlyThemWhenOursIsDueLaterThanTheWindow) {
 }
 
 TEST_F(ShadowTracker, OnlyThemWhenWeCancelledForATaintRemoved) {
-  ours(decision_kind::scheduled, "p1", cancel_reason::none, now_ + 10s);
+  ours(decision_kind::scheduled, "p1", cancel_reason::none, clock_->wall() + 10s);
   advance(1s);
-  ours(decision_kind::cancelled, "p1", cancel_reason::untainted, now_ + 9s);
+  ours(decision_kind::cancelled, "p1", cancel_reason::untainted, clock_->wall() + 9s);
   their_event("p1");
   their_delete("p1");
   advance(31s);
@@ -246,18 +250,18 @@ TEST_F(ShadowTracker, AnEventOutsideTheWindowIsNoEvidence) {
 }
 
 TEST_F(ShadowTracker, CancelledBoth) {
-  ours(decision_kind::scheduled, "p1", cancel_reason::none, now_ + 60s);
+  ours(decision_kind::scheduled, "p1", cancel_reason::none, clock_->wall() + 60s);
   advance(5s);
-  ours(decision_kind::cancelled, "p1", cancel_reason::untainted, now_ + 55s);
+  ours(decision_kind::cancelled, "p1", cancel_reason::untainted, clock_->wall() + 55s);
   their_event("p1", false, false);
   advance(31s);
   EXPECT_EQ(outcomes(), std::vector<O>{O::cancelled_both});
 }
 
 TEST_F(ShadowTracker, OurPodGoneWithoutTheirsIsNotReported) {
-  ours(decision_kind::scheduled, "p1", cancel_reason::none, now_ + 60s);
+  ours(decision_kind::scheduled, "p1", cancel_reason::none, clock_->wall() + 60s);
   advance(5s);
-  ours(decision_kind::cancelled, "p1", cancel_reason::pod_gone, now_ + 55s);
+  ours(decision_kind::cancelled, "p1", cancel_reason::pod_gone, clock_->wall() + 55s);
   advance(31s);
   EXPECT_TRUE(settled_.empty());
   EXPECT_EQ(tracker_.counts().pending, 0U);
@@ -340,7 +344,7 @@ TEST_F(ShadowTracker, ReportJson) {
   ours(decision_kind::scheduled, "p2");
   ours(decision_kind::would_delete, "p2");
   advance(31s);
-  ours(decision_kind::scheduled, "p3", cancel_reason::none, now_ + 1h);
+  ours(decision_kind::scheduled, "p3", cancel_reason::none, clock_->wall() + 1h);
   const auto doc = nlohmann::json::parse(tracker_.report_json());
   EXPECT_EQ(doc["windowSeconds"], 30);
   EXPECT_EQ(doc["counts"]["agreed"], 1);
@@ -385,13 +389,12 @@ TEST(ShadowFormat, ClockBridge) {
 // The controller's workers and driver, the informers' thread, the sweep and /debug/shadow
 // all reach the tracker at once (run under TSan).
 TEST(ShadowTrackerThreads, ConcurrentNotesObservationsSweepsAndReports) {
-  std::atomic<std::int64_t> clock_ms{0};
   shadow_options o;
   o.window = 1h;  // nothing settles by time during the run: every pod is agreed
   o.max_pending = 64;
-  o.now = [&clock_ms] {
-    return wall_clock::time_point{} + std::chrono::milliseconds(clock_ms.load());
-  };
+  auto clock = std::make_shared<test::manual_clock>(std::chrono::steady_clock::time_point{},
+                                                    wall_clock::time_point{});
+  o.clock = clock;
   std::atomic<int> settled{0};
   o.on_settled = [&settled](const shadow_settled&) { ++settled; };
   shadow_tracker tracker(o);
@@ -403,7 +406,7 @@ TEST(ShadowTrackerThreads, ConcurrentNotesObservationsSweepsAndReports) {
         shadow_note n;
         n.kind = decision_kind::would_delete;
         n.pod = {"ns", name, "uid-" + name};
-        n.at = o.now();
+        n.at = clock->wall();
         n.due = n.at;
         tracker.note(n);
         pod_record before;
@@ -415,7 +418,7 @@ TEST(ShadowTrackerThreads, ConcurrentNotesObservationsSweepsAndReports) {
         shadow_event e{"ns", name, "", true, "Marking for deletion Pod ns/" + name};
         tracker.event_seen(e);
         tracker.pod_changed(&before, &after);
-        clock_ms.fetch_add(1);
+        clock->advance(1ms);
       }
     });
   }
@@ -441,14 +444,14 @@ protected:
 
 TEST_F(ShadowTrackerBound, TheOldestIsSettledEarlyBeyondTheBound) {
   ours(decision_kind::would_delete, "p1");
-  ours(decision_kind::scheduled, "p2", cancel_reason::none, now_ + 1h);
+  ours(decision_kind::scheduled, "p2", cancel_reason::none, clock_->wall() + 1h);
   EXPECT_EQ(tracker_.counts().pending, 2U);
-  ours(decision_kind::scheduled, "p3", cancel_reason::none, now_ + 1h);
+  ours(decision_kind::scheduled, "p3", cancel_reason::none, clock_->wall() + 1h);
   ASSERT_EQ(outcomes(), std::vector<O>{O::only_us}) << "p1's best guess";
   EXPECT_TRUE(settled_[0].early);
   EXPECT_EQ(tracker_.counts().pending, 2U);
   EXPECT_EQ(tracker_.counts().settled_early, 1U);
-  ours(decision_kind::scheduled, "p4", cancel_reason::none, now_ + 1h);
+  ours(decision_kind::scheduled, "p4", cancel_reason::none, clock_->wall() + 1h);
   EXPECT_EQ(tracker_.counts().settled_early, 2U);
   EXPECT_EQ(tracker_.counts().pending, 2U) << "bounded";
   EXPECT_EQ(settled_.size(), 1U) << "p2 only scheduled: nothing to report";

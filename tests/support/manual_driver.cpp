@@ -5,11 +5,13 @@
 namespace tec::timedqueue {
 
 manual_driver::manual_driver(time_point start, bool run_posted_inline)
-    : now_(start), inline_(run_posted_inline) {}
+    : manual_driver(std::make_shared<test::manual_clock>(start), run_posted_inline) {}
+
+manual_driver::manual_driver(std::shared_ptr<test::manual_clock> clock, bool run_posted_inline)
+    : clock_(std::move(clock)), inline_(run_posted_inline) {}
 
 time_point manual_driver::now() const {
-  std::lock_guard lock(mu_);
-  return now_;
+  return clock_->now();
 }
 
 void manual_driver::arm(time_point deadline, std::function<void()> on_due) {
@@ -38,7 +40,8 @@ void manual_driver::advance(duration d) {
   time_point target;
   {
     std::lock_guard lock(mu_);
-    target = d > duration::zero() && now_ > time_point::max() - d ? time_point::max() : now_ + d;
+    const time_point now = clock_->now();
+    target = d > duration::zero() && now > time_point::max() - d ? time_point::max() : now + d;
   }
   for (;;) {
     if (inline_) {
@@ -53,8 +56,8 @@ void manual_driver::advance(duration d) {
       if (!deadline_ || fires > target) {
         break;
       }
-      if (fires > now_) {
-        now_ = fires;
+      if (fires > clock_->now()) {
+        clock_->advance(fires - clock_->now());
       }
       deadline_.reset();
       due = std::exchange(on_due_, nullptr);
@@ -72,8 +75,8 @@ void manual_driver::advance(duration d) {
   }
   {
     std::lock_guard lock(mu_);
-    if (target > now_) {
-      now_ = target;
+    if (target > clock_->now()) {
+      clock_->advance(target - clock_->now());
     }
   }
   if (inline_) {
@@ -87,7 +90,7 @@ std::size_t manual_driver::run_pending() {
     std::function<void()> fn;
     {
       std::lock_guard lock(mu_);
-      if (deadline_ && *deadline_ <= now_) {
+      if (deadline_ && *deadline_ <= clock_->now()) {
         deadline_.reset();
         fn = std::exchange(on_due_, nullptr);
       } else if (!posted_.empty()) {

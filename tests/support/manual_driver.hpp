@@ -1,16 +1,19 @@
 #pragma once
 
-// A driver for tests: a clock that only moves when told to, and a runner that either runs
-// posted work inline, when the test says so, or records it for the test to run.
+// A driver for tests: a manual clock (tests/support/manual_clock.hpp) that only moves when told
+// to, and a runner that either runs posted work inline, when the test says so, or records it
+// for the test to run.
 //
 // Thread-safe (one mutex, never held while running a callback), but time only moves in
 // advance(), so tests drive it from one thread. Posted work never runs inside post() or arm().
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 
+#include "support/manual_clock.hpp"
 #include "tec/timedqueue/timed_queue.hpp"
 
 namespace tec::timedqueue {
@@ -19,8 +22,11 @@ class manual_driver final : public driver {
 public:
   /// `run_posted_inline`: posted work runs inside run_pending()/advance() automatically
   /// (true), or waits in a list until the test calls run_pending() (false).
-  explicit manual_driver(time_point start = time_point{} + std::chrono::hours(1),
-                         bool run_posted_inline = true);
+  static constexpr time_point default_start = time_point{} + std::chrono::hours(1);
+
+  explicit manual_driver(time_point start = default_start, bool run_posted_inline = true);
+  /// On `clock` (shared with what reads its wall(), such as controller_options::clock).
+  explicit manual_driver(std::shared_ptr<test::manual_clock> clock, bool run_posted_inline = true);
 
   [[nodiscard]] time_point now() const override;
   void arm(time_point deadline, std::function<void()> on_due) override;
@@ -45,7 +51,7 @@ public:
 
 private:
   mutable std::mutex mu_;
-  time_point now_;
+  const std::shared_ptr<test::manual_clock> clock_;  ///< Moved under mu_.
   bool inline_;
   std::optional<time_point> deadline_;
   duration late_{0};

@@ -17,6 +17,7 @@
 
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/manual_clock.hpp"
 
 namespace tec::writers {
 namespace {
@@ -35,16 +36,6 @@ using nlohmann::json;
 
 // 2024-05-01T12:00:00.123456Z
 const std::chrono::system_clock::time_point fixed_wall{std::chrono::microseconds{1714564800123456}};
-
-/// A clock that moves only when told to.
-struct manual_clock {
-  std::chrono::steady_clock::time_point steady_now{std::chrono::hours{1000}};
-  std::chrono::system_clock::time_point wall_now = fixed_wall;
-
-  event_clock clock() {
-    return event_clock{[this] { return steady_now; }, [this] { return wall_now; }};
-  }
-};
 
 const pod_ref web{"ns1", "web-0", "uid-1"};
 
@@ -227,12 +218,13 @@ protected:
   fake_http_server server_;
   asio::io_context io_;
   client client_;
-  manual_clock clock_;
+  std::shared_ptr<test::manual_clock> clock_ = std::make_shared<test::manual_clock>(
+      std::chrono::steady_clock::time_point{std::chrono::hours{1000}}, fixed_wall);
 };
 
 TEST_F(event_recorder_test, posts_the_event_to_the_pods_namespace) {
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   EXPECT_TRUE(rec.record(web, event_kind::marking_for_deletion));
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 1; }));
@@ -250,7 +242,7 @@ TEST_F(event_recorder_test, posts_the_event_to_the_pods_namespace) {
 
 TEST_F(event_recorder_test, an_event_on_another_kind_names_it_and_is_its_own_series) {
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   const involved_object lease{
       .api_version = "coordination.k8s.io/v1", .kind = "Lease", .ref = {"ns1", "web-0", ""}};
@@ -281,7 +273,7 @@ TEST_F(event_recorder_test, an_event_on_another_kind_names_it_and_is_its_own_ser
 
 TEST_F(event_recorder_test, names_are_unique_when_the_clock_stands_still) {
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   rec.record(web, event_kind::marking_for_deletion);
   rec.record(web, event_kind::cancelling_deletion);
@@ -302,7 +294,7 @@ TEST_F(event_recorder_test, names_are_unique_when_the_clock_stands_still) {
 TEST_F(event_recorder_test, spam_filter_allows_a_burst_of_25_then_one_per_300s_per_object) {
   event_recorder_options opts = recorder_options();
   opts.queue_capacity = 100;
-  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());  // Not started.
+  event_recorder rec(io_.get_executor(), client_, opts, clock_);  // Not started.
   for (int i = 0; i < 25; ++i) {
     EXPECT_TRUE(rec.record(web, event_kind::marking_for_deletion)) << i;
   }
@@ -311,13 +303,13 @@ TEST_F(event_recorder_test, spam_filter_allows_a_burst_of_25_then_one_per_300s_p
   // Another object (same name, another uid) has its own bucket.
   EXPECT_TRUE(rec.record(pod_ref{"ns1", "web-0", "uid-2"}, event_kind::marking_for_deletion));
 
-  clock_.steady_now += 299s;
+  clock_->advance(299s);
   EXPECT_FALSE(rec.record(web, event_kind::marking_for_deletion));
-  clock_.steady_now += 1s;
+  clock_->advance(1s);
   EXPECT_TRUE(rec.record(web, event_kind::marking_for_deletion));
   EXPECT_FALSE(rec.record(web, event_kind::marking_for_deletion));
 
-  clock_.steady_now += 3000s;  // Ten tokens back.
+  clock_->advance(3000s);  // Ten tokens back.
   for (int i = 0; i < 10; ++i) {
     EXPECT_TRUE(rec.record(web, event_kind::marking_for_deletion)) << i;
   }
@@ -331,7 +323,7 @@ TEST_F(event_recorder_test, full_queue_drops_the_oldest) {
   server_.set_fallback(reply::with(201, "{}"));
   event_recorder_options opts = recorder_options();
   opts.queue_capacity = 2;
-  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, opts, clock_);
   for (const char* name : {"a", "b", "c"}) {
     EXPECT_TRUE(rec.record(pod_ref{"ns1", name, name}, event_kind::marking_for_deletion));
   }
@@ -349,7 +341,7 @@ TEST_F(event_recorder_test, full_queue_can_drop_the_newest) {
   event_recorder_options opts = recorder_options();
   opts.queue_capacity = 2;
   opts.drop_oldest = false;
-  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, opts, clock_);
   EXPECT_TRUE(rec.record(pod_ref{"ns1", "a", "a"}, event_kind::marking_for_deletion));
   EXPECT_TRUE(rec.record(pod_ref{"ns1", "b", "b"}, event_kind::marking_for_deletion));
   EXPECT_FALSE(rec.record(pod_ref{"ns1", "c", "c"}, event_kind::marking_for_deletion));
@@ -360,7 +352,7 @@ TEST_F(event_recorder_test, full_queue_can_drop_the_newest) {
 TEST_F(event_recorder_test, a_rejected_event_is_counted_and_not_retried) {
   server_.set_fallback(reply::with(
       403, R"({"kind":"Status","message":"events is forbidden","reason":"Forbidden","code":403})"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   rec.record(web, event_kind::marking_for_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().failed == 1; }));
@@ -372,7 +364,7 @@ TEST_F(event_recorder_test, transport_failures_are_retried_a_bounded_number_of_t
   server_.set_fallback(reply::close_now());
   event_recorder_options opts = recorder_options();
   opts.max_attempts = 3;
-  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, opts, clock_);
   rec.start();
   rec.record(web, event_kind::marking_for_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().failed == 1; }));
@@ -385,7 +377,7 @@ TEST_F(event_recorder_test, transport_failures_are_retried_a_bounded_number_of_t
 TEST_F(event_recorder_test, delivery_continues_after_a_failure) {
   server_.push(reply::with(403, "{}"));
   server_.push(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   rec.record(pod_ref{"ns1", "a", "a"}, event_kind::marking_for_deletion);
   rec.record(pod_ref{"ns1", "b", "b"}, event_kind::marking_for_deletion);
@@ -423,7 +415,7 @@ TEST_F(event_recorder_test, keeps_up_to_max_in_flight_posts_at_once_in_queue_ord
   server_.set_fallback(created_when_released());
   event_recorder_options opts = recorder_options();
   opts.max_in_flight = 4;
-  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, opts, clock_);
   rec.start();
   record_pods(rec, 10);
   EXPECT_EQ(deliver_held(rec, 10, 4), 4U);
@@ -447,7 +439,7 @@ TEST_F(event_recorder_test, max_in_flight_1_delivers_one_at_a_time_in_queue_orde
   server_.set_fallback(created_when_released());
   event_recorder_options opts = recorder_options();
   opts.max_in_flight = 1;
-  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, opts, clock_);
   rec.start();
   record_pods(rec, 5);
   EXPECT_EQ(deliver_held(rec, 5, 1), 1U);
@@ -458,7 +450,7 @@ TEST_F(event_recorder_test, max_in_flight_1_delivers_one_at_a_time_in_queue_orde
 
 TEST_F(event_recorder_test, a_burst_of_5000_events_is_sent_in_full_with_the_default_options) {
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   constexpr std::size_t burst = 5000;  // A mass eviction: more than upstream's queue of 1000.
   record_pods(rec, burst);
@@ -484,7 +476,7 @@ TEST_F(event_recorder_test, stop_cancels_the_retry_wait_of_every_delivery_in_fli
   opts.max_in_flight = 4;
   opts.max_attempts = 3;
   opts.retry_delay = std::chrono::hours{1};
-  event_recorder rec(io_.get_executor(), c, opts, clock_.clock());
+  event_recorder rec(io_.get_executor(), c, opts, clock_);
   rec.start();
   record_pods(rec, 6);
   // Four first attempts fail; each delivery then waits an hour on its own timer.
@@ -503,7 +495,7 @@ TEST_F(event_recorder_test, stop_cancels_the_retry_wait_of_every_delivery_in_fli
 }
 
 TEST_F(event_recorder_test, stop_drops_what_is_queued_and_refuses_more) {
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.record(web, event_kind::marking_for_deletion);
   rec.record(web, event_kind::cancelling_deletion);
   rec.start();
@@ -531,13 +523,12 @@ std::string combined(const std::string& message) {
 
 TEST_F(event_recorder_test, the_same_event_patches_the_count_of_the_existing_event) {
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   ASSERT_TRUE(rec.record(web, event_kind::cancelling_deletion));
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 1; }));
   for (std::uint64_t n = 2; n <= 3; ++n) {
-    clock_.steady_now += 30s;
-    clock_.wall_now += 30s;
+    clock_->advance(30s);
     ASSERT_TRUE(rec.record(web, event_kind::cancelling_deletion));
     ASSERT_TRUE(run_until([&] { return rec.stats().updated == n - 1; }));
   }
@@ -565,7 +556,7 @@ TEST_F(event_recorder_test, the_same_event_patches_the_count_of_the_existing_eve
 
 TEST_F(event_recorder_test, another_message_type_reason_or_pod_is_another_event) {
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   rec.record(web, event_kind::cancelling_deletion);
   rec.record(web, event_kind::marking_for_deletion);
@@ -585,11 +576,11 @@ TEST_F(event_recorder_test, a_patch_answered_404_creates_the_event_again_with_th
   server_.push(reply::with(201, "{}"));
   server_.push(reply::with(404, R"({"kind":"Status","reason":"NotFound","code":404})"));
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   rec.record(web, event_kind::cancelling_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 1; }));
-  clock_.wall_now += 90s;
+  clock_->advance(90s);
   rec.record(web, event_kind::cancelling_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 2; }));
   rec.record(web, event_kind::cancelling_deletion);
@@ -614,7 +605,7 @@ TEST_F(event_recorder_test, a_post_answered_409_after_a_lost_answer_updates_the_
   server_.push(reply::close_now());  // The POST may have landed: its answer is lost.
   server_.push(reply::with(409, R"({"kind":"Status","reason":"AlreadyExists","code":409})"));
   server_.set_fallback(reply::with(200, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   rec.record(web, event_kind::cancelling_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().updated == 1; }));
@@ -631,18 +622,17 @@ TEST_F(event_recorder_test, a_post_answered_409_after_a_lost_answer_updates_the_
 
 TEST_F(event_recorder_test, the_same_event_after_10_quiet_minutes_is_a_new_event) {
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   rec.record(web, event_kind::cancelling_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 1; }));
-  clock_.steady_now += 600s;  // The window runs from the previous occurrence.
+  clock_->advance(600s);  // The window runs from the previous occurrence.
   rec.record(web, event_kind::cancelling_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().updated == 1; }));
-  clock_.steady_now += 600s;
+  clock_->advance(600s);
   rec.record(web, event_kind::cancelling_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().updated == 2; }));
-  clock_.steady_now += 601s;
-  clock_.wall_now += 1801s;
+  clock_->advance(601s);  // 1801 s since the first
   rec.record(web, event_kind::cancelling_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 2; }));
   const auto reqs = server_.requests();
@@ -657,12 +647,12 @@ TEST_F(event_recorder_test, the_same_event_after_10_quiet_minutes_is_a_new_event
 
 TEST_F(event_recorder_test, the_10th_distinct_message_of_similar_events_goes_to_a_combined_event) {
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   const auto failure = [](int i) { return "webhook error " + std::to_string(i); };
   const auto message = [&](int i) { return "Cannot delete Pod ns1/web-0: " + failure(i); };
   for (int i = 1; i <= 9; ++i) {
-    clock_.steady_now += 60s;  // Nine minutes in all: each within 10 minutes of the previous.
+    clock_->advance(60s);  // Nine minutes in all: each within 10 minutes of the previous.
     rec.record(web, event_kind::eviction_failed, failure(i));
   }
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 9; }));
@@ -672,7 +662,7 @@ TEST_F(event_recorder_test, the_10th_distinct_message_of_similar_events_goes_to_
     EXPECT_EQ(body_of(r)["message"].get<std::string>().rfind("Cannot delete Pod", 0), 0U);
   }
 
-  clock_.steady_now += 60s;
+  clock_->advance(60s);
   rec.record(web, event_kind::eviction_failed, failure(10));
   ASSERT_TRUE(run_until([&] { return rec.stats().aggregated == 1; }));
   reqs = server_.requests();
@@ -702,7 +692,7 @@ TEST_F(event_recorder_test, the_10th_distinct_message_of_similar_events_goes_to_
   EXPECT_EQ(body_of(reqs[11])["count"], 2);
 
   // Ten quiet minutes later, similar events start afresh.
-  clock_.steady_now += 601s;
+  clock_->advance(601s);
   rec.record(web, event_kind::eviction_failed, failure(12));
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 10; }));
   reqs = server_.requests();
@@ -714,10 +704,10 @@ TEST_F(event_recorder_test, the_10th_distinct_message_of_similar_events_goes_to_
 
 TEST_F(event_recorder_test, similar_events_more_than_10_minutes_apart_are_not_aggregated) {
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   for (int i = 1; i <= 12; ++i) {
-    clock_.steady_now += 601s;
+    clock_->advance(601s);
     rec.record(web, event_kind::eviction_failed, "error " + std::to_string(i));
   }
   ASSERT_TRUE(run_until([&] { return rec.stats().sent == 12; }));
@@ -729,12 +719,12 @@ TEST_F(event_recorder_test, fifty_records_while_the_post_hangs_make_one_post_and
   server_.set_fallback(created_when_released());
   event_recorder_options opts = recorder_options();
   opts.spam_burst = 100;
-  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, opts, clock_);
   rec.start();
   ASSERT_TRUE(rec.record(web, event_kind::cancelling_deletion));
   ASSERT_TRUE(run_until_requests(1));
   for (int i = 2; i <= 50; ++i) {
-    clock_.wall_now += 1s;
+    clock_->advance(1s);
     ASSERT_TRUE(rec.record(web, event_kind::cancelling_deletion)) << i;
     io_.poll();
   }
@@ -800,7 +790,7 @@ TEST_F(event_recorder_test, records_from_many_threads_while_a_request_hangs_are_
 TEST_F(event_recorder_test, a_rejected_post_keeps_the_series_and_the_next_occurrence_posts_it) {
   server_.push(reply::with(403, R"({"kind":"Status","reason":"Forbidden","code":403})"));
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   rec.record(web, event_kind::cancelling_deletion);
   ASSERT_TRUE(run_until([&] { return rec.stats().failed == 1; }));
@@ -818,7 +808,7 @@ TEST_F(event_recorder_test, the_series_cache_is_bounded) {
   event_recorder_options opts = recorder_options();
   opts.correlation_cache_size = 2;
   opts.max_in_flight = 1;  // a, b, c end in this order: a is the one forgotten.
-  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, opts, clock_);
   rec.start();
   for (const char* name : {"a", "b", "c"}) {
     rec.record(pod(name), event_kind::cancelling_deletion);
@@ -839,7 +829,7 @@ TEST_F(event_recorder_test, a_series_with_a_request_in_flight_is_never_forgotten
   server_.set_fallback(created_when_released());
   event_recorder_options opts = recorder_options();
   opts.correlation_cache_size = 1;
-  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, opts, clock_);
   rec.start();
   for (const char* name : {"a", "b", "c"}) {
     rec.record(pod(name), event_kind::cancelling_deletion);
@@ -861,7 +851,7 @@ TEST_F(event_recorder_test, a_series_with_a_request_in_flight_is_never_forgotten
 TEST_F(event_recorder_test, the_queue_holds_series_not_occurrences) {
   event_recorder_options opts = recorder_options();
   opts.queue_capacity = 1;
-  event_recorder rec(io_.get_executor(), client_, opts, clock_.clock());  // Not started.
+  event_recorder rec(io_.get_executor(), client_, opts, clock_);  // Not started.
   for (int i = 0; i < 5; ++i) {
     EXPECT_TRUE(rec.record(web, event_kind::cancelling_deletion)) << i;
   }
@@ -874,7 +864,7 @@ TEST_F(event_recorder_test, the_queue_holds_series_not_occurrences) {
 
 TEST_F(event_recorder_test, stop_drops_the_occurrences_pending_on_a_request_in_flight) {
   server_.set_fallback(created_when_released());
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   rec.record(web, event_kind::cancelling_deletion);
   ASSERT_TRUE(run_until_requests(1));
@@ -891,7 +881,7 @@ TEST_F(event_recorder_test, stop_drops_the_occurrences_pending_on_a_request_in_f
 
 TEST_F(event_recorder_test, a_warning_carries_the_api_message_clipped_and_without_controls) {
   server_.set_fallback(reply::with(201, "{}"));
-  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_.clock());
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
   rec.start();
   const std::string api_message =
       "admission webhook \"deny\" denied the request:\nforged line\x1b[0m" + std::string(5000, 'x');

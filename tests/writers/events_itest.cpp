@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tec/base/clock.hpp"
 #include "tec/base/rfc3339.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -119,12 +121,23 @@ protected:
     return st.sent + st.updated + st.aggregated + st.failed;
   }
 
-  /// Real clocks, the wall clock `wall_offset_` ahead (so a test can make minutes pass).
-  event_clock clock() {
-    event_clock c;
-    c.wall = [this] { return std::chrono::system_clock::now() + wall_offset_; };
-    return c;
-  }
+  /// The real clock, wall() `wall_offset_` ahead (so a test can make minutes pass).
+  class offset_clock final : public base::clock {
+  public:
+    explicit offset_clock(const std::chrono::seconds& offset) : offset_(offset) {}
+    time_point now() override { return real_->now(); }
+    base::wall_clock::time_point wall() override { return real_->wall() + offset_; }
+    std::unique_ptr<alarm> at(const boost::asio::any_io_executor& ex, time_point when,
+                              std::function<void()> fire) override {
+      return real_->at(ex, when, std::move(fire));
+    }
+
+  private:
+    std::shared_ptr<base::clock> real_ = base::real_clock();
+    const std::chrono::seconds& offset_;
+  };
+
+  std::shared_ptr<base::clock> clock() { return std::make_shared<offset_clock>(wall_offset_); }
 
   asio::io_context io_;
   std::optional<client> client_;

@@ -22,6 +22,7 @@
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/manual_clock.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/api_error.hpp"
 #include "tec/writers/event_recorder.hpp"
@@ -88,7 +89,8 @@ protected:
   }
 
   result<patch_outcome> patch(const std::string& uid = "uid-1") {
-    pod_writer w(client_, [] { return writer_wall_start; });
+    test::manual_clock clock(test::manual_clock::time_point{}, writer_wall_start);
+    pod_writer w(client_, clock);
     auto out = run_sync(io_, w.add_disruption_condition("ns1", "web-0", uid));
     if (!out) {
       ADD_FAILURE() << "patch did not complete";

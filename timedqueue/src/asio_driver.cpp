@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 
 namespace tec::timedqueue {
 
@@ -13,10 +14,10 @@ namespace tec::timedqueue {
 /// older call sees a newer generation and does nothing.
 struct asio_driver::impl : std::enable_shared_from_this<asio_driver::impl> {
   impl(const boost::asio::any_io_executor& timer_executor,
-       boost::asio::any_io_executor work_executor)
-      : strand(boost::asio::make_strand(timer_executor)),
-        work(std::move(work_executor)),
-        timer(strand) {}
+       boost::asio::any_io_executor work_executor, std::shared_ptr<base::clock> c)
+      : clock(std::move(c)),
+        strand(boost::asio::make_strand(timer_executor)),
+        work(std::move(work_executor)) {}
 
   /// Runs on the strand.
   void start_wait(std::uint64_t gen, time_point deadline, std::function<void()> on_due) {
@@ -26,12 +27,8 @@ struct asio_driver::impl : std::enable_shared_from_this<asio_driver::impl> {
         return;
       }
     }
-    timer.expires_at(deadline);
-    timer.async_wait([weak = weak_from_this(), gen,
-                      on_due = std::move(on_due)](const boost::system::error_code& ec) {
-      if (ec) {
-        return;
-      }
+    // Replacing the alarm cancels the one of an older arm(); the alarm fires on the strand.
+    alarm = clock->at(strand, deadline, [weak = weak_from_this(), gen, on_due = std::move(on_due)] {
       auto self = weak.lock();
       if (!self) {
         return;
@@ -46,23 +43,25 @@ struct asio_driver::impl : std::enable_shared_from_this<asio_driver::impl> {
     });
   }
 
+  std::shared_ptr<base::clock> clock;
   boost::asio::strand<boost::asio::any_io_executor> strand;
   boost::asio::any_io_executor work;
-  boost::asio::steady_timer timer;  ///< Only touched on the strand.
+  std::unique_ptr<base::clock::alarm> alarm;  ///< Only touched on the strand.
   std::mutex mu;
   std::uint64_t generation = 0;  ///< Guarded by mu.
 };
 
 asio_driver::asio_driver(const boost::asio::any_io_executor& timer_executor,
-                         boost::asio::any_io_executor work_executor)
-    : impl_(std::make_shared<impl>(timer_executor, std::move(work_executor))) {}
+                         boost::asio::any_io_executor work_executor,
+                         std::shared_ptr<base::clock> clock)
+    : impl_(std::make_shared<impl>(timer_executor, std::move(work_executor), std::move(clock))) {}
 
 asio_driver::~asio_driver() {
   disarm();
 }
 
 time_point asio_driver::now() const {
-  return clock_type::now();
+  return impl_->clock->now();
 }
 
 // arm() and disarm() post while holding `mu`, so their tasks reach the strand in the order of
@@ -80,7 +79,7 @@ void asio_driver::arm(time_point deadline, std::function<void()> on_due) {
 void asio_driver::disarm() {
   std::lock_guard lock(impl_->mu);
   ++impl_->generation;
-  boost::asio::post(impl_->strand, [self = impl_] { self->timer.cancel(); });
+  boost::asio::post(impl_->strand, [self = impl_] { self->alarm.reset(); });
 }
 
 void asio_driver::post(std::function<void()> fn) {

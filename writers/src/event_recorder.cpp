@@ -275,7 +275,8 @@ std::string make_event_patch(std::string_view message, std::chrono::system_clock
 }
 
 struct event_recorder::impl {
-  impl(asio::any_io_executor ex, k8sclient::client& c, event_recorder_options opts, event_clock clk)
+  impl(asio::any_io_executor ex, k8sclient::client& c, event_recorder_options opts,
+       std::shared_ptr<base::clock> clk)
       : executor(std::move(ex)),
         api(c),
         options(std::move(opts)),
@@ -348,7 +349,7 @@ struct event_recorder::impl {
         ++counters.dropped_stopped;
         return false;
       }
-      const auto now = clock.steady();
+      const auto now = clock->now();
       if (!filter.spam_allow(object_key, now)) {
         ++counters.dropped_spam;
         return false;
@@ -378,7 +379,7 @@ struct event_recorder::impl {
         ++counters.dropped_full;
         return false;
       }
-      const auto wall = clock.wall();
+      const auto wall = clock->wall();
       if (!s) {
         s = std::make_shared<series>();
         s->key = key;
@@ -566,7 +567,7 @@ struct event_recorder::impl {
   asio::any_io_executor executor;
   k8sclient::client& api;
   event_recorder_options options;
-  event_clock clock;
+  std::shared_ptr<base::clock> clock;
 
   mutable std::mutex mutex;  // Guards everything below it.
   std::deque<std::shared_ptr<series>> queue;
@@ -590,7 +591,7 @@ struct event_recorder::impl {
 };
 
 event_recorder::event_recorder(asio::any_io_executor executor, k8sclient::client& c,
-                               event_recorder_options options, event_clock clock)
+                               event_recorder_options options, std::shared_ptr<base::clock> clock)
     : impl_(std::make_shared<impl>(std::move(executor), c, std::move(options), std::move(clock))) {}
 
 event_recorder::~event_recorder() {

@@ -120,7 +120,7 @@ boost::asio::awaitable<base::result<k8sclient::response>> send(k8sclient::client
 }
 }  // namespace
 
-pod_writer::pod_writer(k8sclient::client& c, wall_clock now) : client_(c), now_(std::move(now)) {}
+pod_writer::pod_writer(k8sclient::client& c, base::clock& clock) : client_(c), clock_(clock) {}
 
 boost::asio::awaitable<base::result<delete_outcome>> pod_writer::delete_pod(
     std::string ns, std::string name, std::string uid, std::function<bool()> cancelled) {
@@ -193,13 +193,14 @@ boost::asio::awaitable<base::result<patch_outcome>> pod_writer::add_disruption_c
     std::string ns, std::string name, std::string uid, std::function<bool()> cancelled,
     bool keep_transition_time) {
   const std::string what = "PATCH pod status " + ns + "/" + name;
-  auto resp = co_await send(
-      client_,
-      make_disruption_condition_request(
-          ns, name, uid,
-          keep_transition_time ? std::nullopt
-                               : std::optional<std::chrono::system_clock::time_point>(now_())),
-      std::move(cancelled), what);
+  auto resp =
+      co_await send(client_,
+                    make_disruption_condition_request(
+                        ns, name, uid,
+                        keep_transition_time
+                            ? std::nullopt
+                            : std::optional<std::chrono::system_clock::time_point>(clock_.wall())),
+                    std::move(cancelled), what);
   if (!resp) {
     co_return resp.error();
   }

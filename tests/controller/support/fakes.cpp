@@ -1,7 +1,12 @@
 #include "controller/support/fakes.hpp"
 
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <thread>
 #include <utility>
+
+#include "tec/timedqueue/asio_driver.hpp"
 
 namespace tec::controller::testing {
 
@@ -246,75 +251,37 @@ bool recording_sink::wait_until(const std::function<bool()>& pred,
 
 // --- thread_driver ---
 
-thread_driver::thread_driver() : thread_([this] { loop(); }) {}
+struct thread_driver::impl {
+  impl() : drv(io.get_executor(), io.get_executor()), thread([this] { io.run(); }) {}
+
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work =
+      boost::asio::make_work_guard(io);
+  timedqueue::asio_driver drv;
+  std::thread thread;
+};
+
+thread_driver::thread_driver() : impl_(std::make_unique<impl>()) {}
 
 thread_driver::~thread_driver() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
+  impl_->io.stop();
+  impl_->thread.join();
 }
 
 timedqueue::time_point thread_driver::now() const {
-  return timedqueue::clock_type::now();
+  return impl_->drv.now();
 }
 
 void thread_driver::arm(timedqueue::time_point deadline, std::function<void()> on_due) {
-  {
-    std::lock_guard lock(mu_);
-    deadline_ = deadline;
-    on_due_ = std::move(on_due);
-  }
-  cv_.notify_all();
+  impl_->drv.arm(deadline, std::move(on_due));
 }
 
 void thread_driver::disarm() {
-  std::lock_guard lock(mu_);
-  deadline_.reset();
-  on_due_ = nullptr;
+  impl_->drv.disarm();
 }
 
 void thread_driver::post(std::function<void()> fn) {
-  {
-    std::lock_guard lock(mu_);
-    posted_.push_back(std::move(fn));
-  }
-  cv_.notify_all();
-}
-
-void thread_driver::loop() {
-  std::unique_lock lock(mu_);
-  for (;;) {
-    if (stop_) {
-      return;
-    }
-    if (!posted_.empty()) {
-      auto fn = std::move(posted_.front());
-      posted_.pop_front();
-      lock.unlock();
-      fn();
-      lock.lock();
-      continue;
-    }
-    if (deadline_ && timedqueue::clock_type::now() >= *deadline_) {
-      auto fn = std::move(on_due_);
-      deadline_.reset();
-      on_due_ = nullptr;
-      lock.unlock();
-      if (fn) {
-        fn();
-      }
-      lock.lock();
-      continue;
-    }
-    if (deadline_) {
-      cv_.wait_until(lock, *deadline_);
-    } else {
-      cv_.wait(lock);
-    }
-  }
+  impl_->drv.post(std::move(fn));
 }
 
 // --- builders ---

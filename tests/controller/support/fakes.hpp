@@ -10,10 +10,10 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tec/controller/controller.hpp"
@@ -111,7 +111,8 @@ private:
   std::deque<std::pair<pod_ref, std::function<void(eviction_result)>>> held_;
 };
 
-/// A driver on real time with one thread for posted work and the timer.
+/// The production driver (asio_driver on the real clock) with one thread for posted work and
+/// the timer; work still posted when it is destroyed is dropped.
 class thread_driver final : public timedqueue::driver {
 public:
   thread_driver();
@@ -125,15 +126,8 @@ public:
   void post(std::function<void()> fn) override;
 
 private:
-  void loop();
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::deque<std::function<void()>> posted_;
-  std::optional<timedqueue::time_point> deadline_;
-  std::function<void()> on_due_;
-  std::thread thread_;
+  struct impl;
+  std::unique_ptr<impl> impl_;
 };
 
 /// Upstream's fixtures: taint i = key testTaint<i>, value test<i>, NoExecute.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,13 @@ inline controller_options with_policy(const eviction_policy& policy) {
 
 class harness {
 public:
-  explicit harness(controller_options options = manual_options())
-      : sink(&index), ctl(index, sink, drv, std::move(options)) {}
+  /// `clock`: the driver's (default: a manual clock of its own).
+  explicit harness(controller_options options = manual_options(),
+                   std::shared_ptr<test::manual_clock> clock = nullptr)
+      : drv(clock ? std::move(clock)
+                  : std::make_shared<test::manual_clock>(timedqueue::manual_driver::default_start)),
+        sink(&index),
+        ctl(index, sink, drv, std::move(options)) {}
   ~harness() {
     sink.drop_held();
     ctl.shutdown();
@@ -132,21 +138,19 @@ private:
 /// The wall clock of a wall_harness when it is made, seconds since the Unix epoch.
 inline constexpr std::int64_t wall_start_unix = 1'700'000'000;
 
-/// A harness whose wall clock (controller_options::wall_clock) reads wall_start_unix when it
-/// is made and moves with the manual driver's clock.
+/// A harness whose controller reads the manual driver's clock (controller_options::clock),
+/// its wall() at wall_start_unix when it is made.
 struct wall_harness {
   explicit wall_harness(controller_options o = manual_options())
-      : h(with_wall_clock(std::move(o), this)) {}
+      : h(with_clock(std::move(o), clock), clock) {}
 
-  static controller_options with_wall_clock(controller_options o, const wall_harness* self) {
-    o.wall_clock = [self] { return self->wall_now(); };
+  static controller_options with_clock(controller_options o,
+                                       std::shared_ptr<test::manual_clock> c) {
+    o.clock = std::move(c);
     return o;
   }
 
-  [[nodiscard]] std::chrono::system_clock::time_point wall_now() const {
-    return std::chrono::system_clock::time_point(std::chrono::seconds(wall_start_unix)) +
-           std::chrono::duration_cast<std::chrono::system_clock::duration>(h.drv.now() - start);
-  }
+  [[nodiscard]] std::chrono::system_clock::time_point wall_now() const { return clock->wall(); }
 
   /// The process starts acting: the caches hold `n` and `pods`, replayed as adds.
   void replay(const node_view& n, const std::vector<pod_view>& pods) {
@@ -160,8 +164,10 @@ struct wall_harness {
     h.settle();
   }
 
+  std::shared_ptr<test::manual_clock> clock = std::make_shared<test::manual_clock>(
+      timedqueue::manual_driver::default_start,
+      std::chrono::system_clock::time_point(std::chrono::seconds(wall_start_unix)));
   harness h;
-  timedqueue::time_point start = h.drv.now();
 };
 
 }  // namespace tec::controller::testing

@@ -15,8 +15,8 @@
 #include <memory>
 #include <optional>
 
-#include "k8sclient/support/manual_clock.hpp"
 #include "k8sclient/support/run_sync.hpp"
+#include "support/manual_clock.hpp"
 
 namespace tec::k8sclient::testing {
 
@@ -39,7 +39,7 @@ bool settle(boost::asio::io_context& io, Pred&& done) {
 /// within `horizon` of the time it started at): the backoffs and deadlines on the way to
 /// `done()` fire in order, with no wall-clock wait. Returns done().
 template <class Pred>
-bool settle_advancing(boost::asio::io_context& io, manual_clock& clock, Pred&& done,
+bool settle_advancing(boost::asio::io_context& io, test::manual_clock& clock, Pred&& done,
                       std::chrono::nanoseconds horizon = std::chrono::hours{1}) {
   const auto end = clock.now() + horizon;
   while (!settle(io, done)) {

@@ -11,13 +11,14 @@
 // of a series, even if failures never stopped; we reset after 2 minutes without failures, as
 // the spec says ("reset after 2 minutes healthy"), and we do not let jitter exceed the cap.
 //
-// Thread-safety: none; one owner (an informer session, one request). Clock and randomness are
-// injected.
+// Thread-safety: none; one owner (an informer session, one request). The clock (which must
+// outlive the backoff) and randomness are injected.
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <random>
+
+#include "tec/base/clock.hpp"
 
 namespace tec::base {
 
@@ -36,10 +37,7 @@ struct backoff_policy {
 
 class backoff {
 public:
-  using clock = std::chrono::steady_clock;
-  using now_fn = std::function<clock::time_point()>;
-
-  explicit backoff(backoff_policy policy = {}, now_fn now = {}, std::uint64_t seed = 0);
+  backoff(backoff_policy policy, clock& clock, std::uint64_t seed = 0);
 
   /// The delay to wait before the next attempt; advances the series.
   std::chrono::milliseconds next();
@@ -49,7 +47,7 @@ public:
 
 private:
   backoff_policy policy_;
-  now_fn now_;
+  clock& clock_;
   std::mt19937_64 rng_;
   std::chrono::milliseconds base_;
   clock::time_point last_{};

@@ -82,6 +82,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tec/base/clock.hpp"
 #include "tec/controller/matching.hpp"
 #include "tec/controller/model.hpp"
 #include "tec/controller/policy.hpp"
@@ -196,7 +197,7 @@ struct controller_options {
   /// Record a Normal TaintEvictionScheduled event on the pod when an eviction is scheduled
   /// for a later time (a toleration with tolerationSeconds > 0, not an immediate eviction nor
   /// a replayed countdown already over), once per queue entry, naming the taint, the
-  /// tolerationSeconds used and the due time (wall_clock + the delay). Not upstream's: it has
+  /// tolerationSeconds used and the due time (clock->wall() + the delay). Not upstream's: it has
   /// no such event. None in dry-run (no event is).
   bool scheduled_events = true;
   /// The policy to start with (set_policy() replaces it later). Default: none (upstream).
@@ -207,8 +208,10 @@ struct controller_options {
   /// so a restart or failover does not restart every countdown. Taints without timeAdded
   /// still count from now; updates the informers deliver later always count from now.
   bool deadlines_from_taint_time = true;
-  /// The wall clock countdown_since() compares timeAdded with. Empty: system_clock::now.
-  std::function<std::chrono::system_clock::time_point()> wall_clock;
+  /// The clock whose wall() countdown_since() compares timeAdded with and the due times of
+  /// events and messages are written on; its now() should be the driver's. Empty:
+  /// base::real_clock().
+  std::shared_ptr<base::clock> clock;
   /// True when the namespace carries the opt-out annotation (taint-eviction-controller/
   /// exclude: "true"): its pods are never evicted. Called from the workers, concurrently:
   /// must be thread-safe, quick, must not throw and must not call back into the controller.

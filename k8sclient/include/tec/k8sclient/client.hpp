@@ -26,10 +26,10 @@
 #include <utility>
 
 #include "tec/base/backoff.hpp"
+#include "tec/base/clock.hpp"
 #include "tec/base/error.hpp"
 #include "tec/base/result.hpp"
 #include "tec/k8sclient/byte_stream.hpp"
-#include "tec/k8sclient/clock.hpp"
 #include "tec/k8sclient/rest_config.hpp"
 
 namespace spdlog {
@@ -77,13 +77,11 @@ struct client_options {
   /// actually slept; tests record the requested values and return zero. Empty = sleep the
   /// requested time. Runs on the client's executor.
   std::function<std::chrono::nanoseconds(wait_reason, std::chrono::nanoseconds)> delay;
-  /// Test seam: the clock the token bucket refills on. Empty = steady_clock::now. A frozen
-  /// clock makes the QPS wait the client asks `delay` for exact.
-  std::function<std::chrono::steady_clock::time_point()> now;
   /// Test seam: the clock every deadline and wait of the client is an alarm on (dial, TLS
   /// handshake, request and stream idle timeouts, waits for a pooled connection, the sleeps
-  /// `delay` returns), and the default of `now`. Empty = steady_clock (steady_clock_source()).
-  std::shared_ptr<k8sclient::clock> clock;
+  /// `delay` returns) and the token bucket refills on (a frozen clock makes the QPS wait the
+  /// client asks `delay` for exact). Empty = base::real_clock().
+  std::shared_ptr<base::clock> clock;
   /// Test seam: opens each pooled connection as a byte_stream (in memory) instead of dialling
   /// config.host:port (no DNS, TCP or TLS; rest_config::tls is only validated). Called on the
   /// client's executor; the stream must run on that executor. An error fails the attempt as a
@@ -176,7 +174,7 @@ public:
 
   /// The clock the client's deadlines and waits run on (client_options::clock), for the
   /// reflectors built on it. Lives as long as the client.
-  [[nodiscard]] k8sclient::clock& clock() const noexcept;
+  [[nodiscard]] base::clock& clock() const noexcept;
 
   /// client_options::max_response_bytes, for callers that bound a streamed body the same way.
   [[nodiscard]] std::size_t max_response_bytes() const noexcept;

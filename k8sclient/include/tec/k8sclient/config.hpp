@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "tec/base/clock.hpp"
 #include "tec/base/result.hpp"
 #include "tec/k8sclient/rest_config.hpp"
 
@@ -77,12 +78,10 @@ base::result<rest_config> load_in_cluster(
 /// Thread-safe: current() and invalidate() may be called from any thread.
 class token_source {
 public:
-  using clock_fn = std::function<std::chrono::steady_clock::time_point()>;
-
-  token_source(
-      std::string static_token, std::string token_file,
-      std::chrono::seconds period = std::chrono::seconds{50},
-      clock_fn now = [] { return std::chrono::steady_clock::now(); });
+  /// `clock` (its now()) must outlive the source.
+  token_source(std::string static_token, std::string token_file,
+               std::chrono::seconds period = std::chrono::seconds{50},
+               base::clock& clock = *base::real_clock());
 
   /// The token to send; empty when there is no token authentication at all. An error only
   /// when the token file cannot be read and no token was ever cached.
@@ -97,7 +96,7 @@ public:
 private:
   const std::string file_;
   const std::chrono::seconds period_;
-  const clock_fn now_;
+  base::clock& clock_;
   mutable std::mutex mutex_;
   std::string token_;
   bool have_token_ = false;

@@ -59,16 +59,6 @@ struct lease_record {
   friend bool operator==(const lease_record&, const lease_record&) = default;
 };
 
-/// The clocks the elector reads: steady for expiry and deadlines, wall for the lease times.
-struct election_clock {
-  std::function<std::chrono::steady_clock::time_point()> steady = [] {
-    return std::chrono::steady_clock::now();
-  };
-  std::function<std::chrono::system_clock::time_point()> wall = [] {
-    return std::chrono::system_clock::now();
-  };
-};
-
 /// One candidate in a leader election.
 ///
 /// Thread/ownership: run(), try_acquire_or_renew() and release() are coroutines for
@@ -78,8 +68,9 @@ struct election_clock {
 /// execution context must outlive the elector (stop() posts to it).
 class leader_elector {
 public:
+  /// `clock`: now() for expiry and deadlines, wall() for the lease times.
   leader_elector(boost::asio::any_io_executor executor, client& c, leader_election_config config,
-                 election_clock clock = {});
+                 std::shared_ptr<base::clock> clock = base::real_clock());
   ~leader_elector();
   leader_elector(const leader_elector&) = delete;
   leader_elector& operator=(const leader_elector&) = delete;

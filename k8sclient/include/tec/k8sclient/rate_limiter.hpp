@@ -4,23 +4,21 @@
 // second, at most `burst` saved up): a token_bucket read through an injected clock, so tests
 // advance time by hand; the HTTP client turns the returned delay into a timer wait.
 //
-// Thread-safety: none; the owner (the client, on its executor) serialises calls.
+// Thread-safety: none; the owner (the client, on its executor) serialises calls. The clock
+// must outlive the limiter.
 
 #include <chrono>
-#include <functional>
 
+#include "tec/base/clock.hpp"
 #include "tec/base/token_bucket.hpp"
 
 namespace tec::k8sclient {
 
 class rate_limiter {
 public:
-  using clock = std::chrono::steady_clock;
-  using now_fn = std::function<clock::time_point()>;
-
   /// `qps` <= 0 disables limiting (reserve() always returns 0). `burst` < 1 counts as 1.
-  /// The bucket starts full. `now` defaults to steady_clock::now.
-  rate_limiter(double qps, int burst, now_fn now = {});
+  /// The bucket starts full.
+  rate_limiter(double qps, int burst, base::clock& clock);
 
   /// Takes one token, borrowing from the future when the bucket is empty, and returns how
   /// long the caller must wait before acting (zero when a token was available). Callers that
@@ -35,7 +33,7 @@ public:
 
 private:
   bool limited_;
-  now_fn now_;
+  base::clock& clock_;
   base::token_bucket bucket_;
 };
 

@@ -271,7 +271,7 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
     std::uint64_t received = 0;
     bool too_many = false;
     const auto objects = [&] { return out.added + out.items.size(); };
-    std::unique_ptr<k8sclient::clock::alarm> slow;
+    std::unique_ptr<base::clock::alarm> slow;
     if (options_.slow_list_warning > std::chrono::milliseconds::zero()) {
       slow = clock.at(ex, began + options_.slow_list_warning, [&] {
         detail::watch_log()->warn(
@@ -570,10 +570,9 @@ inline spdlog::level::level_enum relist_level(bool quiet_restart) {
 /// What one run() carries from one list/watch round to the next. On the executor only.
 template <class Codec, class Store>
 struct reflector<Codec, Store>::session {
-  session(const reflector_options& options, k8sclient::clock& clock, std::uint64_t seed)
+  session(const reflector_options& options, base::clock& clock, std::uint64_t seed)
       : rng(seed),
-        delays(
-            options.backoff, [&clock] { return clock.now(); }, seed + 1),
+        delays(options.backoff, clock, seed + 1),
         watch_seconds(options.min_watch_timeout.count(), options.max_watch_timeout.count() - 1),
         list_rv(options.first_list_resource_version) {}
 

@@ -41,7 +41,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tec/base/wall_time.hpp"
+#include "tec/base/clock.hpp"
 #include "tec/controller/controller.hpp"
 #include "tec/informers/records.hpp"
 
@@ -112,8 +112,8 @@ struct shadow_options {
   std::size_t max_pending = 100'000;
   /// Disagreements kept for report_json() (the latest ones).
   std::size_t max_disagreements = 1'000;
-  /// The wall clock; empty: std::chrono::system_clock::now.
-  std::function<base::wall_clock::time_point()> now;
+  /// The clock whose wall() the tracker reads. Empty: base::real_clock().
+  std::shared_ptr<base::clock> clock;
   /// The NoExecute taints of a node now (describe_taint() of each), for a pod of theirs we
   /// made no decision on; empty: none. Called without the tracker's lock, from pod_changed().
   std::function<std::vector<std::string>(std::string_view node)> node_taints;

@@ -50,7 +50,7 @@
 namespace tec::timedqueue {
 
 /// Where the queue gets the time, its single timer and the threads its work runs on.
-/// Production: asio_driver (a steady_timer and an Asio executor). Tests: manual_driver.
+/// Production: asio_driver (a base::clock and an Asio executor). Tests: manual_driver.
 class driver {
 public:
   virtual ~driver() = default;

@@ -46,6 +46,7 @@
 #include <string>
 #include <string_view>
 
+#include "tec/base/clock.hpp"
 #include "tec/controller/ports.hpp"
 #include "tec/k8sclient/client.hpp"
 
@@ -91,17 +92,6 @@ struct event_recorder_options {
   int max_attempts = 3;
   /// Wait between two attempts of one request (each delivery waits on its own).
   std::chrono::milliseconds retry_delay{1000};
-};
-
-/// The clocks the recorder reads: steady for the spam filter and the correlation windows,
-/// wall for the timestamps and the generated event names. Tests inject manual ones.
-struct event_clock {
-  std::function<std::chrono::steady_clock::time_point()> steady = [] {
-    return std::chrono::steady_clock::now();
-  };
-  std::function<std::chrono::system_clock::time_point()> wall = [] {
-    return std::chrono::system_clock::now();
-  };
 };
 
 /// Counters for metrics; a consistent snapshot. Every occurrence passed to record() ends in
@@ -187,8 +177,11 @@ std::string make_event_patch(std::string_view message, std::chrono::system_clock
 /// to it).
 class event_recorder {
 public:
+  /// `clock`: now() for the spam filter and the correlation windows, wall() for the
+  /// timestamps and the generated event names.
   event_recorder(boost::asio::any_io_executor executor, k8sclient::client& c,
-                 event_recorder_options options = {}, event_clock clock = {});
+                 event_recorder_options options = {},
+                 std::shared_ptr<base::clock> clock = base::real_clock());
   ~event_recorder();
   event_recorder(const event_recorder&) = delete;
   event_recorder& operator=(const event_recorder&) = delete;

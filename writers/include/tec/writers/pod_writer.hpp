@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "tec/base/clock.hpp"
 #include "tec/base/result.hpp"
 #include "tec/k8sclient/client.hpp"
 
@@ -83,10 +84,8 @@ k8sclient::request make_disruption_condition_request(
 /// while it waits (see request::cancelled).
 class pod_writer {
 public:
-  using wall_clock = std::function<std::chrono::system_clock::time_point()>;
-
-  explicit pod_writer(
-      k8sclient::client& c, wall_clock now = [] { return std::chrono::system_clock::now(); });
+  /// `clock`'s wall() stamps the conditions written; it must outlive the writer.
+  explicit pod_writer(k8sclient::client& c, base::clock& clock = *base::real_clock());
 
   /// DELETE with preconditions.uid. 2xx, 404 and 409 are outcomes; any other status or a
   /// transport failure is an error value (status, and the server's Status message).
@@ -113,7 +112,7 @@ public:
 
 private:
   k8sclient::client& client_;
-  wall_clock now_;
+  base::clock& clock_;
 };
 
 }  // namespace tec::writers

@@ -1,10 +1,11 @@
-#include "k8sclient/support/manual_clock.hpp"
+#include "support/manual_clock.hpp"
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <utility>
 
-namespace tec::k8sclient::testing {
+namespace tec::test {
 
 struct manual_clock::entry {
   boost::asio::any_io_executor ex;
@@ -23,14 +24,21 @@ private:
   std::shared_ptr<entry> entry_;
 };
 
+manual_clock::manual_clock(time_point start, base::wall_clock::time_point wall_start)
+    : start_(start), wall_start_(wall_start), now_(start) {}
+
 manual_clock::time_point manual_clock::now() {
   std::lock_guard lock(mu_);
   return now_;
 }
 
-std::unique_ptr<k8sclient::clock::alarm> manual_clock::at(const boost::asio::any_io_executor& ex,
-                                                          time_point when,
-                                                          std::function<void()> fire) {
+base::wall_clock::time_point manual_clock::wall() {
+  std::lock_guard lock(mu_);
+  return wall_start_ + std::chrono::duration_cast<base::wall_clock::duration>(now_ - start_);
+}
+
+std::unique_ptr<base::clock::alarm> manual_clock::at(const boost::asio::any_io_executor& ex,
+                                                     time_point when, std::function<void()> fire) {
   auto e = std::make_shared<entry>();
   e->ex = ex;
   e->fire = std::move(fire);
@@ -83,4 +91,4 @@ void manual_clock::post_due() {
   }
 }
 
-}  // namespace tec::k8sclient::testing
+}  // namespace tec::test

@@ -1,14 +1,15 @@
-#include "tec/k8sclient/clock.hpp"
+#include "tec/base/clock.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 
-namespace tec::k8sclient {
+namespace tec::base {
 
 namespace {
 
-class steady_source final : public clock {
+class real_source final : public clock {
 public:
   time_point now() override { return std::chrono::steady_clock::now(); }
+  wall_clock::time_point wall() override { return wall_clock::now(); }
 
   std::unique_ptr<alarm> at(const boost::asio::any_io_executor& ex, time_point when,
                             std::function<void()> fire) override {
@@ -48,9 +49,9 @@ private:
 
 }  // namespace
 
-std::shared_ptr<clock> steady_clock_source() {
-  static const auto source = std::make_shared<steady_source>();
+std::shared_ptr<clock> real_clock() {
+  static const auto source = std::make_shared<real_source>();
   return source;
 }
 
-}  // namespace tec::k8sclient
+}  // namespace tec::base
