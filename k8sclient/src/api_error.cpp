@@ -16,20 +16,11 @@ namespace http = boost::beast::http;
 
 constexpr std::size_t max_body_in_message = 200;
 
-/// The Status object of an error response, or a discarded json when the body is not one.
-json parse_status(std::string_view body) {
-  json status = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!status.is_object()) {
-    return json(json::value_t::discarded);
-  }
-  return status;
-}
-
 }  // namespace
 
 std::string status_message(std::string_view body) {
-  const json status = parse_status(body);
-  if (!status.is_discarded()) {
+  const json status = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (status.is_object()) {
     const auto it = status.find("message");
     if (it != status.end() && it->is_string()) {
       return base::printable(it->get_ref<const std::string&>());

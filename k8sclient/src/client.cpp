@@ -18,7 +18,6 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/_experimental/test/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
@@ -62,6 +61,7 @@ constexpr std::size_t error_body_limit = std::size_t{1} << 20U;
 
 using detail::client_log;
 using detail::connection;
+using detail::trace_us;
 
 error fail(errc code, std::string message, int http_status = 0) {
   return base::error{make_error_code(code), std::move(message), http_status};
@@ -71,13 +71,6 @@ bool is_ip_literal(const std::string& host) {
   boost::system::error_code ec;
   (void)asio::ip::make_address(host, ec);
   return !ec;
-}
-
-/// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
-/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
-long long trace_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
-      .count();
 }
 
 bool tracing() {
@@ -121,154 +114,130 @@ struct try_outcome {
   bool past_deadline = false;  ///< The request's own deadline closed the connection.
 };
 
-}  // namespace
+/// host:port (an IPv6 address in brackets): the Host header, and the server in messages.
+std::string endpoint_of(const rest_config& config) {
+  const bool ipv6 = config.host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + config.host + "]" : config.host) + ":" + config.port;
+}
 
-struct client::impl : std::enable_shared_from_this<impl> {
-  impl(asio::any_io_executor executor, rest_config config, client_options options)
-      : ex_(std::move(executor)),
-        config_(std::move(config)),
-        opts_(with_clock(std::move(options))),
-        clock_(opts_.clock),
-        limiter_(opts_.qps, opts_.burst, *clock_),
-        pool_(
-            ex_, *clock_,
-            {opts_.max_connections, opts_.initial_plain_window, opts_.idle_connection_timeout},
-            [this] { return connect(); }, stopping_, [this] { return shutting_down_error(); },
-            [this] { return no_free_connection(); }) {
-    const bool ipv6 = config_.host.find(':') != std::string::npos;
-    host_header_ = (ipv6 ? "[" + config_.host + "]" : config_.host) + ":" + config_.port;
-    verify_name_ = config_.tls_server_name.empty() ? config_.host : config_.tls_server_name;
-    unsigned short port = 0;
-    const auto* port_end = config_.port.data() + config_.port.size();
-    auto [port_ptr, port_ec] = std::from_chars(config_.port.data(), port_end, port);
-    if (config_.host.empty() || port_ec != std::errc{} || port_ptr != port_end || port == 0) {
-      config_error_ = fail(base::errc::config_invalid, "the API server address \"" + host_header_ +
+/// Closes `c` (ending its I/O in flight) at `when` on the clock, unless the returned alarm is
+/// gone first; `*fired` then tells an I/O error was this deadline.
+std::unique_ptr<base::alarm_clock::alarm> close_at(base::alarm_clock& clock,
+                                                   const asio::any_io_executor& ex, connection& c,
+                                                   steady::time_point when,
+                                                   const std::shared_ptr<bool>& fired) {
+  *fired = false;
+  return clock.at(ex, when, [&c, fired] {
+    *fired = true;
+    c.close();
+  });
+}
+
+/// Opens the pool's connections: client_options::connector's stream, or DNS, TCP (no delay,
+/// keepalive) and TLS (SNI, the server's name checked), each step under its deadline. Runs on
+/// the client's executor.
+class dialer {
+public:
+  /// Checks the address and makes the TLS context; config_error() tells what is wrong.
+  /// `config` and `opts` (the client's) outlive the dialer.
+  dialer(asio::any_io_executor ex, base::alarm_clock& clock, const rest_config& config,
+         const client_options& opts)
+      : ex_(std::move(ex)),
+        clock_(clock),
+        config_(config),
+        opts_(opts),
+        endpoint_(endpoint_of(config)),
+        verify_name_(config.tls_server_name.empty() ? config.host : config.tls_server_name) {
+    const auto* port_end = config.port.data() + config.port.size();
+    auto [port_ptr, port_ec] = std::from_chars(config.port.data(), port_end, port_);
+    if (config.host.empty() || port_ec != std::errc{} || port_ptr != port_end || port_ == 0) {
+      config_error_ = fail(base::errc::config_invalid, "the API server address \"" + endpoint_ +
                                                            "\" has no host or no valid port");
-    } else if (config_.tls) {
-      setup_tls();
-    }
-    if (!config_.bearer_token.empty() || !config_.token_file.empty()) {
-      tokens_ = std::make_unique<token_source>(config_.bearer_token, config_.token_file,
-                                               opts_.token_refresh_period);
-    }
-  }
-
-  /// The clock defaulted and a pool of at least one.
-  static client_options with_clock(client_options opts) {
-    if (opts.max_connections == 0) {
-      opts.max_connections = 1;
-    }
-    if (!opts.clock) {
-      opts.clock = async::real_alarm_clock();
-    }
-    return opts;
-  }
-
-  void setup_tls() {
-    auto ctx = detail::make_tls_context(config_);
-    if (!ctx) {
-      config_error_ = ctx.error();
-      return;
-    }
-    ssl_.emplace(std::move(ctx).value());
-  }
-
-  [[nodiscard]] std::string endpoint_text() const { return host_header_; }
-
-  error shutting_down_error() const {
-    return fail(base::errc::shutting_down, "client to " + endpoint_text() + " is shutting down");
-  }
-
-  static error cancelled_error() {
-    return fail(base::errc::cancelled, "the request was cancelled before it was sent");
-  }
-
-  static bool withdrawn(const request& req) { return req.cancelled && req.cancelled(); }
-
-  /// The wait actually slept for a wait of `wanted` (the test seam, when set).
-  [[nodiscard]] std::chrono::nanoseconds delay(wait_reason why,
-                                               std::chrono::nanoseconds wanted) const {
-    return opts_.delay ? opts_.delay(why, wanted) : wanted;
-  }
-
-  // ---- waiting -------------------------------------------------------------------------
-
-  /// Sleeps `d` on the clock unless shut down; false when the client is shutting down.
-  asio::awaitable<bool> sleep_for(std::chrono::nanoseconds d) {
-    if (d > std::chrono::nanoseconds::zero()) {
-      asio::steady_timer timer(ex_, steady::time_point::max());
-      auto ring = clock_->at(ex_, clock_->now() + std::chrono::duration_cast<steady::duration>(d),
-                             [&timer] { timer.cancel(); });
-      sleepers_.insert(&timer);
-      co_await timer.async_wait(use_tuple);
-      sleepers_.erase(&timer);
-    }
-    co_return !stopping_;
-  }
-
-  /// Closes `c` (ending its I/O in flight) once `limit` passes on the clock, unless the
-  /// returned alarm is gone first; `*fired` then tells an I/O error was this deadline.
-  std::unique_ptr<base::alarm_clock::alarm> deadline(connection& c, std::chrono::nanoseconds limit,
-                                                     const std::shared_ptr<bool>& fired) {
-    *fired = false;
-    return clock_->at(ex_, clock_->now() + std::chrono::duration_cast<steady::duration>(limit),
-                      [&c, fired] {
-                        *fired = true;
-                        c.close();
-                      });
-  }
-
-  /// The idle guard of a streamed body: closes `c` once `limit` passes without a touch().
-  /// One alarm, not one per read: a touch() only notes the time, and the alarm, when it comes
-  /// due before the limit has passed since the last touch, arms again for then. (An alarm per
-  /// 16 KiB read, made and cancelled, was some 10% of the CPU of a 1.2 GB LIST; issue 16.)
-  /// Lives on the executor, as the alarm's callback, which it outlives.
-  class idle_guard {
-  public:
-    idle_guard(impl& owner, connection& c, std::chrono::nanoseconds limit,
-               std::shared_ptr<bool> fired)
-        : owner_(owner),
-          c_(c),
-          limit_(std::chrono::duration_cast<steady::duration>(limit)),
-          fired_(std::move(fired)),
-          last_(owner.clock_->now()) {
-      *fired_ = false;
-      arm(last_ + limit_);
-    }
-    idle_guard(const idle_guard&) = delete;
-    idle_guard& operator=(const idle_guard&) = delete;
-
-    void touch() { last_ = owner_.clock_->now(); }
-
-  private:
-    void arm(steady::time_point when) {
-      alarm_ = owner_.clock_->at(owner_.ex_, when, [this] { due(); });
-    }
-    void due() {
-      if (owner_.clock_->now() - last_ < limit_) {
-        arm(last_ + limit_);  // replaces the alarm running this: its callback is kept alive
-        return;
+    } else if (config.tls) {
+      auto ctx = detail::make_tls_context(config);
+      if (!ctx) {
+        config_error_ = ctx.error();
+      } else {
+        ssl_.emplace(std::move(ctx).value());
       }
-      *fired_ = true;
-      c_.close();
     }
-
-    impl& owner_;
-    connection& c_;
-    steady::duration limit_;
-    std::shared_ptr<bool> fired_;
-    steady::time_point last_;
-    std::unique_ptr<base::alarm_clock::alarm> alarm_;
-  };
-
-  // ---- the pool -----------------------------------------------------------------------
-
-  [[nodiscard]] error no_free_connection() const {
-    return fail(base::errc::timeout, "no free connection to " + endpoint_text() +
-                                         " within the request timeout (pool of " +
-                                         std::to_string(opts_.max_connections) + ")");
   }
 
+  [[nodiscard]] const std::optional<error>& config_error() const { return config_error_; }
+
+  /// Opens `c` (whose close() ends an open in progress); an empty error when it is open.
+  asio::awaitable<error> open(connection& c) {
+    if (opts_.connector) {
+      auto opened = opts_.connector(ex_);
+      if (!opened) {
+        co_return fail(base::errc::connection_failed,
+                       "cannot connect to " + endpoint_ + ": " + opened.error().message);
+      }
+      c.custom = std::move(opened.value());
+      co_return error{};
+    }
+    if (ssl_) {
+      c.tls = std::make_unique<tls_stream>(ex_, *ssl_);
+    } else {
+      c.plain = std::make_unique<plain_stream>(ex_);
+    }
+    const auto dial_deadline = clock_.now() + opts_.dial_timeout;
+    tcp::resolver::results_type endpoints;
+    if (is_ip_literal(config_.host)) {
+      boost::system::error_code ec;
+      endpoints = tcp::resolver::results_type::create(
+          tcp::endpoint(asio::ip::make_address(config_.host, ec), port_), config_.host,
+          config_.port);
+    } else {
+      auto resolved = co_await resolve(dial_deadline);
+      if (!resolved) {
+        co_return resolved.error();
+      }
+      endpoints = std::move(resolved.value());
+    }
+
+    auto& low = c.lowest();
+    auto fired = std::make_shared<bool>(false);
+    auto dial = close_at(clock_, ex_, c, dial_deadline, fired);
+    auto [ec, ep] = co_await low.async_connect(endpoints, use_tuple);
+    dial.reset();
+    if (ec) {
+      const bool timeout = *fired;
+      co_return fail(timeout ? base::errc::timeout : base::errc::connection_failed,
+                     "cannot connect to " + endpoint_ +
+                         (timeout ? " within " + millis(opts_.dial_timeout) : "") + ": " +
+                         ec.message());
+    }
+    set_keepalive(low.socket(), opts_.tcp_keepalive);
+
+    if (c.tls) {
+      if (!is_ip_literal(verify_name_) &&
+          SSL_ctrl(c.tls->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                   static_cast<void*>(const_cast<char*>(verify_name_.c_str()))) != 1) {
+        co_return fail(base::errc::connection_failed, "cannot set TLS SNI to " + verify_name_);
+      }
+      if (!config_.insecure_skip_tls_verify) {
+        c.tls->set_verify_callback(ssl::host_name_verification(verify_name_));
+      }
+      auto handshake = close_at(clock_, ex_, c, clock_.now() + opts_.tls_handshake_timeout, fired);
+      auto [hec] = co_await c.tls->async_handshake(ssl::stream_base::client, use_tuple);
+      handshake.reset();
+      if (hec) {
+        // A deadline ends the handshake by closing the socket, which OpenSSL reports as
+        // "Operation canceled": say what happened instead (issue 29).
+        const bool timeout = *fired;
+        co_return fail(
+            timeout ? base::errc::timeout : base::errc::connection_failed,
+            "TLS handshake with " + endpoint_ + " (verifying name " + verify_name_ + ") " +
+                (timeout ? "timed out: no answer within " + millis(opts_.tls_handshake_timeout)
+                         : "failed: " + hec.message()));
+      }
+    }
+    client_log()->debug("opened connection #{} to {}", c.id, endpoint_);
+    co_return error{};
+  }
+
+private:
   static void set_keepalive(tcp::socket& socket, std::chrono::seconds period) {
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
@@ -286,7 +255,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     // The resolver has no deadline of its own: a timer cancels it.
     auto resolver = std::make_shared<tcp::resolver>(ex_);
     auto timed_out = std::make_shared<bool>(false);
-    auto ring = clock_->at(ex_, deadline, [resolver, timed_out] {
+    auto ring = clock_.at(ex_, deadline, [resolver, timed_out] {
       *timed_out = true;
       resolver->cancel();
     });
@@ -294,100 +263,84 @@ struct client::impl : std::enable_shared_from_this<impl> {
     ring.reset();
     if (ec) {
       co_return fail(*timed_out ? base::errc::timeout : base::errc::connection_failed,
-                     "cannot resolve " + endpoint_text() + ": " + ec.message());
+                     "cannot resolve " + endpoint_ + ": " + ec.message());
     }
     co_return results;
   }
 
-  asio::awaitable<base::result<std::unique_ptr<connection>>> connect() {
-    auto c = std::make_unique<connection>();
-    c->id = ++next_id_;
-    if (opts_.connector) {
-      auto opened = opts_.connector(ex_);
-      if (!opened) {
-        co_return fail(base::errc::connection_failed,
-                       "cannot connect to " + endpoint_text() + ": " + opened.error().message);
-      }
-      c->memory = std::move(opened.value());
-      pool_.track(c.get());
-      co_return c;
-    }
-    if (config_.tls) {
-      c->tls = std::make_unique<tls_stream>(ex_, *ssl_);
-    } else {
-      c->plain = std::make_unique<plain_stream>(ex_);
-    }
-    pool_.track(c.get());
-    auto forget = [this, &c](base::error e) {
-      pool_.untrack(c.get());
-      c->close();
-      return stopping_ ? shutting_down_error() : std::move(e);
-    };
+  asio::any_io_executor ex_;
+  base::alarm_clock& clock_;
+  const rest_config& config_;
+  const client_options& opts_;
+  std::string endpoint_;
+  std::string verify_name_;
+  unsigned short port_ = 0;
+  std::optional<ssl::context> ssl_;
+  std::optional<error> config_error_;
+};
 
-    const auto dial_deadline = clock_->now() + opts_.dial_timeout;
-    tcp::resolver::results_type endpoints;
-    if (is_ip_literal(config_.host)) {
-      boost::system::error_code ec;
-      unsigned short port = 0;
-      std::from_chars(config_.port.data(), config_.port.data() + config_.port.size(), port);
-      endpoints = tcp::resolver::results_type::create(
-          tcp::endpoint(asio::ip::make_address(config_.host, ec), port), config_.host,
-          config_.port);
-    } else {
-      auto resolved = co_await resolve(dial_deadline);
-      if (!resolved) {
-        co_return forget(resolved.error());
-      }
-      endpoints = std::move(resolved.value());
-    }
+/// The idle guard of a streamed body: closes `c` once `limit` passes without a touch().
+/// One alarm, not one per read: a touch() only notes the time, and the alarm, when it comes
+/// due before the limit has passed since the last touch, arms again for then (an alarm per
+/// read costs CPU on a big LIST; issue 16). Lives on the executor, as the alarm's callback,
+/// which it outlives.
+class idle_guard {
+public:
+  idle_guard(base::alarm_clock& clock, asio::any_io_executor ex, connection& c,
+             std::chrono::nanoseconds limit, std::shared_ptr<bool> fired)
+      : clock_(clock),
+        ex_(std::move(ex)),
+        c_(c),
+        limit_(std::chrono::duration_cast<steady::duration>(limit)),
+        fired_(std::move(fired)),
+        last_(clock.now()) {
+    *fired_ = false;
+    arm(last_ + limit_);
+  }
+  idle_guard(const idle_guard&) = delete;
+  idle_guard& operator=(const idle_guard&) = delete;
 
-    auto& low = c->lowest();
-    auto fired = std::make_shared<bool>(false);
-    auto dial = deadline(*c, dial_deadline - clock_->now(), fired);
-    auto [ec, ep] = co_await low.async_connect(endpoints, use_tuple);
-    dial.reset();
-    if (ec) {
-      const bool timeout = *fired;
-      co_return forget(fail(timeout ? base::errc::timeout : base::errc::connection_failed,
-                            "cannot connect to " + endpoint_text() +
-                                (timeout ? " within " + millis(opts_.dial_timeout) : "") + ": " +
-                                ec.message()));
-    }
-    set_keepalive(low.socket(), opts_.tcp_keepalive);
+  void touch() { last_ = clock_.now(); }
 
-    if (c->tls) {
-      if (!is_ip_literal(verify_name_) &&
-          SSL_ctrl(c->tls->native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
-                   static_cast<void*>(const_cast<char*>(verify_name_.c_str()))) != 1) {
-        co_return forget(
-            fail(base::errc::connection_failed, "cannot set TLS SNI to " + verify_name_));
-      }
-      if (!config_.insecure_skip_tls_verify) {
-        c->tls->set_verify_callback(ssl::host_name_verification(verify_name_));
-      }
-      auto handshake = deadline(*c, opts_.tls_handshake_timeout, fired);
-      auto [hec] = co_await c->tls->async_handshake(ssl::stream_base::client, use_tuple);
-      handshake.reset();
-      if (hec) {
-        // A deadline ends the handshake by closing the socket, which OpenSSL reports as
-        // "Operation canceled": say what happened instead (issue 29).
-        const bool timeout = *fired;
-        co_return forget(fail(
-            timeout ? base::errc::timeout : base::errc::connection_failed,
-            "TLS handshake with " + endpoint_text() + " (verifying name " + verify_name_ + ") " +
-                (timeout ? "timed out: no answer within " + millis(opts_.tls_handshake_timeout)
-                         : "failed: " + hec.message())));
-      }
+private:
+  void arm(steady::time_point when) {
+    alarm_ = clock_.at(ex_, when, [this] { due(); });
+  }
+  void due() {
+    if (clock_.now() - last_ < limit_) {
+      arm(last_ + limit_);  // replaces the alarm running this: its callback is kept alive
+      return;
     }
-    client_log()->debug("opened connection #{} to {}", c->id, endpoint_text());
-    co_return c;
+    *fired_ = true;
+    c_.close();
   }
 
-  // ---- one exchange -------------------------------------------------------------------
+  base::alarm_clock& clock_;
+  asio::any_io_executor ex_;
+  connection& c_;
+  steady::duration limit_;
+  std::shared_ptr<bool> fired_;
+  steady::time_point last_;
+  std::unique_ptr<base::alarm_clock::alarm> alarm_;
+};
+
+/// One request and its answer on one connection: the message built, written and its answer
+/// read under request_timeout (a streamed body instead under its idle guard), the body
+/// bounded. Runs on the client's executor.
+class http_exchange {
+public:
+  /// `config` and `opts` (the client's) outlive it.
+  http_exchange(asio::any_io_executor ex, base::alarm_clock& clock, const rest_config& config,
+                const client_options& opts)
+      : ex_(std::move(ex)),
+        clock_(clock),
+        config_(config),
+        opts_(opts),
+        endpoint_(endpoint_of(config)) {}
 
   http::request<http::string_body> build(const request& req, const std::string& token) const {
     http::request<http::string_body> msg{req.method, config_.base_path + req.target, 11};
-    msg.set(http::field::host, host_header_);
+    msg.set(http::field::host, endpoint_);
     msg.set(http::field::user_agent, opts_.user_agent);
     msg.set(http::field::accept, req.accept);
     if (!token.empty()) {
@@ -402,29 +355,18 @@ struct client::impl : std::enable_shared_from_this<impl> {
     return msg;
   }
 
-  error transport_error(const boost::system::error_code& ec, bool timed_out,
-                        std::string_view during, std::chrono::nanoseconds limit) const {
-    if (timed_out) {
-      return fail(base::errc::timeout, std::string(during) + " " + endpoint_text() +
-                                           ": no progress within " + millis(limit));
-    }
-    if (stopping_) {
-      return shutting_down_error();
-    }
-    return fail(base::errc::connection_failed,
-                std::string(during) + " " + endpoint_text() + ": " + ec.message());
-  }
-
+  /// Writes `msg` on `stream` (c's) and reads the answer: the whole body when `sink` is null,
+  /// else a 2xx body fed to `sink` until it ends, `sink` returns false or `idle_timeout`
+  /// passes without a byte.
   template <class Stream>
-  asio::awaitable<attempt_outcome> attempt(Stream& stream, connection& c,
-                                           http::request<http::string_body>& msg,
-                                           const body_sink* sink,
-                                           std::chrono::milliseconds idle_timeout) {
+  asio::awaitable<attempt_outcome> run(Stream& stream, connection& c,
+                                       http::request<http::string_body>& msg, const body_sink* sink,
+                                       std::chrono::milliseconds idle_timeout) {
     attempt_outcome out;
     // One deadline for the write and the whole response; a stream's body instead has the idle
     // guard: idle_timeout without a byte.
     auto fired = std::make_shared<bool>(false);
-    auto guard = deadline(c, opts_.request_timeout, fired);
+    auto guard = close_at(clock_, ex_, c, clock_.now() + opts_.request_timeout, fired);
     auto [wec, wn] = co_await http::async_write(stream, msg, use_tuple);
     if (tracing()) {
       client_log()->trace("stage=written {} {} conn=#{} t_us={}",
@@ -461,7 +403,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     std::optional<idle_guard> idle;
     if (streaming) {
       guard.reset();
-      idle.emplace(*this, c, idle_timeout, fired);
+      idle.emplace(clock_, ex_, c, idle_timeout, fired);
     }
     while (!parser.is_done()) {
       if (idle) {
@@ -485,8 +427,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
           // retried: the same request would bring the same body.
           out.err = fail(base::errc::response_too_large,
                          "the response to " + std::string(http::to_string(msg.method())) + " " +
-                             std::string(msg.target()) + " from " + endpoint_text() +
-                             " is larger than " + std::to_string(limit) + " bytes");
+                             std::string(msg.target()) + " from " + endpoint_ + " is larger than " +
+                             std::to_string(limit) + " bytes");
           co_return out;
         } else {
           out.body.append(piece.data(), got);
@@ -503,6 +445,131 @@ struct client::impl : std::enable_shared_from_this<impl> {
     co_return out;
   }
 
+private:
+  error transport_error(const boost::system::error_code& ec, bool timed_out,
+                        std::string_view during, std::chrono::nanoseconds limit) const {
+    if (timed_out) {
+      return fail(base::errc::timeout,
+                  std::string(during) + " " + endpoint_ + ": no progress within " + millis(limit));
+    }
+    return fail(base::errc::connection_failed,
+                std::string(during) + " " + endpoint_ + ": " + ec.message());
+  }
+
+  asio::any_io_executor ex_;
+  base::alarm_clock& clock_;
+  const rest_config& config_;
+  const client_options& opts_;
+  std::string endpoint_;
+};
+
+/// One warning when a streak of 429 answers begins and one line when it ends, whatever the
+/// request (issue 29).
+class throttling_log {
+public:
+  explicit throttling_log(std::string endpoint) : endpoint_(std::move(endpoint)) {}
+
+  /// `status` answered `req` at `now`.
+  void note(const request& req, unsigned status, steady::time_point now) {
+    if (status == 429) {
+      if (answers_++ == 0) {
+        since_ = now;
+        client_log()->warn(
+            "429 Too Many Requests from {} for {} {}: the API server is throttling this client "
+            "(API Priority and Fairness or --max-requests-inflight); requests are retried after "
+            "Retry-After or backed off; one more line when it stops",
+            endpoint_, std::string(http::to_string(req.method)), req.target);
+      }
+      return;
+    }
+    if (answers_ > 0) {
+      client_log()->info("{} stopped throttling this client: {} answers 429 in {}", endpoint_,
+                         answers_, millis(now - since_));
+      answers_ = 0;
+    }
+  }
+
+private:
+  std::string endpoint_;
+  std::uint64_t answers_ = 0;  // in the current streak
+  steady::time_point since_{};
+};
+
+}  // namespace
+
+struct client::impl : std::enable_shared_from_this<impl> {
+  impl(asio::any_io_executor executor, rest_config config, client_options options)
+      : ex_(std::move(executor)),
+        config_(std::move(config)),
+        opts_(with_clock(std::move(options))),
+        clock_(opts_.clock),
+        endpoint_(endpoint_of(config_)),
+        limiter_(opts_.qps, opts_.burst, *clock_),
+        throttling_(endpoint_),
+        dialer_(ex_, *clock_, config_, opts_),
+        exchange_(ex_, *clock_, config_, opts_),
+        pool_(
+            ex_, *clock_,
+            {opts_.max_connections, opts_.initial_plain_window, opts_.idle_connection_timeout},
+            [this](connection& c) { return dialer_.open(c); }, stopping_,
+            [this] { return shutting_down_error(); }, [this] { return no_free_connection(); }) {
+    if (!config_.bearer_token.empty() || !config_.token_file.empty()) {
+      tokens_ = std::make_unique<token_source>(config_.bearer_token, config_.token_file,
+                                               opts_.token_refresh_period);
+    }
+  }
+
+  /// The clock defaulted and a pool of at least one.
+  static client_options with_clock(client_options opts) {
+    if (opts.max_connections == 0) {
+      opts.max_connections = 1;
+    }
+    if (!opts.clock) {
+      opts.clock = async::real_alarm_clock();
+    }
+    return opts;
+  }
+
+  error shutting_down_error() const {
+    return fail(base::errc::shutting_down, "client to " + endpoint_ + " is shutting down");
+  }
+
+  static error cancelled_error() {
+    return fail(base::errc::cancelled, "the request was cancelled before it was sent");
+  }
+
+  [[nodiscard]] error no_free_connection() const {
+    return fail(base::errc::timeout, "no free connection to " + endpoint_ +
+                                         " within the request timeout (pool of " +
+                                         std::to_string(opts_.max_connections) + ")");
+  }
+
+  error past_deadline_error(const request& req) const {
+    return fail(base::errc::timeout, std::string(http::to_string(req.method)) + " " + req.target +
+                                         " to " + endpoint_ + " was not complete by its deadline");
+  }
+
+  static bool withdrawn(const request& req) { return req.cancelled && req.cancelled(); }
+
+  /// The wait actually slept for a wait of `wanted` (the test seam, when set).
+  [[nodiscard]] std::chrono::nanoseconds delay(wait_reason why,
+                                               std::chrono::nanoseconds wanted) const {
+    return opts_.delay ? opts_.delay(why, wanted) : wanted;
+  }
+
+  /// Sleeps `d` on the clock unless shut down; false when the client is shutting down.
+  asio::awaitable<bool> sleep_for(std::chrono::nanoseconds d) {
+    if (d > std::chrono::nanoseconds::zero()) {
+      asio::steady_timer timer(ex_, steady::time_point::max());
+      auto ring = clock_->at(ex_, clock_->now() + std::chrono::duration_cast<steady::duration>(d),
+                             [&timer] { timer.cancel(); });
+      sleepers_.insert(&timer);
+      co_await timer.async_wait(use_tuple);
+      sleepers_.erase(&timer);
+    }
+    co_return !stopping_;
+  }
+
   // ---- the request loop -----------------------------------------------------------------
 
   asio::awaitable<std::optional<base::result<response>>> run(
@@ -513,8 +580,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
 
   asio::awaitable<base::result<response>> run_inner(request req, const body_sink* sink,
                                                     std::chrono::milliseconds idle_timeout) {
-    if (config_error_) {
-      co_return *config_error_;
+    if (const auto& bad = dialer_.config_error()) {
+      co_return *bad;
     }
     int retries = 0;
     bool auth_retried = false;
@@ -585,7 +652,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         auto fresh = tokens_->current();
         if (fresh && fresh.value() != token) {
           client_log()->info("401 from {}: the token file changed, retrying with the new token",
-                             endpoint_text());
+                             endpoint_);
           continue;
         }
       }
@@ -619,7 +686,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
                                          const body_sink* sink,
                                          std::chrono::milliseconds idle_timeout) {
     try_outcome tried;
-    auto msg = build(req, token);
+    auto msg = exchange_.build(req, token);
 
     const auto start = clock_->now();
     std::optional<detail::connection_pool::unanswered_mark> unanswered;
@@ -655,19 +722,17 @@ struct client::impl : std::enable_shared_from_this<impl> {
     std::unique_ptr<base::alarm_clock::alarm> whole;
     auto past_deadline = std::make_shared<bool>(false);
     if (req.deadline != steady::time_point::max()) {
-      whole = clock_->at(ex_, req.deadline, [c = conn.get(), past_deadline] {
-        *past_deadline = true;
-        c->close();
-      });
+      whole = close_at(*clock_, ex_, *conn, req.deadline, past_deadline);
     }
     // Not a ?: with two co_awaits: GCC 12 miscompiles that (double destruction).
     auto& out = tried.exchange;
-    if (conn->memory) {
-      out = co_await attempt(*conn->memory, *conn, msg, sink, idle_timeout);
+    if (conn->custom) {
+      detail::byte_stream_ref custom(*conn->custom);
+      out = co_await exchange_.run(custom, *conn, msg, sink, idle_timeout);
     } else if (conn->tls) {
-      out = co_await attempt(*conn->tls, *conn, msg, sink, idle_timeout);
+      out = co_await exchange_.run(*conn->tls, *conn, msg, sink, idle_timeout);
     } else {
-      out = co_await attempt(*conn->plain, *conn, msg, sink, idle_timeout);
+      out = co_await exchange_.run(*conn->plain, *conn, msg, sink, idle_timeout);
     }
     whole.reset();
     tried.past_deadline = *past_deadline;
@@ -684,37 +749,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
     pool_.release(std::move(conn), reusable);
     observe(req.method, out.err ? 0 : out.status, start);
     if (!out.err) {
-      note_throttling(req, out.status);
+      throttling_.note(req, out.status, clock_->now());
     }
     co_return tried;
-  }
-
-  error past_deadline_error(const request& req) const {
-    return fail(base::errc::timeout, std::string(http::to_string(req.method)) + " " + req.target +
-                                         " to " + endpoint_text() +
-                                         " was not complete by its deadline");
-  }
-
-  /// One warning when a streak of 429 answers begins and one line when it ends, whatever the
-  /// request: 150 s of 429s gave no line at all (each was retried, or returned, at debug
-  /// level; issue 29).
-  void note_throttling(const request& req, unsigned status) {
-    if (status == 429) {
-      if (throttled_++ == 0) {
-        throttled_since_ = clock_->now();
-        client_log()->warn(
-            "429 Too Many Requests from {} for {} {}: the API server is throttling this client "
-            "(API Priority and Fairness or --max-requests-inflight); requests are retried after "
-            "Retry-After or backed off; one more line when it stops",
-            endpoint_text(), std::string(http::to_string(req.method)), req.target);
-      }
-      return;
-    }
-    if (throttled_ > 0) {
-      client_log()->info("{} stopped throttling this client: {} answers 429 in {}", endpoint_text(),
-                         throttled_, millis(clock_->now() - throttled_since_));
-      throttled_ = 0;
-    }
   }
 
   void observe(http::verb verb, unsigned status, steady::time_point start) const {
@@ -735,19 +772,15 @@ struct client::impl : std::enable_shared_from_this<impl> {
   rest_config config_;
   client_options opts_;
   std::shared_ptr<base::alarm_clock> clock_;
-  std::optional<ssl::context> ssl_;
-  std::optional<base::error> config_error_;
-  std::string host_header_;
-  std::string verify_name_;
+  std::string endpoint_;  ///< host:port
   rate_limiter limiter_;
   std::unique_ptr<token_source> tokens_;
   std::atomic<bool> stopping_{false};
-
-  std::uint64_t next_id_ = 0;
   std::set<asio::steady_timer*> sleepers_;
-  std::uint64_t throttled_ = 0;  // 429 answers in the current streak (note_throttling)
-  steady::time_point throttled_since_{};
-  // Last: it refers to ex_, clock_ and stopping_.
+  throttling_log throttling_;
+  dialer dialer_;
+  http_exchange exchange_;
+  // Last: it refers to ex_, clock_, stopping_ and dialer_.
   detail::connection_pool pool_;
 };
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -38,12 +39,7 @@ constexpr std::size_t max_config_file_bytes = std::size_t{16} << 20;  // 16 MiB
 constexpr std::size_t max_token_file_bytes = std::size_t{1} << 20;    // 1 MiB
 
 std::string in_quotes(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  out += s;
-  out += '"';
-  return out;
+  return '"' + std::string(s) + '"';
 }
 
 /// Reads a whole (small) file. The message names the file and the OS reason, never content.
@@ -150,16 +146,12 @@ bool looks_like_pem_key(std::string_view pem) {
          pem.find("PRIVATE KEY-----") != std::string_view::npos;
 }
 
-bool all_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
+/// One to five digits (no sign, no space) making 1 to 65535.
 bool valid_port(std::string_view s) {
-  if (!all_digits(s) || s.size() > 5) {
-    return false;
-  }
-  const int value = std::stoi(std::string(s));
-  return value >= 1 && value <= 65535;
+  unsigned value = 0;
+  const auto* end = s.data() + s.size();
+  const auto [ptr, ec] = std::from_chars(s.data(), end, value);
+  return s.size() <= 5 && ec == std::errc{} && ptr == end && value >= 1 && value <= 65535;
 }
 
 /// Reading one kubeconfig: the file name goes into every message.
@@ -200,10 +192,10 @@ private:
   /// certificate and key, token and tokenFile.
   std::optional<error> read_user(const YAML::Node& root, const context_refs& refs,
                                  rest_config& config) const;
-  /// `key`-data (base64) or else the file `key`, checked with `looks_right`; empty when
-  /// neither is set. `not_right` ends the message when the check fails.
-  [[nodiscard]] base::result<std::string> pem_field(const YAML::Node& user_node,
-                                                    const std::string& user_where,
+  /// `key`-data (base64) or else (as client-go: data wins) the file `key`, checked with
+  /// `looks_right`; empty when neither is set. `not_right` ends the message when the check fails.
+  [[nodiscard]] base::result<std::string> pem_field(const YAML::Node& node,
+                                                    const std::string& where,
                                                     const std::string& key,
                                                     bool (*looks_right)(std::string_view),
                                                     const char* not_right) const;
@@ -412,26 +404,12 @@ std::optional<error> kubeconfig_reader::read_cluster_tls(const YAML::Node& clust
   }
   config.tls_server_name = server_name.value();
 
-  auto ca_data = data_field(cluster_node, "certificate-authority-data", cluster_where);
-  if (!ca_data) {
-    return ca_data.error();
+  auto ca = pem_field(cluster_node, cluster_where, "certificate-authority",
+                      looks_like_pem_certificate, "not a PEM certificate");
+  if (!ca) {
+    return ca.error();
   }
-  if (!ca_data.value().empty()) {
-    // client-go: data wins over the file.
-    if (!looks_like_pem_certificate(ca_data.value())) {
-      return fail(cluster_where + ".certificate-authority-data: not a PEM certificate");
-    }
-    config.ca_pem = std::move(ca_data).value();
-  } else {
-    auto ca_file = file_field(cluster_node, "certificate-authority", cluster_where);
-    if (!ca_file) {
-      return ca_file.error();
-    }
-    if (!ca_file.value().empty() && !looks_like_pem_certificate(ca_file.value())) {
-      return fail(cluster_where + ".certificate-authority: not a PEM certificate");
-    }
-    config.ca_pem = std::move(ca_file).value();
-  }
+  config.ca_pem = std::move(ca).value();
   if (config.insecure_skip_tls_verify && !config.ca_pem.empty()) {
     return fail(cluster_where +
                 ": a certificate authority together with insecure-skip-tls-verify is not allowed");
@@ -474,26 +452,26 @@ std::optional<error> kubeconfig_reader::read_user(const YAML::Node& root, const 
   return read_token(user_node, user_where, config);
 }
 
-base::result<std::string> kubeconfig_reader::pem_field(const YAML::Node& user_node,
-                                                       const std::string& user_where,
+base::result<std::string> kubeconfig_reader::pem_field(const YAML::Node& node,
+                                                       const std::string& where,
                                                        const std::string& key,
                                                        bool (*looks_right)(std::string_view),
                                                        const char* not_right) const {
   const std::string data_key = key + "-data";
-  auto pem = data_field(user_node, data_key.c_str(), user_where);
+  auto pem = data_field(node, data_key.c_str(), where);
   if (!pem) {
     return pem.error();
   }
   if (pem.value().empty()) {
-    pem = file_field(user_node, key.c_str(), user_where);
+    pem = file_field(node, key.c_str(), where);
     if (!pem) {
       return pem.error();
     }
     if (!pem.value().empty() && !looks_right(pem.value())) {
-      return fail(user_where + "." + key + ": " + not_right);
+      return fail(where + "." + key + ": " + not_right);
     }
   } else if (!looks_right(pem.value())) {
-    return fail(user_where + "." + data_key + ": " + not_right);
+    return fail(where + "." + data_key + ": " + not_right);
   }
   return pem;
 }
@@ -861,11 +839,6 @@ token_source::token_source(std::string static_token, std::string token_file,
   if (have_token_) {
     fetched_ = clock_.now();
   }
-}
-
-token_source token_source::from_config(const rest_config& config, std::chrono::seconds period,
-                                       base::clock& clock) {
-  return token_source(config.bearer_token, config.token_file, period, clock);
 }
 
 base::result<std::string> token_source::current() {

@@ -11,10 +11,11 @@
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/_experimental/test/stream.hpp>
+#include <boost/beast/core/buffers_prefix.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
@@ -34,24 +35,61 @@
 
 namespace tec::k8sclient::detail {
 
-/// One persistent connection. Exactly one of plain/tls/memory is set.
+/// A byte_stream as Beast's AsyncReadStream and AsyncWriteStream, for http::async_read and
+/// http::async_write. Only client_options::connector's streams go through it (and its virtual
+/// calls); TCP and TLS connections are used directly.
+class byte_stream_ref {
+public:
+  using executor_type = boost::asio::any_io_executor;
+
+  explicit byte_stream_ref(byte_stream& s) : stream_(&s) {}
+
+  [[nodiscard]] executor_type get_executor() const { return stream_->get_executor(); }
+
+  /// Reads into the first buffer only, as a read_some may (Beast reads into a flat_buffer's one).
+  template <class MutableBufferSequence, class Token>
+  auto async_read_some(const MutableBufferSequence& buffers, Token&& token) {
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
+        [](auto done, byte_stream* s, boost::asio::mutable_buffer b) {
+          s->async_read_some(b, std::move(done));
+        },
+        token, stream_, boost::beast::buffers_front(buffers));
+  }
+
+  template <class ConstBufferSequence, class Token>
+  auto async_write_some(const ConstBufferSequence& buffers, Token&& token) {
+    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
+        [](auto done, byte_stream* s, const ConstBufferSequence& b) {
+          std::vector<boost::asio::const_buffer> copy(boost::asio::buffer_sequence_begin(b),
+                                                      boost::asio::buffer_sequence_end(b));
+          s->async_write_some(std::move(copy), std::move(done));
+        },
+        token, stream_, buffers);
+  }
+
+private:
+  byte_stream* stream_;
+};
+
+/// One persistent connection. Exactly one of plain/tls/custom is set.
 struct connection {
   std::uint64_t id = 0;
   std::unique_ptr<boost::beast::tcp_stream> plain;
   std::unique_ptr<boost::beast::ssl_stream<boost::beast::tcp_stream>> tls;
-  std::unique_ptr<memory_stream> memory;  ///< client_options::connector's
+  std::unique_ptr<byte_stream> custom;  ///< client_options::connector's
   boost::beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since{};
   std::uint64_t exchanges = 0;
   bool windowed = false;  ///< Holds a plain request's place in the slow-start window.
 
   boost::beast::tcp_stream& lowest();
-  /// Also how a deadline ends the I/O in flight: its operations complete with an error.
+  /// Also how a deadline ends the I/O in flight: its operations complete with an error. Does
+  /// nothing before a stream is set.
   void close();
   /// An idle connection the server has closed (or sent unsolicited bytes on, such as a TLS
   /// close_notify) must not carry the next request: a non-idempotent request would then fail
-  /// in a way we may not retry. A non-blocking peek tells without consuming anything. (A test
-  /// stream tells only of unread bytes; a write to a closed one fails, and is replayed.)
+  /// in a way we may not retry. A non-blocking peek tells without consuming anything. (A
+  /// byte_stream tells only of unread bytes; a write to a closed one fails, and is replayed.)
   bool still_usable();
 };
 
@@ -65,8 +103,8 @@ struct connection {
 class connection_pool {
 public:
   using steady = std::chrono::steady_clock;
-  using connect_fn =
-      std::function<boost::asio::awaitable<base::result<std::unique_ptr<connection>>>()>;
+  /// Opens the connection given (new, its id set): an empty error when it is open.
+  using connect_fn = std::function<boost::asio::awaitable<base::error>(connection&)>;
 
   struct settings {
     std::size_t max_connections = 1;
@@ -74,9 +112,9 @@ public:
     steady::duration idle_connection_timeout{};
   };
 
-  /// `connect` opens a connection (counted in the pool's size while it is being opened; it
-  /// calls track() on the connection it makes, untrack() if that fails); `stopping` is the
-  /// client's flag; `stopped` and `no_free_connection` make the errors the pool returns.
+  /// `connect` opens a connection (counted in the pool's size, and closed by stop(), while it
+  /// is being opened); `stopping` is the client's flag; `stopped` and `no_free_connection` make
+  /// the errors the pool returns.
   connection_pool(boost::asio::any_io_executor ex, base::alarm_clock& clock, settings s,
                   connect_fn connect, const std::atomic<bool>& stopping,
                   std::function<base::error()> stopped,
@@ -85,13 +123,9 @@ public:
   /// Marks a plain (not streamed, not background) request from when it has passed the rate
   /// limiter until its attempt is over (answer read, or failed): background requests wait
   /// while any request is marked. Yielding a connection is not enough: with one free, an
-  /// eviction's event POST went out with its DELETE and reached the API server first in 16
-  /// to 22 of 30-40 runs, which then handled both at once (kube-controller-manager's event
-  /// comes about 0.7 ms after its DELETE). Held until the DELETE is answered, the DELETE took
-  /// 5.1 and 4.6 ms instead of 6.1 and 6.2 ms at the median in two runs of
-  /// bench/single_eviction.py (40 each, the API server's audit log; issue 16). A retry's
-  /// backoff and a rate-limit wait are not marked, so a throttled burst holds the events back
-  /// no longer than it takes to send.
+  /// eviction's event POST went out with its DELETE, often reached the API server first and
+  /// slowed the DELETE (issue 16). A retry's backoff and a rate-limit wait are not marked, so
+  /// a throttled burst holds the events back no longer than it takes to send.
   class unanswered_mark {
   public:
     explicit unanswered_mark(connection_pool& owner);
@@ -114,10 +148,6 @@ public:
   /// (and the pool is not stopping), else closed. Wakes the next waiter.
   void release(std::unique_ptr<connection> c, bool reusable);
 
-  /// A connection being opened (or in use), so that stop() closes it.
-  void track(connection* c) { busy_.insert(c); }
-  void untrack(connection* c) { busy_.erase(c); }
-
   /// Shutdown: wakes every waiter (they fail) and closes every connection, busy or idle.
   void stop();
 
@@ -129,6 +159,8 @@ private:
     bool woken = false;
   };
 
+  /// Wakes the first waiter of `list`, which must not be empty.
+  static void wake_first(std::list<waiter*>& list);
   /// Waits on `list` until woken (true), or the deadline (on the clock) or shutdown (false).
   boost::asio::awaitable<bool> wait_in(std::list<waiter*>& list, steady::time_point deadline);
   /// The first foreground waiter; when there is none (none on its way, and no plain request
@@ -155,6 +187,7 @@ private:
   std::vector<std::unique_ptr<connection>> idle_;
   std::set<connection*> busy_;
   std::size_t open_ = 0;
+  std::uint64_t opened_ = 0;  // connections ever opened: the next one's id
   std::list<waiter*> waiters_;
   std::list<waiter*> background_waiters_;  // request::background, served last
   std::size_t handoffs_ = 0;               // waiters woken, not yet back in acquire()
@@ -181,18 +214,18 @@ inline beast::tcp_stream& connection::lowest() {
 }
 
 inline void connection::close() {
-  if (memory) {
-    memory->close();
-    return;
+  if (custom) {
+    custom->close();
+  } else if (plain || tls) {
+    boost::system::error_code ignored;
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().socket().close(ignored);
   }
-  boost::system::error_code ignored;
-  lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
-  lowest().socket().close(ignored);
 }
 
 inline bool connection::still_usable() {
-  if (memory) {
-    return buffer.size() == 0 && memory->buffer().size() == 0;
+  if (custom) {
+    return buffer.size() == 0 && !custom->has_unread_bytes();
   }
   auto& socket = lowest().socket();
   if (!socket.is_open() || buffer.size() != 0) {
@@ -274,11 +307,8 @@ inline void connection_pool::release_window() {
   // Each free place goes to the longest waiter, counted here: a waiter woken is never sent back
   // to wait again, and one arriving meanwhile does not pass it.
   while (plain_in_flight_ < plain_window_ && !window_waiters_.empty()) {
-    waiter* w = window_waiters_.front();
-    window_waiters_.pop_front();
-    w->woken = true;
     ++plain_in_flight_;
-    w->timer.cancel();
+    wake_first(window_waiters_);
   }
 }
 
@@ -323,12 +353,18 @@ inline asio::awaitable<base::result<std::unique_ptr<connection>>> connection_poo
     }
     if (!yield && open_ < settings_.max_connections) {
       ++open_;
-      auto made = co_await connect_();
-      if (!made) {
+      auto c = std::make_unique<connection>();
+      c->id = ++opened_;
+      busy_.insert(c.get());
+      auto failed = co_await connect_(*c);
+      if (failed) {
+        busy_.erase(c.get());
+        c->close();
         --open_;
         wake_one_waiter();
+        co_return stopping_ ? stopped_() : std::move(failed);
       }
-      co_return made;
+      co_return c;
     }
     if (background) {
       co_await wait_in(background_waiters_, steady::time_point::max());
@@ -364,23 +400,24 @@ inline void connection_pool::release(std::unique_ptr<connection> c, bool reusabl
   wake_one_waiter();
 }
 
+inline void connection_pool::wake_first(std::list<waiter*>& list) {
+  waiter* w = list.front();
+  list.pop_front();
+  w->woken = true;
+  w->timer.cancel();
+}
+
 inline void connection_pool::wake_one_waiter() {
   if (!waiters_.empty()) {
-    waiter* w = waiters_.front();
-    waiters_.pop_front();
-    w->woken = true;
     ++handoffs_;
-    w->timer.cancel();
+    wake_first(waiters_);
     return;
   }
   if (handoffs_ > 0 || unanswered_ > 0) {
     return;  // a background waiter would only look and queue up again (see take_connection)
   }
   while (!background_waiters_.empty()) {
-    waiter* w = background_waiters_.front();
-    background_waiters_.pop_front();
-    w->woken = true;
-    w->timer.cancel();
+    wake_first(background_waiters_);
   }
 }
 

@@ -209,23 +209,21 @@ struct leader_elector::impl {
   /// PUT (update) or POST (create) the lease with `rec` as spec.
   asio::awaitable<base::result<response>> write(const lease_record& rec, bool create) {
     request req;
+    json body;
     if (create) {
-      const json body = {
-          {"apiVersion", "coordination.k8s.io/v1"},
-          {"kind", "Lease"},
-          {"metadata", {{"name", config.lease_name}, {"namespace", config.lease_namespace}}},
-          {"spec", encode_lease_spec(rec)}};
+      body = {{"apiVersion", "coordination.k8s.io/v1"},
+              {"kind", "Lease"},
+              {"metadata", {{"name", config.lease_name}, {"namespace", config.lease_namespace}}}};
       req.method = http::verb::post;
       req.target = collection;
-      req.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
     } else {
-      json body = lease;  // Carries metadata.resourceVersion: the write is conditional.
-      body["spec"] = encode_lease_spec(rec);
+      body = lease;  // Carries metadata.resourceVersion: the write is conditional.
       req.method = http::verb::put;
       req.target = object;
-      req.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
       req.idempotent = true;
     }
+    body["spec"] = encode_lease_spec(rec);
+    req.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
     co_return co_await api.send(std::move(req));
   }
 

@@ -7,7 +7,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/beast/_experimental/test/stream.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -435,7 +434,7 @@ TEST_F(client_test, background_requests_go_once_a_plain_request_fails) {
   auto connect = server_.connector();
   opts.connector =
       [&refuse,
-       connect](const asio::any_io_executor& ex) -> base::result<std::unique_ptr<memory_stream>> {
+       connect](const asio::any_io_executor& ex) -> base::result<std::unique_ptr<byte_stream>> {
     if (std::exchange(refuse, false)) {
       return base::make_error(base::errc::connection_failed, "refused");
     }

@@ -370,7 +370,7 @@ TEST(load_kubeconfig, a_token_with_a_line_break_or_control_character_is_refused)
       dir.write("ok", kubeconfig("    server: https://h\n", "    tokenFile: token-file\n"))
           .string());
   ASSERT_TRUE(ok) << ok.error().message;
-  EXPECT_EQ(token_source::from_config(ok.value()).current().value(), "s3cret");
+  EXPECT_EQ(token_source(ok->bearer_token, ok->token_file).current().value(), "s3cret");
 }
 
 TEST(load_kubeconfig, missing_files_name_the_field) {
@@ -703,7 +703,8 @@ TEST(token_source, static_token_is_initial_value_of_file) {
   rest_config config;
   config.bearer_token = "from-config";
   config.token_file = file.string();
-  auto source = token_source::from_config(config, std::chrono::seconds{50}, clock);
+  auto source =
+      token_source(config.bearer_token, config.token_file, std::chrono::seconds{50}, clock);
   EXPECT_EQ(source.current().value(), "from-config");
   clock.advance(std::chrono::seconds{50});
   EXPECT_EQ(source.current().value(), "from-file");

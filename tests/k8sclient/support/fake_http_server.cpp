@@ -33,6 +33,30 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
+/// One end of an in-memory connection (Beast's test stream).
+using memory_stream = beast::test::basic_stream<asio::any_io_executor>;
+
+/// The client's end of an in-memory connection, as client_options::connector opens it.
+class memory_byte_stream final : public byte_stream {
+public:
+  explicit memory_byte_stream(const asio::any_io_executor& ex) : stream_(ex) {}
+
+  memory_stream& stream() { return stream_; }
+
+  asio::any_io_executor get_executor() override { return stream_.get_executor(); }
+  void async_read_some(asio::mutable_buffer buffer, handler done) override {
+    stream_.async_read_some(buffer, std::move(done));
+  }
+  void async_write_some(std::vector<asio::const_buffer> buffers, handler done) override {
+    stream_.async_write_some(buffers, std::move(done));
+  }
+  void close() override { stream_.close(); }
+  bool has_unread_bytes() override { return stream_.buffer().size() != 0; }
+
+private:
+  memory_stream stream_;
+};
+
 std::string lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(),
@@ -310,21 +334,21 @@ fake_http_server::fake_http_server(asio::any_io_executor ex) : state_(std::make_
   state_->in_memory = true;
 }
 
-std::function<base::result<std::unique_ptr<memory_stream>>(const asio::any_io_executor&)>
+std::function<base::result<std::unique_ptr<byte_stream>>(const asio::any_io_executor&)>
 fake_http_server::connector() const {
-  return [s = state_](
-             const asio::any_io_executor& ex) -> base::result<std::unique_ptr<memory_stream>> {
-    auto near = std::make_unique<memory_stream>(ex);
-    memory_stream far(s->ex);
-    near->connect(far);
-    std::uint64_t id = 0;
-    {
-      std::lock_guard lock(s->mu);
-      id = ++s->accepted;
-    }
-    asio::co_spawn(s->ex, state::serve_owned(s, std::move(far), id), asio::detached);
-    return near;
-  };
+  return
+      [s = state_](const asio::any_io_executor& ex) -> base::result<std::unique_ptr<byte_stream>> {
+        auto near = std::make_unique<memory_byte_stream>(ex);
+        memory_stream far(s->ex);
+        near->stream().connect(far);
+        std::uint64_t id = 0;
+        {
+          std::lock_guard lock(s->mu);
+          id = ++s->accepted;
+        }
+        asio::co_spawn(s->ex, state::serve_owned(s, std::move(far), id), asio::detached);
+        return near;
+      };
 }
 
 fake_http_server::fake_http_server() : state_(std::make_shared<state>()) {

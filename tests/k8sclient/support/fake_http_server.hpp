@@ -4,15 +4,15 @@
 //
 // In memory (the default for unit tests: fake_http_server(executor)) it has no socket and no
 // thread: connector() is a client_options::connector whose every connection is a Beast test
-// stream pair, the server end served on the test's own executor, so a test drives client and
-// server with one io_context and a manual clock. On loopback (fake_http_server(), for what is
-// truly about sockets: TLS, refused connections, real TCP) it listens on 127.0.0.1 on a
-// kernel-chosen port and runs on its own thread with its own io_context. Each request received is
-// recorded, then answered by the first queued `reply` whose `match` is a substring of the request
-// target (FIFO among matches); with no match it answers the fallback reply if one is set, else `404
-// no scripted reply`. A reply is a list of steps written in order, so a test controls exactly where
-// chunk boundaries fall, when a response stops (stall), and whether the connection is closed
-// mid-response.
+// stream pair (the client's end behind a byte_stream), the server end served on the test's own
+// executor, so a test drives client and server with one io_context and a manual clock. On loopback
+// (fake_http_server(), for what is truly about sockets: TLS, refused connections, real TCP) it
+// listens on 127.0.0.1 on a kernel-chosen port and runs on its own thread with its own io_context.
+// Each request received is recorded, then answered by the first queued `reply` whose `match` is a
+// substring of the request target (FIFO among matches); with no match it answers the fallback reply
+// if one is set, else `404 no scripted reply`. A reply is a list of steps written in order, so a
+// test controls exactly where chunk boundaries fall, when a response stops (stall), and whether the
+// connection is closed mid-response.
 //
 // Thread-safety: every public member may be called from any thread (the test thread usually).
 // The destructor stops a loopback server and joins its thread; in-flight connections are dropped.
@@ -110,7 +110,7 @@ public:
 
   /// In memory: for client_options::connector. Each call opens one connection.
   [[nodiscard]] std::function<
-      base::result<std::unique_ptr<memory_stream>>(const boost::asio::any_io_executor&)>
+      base::result<std::unique_ptr<byte_stream>>(const boost::asio::any_io_executor&)>
   connector() const;
 
   /// Queues a reply for the next matching request.

@@ -29,21 +29,14 @@
 #include "tec/base/clock.hpp"
 #include "tec/base/error.hpp"
 #include "tec/base/result.hpp"
+#include "tec/k8sclient/byte_stream.hpp"
 #include "tec/k8sclient/rest_config.hpp"
-
-namespace boost::beast::test {
-template <class Executor>
-class basic_stream;
-}  // namespace boost::beast::test
 
 namespace spdlog {
 class logger;
 }  // namespace spdlog
 
 namespace tec::k8sclient {
-
-/// One end of an in-memory connection (Beast's test stream), for client_options::connector.
-using memory_stream = boost::beast::test::basic_stream<boost::asio::any_io_executor>;
 
 /// Why the client waits before (re)sending a request.
 enum class wait_reason : std::uint8_t {
@@ -57,12 +50,9 @@ struct client_options {
   int burst = 30;
   std::size_t max_connections = 8;  ///< Pool size (streams hold one connection each).
   /// Slow start of plain requests (not streams, not background): at most this many are on
-  /// the wire at once after an idle second, one more for each answer, up to max_connections.
-  /// 500 DELETEs due at once sent over 128 connections made the API server share its CPU
-  /// between all of them, and the first was answered after 28 and 81 ms (16 and 10 ms for
-  /// kube-controller-manager, whose requests are spread out over 0.5 s); sent 16 at a time at
-  /// first, 12 and 9 ms, and a mass eviction still opens the whole pool within its first
-  /// hundred answers (issue 30). 0 = no slow start.
+  /// the wire at once after an idle second, one more for each answer, up to max_connections,
+  /// so that a burst's first answers are not slowed by the API server sharing its CPU between
+  /// all of them (issue 30). 0 = no slow start.
   std::size_t initial_plain_window = 16;
   std::chrono::milliseconds dial_timeout{30'000};
   std::chrono::milliseconds tls_handshake_timeout{10'000};
@@ -92,11 +82,11 @@ struct client_options {
   /// `delay` returns) and the token bucket refills on (a frozen clock makes the QPS wait the
   /// client asks `delay` for exact). Empty = async::real_alarm_clock().
   std::shared_ptr<base::alarm_clock> clock;
-  /// Test seam: opens each pooled connection in memory instead of dialling config.host:port
-  /// (no DNS, TCP or TLS; rest_config::tls is only validated). Called on the client's executor; the
-  /// stream must be connected to a peer on the same executor. An error fails the attempt as a
+  /// Test seam: opens each pooled connection as a byte_stream (in memory) instead of dialling
+  /// config.host:port (no DNS, TCP or TLS; rest_config::tls is only validated). Called on the
+  /// client's executor; the stream must run on that executor. An error fails the attempt as a
   /// refused connection would. Empty = TCP (+TLS).
-  std::function<base::result<std::unique_ptr<memory_stream>>(const boost::asio::any_io_executor&)>
+  std::function<base::result<std::unique_ptr<byte_stream>>(const boost::asio::any_io_executor&)>
       connector;
   /// Called after every HTTP exchange (for metrics): verb, status (0 on a transport error)
   /// and latency. Runs on the client's executor; must be cheap and thread-safe.
@@ -199,6 +189,14 @@ namespace detail {
 /// The "client" logger of the HTTP client (client.cpp), looked up once and kept. Tests add a
 /// sink to it to read what the client logged.
 const std::shared_ptr<spdlog::logger>& client_log();
+
+/// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
+/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
+inline long long trace_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace detail
 

@@ -83,11 +83,6 @@ public:
                std::chrono::seconds period = std::chrono::seconds{50},
                base::clock& clock = *base::real_clock());
 
-  /// From rest_config's bearer_token and token_file.
-  static token_source from_config(const rest_config& config,
-                                  std::chrono::seconds period = std::chrono::seconds{50},
-                                  base::clock& clock = *base::real_clock());
-
   /// The token to send; empty when there is no token authentication at all. An error only
   /// when the token file cannot be read and no token was ever cached.
   base::result<std::string> current();

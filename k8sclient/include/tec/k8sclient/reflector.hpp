@@ -32,9 +32,8 @@
 // 5xx, malformed events and very short empty watches -> re-watch from the last resourceVersion
 // (no relist). Every restart of the loop but two waits for one jittered backoff first (0.8 s
 // doubling to 30 s, reset after 2 minutes without one; client-go's backoff manager), 410 Gone
-// included: a watch answered 410 forever relisted at once, 1,118 requests a minute (issue 29),
-// and now makes about four a minute. The two that re-watch at once, each at most about once a
-// minute by construction: a watch that ends cleanly (the server's timeoutSeconds, 300-600 s),
+// included (issue 29). The two that re-watch at once, each at most about once a minute by
+// construction: a watch that ends cleanly (the server's timeoutSeconds, 300-600 s),
 // and a timeout: no byte for `idle_timeout` (~120 s; the server sends bookmarks about every
 // 60 s: half-open connections) or no headers within the client's request timeout (60 s).
 // Restarts are logged at most once a minute (detail::restart_log_period), the later lines a
@@ -43,21 +42,18 @@
 //
 // LIST pages are decoded as they stream (list_decoder): memory holds the compact records, at
 // most one incomplete item (max_line_bytes) and never the body, so a page is bounded by
-// reflector_options::max_list_bytes (16 GiB), not by the client's max_response_bytes (256 MiB,
-// for bodies it buffers). A larger page fails with errc::response_too_large (not retried by the
-// client; the reflector backs off as for any failed list). One LIST is also bounded by objects
-// (max_list_objects, 300,000 over all its pages: what it costs in memory is the records it
-// hands the store) and each LIST request in time (list_timeout, 5 minutes, headers and body:
-// a body trickling a byte a minute never trips the idle guard), and a request still running
-// after slow_list_warning (60 s) logs one warning with what it has read so far. Each failure
-// is errc::response_too_large or errc::timeout with a message saying which bound; the latest
-// is current_list_error() until a LIST succeeds (for /readyz). A first LIST at resourceVersion=0
-// that is too large is followed by LISTs from etcd (resourceVersion=""), whose pages the server
-// does bound: the watch cache ignores the limit and answers one page with every object. An object
-// that is valid JSON of the wrong shape (in a LIST page or a watch event) is skipped, counted in
+// reflector_options::max_list_bytes, not by the client's max_response_bytes. One LIST is also
+// bounded by objects (max_list_objects) and each LIST request in time (list_timeout), and one
+// still running after slow_list_warning logs a warning. Past a bound the LIST fails with
+// errc::response_too_large or errc::timeout and a message saying which bound (the reflector
+// backs off as for any failed list); the latest failure is current_list_error() until a LIST
+// succeeds (for /readyz). A first LIST at resourceVersion=0 that is too large is followed by
+// LISTs from etcd (resourceVersion=""), whose pages the server does bound: the watch cache
+// ignores the limit and answers one page with every object. An object that is valid JSON of
+// the wrong shape (in a LIST page or a watch event) is skipped, counted in
 // reflector_stats::decode_errors and logged at most every 10 s, instead of failing the list or
-// watch forever (the server would send it again each time). Malformed JSON still fails the page or
-// the watch.
+// watch forever (the server would send it again each time). Malformed JSON still fails the
+// page or the watch.
 //
 // Deviation from client-go, on purpose: client-go relists after any watch failure other than
 // 429/refused (it returns from ListAndWatch); we resume the watch from the last

@@ -69,14 +69,6 @@ bool too_large_resource_version(const response& res) {
   return res.status == 504 && too_large_resource_version(res, Codec::decode_status(res.body));
 }
 
-/// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
-/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
-inline long long trace_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace detail
 
 template <class Codec, class Store>
