@@ -92,6 +92,46 @@ struct connection {
   /// byte_stream tells only of unread bytes; a write to a closed one fails, and is replayed.)
   bool still_usable();
 };
+/// The slow-start window's count (connection_pool's plain requests): after an idle second at most
+/// `initial` places (0 = `max`), one more for each place given back, up to `max`. The pool keeps
+/// the waiters; on its executor only.
+class slow_start_window {
+public:
+  slow_start_window(std::size_t initial, std::size_t max)
+      : restart_(initial == 0 ? max : std::min(initial, max)), max_(max), window_(restart_) {}
+
+  /// Takes a place if one is free and `queue_empty` (nobody waits ahead); back to the initial
+  /// window first when none was held for a second before `now`.
+  bool try_enter(std::chrono::steady_clock::time_point now, bool queue_empty) {
+    if (in_flight_ == 0 && now - idle_since_ >= std::chrono::seconds{1}) {
+      window_ = restart_;
+    }
+    if (in_flight_ < window_ && queue_empty) {
+      ++in_flight_;
+      return true;
+    }
+    return false;
+  }
+  /// Gives a place back and widens the window; then hands out (counts) up to `waiting` free
+  /// places and returns how many, for the waiters at the front of the queue.
+  std::size_t release(std::chrono::steady_clock::time_point now, std::size_t waiting) {
+    --in_flight_;
+    window_ = std::min(window_ + 1, max_);
+    if (in_flight_ == 0 && waiting == 0) {
+      idle_since_ = now;
+    }
+    const std::size_t handed = std::min(waiting, window_ - std::min(window_, in_flight_));
+    in_flight_ += handed;
+    return handed;
+  }
+
+private:
+  const std::size_t restart_;
+  const std::size_t max_;
+  std::size_t window_;
+  std::size_t in_flight_ = 0;
+  std::chrono::steady_clock::time_point idle_since_{};
+};
 
 /// The pool. Every member runs on the client's executor (the one given), never elsewhere.
 ///
@@ -173,7 +213,6 @@ private:
   boost::asio::awaitable<bool> enter_window(steady::time_point deadline);
   boost::asio::awaitable<base::result<std::unique_ptr<connection>>> take_connection(
       steady::time_point deadline, bool background);
-  [[nodiscard]] std::size_t restart_window() const;
   void release_window();
 
   boost::asio::any_io_executor ex_;
@@ -194,10 +233,8 @@ private:
   std::size_t unanswered_ = 0;             // unanswered_mark's count
   // Slow start: plain requests holding a connection, how many may, those waiting for the
   // window, and since when none has held one.
-  std::size_t plain_in_flight_ = 0;
-  std::size_t plain_window_ = 0;
+  slow_start_window window_;
   std::list<waiter*> window_waiters_;
-  steady::time_point plain_idle_since_{};
 };
 
 // ---- definitions (in the header: clang-analyzer reports a false uninitialized pointer inside
@@ -250,7 +287,7 @@ inline connection_pool::connection_pool(asio::any_io_executor ex, base::alarm_cl
       stopping_(stopping),
       stopped_(std::move(stopped)),
       no_free_connection_(std::move(no_free_connection)),
-      plain_window_(restart_window()) {}
+      window_(s.initial_plain_window, s.max_connections) {}
 
 inline connection_pool::unanswered_mark::unanswered_mark(connection_pool& owner) : owner_(owner) {
   ++owner_.unanswered_;
@@ -277,18 +314,8 @@ inline asio::awaitable<bool> connection_pool::wait_in(std::list<waiter*>& list,
   co_return w.woken;
 }
 
-inline std::size_t connection_pool::restart_window() const {
-  return settings_.initial_plain_window == 0
-             ? settings_.max_connections
-             : std::min(settings_.initial_plain_window, settings_.max_connections);
-}
-
 inline asio::awaitable<bool> connection_pool::enter_window(steady::time_point deadline) {
-  if (plain_in_flight_ == 0 && clock_.now() - plain_idle_since_ >= std::chrono::seconds{1}) {
-    plain_window_ = restart_window();
-  }
-  if (plain_in_flight_ < plain_window_ && window_waiters_.empty()) {
-    ++plain_in_flight_;
+  if (window_.try_enter(clock_.now(), window_waiters_.empty())) {
     co_return true;
   }
   if (stopping_) {
@@ -299,15 +326,9 @@ inline asio::awaitable<bool> connection_pool::enter_window(steady::time_point de
 }
 
 inline void connection_pool::release_window() {
-  --plain_in_flight_;
-  plain_window_ = std::min(plain_window_ + 1, settings_.max_connections);
-  if (plain_in_flight_ == 0 && window_waiters_.empty()) {
-    plain_idle_since_ = clock_.now();
-  }
   // Each free place goes to the longest waiter, counted here: a waiter woken is never sent back
   // to wait again, and one arriving meanwhile does not pass it.
-  while (plain_in_flight_ < plain_window_ && !window_waiters_.empty()) {
-    ++plain_in_flight_;
+  for (std::size_t n = window_.release(clock_.now(), window_waiters_.size()); n > 0; --n) {
     wake_first(window_waiters_);
   }
 }
