@@ -244,15 +244,19 @@ struct k8s_eviction_sink::impl {
       co_return failed(req, who, "eviction failed", answer.error());
     }
     switch (answer->outcome) {
-      case evict_outcome::evicted:
+      // Each case in braces: clang 14 destroyed a case's temporaries (the logger) on the path
+      // that skipped it (ASan: a misaligned ~shared_ptr at the co_return below).
+      case evict_outcome::evicted: {
         logger()->info("evicted pod=\"{}\" uid={} (Eviction API {})", who, pod.uid, *version);
         finished(pod.uid, false);
         count(&eviction_sink_stats::evictions);
         co_return eviction_result{eviction_status::deleted, {}};
-      case evict_outcome::blocked:
+      }
+      case evict_outcome::blocked: {
         logger()->debug("eviction refused pod=\"{}\" uid={}: {}", who, pod.uid, answer->message);
         count(&eviction_sink_stats::blocked);
         co_return eviction_result{eviction_status::blocked, std::move(answer->message)};
+      }
       case evict_outcome::not_found:
       case evict_outcome::uid_mismatch:
         break;
