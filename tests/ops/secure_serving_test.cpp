@@ -256,7 +256,8 @@ TEST_F(secure_serving_test, plain_http_to_the_secure_port_is_closed) {
   const auto got = k8sclient::testing::run_sync(ioc_, plain(), test_cap);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->find("200"), std::string::npos) << *got;
-  EXPECT_EQ(server.connections_for_test(), 0U);
+  EXPECT_TRUE(k8sclient::testing::run_until(
+      ioc_, [&server] { return server.connections_for_test() == 0; }, test_cap));
   server.stop();
 }
 
