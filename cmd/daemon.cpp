@@ -15,6 +15,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/verb.hpp>
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -81,6 +82,12 @@ constexpr auto breaker_log_interval = 60s;
 constexpr auto shadow_sweep_interval = 1s;
 // How often heap memory freed since the last look is handed back to the kernel (issue 16).
 constexpr auto trim_interval = 5s;
+// The client of the secure metrics port's reviews: a scrape every few seconds per reader and
+// the cache's 10 s make a handful a minute; a flood of unknown tokens waits for this limit (the
+// review's 5 s deadline then answers 503) rather than reaching the API server.
+constexpr double review_qps = 10.0;
+constexpr int review_burst = 20;
+constexpr std::size_t review_connections = 2;
 
 std::string describe(const std::exception_ptr& e) {
   try {
@@ -428,7 +435,9 @@ class daemon_endpoints {
 public:
   struct sources {
     ops::registry& registry;
-    k8sclient::client& api;  // the TokenReviews and SubjectAccessReviews of the secure port
+    // The TokenReviews and SubjectAccessReviews of the secure port; nullptr with
+    // --metrics-secure=false.
+    k8sclient::client* reviews;
     k8sclient::leader_elector* elector;  // nullptr without leader election
     const cluster_watches& watches;
     shadow::shadow_tracker* shadow;  // nullptr without --shadow
@@ -552,8 +561,9 @@ private:
           "generated at start");
     }
     o.tls = std::move(*creds);
+    assert(src_.reviews != nullptr);
     o.authorizer = std::make_shared<ops::delegated_authorizer>(
-        ops::make_api_review_backend(src_.api, executor), src_.api.clock());
+        ops::make_api_review_backend(*src_.reviews, executor), src_.reviews->clock());
     return {};
   }
 
@@ -811,6 +821,10 @@ struct daemon::impl {
   metric_set metrics;
   shadow_parts shadow_mode;  // before everything that feeds it
   std::optional<k8sclient::client> api;
+  // The TokenReviews and SubjectAccessReviews of the secure metrics port, on a client of their
+  // own: its QPS limit and connections are not the evictions' (a flood of requests with
+  // unknown tokens must not delay a DELETE), and bound what such a flood costs the API server.
+  std::optional<k8sclient::client> review_api;
   caches cache{[this](const std::vector<informers::opt_out_change>& changes) {
     namespaces_changed(changes);
   }};
@@ -834,6 +848,14 @@ struct daemon::impl {
       return stats;
     }));
     api.emplace(io.get_executor(), config, client_options());
+    if (opts.metrics_secure) {
+      k8sclient::client_options ropts;
+      ropts.qps = review_qps;
+      ropts.burst = review_burst;
+      ropts.max_connections = review_connections;
+      ropts.user_agent = std::string("taint-eviction-controller/") + tec::version + " (reviews)";
+      review_api.emplace(io.get_executor(), config, std::move(ropts));
+    }
     driver.emplace(io.get_executor(), io.get_executor());
     out.recorder.emplace(io.get_executor(), *api);
     const controller::eviction_policy start_policy = opts.effective_policy(opts.policy);
@@ -871,7 +893,7 @@ struct daemon::impl {
     }
     endpoints.emplace(
         daemon_endpoints::sources{.registry = metrics.registry,
-                                  .api = *api,
+                                  .reviews = review_api ? &*review_api : nullptr,
                                   .elector = lead.elector ? &*lead.elector : nullptr,
                                   .watches = watches,
                                   .shadow = shadow_mode.tracker ? &*shadow_mode.tracker : nullptr,
@@ -1144,6 +1166,9 @@ struct daemon::impl {
     policy_ctl->join_reader();
     process.tasks.cancel(stage::background);  // the signal wait and the periodic jobs
     api->shutdown();
+    if (review_api) {
+      review_api->shutdown();
+    }
     ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
     const auto drain_deadline = steady::now() + drain_budget;
     if (!process.tasks.wait_idle(stage::watches, drain_deadline) ||

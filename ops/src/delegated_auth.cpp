@@ -237,8 +237,9 @@ std::shared_ptr<review_backend> make_api_review_backend(k8sclient::client& api,
 // ---------------------------------------------------------------------------------------------
 
 delegated_authorizer::delegated_authorizer(std::shared_ptr<review_backend> backend,
-                                           base::clock& clock, review_cache_options options)
-    : backend_(std::move(backend)), cache_(clock, options) {}
+                                           base::clock& clock, review_cache_options options,
+                                           std::size_t max_in_flight)
+    : backend_(std::move(backend)), cache_(clock, options), max_in_flight_(max_in_flight) {}
 
 asio::awaitable<auth_decision> delegated_authorizer::authorize(std::string bearer,
                                                                std::string path) {
@@ -249,6 +250,17 @@ asio::awaitable<auth_decision> delegated_authorizer::authorize(std::string beare
   if (auto cached = cache_.find(key)) {
     co_return std::move(*cached);
   }
+  if (in_flight_ >= max_in_flight_) {
+    logger()->debug("{} requests being reviewed: answering 503 to one for {}", in_flight_, path);
+    co_return auth_decision{auth_outcome::unavailable, "too many requests being authenticated"};
+  }
+  struct in_flight_slot {
+    std::size_t& count;
+    explicit in_flight_slot(std::size_t& c) : count(c) { ++count; }
+    in_flight_slot(const in_flight_slot&) = delete;
+    in_flight_slot& operator=(const in_flight_slot&) = delete;
+    ~in_flight_slot() { --count; }
+  } const slot(in_flight_);
   auto tr = backend_->token_review(std::move(bearer));  // named: GCC 12
   auto user = co_await std::move(tr);
   if (!user) {

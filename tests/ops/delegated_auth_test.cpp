@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -102,6 +106,8 @@ public:
   std::map<std::string, reviewed_user> users;            // by token
   std::map<std::string, std::vector<std::string>> rbac;  // user -> paths allowed
   bool failing = false;
+  /// When set, each TokenReview waits for it (cancel() lets them all answer).
+  std::shared_ptr<asio::steady_timer> gate;
   int token_reviews = 0;
   int access_reviews = 0;
   reviewed_user last_user;
@@ -109,6 +115,9 @@ public:
   asio::awaitable<base::result<std::optional<reviewed_user>>> token_review(
       std::string token) override {
     ++token_reviews;
+    if (gate) {
+      co_await gate->async_wait(asio::as_tuple(asio::use_awaitable));
+    }
     if (failing) {
       co_return base::make_error(base::errc::connection_failed, "API server down");
     }
@@ -204,6 +213,33 @@ TEST_F(delegated_authorizer_test, a_flood_of_new_tokens_stays_within_the_bound) 
     authorize("flood-" + std::to_string(i), "/metrics");
     ASSERT_LE(authorizer_.cached_for_test(), 4U);
   }
+}
+
+TEST_F(delegated_authorizer_test, at_most_max_in_flight_reviews_then_503_at_once) {
+  backend_->gate =
+      std::make_shared<asio::steady_timer>(ioc_, asio::steady_timer::time_point::max());
+  delegated_authorizer two(backend_, clock_, {}, 2);
+  std::vector<auth_decision> done;
+  for (const char* token : {"good", "wrong", "good2", "good3"}) {
+    asio::co_spawn(ioc_, two.authorize(token, "/metrics"),
+                   [&done](const std::exception_ptr& e, auth_decision d) {
+                     EXPECT_FALSE(e);
+                     done.push_back(std::move(d));
+                   });
+  }
+  ASSERT_TRUE(k8sclient::testing::run_until(ioc_, [&] { return done.size() == 2; }));
+  EXPECT_EQ(backend_->token_reviews, 2);  // the third and fourth were not sent
+  EXPECT_EQ(done[0].outcome, auth_outcome::unavailable);
+  EXPECT_EQ(done[1].outcome, auth_outcome::unavailable);
+  backend_->gate->cancel();
+  ASSERT_TRUE(k8sclient::testing::run_until(ioc_, [&] { return done.size() == 4; }));
+  EXPECT_EQ(done[2].outcome, auth_outcome::allowed);
+  EXPECT_EQ(done[3].outcome, auth_outcome::unauthenticated);
+  // The slots are free again.
+  backend_->gate.reset();
+  const auto again = k8sclient::testing::run_sync(ioc_, two.authorize("good", "/debug/evictions"));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->outcome, auth_outcome::forbidden);
 }
 
 TEST(review_json, token_review_round_trip) {

@@ -124,14 +124,16 @@ std::shared_ptr<review_backend> make_api_review_backend(
 
 /// request_authorizer over a review_backend and a review_cache: no token -> 401 without asking
 /// anyone; otherwise the cached decision, else a TokenReview (not authenticated -> 401), then a
-/// SubjectAccessReview (denied -> 403); a review that fails -> 503, not cached.
+/// SubjectAccessReview (denied -> 403); a review that fails -> 503, not cached. At most
+/// max_in_flight requests are being reviewed at once; one beyond gets 503 at once (a flood of
+/// unknown tokens neither queues reviews without bound nor holds their coroutines).
 ///
 /// Thread: authorize() on the HTTP server's strand only (the cache is not locked). Owns the
 /// backend; borrows the clock, which must outlive it.
 class delegated_authorizer final : public request_authorizer {
 public:
   delegated_authorizer(std::shared_ptr<review_backend> backend, base::clock& clock,
-                       review_cache_options options = {});
+                       review_cache_options options = {}, std::size_t max_in_flight = 8);
   boost::asio::awaitable<auth_decision> authorize(std::string bearer, std::string path) override;
 
   /// Tests: entries in the cache.
@@ -140,6 +142,8 @@ public:
 private:
   std::shared_ptr<review_backend> backend_;
   review_cache cache_;
+  const std::size_t max_in_flight_;
+  std::size_t in_flight_ = 0;
 };
 
 }  // namespace tec::ops
