@@ -473,7 +473,7 @@ public:
     };
     if (!shared) {
       ops::http_endpoints_options metrics_opts{.bind_address = opts.metrics_bind_address};
-      if (opts.metrics_secure) {
+      if (opts.metrics_secure && opts.metrics_bind_address != "0") {
         auto e = secure(metrics_opts, executor, opts, log);
         if (!e.empty()) {
           return e;
