@@ -12,15 +12,12 @@
 #include <utility>
 
 // The JSON path: simdjson's DOM parser validates the whole text (RFC 8259, UTF-8, numbers,
-// escapes) at several GB/s, then a walker reads the few fields we need from its tape and
-// skips every other value without copying it. simdjson's On-Demand API is not used: it is
-// lazy (malformed text in a skipped value may pass), and on 10,000 realistic pods it was
-// slower than a DOM parse per object (BENCHMARKS.md). The walker (json_walk.hpp) is generic over
-// the DOM so that the tests, the fuzz target and a benchmark can drive the same field mapping
-// from nlohmann's DOM, an independent parser, and compare: that reference decoder is a library
-// of its own (informers/reference/, tec_informers_reference), never linked into the daemon.
-// simdjson is the one production JSON engine for pods and nodes: fed the same field mapping,
-// nlohmann's DOM takes over ten times as long (BENCHMARKS.md).
+// escapes), then the walker (json_walk.hpp) reads the few fields we need from its tape and skips
+// every other value uncopied. Not simdjson's On-Demand API: it is lazy (malformed text in a
+// skipped value may pass) and was slower than a DOM parse per object on 10,000 realistic pods;
+// not nlohmann's DOM: over ten times as long for the same mapping (BENCHMARKS.md). The walker is
+// generic over the DOM so that the tests' reference decoder (tests/support/) can feed it from
+// nlohmann's, an independent parser, and compare.
 
 namespace tec::informers {
 namespace {

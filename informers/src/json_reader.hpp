@@ -1,14 +1,14 @@
 #pragma once
 
-// Internal to informers (and its reference decoder, tec_informers_reference): reading the known
-// members of a parsed JSON document through a view of its DOM, with their JSON types checked and
-// the JSON path of the value being read kept for error messages. Nothing here knows a Pod or a
-// Node: json_walk.hpp says which members are read.
+// Internal to informers and the tests' reference decoder: reading the known members of a parsed
+// JSON document through a view of its DOM, with their JSON types checked and the JSON path of
+// the value being read kept for error messages. Nothing here knows a Pod or a Node:
+// json_walk.hpp says which members are read.
 //
 // A DOM view is a struct with `node`, `kind(node) -> value_kind`, `boolean`, `integer`,
 // `floating`, `string`, `each_member(node, f(key, value) -> bool)` and
 // `each_element(node, f(value) -> bool)`, each called only on a value of the kind it reads;
-// decode.cpp has simdjson's (production), informers/reference/ nlohmann's (the tests' reference).
+// decode.cpp has simdjson's (production), tests/support/informers_reference.cpp nlohmann's.
 
 #include <array>
 #include <cassert>
