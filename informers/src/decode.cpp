@@ -4,6 +4,7 @@
 
 #include "json_walk.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -134,32 +135,23 @@ struct simdjson_parse {
   }
 };
 
+/// The watch event types as the API server spells them, in event_type's order.
+constexpr std::array<std::string_view, 5> event_type_names = {"ADDED", "MODIFIED", "DELETED",
+                                                              "BOOKMARK", "ERROR"};
+
 }  // namespace
 
 std::optional<event_type> parse_event_type(std::string_view text) noexcept {
-  for (const event_type type : {event_type::added, event_type::modified, event_type::deleted,
-                                event_type::bookmark, event_type::error}) {
-    if (text == to_string(type)) {
-      return type;
-    }
+  const auto* const it = std::find(event_type_names.begin(), event_type_names.end(), text);
+  if (it == event_type_names.end()) {
+    return std::nullopt;
   }
-  return std::nullopt;
+  return static_cast<event_type>(it - event_type_names.begin());
 }
 
 std::string_view to_string(event_type type) noexcept {
-  switch (type) {
-    case event_type::added:
-      return "ADDED";
-    case event_type::modified:
-      return "MODIFIED";
-    case event_type::deleted:
-      return "DELETED";
-    case event_type::bookmark:
-      return "BOOKMARK";
-    case event_type::error:
-      return "ERROR";
-  }
-  return "UNKNOWN";
+  const auto i = static_cast<std::size_t>(type);
+  return i < event_type_names.size() ? event_type_names[i] : "UNKNOWN";
 }
 
 result<pod_event> decode_pod_event(std::string_view line) {

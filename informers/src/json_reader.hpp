@@ -47,23 +47,9 @@ enum class value_kind : std::uint8_t {
 
 /// "got ..." in a type error.
 constexpr std::string_view describe(value_kind k) noexcept {
-  switch (k) {
-    case value_kind::null:
-      return "null";
-    case value_kind::boolean:
-      return "a boolean";
-    case value_kind::signed_integer:
-    case value_kind::unsigned_integer:
-    case value_kind::floating:
-      return "a number";
-    case value_kind::string:
-      return "a string";
-    case value_kind::array:
-      return "an array";
-    case value_kind::object:
-      return "an object";
-  }
-  return "";
+  constexpr std::array<std::string_view, 8> names = {
+      "null", "a boolean", "a number", "a number", "a number", "a string", "an array", "an object"};
+  return names.at(static_cast<std::size_t>(k));
 }
 
 /// `text` without a leading UTF-8 byte order mark (nlohmann skips one; simdjson does not).
