@@ -1,28 +1,24 @@
 #pragma once
 
 // JSON in, compact records out. Watch event lines, LIST items and bodies are parsed (and so
-// fully validated) by simdjson's DOM parser (the one production JSON engine: decode.cpp says
-// why; it accepts RFC 8259 JSON, a leading UTF-8 byte order mark skipped, nested at most 1024
-// levels, integers in [-2^63, 2^64)), then one walker reads the few paths we need and
-// keeps only the fields the controller needs (and, of a pod's status conditions, the
-// DisruptionTarget one as a disruption_state); everything else (managedFields, containers,
-// other conditions, images, ...) is skipped without being copied.
+// fully validated) by simdjson's DOM parser (decode.cpp says why; it accepts RFC 8259 JSON, a
+// leading UTF-8 byte order mark skipped, nested at most 1024 levels, integers in [-2^63, 2^64)),
+// then a walker keeps only the fields the controller needs (of a pod's status conditions, the
+// DisruptionTarget one as a disruption_state) and skips everything else without a copy.
 //
-// Contract for every function here: pure, thread-safe (each thread parses with its own
-// simdjson parser, kept between calls), never throws for bad input. Memory: a parse needs
-// about 15 times the text's size while it runs (simdjson sizes its tape for the worst case),
-// so a text is bounded by its caller (max_line_bytes, list_limits, the client's 1 MiB error
-// bodies); a thread keeps its parser's buffers only while they serve texts up to 128 KiB. Malformed
-// JSON is errc::malformed_json; valid JSON of the wrong shape (a wrong type in a field we read, a
-// missing metadata.name, a pod's missing metadata.uid) is errc::unexpected_shape, with the JSON
-// path in the message ("items[3].spec.tolerations[0].tolerationSeconds: ..."). Unknown fields are
-// ignored. null is accepted wherever a value is optional and means absent (as Go's decoder treats
-// it).
+// Contract for every function here: pure, thread-safe (each thread keeps its own simdjson
+// parser), never throws for bad input. Memory: a parse needs about 15 times the text's size while
+// it runs (simdjson sizes its tape for the worst case), so callers bound the text
+// (max_line_bytes, list_limits, the client's 1 MiB error bodies); a thread keeps its parser's
+// buffers only while they serve texts up to 128 KiB. Malformed JSON is errc::malformed_json;
+// valid JSON of the wrong shape (a wrong type in a field we read, a missing metadata.name, a
+// pod's missing metadata.uid) is errc::unexpected_shape, with the JSON path in the message
+// ("items[3].spec.tolerations[0].tolerationSeconds: ..."). Unknown fields are ignored; null
+// means absent wherever a value is optional (as for Go's decoder).
 //
-// tolerationSeconds must be an integer in int64 range, as for client-go (its Go decoder
-// rejects 1.5, 1e30 or 2^63 for an *int64): such a pod is an unexpected_shape error, not
-// silently clamped. (The API server validates the same type, so a real server never sends
-// them.) Saturating huge *valid* values is the controller's job.
+// tolerationSeconds must be an integer in int64 range, as for client-go (its Go decoder rejects
+// 1.5, 1e30 or 2^63 for an *int64): such a pod is an unexpected_shape error, not silently
+// clamped. Saturating huge *valid* values is the controller's job.
 
 #include <cstddef>
 #include <cstdint>
