@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -354,21 +355,14 @@ struct shadow_tracker::impl {
       s.at = now;
       s.delay_seconds = v.delay;
       s.early = early;
-      switch (s.outcome) {
-        case shadow_outcome::agreed:
-          ++counts.agreed;
-          counts.agreed_delay_sum += v.delay;
-          counts.agreed_delay_max = std::max(counts.agreed_delay_max, v.delay);
-          break;
-        case shadow_outcome::only_them:
-          ++counts.only_them;
-          break;
-        case shadow_outcome::only_us:
-          ++counts.only_us;
-          break;
-        case shadow_outcome::cancelled_both:
-          ++counts.cancelled_both;
-          break;
+      // By shadow_outcome's value.
+      static constexpr std::array<std::uint64_t shadow_counts::*, 4> counter = {
+          &shadow_counts::agreed, &shadow_counts::only_them, &shadow_counts::only_us,
+          &shadow_counts::cancelled_both};
+      ++(counts.*counter.at(static_cast<std::size_t>(s.outcome)));
+      if (s.outcome == shadow_outcome::agreed) {
+        counts.agreed_delay_sum += v.delay;
+        counts.agreed_delay_max = std::max(counts.agreed_delay_max, v.delay);
       }
       if (disagrees(s.outcome)) {
         disagreements.push_back(s);
@@ -419,10 +413,6 @@ shadow_tracker::shadow_tracker(shadow_options options)
     : impl_(std::make_unique<impl>(std::move(options))) {}
 
 shadow_tracker::~shadow_tracker() = default;
-
-std::chrono::milliseconds shadow_tracker::window() const noexcept {
-  return impl_->opts.window;
-}
 
 void shadow_tracker::note(const shadow_note& n) {
   std::vector<shadow_settled> out;
@@ -597,10 +587,11 @@ std::string shadow_tracker::report_json() const {
   const auto c = counts();
   const auto list = disagreements();
   json doc;
-  if (window().count() % 1000 == 0) {
-    doc["windowSeconds"] = window().count() / 1000;
+  const auto window = impl_->window();
+  if (window.count() % 1000 == 0) {
+    doc["windowSeconds"] = window.count() / 1000;
   } else {
-    doc["windowSeconds"] = std::chrono::duration<double>(window()).count();
+    doc["windowSeconds"] = std::chrono::duration<double>(window).count();
   }
   doc["counts"] = {{"agreed", c.agreed},
                    {"onlyThem", c.only_them},
