@@ -173,10 +173,8 @@ struct k8s_eviction_sink::impl {
         }
         co_return std::nullopt;
       }
-      logger()->info("pod=\"{}\" uid={} is already gone ({}), nothing to delete", who, pod.uid,
+      co_return gone(pod, who,
                      patched_result.value() == patch_outcome::not_found ? "404" : "UID mismatch");
-      finished(pod.uid, true);
-      co_return eviction_result{eviction_status::gone, {}};
     }
     const base::error& err = patched_result.error();
     if (is_cancelled(err)) {
