@@ -30,7 +30,7 @@
 // Growing the format means adding fields to the tables in policy_file.cpp; apiVersion stays
 // v1alpha1 while fields are only added.
 //
-// Pure: no file system access except in load_policy_file(). Any thread.
+// Pure: no file system access except in read_policy_text(). Any thread.
 
 #include <cstddef>
 #include <optional>
@@ -84,9 +84,6 @@ parse_result parse_policy(std::string_view text, std::string_view source);
 /// moment before. Never reads more than max_file_bytes + 1 bytes. Blocking file I/O: not on
 /// an I/O thread.
 base::result<std::string> read_policy_text(const std::string& path);
-
-/// Reads `path` (read_policy_text) and parses it.
-parse_result load_policy_file(const std::string& path);
 
 /// One line for the log: what the policy does ("dry-run off, rate limit 5/s burst 10, ...,
 /// storm breaker off").
