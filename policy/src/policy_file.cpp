@@ -855,25 +855,18 @@ std::string describe(const controller::eviction_policy& p) {
   if (ex.empty()) {
     out += ", no exclusions";
   } else {
-    out += ", excluded:";
-    std::string parts;
-    const auto add = [&](const std::string& part) { parts += (parts.empty() ? " " : ", ") + part; };
-    if (!ex.namespaces.empty()) {
-      add("namespaces " + join(ex.namespaces, ","));
+    std::vector<std::string> parts;
+    for (const auto& [on, part] :
+         {std::pair{!ex.namespaces.empty(), "namespaces " + join(ex.namespaces, ",")},
+          std::pair{!ex.pod_selector.empty(), std::string("pods matching the selector")},
+          std::pair{ex.mirror_pods, std::string("mirror pods")},
+          std::pair{ex.terminal_pods, std::string("terminal pods")},
+          std::pair{ex.daemon_set_pods, std::string("DaemonSet pods")}}) {
+      if (on) {
+        parts.push_back(part);
+      }
     }
-    if (!ex.pod_selector.empty()) {
-      add("pods matching the selector");
-    }
-    if (ex.mirror_pods) {
-      add("mirror pods");
-    }
-    if (ex.terminal_pods) {
-      add("terminal pods");
-    }
-    if (ex.daemon_set_pods) {
-      add("DaemonSet pods");
-    }
-    out += parts;
+    out += ", excluded: " + join(parts, ", ");
   }
   if (p.taints.empty()) {
     out += ", no taint rules";

@@ -66,20 +66,22 @@ struct mark {
 // At most this many unmatched events are kept per pod name (older ones are dropped).
 constexpr std::size_t marks_per_name = 4;
 
+// By shadow_outcome's value: its name and its counter.
+struct outcome_row {
+  std::string_view name;
+  std::uint64_t shadow_counts::*counter;
+};
+constexpr std::array<outcome_row, 4> outcomes = {
+    {{"agreed", &shadow_counts::agreed},
+     {"only_them", &shadow_counts::only_them},
+     {"only_us", &shadow_counts::only_us},
+     {"cancelled_both", &shadow_counts::cancelled_both}}};
+
 }  // namespace
 
 std::string_view to_string(shadow_outcome outcome) noexcept {
-  switch (outcome) {
-    case shadow_outcome::agreed:
-      return "agreed";
-    case shadow_outcome::only_them:
-      return "only_them";
-    case shadow_outcome::only_us:
-      return "only_us";
-    case shadow_outcome::cancelled_both:
-      return "cancelled_both";
-  }
-  return "unknown";
+  const auto i = static_cast<std::size_t>(outcome);
+  return i < outcomes.size() ? outcomes[i].name : "unknown";
 }
 
 shadow_note to_shadow_note(const controller::decision_note& note, const base::clock_bridge& clock) {
@@ -355,11 +357,7 @@ struct shadow_tracker::impl {
       s.at = now;
       s.delay_seconds = v.delay;
       s.early = early;
-      // By shadow_outcome's value.
-      static constexpr std::array<std::uint64_t shadow_counts::*, 4> counter = {
-          &shadow_counts::agreed, &shadow_counts::only_them, &shadow_counts::only_us,
-          &shadow_counts::cancelled_both};
-      ++(counts.*counter.at(static_cast<std::size_t>(s.outcome)));
+      ++(counts.*outcomes.at(static_cast<std::size_t>(s.outcome)).counter);
       if (s.outcome == shadow_outcome::agreed) {
         counts.agreed_delay_sum += v.delay;
         counts.agreed_delay_max = std::max(counts.agreed_delay_max, v.delay);
