@@ -117,7 +117,7 @@ private:
 
 /// One Event on the server (or to be created there) and the occurrences not yet in it.
 /// Guarded by the recorder's mutex, except the fields set before it is first queued and never
-/// written again (key, pod, name, combined, first, content.type and content.reason), which a
+/// written again (key, object, name, combined, first, content.type and content.reason), which a
 /// delivery reads freely. A delivery owns it (`busy`) while a request is out.
 struct series {
   // The correlation key: object, type, reason, and the hash of the message or "combined".
