@@ -1,18 +1,7 @@
 #pragma once
 
-// The EvictionPolicy file: YAML in, a validated controller::eviction_policy out.
-//
-//   apiVersion: taint-eviction-controller/v1alpha1
-//   kind: EvictionPolicy
-//   dryRun: false
-//   rateLimit: {evictionsPerSecond: 0, burst: 0, maxInFlightPerNode: 0,
-//               maxInFlightPerNamespace: 0}
-//   stormBreaker: {maxTaintedNodesPercent: 0, minTaintedNodes: 0, hysteresisPercent: 0,
-//                  taintKeys: []}
-//   exclude: {namespaces: [], podSelector: {matchLabels: {}, matchExpressions: []},
-//             mirrorPods: false, terminalPods: false, daemonSetPods: false}
-//   taints:   # first matching rule wins; key exact, or a prefix ending in '*'
-//     - {key: example.com/*, action: Evict, minTolerationSeconds: 0, maxTolerationSeconds: 0}
+// The EvictionPolicy file: YAML in, a validated controller::eviction_policy out. Its fields
+// are documented in README.md ("Eviction policy").
 //
 // Strict, as Kubernetes' strict decoding is: an unknown or duplicate field, a value of the
 // wrong type, or a number out of range is an error naming the file, line, column and field
