@@ -1629,7 +1629,7 @@ json runner::floor_run(long concurrency, std::size_t per_pod) {
             const tec::controller::pod_ref pod{o_.ns, name, uid};
             reqs.emplace_back(http::verb::post, "/api/v1/namespaces/" + o_.ns + "/events",
                               writers::make_event_body(
-                                  pod,
+                                  writers::involved_object{.ref = pod},
                                   writers::make_event_content(
                                       pod, tec::controller::event_kind::marking_for_deletion),
                                   name + ".bench" + std::to_string(round), eopts, now, now, 1));

@@ -48,7 +48,6 @@ public:
   reload_result poll();
 
   [[nodiscard]] const controller::eviction_policy& in_force() const { return in_force_; }
-  [[nodiscard]] const std::string& path() const { return path_; }
 
 private:
   std::string path_;
