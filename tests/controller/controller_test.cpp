@@ -855,7 +855,7 @@ TEST(Property, NoKeyGoesStaleOverRandomInterleavings) {
         if (pod) {
           const auto& taints = h.nodes().at(pod->node_name).taints;
           if (!taints.empty()) {
-            const pod_decision d = decide(taints, pod->tolerations);
+            const pod_decision d = decide(taints, pod->tolerations, {}).decision;
             needs = d.untolerated || !d.time.is_forever();
           }
         }
