@@ -139,7 +139,6 @@ public:
   }
 
   [[nodiscard]] std::size_t size() const { return set_.size(); }
-  [[nodiscard]] bool contains(std::string_view key) const { return set_.contains(key); }
   /// The entry of `key`, or null. Forced inline, as add() is: the boost lookup inside them is,
   /// and out of line they cost schedule() ~5% (bench/timedqueue_bench bm_schedule_cancel).
   [[nodiscard]] BOOST_FORCEINLINE entry* find(std::string_view key) const {

@@ -557,11 +557,6 @@ queue_snapshot timed_queue::snapshot(std::size_t limit) const {
   return out;
 }
 
-bool timed_queue::contains(std::string_view key) const {
-  std::lock_guard lock(impl_->mu_);
-  return impl_->index_.contains(key);
-}
-
 std::size_t timed_queue::size() const {
   std::lock_guard lock(impl_->mu_);
   return impl_->index_.size();

@@ -350,8 +350,6 @@ public:
   /// The NoExecute taints recorded for `node`, or nullopt when it is not in the tainted
   /// table. Any thread.
   [[nodiscard]] std::optional<std::vector<taint>> tainted_taints(std::string_view node) const;
-  /// Tests: how many nodes the tainted table holds.
-  [[nodiscard]] std::size_t tainted_node_count_for_test() const;
   [[nodiscard]] controller_stats stats() const;
   /// Tests: the timed queue (lookup() by "namespace/name" shows a pod's eviction). Any thread.
   [[nodiscard]] const timedqueue::timed_queue& queue_for_test() const;

@@ -55,9 +55,6 @@ struct admission_limits {
   /// Entries running at once per group, per class; 0 = unlimited.
   std::array<std::uint32_t, group_classes> max_running_per_group{};
 
-  [[nodiscard]] bool unlimited() const {
-    return starts_per_second <= 0 && max_running_per_group == decltype(max_running_per_group){};
-  }
   friend bool operator==(const admission_limits&, const admission_limits&) = default;
 };
 
@@ -83,11 +80,10 @@ struct admission_ticket {
 /// valid while the entry is held or running (the queue's point into its entries).
 class admission_control {
 public:
-  /// The limits in force; default: everything is admitted at once.
-  [[nodiscard]] const admission_limits& limits() const { return limits_; }
-  /// Replaces the limits; returns false (and changes nothing) when they are the same. A new
-  /// rate or burst starts with a full bucket at `now`. Every blocked entry goes back into the
-  /// ready list (the caps changed); the caller then calls pump().
+  /// Replaces the limits (at first admission_limits{}: everything is admitted at once); returns
+  /// false (and changes nothing) when they are the same. A new rate or burst starts with a full
+  /// bucket at `now`. Every blocked entry goes back into the ready list (the caps changed); the
+  /// caller then calls pump().
   bool set_limits(const admission_limits& limits, time_point now);
 
   [[nodiscard]] bool paused() const { return paused_; }

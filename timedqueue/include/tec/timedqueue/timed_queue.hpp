@@ -221,7 +221,6 @@ public:
   /// under the queue's mutex, which holds schedule() and the timer off meanwhile: n pointers
   /// are sorted, only the listed entries are copied.
   [[nodiscard]] queue_snapshot snapshot(std::size_t limit) const;
-  [[nodiscard]] bool contains(std::string_view key) const;
   /// Entries in any state.
   [[nodiscard]] std::size_t size() const;
   [[nodiscard]] queue_stats stats() const;
