@@ -60,13 +60,10 @@ struct completion::state {
 };
 
 // ---------------------------------------------------------------------------------------------
-// The queue's state. Everything below `mu_` is guarded by it.
-//
-// One job: an entry's way from schedule() through its deadline, admission, its runs and
-// retries to its end, under one mutex. The parts with a job of their own live beside it and
-// are guarded by the same mutex: admission_control (whether a due entry may start), deadlines
-// (the heap), retry_delays, the entries and their index (entry.hpp), the timer (wake_timer), the
-// posting of starts (starter) and what a shutdown waits for (run_gate).
+// The queue's state: an entry's way from schedule() through its deadline, admission, its runs
+// and retries to its end. Everything below `mu_` is guarded by it, the parts with a job of their
+// own included (admission_control, deadlines, retry_delays, entry_index, wake_timer, starter,
+// run_gate).
 
 struct timed_queue::impl final : detail::start_target, std::enable_shared_from_this<impl> {
   /// The state behind one completion: it owns nothing but the right to report on `e`.

@@ -1,20 +1,16 @@
 #pragma once
 
 // Admission control for the timed queue: whether a due entry may start now. The queue asks;
-// this class decides and keeps the state the decision needs, and nothing else: the limits, the
-// token bucket (starts per second with a burst), the entries running per group, the pause
-// switch and the held entries in the order they became due. It does no I/O, reads no clock
-// (every call that needs the time is given `now`, which the queue takes from its driver) and
-// arms no timer: it says when it wants to be asked again (token_wake()), and the queue arms
-// its own timer for that.
+// this class decides and keeps the state the decision needs: the limits, the token bucket
+// (starts per second with a burst), the entries running per group, the pause switch and the
+// held entries. No I/O, no clock (every call that needs the time is given `now`), no timer: it
+// says when it wants to be asked again (token_wake()), and the queue arms its own timer.
 //
 // Held entries start in the order they became due (ties: the lower generation); one whose
 // group is full steps aside (into that group's blocked list) for later ones of free groups and
-// goes back in order when a run of its group ends. While held entries wait for tokens, the
-// wake-up asked for is at most every 10 ms, and a wake-up that comes late (up to 100 ms) still
-// counts the tokens due since the one it waited for, as client-go's rate.Limiter reserves a
-// waiter's slot: a busy machine's late wake-ups do not lower the rate, and a high rate does
-// not cost a wake-up per start.
+// goes back in order when a run of its group ends. Token wake-ups are batched and late ones
+// made up as client-go's rate.Limiter does (admission.cpp: min_token_wake_interval,
+// max_token_catch_up).
 
 #include <array>
 #include <chrono>
