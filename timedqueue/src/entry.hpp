@@ -308,8 +308,4 @@ private:
   std::vector<node> heap_;
 };
 
-/// Sorts the first min(limit, size) entries of `all` by fire_at, ties by key (the order of a
-/// snapshot), in O(n log limit); returns how many that is.
-std::size_t sort_first_by_fire_at(std::vector<const entry*>& all, std::size_t limit);
-
 }  // namespace tec::timedqueue::detail

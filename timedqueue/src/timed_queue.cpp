@@ -531,7 +531,12 @@ queue_snapshot timed_queue::snapshot(std::size_t limit) const {
   queue_snapshot out;
   out.total = impl_->index_.size();
   std::vector<const entry*> all = impl_->index_.all();
-  const std::size_t n = detail::sort_first_by_fire_at(all, limit);
+  const std::size_t n = std::min(limit, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(),
+                    [](const entry* a, const entry* b) {
+                      return a->fire_at != b->fire_at ? a->fire_at < b->fire_at
+                                                      : a->key() < b->key();
+                    });
   out.entries.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     out.entries.emplace_back(std::string(all[i]->key()), impl_->info_of(all[i]));
