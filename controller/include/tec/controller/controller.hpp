@@ -274,10 +274,11 @@ public:
   /// starts acting (see controller_options::deadlines_from_taint_time). Any thread.
   bool node_updated(const node_view* old_node, const node_view* new_node,
                     update_origin origin = update_origin::watch);
-  /// A pod was added (old_pod null), updated, or deleted (new_pod null). Ignored when nothing
-  /// a decision reads changed (the pod becoming terminating counts only while an eviction of
-  /// it waits), or when it is unscheduled (unless it replaced a scheduled pod of that name,
-  /// whose eviction is then dropped). Returns true when enqueued. Any thread.
+  /// A pod was added (old_pod null), updated, or deleted (new_pod null). Ignored when its UID,
+  /// nodeName, tolerations and opt-out (under a scoping policy also labels, phase and owner)
+  /// are unchanged (becoming terminating counts only while an eviction of it waits), or when it
+  /// is unscheduled (unless it replaced a scheduled pod of that name, whose eviction is then
+  /// dropped). Returns true when enqueued. Any thread.
   bool pod_updated(const pod_view* old_pod, const pod_view* new_pod);
 
   /// Tests, manual mode only: processes waiting updates on the calling thread until none is

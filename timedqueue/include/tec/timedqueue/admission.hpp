@@ -8,9 +8,9 @@
 //
 // Held entries start in the order they became due (ties: the lower generation); one whose
 // group is full steps aside (into that group's blocked list) for later ones of free groups and
-// goes back in order when a run of its group ends. Token wake-ups are batched and late ones
-// made up as client-go's rate.Limiter does (admission.cpp: min_token_wake_interval,
-// max_token_catch_up).
+// goes back in order when a run of its group ends. Token wake-ups are batched, and a late one
+// still counts the tokens due since the one it waited for, as client-go's rate.Limiter
+// reserves a waiter's slot (admission.cpp: min_token_wake_interval, max_token_catch_up).
 
 #include <array>
 #include <chrono>
