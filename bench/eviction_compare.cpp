@@ -1956,7 +1956,7 @@ std::map<std::string, double> runner::apf_counts(const std::string& metric) {
   if (!tb::ok(res)) {
     return out;
   }
-  // 1.20 writes flowSchema/priorityLevel; later versions flow_schema/priority_level.
+  // flow_schema/priority_level (flowSchema/priorityLevel in some releases).
   const auto label = [](const std::string& line, const char* a, const char* b) {
     for (const std::string& key : {std::string(a) + "=\"", std::string(b) + "=\""}) {
       if (const auto at = line.find(key); at != std::string::npos) {
