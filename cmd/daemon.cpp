@@ -51,6 +51,7 @@
 #include "tec/shadow/event_watch.hpp"
 #include "tec/shadow/shadow_tracker.hpp"
 #include "tec/timedqueue/asio_driver.hpp"
+#include "tec/ops/process_metrics.hpp"
 #include "tec/version.hpp"
 #include "tec/writers/event_recorder.hpp"
 #include "tec/writers/eviction_sink.hpp"
@@ -704,9 +705,9 @@ std::optional<k8sclient::rest_config> load_config(const options& opts, spdlog::l
 // What this run does, for the operator: the start line.
 void log_start(const options& opts, spdlog::logger& log, const k8sclient::rest_config& cfg) {
   log.info(
-      "taint-eviction-controller {} starting: API server {}://{}:{}{} ({}), {} workers, "
-      "QPS {} burst {}, DisruptionTarget condition {}",
-      tec::version, cfg.tls ? "https" : "http", cfg.host, cfg.port, cfg.base_path, cfg.source,
+      "taint-eviction-controller {} (commit {}) starting: API server {}://{}:{}{} ({}), {} "
+      "workers, QPS {} burst {}, DisruptionTarget condition {}",
+      tec::version, tec::commit, cfg.tls ? "https" : "http", cfg.host, cfg.port, cfg.base_path, cfg.source,
       opts.workers, opts.kube_api_qps, opts.kube_api_burst,
       opts.disruption_condition ? "on" : "off");
 }
@@ -769,7 +770,8 @@ struct daemon::impl {
 
   void build(const k8sclient::rest_config& config) {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
-    metrics.standard.emplace(ops::register_standard_metrics(metrics.registry, tec::version, [this] {
+    ops::register_process_metrics(metrics.registry);
+    metrics.standard.emplace(ops::register_standard_metrics(metrics.registry, tec::version, tec::commit, [this] {
       auto stats = cmd::collect_stats(ctrl->stats(), out.sink->stats(), watches.pods->stats(),
                                       watches.nodes->stats(), out.recorder->stats());
       cmd::add_informer_stats(stats, "namespaces", watches.namespaces->stats());

@@ -444,15 +444,17 @@ private:
 }  // namespace
 
 standard_metrics register_standard_metrics(registry& r, std::string_view version,
-                                           scrape_stats_fn read) {
+                                           std::string_view commit, scrape_stats_fn read) {
   std::vector<std::string> collected;
   for (const auto& def : stats_families) {
     collected.push_back(full_name(def.name));
   }
   r.add_collectable(std::make_shared<stats_collectable>(std::move(read)), collected);
-  auto& build_info = r.add_gauge(full_name("build_info"),
-                                 "Always 1; the version label is the running build.", {"version"});
-  build_info.with({version}).set(1);
+  auto& build_info =
+      r.add_gauge(full_name("build_info"),
+                  "Always 1; the version and commit labels are the running build's.",
+                  {"version", "commit"});
+  build_info.with({version, commit}).set(1);
   return standard_metrics{
       .pod_deletion_duration =
           r.add_histogram(full_name("pod_deletion_duration_seconds"),
@@ -480,7 +482,7 @@ standard_metrics register_standard_metrics(registry& r, std::string_view version
                         "Policy file changes rejected (invalid, unreadable or missing); the "
                         "policy in force stayed.")
               .with({}),
-      .build_info = build_info.with({version}),
+      .build_info = build_info.with({version, commit}),
   };
 }
 

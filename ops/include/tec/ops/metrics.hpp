@@ -252,7 +252,7 @@ struct standard_metrics {
   histogram& eviction_wait_duration;
   /// Policy file changes rejected (invalid, unreadable, missing): the old policy stayed.
   counter& policy_reload_failures;
-  /// Always 1, labelled with the version.
+  /// Always 1, labelled with the version and the source commit.
   gauge& build_info;
 };
 
@@ -349,6 +349,6 @@ using scrape_stats_fn = std::function<scrape_stats()>;
 /// first attempts) is exposed as the last one until it catches up.
 /// Throws std::invalid_argument if `r` already holds one of the names.
 standard_metrics register_standard_metrics(registry& r, std::string_view version,
-                                           scrape_stats_fn read);
+                                           std::string_view commit, scrape_stats_fn read);
 
 }  // namespace tec::ops
