@@ -353,6 +353,9 @@ can_i yes watch events --all-namespaces
 can_i yes create leases.coordination.k8s.io -n "$NS"
 can_i yes get "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
 can_i yes update "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
+# The policy ConfigMap's UID, for its PolicyApplied/PolicyRejected Events (kustomize renamed
+# the resourceName with the ConfigMap).
+can_i yes get "configmaps/taint-eviction-controller-policy$NAME_SUFFIX" -n "$NS"
 
 # What it must not.
 can_i no get nodes/some-node
@@ -376,6 +379,9 @@ can_i no create pods --subresource=exec -n "$OTHER_NS"
 can_i no get secrets -n "$NS"
 can_i no list secrets --all-namespaces
 can_i no get configmaps -n "$OTHER_NS"
+can_i no get configmaps/some-other-config -n "$NS"
+can_i no list configmaps -n "$NS"
+can_i no update "configmaps/taint-eviction-controller-policy$NAME_SUFFIX" -n "$NS"
 can_i no delete events -n "$OTHER_NS"
 can_i no get events -n "$OTHER_NS"
 can_i no update events -n "$OTHER_NS"

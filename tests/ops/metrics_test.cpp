@@ -421,6 +421,16 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
         "Policy file changes rejected (invalid, unreadable or missing); the policy in force "
         "stayed.",
         "", ""}},
+      {p + "policy_last_reload_successful",
+       {"gauge",
+        "1 when the last load or reload of the policy file succeeded (or there is no --policy), 0 "
+        "when it was rejected and the previous policy stayed in force.",
+        "", ""}},
+      {p + "policy_last_reload_success_timestamp_seconds",
+       {"gauge",
+        "Unix time the policy file was last loaded or reloaded successfully (0: never, or no "
+        "--policy).",
+        "", ""}},
       {p + "build_info",
        {"gauge", "Always 1; the version and commit labels are the running build's.",
         "commit,version", ""}},
@@ -442,6 +452,14 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
     EXPECT_EQ(golden.count(name), 1U) << "not documented: " << name;
   }
   EXPECT_NE(text.find(p + "build_info{commit=\"0123456789ab\",version=\"1.2.3\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "policy_last_reload_successful 1\n"), std::string::npos) << text;
+  // policy_info: one series, the policy in force; a change removes the old one.
+  m.policy_info.with({"aaa"}).set(1);
+  m.policy_info.keep_only({"bbb"});
+  m.policy_info.with({"bbb"}).set(1);
+  const auto info = r.render();
+  EXPECT_EQ(info.find("sha256=\"aaa\""), std::string::npos) << info;
+  EXPECT_NE(info.find(p + "policy_info{sha256=\"bbb\"} 1\n"), std::string::npos) << info;
   EXPECT_NE(text.find(p + "tainted_nodes 2\n"), std::string::npos);
   EXPECT_NE(text.find(p + "evictions_waiting 4\n"), std::string::npos);
   EXPECT_NE(text.find(p + "storm_breaker_open 1\n"), std::string::npos);
