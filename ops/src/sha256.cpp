@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 #include <array>
+#include <cstddef>
 #include <stdexcept>
 
 namespace tec::ops {
@@ -14,7 +15,7 @@ std::string sha256_hex(std::string_view data) {
   }
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(2 * n);
+  out.reserve(std::size_t{2} * n);
   for (unsigned int i = 0; i < n; ++i) {
     out += hex[md[i] >> 4];
     out += hex[md[i] & 0xf];
