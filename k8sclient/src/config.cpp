@@ -1,5 +1,6 @@
 #include "tec/k8sclient/config.hpp"
 
+#include <openssl/evp.h>
 #include <spdlog/logger.h>
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
@@ -14,6 +15,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -581,25 +584,6 @@ base::result<rest_config> kubeconfig_reader::load(const std::string& wanted_cont
   return config;
 }
 
-bool iequals_prefix(std::string_view text, std::size_t at, std::string_view word) {
-  if (text.size() - at < word.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < word.size(); ++i) {
-    const auto a = static_cast<unsigned char>(text[at + i]);
-    if (std::tolower(a) != static_cast<unsigned char>(word[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool is_token_char(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' ||
-         c == '/' || c == '=';
-}
-
 }  // namespace
 
 base::result<server_url> parse_server_url(std::string_view text, bool default_tls) {
@@ -688,64 +672,27 @@ base::result<server_url> parse_server_url(std::string_view text, bool default_tl
 }
 
 std::optional<std::string> decode_base64(std::string_view text) {
-  auto value_of = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') {
-      return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-      return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-      return c - '0' + 52;
-    }
-    if (c == '+') {
-      return 62;
-    }
-    if (c == '/') {
-      return 63;
-    }
-    return -1;
-  };
   std::string clean;
   clean.reserve(text.size());
-  for (const char c : text) {
-    if (c != '\r' && c != '\n') {
-      clean += c;
-    }
-  }
-  if (clean.size() % 4 != 0) {
+  std::copy_if(text.begin(), text.end(), std::back_inserter(clean),
+               [](char c) { return c != '\r' && c != '\n'; });
+  // EVP_DecodeBlock checks the alphabet but not where the padding is: at most two '=', last.
+  constexpr std::string_view alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::size_t data = clean.find_last_not_of('=') + 1;  // 0 when there is none
+  const std::size_t pad = clean.size() - data;
+  if (clean.size() % 4 != 0 || pad > 2 || clean.find_first_not_of(alphabet) < data ||
+      clean.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
     return std::nullopt;
   }
-  std::string out;
-  out.reserve(clean.size() / 4 * 3);
-  for (std::size_t i = 0; i < clean.size(); i += 4) {
-    const bool last = i + 4 == clean.size();
-    std::array<int, 4> v{};
-    int pad = 0;
-    for (std::size_t j = 0; j < 4; ++j) {
-      const char c = clean[i + j];
-      if (c == '=' && last && j >= 2) {
-        v[j] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad > 0) {
-        return std::nullopt;  // data after padding
-      }
-      v[j] = value_of(c);
-      if (v[j] < 0) {
-        return std::nullopt;
-      }
-    }
-    const auto bits = static_cast<std::uint32_t>((v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3]);
-    out += static_cast<char>((bits >> 16) & 0xFF);
-    if (pad < 2) {
-      out += static_cast<char>((bits >> 8) & 0xFF);
-    }
-    if (pad < 1) {
-      out += static_cast<char>(bits & 0xFF);
-    }
+  std::string out(clean.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(clean.data()),
+                                static_cast<int>(clean.size()));
+  if (n < 0) {
+    return std::nullopt;
   }
+  out.resize(static_cast<std::size_t>(n) - pad);  // n counts the padding's bytes too
   return out;
 }
 
@@ -886,54 +833,6 @@ void token_source::invalidate() {
 error token_source::last_error() const {
   const std::lock_guard lock(mutex_);
   return last_error_;
-}
-
-std::string redact(std::string_view text) {
-  constexpr std::string_view redacted = "<redacted>";
-  std::string out;
-  out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (iequals_prefix(text, i, "authorization")) {
-      std::size_t j = i + 13;
-      out.append(text.substr(i, 13));
-      // Separators between the name and the value: quotes, colon, equals, spaces.
-      while (j < text.size() && (text[j] == '"' || text[j] == '\'' || text[j] == ':' ||
-                                 text[j] == '=' || text[j] == ' ' || text[j] == '\t')) {
-        out += text[j];
-        ++j;
-      }
-      std::size_t end = j;
-      while (end < text.size() && text[end] != '\n' && text[end] != '\r' && text[end] != '"' &&
-             text[end] != '\'' && text[end] != ',' && text[end] != '}') {
-        ++end;
-      }
-      if (end > j) {
-        out += redacted;
-      }
-      i = end;
-      continue;
-    }
-    if (iequals_prefix(text, i, "bearer ")) {
-      std::size_t j = i + 7;
-      while (j < text.size() && text[j] == ' ') {
-        ++j;
-      }
-      std::size_t end = j;
-      while (end < text.size() && is_token_char(text[end])) {
-        ++end;
-      }
-      out.append(text.substr(i, j - i));
-      if (end > j) {
-        out += redacted;
-      }
-      i = end;
-      continue;
-    }
-    out += text[i];
-    ++i;
-  }
-  return out;
 }
 
 }  // namespace tec::k8sclient

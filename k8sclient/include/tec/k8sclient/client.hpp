@@ -170,14 +170,9 @@ public:
   /// Cancels every request in flight and refuses new ones (errc::shutting_down).
   void shutdown();
 
-  [[nodiscard]] const rest_config& config() const noexcept;
-
   /// The clock the client's deadlines and waits run on (client_options::clock), for the
   /// reflectors built on it. Lives as long as the client.
   [[nodiscard]] base::alarm_clock& clock() const noexcept;
-
-  /// client_options::max_response_bytes, for callers that bound a streamed body the same way.
-  [[nodiscard]] std::size_t max_response_bytes() const noexcept;
 
 private:
   struct impl;
