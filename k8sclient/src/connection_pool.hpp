@@ -35,9 +35,7 @@
 
 namespace tec::k8sclient::detail {
 
-/// A byte_stream as Beast's AsyncReadStream and AsyncWriteStream, for http::async_read and
-/// http::async_write. Only client_options::connector's streams go through it (and its virtual
-/// calls); TCP and TLS connections are used directly.
+/// A byte_stream (client_options::connector's) as Beast's AsyncReadStream and AsyncWriteStream.
 class byte_stream_ref {
 public:
   using executor_type = boost::asio::any_io_executor;
@@ -86,15 +84,12 @@ struct connection {
   /// Also how a deadline ends the I/O in flight: its operations complete with an error. Does
   /// nothing before a stream is set.
   void close();
-  /// An idle connection the server has closed (or sent unsolicited bytes on, such as a TLS
-  /// close_notify) must not carry the next request: a non-idempotent request would then fail
-  /// in a way we may not retry. A non-blocking peek tells without consuming anything. (A
-  /// byte_stream tells only of unread bytes; a write to a closed one fails, and is replayed.)
+  /// False for an idle connection the server has closed or sent unsolicited bytes on (a TLS
+  /// close_notify): a non-idempotent request on it would fail in a way we may not retry.
   bool still_usable();
 };
-/// The slow-start window's count (connection_pool's plain requests): after an idle second at most
-/// `initial` places (0 = `max`), one more for each place given back, up to `max`. The pool keeps
-/// the waiters; on its executor only.
+/// The slow-start window's count of plain requests: after an idle second at most `initial`
+/// places (0 = `max`), one more for each place given back, up to `max`. On the pool's executor.
 class slow_start_window {
 public:
   slow_start_window(std::size_t initial, std::size_t max)
@@ -133,13 +128,10 @@ private:
   std::chrono::steady_clock::time_point idle_since_{};
 };
 
-/// The pool. Every member runs on the client's executor (the one given), never elsewhere.
-///
-/// Order of service: a plain request waiting for a connection is served before any
-/// background one (request::background), and a background request also waits while any plain
-/// request is on its way to the server or waiting for its answer (unanswered_mark). Plain
-/// requests start slowly (client_options::initial_plain_window): after an idle second only so
-/// many hold a connection at once, one more for each answer, up to the pool's size.
+/// The pool. Every member runs on the client's executor (the one given). A plain request
+/// waiting for a connection is served before any background one, and a background request also
+/// waits while any plain request is unanswered (unanswered_mark). Plain requests start slowly
+/// (client_options::initial_plain_window).
 class connection_pool {
 public:
   using steady = std::chrono::steady_clock;
@@ -160,12 +152,10 @@ public:
                   std::function<base::error()> stopped,
                   std::function<base::error()> no_free_connection);
 
-  /// Marks a plain (not streamed, not background) request from when it has passed the rate
-  /// limiter until its attempt is over (answer read, or failed): background requests wait
-  /// while any request is marked. Yielding a connection is not enough: with one free, an
-  /// eviction's event POST went out with its DELETE, often reached the API server first and
-  /// slowed the DELETE (issue 16). A retry's backoff and a rate-limit wait are not marked, so
-  /// a throttled burst holds the events back no longer than it takes to send.
+  /// Marks a plain request from when it has passed the rate limiter until its attempt is over:
+  /// background requests wait while any request is marked. Yielding a connection is not
+  /// enough: with one free, an event POST went out with its eviction's DELETE and slowed it.
+  /// Backoff and rate-limit waits are not marked.
   class unanswered_mark {
   public:
     explicit unanswered_mark(connection_pool& owner);
@@ -203,13 +193,11 @@ private:
   static void wake_first(std::list<waiter*>& list);
   /// Waits on `list` until woken (true), or the deadline (on the clock) or shutdown (false).
   boost::asio::awaitable<bool> wait_in(std::list<waiter*>& list, steady::time_point deadline);
-  /// The first foreground waiter; when there is none (none on its way, and no plain request
-  /// unanswered: unanswered_mark wakes them when the last one is), every background waiter (at
-  /// most a handful: they look again and queue up anew if the pool is still full).
+  /// The first foreground waiter; when there is none (none on its way and no plain request
+  /// unanswered), every background waiter (they look again and queue up anew if need be).
   void wake_one_waiter();
-  /// Waits until a plain request may hold a connection under the slow-start window and counts
-  /// it (release_window() gives it back; a waiter is handed its place there, in arrival
-  /// order). False at the deadline or on shutdown.
+  /// Waits for and counts a place in the slow-start window (release_window() hands places to
+  /// waiters in arrival order). False at the deadline or on shutdown.
   boost::asio::awaitable<bool> enter_window(steady::time_point deadline);
   boost::asio::awaitable<base::result<std::unique_ptr<connection>>> take_connection(
       steady::time_point deadline, bool background);
@@ -231,8 +219,6 @@ private:
   std::list<waiter*> background_waiters_;  // request::background, served last
   std::size_t handoffs_ = 0;               // waiters woken, not yet back in acquire()
   std::size_t unanswered_ = 0;             // unanswered_mark's count
-  // Slow start: plain requests holding a connection, how many may, those waiting for the
-  // window, and since when none has held one.
   slow_start_window window_;
   std::list<waiter*> window_waiters_;
 };
@@ -358,9 +344,8 @@ inline asio::awaitable<base::result<std::unique_ptr<connection>>> connection_poo
     if (stopping_) {
       co_return stopped_();
     }
-    // A background request waits its turn behind every other waiter, including those woken
-    // and on their way to the connection freed for them, and behind every plain request on
-    // its way to the server or waiting for its answer (see unanswered_mark).
+    // A background request yields to every other waiter (woken ones on their way included)
+    // and to every unanswered plain request.
     const bool yield = background && (!waiters_.empty() || handoffs_ > 0 || unanswered_ > 0);
     while (!yield && !idle_.empty()) {
       std::unique_ptr<connection> c = std::move(idle_.back());
