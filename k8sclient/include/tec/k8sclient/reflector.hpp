@@ -169,17 +169,29 @@ public:
   /// True once the first LIST has been applied to the store.
   [[nodiscard]] bool has_synced() const noexcept { return synced_.load(); }
 
-  [[nodiscard]] reflector_stats stats() const;
+  [[nodiscard]] reflector_stats stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+  }
 
   /// The last resourceVersion seen (list, event or bookmark). Any thread.
-  [[nodiscard]] std::string resource_version() const;
+  [[nodiscard]] std::string resource_version() const {
+    std::lock_guard lock(mutex_);
+    return rv_;
+  }
 
   /// Why the last failed LIST failed (empty before any failure). Any thread.
-  [[nodiscard]] base::error last_list_error() const;
+  [[nodiscard]] base::error last_list_error() const {
+    std::lock_guard lock(mutex_);
+    return last_error_;
+  }
 
   /// Why listing fails now: the latest LIST's error if none has succeeded since, else empty
   /// (unlike last_list_error(), a success clears it). Any thread.
-  [[nodiscard]] base::error current_list_error() const;
+  [[nodiscard]] base::error current_list_error() const {
+    std::lock_guard lock(mutex_);
+    return current_error_;
+  }
 
 private:
   struct list_outcome;
@@ -219,7 +231,10 @@ private:
   void deliver(const Changes& changes);
   void set_resource_version(const std::string& rv);
   template <class F>
-  void count(F&& update);
+  void count(F&& update) {
+    std::lock_guard lock(mutex_);
+    update(stats_);
+  }
 
   client& api_;
   store_type& store_;

@@ -106,37 +106,6 @@ template <class Codec, class Store>
 reflector<Codec, Store>::~reflector() = default;
 
 template <class Codec, class Store>
-template <class F>
-void reflector<Codec, Store>::count(F&& update) {
-  std::lock_guard lock(mutex_);
-  update(stats_);
-}
-
-template <class Codec, class Store>
-reflector_stats reflector<Codec, Store>::stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
-}
-
-template <class Codec, class Store>
-base::error reflector<Codec, Store>::last_list_error() const {
-  std::lock_guard lock(mutex_);
-  return last_error_;
-}
-
-template <class Codec, class Store>
-base::error reflector<Codec, Store>::current_list_error() const {
-  std::lock_guard lock(mutex_);
-  return current_error_;
-}
-
-template <class Codec, class Store>
-std::string reflector<Codec, Store>::resource_version() const {
-  std::lock_guard lock(mutex_);
-  return rv_;
-}
-
-template <class Codec, class Store>
 void reflector<Codec, Store>::set_resource_version(const std::string& rv) {
   if (rv.empty()) {
     return;
