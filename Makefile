@@ -5,7 +5,7 @@ REPEAT ?= 10
 CLUSTER := deploy/local/cluster.sh
 
 .PHONY: all deps configure build test test-unit test-integration test-node test-asan test-tsan \
-        sanitizers test-repeat fuzz bench bench-micro bench-compare bench-scale bench-quick demo demo-breaker demo-down \
+        sanitizers test-repeat fuzz bench bench-micro bench-compare bench-scale bench-apf bench-quick demo demo-breaker demo-down \
         image format format-check lint lint-changed clean
 
 all: build
@@ -85,6 +85,14 @@ bench-compare: build
 # Takes a long while; eviction_compare's --scale-* flags after ARGS= make it smaller.
 bench-scale: build
 	@bench/compare.sh --scenarios scale $(ARGS)
+
+# Scenario 8 alone (issue 31): API Priority and Fairness. Each controller under its in-cluster
+# identity (ours: its ServiceAccount token, with and without deploy/flowschema.yaml; KCM:
+# system:kube-controller-manager with --use-service-account-credentials) while 80 LIST loops
+# from other service accounts flood workload-low on an API server with scarce seats. ~15 min.
+bench-apf: build
+	@TEC_APISERVER_ARGS="--max-requests-inflight=40 --max-mutating-requests-inflight=20" \
+	  bench/compare.sh --scenarios apf $(ARGS)
 
 # The side-by-side comparison at a small scale (a few minutes): checks that it all works.
 bench-quick: build

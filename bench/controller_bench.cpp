@@ -389,7 +389,7 @@ void BM_Decide(benchmark::State& state) {
   const std::vector<taint> taints{bench_taint()};
   const std::vector<toleration> tols = default_tolerations(true);
   for (auto _ : state) {
-    benchmark::DoNotOptimize(decide(taints, tols));
+    benchmark::DoNotOptimize(decide(taints, tols, {}));
   }
 }
 BENCHMARK(BM_Decide);

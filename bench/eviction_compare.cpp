@@ -128,6 +128,18 @@ struct options {
   std::string restart_apiserver;
   long seed_concurrency = 32;
   bool quick = false;
+  // The API Priority and Fairness scenario (issue 31, bench/apf_setup.sh): each controller
+  // under its own in-cluster identity while FLOWS noisy LIST loops keep workload-low busy, the
+  // noise from each of these many service accounts in turn.
+  std::vector<long> apf_accounts{80, 1};
+  int apf_flows = 80;
+  long apf_noise_pods = 5'000;
+  int apf_latency_runs = 20;
+  int apf_wait_seconds = 30;
+  int apf_mass_nodes = 10;
+  int apf_mass_pods_per_node = 100;
+  int apf_repeat = 1;           ///< Interleaved (KCM, ours with, ours without, then reversed, ...).
+  int apf_settle_seconds = 10;  ///< Noise running before the first measurement.
 };
 
 /// One way of running a controller.
@@ -342,6 +354,14 @@ private:
   json scale_outage(tb::child_process& child, const std::vector<std::string>& nodes,
                     std::size_t outage, long pods, double qps);
 
+  // --- scenario 8: API Priority and Fairness ----------------------------------------------
+  json apf();
+  json apf_run(const variant& v, long accounts);
+  /// The API server's APF counter `metric` by "flow schema -> priority level" (its /metrics).
+  std::map<std::string, double> apf_counts(const std::string& metric);
+  /// kubectl with the admin kubeconfig; false (and a line on stderr) when it fails.
+  bool kubectl(const std::string& args) const;
+
   void report(const json& results) const;
   /// CPU seconds of kube-apiserver + etcd so far (0 without --cluster-dir).
   double server_cpu_seconds() const;
@@ -371,6 +391,13 @@ private:
   // paced its evictions at one node per 10 s in the outage (the taint manager alone is
   // compared; ours has no node monitor).
   bool kcm_monitor_off_ = false;
+  // The apf scenario's identities (bench/apf_setup.sh): while set, command() runs each
+  // controller with its in-cluster credentials and leader election on.
+  struct apf_identities {
+    std::string dir;  ///< tec.kubeconfig, kcm.kubeconfig, noise.tokens, flowschema.yaml
+    std::string server;
+  };
+  std::optional<apf_identities> apf_;
   int canary_seq_ = 0;
   int round_ = 0;
 };
@@ -696,30 +723,39 @@ std::vector<std::string> runner::command(const variant& v, double qps, int burst
   const std::string q = "--kube-api-qps=" + fixed(qps, 0);
   const std::string b = "--kube-api-burst=" + std::to_string(burst);
   if (v.id == "kcm") {
-    std::vector<std::string> argv{o_.kcm,
-                                  "--kubeconfig=" + o_.kubeconfig,
-                                  "--controllers=nodelifecycle",
-                                  "--leader-elect=false",
-                                  "--node-monitor-grace-period=1h",
-                                  "--node-startup-grace-period=1h",
-                                  "--port=0",
-                                  "--secure-port=0",
-                                  q,
-                                  b};
+    std::vector<std::string> argv{
+        o_.kcm,
+        "--kubeconfig=" + (apf_ ? apf_->dir + "/kcm.kubeconfig" : o_.kubeconfig),
+        "--controllers=nodelifecycle",
+        apf_ ? "--leader-elect=true" : "--leader-elect=false",
+        "--node-monitor-grace-period=1h",
+        "--node-startup-grace-period=1h",
+        "--port=0",
+        "--secure-port=0",
+        q,
+        b};
     if (kcm_monitor_off_) {
       argv.emplace_back("--node-monitor-period=1h");  // the first pass still runs at start
+    }
+    if (apf_) {
+      // Its node lifecycle controller as kube-system/node-controller (a TokenRequest token it
+      // asks for itself), its leader election as system:kube-controller-manager.
+      argv.emplace_back("--use-service-account-credentials=true");
     }
     return argv;
   }
   std::vector<std::string> argv{
       v.id == "tec-base" ? o_.tec_base : o_.tec,
-      "--kubeconfig=" + o_.kubeconfig,
-      "--leader-elect=false",
+      "--kubeconfig=" + (apf_ ? apf_->dir + "/tec.kubeconfig" : o_.kubeconfig),
+      apf_ ? "--leader-elect=true" : "--leader-elect=false",
       v.id == "tec+cond" ? "--disruption-condition=true" : "--disruption-condition=false",
       "--metrics-bind-address=0",
       "--health-probe-bind-address=0",
       q,
       b};
+  if (apf_) {
+    argv.emplace_back("--leader-elect-resource-namespace=taint-eviction-controller");
+  }
   // A --tec-arg replaces our default of the same flag.
   const auto overridden = [&](const std::string& arg) {
     const auto flag = arg.substr(0, arg.find('='));
@@ -1629,7 +1665,7 @@ json runner::floor_run(long concurrency, std::size_t per_pod) {
             const tec::controller::pod_ref pod{o_.ns, name, uid};
             reqs.emplace_back(http::verb::post, "/api/v1/namespaces/" + o_.ns + "/events",
                               writers::make_event_body(
-                                  pod,
+                                  writers::involved_object{.ref = pod},
                                   writers::make_event_content(
                                       pod, tec::controller::event_kind::marking_for_deletion),
                                   name + ".bench" + std::to_string(round), eopts, now, now, 1));
@@ -1883,6 +1919,10 @@ int runner::run() {
     results["scale"] = scale(vs);
     save();
   }
+  if (wanted("apf")) {
+    results["apf"] = apf();
+    save();
+  }
   call(http::verb::delete_, "/api/v1/nodes/tec-bench-canary");
   informer_->stop();
   node_informer_->stop();
@@ -1906,6 +1946,315 @@ int runner::run() {
   };
   scan(results);
   return failed ? 1 : 0;
+}
+
+// --- scenario 8 -----------------------------------------------------------------------------
+
+std::map<std::string, double> runner::apf_counts(const std::string& metric) {
+  std::map<std::string, double> out;
+  auto res = call(http::verb::get, "/metrics");
+  if (!tb::ok(res)) {
+    return out;
+  }
+  // flow_schema/priority_level (flowSchema/priorityLevel in some releases).
+  const auto label = [](const std::string& line, const char* a, const char* b) {
+    for (const std::string& key : {std::string(a) + "=\"", std::string(b) + "=\""}) {
+      if (const auto at = line.find(key); at != std::string::npos) {
+        const auto from = at + key.size();
+        return line.substr(from, line.find('"', from) - from);
+      }
+    }
+    return std::string();
+  };
+  std::istringstream in(res->body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(metric + "{", 0) != 0) {
+      continue;
+    }
+    const auto space = line.rfind(' ');
+    const std::string key = label(line, "flowSchema", "flow_schema") + " -> " +
+                            label(line, "priorityLevel", "priority_level");
+    out[key] += std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return out;
+}
+
+bool runner::kubectl(const std::string& args) const {
+  const std::string cmd =
+      "kubectl --request-timeout=60s --kubeconfig '" + o_.kubeconfig + "' " + args + " >/dev/null";
+  if (std::system(cmd.c_str()) != 0) {  // NOLINT(cert-env33-c): the bench runs kubectl
+    std::fprintf(stderr, "error: %s failed\n", cmd.c_str());
+    return false;
+  }
+  return true;
+}
+
+json runner::apf() {
+  if (o_.cluster_dir.empty()) {
+    return {{"error", "the apf scenario needs --cluster-dir (its CA signs KCM's certificate)"}};
+  }
+  const long most = *std::max_element(o_.apf_accounts.begin(), o_.apf_accounts.end());
+  const std::string dir = o_.out_dir + "/apf";
+  const std::string setup = std::string(TEC_SOURCE_DIR) + "/bench/apf_setup.sh '" + o_.cluster_dir +
+                            "' '" + dir + "' " + std::to_string(most);
+  std::printf("[apf] identities: %s\n", setup.c_str());
+  std::fflush(stdout);
+  std::string server;
+  if (FILE* f = popen(setup.c_str(), "r")) {  // NOLINT(cert-env33-c)
+    char line[512];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      server = line;
+    }
+    if (pclose(f) != 0) {
+      server.clear();
+    }
+  }
+  while (!server.empty() && (server.back() == '\n' || server.back() == '\r')) {
+    server.pop_back();
+  }
+  if (server.empty()) {
+    return {{"error", "bench/apf_setup.sh failed"}};
+  }
+  apf_ = apf_identities{dir, server};
+  // The noise's object: the bench's plain pods, on a node that does not exist (no controller
+  // acts on them). (Scale-scenario pods, 5x larger, made each LIST so heavy that on this 2-core
+  // machine even kube-controller-manager's leader-election requests timed out.)
+  std::printf("[apf] seeding %ld pods in tec-bench-noise\n", o_.apf_noise_pods);
+  std::fflush(stdout);
+  tb::batch_options b;
+  b.concurrency = o_.seed_concurrency;
+  b.deadline = steady::now() + 120s + std::chrono::milliseconds{o_.apf_noise_pods * 100};
+  b.what = "noise pods created";
+  const auto seeded = tb::run_batch(
+      io_, *api_, o_.apf_noise_pods,
+      [&](long i) {
+        return std::vector<k8sclient::request>{
+            k8sclient::request(http::verb::post, "/api/v1/namespaces/tec-bench-noise/pods",
+                               pod_body("noise-" + std::to_string(i), "tec-bench-noise-node", {}))};
+      },
+      b);
+  json out;
+  if (seeded.failed > 0 && seeded.first_failure.find("409") == std::string::npos) {
+    apf_.reset();
+    return {{"error", "seeding the noise pods: " + seeded.first_failure}};
+  }
+  const std::vector<variant> vs{{"kcm", "kube-controller-manager v1.20.2"},
+                                {"tec+fs", "taint-eviction-controller, deploy/flowschema.yaml"},
+                                {"tec", "taint-eviction-controller, no FlowSchema"}};
+  for (const long accounts : o_.apf_accounts) {
+    const std::string key = std::to_string(accounts) + (accounts == 1 ? "_account" : "_accounts");
+    std::map<std::string, std::vector<json>> runs;
+    for (int rep = 0; rep < o_.apf_repeat; ++rep) {
+      auto order = vs;
+      if (rep % 2 == 1) {
+        std::reverse(order.begin(), order.end());
+      }
+      for (const auto& v : order) {
+        runs[v.id].push_back(apf_run(v, accounts));
+        if (runs[v.id].back().contains("error")) {
+          std::printf("  FAILED: %s\n", runs[v.id].back()["error"].get<std::string>().c_str());
+          std::fflush(stdout);
+        }
+      }
+    }
+    for (auto& [id, list] : runs) {
+      out[key][id] = list.size() == 1 ? list.front() : json{{"runs", list}};
+    }
+  }
+  kubectl("delete --ignore-not-found -f '" + dir + "/flowschema.yaml'");
+  apf_.reset();
+  return out;
+}
+
+json runner::apf_run(const variant& v, long accounts) {
+  const std::string& dir = apf_->dir;
+  std::printf("[apf] %s: noise from %ld service account(s), %d flows\n", v.label.c_str(), accounts,
+              o_.apf_flows);
+  std::fflush(stdout);
+  const bool with_fs = v.id == "tec+fs";
+  if (!kubectl(std::string(with_fs ? "apply" : "delete --ignore-not-found") + " -f '" + dir +
+               "/flowschema.yaml'")) {
+    return {{"error", "FlowSchema apply/delete"}};
+  }
+  tb::run_for(io_, 2s);  // the API server's APF controller picks the change up
+  // Everything the run evicts is created first, on a quiet server: under the noise the bench's
+  // own writes (admin, exempt from APF, but not from a saturated CPU) time out.
+  const int round = ++round_;
+  const std::string prefix = "apf-" + std::to_string(round) + "-";
+  const auto single_nodes = names(prefix, o_.apf_latency_runs);
+  const auto single_pods = names(prefix + "pod-", o_.apf_latency_runs);
+  const auto mass_nodes = names(prefix + "mass-node-", o_.apf_mass_nodes);
+  const auto mass_pods =
+      names(prefix + "mass-", static_cast<long>(o_.apf_mass_nodes) * o_.apf_mass_pods_per_node);
+  if (!create_nodes(single_nodes) || !create_nodes(mass_nodes) ||
+      !create_pods(single_pods, [&](std::size_t i) { return single_nodes[i]; }, {}) ||
+      !create_pods(mass_pods, [&](std::size_t i) { return mass_nodes[i % mass_nodes.size()]; },
+                   {})) {
+    cleanup();
+    return {{"error", "seeding"}};
+  }
+  // The taint PATCHes run under the noise: a few tries each (504s happen there).
+  const auto taint = [&](const std::vector<std::string>& nodes) {
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      if (taint_nodes(nodes, "tec-bench/apf", static_cast<long>(nodes.size()))) {
+        return true;
+      }
+    }
+    return false;
+  };
+
+  std::error_code ec;
+  const auto log_from = std::filesystem::file_size(log_path(v), ec);
+  tb::child_process child;
+  std::string error;
+  if (!start(v, o_.lifted_qps, o_.lifted_burst, child, error)) {
+    cleanup();
+    return {{"error", error}};
+  }
+  const auto argv = command(v, o_.lifted_qps, o_.lifted_burst);
+  int restarts = 0;
+  std::vector<std::string> exits;
+  // A lost Lease ends the process (ours exits non-zero, KCM with "leaderelection lost"): as a
+  // Deployment's kubelet would, start it again and count it.
+  const auto keep_running = [&] {
+    if (child.running()) {
+      return;
+    }
+    exits.push_back(child.exit_text());
+    ++restarts;
+    std::printf("  %s exited (%s); restarting it\n", v.label.c_str(), child.exit_text().c_str());
+    std::fflush(stdout);
+    std::string e;
+    if (!child.start(argv, log_path(v), e)) {
+      std::fprintf(stderr, "error: restarting %s: %s\n", v.label.c_str(), e.c_str());
+    }
+  };
+  const std::string status = dir + "/noise-" + v.id + "-" + std::to_string(accounts) + ".status";
+  std::remove(status.c_str());
+  tb::child_process noise;
+  const std::vector<std::string> noise_argv{std::string(TEC_SOURCE_DIR) + "/bench/apf_noise.sh",
+                                            dir + "/noise.tokens",
+                                            apf_->server,
+                                            o_.cluster_dir + "/pki/ca.crt",
+                                            std::to_string(accounts),
+                                            std::to_string(o_.apf_flows),
+                                            "1800",
+                                            status};
+  if (!noise.start(noise_argv, dir + "/noise.log", error)) {
+    child.stop(10s);
+    cleanup();
+    return {{"error", "starting the noise: " + error}};
+  }
+  const auto t_noise = steady::now();
+  const auto dispatched_before = apf_counts("apiserver_flowcontrol_dispatched_requests_total");
+  const auto rejected_before = apf_counts("apiserver_flowcontrol_rejected_requests_total");
+  tb::run_for(io_, std::chrono::seconds{o_.apf_settle_seconds});
+
+  // Single evictions, one after another: each node tainted, its pod awaited.
+  std::vector<double> latencies;
+  int missed = 0;
+  int untainted = 0;
+  for (std::size_t i = 0; i < single_nodes.size(); ++i) {
+    keep_running();
+    const auto t0 = steady::now();
+    if (!taint({single_nodes[i]})) {
+      ++untainted;
+      continue;
+    }
+    if (wait_terminating({single_pods[i]}, t0 + std::chrono::seconds{o_.apf_wait_seconds},
+                         nullptr)) {
+      latencies.push_back(
+          std::chrono::duration<double>(terminating_.at(single_pods[i]) - t0).count());
+    } else {
+      ++missed;
+    }
+  }
+
+  // A mass eviction: every pod of apf_mass_nodes nodes at once.
+  keep_running();
+  json mass_out;
+  const auto t0 = steady::now();
+  if (taint(mass_nodes)) {
+    const auto limit = t0 + std::chrono::seconds{std::max(120, o_.apf_wait_seconds * 4)};
+    while (!wait_terminating(mass_pods, std::min(limit, steady::now() + 5s), nullptr) &&
+           steady::now() < limit) {
+      keep_running();
+    }
+  } else {
+    mass_out["error"] = "tainting";
+  }
+  std::vector<double> at;
+  for (const auto& p : mass_pods) {
+    if (const auto it = terminating_.find(p); it != terminating_.end()) {
+      at.push_back(std::chrono::duration<double>(it->second - t0).count());
+    }
+  }
+  mass_out["pods"] = mass_pods.size();
+  mass_out["evicted"] = at.size();
+  mass_out["seconds"] = at.empty() ? 0 : *std::max_element(at.begin(), at.end());
+  mass_out["p50_ms"] = tb::percentile(at, 50) * 1e3;
+  keep_running();
+  const double noise_seconds = tb::seconds_since(t_noise);
+  // Where the API server put the requests meanwhile (ours, the noise's, KCM's), by flow schema.
+  json routing;
+  for (const auto& [metric, before] :
+       {std::pair{"dispatched", dispatched_before}, std::pair{"rejected", rejected_before}}) {
+    for (const auto& [key, n] :
+         apf_counts(std::string("apiserver_flowcontrol_") + metric + "_requests_total")) {
+      const auto it = before.find(key);
+      const double delta = n - (it == before.end() ? 0.0 : it->second);
+      if (delta > 0) {
+        routing[metric][key] = delta;
+      }
+    }
+  }
+  noise.stop(5s);
+  child.stop(10s);
+  cleanup();
+
+  // The noise's answers: 200 served, 429 rejected by APF, 000 none within 60 s.
+  std::map<std::string, long> codes;
+  {
+    std::ifstream in(status);
+    std::string code;
+    while (in >> code) {
+      ++codes[code];
+    }
+  }
+  // Leadership lost, as each says it in its log (this run's part of it).
+  long lost_lines = 0;
+  {
+    std::ifstream in(log_path(v));
+    in.seekg(ec ? 0 : static_cast<std::streamoff>(log_from));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.find("lost leadership") != std::string::npos ||
+          line.find("leaderelection lost") != std::string::npos) {
+        ++lost_lines;
+      }
+    }
+  }
+  json out = summary(latencies);
+  out["runs"] = o_.apf_latency_runs;
+  out["missed"] = missed;
+  out["untainted"] = untainted;  // taint PATCHes that failed 5 times (not counted as missed)
+  out["mass"] = mass_out;
+  out["restarts"] = restarts;
+  out["exits"] = exits;
+  out["noise_seconds"] = noise_seconds;
+  out["noise_codes"] = codes;
+  out["lost_leadership_log_lines"] = lost_lines;
+  out["apf_routing"] = routing;
+  std::printf(
+      "  single: %zu/%d evicted within %d s, p50 %s p99 %s; mass %s/%zu in %.1f s; lease lost %d "
+      "times; noise %ld x 200, %ld x 429\n",
+      latencies.size(), o_.apf_latency_runs, o_.apf_wait_seconds,
+      ms(tb::percentile(latencies, 50)).c_str(), ms(tb::percentile(latencies, 99)).c_str(),
+      std::to_string(at.size()).c_str(), mass_pods.size(), mass_out.value("seconds", 0.0), restarts,
+      codes["200"], codes["429"]);
+  std::fflush(stdout);
+  return out;
 }
 
 // --- the table ------------------------------------------------------------------------------
@@ -2134,6 +2483,29 @@ void runner::report(const json& r) const {
     }
     md << ".\n";
   }
+  if (r.contains("apf") && r["apf"].is_object()) {
+    md << "\n### API Priority and Fairness (in-cluster identities, workload-low flooded)\n\n"
+       << "| noise from | controller | single p50 | single p99 | missed | mass evicted | mass "
+          "seconds | lease lost | noise 200 / 429 |\n|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& [accounts, per] : r["apf"].items()) {
+      if (!per.is_object()) {
+        continue;
+      }
+      for (const auto& [id, res] : per.items()) {
+        if (!res.is_object() || res.contains("error") || !res.contains("mass")) {
+          continue;
+        }
+        const auto& codes = res.value("noise_codes", json::object());
+        const json& m = res["mass"];
+        md << "| " << accounts << " | " << id << " | " << fixed(res.value("p50_ms", 0.0), 0)
+           << " ms | " << fixed(res.value("p99_ms", 0.0), 0) << " ms | " << res.value("missed", 0)
+           << "/" << res.value("runs", 0) << " | " << m.value("evicted", 0) << "/"
+           << m.value("pods", 0) << " | " << fixed(m.value("seconds", 0.0), 1) << " | "
+           << res.value("restarts", 0) << " | " << codes.value("200", 0) << " / "
+           << codes.value("429", 0) << " |\n";
+      }
+    }
+  }
   for (const auto& [scenario, per] : r.items()) {
     if (!per.is_object()) {
       continue;
@@ -2195,7 +2567,7 @@ int main(int argc, char** argv) {
   app.add_option("--scenarios", o.scenarios,
                  "latency, floor, mass (limits lifted), timer, burst (one node's pods due at "
                  "once), mass-default (QPS 20/30), memory, scale (not by default; make "
-                 "bench-scale)")
+                 "bench-scale), apf (not by default; make bench-apf)")
       ->delimiter(',');
   app.add_option("--controllers", o.controllers,
                  "kcm, tec, tec+cond (--disruption-condition), tec-base (--tec-base)")
@@ -2217,6 +2589,25 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 10'000));
   app.add_option("--timer-nodes", o.timer_nodes)->check(CLI::Range(1, 10'000));
   app.add_option("--timer-pods-per-node", o.timer_pods_per_node)->check(CLI::Range(1, 10'000));
+  app.add_option("--apf-accounts", o.apf_accounts,
+                 "Service accounts the apf scenario's noise comes from, one run each")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1'000));
+  app.add_option("--apf-flows", o.apf_flows, "Concurrent LIST loops of the apf noise")
+      ->check(CLI::Range(1, 1'000));
+  app.add_option("--apf-noise-pods", o.apf_noise_pods, "Pods each apf noise LIST returns")
+      ->check(CLI::Range(1, 200'000));
+  app.add_option("--apf-latency-runs", o.apf_latency_runs)->check(CLI::Range(1, 10'000));
+  app.add_option("--apf-wait-seconds", o.apf_wait_seconds,
+                 "How long a single eviction under the apf noise may take before it is missed")
+      ->check(CLI::Range(1, 3'600));
+  app.add_option("--apf-mass-nodes", o.apf_mass_nodes)->check(CLI::Range(1, 10'000));
+  app.add_option("--apf-mass-pods-per-node", o.apf_mass_pods_per_node)
+      ->check(CLI::Range(1, 10'000));
+  app.add_option("--apf-repeat", o.apf_repeat)->check(CLI::Range(1, 100));
+  app.add_option("--apf-settle-seconds", o.apf_settle_seconds,
+                 "Seconds of noise before the apf scenario's first measurement")
+      ->check(CLI::Range(0, 3'600));
   app.add_option("--memory-nodes", o.memory_nodes)->check(CLI::Range(1, 100'000));
   app.add_option("--memory-pods", o.memory_pods, "Pod counts, ascending")->delimiter(',');
   app.add_option("--floor-concurrency", o.floor_concurrency)->delimiter(',');

@@ -4,8 +4,8 @@
 // nlohmann::json::parse into a DOM, all on the same bytes; and a real Pod's protobuf, listed and
 // watched 10,000 times), with the heap allocations made per pod; store operations, and the
 // memory a cached pod / node costs (counted by a global operator new). Uses only the informers'
-// public headers (decode.hpp, protobuf.hpp, store.hpp) and reference.hpp, so the same file builds
-// against an older decoder for a before/after comparison (BENCHMARKS.md).
+// public headers (decode.hpp, protobuf.hpp, store.hpp) and informers_reference.hpp, so the same
+// file builds against an older decoder for a before/after comparison (BENCHMARKS.md).
 //
 // Run: build-<dir>/bin/k8sclient_bench   (prints the decoder/DOM ratios and bytes per object
 // at the end).
@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "evictions_report.hpp"
+#include "support/informers_reference.hpp"
 #include "tec/informers/decode.hpp"
 #include "tec/informers/protobuf.hpp"
-#include "tec/informers/reference.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
 

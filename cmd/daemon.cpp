@@ -23,6 +23,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,11 +46,15 @@
 #include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
 #include "tec/k8sclient/config.hpp"
+#include "tec/k8sclient/hostname.hpp"
 #include "tec/k8sclient/leader_election.hpp"
+#include "tec/k8sclient/paths.hpp"
 #include "tec/k8sclient/tls.hpp"
 #include "tec/ops/delegated_auth.hpp"
 #include "tec/ops/http_endpoints.hpp"
 #include "tec/ops/metrics.hpp"
+#include "tec/ops/process_metrics.hpp"
+#include "tec/ops/sha256.hpp"
 #include "tec/ops/tls_credentials.hpp"
 #include "tec/policy/policy_file.hpp"
 #include "tec/policy/reloader.hpp"
@@ -597,16 +602,24 @@ private:
 class policy_control {
 public:
   policy_control(const options& opts, std::shared_ptr<spdlog::logger> log,
-                 const std::atomic<bool>& stopping, writers::k8s_eviction_sink& sink,
-                 writers::event_recorder& recorder, const ops::standard_metrics& metrics,
-                 bool dry_run)
+                 const std::atomic<bool>& stopping, k8sclient::client& api,
+                 writers::k8s_eviction_sink& sink, writers::event_recorder& recorder,
+                 const ops::standard_metrics& metrics, bool dry_run)
       : opts_(opts),
         log_(std::move(log)),
         stopping_(stopping),
+        api_(api),
         sink_(sink),
         recorder_(recorder),
         metrics_(metrics),
-        dry_run_(dry_run) {}
+        dry_run_(dry_run),
+        sha_(opts.policy_sha256) {
+    if (!opts_.policy_file.empty()) {
+      metrics_.policy_last_reload_success_timestamp.set(unix_seconds());
+      metrics_.policy_info.keep_only({sha_});
+      metrics_.policy_info.with({sha_}).set(1);
+    }
+  }
 
   // Main thread, before the I/O thread runs.
   void attach(controller::controller& ctrl) { ctrl_ = &ctrl; }
@@ -621,6 +634,15 @@ public:
     if (stopping_.load()) {
       co_return false;
     }
+    if (!announced_) {
+      // The start's policy, on the ConfigMap as the reloads are (the recorder runs now).
+      announced_ = true;
+      // Named: GCC 12 mis-destroys temporaries inside co_await expressions.
+      std::string message =
+          fmt::format("Policy sha256:{} in force since the start of {}: {}", sha_.substr(0, 12),
+                      k8sclient::local_hostname(), policy::describe(ctrl_->policy()));
+      co_await record_policy_event("Normal", "PolicyApplied", std::move(message));
+    }
     auto r = co_await asio::co_spawn(
         reader_,
         [this]() -> asio::awaitable<policy::reload_result> { co_return reloader_->poll(); },
@@ -628,7 +650,7 @@ public:
     if (stopping_.load()) {
       co_return false;
     }
-    apply(r);
+    co_await apply(r);
     log_open_breaker();
     co_return true;
   }
@@ -664,11 +686,20 @@ public:
 private:
   // I/O thread. A valid new policy applies at once (the sink's dry-run first, so an eviction
   // the controller hands over is never written while dry-run is being switched on, nor
-  // dropped while it is being switched off); an invalid one leaves the old one in force.
-  void apply(const policy::reload_result& r) {
+  // dropped while it is being switched off); an invalid one leaves the old one in force. Both
+  // are recorded on --policy-configmap's ConfigMap and in the policy_* gauges.
+  asio::awaitable<void> apply(const policy::reload_result& r) {
+    const std::string was = sha_;
+    if (!r.text.empty() && r.what != policy::reload_result::kind::rejected) {
+      sha_ = ops::sha256_hex(r.text);
+      metrics_.policy_last_reload_successful.set(1);
+      metrics_.policy_last_reload_success_timestamp.set(unix_seconds());
+      metrics_.policy_info.keep_only({sha_});
+      metrics_.policy_info.with({sha_}).set(1);
+    }
     switch (r.what) {
       case policy::reload_result::kind::unchanged:
-        return;
+        co_return;  // a new text with the same policy (comments) only moves the gauges
       case policy::reload_result::kind::applied: {
         const controller::eviction_policy p = opts_.effective_policy(*r.policy);
         sink_.set_dry_run(p.dry_run);
@@ -676,15 +707,66 @@ private:
         ctrl_->set_policy(p);
         log_->info("eviction policy reloaded from {}: {}", base::printable(opts_.policy_file, 256),
                    policy::describe(p));
-        return;
+        std::string message =
+            fmt::format("Policy sha256:{} applied (was sha256:{}): {}", sha_.substr(0, 12),
+                        was.substr(0, 12), policy::describe(p));
+        co_await record_policy_event("Normal", "PolicyApplied", std::move(message));
+        co_return;
       }
       case policy::reload_result::kind::rejected: {
         metrics_.policy_reload_failures.inc();
+        metrics_.policy_last_reload_successful.set(0);
         log_->warn("eviction policy change rejected, the policy in force stays ({}): {}",
                    policy::describe(ctrl_->policy()), r.summary());
-        return;
+        std::string message = fmt::format("Policy change rejected; sha256:{} stays in force: {}",
+                                          sha_.substr(0, 12), r.summary());
+        co_await record_policy_event("Warning", "PolicyRejected", std::move(message));
+        co_return;
       }
     }
+  }
+
+  // I/O thread: an Event on --policy-configmap's ConfigMap (none without one, none in dry-run:
+  // it writes nothing). Its UID is read once (a GET), so `kubectl describe configmap` finds
+  // the Events; without it (no RBAC, no such ConfigMap: logged once) they carry none.
+  asio::awaitable<void> record_policy_event(const char* type, const char* reason,
+                                            std::string message) {
+    if (opts_.policy_configmap_name.empty() || dry_run_.load()) {
+      co_return;
+    }
+    if (!configmap_uid_) {
+      k8sclient::request get;
+      get.target = "/api/v1/namespaces/" +
+                   k8sclient::escape_path_segment(opts_.policy_configmap_namespace) +
+                   "/configmaps/" + k8sclient::escape_path_segment(opts_.policy_configmap_name);
+      get.idempotent = true;
+      auto got = co_await api_.send(std::move(get));
+      std::string uid;
+      if (got && got->status == 200) {
+        const auto body = nlohmann::json::parse(got->body, nullptr, false);
+        if (body.is_object() && body.contains("metadata") && body["metadata"].is_object()) {
+          uid = body["metadata"].value("uid", "");
+        }
+      }
+      if (uid.empty()) {
+        log_->warn(
+            "policy events: cannot read the UID of ConfigMap {}/{} ({}): its Events will "
+            "not show in kubectl describe",
+            opts_.policy_configmap_namespace, opts_.policy_configmap_name,
+            got ? "HTTP " + std::to_string(got->status) : got.error().message);
+      }
+      configmap_uid_ = std::move(uid);
+    }
+    recorder_.record(
+        writers::involved_object{.api_version = "v1",
+                                 .kind = "ConfigMap",
+                                 .ref = {opts_.policy_configmap_namespace,
+                                         opts_.policy_configmap_name, *configmap_uid_}},
+        writers::event_content{type, reason, std::move(message)});
+  }
+
+  static double unix_seconds() {
+    return std::chrono::duration<double>(base::real_clock()->wall().time_since_epoch()).count();
   }
 
   // I/O thread: while the storm breaker holds every eviction, say so every minute.
@@ -709,6 +791,7 @@ private:
   const options& opts_;
   std::shared_ptr<spdlog::logger> log_;
   const std::atomic<bool>& stopping_;
+  k8sclient::client& api_;
   writers::k8s_eviction_sink& sink_;
   writers::event_recorder& recorder_;
   ops::standard_metrics metrics_;
@@ -722,6 +805,9 @@ private:
   steady::time_point breaker_logged_at_{};  // I/O thread
   // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
   std::atomic<bool> dry_run_;
+  std::string sha_;                           // I/O thread: the policy file in force's SHA-256
+  bool announced_ = false;                    // I/O thread: the start's PolicyApplied recorded
+  std::optional<std::string> configmap_uid_;  // I/O thread: read at the first policy Event
 };
 
 // Who may act: the gate (I/O thread only) says when, the feed gates the informer handlers
@@ -772,10 +858,10 @@ std::optional<k8sclient::rest_config> load_config(const options& opts, spdlog::l
 // What this run does, for the operator: the start line.
 void log_start(const options& opts, spdlog::logger& log, const k8sclient::rest_config& cfg) {
   log.info(
-      "taint-eviction-controller {} starting: API server {}://{}:{}{} ({}), {} workers, "
-      "QPS {} burst {}, DisruptionTarget condition {}",
-      tec::version, cfg.tls ? "https" : "http", cfg.host, cfg.port, cfg.base_path, cfg.source,
-      opts.workers, opts.kube_api_qps, opts.kube_api_burst,
+      "taint-eviction-controller {} (commit {}) starting: API server {}://{}:{}{} ({}), {} "
+      "workers, QPS {} burst {}, DisruptionTarget condition {}",
+      tec::version, tec::commit, cfg.tls ? "https" : "http", cfg.host, cfg.port, cfg.base_path,
+      cfg.source, opts.workers, opts.kube_api_qps, opts.kube_api_burst,
       opts.disruption_condition ? "on" : "off");
 }
 
@@ -841,12 +927,14 @@ struct daemon::impl {
 
   void build(const k8sclient::rest_config& config) {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
-    metrics.standard.emplace(ops::register_standard_metrics(metrics.registry, tec::version, [this] {
-      auto stats = cmd::collect_stats(ctrl->stats(), out.sink->stats(), watches.pods->stats(),
-                                      watches.nodes->stats(), out.recorder->stats());
-      cmd::add_informer_stats(stats, "namespaces", watches.namespaces->stats());
-      return stats;
-    }));
+    ops::register_process_metrics(metrics.registry);
+    metrics.standard.emplace(
+        ops::register_standard_metrics(metrics.registry, tec::version, tec::commit, [this] {
+          auto stats = cmd::collect_stats(ctrl->stats(), out.sink->stats(), watches.pods->stats(),
+                                          watches.nodes->stats(), out.recorder->stats());
+          cmd::add_informer_stats(stats, "namespaces", watches.namespaces->stats());
+          return stats;
+        }));
     api.emplace(io.get_executor(), config, client_options());
     if (opts.metrics_secure) {
       k8sclient::client_options ropts;
@@ -864,8 +952,8 @@ struct daemon::impl {
         writers::eviction_sink_options{.disruption_condition = opts.disruption_condition,
                                        .pods = &cache.pods,
                                        .dry_run = start_policy.dry_run});
-    policy_ctl.emplace(opts, log, process.stopping, *out.sink, *out.recorder, *metrics.standard,
-                       start_policy.dry_run);
+    policy_ctl.emplace(opts, log, process.stopping, *api, *out.sink, *out.recorder,
+                       *metrics.standard, start_policy.dry_run);
     ctrl.emplace(cache.pods, *out.sink, *driver, controller_options(start_policy));
     policy_ctl->attach(*ctrl);
     if (opts.shadow) {

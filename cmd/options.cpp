@@ -14,6 +14,7 @@
 
 #include "tec/base/error.hpp"
 #include "tec/ops/http_endpoints.hpp"
+#include "tec/ops/sha256.hpp"
 #include "tec/policy/policy_file.hpp"
 
 namespace tec::cmd {
@@ -108,6 +109,7 @@ struct flag_text {
   std::string content_type = "application/vnd.kubernetes.protobuf";
   std::string shadow_window = "30s";
   std::string check_policy;
+  std::string policy_configmap;
   bool show_version = false;
 };
 
@@ -177,6 +179,10 @@ void add_policy_flags(CLI::App& app, options& o, flag_text& t) {
   app.add_option("--policy", o.policy_file,
                  "EvictionPolicy file (YAML; rate limits, storm breaker, dry-run), re-read when "
                  "it changes; empty: none (upstream's behaviour)");
+  app.add_option("--policy-configmap", t.policy_configmap,
+                 "[NAMESPACE/]NAME of the ConfigMap --policy's file comes from (the namespace "
+                 "defaults to the Lease's): each load or reload records a PolicyApplied or "
+                 "PolicyRejected Event on it (kubectl describe configmap); empty: none");
   app.add_flag("--dry-run", o.dry_run,
                "Decide everything, write nothing: no pod is patched or deleted and no event is "
                "written; the log says \"would delete\"");
@@ -342,7 +348,22 @@ void check_logging(options& o, const flag_text& t, problem_list& problems) {
   }
 }
 
-void check_policy_flag(options& o, const read_policy_fn& read_policy, problem_list& problems) {
+void check_policy_flag(options& o, const flag_text& t, const read_policy_fn& read_policy,
+                       problem_list& problems) {
+  if (!t.policy_configmap.empty()) {
+    const auto slash = t.policy_configmap.find('/');
+    o.policy_configmap_namespace =
+        slash == std::string::npos ? o.lease_namespace : t.policy_configmap.substr(0, slash);
+    o.policy_configmap_name =
+        slash == std::string::npos ? t.policy_configmap : t.policy_configmap.substr(slash + 1);
+    if (!valid_object_name(o.policy_configmap_namespace) ||
+        !valid_object_name(o.policy_configmap_name)) {
+      problems.push_back("--policy-configmap: \"" + base::printable(t.policy_configmap, 256) +
+                         "\" is not [NAMESPACE/]NAME");
+    } else if (o.policy_file.empty()) {
+      problems.emplace_back("--policy-configmap needs --policy (the file the ConfigMap holds)");
+    }
+  }
   if (o.policy_file.empty()) {
     return;
   }
@@ -353,6 +374,7 @@ void check_policy_flag(options& o, const read_policy_fn& read_policy, problem_li
     problems.push_back("--policy: " + parsed.summary());
   } else {
     o.policy = *parsed.policy;
+    o.policy_sha256 = ops::sha256_hex(*text);
   }
 }
 
@@ -409,7 +431,7 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   check_lease_object(o, t, env, read_file, problems);
   check_servers(o, problems);
   check_logging(o, t, problems);
-  check_policy_flag(o, read_policy, problems);
+  check_policy_flag(o, t, read_policy, problems);
   if (!problems.empty()) {
     for (const auto& p : problems) {
       result.err += "taint-eviction-controller: " + p + "\n";

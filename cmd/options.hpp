@@ -55,6 +55,13 @@ struct options {
   /// changes; `policy` is what it held at start, validated.
   std::string policy_file;
   controller::eviction_policy policy;
+  /// --policy-configmap ([NAMESPACE/]NAME; the namespace defaults to the Lease's): the
+  /// ConfigMap --policy's file comes from. Each load or reload records an Event on it
+  /// (PolicyApplied, PolicyRejected). Empty name: no Events.
+  std::string policy_configmap_namespace;
+  std::string policy_configmap_name;
+  /// The SHA-256 (hex) of --policy's file as read at start (the policy_info metric).
+  std::string policy_sha256;
   /// --dry-run: decide everything, write nothing, whatever the policy file says.
   bool dry_run = false;
   /// --shadow: dry-run plus a comparison with the built-in taint manager (README "Shadow

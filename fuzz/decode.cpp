@@ -1,8 +1,8 @@
 // Fuzz target: the watch-event, list and object decoders (tec/informers/decode.hpp).
 //
 // Differential: every decoder runs the input through the production decoder (simdjson) and the
-// reference decoder (reference.hpp: nlohmann's DOM feeding the same field mapping); both must
-// succeed or fail alike, with the same error code, and decode the same records. Known
+// reference decoder (informers_reference.hpp: nlohmann's DOM feeding the same field mapping); both
+// must succeed or fail alike, with the same error code, and decode the same records. Known
 // differences are skipped: a NUL byte (nlohmann stops there), an integer beyond 64 bits
 // (simdjson rejects it) and a repeated key (nlohmann's DOM keeps one copy). Round trip:
 // whatever `fast` decoded is encoded again as JSON (nlohmann) and must decode to the same
@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "support.hpp"
+#include "support/informers_reference.hpp"
 #include "tec/informers/decode.hpp"
-#include "tec/informers/reference.hpp"
 
 namespace tec::informers {
 namespace {
@@ -370,7 +370,7 @@ bool has_long_digit_run(std::string_view input) {
 }
 
 /// Runs the production decoder `decode` and its reference `reference_decode` (nlohmann's DOM,
-/// reference.hpp), compares, checks the contract and the round trip.
+/// informers_reference.hpp), compares, checks the contract and the round trip.
 template <class Decode, class ReferenceDecode>
 void differential(std::string_view input, Decode decode, ReferenceDecode reference_decode) {
   const auto fast = decode(input);

@@ -1,6 +1,7 @@
 #include "tec/base/error.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -12,43 +13,29 @@ public:
   [[nodiscard]] const char* name() const noexcept override { return "tec.k8s"; }
 
   [[nodiscard]] std::string message(int value) const override {
-    switch (static_cast<errc>(value)) {
-      case errc::ok:
-        return "success";
-      case errc::config_invalid:
-        return "invalid client configuration";
-      case errc::malformed_json:
-        return "malformed JSON";
-      case errc::unexpected_shape:
-        return "JSON of an unexpected shape";
-      case errc::line_too_long:
-        return "watch event line too long";
-      case errc::http_status:
-        return "unexpected HTTP status";
-      case errc::gone:
-        return "resource version too old (410 Gone)";
-      case errc::unauthorized:
-        return "unauthorized (401)";
-      case errc::forbidden:
-        return "forbidden (403)";
-      case errc::not_found:
-        return "not found (404)";
-      case errc::conflict:
-        return "conflict (409)";
-      case errc::too_many_requests:
-        return "too many requests (429)";
-      case errc::server_error:
-        return "server error (5xx)";
-      case errc::timeout:
-        return "timed out";
-      case errc::connection_failed:
-        return "connection failed";
-      case errc::cancelled:
-        return "the request was cancelled before it was sent";
-      case errc::shutting_down:
-        return "client shutting down";
-      case errc::response_too_large:
-        return "response too large";
+    // By errc value (the enum's order).
+    static constexpr std::array<const char*, 18> messages{
+        "success",
+        "invalid client configuration",
+        "malformed JSON",
+        "JSON of an unexpected shape",
+        "watch event line too long",
+        "unexpected HTTP status",
+        "resource version too old (410 Gone)",
+        "unauthorized (401)",
+        "forbidden (403)",
+        "not found (404)",
+        "conflict (409)",
+        "too many requests (429)",
+        "server error (5xx)",
+        "timed out",
+        "connection failed",
+        "client shutting down",
+        "the request was cancelled before it was sent",
+        "response too large"};
+    static_assert(messages.size() == static_cast<std::size_t>(errc::response_too_large) + 1);
+    if (value >= 0 && static_cast<std::size_t>(value) < messages.size()) {
+      return messages[static_cast<std::size_t>(value)];
     }
     return "unknown tec.k8s error " + std::to_string(value);
   }

@@ -1,7 +1,6 @@
 #include "tec/base/rfc3339.hpp"
 
-#include <array>
-#include <cstdio>
+#include <fmt/format.h>
 
 namespace tec::base {
 
@@ -31,21 +30,16 @@ std::string format_rfc3339(std::chrono::system_clock::time_point t, rfc3339_digi
   const auto day = floor<days>(secs);
   const year_month_day ymd{day};
   const hh_mm_ss hms{secs - day};
-  std::array<char, 48> buf{};
-  int n = std::snprintf(buf.data(), buf.size(), "%04d-%02u-%02uT%02d:%02d:%02d",
-                        static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
-                        static_cast<unsigned>(ymd.day()), static_cast<int>(hms.hours().count()),
-                        static_cast<int>(hms.minutes().count()),
-                        static_cast<int>(hms.seconds().count()));
-  std::string out(buf.data(), n > 0 ? static_cast<std::size_t>(n) : 0);
-  const auto fraction = static_cast<long long>((micros - secs).count());  // [0, 999999]
-  n = 0;
+  std::string out =
+      fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", static_cast<int>(ymd.year()),
+                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                  hms.hours().count(), hms.minutes().count(), hms.seconds().count());
+  const auto fraction = (micros - secs).count();  // [0, 999999]
   if (digits == rfc3339_digits::milliseconds) {
-    n = std::snprintf(buf.data(), buf.size(), ".%03lld", fraction / 1000);
+    out += fmt::format(".{:03}", fraction / 1000);
   } else if (digits == rfc3339_digits::microseconds) {
-    n = std::snprintf(buf.data(), buf.size(), ".%06lld", fraction);
+    out += fmt::format(".{:06}", fraction);
   }
-  out.append(buf.data(), n > 0 ? static_cast<std::size_t>(n) : 0);
   out += 'Z';
   return out;
 }

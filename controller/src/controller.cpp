@@ -257,10 +257,6 @@ std::optional<std::vector<taint>> controller::tainted_taints(std::string_view no
   return impl_->tainted_.lookup(node);
 }
 
-std::size_t controller::tainted_node_count_for_test() const {
-  return impl_->tainted_.size();
-}
-
 controller_stats controller::stats() const {
   const detail::counters& c = impl_->ctr_;
   const auto get = [](const std::atomic<std::uint64_t>& a) {

@@ -129,7 +129,7 @@ void eviction_runner::start(const timedqueue::run_info& info,
   if (policy_.evict_mode()) {
     method = eviction_method::evict;
     fallback = fallback_for(*pod);
-    if (const auto b = blocked_.find(info.key, info.generation)) {
+    if (const auto b = blocked_.lookup(info.key); b && b->generation == info.generation) {
       const time_point now = drv_.now();
       if (fallback.count() > 0 && now - b->since >= fallback) {
         method = eviction_method::delete_pod;

@@ -138,16 +138,7 @@ public:
     return {rec, first};
   }
 
-  [[nodiscard]] std::optional<blocked_record> find(std::string_view key,
-                                                   std::uint64_t generation) const {
-    auto rec = lookup(key);
-    if (rec && rec->generation != generation) {
-      return std::nullopt;
-    }
-    return rec;
-  }
-
-  // The record of `key` whatever its generation (for evictions()).
+  // The record of `key`, whatever its generation.
   [[nodiscard]] std::optional<blocked_record> lookup(std::string_view key) const {
     if (count_.load() == 0) {
       return std::nullopt;

@@ -53,6 +53,16 @@ bool compare_numeric(const toleration& tol, const taint& t) noexcept {
   return tol.op == toleration_operator::lt ? *have < *want : *have > *want;
 }
 
+// The first rule of `rules` whose key matches `key`, or null.
+const taint_rule* rule_for(std::span<const taint_rule> rules, std::string_view key) noexcept {
+  for (const taint_rule& r : rules) {
+    if (r.matches(key)) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool tolerates(const toleration& tol, const taint& t) noexcept {
@@ -79,35 +89,6 @@ bool tolerates(const toleration& tol, const taint& t) noexcept {
   return false;
 }
 
-namespace {
-
-// Folds one used toleration into the running minimum. Returns false once the answer is "now".
-bool fold_min(const toleration& tol, bool& any_finite, std::int64_t& min_seconds) {
-  if (!tol.seconds) {
-    return true;
-  }
-  if (*tol.seconds <= 0) {
-    return false;
-  }
-  if (!any_finite || *tol.seconds < min_seconds) {
-    min_seconds = *tol.seconds;
-    any_finite = true;
-  }
-  return true;
-}
-
-toleration_time finish_min(bool saw_any, bool any_finite, std::int64_t min_seconds) {
-  if (!saw_any) {
-    return toleration_time::immediately();
-  }
-  if (!any_finite) {
-    return toleration_time::never();
-  }
-  return toleration_time::after_seconds(min_seconds);
-}
-
-}  // namespace
-
 std::chrono::nanoseconds toleration_time::delay() const {
   if (what != kind::after || seconds.count() <= 0) {
     return std::chrono::nanoseconds::zero();
@@ -119,44 +100,9 @@ std::chrono::nanoseconds toleration_time::delay() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(seconds);
 }
 
-pod_decision decide(std::span<const taint> taints,
-                    std::span<const toleration> tolerations) noexcept {
-  pod_decision d;
-  bool any_finite = false;
-  bool zero = false;
-  std::int64_t min_seconds = 0;
-  for (const taint& t : taints) {
-    const auto it = std::find_if(tolerations.begin(), tolerations.end(),
-                                 [&](const toleration& tol) { return tolerates(tol, t); });
-    if (it == tolerations.end()) {
-      d.untolerated = true;
-      return d;
-    }
-    if (!zero && !fold_min(*it, any_finite, min_seconds)) {
-      zero = true;  // Keep looking: a later untolerated taint still wins.
-    }
-  }
-  d.time =
-      zero ? toleration_time::immediately() : finish_min(!taints.empty(), any_finite, min_seconds);
-  return d;
-}
-
-const taint_rule* rule_for(std::span<const taint_rule> rules, std::string_view key) noexcept {
-  for (const taint_rule& r : rules) {
-    if (r.matches(key)) {
-      return &r;
-    }
-  }
-  return nullptr;
-}
-
 ruled_decision decide(std::span<const taint> taints, std::span<const toleration> tolerations,
                       std::span<const taint_rule> rules) noexcept {
   ruled_decision out;
-  if (rules.empty()) {
-    out.decision = decide(taints, tolerations);
-    return out;
-  }
   // Per taint: 0 = now, > 0 = that many seconds, nullopt = forever; then the minimum.
   bool saw_any = false;
   bool any_finite = false;
@@ -208,8 +154,9 @@ ruled_decision decide(std::span<const taint> taints, std::span<const toleration>
     out.decision.time = toleration_time::never();
     return out;
   }
-  out.decision.time =
-      zero ? toleration_time::immediately() : finish_min(true, any_finite, min_seconds);
+  out.decision.time = zero          ? toleration_time::immediately()
+                      : !any_finite ? toleration_time::never()
+                                    : toleration_time::after_seconds(min_seconds);
   return out;
 }
 

@@ -1,55 +1,38 @@
 #include "tec/controller/controller.hpp"
 
+#include <array>
+
 // The text helpers of controller.hpp: label values and Event details.
 
 namespace tec::controller {
 
+namespace {
+
+// names[e], or "unknown" for a value outside the enum.
+template <class Enum, std::size_t N>
+std::string_view name_of(Enum e, const std::array<std::string_view, N>& names) noexcept {
+  const auto i = static_cast<std::size_t>(e);
+  return i < N ? names[i] : "unknown";
+}
+
+}  // namespace
+
 std::string_view to_string(decision_kind kind) noexcept {
-  switch (kind) {
-    case decision_kind::scheduled:
-      return "scheduled";
-    case decision_kind::would_delete:
-      return "would_delete";
-    case decision_kind::cancelled:
-      return "cancelled";
-  }
-  return "unknown";
+  static constexpr std::array<std::string_view, 3> names{"scheduled", "would_delete", "cancelled"};
+  return name_of(kind, names);
 }
 
 std::string_view to_string(cancel_reason reason) noexcept {
-  switch (reason) {
-    case cancel_reason::none:
-      return "none";
-    case cancel_reason::untainted:
-      return "untainted";
-    case cancel_reason::pod_gone:
-      return "pod_gone";
-    case cancel_reason::replaced:
-      return "replaced";
-  }
-  return "unknown";
+  static constexpr std::array<std::string_view, 4> names{"none", "untainted", "pod_gone",
+                                                         "replaced"};
+  return name_of(reason, names);
 }
 
 std::string_view to_string(skip_reason reason) noexcept {
-  switch (reason) {
-    case skip_reason::annotation:
-      return "annotation";
-    case skip_reason::namespace_annotation:
-      return "namespace_annotation";
-    case skip_reason::namespace_:
-      return "namespace";
-    case skip_reason::pod_selector:
-      return "pod_selector";
-    case skip_reason::mirror:
-      return "mirror";
-    case skip_reason::terminal:
-      return "terminal";
-    case skip_reason::daemon_set:
-      return "daemonset";
-    case skip_reason::taint_ignored:
-      return "taint_ignored";
-  }
-  return "unknown";
+  static constexpr std::array<std::string_view, skip_reason_count> names{
+      "annotation", "namespace_annotation", "namespace", "pod_selector", "mirror", "terminal",
+      "daemonset",  "taint_ignored"};
+  return name_of(reason, names);
 }
 
 std::string event_detail(std::string_view text) {

@@ -198,8 +198,8 @@ pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_
   return verdict::done;
 }
 
-// `pod` would be evicted, but it is terminating already (controller.hpp, "A pod already
-// terminating"): nothing is scheduled, an eviction still waiting is cancelled with upstream's
+// `pod` would be evicted, but it is terminating already (docs/design.md, "A terminating pod is
+// not deleted again"): nothing is scheduled, an eviction still waiting is cancelled with upstream's
 // event when queue_entries::cancel says so (as for a pod deleted before its time,
 // docs/behaviour.md §5.1), and an attempt running is left to finish (its own DELETE is what
 // usually made the pod terminating). Caller holds the key lock; `verified` as for

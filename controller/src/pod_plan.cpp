@@ -43,16 +43,16 @@ pod_plan plan_for(const pod_view& pod, const std::vector<taint>& taints,
   if (const auto skip = skipped(pod, scope, namespace_opted_out)) {
     plan.skip = skip;
     plan.decision = pod_decision{false, toleration_time::never()};
-  } else if (scope != nullptr && !scope->taints.empty()) {
-    const ruled_decision rd = decide(taints, pod.tolerations, scope->taints);
+  } else {
+    const ruled_decision rd = decide(taints, pod.tolerations,
+                                     scope != nullptr ? std::span<const taint_rule>(scope->taints)
+                                                      : std::span<const taint_rule>());
     if (rd.all_ignored) {
       plan.skip = skip_reason::taint_ignored;
     }
     plan.decision = rd.decision;
     plan.overridden = rd.overridden;
     plan.rule = rd.rule;
-  } else {
-    plan.decision = decide(taints, pod.tolerations);
   }
   return plan;
 }

@@ -165,7 +165,6 @@ void worker_pool::loop(worker& w) {
       w.pop(item);
     }
     handle(item);
-    finish_item();
   }
 }
 
@@ -182,9 +181,6 @@ void worker_pool::handle(work_item& item) {
     log_->error("failed to handle {} update {}: {}", item.is_node ? "node" : "pod",
                 item.is_node ? item.node : item.pod.combined, e.what());
   }
-}
-
-void worker_pool::finish_item() {
   if (outstanding_.fetch_sub(1) == 1) {
     std::lock_guard lock(idle_mu_);
     idle_cv_.notify_all();
@@ -210,7 +206,6 @@ std::size_t worker_pool::run_until_idle() {
           w->pop(item);
         }
         handle(item);
-        finish_item();
         ++handled;
         any = true;
       }

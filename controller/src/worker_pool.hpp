@@ -111,8 +111,8 @@ private:
   worker& worker_of(std::string_view node) { return *workers_[shard_of(node, workers_.size())]; }
   void enqueued(worker& w, std::atomic<std::uint64_t>& counter, bool fresh);
   void loop(worker& w);
+  // Hands `item` to the handler, then counts it as handled (wait_idle()).
   void handle(work_item& item);
-  void finish_item();
 
   const bool threaded_;
   update_handler& handler_;

@@ -40,6 +40,8 @@ STOP_TIMEOUT="${TEC_STOP_TIMEOUT:-10}"
 ETCD_QUOTA_BYTES="${TEC_ETCD_QUOTA_BYTES:-$((2 * 1024 * 1024 * 1024))}"
 # Go's soft memory limit for kube-apiserver only (GOMEMLIMIT syntax, e.g. 9GiB; empty: none).
 APISERVER_GOMEMLIMIT="${TEC_APISERVER_GOMEMLIMIT:-}"
+# Extra kube-apiserver flags, split on spaces (bench/compare.sh's apf scenario: scarce seats).
+read -r -a APISERVER_EXTRA_ARGS <<<"${TEC_APISERVER_ARGS:-}"
 # Where kube-apiserver listens: 127.0.0.1, or the node address with --node (see node.sh).
 API_HOST=127.0.0.1
 NODE_MODE=0
@@ -97,6 +99,8 @@ Environment:
   TEC_ETCD_QUOTA_BYTES     etcd's --quota-backend-bytes (default 2 GiB; bench/compare.sh: 8 GiB).
   TEC_APISERVER_GOMEMLIMIT Go's soft memory limit for kube-apiserver alone, e.g. 9GiB (default
                            none; bench/compare.sh sets one: see there).
+  TEC_APISERVER_ARGS       Extra kube-apiserver flags, space-separated (default none), e.g.
+                           '--max-requests-inflight=40 --max-mutating-requests-inflight=20'.
   TEC_BUILD_JOBS           Parallel Go compile jobs for 'build' (default: nproc).
   TEC_SA_TOKEN_DURATION    Lifetime of sa-kubeconfig tokens (default 24h).
   TEC_KUBELET_VERBOSITY    The kubelet's --v with --node (default 1).
@@ -627,6 +631,7 @@ start_control_plane() {
     --api-audiences="$SA_ISSUER" \
     --service-cluster-ip-range="$SERVICE_CLUSTER_IP_RANGE" \
     "${mode_flags[@]}" \
+    "${APISERVER_EXTRA_ARGS[@]}" \
     --allow-privileged=true \
     --profiling=false \
     --logtostderr=true \

@@ -203,7 +203,13 @@ build_project() {
   if [ -n "$ccache_dir" ] && mkdir -p "$ccache_dir"; then
     ccache_args=(--build-arg CCACHE_DIR=/ccache --volume "$ccache_dir:/ccache:rw")
   fi
+  local commit
+  commit=$(git -C "$REPO_ROOT" rev-parse --short=12 HEAD 2>/dev/null) || commit=""
+  if [ -n "$commit" ] && ! git -C "$REPO_ROOT" diff --quiet HEAD -- 2>/dev/null; then
+    commit="$commit-dirty"
+  fi
   if ! bah bud --pull=never --network host --layers --quiet "${ccache_args[@]}" \
+      --build-arg "TEC_COMMIT=$commit" \
       -f "$REPO_ROOT/deploy/Dockerfile" -t "$PROJECT_IMAGE" "$REPO_ROOT" >"$logf" 2>&1; then
     tail -n 40 "$logf" >&2
     die "buildah bud deploy/Dockerfile failed (log: $logf)"

@@ -584,18 +584,21 @@ node_start() {
 # and the image tag of this build; waits until both replicas are available.
 node_deploy() {
   mkdir -p "$NODE_DIR/deploy"
-  local base component
+  local base component flowcontrol
   base=$(realpath --relative-to="$NODE_DIR/deploy" "$REPO_ROOT/deploy")
   component=$(realpath --relative-to="$NODE_DIR/deploy" "$OVERLAY_DIR")
+  flowcontrol=$(realpath --relative-to="$NODE_DIR/deploy" "$REPO_ROOT/deploy/components/flowcontrol-v1beta1")
   cat >"$NODE_DIR/deploy/kustomization.yaml" <<EOF
-# Written by deploy/local/cluster.sh up --node: deploy/ with deploy/local/node-overlay and the
-# image this run imported into the node's containerd.
+# Written by deploy/local/cluster.sh up --node: deploy/ with deploy/local/node-overlay, the
+# FlowSchemas as Kubernetes 1.20 serves them (v1beta1) and the image this run imported into
+# the node's containerd.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - $base
 components:
   - $component
+  - $flowcontrol
 images:
   - name: $CONTROLLER_IMAGE_REPO
     newTag: ${CONTROLLER_IMAGE##*:}

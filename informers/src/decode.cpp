@@ -4,6 +4,7 @@
 
 #include "json_walk.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -12,15 +13,12 @@
 #include <utility>
 
 // The JSON path: simdjson's DOM parser validates the whole text (RFC 8259, UTF-8, numbers,
-// escapes) at several GB/s, then a walker reads the few fields we need from its tape and
-// skips every other value without copying it. simdjson's On-Demand API is not used: it is
-// lazy (malformed text in a skipped value may pass), and on 10,000 realistic pods it was
-// slower than a DOM parse per object (BENCHMARKS.md). The walker (json_walk.hpp) is generic over
-// the DOM so that the tests, the fuzz target and a benchmark can drive the same field mapping
-// from nlohmann's DOM, an independent parser, and compare: that reference decoder is a library
-// of its own (informers/reference/, tec_informers_reference), never linked into the daemon.
-// simdjson is the one production JSON engine for pods and nodes: fed the same field mapping,
-// nlohmann's DOM takes over ten times as long (BENCHMARKS.md).
+// escapes), then the walker (json_walk.hpp) reads the few fields we need from its tape and skips
+// every other value uncopied. Not simdjson's On-Demand API: it is lazy (malformed text in a
+// skipped value may pass) and was slower than a DOM parse per object on 10,000 realistic pods;
+// not nlohmann's DOM: over ten times as long for the same mapping (BENCHMARKS.md). The walker is
+// generic over the DOM so that the tests' reference decoder (tests/support/) can feed it from
+// nlohmann's, an independent parser, and compare.
 
 namespace tec::informers {
 namespace {
@@ -137,32 +135,23 @@ struct simdjson_parse {
   }
 };
 
+/// The watch event types as the API server spells them, in event_type's order.
+constexpr std::array<std::string_view, 5> event_type_names = {"ADDED", "MODIFIED", "DELETED",
+                                                              "BOOKMARK", "ERROR"};
+
 }  // namespace
 
 std::optional<event_type> parse_event_type(std::string_view text) noexcept {
-  for (const event_type type : {event_type::added, event_type::modified, event_type::deleted,
-                                event_type::bookmark, event_type::error}) {
-    if (text == to_string(type)) {
-      return type;
-    }
+  const auto* const it = std::find(event_type_names.begin(), event_type_names.end(), text);
+  if (it == event_type_names.end()) {
+    return std::nullopt;
   }
-  return std::nullopt;
+  return static_cast<event_type>(it - event_type_names.begin());
 }
 
 std::string_view to_string(event_type type) noexcept {
-  switch (type) {
-    case event_type::added:
-      return "ADDED";
-    case event_type::modified:
-      return "MODIFIED";
-    case event_type::deleted:
-      return "DELETED";
-    case event_type::bookmark:
-      return "BOOKMARK";
-    case event_type::error:
-      return "ERROR";
-  }
-  return "UNKNOWN";
+  const auto i = static_cast<std::size_t>(type);
+  return i < event_type_names.size() ? event_type_names[i] : "UNKNOWN";
 }
 
 result<pod_event> decode_pod_event(std::string_view line) {

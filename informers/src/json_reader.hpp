@@ -1,14 +1,14 @@
 #pragma once
 
-// Internal to informers (and its reference decoder, tec_informers_reference): reading the known
-// members of a parsed JSON document through a view of its DOM, with their JSON types checked and
-// the JSON path of the value being read kept for error messages. Nothing here knows a Pod or a
-// Node: json_walk.hpp says which members are read.
+// Internal to informers and the tests' reference decoder: reading the known members of a parsed
+// JSON document through a view of its DOM, with their JSON types checked and the JSON path of
+// the value being read kept for error messages. Nothing here knows a Pod or a Node:
+// json_walk.hpp says which members are read.
 //
 // A DOM view is a struct with `node`, `kind(node) -> value_kind`, `boolean`, `integer`,
 // `floating`, `string`, `each_member(node, f(key, value) -> bool)` and
 // `each_element(node, f(value) -> bool)`, each called only on a value of the kind it reads;
-// decode.cpp has simdjson's (production), informers/reference/ nlohmann's (the tests' reference).
+// decode.cpp has simdjson's (production), tests/support/informers_reference.cpp nlohmann's.
 
 #include <array>
 #include <cassert>
@@ -47,23 +47,9 @@ enum class value_kind : std::uint8_t {
 
 /// "got ..." in a type error.
 constexpr std::string_view describe(value_kind k) noexcept {
-  switch (k) {
-    case value_kind::null:
-      return "null";
-    case value_kind::boolean:
-      return "a boolean";
-    case value_kind::signed_integer:
-    case value_kind::unsigned_integer:
-    case value_kind::floating:
-      return "a number";
-    case value_kind::string:
-      return "a string";
-    case value_kind::array:
-      return "an array";
-    case value_kind::object:
-      return "an object";
-  }
-  return "";
+  constexpr std::array<std::string_view, 8> names = {
+      "null", "a boolean", "a number", "a number", "a number", "a string", "an array", "an object"};
+  return names.at(static_cast<std::size_t>(k));
 }
 
 /// `text` without a leading UTF-8 byte order mark (nlohmann skips one; simdjson does not).

@@ -1,11 +1,10 @@
 #pragma once
 
-// Internal to informers (and its reference decoder, tec_informers_reference): the JSON field
-// mapping of decode.hpp, generic over the DOM that feeds it (json_reader.hpp). A parse step
-// `parse(walker<Record>&, std::string_view text) -> bool` parses the text and calls
-// walker::walk<Dom>, or walker::malformed when the parser rejects it.
-// The walker reads and checks the JSON; the rules that make a record of the fields it reads are
-// record_builder.hpp's, which the protobuf reader (protobuf.cpp) feeds too.
+// Internal to informers and the tests' reference decoder: the JSON field mapping of decode.hpp,
+// generic over the DOM that feeds it (json_reader.hpp). A parse step `parse(walker<Record>&,
+// std::string_view text) -> bool` parses the text and calls walker::walk<Dom>, or
+// walker::malformed when the parser rejects it. The walker reads and checks the JSON; the rules
+// that make a record of the fields it reads are record_builder.hpp's (shared with protobuf.cpp).
 //
 // Only the known members are read, by a recursive descent into the known containers (so at most
 // a handful of levels); every other value is skipped unread. Members are visited in document

@@ -1,5 +1,7 @@
 #include "tec/informers/protobuf.hpp"
 
+#include <initializer_list>
+#include <optional>
 #include <utility>
 
 #include "tec/informers/decode.hpp"
@@ -107,6 +109,37 @@ std::int64_t time_seconds(std::string_view message, std::string& why, bool& ok) 
   return seconds == go_zero_time ? 0 : seconds;
 }
 
+/// Where read_fields() puts field `number`: a length-delimited field's bytes, a varint's value or
+/// a metav1.Time message's seconds (time_seconds()). Other wire types are skipped.
+struct slot {
+  std::uint32_t number = 0;
+  std::string_view* bytes = nullptr;
+  std::optional<std::uint64_t>* varint = nullptr;
+  std::int64_t* time = nullptr;
+};
+
+/// Reads the fields of `message` that `slots` name into them (the last copy wins) and skips the
+/// others; false when the bytes are not a message.
+bool read_fields(std::string_view message, std::string& why, std::initializer_list<slot> slots) {
+  return each_field(message, why, [&](const field& f) {
+    for (const slot& s : slots) {
+      if (s.number != f.number) {
+        continue;
+      }
+      if (f.wire == pb::wire::length_delimited && s.bytes != nullptr) {
+        *s.bytes = f.bytes;
+      } else if (f.wire == pb::wire::length_delimited && s.time != nullptr) {
+        bool ok = false;
+        *s.time = time_seconds(f.bytes, why, ok);
+        return ok;
+      } else if (f.wire == pb::wire::varint && s.varint != nullptr) {
+        *s.varint = f.scalar;
+      }
+    }
+    return true;
+  });
+}
+
 /// Unknown.raw of an envelope ("k8s\0" + Unknown), or why not.
 result<std::string_view> unwrap(std::string_view envelope, std::string_view what) {
   if (!is_protobuf(envelope)) {
@@ -202,14 +235,7 @@ private:
   bool entry(std::string_view m, void (pod_builder::*take)(std::string_view, std::string_view)) {
     std::string_view key;
     std::string_view value;
-    if (!each_field(m, why_, [&](const field& f) {
-          if (f.wire == pb::wire::length_delimited && f.number == pb::map_entry::key) {
-            key = f.bytes;
-          } else if (f.wire == pb::wire::length_delimited && f.number == pb::map_entry::value) {
-            value = f.bytes;
-          }
-          return true;
-        })) {
+    if (!read_fields(m, why_, {{pb::map_entry::key, &key}, {pb::map_entry::value, &value}})) {
       return false;
     }
     (b_.*take)(key, value);
@@ -218,18 +244,13 @@ private:
 
   bool owner(std::string_view m) {
     std::string_view kind;
-    bool is_controller = false;
-    if (!each_field(m, why_, [&](const field& f) {
-          if (f.number == pb::owner_reference::kind && f.wire == pb::wire::length_delimited) {
-            kind = f.bytes;
-          } else if (f.number == pb::owner_reference::controller && f.wire == pb::wire::varint) {
-            is_controller = f.scalar != 0;
-          }
-          return true;
-        })) {
+    std::optional<std::uint64_t> is_controller;
+    if (!read_fields(m, why_,
+                     {{pb::owner_reference::kind, &kind},
+                      {.number = pb::owner_reference::controller, .varint = &is_controller}})) {
       return false;
     }
-    b_.owner_reference(kind, is_controller);
+    b_.owner_reference(kind, is_controller.value_or(0) != 0);
     return true;
   }
 
@@ -246,33 +267,17 @@ private:
 
   bool toleration(std::string_view m) {
     toleration_fields t;
-    if (!each_field(m, why_, [&](const field& f) {
-          if (f.wire == pb::wire::varint && f.number == pb::toleration::toleration_seconds) {
-            t.seconds = static_cast<std::int64_t>(f.scalar);
-            return true;
-          }
-          if (f.wire != pb::wire::length_delimited) {
-            return true;
-          }
-          switch (f.number) {
-            case pb::toleration::key:
-              t.key = f.bytes;
-              break;
-            case pb::toleration::op:
-              t.operator_ = f.bytes;
-              break;
-            case pb::toleration::value:
-              t.value = f.bytes;
-              break;
-            case pb::toleration::effect:
-              t.effect = f.bytes;
-              break;
-            default:
-              break;
-          }
-          return true;
-        })) {
+    std::optional<std::uint64_t> seconds;
+    if (!read_fields(m, why_,
+                     {{pb::toleration::key, &t.key},
+                      {pb::toleration::op, &t.operator_},
+                      {pb::toleration::value, &t.value},
+                      {pb::toleration::effect, &t.effect},
+                      {.number = pb::toleration::toleration_seconds, .varint = &seconds}})) {
       return false;
+    }
+    if (seconds) {
+      t.seconds = static_cast<std::int64_t>(*seconds);
     }
     b_.toleration(t);
     return true;
@@ -291,33 +296,13 @@ private:
 
   bool condition(std::string_view m) {
     condition_fields c;
-    if (!each_field(m, why_, [&](const field& f) {
-          if (f.wire != pb::wire::length_delimited) {
-            return true;
-          }
-          switch (f.number) {
-            case pb::pod_condition::type:
-              c.type = f.bytes;
-              break;
-            case pb::pod_condition::status:
-              c.status = f.bytes;
-              break;
-            case pb::pod_condition::last_transition_time: {
-              bool ok = false;
-              c.last_transition_unix = time_seconds(f.bytes, why_, ok);
-              return ok;
-            }
-            case pb::pod_condition::reason:
-              c.reason = f.bytes;
-              break;
-            case pb::pod_condition::message:
-              c.message = f.bytes;
-              break;
-            default:
-              break;
-          }
-          return true;
-        })) {
+    if (!read_fields(
+            m, why_,
+            {{pb::pod_condition::type, &c.type},
+             {pb::pod_condition::status, &c.status},
+             {.number = pb::pod_condition::last_transition_time, .time = &c.last_transition_unix},
+             {pb::pod_condition::reason, &c.reason},
+             {pb::pod_condition::message, &c.message}})) {
       return false;
     }
     b_.condition(c);
@@ -376,30 +361,11 @@ private:
 
   bool taint(std::string_view m) {
     taint_fields t;
-    if (!each_field(m, why_, [&](const field& f) {
-          if (f.wire != pb::wire::length_delimited) {
-            return true;
-          }
-          switch (f.number) {
-            case pb::taint::key:
-              t.key = f.bytes;
-              break;
-            case pb::taint::value:
-              t.value = f.bytes;
-              break;
-            case pb::taint::effect:
-              t.effect = f.bytes;
-              break;
-            case pb::taint::time_added: {
-              bool ok = false;
-              t.time_added_unix = time_seconds(f.bytes, why_, ok);
-              return ok;
-            }
-            default:
-              break;
-          }
-          return true;
-        })) {
+    if (!read_fields(m, why_,
+                     {{pb::taint::key, &t.key},
+                      {pb::taint::value, &t.value},
+                      {pb::taint::effect, &t.effect},
+                      {.number = pb::taint::time_added, .time = &t.time_added_unix}})) {
       return false;
     }
     b_.taint(t);
@@ -411,30 +377,23 @@ private:
 };
 
 result<k8sclient::api_status> status_message(std::string_view message) {
-  k8sclient::api_status s;
+  std::string_view status;
+  std::string_view text;
+  std::string_view reason;
+  std::optional<std::uint64_t> code;
   std::string why;
-  if (!each_field(message, why, [&](const field& f) {
-        if (f.wire == pb::wire::varint && f.number == pb::status::code) {
-          s.code = static_cast<std::int32_t>(f.scalar);
-        } else if (f.wire == pb::wire::length_delimited) {
-          switch (f.number) {
-            case pb::status::status:
-              s.status = f.bytes;
-              break;
-            case pb::status::message:
-              s.message = f.bytes;
-              break;
-            case pb::status::reason:
-              s.reason = f.bytes;
-              break;
-            default:
-              break;
-          }
-        }
-        return true;
-      })) {
+  if (!read_fields(message, why,
+                   {{pb::status::status, &status},
+                    {pb::status::message, &text},
+                    {pb::status::reason, &reason},
+                    {.number = pb::status::code, .varint = &code}})) {
     return malformed("status", why);
   }
+  k8sclient::api_status s;
+  s.code = static_cast<std::int32_t>(code.value_or(0));
+  s.reason = reason;
+  s.message = text;
+  s.status = status;
   return s;
 }
 

@@ -1,52 +1,46 @@
 #include "tec/informers/records.hpp"
 
+#include <initializer_list>
+#include <utility>
+
 namespace tec::informers {
+namespace {
+
+/// The value `text` names in `names`, or `otherwise`.
+template <class E>
+E lookup(std::string_view text, std::initializer_list<std::pair<std::string_view, E>> names,
+         E otherwise) noexcept {
+  for (const auto& [name, value] : names) {
+    if (name == text) {
+      return value;
+    }
+  }
+  return otherwise;
+}
+
+}  // namespace
+
 controller::taint_effect parse_taint_effect(std::string_view text) noexcept {
-  using controller::taint_effect;
-  if (text == "NoExecute") {
-    return taint_effect::no_execute;
-  }
-  if (text == "NoSchedule") {
-    return taint_effect::no_schedule;
-  }
-  if (text == "PreferNoSchedule") {
-    return taint_effect::prefer_no_schedule;
-  }
-  return taint_effect::unknown;
+  using enum controller::taint_effect;
+  return lookup(text,
+                {{"NoExecute", no_execute},
+                 {"NoSchedule", no_schedule},
+                 {"PreferNoSchedule", prefer_no_schedule}},
+                unknown);
 }
 
 controller::toleration_operator parse_toleration_operator(std::string_view text) noexcept {
-  using controller::toleration_operator;
-  if (text.empty() || text == "Equal") {
-    return toleration_operator::equal;
-  }
-  if (text == "Exists") {
-    return toleration_operator::exists;
-  }
-  if (text == "Lt") {
-    return toleration_operator::lt;
-  }
-  if (text == "Gt") {
-    return toleration_operator::gt;
-  }
-  return toleration_operator::unknown;
+  using enum controller::toleration_operator;
+  return lookup(text, {{"", equal}, {"Equal", equal}, {"Exists", exists}, {"Lt", lt}, {"Gt", gt}},
+                unknown);
 }
 
 controller::pod_phase parse_pod_phase(std::string_view text) noexcept {
-  using controller::pod_phase;
-  if (text == "Running") {
-    return pod_phase::running;
-  }
-  if (text == "Pending") {
-    return pod_phase::pending;
-  }
-  if (text == "Succeeded") {
-    return pod_phase::succeeded;
-  }
-  if (text == "Failed") {
-    return pod_phase::failed;
-  }
-  return pod_phase::unknown;
+  using enum controller::pod_phase;
+  return lookup(
+      text,
+      {{"Running", running}, {"Pending", pending}, {"Succeeded", succeeded}, {"Failed", failed}},
+      unknown);
 }
 
 }  // namespace tec::informers

@@ -33,8 +33,8 @@
 #include "connection_pool.hpp"
 #include "tec/asio/real_alarm_clock.hpp"
 #include "tec/base/logger.hpp"
+#include "tec/base/token_bucket.hpp"
 #include "tec/k8sclient/config.hpp"
-#include "tec/k8sclient/rate_limiter.hpp"
 #include "tls_context.hpp"
 
 namespace tec::k8sclient {
@@ -504,7 +504,6 @@ struct client::impl : std::enable_shared_from_this<impl> {
         opts_(with_clock(std::move(options))),
         clock_(opts_.clock),
         endpoint_(endpoint_of(config_)),
-        limiter_(opts_.qps, opts_.burst, *clock_),
         throttling_(endpoint_),
         dialer_(ex_, *clock_, config_, opts_),
         exchange_(ex_, *clock_, config_, opts_),
@@ -513,6 +512,9 @@ struct client::impl : std::enable_shared_from_this<impl> {
             {opts_.max_connections, opts_.initial_plain_window, opts_.idle_connection_timeout},
             [this](connection& c) { return dialer_.open(c); }, stopping_,
             [this] { return shutting_down_error(); }, [this] { return no_free_connection(); }) {
+    if (opts_.qps > 0) {
+      limiter_.emplace(opts_.qps, static_cast<double>(opts_.burst), clock_->now());
+    }
     if (!config_.bearer_token.empty() || !config_.token_file.empty()) {
       tokens_ = std::make_unique<token_source>(config_.bearer_token, config_.token_file,
                                                opts_.token_refresh_period);
@@ -550,6 +552,11 @@ struct client::impl : std::enable_shared_from_this<impl> {
   }
 
   static bool withdrawn(const request& req) { return req.cancelled && req.cancelled(); }
+
+  /// Takes a token of the QPS limit: how long to wait before sending (it is spent either way).
+  std::chrono::nanoseconds reserve_token() {
+    return limiter_ ? limiter_->reserve(clock_->now()) : std::chrono::nanoseconds::zero();
+  }
 
   /// The wait actually slept for a wait of `wanted` (the test seam, when set).
   [[nodiscard]] std::chrono::nanoseconds delay(wait_reason why,
@@ -596,7 +603,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       if (stopping_) {
         co_return shutting_down_error();
       }
-      if (!co_await sleep_for(delay(wait_reason::rate_limit, limiter_.reserve()))) {
+      if (!co_await sleep_for(delay(wait_reason::rate_limit, reserve_token()))) {
         co_return shutting_down_error();
       }
       if (withdrawn(req)) {
@@ -773,7 +780,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
   client_options opts_;
   std::shared_ptr<base::alarm_clock> clock_;
   std::string endpoint_;  ///< host:port
-  rate_limiter limiter_;
+  /// The QPS limit (client-go's token-bucket rate limiter); none when qps <= 0.
+  std::optional<base::token_bucket> limiter_;
   std::unique_ptr<token_source> tokens_;
   std::atomic<bool> stopping_{false};
   std::set<asio::steady_timer*> sleepers_;
@@ -813,16 +821,8 @@ void client::shutdown() {
   asio::post(impl_->ex_, [self = impl_] { self->do_shutdown(); });
 }
 
-const rest_config& client::config() const noexcept {
-  return impl_->config_;
-}
-
 base::alarm_clock& client::clock() const noexcept {
   return *impl_->clock_;
-}
-
-std::size_t client::max_response_bytes() const noexcept {
-  return impl_->opts_.max_response_bytes;
 }
 
 }  // namespace tec::k8sclient

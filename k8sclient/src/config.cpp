@@ -1,8 +1,10 @@
 #include "tec/k8sclient/config.hpp"
 
+#include <openssl/evp.h>
 #include <spdlog/logger.h>
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
+#include <boost/algorithm/string/trim.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
@@ -14,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -87,23 +91,6 @@ base::result<std::string> read_file(const std::string& path, std::size_t limit) 
   return data;
 }
 
-std::string_view trim(std::string_view s) {
-  constexpr std::string_view space = " \t\r\n\f\v";
-  const auto first = s.find_first_not_of(space);
-  if (first == std::string_view::npos) {
-    return {};
-  }
-  const auto last = s.find_last_not_of(space);
-  return s.substr(first, last - first + 1);
-}
-
-/// The token source's logger: the client's (tokens are the client's credentials). Looked up
-/// on each use, which is rare (a change of a re-read's outcome), so a logger registered later
-/// (by the daemon, or a test) is the one used.
-std::shared_ptr<spdlog::logger> client_log() {
-  return base::named_logger("client");
-}
-
 /// What is wrong with a bearer token, if anything. The token goes into an HTTP header as it
 /// is: a CR or LF would end the header there (and could smuggle in another one), and no other
 /// control character belongs in one either. Never names the token's characters.
@@ -127,7 +114,7 @@ base::result<std::string> read_token_file(const std::string& path) {
   if (!data) {
     return data.error();
   }
-  std::string token(trim(data.value()));
+  std::string token = boost::algorithm::trim_copy(data.value());
   if (token.empty()) {
     return base::make_error(base::errc::config_invalid, "token file " + path + " is empty");
   }
@@ -163,7 +150,40 @@ public:
 
   /// The context `wanted_context` (empty: the current-context) as a rest_config; the reads
   /// below in the order their errors take precedence.
-  base::result<rest_config> load(const std::string& wanted_context);
+  base::result<rest_config> load(const std::string& wanted_context) {
+    YAML::Node root;
+    if (auto bad = parse_document(root)) {
+      return std::move(*bad);
+    }
+    auto refs = read_context(root, wanted_context);
+    if (!refs) {
+      return refs.error();
+    }
+    rest_config config;
+    config.namespace_ = refs->namespace_;
+    config.source = "kubeconfig " + path_ + " context " + in_quotes(refs->context);
+
+    auto cluster = find_named(root, "clusters", "cluster", refs->cluster);
+    if (!cluster) {
+      return cluster.error();
+    }
+    if (!cluster.value()) {
+      return fail("cluster " + in_quotes(refs->cluster) + " not found (context " +
+                  in_quotes(refs->context) + ")");
+    }
+    const auto& [cluster_node, cluster_where] = *cluster.value();
+    if (auto bad = read_cluster_tls(cluster_node, cluster_where, config)) {
+      return std::move(*bad);
+    }
+    if (auto bad = read_user(root, refs.value(), config)) {
+      return std::move(*bad);
+    }
+    // The server URL last: whether a scheme-less URL means https depends on the TLS settings.
+    if (auto bad = read_server(cluster_node, cluster_where, config)) {
+      return std::move(*bad);
+    }
+    return config;
+  }
 
 private:
   using named_entry = std::pair<YAML::Node, std::string>;
@@ -179,34 +199,230 @@ private:
   /// The file read and parsed into `root`: a map at the top level. (Not a result<YAML::Node>:
   /// Node's converting constructor takes any type, so such a result cannot be built from an
   /// error.)
-  std::optional<error> parse_document(YAML::Node& root) const;
+  std::optional<error> parse_document(YAML::Node& root) const {
+    auto text = read_file(path_, max_config_file_bytes);
+    if (!text) {
+      return base::make_error(base::errc::config_invalid, "kubeconfig " + text.error().message);
+    }
+    try {
+      root = YAML::Load(text.value());
+    } catch (const YAML::Exception& e) {
+      // yaml-cpp messages carry a position and a generic reason, never the document's text.
+      return fail("not valid YAML or JSON: " + e.msg + " at line " +
+                  std::to_string(e.mark.line + 1) + ", column " +
+                  std::to_string(e.mark.column + 1));
+    }
+    if (!root || root.IsNull()) {
+      return fail("empty file");
+    }
+    if (!root.IsMap()) {
+      return fail("the top level must be a map");
+    }
+    return std::nullopt;
+  }
+
   /// The context chosen (or current) and the names it refers to.
   [[nodiscard]] base::result<context_refs> read_context(const YAML::Node& root,
-                                                        const std::string& wanted_context) const;
+                                                        const std::string& wanted_context) const {
+    auto current = string_field(root, "current-context", "");
+    if (!current) {
+      return fail("current-context: must be a string");
+    }
+    context_refs refs;
+    refs.context = wanted_context.empty() ? current.value() : wanted_context;
+    if (refs.context.empty()) {
+      return fail("no current-context is set and no context was chosen");
+    }
+
+    auto context = find_named(root, "contexts", "context", refs.context);
+    if (!context) {
+      return context.error();
+    }
+    if (!context.value()) {
+      return fail("context " + in_quotes(refs.context) + " not found");
+    }
+    const auto& [context_node, context_where] = *context.value();
+    auto cluster_name = string_field(context_node, "cluster", context_where);
+    auto user_name = string_field(context_node, "user", context_where);
+    auto ns = string_field(context_node, "namespace", context_where);
+    for (const auto* r : {&cluster_name, &user_name, &ns}) {
+      if (!*r) {
+        return r->error();
+      }
+    }
+    if (cluster_name.value().empty()) {
+      return fail(context_where + ".cluster: missing (context " + in_quotes(refs.context) + ")");
+    }
+    refs.cluster = std::move(cluster_name).value();
+    refs.user = std::move(user_name).value();
+    refs.namespace_ = std::move(ns).value();
+    return refs;
+  }
+
   /// The cluster's TLS settings into `config`: proxy-url refused, insecure-skip-tls-verify,
   /// tls-server-name, the certificate authority (data wins over the file).
   std::optional<error> read_cluster_tls(const YAML::Node& cluster_node,
                                         const std::string& cluster_where,
-                                        rest_config& config) const;
+                                        rest_config& config) const {
+    if (const YAML::Node proxy = cluster_node["proxy-url"]; proxy && !proxy.IsNull()) {
+      return fail(cluster_where + ".proxy-url: proxies are not supported");
+    }
+    if (auto bad = bool_field(cluster_node, "insecure-skip-tls-verify", cluster_where,
+                              config.insecure_skip_tls_verify)) {
+      return bad;
+    }
+    auto server_name = string_field(cluster_node, "tls-server-name", cluster_where);
+    if (!server_name) {
+      return server_name.error();
+    }
+    config.tls_server_name = server_name.value();
+
+    auto ca = pem_field(cluster_node, cluster_where, "certificate-authority",
+                        looks_like_pem_certificate, "not a PEM certificate");
+    if (!ca) {
+      return ca.error();
+    }
+    config.ca_pem = std::move(ca).value();
+    if (config.insecure_skip_tls_verify && !config.ca_pem.empty()) {
+      return fail(
+          cluster_where +
+          ": a certificate authority together with insecure-skip-tls-verify is not allowed");
+    }
+    return std::nullopt;
+  }
+
   /// The context's user, if any, into `config`: unsupported schemes refused, client
   /// certificate and key, token and tokenFile.
   std::optional<error> read_user(const YAML::Node& root, const context_refs& refs,
-                                 rest_config& config) const;
+                                 rest_config& config) const {
+    if (refs.user.empty()) {
+      return std::nullopt;  // no credentials, as in client-go
+    }
+    auto user = find_named(root, "users", "user", refs.user);
+    if (!user) {
+      return user.error();
+    }
+    if (!user.value()) {
+      return fail("user " + in_quotes(refs.user) + " not found (context " +
+                  in_quotes(refs.context) + ")");
+    }
+    const auto& [user_node, user_where] = *user.value();
+    static constexpr std::array<std::pair<const char*, const char*>, 8> unsupported{{
+        {"exec", "exec credential plugins are not supported"},
+        {"auth-provider", "auth-provider plugins are not supported"},
+        {"username", "basic authentication is not supported"},
+        {"password", "basic authentication is not supported"},
+        {"as", "impersonation is not supported"},
+        {"as-uid", "impersonation is not supported"},
+        {"as-groups", "impersonation is not supported"},
+        {"as-user-extra", "impersonation is not supported"},
+    }};
+    for (const auto& [key, why] : unsupported) {
+      if (const YAML::Node n = user_node[key]; n && !n.IsNull()) {
+        return fail(user_where + "." + key + ": " + why);
+      }
+    }
+    if (auto bad = read_client_certificate(user_node, user_where, config)) {
+      return bad;
+    }
+    return read_token(user_node, user_where, config);
+  }
+
   /// `key`-data (base64) or else (as client-go: data wins) the file `key`, checked with
   /// `looks_right`; empty when neither is set. `not_right` ends the message when the check fails.
   [[nodiscard]] base::result<std::string> pem_field(const YAML::Node& node,
                                                     const std::string& where,
                                                     const std::string& key,
                                                     bool (*looks_right)(std::string_view),
-                                                    const char* not_right) const;
+                                                    const char* not_right) const {
+    const std::string data_key = key + "-data";
+    auto pem = data_field(node, data_key.c_str(), where);
+    if (!pem) {
+      return pem.error();
+    }
+    if (pem.value().empty()) {
+      pem = file_field(node, key.c_str(), where);
+      if (!pem) {
+        return pem.error();
+      }
+      if (!pem.value().empty() && !looks_right(pem.value())) {
+        return fail(where + "." + key + ": " + not_right);
+      }
+    } else if (!looks_right(pem.value())) {
+      return fail(where + "." + data_key + ": " + not_right);
+    }
+    return pem;
+  }
+
   std::optional<error> read_client_certificate(const YAML::Node& user_node,
                                                const std::string& user_where,
-                                               rest_config& config) const;
+                                               rest_config& config) const {
+    auto cert = pem_field(user_node, user_where, "client-certificate", looks_like_pem_certificate,
+                          "not a PEM certificate");
+    if (!cert) {
+      return cert.error();
+    }
+    auto key =
+        pem_field(user_node, user_where, "client-key", looks_like_pem_key, "not a PEM private key");
+    if (!key) {
+      return key.error();
+    }
+    if (cert.value().empty() != key.value().empty()) {
+      return fail(user_where + (cert.value().empty()
+                                    ? ": a client key needs a client certificate"
+                                    : ": a client certificate needs a client key"));
+    }
+    config.client_cert_pem = std::move(cert).value();
+    config.client_key_pem = std::move(key).value();
+    return std::nullopt;
+  }
+
   std::optional<error> read_token(const YAML::Node& user_node, const std::string& user_where,
-                                  rest_config& config) const;
+                                  rest_config& config) const {
+    auto token = string_field(user_node, "token", user_where);
+    if (!token) {
+      return token.error();
+    }
+    if (auto problem = token_problem(token.value())) {
+      return fail(user_where + ".token: " + *problem);
+    }
+    config.bearer_token = token.value();
+    auto token_file = string_field(user_node, "tokenFile", user_where);
+    if (!token_file) {
+      return token_file.error();
+    }
+    if (!token_file.value().empty()) {
+      config.token_file = resolve(token_file.value());
+      auto check = read_token_file(config.token_file);
+      if (!check) {
+        return fail(user_where + ".tokenFile: " + check.error().message);
+      }
+    }
+    return std::nullopt;
+  }
+
   /// The cluster's server URL, last: a scheme-less URL means https when TLS is configured.
   std::optional<error> read_server(const YAML::Node& cluster_node, const std::string& cluster_where,
-                                   rest_config& config) const;
+                                   rest_config& config) const {
+    auto server = string_field(cluster_node, "server", cluster_where);
+    if (!server) {
+      return server.error();
+    }
+    if (server.value().empty()) {
+      return fail(cluster_where + ".server: missing");
+    }
+    const bool default_tls = !config.ca_pem.empty() || !config.client_cert_pem.empty() ||
+                             config.insecure_skip_tls_verify;
+    auto url = parse_server_url(server.value(), default_tls);
+    if (!url) {
+      return fail(cluster_where + ".server: " + url.error().message);
+    }
+    config.tls = url->tls;
+    config.host = std::move(url->host);
+    config.port = std::move(url->port);
+    config.base_path = std::move(url->base_path);
+    return std::nullopt;
+  }
 
   [[nodiscard]] error fail(const std::string& what) const {
     return base::make_error(base::errc::config_invalid, "kubeconfig " + path_ + ": " + what);
@@ -287,318 +503,45 @@ private:
   /// there is no such entry, an error when the list is malformed.
   base::result<std::optional<named_entry>> find_named(const YAML::Node& root, const char* list_key,
                                                       const char* inner_key,
-                                                      const std::string& name) const;
+                                                      const std::string& name) const {
+    const YAML::Node list = root[list_key];
+    if (list && !list.IsNull() && !list.IsSequence()) {
+      return fail(std::string(list_key) + ": must be a list");
+    }
+    std::optional<named_entry> found;
+    std::set<std::string> seen;
+    if (list && list.IsSequence()) {
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string where = std::string(list_key) + "[" + std::to_string(i) + "]";
+        const YAML::Node entry = list[i];
+        if (!entry.IsMap()) {
+          return fail(where + ": must be a map");
+        }
+        auto entry_name = string_field(entry, "name", where);
+        if (!entry_name) {
+          return entry_name.error();
+        }
+        if (!seen.insert(entry_name.value()).second) {
+          return fail(where + ".name: duplicate name " + in_quotes(entry_name.value()));
+        }
+        if (entry_name.value() != name || found) {
+          continue;
+        }
+        const YAML::Node inner = entry[inner_key];
+        const std::string inner_where = where + "." + inner_key;
+        if (inner && !inner.IsNull() && !inner.IsMap()) {
+          return fail(inner_where + ": must be a map");
+        }
+        found.emplace(inner && inner.IsMap() ? inner : YAML::Node(YAML::NodeType::Map),
+                      inner_where);
+      }
+    }
+    return found;
+  }
 
   std::string path_;
   std::filesystem::path dir_;
 };
-
-base::result<std::optional<kubeconfig_reader::named_entry>> kubeconfig_reader::find_named(
-    const YAML::Node& root, const char* list_key, const char* inner_key,
-    const std::string& name) const {
-  const YAML::Node list = root[list_key];
-  if (list && !list.IsNull() && !list.IsSequence()) {
-    return fail(std::string(list_key) + ": must be a list");
-  }
-  std::optional<named_entry> found;
-  std::set<std::string> seen;
-  if (list && list.IsSequence()) {
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string where = std::string(list_key) + "[" + std::to_string(i) + "]";
-      const YAML::Node entry = list[i];
-      if (!entry.IsMap()) {
-        return fail(where + ": must be a map");
-      }
-      auto entry_name = string_field(entry, "name", where);
-      if (!entry_name) {
-        return entry_name.error();
-      }
-      if (!seen.insert(entry_name.value()).second) {
-        return fail(where + ".name: duplicate name " + in_quotes(entry_name.value()));
-      }
-      if (entry_name.value() != name || found) {
-        continue;
-      }
-      const YAML::Node inner = entry[inner_key];
-      const std::string inner_where = where + "." + inner_key;
-      if (inner && !inner.IsNull() && !inner.IsMap()) {
-        return fail(inner_where + ": must be a map");
-      }
-      found.emplace(inner && inner.IsMap() ? inner : YAML::Node(YAML::NodeType::Map), inner_where);
-    }
-  }
-  return found;
-}
-
-std::optional<error> kubeconfig_reader::parse_document(YAML::Node& root) const {
-  auto text = read_file(path_, max_config_file_bytes);
-  if (!text) {
-    return base::make_error(base::errc::config_invalid, "kubeconfig " + text.error().message);
-  }
-  try {
-    root = YAML::Load(text.value());
-  } catch (const YAML::Exception& e) {
-    // yaml-cpp messages carry a position and a generic reason, never the document's text.
-    return fail("not valid YAML or JSON: " + e.msg + " at line " + std::to_string(e.mark.line + 1) +
-                ", column " + std::to_string(e.mark.column + 1));
-  }
-  if (!root || root.IsNull()) {
-    return fail("empty file");
-  }
-  if (!root.IsMap()) {
-    return fail("the top level must be a map");
-  }
-  return std::nullopt;
-}
-
-base::result<kubeconfig_reader::context_refs> kubeconfig_reader::read_context(
-    const YAML::Node& root, const std::string& wanted_context) const {
-  auto current = string_field(root, "current-context", "");
-  if (!current) {
-    return fail("current-context: must be a string");
-  }
-  context_refs refs;
-  refs.context = wanted_context.empty() ? current.value() : wanted_context;
-  if (refs.context.empty()) {
-    return fail("no current-context is set and no context was chosen");
-  }
-
-  auto context = find_named(root, "contexts", "context", refs.context);
-  if (!context) {
-    return context.error();
-  }
-  if (!context.value()) {
-    return fail("context " + in_quotes(refs.context) + " not found");
-  }
-  const auto& [context_node, context_where] = *context.value();
-  auto cluster_name = string_field(context_node, "cluster", context_where);
-  auto user_name = string_field(context_node, "user", context_where);
-  auto ns = string_field(context_node, "namespace", context_where);
-  for (const auto* r : {&cluster_name, &user_name, &ns}) {
-    if (!*r) {
-      return r->error();
-    }
-  }
-  if (cluster_name.value().empty()) {
-    return fail(context_where + ".cluster: missing (context " + in_quotes(refs.context) + ")");
-  }
-  refs.cluster = std::move(cluster_name).value();
-  refs.user = std::move(user_name).value();
-  refs.namespace_ = std::move(ns).value();
-  return refs;
-}
-
-std::optional<error> kubeconfig_reader::read_cluster_tls(const YAML::Node& cluster_node,
-                                                         const std::string& cluster_where,
-                                                         rest_config& config) const {
-  if (const YAML::Node proxy = cluster_node["proxy-url"]; proxy && !proxy.IsNull()) {
-    return fail(cluster_where + ".proxy-url: proxies are not supported");
-  }
-  if (auto bad = bool_field(cluster_node, "insecure-skip-tls-verify", cluster_where,
-                            config.insecure_skip_tls_verify)) {
-    return bad;
-  }
-  auto server_name = string_field(cluster_node, "tls-server-name", cluster_where);
-  if (!server_name) {
-    return server_name.error();
-  }
-  config.tls_server_name = server_name.value();
-
-  auto ca = pem_field(cluster_node, cluster_where, "certificate-authority",
-                      looks_like_pem_certificate, "not a PEM certificate");
-  if (!ca) {
-    return ca.error();
-  }
-  config.ca_pem = std::move(ca).value();
-  if (config.insecure_skip_tls_verify && !config.ca_pem.empty()) {
-    return fail(cluster_where +
-                ": a certificate authority together with insecure-skip-tls-verify is not allowed");
-  }
-  return std::nullopt;
-}
-
-std::optional<error> kubeconfig_reader::read_user(const YAML::Node& root, const context_refs& refs,
-                                                  rest_config& config) const {
-  if (refs.user.empty()) {
-    return std::nullopt;  // no credentials, as in client-go
-  }
-  auto user = find_named(root, "users", "user", refs.user);
-  if (!user) {
-    return user.error();
-  }
-  if (!user.value()) {
-    return fail("user " + in_quotes(refs.user) + " not found (context " + in_quotes(refs.context) +
-                ")");
-  }
-  const auto& [user_node, user_where] = *user.value();
-  static constexpr std::array<std::pair<const char*, const char*>, 8> unsupported{{
-      {"exec", "exec credential plugins are not supported"},
-      {"auth-provider", "auth-provider plugins are not supported"},
-      {"username", "basic authentication is not supported"},
-      {"password", "basic authentication is not supported"},
-      {"as", "impersonation is not supported"},
-      {"as-uid", "impersonation is not supported"},
-      {"as-groups", "impersonation is not supported"},
-      {"as-user-extra", "impersonation is not supported"},
-  }};
-  for (const auto& [key, why] : unsupported) {
-    if (const YAML::Node n = user_node[key]; n && !n.IsNull()) {
-      return fail(user_where + "." + key + ": " + why);
-    }
-  }
-  if (auto bad = read_client_certificate(user_node, user_where, config)) {
-    return bad;
-  }
-  return read_token(user_node, user_where, config);
-}
-
-base::result<std::string> kubeconfig_reader::pem_field(const YAML::Node& node,
-                                                       const std::string& where,
-                                                       const std::string& key,
-                                                       bool (*looks_right)(std::string_view),
-                                                       const char* not_right) const {
-  const std::string data_key = key + "-data";
-  auto pem = data_field(node, data_key.c_str(), where);
-  if (!pem) {
-    return pem.error();
-  }
-  if (pem.value().empty()) {
-    pem = file_field(node, key.c_str(), where);
-    if (!pem) {
-      return pem.error();
-    }
-    if (!pem.value().empty() && !looks_right(pem.value())) {
-      return fail(where + "." + key + ": " + not_right);
-    }
-  } else if (!looks_right(pem.value())) {
-    return fail(where + "." + data_key + ": " + not_right);
-  }
-  return pem;
-}
-
-std::optional<error> kubeconfig_reader::read_client_certificate(const YAML::Node& user_node,
-                                                                const std::string& user_where,
-                                                                rest_config& config) const {
-  auto cert = pem_field(user_node, user_where, "client-certificate", looks_like_pem_certificate,
-                        "not a PEM certificate");
-  if (!cert) {
-    return cert.error();
-  }
-  auto key =
-      pem_field(user_node, user_where, "client-key", looks_like_pem_key, "not a PEM private key");
-  if (!key) {
-    return key.error();
-  }
-  if (cert.value().empty() != key.value().empty()) {
-    return fail(user_where + (cert.value().empty() ? ": a client key needs a client certificate"
-                                                   : ": a client certificate needs a client key"));
-  }
-  config.client_cert_pem = std::move(cert).value();
-  config.client_key_pem = std::move(key).value();
-  return std::nullopt;
-}
-
-std::optional<error> kubeconfig_reader::read_token(const YAML::Node& user_node,
-                                                   const std::string& user_where,
-                                                   rest_config& config) const {
-  auto token = string_field(user_node, "token", user_where);
-  if (!token) {
-    return token.error();
-  }
-  if (auto problem = token_problem(token.value())) {
-    return fail(user_where + ".token: " + *problem);
-  }
-  config.bearer_token = token.value();
-  auto token_file = string_field(user_node, "tokenFile", user_where);
-  if (!token_file) {
-    return token_file.error();
-  }
-  if (!token_file.value().empty()) {
-    config.token_file = resolve(token_file.value());
-    auto check = read_token_file(config.token_file);
-    if (!check) {
-      return fail(user_where + ".tokenFile: " + check.error().message);
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<error> kubeconfig_reader::read_server(const YAML::Node& cluster_node,
-                                                    const std::string& cluster_where,
-                                                    rest_config& config) const {
-  auto server = string_field(cluster_node, "server", cluster_where);
-  if (!server) {
-    return server.error();
-  }
-  if (server.value().empty()) {
-    return fail(cluster_where + ".server: missing");
-  }
-  const bool default_tls =
-      !config.ca_pem.empty() || !config.client_cert_pem.empty() || config.insecure_skip_tls_verify;
-  auto url = parse_server_url(server.value(), default_tls);
-  if (!url) {
-    return fail(cluster_where + ".server: " + url.error().message);
-  }
-  config.tls = url->tls;
-  config.host = std::move(url->host);
-  config.port = std::move(url->port);
-  config.base_path = std::move(url->base_path);
-  return std::nullopt;
-}
-
-base::result<rest_config> kubeconfig_reader::load(const std::string& wanted_context) {
-  YAML::Node root;
-  if (auto bad = parse_document(root)) {
-    return std::move(*bad);
-  }
-  auto refs = read_context(root, wanted_context);
-  if (!refs) {
-    return refs.error();
-  }
-  rest_config config;
-  config.namespace_ = refs->namespace_;
-  config.source = "kubeconfig " + path_ + " context " + in_quotes(refs->context);
-
-  auto cluster = find_named(root, "clusters", "cluster", refs->cluster);
-  if (!cluster) {
-    return cluster.error();
-  }
-  if (!cluster.value()) {
-    return fail("cluster " + in_quotes(refs->cluster) + " not found (context " +
-                in_quotes(refs->context) + ")");
-  }
-  const auto& [cluster_node, cluster_where] = *cluster.value();
-  if (auto bad = read_cluster_tls(cluster_node, cluster_where, config)) {
-    return std::move(*bad);
-  }
-  if (auto bad = read_user(root, refs.value(), config)) {
-    return std::move(*bad);
-  }
-  // The server URL last: whether a scheme-less URL means https depends on the TLS settings.
-  if (auto bad = read_server(cluster_node, cluster_where, config)) {
-    return std::move(*bad);
-  }
-  return config;
-}
-
-bool iequals_prefix(std::string_view text, std::size_t at, std::string_view word) {
-  if (text.size() - at < word.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < word.size(); ++i) {
-    const auto a = static_cast<unsigned char>(text[at + i]);
-    if (std::tolower(a) != static_cast<unsigned char>(word[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool is_token_char(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' ||
-         c == '/' || c == '=';
-}
 
 }  // namespace
 
@@ -688,64 +631,27 @@ base::result<server_url> parse_server_url(std::string_view text, bool default_tl
 }
 
 std::optional<std::string> decode_base64(std::string_view text) {
-  auto value_of = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') {
-      return c - 'A';
-    }
-    if (c >= 'a' && c <= 'z') {
-      return c - 'a' + 26;
-    }
-    if (c >= '0' && c <= '9') {
-      return c - '0' + 52;
-    }
-    if (c == '+') {
-      return 62;
-    }
-    if (c == '/') {
-      return 63;
-    }
-    return -1;
-  };
   std::string clean;
   clean.reserve(text.size());
-  for (const char c : text) {
-    if (c != '\r' && c != '\n') {
-      clean += c;
-    }
-  }
-  if (clean.size() % 4 != 0) {
+  std::copy_if(text.begin(), text.end(), std::back_inserter(clean),
+               [](char c) { return c != '\r' && c != '\n'; });
+  // EVP_DecodeBlock checks the alphabet but not where the padding is: at most two '=', last.
+  constexpr std::string_view alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::size_t data = clean.find_last_not_of('=') + 1;  // 0 when there is none
+  const std::size_t pad = clean.size() - data;
+  if (clean.size() % 4 != 0 || pad > 2 || clean.find_first_not_of(alphabet) < data ||
+      clean.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
     return std::nullopt;
   }
-  std::string out;
-  out.reserve(clean.size() / 4 * 3);
-  for (std::size_t i = 0; i < clean.size(); i += 4) {
-    const bool last = i + 4 == clean.size();
-    std::array<int, 4> v{};
-    int pad = 0;
-    for (std::size_t j = 0; j < 4; ++j) {
-      const char c = clean[i + j];
-      if (c == '=' && last && j >= 2) {
-        v[j] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad > 0) {
-        return std::nullopt;  // data after padding
-      }
-      v[j] = value_of(c);
-      if (v[j] < 0) {
-        return std::nullopt;
-      }
-    }
-    const auto bits = static_cast<std::uint32_t>((v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3]);
-    out += static_cast<char>((bits >> 16) & 0xFF);
-    if (pad < 2) {
-      out += static_cast<char>((bits >> 8) & 0xFF);
-    }
-    if (pad < 1) {
-      out += static_cast<char>(bits & 0xFF);
-    }
+  std::string out(clean.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(clean.data()),
+                                static_cast<int>(clean.size()));
+  if (n < 0) {
+    return std::nullopt;
   }
+  out.resize(static_cast<std::size_t>(n) - pad);  // n counts the padding's bytes too
   return out;
 }
 
@@ -814,7 +720,7 @@ base::result<rest_config> load_in_cluster(const std::string& root, const env_loo
   if (auto pod_ns = env("POD_NAMESPACE"); pod_ns && !pod_ns->empty()) {
     config.namespace_ = *pod_ns;
   } else if (auto ns = read_file((dir / "namespace").string(), 4096); ns) {
-    config.namespace_ = std::string(trim(ns.value()));
+    config.namespace_ = boost::algorithm::trim_copy(ns.value());
   }
   if (config.namespace_.empty()) {
     config.namespace_ = "default";
@@ -857,9 +763,11 @@ base::result<std::string> token_source::current() {
   if (!fresh) {
     // Once per failure streak: while it lasts the file is re-read on every request.
     if (!last_error_) {
-      client_log()->warn("{}; {}", fresh.error().message,
-                         have_token_ ? "keeping the cached token until it is readable again"
-                                     : "requests fail until it is readable");
+      // The client's logger, looked up now: one registered later (by the daemon, a test) wins.
+      base::named_logger("client")->warn("{}; {}", fresh.error().message,
+                                         have_token_
+                                             ? "keeping the cached token until it is readable again"
+                                             : "requests fail until it is readable");
     }
     last_error_ = fresh.error();
     if (have_token_) {
@@ -868,7 +776,7 @@ base::result<std::string> token_source::current() {
     return fresh.error();
   }
   if (last_error_) {
-    client_log()->info("token file {} is readable again", file_);
+    base::named_logger("client")->info("token file {} is readable again", file_);
   }
   token_ = std::move(fresh).value();
   have_token_ = true;
@@ -886,54 +794,6 @@ void token_source::invalidate() {
 error token_source::last_error() const {
   const std::lock_guard lock(mutex_);
   return last_error_;
-}
-
-std::string redact(std::string_view text) {
-  constexpr std::string_view redacted = "<redacted>";
-  std::string out;
-  out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (iequals_prefix(text, i, "authorization")) {
-      std::size_t j = i + 13;
-      out.append(text.substr(i, 13));
-      // Separators between the name and the value: quotes, colon, equals, spaces.
-      while (j < text.size() && (text[j] == '"' || text[j] == '\'' || text[j] == ':' ||
-                                 text[j] == '=' || text[j] == ' ' || text[j] == '\t')) {
-        out += text[j];
-        ++j;
-      }
-      std::size_t end = j;
-      while (end < text.size() && text[end] != '\n' && text[end] != '\r' && text[end] != '"' &&
-             text[end] != '\'' && text[end] != ',' && text[end] != '}') {
-        ++end;
-      }
-      if (end > j) {
-        out += redacted;
-      }
-      i = end;
-      continue;
-    }
-    if (iequals_prefix(text, i, "bearer ")) {
-      std::size_t j = i + 7;
-      while (j < text.size() && text[j] == ' ') {
-        ++j;
-      }
-      std::size_t end = j;
-      while (end < text.size() && is_token_char(text[end])) {
-        ++end;
-      }
-      out.append(text.substr(i, j - i));
-      if (end > j) {
-        out += redacted;
-      }
-      i = end;
-      continue;
-    }
-    out += text[i];
-    ++i;
-  }
-  return out;
 }
 
 }  // namespace tec::k8sclient

@@ -15,6 +15,7 @@
 #include <random>
 #include <utility>
 
+#include "renew_window.hpp"
 #include "tec/base/backoff.hpp"
 #include "tec/base/logger.hpp"
 #include "tec/base/rfc3339.hpp"
@@ -148,6 +149,7 @@ struct leader_elector::impl {
     config.lease_duration = clamp_duration(config.lease_duration);
     config.renew_deadline = clamp_duration(config.renew_deadline);
     config.retry_period = clamp_duration(config.retry_period);
+    window = renew_window(config.retry_period, config.renew_deadline);
     collection = "/apis/coordination.k8s.io/v1/namespaces/" +
                  escape_path_segment(config.lease_namespace) + "/leases";
     object = collection + "/" + escape_path_segment(config.lease_name);
@@ -166,6 +168,7 @@ struct leader_elector::impl {
   }
 
   void renewed(steady_time at) {
+    window.succeeded(at);
     const std::lock_guard lock(mutex);
     last_renew = at;
   }
@@ -341,25 +344,30 @@ struct leader_elector::impl {
     co_return true;
   }
 
+  /// client-go's renew: a cycle every retry period; within it, attempts every retry period
+  /// until one succeeds or the cycle's renew deadline passes (renew_window).
   asio::awaitable<void> renew_loop() {
     while (!stopped.load() && !lost.load()) {
       co_await wait(config.retry_period);
-      if (stopped.load() || lost.load()) {
-        break;
-      }
-      const bool ok = co_await try_acquire_or_renew();
-      if (ok) {
-        continue;
-      }
-      if (!holds.load()) {
-        // Another holder wrote the lease: waiting out the deadline cannot help.
-        lose("the lease is now held by " + observed.holder_identity);
-        break;
-      }
-      const auto last = last_renewed();
-      if (!last || clock->now() - *last >= config.renew_deadline) {
-        lose("could not renew within the renew deadline");
-        break;
+      window.cycle_began(clock->now());
+      for (;;) {
+        if (stopped.load() || lost.load()) {
+          co_return;
+        }
+        const bool ok = co_await try_acquire_or_renew();
+        if (ok) {
+          break;
+        }
+        if (!holds.load()) {
+          // Another holder wrote the lease: waiting out the deadline cannot help.
+          lose("the lease is now held by " + observed.holder_identity);
+          co_return;
+        }
+        if (window.expired(clock->now())) {
+          lose("could not renew within the renew deadline");
+          co_return;
+        }
+        co_await wait(config.retry_period);
       }
     }
   }
@@ -368,13 +376,12 @@ struct leader_elector::impl {
   /// is still in flight (a hung request must not keep us acting as leader).
   asio::awaitable<void> watchdog() {
     for (;;) {
-      const auto last = last_renewed();
       const auto now = clock->now();
-      if (!last || now >= *last + config.renew_deadline) {
+      if (window.expired(now)) {
         lose("no renewal within the renew deadline");
         co_return;
       }
-      watchdog_timer.expires_after(*last + config.renew_deadline - now);
+      watchdog_timer.expires_after(window.renew_by() - now);
       auto [ec] = co_await watchdog_timer.async_wait(asio::as_tuple(asio::use_awaitable));
       if (ec) {
         co_return;  // The renew loop ended first.
@@ -423,6 +430,7 @@ struct leader_elector::impl {
   std::optional<steady_time> observed_time;
   json lease;  ///< The last Lease object read or written (for its resourceVersion).
   bool started_leading = false;
+  renew_window window{config.retry_period, config.renew_deadline};
   asio::steady_timer wait_timer;
   asio::steady_timer watchdog_timer;
 

@@ -3,8 +3,7 @@
 #include <spdlog/logger.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <cctype>
+#include <boost/algorithm/string/predicate.hpp>
 #include <string>
 
 #include "tec/base/logger.hpp"
@@ -25,14 +24,8 @@ std::string describe_status(const response& res, const base::result<api_status>&
   return text;
 }
 
-bool too_large_resource_version(const response& res, const base::result<api_status>& status) {
-  if (res.status != 504 || !status) {
-    return false;
-  }
-  std::string message = status->message;
-  std::transform(message.begin(), message.end(), message.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return message.find("too large resource version") != std::string::npos;
+bool too_large_resource_version(const base::result<api_status>& status) {
+  return status && boost::algorithm::icontains(status->message, "too large resource version");
 }
 
 }  // namespace tec::k8sclient::detail

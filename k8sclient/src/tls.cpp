@@ -23,13 +23,6 @@ namespace {
 
 namespace ssl = boost::asio::ssl;
 
-/// The kubeconfig fields (or the in-cluster file) a piece of material came from, for messages.
-std::string field_names(const rest_config& config, std::string_view kubeconfig_fields,
-                        std::string_view in_cluster_file) {
-  const bool in_cluster = config.source.starts_with("in-cluster");
-  return std::string(in_cluster && !in_cluster_file.empty() ? in_cluster_file : kubeconfig_fields);
-}
-
 error unusable(const rest_config& config, std::string_view what, const std::string& fields,
                std::string_view why) {
   return base::make_error(base::errc::config_invalid, config.source + ": the " + std::string(what) +
@@ -54,9 +47,11 @@ base::result<ssl::context> make_tls_context(const rest_config& config) {
       // first bad PEM block; a bundle without any certificate is an error too).
       ctx.add_certificate_authority(boost::asio::buffer(config.ca_pem), ec);
       if (ec) {
+        // Named as the kubeconfig fields, or the in-cluster file, it came from.
+        const bool in_cluster = config.source.starts_with("in-cluster");
         return unusable(
             config, "CA bundle",
-            field_names(config, "certificate-authority or certificate-authority-data", "ca.crt"),
+            in_cluster ? "ca.crt" : "certificate-authority or certificate-authority-data",
             "OpenSSL: " + ec.message());
       }
     } else {

@@ -1,6 +1,5 @@
 #include "tec/ops/delegated_auth.hpp"
 
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -13,6 +12,7 @@
 #include "tec/base/logger.hpp"
 #include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
+#include "tec/ops/sha256.hpp"
 
 namespace tec::ops {
 
@@ -54,21 +54,11 @@ review_cache::review_cache(base::clock& clock, review_cache_options options)
 }
 
 review_cache::key review_cache::key_of(std::string_view token, std::string_view path) {
-  key k{};
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  const char nul = '\0';
-  unsigned int len = 0;
-  const bool ok = ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1 &&
-                  EVP_DigestUpdate(ctx, token.data(), token.size()) == 1 &&
-                  EVP_DigestUpdate(ctx, &nul, 1) == 1 &&
-                  EVP_DigestUpdate(ctx, path.data(), path.size()) == 1 &&
-                  EVP_DigestFinal_ex(ctx, k.data(), &len) == 1;
-  EVP_MD_CTX_free(ctx);
-  if (!ok || len != k.size()) {
-    // SHA-256 does not fail short of memory exhaustion; then nothing matches this key.
-    throw std::runtime_error("SHA-256 failed");
-  }
-  return k;
+  std::string text;
+  text.reserve(token.size() + 1 + path.size());
+  text.append(token).push_back('\0');
+  text.append(path);
+  return sha256_hex(text);
 }
 
 std::optional<auth_decision> review_cache::find(const key& k) {

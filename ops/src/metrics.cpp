@@ -134,6 +134,27 @@ Metric& metric_family<Metric>::with(std::span<const std::string_view> values) {
   return *children_.emplace(std::move(key), std::move(child)).first->second;
 }
 
+template <class Metric>
+void metric_family<Metric>::keep_only(std::initializer_list<std::string_view> values) {
+  const std::span<const std::string_view> keep(values.begin(), values.size());
+  check_label_count(keep.size());
+  const std::lock_guard lock(mutex_);
+  for (auto it = children_.begin(); it != children_.end();) {
+    if (std::equal(it->first.begin(), it->first.end(), keep.begin(), keep.end())) {
+      ++it;
+      continue;
+    }
+    if constexpr (std::is_same_v<Metric, counter>) {
+      family_.Remove(it->second->c_);
+    } else if constexpr (std::is_same_v<Metric, gauge>) {
+      family_.Remove(it->second->g_);
+    } else {
+      family_.Remove(it->second->h_);
+    }
+    it = children_.erase(it);
+  }
+}
+
 template class metric_family<counter>;
 template class metric_family<gauge>;
 template class metric_family<histogram>;
@@ -444,15 +465,23 @@ private:
 }  // namespace
 
 standard_metrics register_standard_metrics(registry& r, std::string_view version,
-                                           scrape_stats_fn read) {
+                                           std::string_view commit, scrape_stats_fn read) {
   std::vector<std::string> collected;
   for (const auto& def : stats_families) {
     collected.push_back(full_name(def.name));
   }
   r.add_collectable(std::make_shared<stats_collectable>(std::move(read)), collected);
   auto& build_info = r.add_gauge(full_name("build_info"),
-                                 "Always 1; the version label is the running build.", {"version"});
-  build_info.with({version}).set(1);
+                                 "Always 1; the version and commit labels are the running build's.",
+                                 {"version", "commit"});
+  build_info.with({version, commit}).set(1);
+  // 1 until a reload fails: without --policy there is nothing to fail.
+  auto& policy_ok =
+      r.add_gauge(full_name("policy_last_reload_successful"),
+                  "1 when the last load or reload of the policy file succeeded (or there is no "
+                  "--policy), 0 when it was rejected and the previous policy stayed in force.")
+          .with({});
+  policy_ok.set(1);
   return standard_metrics{
       .pod_deletion_duration =
           r.add_histogram(full_name("pod_deletion_duration_seconds"),
@@ -480,7 +509,16 @@ standard_metrics register_standard_metrics(registry& r, std::string_view version
                         "Policy file changes rejected (invalid, unreadable or missing); the "
                         "policy in force stayed.")
               .with({}),
-      .build_info = build_info.with({version}),
+      .policy_last_reload_successful = policy_ok,
+      .policy_last_reload_success_timestamp =
+          r.add_gauge(full_name("policy_last_reload_success_timestamp_seconds"),
+                      "Unix time the policy file was last loaded or reloaded successfully (0: "
+                      "never, or no --policy).")
+              .with({}),
+      .policy_info =
+          r.add_gauge(full_name("policy_info"),
+                      "Always 1; sha256 is the SHA-256 of the policy file in force.", {"sha256"}),
+      .build_info = build_info.with({version, commit}),
   };
 }
 

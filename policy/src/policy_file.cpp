@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -48,15 +49,9 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 }
 
 /// Walks the YAML tree and collects the problems with their positions (the first
-/// max_reported_errors, then a count), within a budget of node visits.
-///
-/// yaml-cpp shares an aliased node: `*r` costs the parser nothing, but this walk visits the
-/// node behind it once per alias, so 1,000 aliases of a 1,000-key map in 13 KB were a million
-/// visits and a million errors (issue 29; go-yaml's CVE-2019-11253). Each step into a node
-/// costs 1 plus its scalar's length, and the walk stops with one error when the steps of a
-/// document cost more than walk_budget_floor + walk_budget_per_byte x its size. A document
-/// without aliases costs at most about its size (every node and scalar byte is written out),
-/// so only a document whose aliases multiply its parts runs out.
+/// max_reported_errors, then a count), within the walk budget of policy_file.hpp: yaml-cpp
+/// shares an aliased node, so `*r` costs the parser nothing but this walk visits the node
+/// behind it once per alias (go-yaml's CVE-2019-11253).
 class reader {
 public:
   reader(std::string_view source, std::size_t text_bytes)
@@ -412,8 +407,8 @@ bool valid_namespace(std::string_view v) {
 }
 
 constexpr std::string_view key_syntax =
-    "not a valid key (an optional DNS subdomain and '/', then at most 63 characters "
-    "[A-Za-z0-9-_.], starting and ending alphanumeric)";
+    " (an optional DNS subdomain and '/', then at most 63 characters [A-Za-z0-9-_.], starting "
+    "and ending alphanumeric)";
 
 /// A taint rule's key: a taint key, or a prefix of one followed by '*' ("example.com/*",
 /// "node.kubernetes.io/not-*", "*"). The prefix is checked for characters a key may hold.
@@ -432,105 +427,116 @@ bool valid_rule_key(std::string_view key, bool& prefix) {
   });
 }
 
+/// A list of strings into `out`; one that fails `valid` is reported as `invalid` instead.
+void read_strings(reader& r, const YAML::Node& node, const std::string& path,
+                  bool (*valid)(std::string_view), std::string_view invalid,
+                  std::vector<std::string>& out) {
+  r.sequence(node, path, [&](const YAML::Node& item, const std::string& ip) {
+    if (auto s = r.string(item, ip)) {
+      if (valid != nullptr && !valid(*s)) {
+        r.error(item.Mark(), ip, invalid);
+      } else {
+        out.push_back(*s);
+      }
+    }
+  });
+}
+
 void read_selector(reader& r, const YAML::Node& node, const std::string& path,
                    controller::label_selector& out) {
-  r.map(node, path,
-        {
-            {"matchLabels",
-             [&](const YAML::Node& v, const std::string& p) {
-               if (!v.IsMap()) {
-                 r.error(v.Mark(), p, "expected a mapping, got " + reader::describe(v));
+  r.map(
+      node, path,
+      {
+          {"matchLabels",
+           [&](const YAML::Node& v, const std::string& p) {
+             if (!v.IsMap()) {
+               r.error(v.Mark(), p, "expected a mapping, got " + reader::describe(v));
+               return;
+             }
+             for (const auto& kv : v) {
+               if (!r.step(kv.first) || !r.step(kv.second)) {
                  return;
                }
-               for (const auto& kv : v) {
-                 if (!r.step(kv.first) || !r.step(kv.second)) {
-                   return;
-                 }
-                 const auto key = r.string(kv.first, p);
-                 if (!key) {
-                   continue;
-                 }
-                 const std::string kp = p + "." + *key;
-                 if (!valid_taint_key(*key)) {
-                   r.error(kv.first.Mark(), kp, std::string(key_syntax));
-                   continue;
-                 }
-                 const auto value =
-                     kv.second.IsNull() ? std::optional<std::string>("") : r.string(kv.second, kp);
-                 if (value && !valid_label_value(*value)) {
-                   r.error(kv.second.Mark(), kp,
-                           "not a valid label value (at most 63 characters [A-Za-z0-9-_.], "
-                           "starting and ending alphanumeric)");
-                 } else if (value) {
-                   out.match_labels.emplace_back(*key, *value);
-                 }
+               const auto key = r.string(kv.first, p);
+               if (!key) {
+                 continue;
                }
-             }},
-            {"matchExpressions",
-             [&](const YAML::Node& v, const std::string& p) {
-               r.sequence(v, p, [&](const YAML::Node& item, const std::string& ip) {
-                 controller::label_requirement req;
-                 bool has_key = false;
-                 bool has_op = false;
-                 bool has_values = false;
-                 using o = controller::label_requirement::op;
-                 std::optional<o> parsed_op;
-                 r.map(item, ip,
-                       {
-                           {"key",
-                            [&](const YAML::Node& kv, const std::string& kp) {
-                              if (auto s = r.string(kv, kp)) {
-                                has_key = true;
-                                req.key = *s;
-                                if (!valid_taint_key(*s)) {
-                                  r.error(kv.Mark(), kp, std::string(key_syntax));
-                                }
+               const std::string kp = p + "." + *key;
+               if (!valid_taint_key(*key)) {
+                 r.error(kv.first.Mark(), kp, "not a valid key" + std::string(key_syntax));
+                 continue;
+               }
+               const auto value =
+                   kv.second.IsNull() ? std::optional<std::string>("") : r.string(kv.second, kp);
+               if (value && !valid_label_value(*value)) {
+                 r.error(kv.second.Mark(), kp,
+                         "not a valid label value (at most 63 characters [A-Za-z0-9-_.], "
+                         "starting and ending alphanumeric)");
+               } else if (value) {
+                 out.match_labels.emplace_back(*key, *value);
+               }
+             }
+           }},
+          {"matchExpressions",
+           [&](const YAML::Node& v, const std::string& p) {
+             r.sequence(v, p, [&](const YAML::Node& item, const std::string& ip) {
+               controller::label_requirement req;
+               bool has_key = false;
+               bool has_op = false;
+               bool has_values = false;
+               using o = controller::label_requirement::op;
+               std::optional<o> parsed_op;
+               r.map(item, ip,
+                     {
+                         {"key",
+                          [&](const YAML::Node& kv, const std::string& kp) {
+                            if (auto s = r.string(kv, kp)) {
+                              has_key = true;
+                              req.key = *s;
+                              if (!valid_taint_key(*s)) {
+                                r.error(kv.Mark(), kp, "not a valid key" + std::string(key_syntax));
                               }
-                            }},
-                           {"operator",
-                            [&](const YAML::Node& ov, const std::string& op) {
-                              has_op = ov.IsScalar();
-                              parsed_op = r.choice<o>(ov, op,
-                                                      {{"In", o::in},
-                                                       {"NotIn", o::not_in},
-                                                       {"Exists", o::exists},
-                                                       {"DoesNotExist", o::does_not_exist}});
-                            }},
-                           {"values",
-                            [&](const YAML::Node& vv, const std::string& vp) {
-                              has_values = true;
-                              r.sequence(vv, vp, [&](const YAML::Node& x, const std::string& xp) {
-                                if (auto s = r.string(x, xp)) {
-                                  req.values.push_back(*s);
-                                }
-                              });
-                            }},
-                       });
-                 if (!item.IsMap()) {
-                   return;
-                 }
-                 if (!has_key) {
-                   r.error(item.Mark(), ip + ".key", "missing");
-                 }
-                 if (!has_op) {
-                   r.error(item.Mark(), ip + ".operator", "missing");
-                   return;
-                 }
-                 if (!parsed_op) {
-                   return;
-                 }
-                 req.operator_ = *parsed_op;
-                 const bool set_op = req.operator_ == o::in || req.operator_ == o::not_in;
-                 if (set_op && req.values.empty()) {
-                   r.error(item.Mark(), ip + ".values", "must not be empty for In and NotIn");
-                 } else if (!set_op && has_values && !req.values.empty()) {
-                   r.error(item.Mark(), ip + ".values",
-                           "must be empty for Exists and DoesNotExist");
-                 }
-                 out.match_expressions.push_back(std::move(req));
-               });
-             }},
-        });
+                            }
+                          }},
+                         {"operator",
+                          [&](const YAML::Node& ov, const std::string& op) {
+                            has_op = ov.IsScalar();
+                            parsed_op = r.choice<o>(ov, op,
+                                                    {{"In", o::in},
+                                                     {"NotIn", o::not_in},
+                                                     {"Exists", o::exists},
+                                                     {"DoesNotExist", o::does_not_exist}});
+                          }},
+                         {"values",
+                          [&](const YAML::Node& vv, const std::string& vp) {
+                            has_values = true;
+                            read_strings(r, vv, vp, nullptr, {}, req.values);
+                          }},
+                     });
+               if (!item.IsMap()) {
+                 return;
+               }
+               if (!has_key) {
+                 r.error(item.Mark(), ip + ".key", "missing");
+               }
+               if (!has_op) {
+                 r.error(item.Mark(), ip + ".operator", "missing");
+                 return;
+               }
+               if (!parsed_op) {
+                 return;
+               }
+               req.operator_ = *parsed_op;
+               const bool set_op = req.operator_ == o::in || req.operator_ == o::not_in;
+               if (set_op && req.values.empty()) {
+                 r.error(item.Mark(), ip + ".values", "must not be empty for In and NotIn");
+               } else if (!set_op && has_values && !req.values.empty()) {
+                 r.error(item.Mark(), ip + ".values", "must be empty for Exists and DoesNotExist");
+               }
+               out.match_expressions.push_back(std::move(req));
+             });
+           }},
+      });
 }
 
 void read_exclude(reader& r, const YAML::Node& node, const std::string& path,
@@ -540,17 +546,10 @@ void read_exclude(reader& r, const YAML::Node& node, const std::string& path,
       {
           {"namespaces",
            [&](const YAML::Node& v, const std::string& p) {
-             r.sequence(v, p, [&](const YAML::Node& item, const std::string& ip) {
-               if (auto ns = r.string(item, ip)) {
-                 if (!valid_namespace(*ns)) {
-                   r.error(item.Mark(), ip,
-                           "not a valid namespace name (at most 63 characters [a-z0-9-], "
-                           "starting and ending alphanumeric)");
-                 } else {
-                   out.namespaces.push_back(*ns);
-                 }
-               }
-             });
+             read_strings(r, v, p, valid_namespace,
+                          "not a valid namespace name (at most 63 characters [a-z0-9-], starting "
+                          "and ending alphanumeric)",
+                          out.namespaces);
            }},
           {"podSelector", [&](const YAML::Node& v,
                               const std::string& p) { read_selector(r, v, p, out.pod_selector); }},
@@ -572,6 +571,14 @@ void read_taint_rules(reader& r, const YAML::Node& node, const std::string& path
     bool has_action = false;
     bool has_seconds = false;
     bool has_fallback = false;
+    const auto seconds = [&](std::int64_t& target) -> reader::value_fn {
+      return [&](const YAML::Node& v, const std::string& p) {
+        if (auto x = r.count(v, p, max_seconds)) {
+          has_seconds = has_seconds || *x > 0;
+          target = *x;
+        }
+      };
+    };
     r.map(item, ip,
           {
               {"key",
@@ -596,20 +603,8 @@ void read_taint_rules(reader& r, const YAML::Node& node, const std::string& path
                    rule.action = *x;
                  }
                }},
-              {"minTolerationSeconds",
-               [&](const YAML::Node& v, const std::string& p) {
-                 if (auto x = r.count(v, p, max_seconds)) {
-                   has_seconds = has_seconds || *x > 0;
-                   rule.min_toleration_seconds = *x;
-                 }
-               }},
-              {"maxTolerationSeconds",
-               [&](const YAML::Node& v, const std::string& p) {
-                 if (auto x = r.count(v, p, max_seconds)) {
-                   has_seconds = has_seconds || *x > 0;
-                   rule.max_toleration_seconds = *x;
-                 }
-               }},
+              {"minTolerationSeconds", seconds(rule.min_toleration_seconds)},
+              {"maxTolerationSeconds", seconds(rule.max_toleration_seconds)},
               {"fallbackAfter",
                [&](const YAML::Node& v, const std::string& p) {
                  if (auto d = r.duration(v, p)) {
@@ -676,18 +671,8 @@ void read_storm_breaker(reader& r, const YAML::Node& node, const std::string& pa
             {"hysteresisPercent", r.set_number(out.hysteresis_percent, 100)},
             {"taintKeys",
              [&](const YAML::Node& v, const std::string& p) {
-               r.sequence(v, p, [&](const YAML::Node& item, const std::string& ip) {
-                 if (auto key = r.string(item, ip)) {
-                   if (!valid_taint_key(*key)) {
-                     r.error(item.Mark(), ip,
-                             "not a valid taint key (an optional DNS subdomain and '/', then "
-                             "at most 63 characters [A-Za-z0-9-_.], starting and ending "
-                             "alphanumeric)");
-                   } else {
-                     out.taint_keys.push_back(*key);
-                   }
-                 }
-               });
+               read_strings(r, v, p, valid_taint_key,
+                            "not a valid taint key" + std::string(key_syntax), out.taint_keys);
              }},
         });
   if (out.hysteresis_percent > out.max_tainted_nodes_percent && out.enabled()) {
@@ -728,23 +713,19 @@ parse_result parse_policy(std::string_view text, std::string_view source) {
   controller::eviction_policy policy;
   bool has_version = false;
   bool has_kind = false;
+  const auto constant = [&r](bool& seen, std::string_view want) -> reader::value_fn {
+    return [&r, &seen, want](const YAML::Node& v, const std::string& p) {
+      seen = true;
+      if (auto s = r.string(v, p); s && *s != want) {
+        r.error(v.Mark(), p, "must be " + std::string(want));
+      }
+    };
+  };
   r.map(
       root, "",
       {
-          {"apiVersion",
-           [&](const YAML::Node& v, const std::string& p) {
-             has_version = true;
-             if (auto s = r.string(v, p); s && *s != api_version) {
-               r.error(v.Mark(), p, "must be " + std::string(api_version));
-             }
-           }},
-          {"kind",
-           [&](const YAML::Node& v, const std::string& p) {
-             has_kind = true;
-             if (auto s = r.string(v, p); s && *s != kind) {
-               r.error(v.Mark(), p, "must be " + std::string(kind));
-             }
-           }},
+          {"apiVersion", constant(has_version, api_version)},
+          {"kind", constant(has_kind, kind)},
           {"dryRun", r.set_bool(policy.dry_run)},
           {"evictionMode",
            [&](const YAML::Node& v, const std::string& p) {
@@ -785,37 +766,28 @@ parse_result parse_policy(std::string_view text, std::string_view source) {
 }
 
 base::result<std::string> read_policy_text(const std::string& path) {
-  // Opened once, without blocking, and checked through the descriptor: checking the path
-  // first and opening it after lets it be swapped for a FIFO in between, and open() of a FIFO
-  // blocks the caller until a writer comes (issue 29). O_NONBLOCK makes open() return at
-  // once whatever the path is; fstat then refuses anything but a regular file (a FIFO, a
-  // device read endlessly, a directory). Symlinks are followed, as a ConfigMap mount needs.
+  // Opened once, without blocking, and checked through the descriptor: a path checked first
+  // and opened after can be swapped for a FIFO in between, whose open() blocks until a writer
+  // comes. Symlinks are followed, as a ConfigMap mount needs.
   const std::string name = base::printable(path, 256);
   const auto fail = [&](const std::string& why) {
     return base::make_error(base::errc::config_invalid, name + ": " + why);
   };
+  // Right after the failed call, before anything else may change errno.
+  const auto fail_errno = [&](const char* what) {
+    const int err = errno;
+    return fail(std::string(what) + " the policy file (" + std::generic_category().message(err) +
+                ")");
+  };
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    const int err = errno;
-    return fail("cannot open the policy file (" + std::generic_category().message(err) + ")");
+    return fail_errno("cannot open");
   }
-  class closer {
-  public:
-    explicit closer(int fd) : fd_(fd) {}
-    closer(const closer&) = delete;
-    closer(closer&&) = delete;
-    closer& operator=(const closer&) = delete;
-    closer& operator=(closer&&) = delete;
-    ~closer() { ::close(fd_); }
-
-  private:
-    int fd_;
-  };
-  const closer closing(fd);
+  const auto close_fd = [](const int* f) { ::close(*f); };
+  const std::unique_ptr<const int, decltype(close_fd)> closing(&fd, close_fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    return fail("cannot read the policy file (" + std::generic_category().message(err) + ")");
+    return fail_errno("cannot read");
   }
   if (!S_ISREG(st.st_mode)) {
     return fail("not a regular file");
@@ -824,22 +796,15 @@ base::result<std::string> read_policy_text(const std::string& path) {
     return fail("larger than " + std::to_string(max_file_bytes) + " bytes");
   }
   // The file may grow between fstat and read: never more than max_file_bytes + 1 bytes.
-  std::string text(static_cast<std::size_t>(st.st_size) + 1, '\0');
+  std::string text(max_file_bytes + 1, '\0');
   std::size_t size = 0;
-  for (;;) {
-    if (size == text.size()) {
-      if (size > max_file_bytes) {
-        break;
-      }
-      text.resize(max_file_bytes + 1);
-    }
+  while (size < text.size()) {
     const ssize_t n = ::read(fd, text.data() + size, text.size() - size);
     if (n < 0 && errno == EINTR) {
       continue;
     }
     if (n < 0) {
-      const int err = errno;
-      return fail("cannot read the policy file (" + std::generic_category().message(err) + ")");
+      return fail_errno("cannot read");
     }
     if (n == 0) {
       break;
@@ -851,14 +816,6 @@ base::result<std::string> read_policy_text(const std::string& path) {
   }
   text.resize(size);
   return text;
-}
-
-parse_result load_policy_file(const std::string& path) {
-  auto text = read_policy_text(path);
-  if (!text) {
-    return parse_result{std::nullopt, {text.error().message}};
-  }
-  return parse_policy(*text, path);
 }
 
 std::string describe(const controller::eviction_policy& p) {
@@ -898,25 +855,18 @@ std::string describe(const controller::eviction_policy& p) {
   if (ex.empty()) {
     out += ", no exclusions";
   } else {
-    out += ", excluded:";
-    std::string parts;
-    const auto add = [&](const std::string& part) { parts += (parts.empty() ? " " : ", ") + part; };
-    if (!ex.namespaces.empty()) {
-      add("namespaces " + join(ex.namespaces, ","));
+    std::vector<std::string> parts;
+    for (const auto& [on, part] :
+         {std::pair{!ex.namespaces.empty(), "namespaces " + join(ex.namespaces, ",")},
+          std::pair{!ex.pod_selector.empty(), std::string("pods matching the selector")},
+          std::pair{ex.mirror_pods, std::string("mirror pods")},
+          std::pair{ex.terminal_pods, std::string("terminal pods")},
+          std::pair{ex.daemon_set_pods, std::string("DaemonSet pods")}}) {
+      if (on) {
+        parts.push_back(part);
+      }
     }
-    if (!ex.pod_selector.empty()) {
-      add("pods matching the selector");
-    }
-    if (ex.mirror_pods) {
-      add("mirror pods");
-    }
-    if (ex.terminal_pods) {
-      add("terminal pods");
-    }
-    if (ex.daemon_set_pods) {
-      add("DaemonSet pods");
-    }
-    out += parts;
+    out += ", excluded: " + join(parts, ", ");
   }
   if (p.taints.empty()) {
     out += ", no taint rules";

@@ -38,6 +38,7 @@ reload_result reloader::poll() {
     return out;
   }
   last_text_ = *text;
+  out.text = *text;
   auto parsed = parse_policy(*text, path_);
   if (!parsed) {
     out.what = reload_result::kind::rejected;

@@ -6,6 +6,7 @@
 
 #include "tec/shadow/event_watch.hpp"
 
+#include "tec/base/sanitize.hpp"
 #include "tec/informers/json_fields.hpp"
 #include "tec/k8sclient/reflector_impl.hpp"
 
@@ -21,18 +22,6 @@ using informers::json_fields::shape;
 
 constexpr std::string_view marking_prefix = "Marking for deletion Pod ";
 constexpr std::string_view cancelling_prefix = "Cancelling deletion of Pod ";
-
-std::string clip(std::string s) {
-  if (s.size() > max_event_message) {
-    std::size_t cut = max_event_message;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0U) == 0x80U) {
-      --cut;  // not inside a UTF-8 character
-    }
-    s.resize(cut);
-    s += "...";
-  }
-  return s;
-}
 
 base::result<event_record> decode_object(const json& obj, const std::string& path, bool bookmark) {
   if (!obj.is_object()) {
@@ -64,7 +53,7 @@ base::result<event_record> decode_object(const json& obj, const std::string& pat
       return *e;
     }
   }
-  r.message = clip(std::move(r.message));
+  r.message = base::sanitize_message(r.message, max_event_message + 3);  // + "..."
   auto source = read_object(obj, "source", path);
   if (!source) {
     return source.error();

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -65,20 +66,22 @@ struct mark {
 // At most this many unmatched events are kept per pod name (older ones are dropped).
 constexpr std::size_t marks_per_name = 4;
 
+// By shadow_outcome's value: its name and its counter.
+struct outcome_row {
+  std::string_view name;
+  std::uint64_t shadow_counts::*counter;
+};
+constexpr std::array<outcome_row, 4> outcomes = {
+    {{"agreed", &shadow_counts::agreed},
+     {"only_them", &shadow_counts::only_them},
+     {"only_us", &shadow_counts::only_us},
+     {"cancelled_both", &shadow_counts::cancelled_both}}};
+
 }  // namespace
 
 std::string_view to_string(shadow_outcome outcome) noexcept {
-  switch (outcome) {
-    case shadow_outcome::agreed:
-      return "agreed";
-    case shadow_outcome::only_them:
-      return "only_them";
-    case shadow_outcome::only_us:
-      return "only_us";
-    case shadow_outcome::cancelled_both:
-      return "cancelled_both";
-  }
-  return "unknown";
+  const auto i = static_cast<std::size_t>(outcome);
+  return i < outcomes.size() ? outcomes[i].name : "unknown";
 }
 
 shadow_note to_shadow_note(const controller::decision_note& note, const base::clock_bridge& clock) {
@@ -354,21 +357,10 @@ struct shadow_tracker::impl {
       s.at = now;
       s.delay_seconds = v.delay;
       s.early = early;
-      switch (s.outcome) {
-        case shadow_outcome::agreed:
-          ++counts.agreed;
-          counts.agreed_delay_sum += v.delay;
-          counts.agreed_delay_max = std::max(counts.agreed_delay_max, v.delay);
-          break;
-        case shadow_outcome::only_them:
-          ++counts.only_them;
-          break;
-        case shadow_outcome::only_us:
-          ++counts.only_us;
-          break;
-        case shadow_outcome::cancelled_both:
-          ++counts.cancelled_both;
-          break;
+      ++(counts.*outcomes.at(static_cast<std::size_t>(s.outcome)).counter);
+      if (s.outcome == shadow_outcome::agreed) {
+        counts.agreed_delay_sum += v.delay;
+        counts.agreed_delay_max = std::max(counts.agreed_delay_max, v.delay);
       }
       if (disagrees(s.outcome)) {
         disagreements.push_back(s);
@@ -419,10 +411,6 @@ shadow_tracker::shadow_tracker(shadow_options options)
     : impl_(std::make_unique<impl>(std::move(options))) {}
 
 shadow_tracker::~shadow_tracker() = default;
-
-std::chrono::milliseconds shadow_tracker::window() const noexcept {
-  return impl_->opts.window;
-}
 
 void shadow_tracker::note(const shadow_note& n) {
   std::vector<shadow_settled> out;
@@ -597,10 +585,11 @@ std::string shadow_tracker::report_json() const {
   const auto c = counts();
   const auto list = disagreements();
   json doc;
-  if (window().count() % 1000 == 0) {
-    doc["windowSeconds"] = window().count() / 1000;
+  const auto window = impl_->window();
+  if (window.count() % 1000 == 0) {
+    doc["windowSeconds"] = window.count() / 1000;
   } else {
-    doc["windowSeconds"] = std::chrono::duration<double>(window()).count();
+    doc["windowSeconds"] = std::chrono::duration<double>(window).count();
   }
   doc["counts"] = {{"agreed", c.agreed},
                    {"onlyThem", c.only_them},

@@ -215,6 +215,31 @@ TEST(options, the_policy_file_is_read_and_validated_at_start) {
   EXPECT_FALSE(r.opts->effective_policy(r.opts->policy).dry_run);
 }
 
+TEST(options, the_policy_configmap_names_where_policy_events_go) {
+  const std::string text = std::string(policy_header) + "dryRun: false\n";
+  auto r = parse_options({"--policy=p.yaml", "--policy-configmap=pol",
+                          "--leader-elect-resource-namespace=tec"},
+                         "9.9.9", no_env, no_file, policy_file(text));
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->policy_configmap_namespace, "tec");  // the Lease's
+  EXPECT_EQ(r.opts->policy_configmap_name, "pol");
+  // sha256sum of the file's text.
+  EXPECT_EQ(r.opts->policy_sha256.size(), 64U);
+  r = parse_options({"--policy=p.yaml", "--policy-configmap=other/pol"}, "9.9.9", no_env, no_file,
+                    policy_file(text));
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->policy_configmap_namespace, "other");
+  for (const char* bad : {"--policy-configmap=a/b/c", "--policy-configmap=Bad_Name",
+                          "--policy-configmap=/x"}) {
+    r = parse_options({"--policy=p.yaml", bad}, "9.9.9", no_env, no_file, policy_file(text));
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--policy-configmap"), std::string::npos) << r.err;
+  }
+  r = parse({"--policy-configmap=pol"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs --policy"), std::string::npos) << r.err;
+}
+
 TEST(options, a_bad_policy_file_is_exit_two_with_one_line_naming_every_problem) {
   const auto r =
       parse_options({"--policy", "p.yaml"}, "9.9.9", no_env, no_file,

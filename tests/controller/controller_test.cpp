@@ -728,7 +728,7 @@ TEST(Robustness, ThrowingSinkAttemptIsRetried) {
   drv.advance(10s);
   settle();
   EXPECT_EQ(rec.evictions_of("pod1"), 1U);
-  EXPECT_FALSE(ctl.queue_for_test().contains("default/pod1"));
+  EXPECT_FALSE(ctl.queue_for_test().lookup("default/pod1").has_value());
   EXPECT_EQ(rec.events_of("pod1", event_kind::marking_for_deletion), 1U);
   ctl.shutdown();
 }
@@ -855,7 +855,7 @@ TEST(Property, NoKeyGoesStaleOverRandomInterleavings) {
         if (pod) {
           const auto& taints = h.nodes().at(pod->node_name).taints;
           if (!taints.empty()) {
-            const pod_decision d = decide(taints, pod->tolerations);
+            const pod_decision d = decide(taints, pod->tolerations, {}).decision;
             needs = d.untolerated || !d.time.is_forever();
           }
         }

@@ -140,7 +140,7 @@ TEST(MatchingTolerations, SignalsNotAllTolerated) {
   const match_result r = matching_tolerations(taints, tols);
   EXPECT_FALSE(r.all_tolerated);
   EXPECT_TRUE(r.used.empty());
-  EXPECT_TRUE(decide(taints, tols).untolerated);
+  EXPECT_TRUE(decide(taints, tols, {}).decision.untolerated);
 }
 
 TEST(MatchingTolerations, NoTaintsIsAllTolerated) {
@@ -155,7 +155,7 @@ TEST(MatchingTolerations, FirstMatchWinsEvenWhenALaterOneIsLonger) {
   const std::vector<toleration> tols{make_toleration(1, 10), make_toleration(1, -1)};
   EXPECT_EQ(min_toleration_time(matching_tolerations(taints, tols).used),
             toleration_time::after_seconds(10));
-  const pod_decision d = decide(taints, tols);
+  const pod_decision d = decide(taints, tols, {}).decision;
   EXPECT_FALSE(d.untolerated);
   EXPECT_EQ(d.time, toleration_time::after_seconds(10));
 }
@@ -203,12 +203,13 @@ TEST(MinTolerationTime, HugeSecondsSaturateInsteadOfOverflowing) {
 
 TEST(Decide, ZeroSecondsIsToleratedButImmediate) {
   const std::vector<taint> taints{make_taint(1)};
-  const pod_decision d = decide(taints, std::vector<toleration>{make_toleration(1, 0)});
+  const pod_decision d =
+      decide(taints, std::vector<toleration>{make_toleration(1, 0)}, {}).decision;
   EXPECT_FALSE(d.untolerated);
   EXPECT_TRUE(d.time.is_now());
   // A later untolerated taint still makes it untolerated.
   const std::vector<taint> two{make_taint(1), make_taint(2)};
-  EXPECT_TRUE(decide(two, std::vector<toleration>{make_toleration(1, 0)}).untolerated);
+  EXPECT_TRUE(decide(two, std::vector<toleration>{make_toleration(1, 0)}, {}).decision.untolerated);
 }
 
 TEST(Decide, AgreesWithMatchingAndMin) {
@@ -223,7 +224,7 @@ TEST(Decide, AgreesWithMatchingAndMin) {
   const std::vector<taint> taints{make_taint(1), make_taint(2)};
   for (const auto& tols : cases) {
     const match_result m = matching_tolerations(taints, tols);
-    const pod_decision d = decide(taints, tols);
+    const pod_decision d = decide(taints, tols, {}).decision;
     EXPECT_EQ(d.untolerated, !m.all_tolerated);
     if (m.all_tolerated) {
       EXPECT_EQ(d.time, min_toleration_time(m.used));

@@ -164,10 +164,10 @@ TEST(UpstreamDeleteNode, RemovedFromTaintedTable) {
   harness h;
   h.add_node(make_node("node1", {make_taint(1)}));
   ASSERT_TRUE(h.ctl.tainted_taints("node1").has_value());
-  EXPECT_EQ(h.ctl.tainted_node_count_for_test(), 1U);
+  EXPECT_EQ(h.ctl.stats().tainted_nodes, 1U);
   h.delete_node("node1");
   EXPECT_FALSE(h.ctl.tainted_taints("node1").has_value());
-  EXPECT_EQ(h.ctl.tainted_node_count_for_test(), 0U);
+  EXPECT_EQ(h.ctl.stats().tainted_nodes, 0U);
 }
 
 TEST(UpstreamDeleteNode, DoesNotCancelScheduledEvictions) {

@@ -29,6 +29,10 @@ run_in_image() {
 version=$(run_in_image version /usr/local/bin/taint-eviction-controller --version) \
   || fail "taint-eviction-controller --version failed in the image: $version"
 grep -q '^taint-eviction-controller [0-9]' <<<"$version" || fail "unexpected --version output: $version"
+# The commit reaches the image through deploy/local/images.sh's TEC_COMMIT build argument.
+if head=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short=12 HEAD 2>/dev/null); then
+  grep -q "(commit $head" <<<"$version" || fail "the image's --version names no commit $head: $version"
+fi
 log "--version in the image: $version"
 
 help=$(run_in_image help /usr/local/bin/taint-eviction-controller --help) \

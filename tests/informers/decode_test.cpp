@@ -1,7 +1,7 @@
 #include "tec/informers/decode.hpp"
-#include "tec/informers/reference.hpp"
 
 #include "informers/support/watch_decoder.hpp"
+#include "support/informers_reference.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -667,7 +667,7 @@ TEST(decode_engines, agree_on_fixtures_and_mutations) {
     compare_engines(value);
   }
   // The one difference by design: an integer outside [-2^63, 2^64) is malformed for
-  // simdjson, a floating-point number for nlohmann (reference.hpp).
+  // simdjson, a floating-point number for nlohmann (informers_reference.hpp).
   for (const char* huge : {"18446744073709551616", "-9223372036854775809"}) {
     const std::string pod =
         R"({"metadata":{"name":"p","uid":"u","skipped":)" + std::string(huge) + "}}";
@@ -767,11 +767,12 @@ struct streamed {
   std::vector<std::string> skipped;
 };
 
-/// Feeds `body` to a list_decoder cut at `cuts` (sorted offsets), then finishes it.
-template <class Record, class Json = json_decoders>
+/// Feeds `body` to a Decoder (a list_decoder unless said) cut at `cuts` (sorted offsets), then
+/// finishes it.
+template <class Record, class Decoder = list_decoder<Record>>
 streamed<Record> stream_list(std::string_view body, const std::vector<std::size_t>& cuts,
                              list_limits limits = {}) {
-  list_decoder<Record, Json> decoder(limits);
+  Decoder decoder(limits);
   std::vector<Record> items;
   streamed<Record> out;
   std::size_t from = 0;
@@ -891,7 +892,9 @@ TEST(list_decoder, random_splits_of_random_mutations_agree_with_the_whole_body_d
     std::sort(cuts.begin(), cuts.end());
     const auto unsplit = stream_list<pod_record>(body, {});
     const auto split = stream_list<pod_record>(body, cuts);
-    const auto via_reference = stream_list<pod_record, reference::json_decoders>(body, cuts);
+    const auto via_reference =
+        stream_list<pod_record, object_list_decoder<pod_record, &reference::decode_pod,
+                                                    &reference::decode_pod_list>>(body, cuts);
     // Where the body is cut never matters, nor which tokenizer decodes the items.
     for (const auto* other : {&split, &via_reference}) {
       ASSERT_EQ(other->page.has_value(), unsplit.page.has_value()) << body;

@@ -67,8 +67,9 @@ echo "$TEST_NAME: namespace $NS, name suffix $NAME_SUFFIX"
 k get --raw /readyz >/dev/null 2>&1 || fail "the API server behind $KUBECONFIG is not ready (/readyz)"
 
 # write_overlay DIR [KIND...]: a kustomization in DIR that takes deploy/ into $NS, appends
-# $NAME_SUFFIX to every name (cluster-scoped ones cannot clash with a real install) and
-# drops the objects of the given kinds.
+# $NAME_SUFFIX to every name (cluster-scoped ones cannot clash with a real install), serves the
+# FlowSchemas as this 1.20 server does (deploy/components/flowcontrol-v1beta1) and drops the
+# objects of the given kinds.
 write_overlay() {
   local dir=$1 kind
   shift
@@ -80,6 +81,8 @@ write_overlay() {
     echo "nameSuffix: $NAME_SUFFIX"
     echo "resources:"
     echo "  - $(realpath --relative-to="$dir" "$DEPLOY_DIR")"
+    echo "components:"
+    echo "  - $(realpath --relative-to="$dir" "$DEPLOY_DIR/components/flowcontrol-v1beta1")"
     [ $# -gt 0 ] && echo "patches:"
     for kind in "$@"; do
       cat <<EOF
@@ -99,12 +102,26 @@ EOF
 
 k kustomize "$DEPLOY_DIR" >"$WORK/rendered.yaml" || fail "kubectl kustomize $DEPLOY_DIR failed"
 for kind in Namespace ServiceAccount ClusterRole ClusterRoleBinding Role RoleBinding ConfigMap \
-  Deployment Service NetworkPolicy PodDisruptionBudget; do
+  Deployment Service NetworkPolicy PodDisruptionBudget FlowSchema; do
   grep -q "^kind: $kind\$" "$WORK/rendered.yaml" || fail "deploy/ renders no $kind"
 done
 if grep -E '^  namespace: ' "$WORK/rendered.yaml" | grep -vq '^  namespace: taint-eviction-controller$'; then
   fail "deploy/ renders an object outside namespace taint-eviction-controller"
 fi
+# The FlowSchemas (flowcontrol v1, Kubernetes 1.29+) name the ServiceAccount deploy/ ships.
+fs_subjects=$(awk 'BEGIN { RS = "---\n" } /(^|\n)kind: FlowSchema\n/ { printf "%s---\n", $0 }' \
+  "$WORK/rendered.yaml" | grep -c '^        name: taint-eviction-controller$' || true)
+[ "$fs_subjects" -eq 2 ] || fail "expected 2 FlowSchemas for ServiceAccount taint-eviction-controller, got $fs_subjects"
+[ "$(grep -c '^apiVersion: flowcontrol.apiserver.k8s.io/v1$' "$WORK/rendered.yaml")" -eq 2 ] \
+  || fail "deploy/ should render its 2 FlowSchemas as flowcontrol.apiserver.k8s.io/v1"
+for v in v1beta1 v1beta3; do
+  mkdir -p "$WORK/fs-$v"
+  printf 'resources: [%s]\ncomponents: [%s]\n' "$(realpath --relative-to="$WORK/fs-$v" "$DEPLOY_DIR")" \
+    "$(realpath --relative-to="$WORK/fs-$v" "$DEPLOY_DIR/components/flowcontrol-$v")" \
+    >"$WORK/fs-$v/kustomization.yaml"
+  [ "$(k kustomize "$WORK/fs-$v" | grep -c "^apiVersion: flowcontrol.apiserver.k8s.io/$v\$")" -eq 2 ] \
+    || fail "deploy/components/flowcontrol-$v does not turn both FlowSchemas into $v"
+done
 
 # --- 1. server-side dry run of everything but the PDB ---------------------------------------
 
@@ -118,9 +135,10 @@ $out"
 echo "  ${out//$'\n'/$'\n'  }"
 n_objects=$(grep -c '(server dry run)' <<<"$out" || true)
 # Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding, the policy
-# ConfigMap, Deployment, Service, NetworkPolicy, and for the secure metrics port (issue 31) the
-# system:auth-delegator ClusterRoleBinding and the metrics-reader ClusterRole.
-[ "$n_objects" -eq 12 ] || fail "expected 12 objects in the server dry run, got $n_objects"
+# ConfigMap, Deployment, Service, NetworkPolicy, two FlowSchemas (v1beta1 here), and for the
+# secure metrics port (issue 31) the system:auth-delegator ClusterRoleBinding and the
+# metrics-reader ClusterRole.
+[ "$n_objects" -eq 14 ] || fail "expected 14 objects in the server dry run, got $n_objects"
 
 # The Deployment alone, for field checks (kubectl applies -o jsonpath to each object).
 awk 'BEGIN { RS = "---\n" } /(^|\n)kind: Deployment\n/ { printf "%s", $0 }' "$WORK/all-but-pdb.yaml" \
@@ -228,6 +246,7 @@ mkdir -p "$WORK/node-overlay"
   echo "  - $(realpath --relative-to="$WORK/node-overlay" "$DEPLOY_DIR")"
   echo "components:"
   echo "  - $(realpath --relative-to="$WORK/node-overlay" "$DEPLOY_DIR/local/node-overlay")"
+  echo "  - $(realpath --relative-to="$WORK/node-overlay" "$DEPLOY_DIR/components/flowcontrol-v1beta1")"
 } >"$WORK/node-overlay/kustomization.yaml"
 k kustomize "$WORK/node-overlay" >"$WORK/node-overlay.yaml" \
   || fail "deploy/ with deploy/local/node-overlay does not render"
@@ -283,7 +302,7 @@ fi
 
 # --- 4. least-privilege RBAC ----------------------------------------------------------------
 
-write_overlay "$WORK/rbac" Namespace Deployment Service NetworkPolicy PodDisruptionBudget
+write_overlay "$WORK/rbac" Namespace Deployment Service NetworkPolicy PodDisruptionBudget FlowSchema
 k apply -k "$WORK/rbac" >/dev/null || fail "cannot create the ServiceAccount, roles and bindings"
 RBAC_APPLIED=1
 
@@ -336,6 +355,9 @@ can_i yes watch events --all-namespaces
 can_i yes create leases.coordination.k8s.io -n "$NS"
 can_i yes get "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
 can_i yes update "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
+# The policy ConfigMap's UID, for its PolicyApplied/PolicyRejected Events (kustomize renamed
+# the resourceName with the ConfigMap).
+can_i yes get "configmaps/taint-eviction-controller-policy$NAME_SUFFIX" -n "$NS"
 # The secure metrics port's delegated authentication and authorization (system:auth-delegator).
 can_i yes create tokenreviews.authentication.k8s.io
 can_i yes create subjectaccessreviews.authorization.k8s.io
@@ -362,6 +384,9 @@ can_i no create pods --subresource=exec -n "$OTHER_NS"
 can_i no get secrets -n "$NS"
 can_i no list secrets --all-namespaces
 can_i no get configmaps -n "$OTHER_NS"
+can_i no get configmaps/some-other-config -n "$NS"
+can_i no list configmaps -n "$NS"
+can_i no update "configmaps/taint-eviction-controller-policy$NAME_SUFFIX" -n "$NS"
 can_i no delete events -n "$OTHER_NS"
 can_i no get events -n "$OTHER_NS"
 can_i no update events -n "$OTHER_NS"

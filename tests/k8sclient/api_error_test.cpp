@@ -29,9 +29,9 @@ TEST(paths, escapes_path_segments) {
 }
 
 TEST(paths, escapes_continue_tokens_as_query_values) {
-  EXPECT_EQ(escape_query_value("eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ=="),
+  EXPECT_EQ(escape_path_segment("eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ=="),
             "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ%3D%3D");
-  EXPECT_EQ(escape_query_value("a/b+c&d"), "a%2Fb%2Bc%26d");
+  EXPECT_EQ(escape_path_segment("a/b+c&d"), "a%2Fb%2Bc%26d");
 }
 
 TEST(api_error, uses_the_status_message_or_a_bounded_body) {

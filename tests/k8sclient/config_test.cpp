@@ -729,15 +729,5 @@ TEST(token_source, concurrent_use) {
   }
 }
 
-TEST(redact, authorization_headers_and_bearer_tokens) {
-  EXPECT_EQ(redact("GET / HTTP/1.1\r\nAuthorization: Bearer abc.def\r\nHost: h\r\n"),
-            "GET / HTTP/1.1\r\nAuthorization: <redacted>\r\nHost: h\r\n");
-  EXPECT_EQ(redact(R"({"authorization":"Bearer xyz","a":1})"),
-            R"({"authorization":"<redacted>","a":1})");
-  EXPECT_EQ(redact("sent bearer eyJhbGciOi.x-y_z= to server"), "sent bearer <redacted> to server");
-  EXPECT_EQ(redact("nothing secret here"), "nothing secret here");
-  EXPECT_EQ(redact("AUTHORIZATION=Basic dXNlcjpwYXNz"), "AUTHORIZATION=<redacted>");
-}
-
 }  // namespace
 }  // namespace tec::k8sclient

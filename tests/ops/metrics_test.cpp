@@ -421,11 +421,22 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
         "Policy file changes rejected (invalid, unreadable or missing); the policy in force "
         "stayed.",
         "", ""}},
+      {p + "policy_last_reload_successful",
+       {"gauge",
+        "1 when the last load or reload of the policy file succeeded (or there is no --policy), 0 "
+        "when it was rejected and the previous policy stayed in force.",
+        "", ""}},
+      {p + "policy_last_reload_success_timestamp_seconds",
+       {"gauge",
+        "Unix time the policy file was last loaded or reloaded successfully (0: never, or no "
+        "--policy).",
+        "", ""}},
       {p + "build_info",
-       {"gauge", "Always 1; the version label is the running build.", "version", ""}},
+       {"gauge", "Always 1; the version and commit labels are the running build's.",
+        "commit,version", ""}},
   };
   registry r;
-  const auto m = register_standard_metrics(r, "1.2.3", every_series);
+  const auto m = register_standard_metrics(r, "1.2.3", "0123456789ab", every_series);
   m.api_requests.with({"DELETE", "200"}).inc();
   m.api_request_duration.with({"DELETE"}).observe(0.01);
   m.api_request_duration.with({"GET"}).observe(100);
@@ -440,7 +451,15 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   for (const auto& [name, shape] : scraped) {
     EXPECT_EQ(golden.count(name), 1U) << "not documented: " << name;
   }
-  EXPECT_NE(text.find(p + "build_info{version=\"1.2.3\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "build_info{commit=\"0123456789ab\",version=\"1.2.3\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "policy_last_reload_successful 1\n"), std::string::npos) << text;
+  // policy_info: one series, the policy in force; a change removes the old one.
+  m.policy_info.with({"aaa"}).set(1);
+  m.policy_info.keep_only({"bbb"});
+  m.policy_info.with({"bbb"}).set(1);
+  const auto info = r.render();
+  EXPECT_EQ(info.find("sha256=\"aaa\""), std::string::npos) << info;
+  EXPECT_NE(info.find(p + "policy_info{sha256=\"bbb\"} 1\n"), std::string::npos) << info;
   EXPECT_NE(text.find(p + "tainted_nodes 2\n"), std::string::npos);
   EXPECT_NE(text.find(p + "evictions_waiting 4\n"), std::string::npos);
   EXPECT_NE(text.find(p + "storm_breaker_open 1\n"), std::string::npos);
@@ -459,7 +478,7 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   EXPECT_NE(text.find(p + "watch_restarts_total{resource=\"pods\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find(p + "api_requests_total{code=\"200\",verb=\"DELETE\"} 1\n"),
             std::string::npos);
-  EXPECT_THROW(register_standard_metrics(r, "again", every_series), std::invalid_argument);
+  EXPECT_THROW(register_standard_metrics(r, "again", "x", every_series), std::invalid_argument);
 }
 
 TEST(metrics, the_shadow_families_exist_only_when_registered) {
@@ -488,7 +507,7 @@ TEST(metrics, scrape_time_families_are_read_at_each_render) {
   registry r;
   std::atomic<int> reads{0};
   scrape_stats s;
-  register_standard_metrics(r, "1", [&] {
+  register_standard_metrics(r, "1", "c", [&] {
     ++reads;
     return s;
   });
@@ -520,7 +539,7 @@ TEST(metrics, scrape_time_families_are_read_at_each_render) {
 TEST(metrics, scrape_time_counters_never_go_down) {
   registry r;
   scrape_stats s;
-  register_standard_metrics(r, "1", [&] { return s; });
+  register_standard_metrics(r, "1", "c", [&] { return s; });
   const std::string p = "taint_eviction_controller_";
   s.pod_deletion_retries = 5;
   s.pod_deletion_failures = {{"timeout", 4}};

@@ -13,12 +13,14 @@
 #include <sys/stat.h>
 
 #include "policy/support/hostile.hpp"
+#include "policy/support/load.hpp"
 #include "tec/policy/policy_file.hpp"
 #include "tec/policy/reloader.hpp"
 
 namespace tec::policy {
 namespace {
 
+using test::load_policy_file;
 using test::policy_header;
 using ::testing::HasSubstr;
 using ::testing::Not;

@@ -8,9 +8,12 @@
 #include <fstream>
 #include <string>
 
+#include "policy/support/load.hpp"
+
 namespace tec::policy {
 namespace {
 
+using test::load_policy_file;
 using ::testing::HasSubstr;
 
 constexpr const char* header =

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "policy/support/hostile.hpp"
+#include "policy/support/load.hpp"
 #include "tec/policy/policy_file.hpp"
 #include "tec/policy/reloader.hpp"
 
@@ -30,6 +31,8 @@
 
 namespace tec::policy {
 namespace {
+
+using test::load_policy_file;
 
 constexpr long peak_limit_kib = 64L * 1024;
 

@@ -78,7 +78,7 @@ protected:
 };
 
 TEST_F(admission_control_test, default_admits_everything_at_once) {
-  EXPECT_TRUE(admission.limits().unlimited());
+  EXPECT_FALSE(admission.set_limits(admission_limits{}, t0));  // the default limits are these
   for (int i = 0; i < 100; ++i) {
     EXPECT_TRUE(due_now(make("k" + std::to_string(i), {"node", "ns"})));
   }

@@ -186,7 +186,7 @@ TEST_F(admission_test, a_cancelled_held_entry_never_runs_and_counts_as_cancelled
   drv.run_pending();
   ASSERT_EQ(started(), (std::vector<std::string>{"a"}));
   EXPECT_TRUE(queue.cancel("b")) << "a held entry has not started: cancelling it counts";
-  EXPECT_FALSE(queue.contains("b"));
+  EXPECT_FALSE(queue.lookup("b").has_value());
   EXPECT_EQ(queue.stats().held, 1U);
   EXPECT_EQ(queue.stats().cancelled, 1U);
   drv.advance(10s);

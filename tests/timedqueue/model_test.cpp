@@ -148,7 +148,7 @@ private:
     const auto before = queue_.lookup(key);
     const bool r = queue_.cancel(key);
     EXPECT_EQ(r, before && before->state == entry_state::pending);
-    EXPECT_FALSE(queue_.contains(key));
+    EXPECT_FALSE(queue_.lookup(key).has_value());
     if (!before) {
       return;
     }
@@ -192,7 +192,8 @@ private:
     live_.erase(g.key);
     if (ok) {
       g.succeeded = true;
-      EXPECT_FALSE(queue_.contains(g.key) && queue_.lookup(g.key)->generation == run.generation);
+      EXPECT_FALSE(queue_.lookup(g.key).has_value() &&
+                   queue_.lookup(g.key)->generation == run.generation);
     } else {
       g.failed_at = drv_.now();
       const auto info = queue_.lookup(g.key);

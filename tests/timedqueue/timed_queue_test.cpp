@@ -144,7 +144,7 @@ TEST_F(timed_queue_test, cancel_while_running_frees_the_key_for_new_work) {
 
   EXPECT_FALSE(queue.cancel("ns/a")) << "only a pending entry reports a cancel";
   EXPECT_TRUE(rec.held[0].cancelled());
-  EXPECT_FALSE(queue.contains("ns/a"));
+  EXPECT_FALSE(queue.lookup("ns/a").has_value());
   rec.held[0].complete(outcome::success());
 
   EXPECT_EQ(queue.schedule("ns/a", drv.now(), drv.now(), "uid-2"), schedule_result::scheduled);
@@ -205,8 +205,8 @@ TEST_F(timed_queue_test, lookup_reports_the_entry) {
   EXPECT_EQ(info->payload, "0b9c-uid");
   EXPECT_EQ(info->attempts, 0U);
   EXPECT_GT(info->generation, 0U);
-  EXPECT_TRUE(queue.contains("ns/a"));
-  EXPECT_FALSE(queue.contains("ns/b"));
+  EXPECT_TRUE(queue.lookup("ns/a").has_value());
+  EXPECT_FALSE(queue.lookup("ns/b").has_value());
   EXPECT_EQ(queue.size(), 1U);
   EXPECT_EQ(queue.stats().pending, 1U);
 }
@@ -314,7 +314,7 @@ TEST_F(timed_queue_test, empty_key_is_an_ordinary_key) {
   const time_point now = drv.now();
   EXPECT_EQ(queue.schedule("", now, now + 1s, "uid"), schedule_result::scheduled);
   EXPECT_EQ(queue.schedule("", now, now + 1s), schedule_result::already_pending);
-  EXPECT_TRUE(queue.contains(""));
+  EXPECT_TRUE(queue.lookup("").has_value());
   EXPECT_EQ(queue.lookup("")->payload, "uid");
   drv.advance(1s);
   ASSERT_EQ(rec.runs.size(), 1U);
@@ -406,7 +406,7 @@ TEST(timed_queue_retry, failures_back_off_exponentially_up_to_the_cap) {
   }
   rec.fail = false;
   drv.advance(1s);
-  EXPECT_FALSE(queue.contains("a"));
+  EXPECT_FALSE(queue.lookup("a").has_value());
   const queue_stats s = queue.stats();
   EXPECT_EQ(s.failed, 7U);
   EXPECT_EQ(s.retries, 7U);
@@ -448,7 +448,7 @@ TEST(timed_queue_retry, a_failure_may_ask_for_its_retry_sooner_never_later) {
   EXPECT_EQ(runs[2], t0 + 13s);
   EXPECT_EQ(runs[3], t0 + 13s);
   EXPECT_EQ(runs[4], t0 + 23s);
-  EXPECT_FALSE(queue.contains("a"));
+  EXPECT_FALSE(queue.lookup("a").has_value());
   queue.shutdown();
 }
 
@@ -493,7 +493,7 @@ TEST_F(timed_queue_test, cancel_during_backoff_stops_retries) {
   drv.run_pending();
   ASSERT_EQ(queue.lookup("a")->state, entry_state::backoff);
   EXPECT_FALSE(queue.cancel("a")) << "a backing-off entry already fired";
-  EXPECT_FALSE(queue.contains("a"));
+  EXPECT_FALSE(queue.lookup("a").has_value());
   drv.advance(1min);
   EXPECT_EQ(rec.runs.size(), 1U);
   EXPECT_EQ(queue.stats().backing_off, 0U);
@@ -526,7 +526,7 @@ TEST_F(timed_queue_test, completing_twice_is_harmless) {
   EXPECT_FALSE(c.cancelled());
   c.complete(outcome::success());
   c.complete(outcome::failure("late"));
-  EXPECT_FALSE(queue.contains("a"));
+  EXPECT_FALSE(queue.lookup("a").has_value());
   EXPECT_EQ(queue.stats().failed, 0U);
   completion moved_from = std::move(c);
   moved_from.complete(outcome::failure("again"));
@@ -541,9 +541,9 @@ TEST(timed_queue_work, work_may_call_back_into_the_queue) {
     ++runs;
     EXPECT_EQ(self->schedule(info.key, drv.now(), drv.now()), schedule_result::already_running);
     EXPECT_FALSE(self->cancel("other-running-or-missing"));
-    EXPECT_TRUE(self->contains(info.key));
+    EXPECT_TRUE(self->lookup(info.key).has_value());
     done.complete(outcome::success());
-    EXPECT_FALSE(self->contains(info.key));
+    EXPECT_FALSE(self->lookup(info.key).has_value());
   });
   self = &queue;
   queue.schedule("a", drv.now(), drv.now());
@@ -571,7 +571,7 @@ TEST(timed_queue_work, throwing_work_is_retried) {
   EXPECT_EQ(queue.lookup("a")->state, entry_state::backoff);
   drv.advance(100ms);
   EXPECT_EQ(runs, 2);
-  EXPECT_FALSE(queue.contains("a"));
+  EXPECT_FALSE(queue.lookup("a").has_value());
   queue.shutdown();
 }
 

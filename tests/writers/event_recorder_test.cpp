@@ -18,6 +18,7 @@
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/test_client.hpp"
 #include "support/manual_clock.hpp"
+#include "tec/base/sanitize.hpp"
 
 namespace tec::writers {
 namespace {
@@ -63,9 +64,9 @@ reply created_when_released() {
 TEST(event_body, has_exactly_the_upstream_fields_plus_the_uid) {
   event_recorder_options opts;
   opts.reporting_instance = "host-a";
-  const json body =
-      json::parse(make_event_body(web, make_event_content(web, event_kind::marking_for_deletion),
-                                  "web-0.abc", opts, fixed_wall, fixed_wall, 1));
+  const json body = json::parse(make_event_body(
+      involved_object{.ref = web}, make_event_content(web, event_kind::marking_for_deletion),
+      "web-0.abc", opts, fixed_wall, fixed_wall, 1));
   EXPECT_EQ(body, json::parse(R"({
     "kind": "Event", "apiVersion": "v1",
     "metadata": {"name": "web-0.abc", "namespace": "ns1"},
@@ -84,9 +85,10 @@ TEST(event_body, has_exactly_the_upstream_fields_plus_the_uid) {
 TEST(event_body, carries_any_type_reason_and_message_and_the_series_timestamps_and_count) {
   event_recorder_options opts;
   opts.reporting_instance = "host-a";
-  const json body = json::parse(make_event_body(
-      web, make_event_content(web, event_kind::eviction_failed, "denied by webhook"), "web-0.abc",
-      opts, fixed_wall, fixed_wall + 150s, 3));
+  const json body = json::parse(
+      make_event_body(involved_object{.ref = web},
+                      make_event_content(web, event_kind::eviction_failed, "denied by webhook"),
+                      "web-0.abc", opts, fixed_wall, fixed_wall + 150s, 3));
   EXPECT_EQ(body["type"], "Warning");
   EXPECT_EQ(body["reason"], "TaintEvictionFailed");
   EXPECT_EQ(body["message"], "Cannot delete Pod ns1/web-0: denied by webhook");
@@ -104,41 +106,41 @@ TEST(event_body, the_patch_sets_count_last_timestamp_and_message) {
 TEST(event_message, keeps_printable_text_and_utf8_as_it_is) {
   const std::string text =
       "Cannot delete Pod ns/p: \xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80";
-  EXPECT_EQ(sanitize_event_message(text, 1024), text);
+  EXPECT_EQ(base::sanitize_message(text, 1024), text);
   const std::string full(1024, 'a');
-  EXPECT_EQ(sanitize_event_message(full, 1024), full);
+  EXPECT_EQ(base::sanitize_message(full, 1024), full);
 }
 
 TEST(event_message, control_characters_become_spaces) {
-  EXPECT_EQ(sanitize_event_message("a\nb\r\tc\x1b[31md\x7f"
+  EXPECT_EQ(base::sanitize_message("a\nb\r\tc\x1b[31md\x7f"
                                    "e\xC2\x85"
                                    "f",
                                    1024),
             "a b  c [31md e f");
-  EXPECT_EQ(sanitize_event_message(std::string("x\0y", 3), 1024), "x y");
+  EXPECT_EQ(base::sanitize_message(std::string("x\0y", 3), 1024), "x y");
 }
 
 TEST(event_message, invalid_utf8_becomes_the_replacement_character) {
   const std::string fffd = "\xEF\xBF\xBD";
-  EXPECT_EQ(sanitize_event_message("a\xFF"
+  EXPECT_EQ(base::sanitize_message("a\xFF"
                                    "b",
                                    1024),
             "a" + fffd + "b");
-  EXPECT_EQ(sanitize_event_message("\xC0\xAF", 1024), fffd + fffd);             // overlong '/'
-  EXPECT_EQ(sanitize_event_message("\xED\xA0\x80", 1024), fffd + fffd + fffd);  // surrogate
-  EXPECT_EQ(sanitize_event_message("ab\xE2\x82", 1024), "ab" + fffd + fffd);    // truncated
-  EXPECT_EQ(sanitize_event_message("\xF4\x90\x80\x80", 1024), fffd + fffd + fffd + fffd);
+  EXPECT_EQ(base::sanitize_message("\xC0\xAF", 1024), fffd + fffd);             // overlong '/'
+  EXPECT_EQ(base::sanitize_message("\xED\xA0\x80", 1024), fffd + fffd + fffd);  // surrogate
+  EXPECT_EQ(base::sanitize_message("ab\xE2\x82", 1024), "ab" + fffd + fffd);    // truncated
+  EXPECT_EQ(base::sanitize_message("\xF4\x90\x80\x80", 1024), fffd + fffd + fffd + fffd);
 }
 
 TEST(event_message, a_long_text_is_clipped_on_a_character_boundary) {
   // The euro sign (3 bytes) straddles the cut at 1021: it goes whole.
   const std::string text = std::string(1020, 'a') + "\xE2\x82\xAC" + std::string(10, 'b');
-  EXPECT_EQ(sanitize_event_message(text, 1024), std::string(1020, 'a') + "...");
+  EXPECT_EQ(base::sanitize_message(text, 1024), std::string(1020, 'a') + "...");
   const std::string huge(200'000, 'x');
-  const std::string clipped = sanitize_event_message(huge, 1024);
+  const std::string clipped = base::sanitize_message(huge, 1024);
   EXPECT_EQ(clipped.size(), 1024U);
   EXPECT_EQ(clipped.substr(1021), "...");
-  EXPECT_EQ(sanitize_event_message("abcdef", 2), "ab");  // No room for the ellipsis.
+  EXPECT_EQ(base::sanitize_message("abcdef", 2), "ab");  // No room for the ellipsis.
 }
 
 class event_recorder_test : public ::testing::Test {

@@ -1,7 +1,5 @@
 #include "entry.hpp"
 
-#include <algorithm>
-
 namespace tec::timedqueue::detail {
 
 entry_info entry::info(hold_reason hold_now, std::optional<time_point> deadline) const {
@@ -25,16 +23,6 @@ entry_info entry::info(hold_reason hold_now, std::optional<time_point> deadline)
     out.last_error = *last_error;
   }
   return out;
-}
-
-std::size_t sort_first_by_fire_at(std::vector<const entry*>& all, std::size_t limit) {
-  const std::size_t n = std::min(limit, all.size());
-  const auto first = all.begin();
-  std::partial_sort(
-      first, first + static_cast<std::ptrdiff_t>(n), all.end(), [](const entry* a, const entry* b) {
-        return a->fire_at != b->fire_at ? a->fire_at < b->fire_at : a->key() < b->key();
-      });
-  return n;
 }
 
 }  // namespace tec::timedqueue::detail

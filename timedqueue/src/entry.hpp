@@ -139,7 +139,6 @@ public:
   }
 
   [[nodiscard]] std::size_t size() const { return set_.size(); }
-  [[nodiscard]] bool contains(std::string_view key) const { return set_.contains(key); }
   /// The entry of `key`, or null. Forced inline, as add() is: the boost lookup inside them is,
   /// and out of line they cost schedule() ~5% (bench/timedqueue_bench bm_schedule_cancel).
   [[nodiscard]] BOOST_FORCEINLINE entry* find(std::string_view key) const {
@@ -308,9 +307,5 @@ private:
 
   std::vector<node> heap_;
 };
-
-/// Sorts the first min(limit, size) entries of `all` by fire_at, ties by key (the order of a
-/// snapshot), in O(n log limit); returns how many that is.
-std::size_t sort_first_by_fire_at(std::vector<const entry*>& all, std::size_t limit);
 
 }  // namespace tec::timedqueue::detail

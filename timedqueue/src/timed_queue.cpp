@@ -60,13 +60,10 @@ struct completion::state {
 };
 
 // ---------------------------------------------------------------------------------------------
-// The queue's state. Everything below `mu_` is guarded by it.
-//
-// One job: an entry's way from schedule() through its deadline, admission, its runs and
-// retries to its end, under one mutex. The parts with a job of their own live beside it and
-// are guarded by the same mutex: admission_control (whether a due entry may start), deadlines
-// (the heap), retry_delays, the entries and their index (entry.hpp), the timer (wake_timer), the
-// posting of starts (starter) and what a shutdown waits for (run_gate).
+// The queue's state: an entry's way from schedule() through its deadline, admission, its runs
+// and retries to its end. Everything below `mu_` is guarded by it, the parts with a job of their
+// own included (admission_control, deadlines, retry_delays, entry_index, wake_timer, starter,
+// run_gate).
 
 struct timed_queue::impl final : detail::start_target, std::enable_shared_from_this<impl> {
   /// The state behind one completion: it owns nothing but the right to report on `e`.
@@ -307,101 +304,6 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
     apply_outcome(e, outcome::failure("work was dropped by the driver before it started"));
   }
 
-  // --- public operations ----------------------------------------------------------------------
-
-  schedule_result schedule(std::string_view key, time_point created_at, time_point fire_at,
-                           std::string_view payload, const group_names& groups) {
-    std::vector<entry*> start;
-    {
-      std::lock_guard lock(mu_);
-      if (gate_.closed()) {
-        return schedule_result::shut_down;
-      }
-      if (const entry* found = index_.find(key)) {
-        return found->state == entry_state::running ? schedule_result::already_running
-                                                    : schedule_result::already_pending;
-      }
-      entry* e = index_.add(key, payload, groups, created_at, fire_at);
-      ++stats_.scheduled;
-      const time_point now = drv_.now();
-      if (fire_at <= created_at || fire_at <= now) {
-        make_due(e, fire_at, now, start);
-        pump(now, start);
-      } else {
-        e->state = entry_state::pending;
-        try {
-          deadlines_.push(e, fire_at);
-        } catch (...) {
-          index_.erase(e);
-          throw;
-        }
-        ++stats_.pending;
-        timer_.arm_for(fire_at);
-      }
-    }
-    post_starts(std::move(start));
-    return schedule_result::scheduled;
-  }
-
-  bool cancel(std::string_view key) {
-    std::lock_guard lock(mu_);
-    entry* e = index_.take(key);
-    if (e == nullptr) {
-      return false;
-    }
-    switch (e->state) {
-      case entry_state::pending:
-        deadlines_.remove(e);
-        --stats_.pending;
-        ++stats_.cancelled;
-        entry::destroy(e);
-        return true;
-      case entry_state::backoff:
-        deadlines_.remove(e);
-        --stats_.backing_off;
-        entry::destroy(e);
-        return false;
-      case entry_state::held:
-        admission_.unhold(*e, e->groups());
-        ++stats_.cancelled;
-        entry::destroy(e);
-        return true;
-      case entry_state::running:
-        --stats_.running;
-        e->detached.store(true, std::memory_order_relaxed);
-        return false;
-    }
-    return false;
-  }
-
-  void set_admission(admission_limits limits) {
-    std::vector<entry*> start;
-    {
-      std::lock_guard lock(mu_);
-      if (gate_.closed()) {
-        return;  // nothing is held any more, and the driver may be gone
-      }
-      const time_point now = drv_.now();
-      if (!admission_.set_limits(limits, now)) {
-        return;
-      }
-      pump(now, start);
-    }
-    post_starts(std::move(start));
-  }
-
-  void set_paused(bool paused) {
-    std::vector<entry*> start;
-    {
-      std::lock_guard lock(mu_);
-      if (!admission_.set_paused(paused) || paused || gate_.closed()) {
-        return;
-      }
-      pump(drv_.now(), start);
-    }
-    post_starts(std::move(start));
-  }
-
   /// The snapshot of an entry in the index. Requires mu_.
   [[nodiscard]] entry_info info_of(const entry* e) const {
     return e->info(e->state == entry_state::held ? admission_.hold_of(*e) : hold_reason::none,
@@ -515,15 +417,67 @@ timed_queue::~timed_queue() {
 schedule_result timed_queue::schedule(std::string_view key, time_point created_at,
                                       time_point fire_at, std::string_view payload,
                                       group_names groups) {
-  return impl_->schedule(key, created_at, fire_at, payload, groups);
+  impl& q = *impl_;
+  std::vector<entry*> start;
+  {
+    std::lock_guard lock(q.mu_);
+    if (q.gate_.closed()) {
+      return schedule_result::shut_down;
+    }
+    if (const entry* found = q.index_.find(key)) {
+      return found->state == entry_state::running ? schedule_result::already_running
+                                                  : schedule_result::already_pending;
+    }
+    entry* e = q.index_.add(key, payload, groups, created_at, fire_at);
+    ++q.stats_.scheduled;
+    const time_point now = q.drv_.now();
+    if (fire_at <= created_at || fire_at <= now) {
+      q.make_due(e, fire_at, now, start);
+      q.pump(now, start);
+    } else {
+      e->state = entry_state::pending;
+      try {
+        q.deadlines_.push(e, fire_at);
+      } catch (...) {
+        q.index_.erase(e);
+        throw;
+      }
+      ++q.stats_.pending;
+      q.timer_.arm_for(fire_at);
+    }
+  }
+  q.post_starts(std::move(start));
+  return schedule_result::scheduled;
 }
 
 void timed_queue::set_admission(admission_limits limits) {
-  impl_->set_admission(limits);
+  impl& q = *impl_;
+  std::vector<entry*> start;
+  {
+    std::lock_guard lock(q.mu_);
+    if (q.gate_.closed()) {
+      return;  // nothing is held any more, and the driver may be gone
+    }
+    const time_point now = q.drv_.now();
+    if (!q.admission_.set_limits(limits, now)) {
+      return;
+    }
+    q.pump(now, start);
+  }
+  q.post_starts(std::move(start));
 }
 
 void timed_queue::set_paused(bool paused) {
-  impl_->set_paused(paused);
+  impl& q = *impl_;
+  std::vector<entry*> start;
+  {
+    std::lock_guard lock(q.mu_);
+    if (!q.admission_.set_paused(paused) || paused || q.gate_.closed()) {
+      return;
+    }
+    q.pump(q.drv_.now(), start);
+  }
+  q.post_starts(std::move(start));
 }
 
 bool timed_queue::paused() const {
@@ -532,7 +486,35 @@ bool timed_queue::paused() const {
 }
 
 bool timed_queue::cancel(std::string_view key) {
-  return impl_->cancel(key);
+  impl& q = *impl_;
+  std::lock_guard lock(q.mu_);
+  entry* e = q.index_.take(key);
+  if (e == nullptr) {
+    return false;
+  }
+  switch (e->state) {
+    case entry_state::pending:
+      q.deadlines_.remove(e);
+      --q.stats_.pending;
+      ++q.stats_.cancelled;
+      entry::destroy(e);
+      return true;
+    case entry_state::backoff:
+      q.deadlines_.remove(e);
+      --q.stats_.backing_off;
+      entry::destroy(e);
+      return false;
+    case entry_state::held:
+      q.admission_.unhold(*e, e->groups());
+      ++q.stats_.cancelled;
+      entry::destroy(e);
+      return true;
+    case entry_state::running:
+      --q.stats_.running;
+      e->detached.store(true, std::memory_order_relaxed);
+      return false;
+  }
+  return false;
 }
 
 std::optional<entry_info> timed_queue::lookup(std::string_view key) const {
@@ -549,17 +531,17 @@ queue_snapshot timed_queue::snapshot(std::size_t limit) const {
   queue_snapshot out;
   out.total = impl_->index_.size();
   std::vector<const entry*> all = impl_->index_.all();
-  const std::size_t n = detail::sort_first_by_fire_at(all, limit);
+  const std::size_t n = std::min(limit, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(),
+                    [](const entry* a, const entry* b) {
+                      return a->fire_at != b->fire_at ? a->fire_at < b->fire_at
+                                                      : a->key() < b->key();
+                    });
   out.entries.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     out.entries.emplace_back(std::string(all[i]->key()), impl_->info_of(all[i]));
   }
   return out;
-}
-
-bool timed_queue::contains(std::string_view key) const {
-  std::lock_guard lock(impl_->mu_);
-  return impl_->index_.contains(key);
 }
 
 std::size_t timed_queue::size() const {

@@ -23,6 +23,7 @@
 #include "lru_map.hpp"
 #include "tec/base/logger.hpp"
 #include "tec/base/rfc3339.hpp"
+#include "tec/base/sanitize.hpp"
 #include "tec/base/token_bucket.hpp"
 #include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/hostname.hpp"
@@ -44,17 +45,6 @@ std::shared_ptr<spdlog::logger> logger() {
   return log;
 }
 
-/// client-go names events "<object name>.<unix nanos in hex>"; names must stay DNS subdomains
-/// of at most 253 characters, so a very long pod name is shortened.
-std::string event_name(std::string_view pod_name, std::uint64_t nanos) {
-  const std::string suffix = fmt::format(".{:x}", nanos);
-  std::string base(pod_name.substr(0, max_name_length - suffix.size()));
-  while (!base.empty() && (base.back() == '.' || base.back() == '-')) {
-    base.pop_back();
-  }
-  return base + suffix;
-}
-
 /// Logs the exception (if any) that ended a coroutine of the recorder.
 void log_unexpected(const std::exception_ptr& ep, std::string_view what) {
   if (!ep) {
@@ -65,40 +55,6 @@ void log_unexpected(const std::exception_ptr& ep, std::string_view what) {
   } catch (const std::exception& e) {
     logger()->error("{} stopped by an unexpected exception: {}", what, e.what());
   }
-}
-
-/// The length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, surrogates or
-/// code points past U+10FFFF) starting `s` (whose first byte is >= 0x80), or 0. Hand-written:
-/// the message check must also clip and replace control characters in the same pass, which
-/// no library at hand does.
-std::size_t utf8_sequence_length(std::string_view s) {
-  const auto byte = [&s](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char lead = byte(0);
-  std::size_t n = 0;
-  unsigned char low = 0x80;  // The range of the second byte.
-  unsigned char high = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    n = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    n = 3;
-    low = lead == 0xE0 ? 0xA0 : low;    // overlong
-    high = lead == 0xED ? 0x9F : high;  // surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    n = 4;
-    low = lead == 0xF0 ? 0x90 : low;    // overlong
-    high = lead == 0xF4 ? 0x8F : high;  // past U+10FFFF
-  } else {
-    return 0;
-  }
-  if (s.size() < n || byte(1) < low || byte(1) > high) {
-    return 0;
-  }
-  for (std::size_t i = 2; i < n; ++i) {
-    if ((byte(i) & 0xC0U) != 0x80U) {
-      return 0;
-    }
-  }
-  return n;
 }
 
 /// The distinct messages seen of similar events (same object, type, reason), by hash: a
@@ -161,7 +117,7 @@ private:
 
 /// One Event on the server (or to be created there) and the occurrences not yet in it.
 /// Guarded by the recorder's mutex, except the fields set before it is first queued and never
-/// written again (key, pod, name, combined, first, content.type and content.reason), which a
+/// written again (key, object, name, combined, first, content.type and content.reason), which a
 /// delivery reads freely. A delivery owns it (`busy`) while a request is out.
 struct series {
   // The correlation key: object, type, reason, and the hash of the message or "combined".
@@ -186,46 +142,6 @@ event_content make_event_content(const pod_ref& pod, event_kind kind, std::strin
   return event_content{std::string(controller::event_type_of(kind)),
                        std::string(controller::event_reason_of(kind)),
                        controller::event_message(pod, kind, detail)};
-}
-
-std::string sanitize_event_message(std::string_view text, std::size_t max_bytes) {
-  static constexpr std::string_view ellipsis = "...";
-  static constexpr std::string_view replacement = "\xEF\xBF\xBD";  // U+FFFD
-  std::string out;
-  out.reserve(std::min(text.size(), max_bytes) + 4);
-  // Stop one character past the limit: enough to know the text is clipped.
-  for (std::size_t i = 0; i < text.size() && out.size() <= max_bytes;) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    if (lead < 0x80) {
-      out.push_back(lead < 0x20 || lead == 0x7f ? ' ' : text[i]);
-      ++i;
-      continue;
-    }
-    const std::size_t n = utf8_sequence_length(text.substr(i));
-    if (n == 0) {
-      out.append(replacement);
-      ++i;
-    } else if (lead == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
-      out.push_back(' ');  // A C1 control character (U+0080..U+009F).
-      i += n;
-    } else {
-      out.append(text.substr(i, n));
-      i += n;
-    }
-  }
-  if (out.size() <= max_bytes) {
-    return out;
-  }
-  const bool room = max_bytes > ellipsis.size();
-  std::size_t cut = room ? max_bytes - ellipsis.size() : max_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0U) == 0x80U) {
-    --cut;  // Back to the first byte of the character that does not fit.
-  }
-  out.resize(cut);
-  if (room) {
-    out.append(ellipsis);
-  }
-  return out;
 }
 
 std::string make_event_body(const involved_object& object, const event_content& content,
@@ -257,13 +173,6 @@ std::string make_event_body(const involved_object& object, const event_content& 
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string make_event_body(const pod_ref& pod, const event_content& content,
-                            const std::string& name, const event_recorder_options& options,
-                            std::chrono::system_clock::time_point first,
-                            std::chrono::system_clock::time_point last, std::uint64_t count) {
-  return make_event_body(involved_object{.ref = pod}, content, name, options, first, last, count);
-}
-
 std::string make_event_patch(std::string_view message, std::chrono::system_clock::time_point last,
                              std::uint64_t count) {
   const json patch = {
@@ -289,15 +198,22 @@ struct event_recorder::impl {
     }
   }
 
-  /// A unique name even when the wall clock stands still or steps back.
-  std::string next_name(const std::string& pod_name, std::chrono::system_clock::time_point at) {
+  /// client-go's "<object name>.<unix nanos in hex>", unique even when the wall clock stands
+  /// still or steps back. Names must stay DNS subdomains of at most 253 characters, so a very
+  /// long object name is shortened.
+  std::string next_name(std::string_view object_name, std::chrono::system_clock::time_point at) {
     const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch());
     std::uint64_t value = nanos.count() > 0 ? static_cast<std::uint64_t>(nanos.count()) : 0;
     if (value <= last_name_nanos) {
       value = last_name_nanos + 1;
     }
     last_name_nanos = value;
-    return event_name(pod_name, value);
+    const std::string suffix = fmt::format(".{:x}", value);
+    std::string name(object_name.substr(0, max_name_length - suffix.size()));
+    while (!name.empty() && (name.back() == '.' || name.back() == '-')) {
+      name.pop_back();
+    }
+    return name + suffix;
   }
 
   /// Whether one more series fits in the queue, after dropping the oldest one's occurrences
@@ -315,17 +231,13 @@ struct event_recorder::impl {
   }
 
   /// Counts the pending occurrences of `s`, which leaves the queue (or its delivery), as
-  /// dropped into `counter`. Called with mutex held.
+  /// dropped into `counter`; with no request queued or in flight any more, `s` goes from
+  /// `active` to the LRU of `idle` series, unless a newer series took its key meanwhile.
+  /// Called with mutex held.
   void drop(const std::shared_ptr<series>& s, std::uint64_t& counter) {
     counter += s->pending;
     s->pending = 0;
     s->queued = false;
-    deactivate(s);
-  }
-
-  /// `s` has no request queued or in flight any more: from `active` to the LRU of `idle`
-  /// series, unless a newer series took its key meanwhile. Called with mutex held.
-  void deactivate(const std::shared_ptr<series>& s) {
     const auto it = active.find(s->key);
     if (it != active.end() && it->second == s) {
       active.erase(it);
@@ -356,7 +268,7 @@ struct event_recorder::impl {
       }
       const bool combined = filter.aggregate(key, content.message, now);
       if (combined) {
-        content.message = sanitize_event_message(
+        content.message = base::sanitize_message(
             "(combined from similar events): " + content.message, options.max_message_bytes);
         key += '\1';
       } else {
@@ -631,7 +543,7 @@ void event_recorder::stop() {
 }
 
 bool event_recorder::record(const involved_object& object, event_content content) {
-  content.message = sanitize_event_message(content.message, impl_->options.max_message_bytes);
+  content.message = base::sanitize_message(content.message, impl_->options.max_message_bytes);
   return impl_->record(object, std::move(content));
 }
 

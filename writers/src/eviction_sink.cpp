@@ -31,10 +31,9 @@ std::shared_ptr<spdlog::logger> logger() {
   return log;
 }
 
-/// True for a failed condition patch worth retrying before deleting: the API may accept it
-/// soon (429 and 5xx after the client's own retries, a timeout, a broken connection, 401 while
-/// a token is rotated, 409 and 408, which ask to retry). False for an answer that will not
-/// change: 403, 404, 410 and every other 4xx (422 Invalid, 400 BadRequest, ...).
+/// True for a failed condition patch worth retrying before deleting (see evict() in the
+/// header; 401 while a token is rotated, 408 and 409 ask to retry); false for 403, 404, 410 and
+/// every other 4xx, answers that will not change.
 bool transient(const base::error& err) {
   if (err.code.category() != base::error_category()) {
     return true;
@@ -173,18 +172,14 @@ struct k8s_eviction_sink::impl {
         }
         co_return std::nullopt;
       }
-      logger()->info("pod=\"{}\" uid={} is already gone ({}), nothing to delete", who, pod.uid,
+      co_return gone(pod, who,
                      patched_result.value() == patch_outcome::not_found ? "404" : "UID mismatch");
-      finished(pod.uid, true);
-      co_return eviction_result{eviction_status::gone, {}};
     }
     const base::error& err = patched_result.error();
     if (is_cancelled(err)) {
       co_return cancelled_result();
     }
     if (transient(err)) {
-      // No DELETE without the condition: a Job's podFailurePolicy would count the pod's end
-      // as a real failure. The queue retries the whole attempt with backoff.
       co_return failed(req, who,
                        "could not add the DisruptionTarget condition, not deleting without it "
                        "(retried)",

@@ -118,6 +118,23 @@ boost::asio::awaitable<base::result<k8sclient::response>> send(k8sclient::client
   }
   co_return resp;
 }
+
+/// 2xx as `ok`, 404 as not_found, a conflict naming the UID (`uid_conflict`) as uid_mismatch,
+/// any other status as the API's error.
+template <class Outcome>
+base::result<Outcome> outcome_of(const k8sclient::response& resp, std::string_view what, Outcome ok,
+                                 bool uid_conflict) {
+  if (is_2xx(resp.status)) {
+    return ok;
+  }
+  if (resp.status == 404) {
+    return Outcome::not_found;
+  }
+  if (uid_conflict) {
+    return Outcome::uid_mismatch;
+  }
+  return k8sclient::api_error(what, resp);
+}
 }  // namespace
 
 pod_writer::pod_writer(k8sclient::client& c, base::clock& clock) : client_(c), clock_(clock) {}
@@ -130,18 +147,9 @@ boost::asio::awaitable<base::result<delete_outcome>> pod_writer::delete_pod(
   if (!resp) {
     co_return resp.error();
   }
-  if (is_2xx(resp->status)) {
-    co_return delete_outcome::deleted;
-  }
-  if (resp->status == 404) {
-    co_return delete_outcome::not_found;
-  }
-  if (resp->status == 409) {
-    // The only precondition we send is the UID: a conflict means the name is taken by another
-    // pod, so the one we meant is gone.
-    co_return delete_outcome::uid_mismatch;
-  }
-  co_return k8sclient::api_error(what, resp.value());
+  // The only precondition we send is the UID: a conflict means the name is taken by another
+  // pod, so the one we meant is gone.
+  co_return outcome_of(*resp, what, delete_outcome::deleted, resp->status == 409);
 }
 
 boost::asio::awaitable<base::result<evict_answer>> pod_writer::evict_pod(
@@ -154,22 +162,19 @@ boost::asio::awaitable<base::result<evict_answer>> pod_writer::evict_pod(
     co_return resp.error();
   }
   const unsigned status = resp->status;
-  if (is_2xx(status)) {
-    co_return evict_answer{evict_outcome::evicted, {}};
-  }
   if (status == 429) {
     co_return evict_answer{evict_outcome::blocked, k8sclient::status_message(resp->body)};
   }
-  if (status == 404) {
-    co_return evict_answer{evict_outcome::not_found, {}};
-  }
   // A 409 is also what an eviction answers when its update of the budget keeps conflicting:
   // only one about the UID precondition means the pod we meant is gone.
-  if (status == 409 && (names_uid_cause(resp->body) ||
-                        k8sclient::status_message(resp->body).find("UID") != std::string::npos)) {
-    co_return evict_answer{evict_outcome::uid_mismatch, {}};
+  auto outcome = outcome_of(
+      *resp, what, evict_outcome::evicted,
+      status == 409 && (names_uid_cause(resp->body) ||
+                        k8sclient::status_message(resp->body).find("UID") != std::string::npos));
+  if (!outcome) {
+    co_return outcome.error();
   }
-  co_return k8sclient::api_error(what, resp.value());
+  co_return evict_answer{*outcome, {}};
 }
 
 boost::asio::awaitable<base::result<std::string>> pod_writer::discover_eviction_version() {
@@ -204,16 +209,8 @@ boost::asio::awaitable<base::result<patch_outcome>> pod_writer::add_disruption_c
   if (!resp) {
     co_return resp.error();
   }
-  if (is_2xx(resp->status)) {
-    co_return patch_outcome::patched;
-  }
-  if (resp->status == 404) {
-    co_return patch_outcome::not_found;
-  }
-  if ((resp->status == 422 || resp->status == 409) && names_uid_cause(resp->body)) {
-    co_return patch_outcome::uid_mismatch;
-  }
-  co_return k8sclient::api_error(what, resp.value());
+  co_return outcome_of(*resp, what, patch_outcome::patched,
+                       (resp->status == 422 || resp->status == 409) && names_uid_cause(resp->body));
 }
 
 }  // namespace tec::writers

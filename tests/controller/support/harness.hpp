@@ -122,7 +122,7 @@ public:
   }
 
   [[nodiscard]] bool scheduled(const std::string& name, const std::string& ns = "default") const {
-    return ctl.queue_for_test().contains(ns + "/" + name);
+    return ctl.queue_for_test().lookup(ns + "/" + name).has_value();
   }
   [[nodiscard]] bool evicted(const std::string& name) const { return sink.evictions_of(name) > 0; }
 

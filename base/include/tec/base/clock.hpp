@@ -1,15 +1,12 @@
 #pragma once
 
 // The one clock (client-go's k8s.io/utils/clock): now() on the steady clock for deadlines,
-// waits and the timed queue, wall() for the times written or reported (lease times, events,
-// the decision notes). alarm_clock adds one-shot alarms: every deadline of the client and the
-// reflector (dial, TLS handshake, request, the idle guard of a watch, waits for a pooled
-// connection), every wait (QPS, Retry-After, network-retry and reflector backoff) and the timed
-// queue's timer are alarms on it. Tests substitute a manual clock they advance by hand
-// (tests/support/manual_clock.hpp: it moves now() and wall() together and fires the alarms), so
-// no test waits on wall time. Production: real_clock() here (steady_clock and system_clock),
-// and async::real_alarm_clock() (tec/asio/real_alarm_clock.hpp: the same with Asio timers), so
-// that what only reads the time (the controller) links no Asio.
+// waits and the timed queue, wall() for the times written or reported. alarm_clock adds
+// one-shot alarms: every deadline and wait of the client and the reflector, and the timed
+// queue's timer. Tests substitute tests/support/manual_clock.hpp (now() and wall() move
+// together when advanced, and fire the alarms), so no test waits on wall time. Production:
+// real_clock() here and async::real_alarm_clock() (tec/asio/real_alarm_clock.hpp), so that
+// what only reads the time (the controller) links no Asio.
 //
 // Thread-safety: now(), wall() and at() may be called from any thread. An alarm's callback is
 // posted to the executor given to at(); destroying the alarm on that executor guarantees the

@@ -4,63 +4,25 @@
 // and when it is evicted, and drives those evictions through a timed_queue and an
 // eviction_sink. No I/O of its own: the informers feed it, the sink acts.
 //
-// Pipeline
-// --------
-// node_updated()/pod_updated() (informer threads) filter out irrelevant updates and put the
-// rest on one of N per-worker queues, chosen by a 32-bit FNV-1a hash of the node name modulo
-// N, so a node and all of its pods are always handled by the same worker, in order. A worker
-// drains the node updates waiting on its own queue before each pod update. The per-worker
-// queues are unbounded but coalescing: a node has at most one waiting update (carrying its
-// latest NoExecute taints, or its deletion) and a pod at most one per node name (the handler
-// reads the pod's latest state from pod_index), so memory is bounded by the number of nodes
-// and pods, and a slow or busy worker never blocks dispatch to the others (upstream uses a
-// blocking channel send, so one full channel stalls every worker).
+// Pipeline: node_updated()/pod_updated() filter out irrelevant updates and put the rest on one
+// of N coalescing per-worker queues, chosen by shard_of(node name), so a node and all of its
+// pods are handled by the same worker, in order (its node updates before each pod update). A
+// node has at most one waiting update and a pod at most one per node name, so memory is
+// bounded by the nodes and pods and a busy worker never blocks the others (upstream's blocking
+// channel send stalls every worker).
 //
-// Upstream choices we keep (kubernetes pkg/controller/tainteviction; docs/behaviour.md)
-// -----------------------------------------------------------------------------------
-// - An eviction already scheduled keeps its fire time: changing tolerationSeconds neither
-//   lengthens nor shortens it; only a cancel or an untolerated taint changes it.
-// - Deleting a node drops it from the tainted table but does not cancel its pods' evictions.
-// - A pod update for a node that is not tainted does nothing (no cancel).
-// - "Cancelling deletion" is emitted only when a pending (not yet fired) eviction was
-//   cancelled, including when the pod was deleted (the event names the UID the eviction was
-//   made for).
-// - "Marking for deletion" is emitted once per firing (attempt 1 only), before the API call.
+// Semantics: upstream's (kubernetes pkg/controller/tainteviction; docs/behaviour.md), with the
+// differences docs/design.md lists ("Where we differ from upstream"): UID preconditions on
+// every queue entry, durable retry, generation tokens, saturating tolerationSeconds, no second
+// delete of a terminating pod (controller_stats::terminating_skipped). Two more: an untolerated
+// taint found while this pod's eviction already runs or backs off leaves it alone (no cancel +
+// duplicate eviction), and decisions for one pod key are made under a striped lock, so two
+// workers (old and new node of a re-created pod) never interleave lookup and cancel.
 //
-// Where we differ, on purpose (docs/design.md "Where we differ from upstream")
-// ---------------------------------------------------------------------------
-// - UID preconditions: every queue entry carries the UID of the pod it was made for (its
-//   payload) and the eviction is made for that UID only. An entry found under a name that now
-//   belongs to another UID is dropped WITHOUT a cancel event and the new pod is decided
-//   afresh; at firing time the work re-checks the pod cache and skips pods that are gone or
-//   replaced (no Marking event, no API call). A pod update whose UID changed is never
-//   filtered out.
-// - Durable retry: a failed eviction is retried with backoff until it succeeds or is
-//   cancelled, not dropped after 5 tries; one that keeps failing is made visible (see
-//   controller_options::stuck_after).
-// - Generation tokens (in timed_queue): a finished or cancelled run never touches a newer
-//   entry for the same key; cancelling an in-flight eviction frees the key at once.
-// - Saturating seconds: a huge tolerationSeconds is capped at toleration_time::max_delay
-//   (100 years) instead of overflowing into "evict now".
-// - Untolerated taint while this very pod's eviction is already running or backing off: it is
-//   left alone (it is already evicting "now"), instead of a cancel + a duplicate eviction.
-// - A pod already terminating (metadata.deletionTimestamp set) is never deleted again (issue
-//   29): no eviction is scheduled for it; one that waits (pending, held, backing off) is
-//   cancelled when the update that sets the deletionTimestamp comes, with "Cancelling
-//   deletion" when it was pending or blocked; a firing that finds the pod terminating stops
-//   (no event, no request); an attempt already running is left to finish. Counted in
-//   controller_stats::terminating_skipped.
-// - Per-key serialisation: decisions for one pod key are made under a striped lock, so two
-//   workers (old node and new node of a re-created pod) never interleave lookup and cancel.
-//
-// Threading
-// ---------
-// - node_updated(), pod_updated(), stats(), tainted_taints() and tainted_node_count_for_test()
-//   may be called from any thread, concurrently.
-// - In threaded mode (options.threaded) start() spawns the worker std::threads; in manual mode
-//   nothing runs until the test calls run_until_idle_for_test() on its own thread.
-// - The eviction work runs on the timed queue's driver (driver::post); sink callbacks may
-//   come from any thread.
+// Threading: node_updated(), pod_updated(), stats(), tainted_taints() and the other readers may
+// be called from any thread, concurrently. In threaded mode start() spawns the worker threads;
+// in manual mode nothing runs until run_until_idle_for_test(). The eviction work runs on the
+// timed queue's driver (driver::post); sink callbacks may come from any thread.
 //
 // Errors: a pod_index or sink that throws (std::exception) never takes a thread down. In the
 // eviction work the attempt counts as failed and is retried; in a worker the update is logged
@@ -171,9 +133,8 @@ struct controller_options {
   bool threaded = true;
   /// Backoff of failed evictions (durable retry).
   timedqueue::retry_policy retry{};
-  /// Called after each eviction whose DELETE was accepted (eviction_status::deleted; not for
-  /// a pod found already gone or replaced) with the time from when it was due to when the
-  /// DELETE was accepted (the deletion-duration histogram). From the sink's thread.
+  /// Called after each accepted DELETE (eviction_status::deleted) with the time from when it
+  /// was due to when it was accepted (the deletion-duration histogram). From the sink's thread.
   std::function<void(std::chrono::nanoseconds)> on_deleted;
   /// An eviction whose attempts failed this many times in a row is stuck: it is still retried,
   /// and it is made visible (a Warning TaintEvictionFailed event with the last error, a
@@ -189,28 +150,23 @@ struct controller_options {
   /// tainted and total node counts that decided it. From the thread that delivered the node
   /// update or the policy; must be quick and must not call back into the controller.
   std::function<void(bool open, std::size_t tainted_nodes, std::size_t nodes)> on_breaker;
-  /// Decision observer (shadow mode): told when an eviction is scheduled, when one fires in
-  /// dry-run ("would delete") and when a pending one is cancelled, with why. Called from a
-  /// worker or the driver's thread, possibly under a per-pod lock: must be quick, must not
-  /// throw and must not call back into the controller. Empty: nothing is built.
+  /// Decision observer (shadow mode; see decision_kind). Called from a worker or the driver's
+  /// thread, possibly under a per-pod lock: must be quick, must not throw and must not call
+  /// back into the controller. Empty: nothing is built.
   std::function<void(const decision_note&)> on_decision;
-  /// Record a Normal TaintEvictionScheduled event on the pod when an eviction is scheduled
-  /// for a later time (a toleration with tolerationSeconds > 0, not an immediate eviction nor
-  /// a replayed countdown already over), once per queue entry, naming the taint, the
-  /// tolerationSeconds used and the due time (clock->wall() + the delay). Not upstream's: it has
-  /// no such event. None in dry-run (no event is).
+  /// Record a Normal TaintEvictionScheduled event (not upstream's) once per queue entry
+  /// scheduled for a later time, naming the taint, the tolerationSeconds used and the due time
+  /// (clock->wall() + the delay). None in dry-run (no event is).
   bool scheduled_events = true;
   /// The policy to start with (set_policy() replaces it later). Default: none (upstream).
   eviction_policy policy;
-  /// When the replay (update_origin::replay) finds a pod on a tainted node with no eviction
-  /// scheduled, count its toleration from when an uninterrupted controller would have started
-  /// it (countdown_since: the taints' timeAdded and the pod's bind time) instead of from now,
-  /// so a restart or failover does not restart every countdown. Taints without timeAdded
-  /// still count from now; updates the informers deliver later always count from now.
+  /// The replay (update_origin::replay) counts a newly scheduled eviction's toleration from
+  /// when an uninterrupted controller would have started it (countdown_since()) instead of from
+  /// now, so a restart or failover does not restart every countdown. Other updates count from
+  /// now.
   bool deadlines_from_taint_time = true;
-  /// The clock whose wall() countdown_since() compares timeAdded with and the due times of
-  /// events and messages are written on; its now() should be the driver's. Empty:
-  /// base::real_clock().
+  /// The wall clock of countdown_since() and of the due times in events; its now() should be
+  /// the driver's. Empty: base::real_clock().
   std::shared_ptr<base::clock> clock;
   /// True when the namespace carries the opt-out annotation (taint-eviction-controller/
   /// exclude: "true"): its pods are never evicted. Called from the workers, concurrently:
@@ -226,10 +182,8 @@ struct eviction_view {
   /// That node's NoExecute taints now (tainted_taints()); empty when it is no longer tainted.
   std::vector<taint> taints;
   timedqueue::time_point due{};  ///< When it was (or is) due, on the driver's clock.
-  /// "pending" (its time has not come), "waiting" (due, held by the policy), "running" (its
-  /// attempt is in flight), "retrying" (its last attempt failed; backing off) or "blocked"
-  /// (Evict mode: the Eviction API refuses it; retried, or running a retry). Both point at
-  /// string literals.
+  /// "pending", "waiting" (due, held by the policy), "running", "retrying" (backing off) or
+  /// "blocked" (Evict mode: the Eviction API refuses it). Both point at string literals.
   std::string_view state;
   /// Why it waits: "" (it does not), "rate_limit", "in_flight_limit_node",
   /// "in_flight_limit_namespace", "storm_breaker" (waiting), "backoff" (retrying) or "pdb"
@@ -261,9 +215,9 @@ struct controller_stats {
   std::uint64_t evictions_succeeded = 0;
   std::uint64_t evictions_failed = 0;   ///< Attempts that failed (each is retried).
   std::uint64_t evictions_skipped = 0;  ///< Fired for a pod gone or replaced: no API call.
-  /// Evictions not made because the pod was already terminating (a deletionTimestamp): a
-  /// decision that would have scheduled one, a waiting one cancelled, or a firing stopped. A
-  /// pod decided again counts again.
+  /// Evictions not made because the pod was already terminating: a decision that would have
+  /// scheduled one, a waiting one cancelled, or a firing stopped (a pod decided again counts
+  /// again).
   std::uint64_t terminating_skipped = 0;
   std::uint64_t cancellations = 0;          ///< Pending evictions cancelled (cancel events).
   std::uint64_t stale_entries_dropped = 0;  ///< Entries dropped for a UID mismatch.
@@ -320,12 +274,11 @@ public:
   /// starts acting (see controller_options::deadlines_from_taint_time). Any thread.
   bool node_updated(const node_view* old_node, const node_view* new_node,
                     update_origin origin = update_origin::watch);
-  /// A pod was added (old_pod null), updated, or deleted (new_pod null). Ignored when
-  /// tolerations, nodeName and UID are unchanged (unless the pod just became terminating while
-  /// an eviction of it waits in the queue, not yet running: that eviction is dropped), or when
-  /// the pod is unscheduled (a re-created unscheduled pod replacing a scheduled one is still
-  /// enqueued for the old node, so the old pod's eviction is dropped). Returns true when
-  /// enqueued. Any thread.
+  /// A pod was added (old_pod null), updated, or deleted (new_pod null). Ignored when its UID,
+  /// nodeName, tolerations and opt-out (under a scoping policy also labels, phase and owner)
+  /// are unchanged (becoming terminating counts only while an eviction of it waits), or when it
+  /// is unscheduled (unless it replaced a scheduled pod of that name, whose eviction is then
+  /// dropped). Returns true when enqueued. Any thread.
   bool pod_updated(const pod_view* old_pod, const pod_view* new_pod);
 
   /// Tests, manual mode only: processes waiting updates on the calling thread until none is
@@ -336,11 +289,9 @@ public:
   bool wait_idle(std::chrono::milliseconds timeout);
 
   /// Replaces the policy (a reload): admission limits apply to what is held at once, the
-  /// storm breaker is re-evaluated with its new thresholds, dry-run applies to the next
-  /// eviction that starts. When `exclude` or `taints` changed, every pod on a tainted node is
-  /// decided again (redecide_all): a pod newly excluded, or whose taints are now all ignored,
-  /// has its pending eviction cancelled; evictions already scheduled keep their time. Any
-  /// thread.
+  /// storm breaker is re-evaluated, dry-run applies to the next eviction that starts. When
+  /// `exclude` or `taints` changed, redecide_all() (evictions already scheduled keep their
+  /// time). Any thread.
   void set_policy(const eviction_policy& policy);
   /// Decides every pod on every tainted node again, as a node update would (the update is
   /// merged into one already waiting for that node). Any thread.
@@ -350,8 +301,6 @@ public:
   /// The NoExecute taints recorded for `node`, or nullopt when it is not in the tainted
   /// table. Any thread.
   [[nodiscard]] std::optional<std::vector<taint>> tainted_taints(std::string_view node) const;
-  /// Tests: how many nodes the tainted table holds.
-  [[nodiscard]] std::size_t tainted_node_count_for_test() const;
   [[nodiscard]] controller_stats stats() const;
   /// Tests: the timed queue (lookup() by "namespace/name" shows a pod's eviction). Any thread.
   [[nodiscard]] const timedqueue::timed_queue& queue_for_test() const;

@@ -61,7 +61,7 @@ struct toleration_time {
   friend bool operator==(const toleration_time&, const toleration_time&) = default;
 };
 
-/// What a pod on a node with these NoExecute taints needs, without allocating.
+/// What a pod on a node with these NoExecute taints needs.
 struct pod_decision {
   /// Some taint is not tolerated: cancel any scheduled eviction and evict now.
   bool untolerated = false;
@@ -69,22 +69,7 @@ struct pod_decision {
   toleration_time time;
 };
 
-/// For each taint, the first toleration in list order that tolerates it (upstream
-/// getMatchingTolerations), then the minimum toleration time over those (upstream
-/// getMinTolerationTime: any tolerationSeconds <= 0 -> now; all unset -> forever; else the
-/// smallest positive value, INT64_MAX seconds included: see toleration_time::delay()), in one
-/// pass. `taints` must not be empty.
-[[nodiscard]] pod_decision decide(std::span<const taint> taints,
-                                  std::span<const toleration> tolerations) noexcept;
-
-/// decide() with the policy's taint rules (policy.hpp taint_rule; the first rule whose key
-/// matches a taint applies to it):
-/// - a taint whose rule says Ignore is left out, as if the node did not carry it;
-/// - for the others, the time the pod gets for that taint is its toleration's, then raised to
-///   the rule's floor (min_toleration_seconds; a taint the pod does not tolerate, or tolerates
-///   for <= 0 s, gets the floor too) and lowered to its cap (max_toleration_seconds; a
-///   toleration without tolerationSeconds is not capped);
-/// - the pod gets the minimum over the taints, as decide() computes it.
+/// The outcome of decide(): what the pod needs, and what the policy's taint rules did to it.
 struct ruled_decision {
   pod_decision decision;
   /// Every taint was ignored: the pod is left alone as on an untainted node (`decision` is
@@ -96,7 +81,18 @@ struct ruled_decision {
   const taint_rule* rule = nullptr;
 };
 
-/// See ruled_decision. With no rules it is exactly decide(). `taints` must not be empty.
+/// For each taint, the first toleration in list order that tolerates it (upstream
+/// getMatchingTolerations), then the minimum toleration time over those (upstream
+/// getMinTolerationTime: any tolerationSeconds <= 0 -> now; all unset -> forever; else the
+/// smallest positive value, INT64_MAX seconds included: see toleration_time::delay()), in one
+/// pass, without allocating. `taints` must not be empty. With the policy's taint `rules`
+/// (policy.hpp taint_rule; the first rule whose key matches a taint applies to it; none:
+/// upstream's decision):
+/// - a taint whose rule says Ignore is left out, as if the node did not carry it;
+/// - for the others, the time the pod gets for that taint is its toleration's, then raised to
+///   the rule's floor (min_toleration_seconds; a taint the pod does not tolerate, or tolerates
+///   for <= 0 s, gets the floor too) and lowered to its cap (max_toleration_seconds; a
+///   toleration without tolerationSeconds is not capped).
 [[nodiscard]] ruled_decision decide(std::span<const taint> taints,
                                     std::span<const toleration> tolerations,
                                     std::span<const taint_rule> rules) noexcept;
@@ -110,10 +106,6 @@ struct ruled_decision {
                                                        std::span<const toleration> tolerations,
                                                        std::span<const taint_rule> rules,
                                                        std::chrono::milliseconds global) noexcept;
-
-/// The first rule of `rules` whose key matches `key`, or null.
-[[nodiscard]] const taint_rule* rule_for(std::span<const taint_rule> rules,
-                                         std::string_view key) noexcept;
 
 /// The value of label `key` in `labels` (pod_view::labels: "k=v" lines), or nullopt.
 [[nodiscard]] std::optional<std::string_view> label_value(std::string_view labels,

@@ -1,28 +1,24 @@
 #pragma once
 
 // JSON in, compact records out. Watch event lines, LIST items and bodies are parsed (and so
-// fully validated) by simdjson's DOM parser (the one production JSON engine: decode.cpp says
-// why; it accepts RFC 8259 JSON, a leading UTF-8 byte order mark skipped, nested at most 1024
-// levels, integers in [-2^63, 2^64)), then one walker reads the few paths we need and
-// keeps only the fields the controller needs (and, of a pod's status conditions, the
-// DisruptionTarget one as a disruption_state); everything else (managedFields, containers,
-// other conditions, images, ...) is skipped without being copied.
+// fully validated) by simdjson's DOM parser (decode.cpp says why; it accepts RFC 8259 JSON, a
+// leading UTF-8 byte order mark skipped, nested at most 1024 levels, integers in [-2^63, 2^64)),
+// then a walker keeps only the fields the controller needs (of a pod's status conditions, the
+// DisruptionTarget one as a disruption_state) and skips everything else without a copy.
 //
-// Contract for every function here: pure, thread-safe (each thread parses with its own
-// simdjson parser, kept between calls), never throws for bad input. Memory: a parse needs
-// about 15 times the text's size while it runs (simdjson sizes its tape for the worst case),
-// so a text is bounded by its caller (max_line_bytes, list_limits, the client's 1 MiB error
-// bodies); a thread keeps its parser's buffers only while they serve texts up to 128 KiB. Malformed
-// JSON is errc::malformed_json; valid JSON of the wrong shape (a wrong type in a field we read, a
-// missing metadata.name, a pod's missing metadata.uid) is errc::unexpected_shape, with the JSON
-// path in the message ("items[3].spec.tolerations[0].tolerationSeconds: ..."). Unknown fields are
-// ignored. null is accepted wherever a value is optional and means absent (as Go's decoder treats
-// it).
+// Contract for every function here: pure, thread-safe (each thread keeps its own simdjson
+// parser), never throws for bad input. Memory: a parse needs about 15 times the text's size while
+// it runs (simdjson sizes its tape for the worst case), so callers bound the text
+// (max_line_bytes, list_limits, the client's 1 MiB error bodies); a thread keeps its parser's
+// buffers only while they serve texts up to 128 KiB. Malformed JSON is errc::malformed_json;
+// valid JSON of the wrong shape (a wrong type in a field we read, a missing metadata.name, a
+// pod's missing metadata.uid) is errc::unexpected_shape, with the JSON path in the message
+// ("items[3].spec.tolerations[0].tolerationSeconds: ..."). Unknown fields are ignored; null
+// means absent wherever a value is optional (as for Go's decoder).
 //
-// tolerationSeconds must be an integer in int64 range, as for client-go (its Go decoder
-// rejects 1.5, 1e30 or 2^63 for an *int64): such a pod is an unexpected_shape error, not
-// silently clamped. (The API server validates the same type, so a real server never sends
-// them.) Saturating huge *valid* values is the controller's job.
+// tolerationSeconds must be an integer in int64 range, as for client-go (its Go decoder rejects
+// 1.5, 1e30 or 2^63 for an *int64): such a pod is an unexpected_shape error, not silently
+// clamped. Saturating huge *valid* values is the controller's job.
 
 #include <cstddef>
 #include <cstdint>
@@ -210,107 +206,107 @@ bool take_list_item(std::size_t index, result<Record> decoded, OnItem& on_item, 
   return false;
 }
 
-/// The JSON decoders a list_decoder calls, by Record type: DecodePod / DecodeNode for an
-/// element, DecodePodList / DecodeNodeList for the envelope.
-template <result<pod_record> (*DecodePod)(std::string_view),
-          result<node_record> (*DecodeNode)(std::string_view),
-          result<pod_list> (*DecodePodList)(std::string_view),
-          result<node_list> (*DecodeNodeList)(std::string_view)>
-struct json_decoders_of {
-  template <class Record>
-  static result<Record> object(std::string_view json) {
-    if constexpr (std::is_same_v<Record, pod_record>) {
-      return DecodePod(json);
-    } else {
-      return DecodeNode(json);
-    }
-  }
-  template <class Record>
-  static result<list_page<Record>> envelope(std::string_view json) {
-    if constexpr (std::is_same_v<Record, pod_record>) {
-      return DecodePodList(json);
-    } else {
-      return DecodeNodeList(json);
-    }
-  }
-};
-
-/// The production decoders above: list_decoder's default (the tests' reference decoder,
-/// tec_informers_reference, has its own).
-using json_decoders =
-    json_decoders_of<&decode_pod, &decode_node, &decode_pod_list, &decode_node_list>;
-
-/// A LIST page decoded as it streams: a list_splitter whose elements are decoded with
-/// Json::object (decode_pod / decode_node by Record type) as they complete.
-///
-/// An element that is valid JSON of the wrong shape (a missing uid, a string where a number
-/// belongs, a null) is skipped and reported through `on_skip` (take_list_item). Malformed JSON
-/// anywhere fails the page (the stream cannot be trusted), as does any bound (list_limits).
+/// A JSON LIST page decoded as it streams: a list_splitter whose elements are decoded with
+/// DecodeItem as they complete, and whose envelope finish() reads with DecodeList. An element
+/// that is valid JSON of the wrong shape (a missing uid, a string where a number belongs, a null)
+/// is skipped and reported through `on_skip` (take_list_item). Malformed JSON anywhere fails the
+/// page (the stream cannot be trusted), as does any bound (list_limits).
 /// Not thread-safe: one per response body.
-template <class Record, class Json = json_decoders>
-class list_decoder {
+template <class Record, result<Record> (*DecodeItem)(std::string_view),
+          result<list_page<Record>> (*DecodeList)(std::string_view)>
+class object_list_decoder {
 public:
-  explicit list_decoder(list_limits limits = {}) : splitter_(limits), limits_(limits) {}
+  explicit object_list_decoder(list_limits limits) : splitter_(limits) {}
 
   /// Feeds bytes; calls `on_item(Record&&)` for every decoded element and `on_skip(const
   /// error&)` for every skipped one, in order. False once the page is broken (failure()).
-  /// A body that starts with protobuf's magic (protobuf.hpp) is read as protobuf.
   template <class OnItem, class OnSkip>
   bool feed(std::string_view bytes, OnItem&& on_item, OnSkip&& on_skip) {
-    if (!protobuf_ && splitter_.bytes() == 0 && !bytes.empty() && bytes.front() == 'k') {
-      protobuf_.emplace(limits_.max_item_bytes, limits_.max_page_bytes);
-    }
-    if (protobuf_) {
-      return protobuf_->feed(bytes, [&](std::string_view message) {
-        return take_list_item(protobuf_->items() - 1, decode_message(message), on_item, on_skip,
-                              *protobuf_);
-      });
-    }
     return splitter_.feed(bytes, [&](std::string_view element) {
-      return take_list_item(splitter_.items() - 1, Json::template object<Record>(element), on_item,
-                            on_skip, splitter_);
+      return take_list_item(splitter_.items() - 1, DecodeItem(element), on_item, on_skip,
+                            splitter_);
     });
   }
 
   /// The end of the body: metadata.resourceVersion and metadata.continue (items empty; they
   /// were delivered by feed()), or why the page is broken.
   result<list_page<Record>> finish() {
-    if (protobuf_) {
-      auto meta = protobuf_->finish();
-      if (!meta) {
-        return meta.error();
-      }
-      list_page<Record> page;
-      page.resource_version = std::move(meta.value().first);
-      page.continue_token = std::move(meta.value().second);
-      return page;
-    }
     auto envelope = splitter_.finish();
     if (!envelope) {
       return envelope.error();
     }
-    return Json::template envelope<Record>(envelope.value());
+    return DecodeList(envelope.value());
+  }
+
+  [[nodiscard]] const std::optional<error>& failure() const noexcept { return splitter_.failure(); }
+  /// Bytes fed so far.
+  [[nodiscard]] std::size_t bytes() const noexcept { return splitter_.bytes(); }
+
+private:
+  list_splitter splitter_;
+};
+
+/// A pod or node LIST page decoded as it streams: as object_list_decoder with decode_pod /
+/// decode_node, or, when the body starts with protobuf's magic (protobuf.hpp), as protobuf with
+/// the same contract. Not thread-safe: one per response body.
+template <class Record>
+class list_decoder {
+  static constexpr bool is_pod = std::is_same_v<Record, pod_record>;
+
+public:
+  explicit list_decoder(list_limits limits = {}) : json_(limits), limits_(limits) {}
+
+  /// As object_list_decoder::feed().
+  template <class OnItem, class OnSkip>
+  bool feed(std::string_view bytes, OnItem&& on_item, OnSkip&& on_skip) {
+    if (!protobuf_ && json_.bytes() == 0 && !bytes.empty() && bytes.front() == 'k') {
+      protobuf_.emplace(limits_.max_item_bytes, limits_.max_page_bytes);
+    }
+    if (!protobuf_) {
+      return json_.feed(bytes, on_item, on_skip);
+    }
+    return protobuf_->feed(bytes, [&](std::string_view message) {
+      return take_list_item(protobuf_->items() - 1, decode_message(message), on_item, on_skip,
+                            *protobuf_);
+    });
+  }
+
+  /// As object_list_decoder::finish().
+  result<list_page<Record>> finish() {
+    if (!protobuf_) {
+      return json_.finish();
+    }
+    auto meta = protobuf_->finish();
+    if (!meta) {
+      return meta.error();
+    }
+    list_page<Record> page;
+    page.resource_version = std::move(meta.value().first);
+    page.continue_token = std::move(meta.value().second);
+    return page;
   }
 
   [[nodiscard]] const std::optional<error>& failure() const noexcept {
-    return protobuf_ ? protobuf_->failure() : splitter_.failure();
+    return protobuf_ ? protobuf_->failure() : json_.failure();
   }
 
   /// Bytes fed so far.
   [[nodiscard]] std::size_t bytes() const noexcept {
-    return protobuf_ ? protobuf_->bytes() : splitter_.bytes();
+    return protobuf_ ? protobuf_->bytes() : json_.bytes();
   }
 
 private:
   static result<Record> decode_message(std::string_view message) {
-    if constexpr (std::is_same_v<Record, pod_record>) {
+    if constexpr (is_pod) {
       return decode_pod_message(message);
     } else {
       return decode_node_message(message);
     }
   }
 
-  list_splitter splitter_;
+  std::conditional_t<is_pod, object_list_decoder<pod_record, &decode_pod, &decode_pod_list>,
+                     object_list_decoder<node_record, &decode_node, &decode_node_list>>
+      json_;
   std::optional<protobuf_list_splitter> protobuf_;
   list_limits limits_;
 };

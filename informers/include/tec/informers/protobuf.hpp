@@ -3,12 +3,8 @@
 // Protobuf in, compact records out: the API server's `application/vnd.kubernetes.protobuf`
 // encoding of Pods and Nodes (what kube-controller-manager's informers ask for), read by hand
 // from the wire format. Only the fields decode.hpp's JSON walker reads are read, and handed to the
-// same record builders (informers/src/record_builder.hpp), so the same rules make the records
-// (the first controller owner reference, the first DisruptionTarget condition, a True
-// PodScheduled condition's lastTransitionTime before the creationTimestamp, labels only while
-// keep_pod_labels() is on); everything else is skipped without a copy. Field numbers are those of
-// k8s.io/api/core/v1 and apimachinery's meta/v1 and runtime generated.proto (1.20; they never
-// change), named in protobuf_fields.hpp.
+// same record builders (informers/src/record_builder.hpp), so the same rules make the records;
+// everything else is skipped without a copy. Field numbers: protobuf_fields.hpp.
 //
 // The framing, as the API server writes it:
 // - an object or a LIST page: "k8s\0" + runtime.Unknown{typeMeta = 1, raw = 2 (the message),

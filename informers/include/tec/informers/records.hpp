@@ -1,10 +1,8 @@
 #pragma once
 
-// Compact records of the objects the informers cache: the controller's own views (so they are
-// handed over without conversion) plus the resourceVersion the informer needs to resume and,
-// for pods, the state of the DisruptionTarget condition (one byte). Everything else in a Pod
-// or Node (managedFields, containers, other status conditions, ...) is dropped while decoding
-// (decode.hpp) and never retained.
+// Compact records of the objects the informers cache: the controller's own views (handed over
+// without conversion) plus what the informers and writers need beside them. Everything else in a
+// Pod or Node is dropped while decoding (decode.hpp).
 
 #include <cstdint>
 #include <optional>

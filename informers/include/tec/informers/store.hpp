@@ -68,13 +68,12 @@ public:
   /// `records` are removed and returned as deletions. `records` are moved into the result.
   replace_result<pod_record> replace_all(std::vector<pod_record> records);
 
-  /// replace_all() in steps, for a LIST too big to hold whole (issue 16: at 50,000 pods the
-  /// decoded list and replace_all's result were 50 MB at once, more than the cache itself):
-  /// relist_begin(), relist_add() with the listed pods in batches as they are decoded (each
-  /// returns its batch's (old, new) pairs in `upserted`), then relist_end(), which removes the
-  /// pods no batch named and returns them in `deleted`. Readers see the batches land one by one
-  /// rather than the whole list at once. A relist abandoned half-way (the LIST failed) leaves
-  /// what its batches wrote; the next relist_begin() starts afresh.
+  /// replace_all() in steps, for a LIST too big to hold whole (at 50,000 pods, the decoded list
+  /// and replace_all's result outweigh the cache): relist_begin(), relist_add() with the listed
+  /// pods in batches as they are decoded (each returns its batch's (old, new) pairs in
+  /// `upserted`), then relist_end(), which removes the pods no batch named and returns them in
+  /// `deleted`. Readers see the batches land one by one. A relist abandoned half-way (the LIST
+  /// failed) leaves what its batches wrote; the next relist_begin() starts afresh.
   void relist_begin();
   replace_result<pod_record> relist_add(std::vector<pod_record> batch);
   replace_result<pod_record> relist_end();

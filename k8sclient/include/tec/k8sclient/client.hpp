@@ -8,10 +8,8 @@
 // multiplexing), a client-side token bucket (QPS/burst), and retries as client-go does:
 // 429 and 5xx obey Retry-After (at most max_retries, each through the rate limiter again);
 // network errors are retried only for idempotent requests, after a jittered exponential
-// backoff (a broken server must not see a new TLS handshake per millisecond). Every connect,
-// handshake, write and read has a deadline. Tokens never appear in logs or error messages.
-// A streak of 429 answers (any request) is logged once, as a warning when it begins and a
-// line when a request is answered otherwise, however long it lasts.
+// backoff. Every connect, handshake, write and read has a deadline. Tokens never appear in logs
+// or error messages. A streak of 429 answers is logged once when it begins and once when it ends.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -49,10 +47,9 @@ struct client_options {
   double qps = 20.0;  ///< Token bucket refill rate; <= 0 disables client-side limiting.
   int burst = 30;
   std::size_t max_connections = 8;  ///< Pool size (streams hold one connection each).
-  /// Slow start of plain requests (not streams, not background): at most this many are on
-  /// the wire at once after an idle second, one more for each answer, up to max_connections,
-  /// so that a burst's first answers are not slowed by the API server sharing its CPU between
-  /// all of them (issue 30). 0 = no slow start.
+  /// Slow start of plain requests (not streams, not background): at most this many on the
+  /// wire at once after an idle second, one more for each answer, up to max_connections, so
+  /// the API server does not share its CPU between a whole burst at once. 0 = no slow start.
   std::size_t initial_plain_window = 16;
   std::chrono::milliseconds dial_timeout{30'000};
   std::chrono::milliseconds tls_handshake_timeout{10'000};
@@ -69,23 +66,18 @@ struct client_options {
   /// An idle pooled connection older than this is closed instead of reused (client-go's
   /// IdleConnTimeout is 90 s; servers close idle connections on their own schedule).
   std::chrono::milliseconds idle_connection_timeout{90'000};
-  /// Bound on a send() response body, which the client buffers whole, and on a stream()'s
-  /// error body. A streamed body's consumer bounds it (reflector_options::max_list_bytes).
-  /// A larger body is errc::response_too_large, never retried.
+  /// Bound on a send() response body (buffered whole); a larger one is
+  /// errc::response_too_large, never retried. A streamed body's consumer bounds it.
   std::size_t max_response_bytes = std::size_t{256} << 20U;
-  /// Test seam: maps each wait the client makes (its reason and the time wanted) to the wait
-  /// actually slept; tests record the requested values and return zero. Empty = sleep the
-  /// requested time. Runs on the client's executor.
+  /// Test seam: maps each wait (its reason and the time wanted) to the wait actually slept.
+  /// Empty = sleep the time wanted. Runs on the client's executor.
   std::function<std::chrono::nanoseconds(wait_reason, std::chrono::nanoseconds)> delay;
-  /// Test seam: the clock every deadline and wait of the client is an alarm on (dial, TLS
-  /// handshake, request and stream idle timeouts, waits for a pooled connection, the sleeps
-  /// `delay` returns) and the token bucket refills on (a frozen clock makes the QPS wait the
-  /// client asks `delay` for exact). Empty = async::real_alarm_clock().
+  /// Test seam: the clock of every deadline and wait of the client, and of its token bucket.
+  /// Empty = async::real_alarm_clock().
   std::shared_ptr<base::alarm_clock> clock;
   /// Test seam: opens each pooled connection as a byte_stream (in memory) instead of dialling
-  /// config.host:port (no DNS, TCP or TLS; rest_config::tls is only validated). Called on the
-  /// client's executor; the stream must run on that executor. An error fails the attempt as a
-  /// refused connection would. Empty = TCP (+TLS).
+  /// config.host:port (no DNS, TCP or TLS). Called on, and the stream must run on, the
+  /// client's executor. An error fails the attempt as a refused connection would.
   std::function<base::result<std::unique_ptr<byte_stream>>(const boost::asio::any_io_executor&)>
       connector;
   /// Called after every HTTP exchange (for metrics): verb, status (0 on a transport error)
@@ -115,23 +107,18 @@ struct request {
   /// Safe to resend after a network error (GET, DELETE with a UID precondition, PUT with a
   /// resourceVersion). Retries on 429/5xx happen for every request.
   bool idempotent = false;
-  /// Yields to the other requests: waits while any other request is waiting for a pooled
-  /// connection, or is on its way to the server or waiting for its answer (send() only, once
-  /// past the rate limiter; streams do not count), and that wait has no deadline (shutdown
-  /// ends it; the request timeout runs from when it has a connection). For the Events, so an
-  /// eviction's DELETE, or a burst of them, reaches the API server first and has it to itself,
-  /// and their record follows; nothing is dropped for it.
+  /// Yields to the other requests: waits, without a deadline (shutdown ends it; the request
+  /// timeout runs from when it has a connection), while any other request waits for a
+  /// connection or any send() past the rate limiter for its answer. For the Events, so that
+  /// evictions reach the API server first and have it to themselves.
   bool background = false;
-  /// When the whole exchange must be over, on the client's clock (client::clock()): the
-  /// headers and the body, retries included. At the deadline the connection is closed and the
-  /// result is errc::timeout ("... not complete by its deadline"), never retried.
-  /// time_point::max() (the default): only request_timeout and, for a stream, its idle timeout
-  /// bound it. For a LIST, whose streamed body might never end (issue 29).
+  /// When the whole exchange, retries included, must be over (on client::clock()). At the
+  /// deadline the connection is closed and the result is errc::timeout, never retried.
+  /// time_point::max(): only request_timeout and a stream's idle timeout bound it.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  /// Checked just before the request is written: after its wait for the rate limiter and
-  /// for a pooled connection (and before each retry). When it returns true, nothing is sent
-  /// and the result is errc::cancelled. For evictions withdrawn while their requests waited.
-  /// Empty = never cancelled. Called on the client's executor.
+  /// Checked just before the request is written (after the waits for the rate limiter and a
+  /// connection, and before each retry): true -> nothing is sent, errc::cancelled. For
+  /// evictions withdrawn while they waited. Called on the client's executor.
   std::function<bool()> cancelled;
 };
 
@@ -170,14 +157,9 @@ public:
   /// Cancels every request in flight and refuses new ones (errc::shutting_down).
   void shutdown();
 
-  [[nodiscard]] const rest_config& config() const noexcept;
-
   /// The clock the client's deadlines and waits run on (client_options::clock), for the
   /// reflectors built on it. Lives as long as the client.
   [[nodiscard]] base::alarm_clock& clock() const noexcept;
-
-  /// client_options::max_response_bytes, for callers that bound a streamed body the same way.
-  [[nodiscard]] std::size_t max_response_bytes() const noexcept;
 
 private:
   struct impl;
@@ -191,7 +173,7 @@ namespace detail {
 const std::shared_ptr<spdlog::logger>& client_log();
 
 /// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
-/// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
+/// machine), for the trace-level stage lines of a single eviction's latency.
 inline long long trace_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

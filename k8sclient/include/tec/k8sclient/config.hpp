@@ -2,8 +2,7 @@
 
 // Where the API server is and how to authenticate to it: the kubeconfig and in-cluster
 // loaders (client-go's clientcmd and rest.InClusterConfig, in our words), the bearer-token
-// source that follows kubelet token rotation, and redact() for anything that may carry an
-// Authorization header.
+// source that follows kubelet token rotation.
 //
 // Nothing here does network I/O. Error messages name the file and the field that is wrong and
 // never contain a secret (tokens, keys, certificate data).
@@ -105,9 +104,5 @@ private:
   base::error last_error_;    ///< Of the last re-read; set while a failure streak lasts.
   base::error static_error_;  ///< Why the static token was refused.
 };
-
-/// Replaces credentials in text meant for logs: the value of any `Authorization` header or
-/// field and any `Bearer <token>` become `<redacted>`.
-std::string redact(std::string_view text);
 
 }  // namespace tec::k8sclient

@@ -9,9 +9,11 @@
 //   leaseDurationSeconds; the remote renewTime is never compared with the local clock, so
 //   clock skew between hosts does not matter. Otherwise we PUT the lease carrying the
 //   resourceVersion we read: 409 means another candidate won the race.
-// - renew: the same step every retry period while leading. If no renewal succeeded within the
-//   renew deadline, leadership is lost: on_stopped_leading runs at once (even while a request
-//   still hangs) and run() returns. The daemon must then stop acting and exit non-zero.
+// - renew: a renewal cycle a retry period after the last success; within it the same step
+//   every retry period. If no attempt succeeded within the renew deadline from the cycle's
+//   beginning (client-go's count: up to retry period + renew deadline after the last success),
+//   leadership is lost: on_stopped_leading runs at once (even while a request still hangs) and
+//   run() returns. The daemon must then stop acting and exit non-zero.
 // - release (clean shutdown): PUT holderIdentity "" and leaseDurationSeconds 1, so another
 //   candidate takes over at once instead of waiting out the lease.
 // Times in the lease are MicroTime (RFC 3339 with microseconds).
@@ -76,7 +78,7 @@ public:
   leader_elector& operator=(const leader_elector&) = delete;
 
   /// Tries to acquire the lease every retry period (jittered) until it succeeds, then calls
-  /// on_started_leading and renews until renewal fails for renew_deadline (-> leadership
+  /// on_started_leading and renews until a renewal cycle fails for renew_deadline (-> leadership
   /// lost, on_stopped_leading, returns false) or stop() is called (-> release when leading
   /// and release_on_cancel, on_stopped_leading if we led, returns true).
   boost::asio::awaitable<bool> run();

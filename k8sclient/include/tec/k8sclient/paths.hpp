@@ -8,13 +8,8 @@
 namespace tec::k8sclient {
 
 /// Percent-encodes everything but RFC 3986 unreserved characters, so a name can be put in a
-/// URL path. Kubernetes names never need it; it keeps a bad name from changing the path.
+/// URL path, or a query value (continue tokens are base64, with '=' and '/'). Kubernetes names
+/// never need it; it keeps a bad name from changing the path.
 std::string escape_path_segment(std::string_view segment);
-
-/// Percent-encodes a query parameter value the same way (continue tokens are base64, with '='
-/// and '/').
-inline std::string escape_query_value(std::string_view value) {
-  return escape_path_segment(value);
-}
 
 }  // namespace tec::k8sclient

@@ -18,55 +18,42 @@
 // pairs of what changed, removed: what is gone}. A store may also offer relist_begin(),
 // relist_add(std::vector<object_type>) and relist_end() (a replace_all in steps, each returning
 // the same pairs): the reflector then hands it the listed objects in batches as they are
-// decoded and delivers their changes at once, instead of holding the whole list (issue 16: a
-// first LIST at resourceVersion=0 is one response of every object).
+// decoded, instead of holding the whole list.
 //
-// One coroutine per reflector runs the whole session: a paginated LIST (resourceVersion=0,
-// limit=500, following `continue`; an expired continue token -> paging again from the start,
-// once, then the backoff below), then WATCH from the list's resourceVersion with bookmarks and a
-// random timeoutSeconds in [300, 600). A watch that ends cleanly is re-opened from the last
-// resourceVersion seen (event or bookmark) without a relist. 410 Gone (HTTP status or an
-// in-stream ERROR event with code 410) or 504 "too large resource version" -> LIST again at the
-// last resourceVersion, and only if that LIST is 410 too, at resourceVersion="". After a relist
-// the objects missing from the new list are delivered as deletions. 429, refused connections,
-// 5xx, malformed events and very short empty watches -> re-watch from the last resourceVersion
-// (no relist). Every restart of the loop but two waits for one jittered backoff first (0.8 s
+// One coroutine per reflector runs the session: a paginated LIST (resourceVersion=0, limit=500,
+// following `continue`; an expired continue token -> paging again from the start, once), then
+// WATCH from the list's resourceVersion with bookmarks and a random timeoutSeconds in
+// [300, 600). A watch that ends cleanly is re-opened from the last resourceVersion seen (event
+// or bookmark). 410 Gone (status or ERROR event) or 504 "too large resource version" -> LIST
+// again at the last resourceVersion, and if that is 410 too, at resourceVersion="". After a
+// relist the objects missing from the new list are delivered as deletions. 429, refused
+// connections, 5xx, malformed events and very short empty watches -> re-watch from the last
+// resourceVersion (no relist). Every restart waits for one jittered backoff first (0.8 s
 // doubling to 30 s, reset after 2 minutes without one; client-go's backoff manager), 410 Gone
-// included (issue 29). The two that re-watch at once, each at most about once a minute by
-// construction: a watch that ends cleanly (the server's timeoutSeconds, 300-600 s),
-// and a timeout: no byte for `idle_timeout` (~120 s; the server sends bookmarks about every
-// 60 s: half-open connections) or no headers within the client's request timeout (60 s).
-// Restarts are logged at most once a minute (detail::restart_log_period), the later lines a
-// warning with the count left out, and counted by reason in reflector_stats (backoffs, gone,
-// watch_failures, list_failures).
+// included, except two that re-watch at once: a watch that ends cleanly and a timeout (no byte
+// for `idle_timeout`, or no headers within the client's request timeout). Restarts are logged
+// at most once a minute and counted by reason in reflector_stats.
 //
-// LIST pages are decoded as they stream (list_decoder): memory holds the compact records, at
-// most one incomplete item (max_line_bytes) and never the body, so a page is bounded by
-// reflector_options::max_list_bytes, not by the client's max_response_bytes. One LIST is also
-// bounded by objects (max_list_objects) and each LIST request in time (list_timeout), and one
-// still running after slow_list_warning logs a warning. Past a bound the LIST fails with
-// errc::response_too_large or errc::timeout and a message saying which bound (the reflector
-// backs off as for any failed list); the latest failure is current_list_error() until a LIST
-// succeeds (for /readyz). A first LIST at resourceVersion=0 that is too large is followed by
-// LISTs from etcd (resourceVersion=""), whose pages the server does bound: the watch cache
-// ignores the limit and answers one page with every object. An object that is valid JSON of
-// the wrong shape (in a LIST page or a watch event) is skipped, counted in
-// reflector_stats::decode_errors and logged at most every 10 s, instead of failing the list or
-// watch forever (the server would send it again each time). Malformed JSON still fails the
-// page or the watch.
+// LIST pages are decoded as they stream: memory holds the records, never the body. One LIST is
+// bounded in bytes, objects and time (reflector_options); past a bound it fails with
+// errc::response_too_large or errc::timeout (a backoff, as any failed list), and the latest
+// failure is current_list_error() until a LIST succeeds. A first LIST at resourceVersion=0 that
+// is too large is followed by LISTs from etcd (resourceVersion=""), whose pages the server does
+// bound (the watch cache answers one page with every object). An object that is valid JSON of
+// the wrong shape is skipped, counted in reflector_stats::decode_errors and logged at most every
+// 10 s (the server would send it again each time); malformed JSON fails the page or the watch.
 //
-// Deviation from client-go, on purpose: client-go relists after any watch failure other than
-// 429/refused (it returns from ListAndWatch); we resume the watch from the last
-// resourceVersion instead, which loses nothing (the server answers 410 if it cannot resume)
-// and spares the API server a full LIST. Unchanged objects in a relist (equal records) are not
+// Deviation from client-go, on purpose: after a watch failure other than 429/refused client-go
+// relists; we resume the watch from the last resourceVersion (the server answers 410 if it
+// cannot), which spares the API server a full LIST. Unchanged objects in a relist are not
 // delivered as updates.
 //
 // Threading and ownership: the reflector borrows the client and the store (both must outlive
 // it). run() is co_spawned on the client's executor; handlers are called on that executor,
 // synchronously, in event order, after the store was updated: they must be quick and must not
 // throw. has_synced(), stats() and stop() may be called from any thread. Time comes from the
-// client's clock (client::clock()): backoff waits, the short-watch test and, through the client,
-// the idle guard, so tests with a manual clock drive all of them.
+// client's clock (client::clock()), so tests with a manual clock drive the backoff, the
+// short-watch test and the idle guard.
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
@@ -98,24 +85,18 @@ struct reflector_options {
   base::backoff_policy backoff;
   /// Bound on one watch event line, and on one item of a LIST page.
   std::size_t max_line_bytes = line_splitter::default_max_line_bytes;
-  /// Bound on one LIST response. It is streamed (memory holds the records, never the body),
-  /// and the watch cache answers resourceVersion=0 with every object in one response: 1.2 GB
-  /// of protobuf for 150,000 realistic pods (BENCHMARKS.md). 16 GiB is more than an etcd at
-  /// its largest quota (8 GiB) holds, even written out as JSON; it stops a server that never
-  /// ends the body. A larger response is errc::response_too_large (see the top of this file).
+  /// Bound on one LIST response (streamed: memory holds the records, never the body). The
+  /// watch cache answers resourceVersion=0 with every object in one response (1.2 GB of
+  /// protobuf for 150,000 pods, BENCHMARKS.md); 16 GiB is more than etcd's largest quota
+  /// (8 GiB) holds, even as JSON, and stops a body that never ends.
   std::size_t max_list_bytes = std::size_t{16} << 30U;
-  /// Bound on the objects of one LIST (all its pages): the records a LIST hands to the store
-  /// are what it costs in memory, and a body that never ends kept adding them (issue 29: +320
-  /// MB in 90 s). 300,000 is twice the 150,000 pods of the largest cluster Kubernetes supports;
-  /// at about 280 B a pod record (BENCHMARKS.md) that is some 85 MB of records, which with the
-  /// store's overhead and a relist's removals fits the Deployment's 256 MiB. More objects ->
-  /// errc::response_too_large, and the reflector backs off as for any failed list.
+  /// Bound on the objects of one LIST (all its pages): what a LIST costs in memory. 300,000 is
+  /// twice the pods of the largest supported cluster; at about 280 B a pod record
+  /// (BENCHMARKS.md) some 85 MB, which fits the Deployment's 256 MiB.
   std::size_t max_list_objects = 300'000;
-  /// Bound on each LIST request, headers and body (one page, or the watch cache's whole answer
-  /// to resourceVersion=0): a body trickling a byte a minute never trips the idle guard. 5
-  /// minutes is 6x the slowest LIST measured (46 s, 150,000 pods on a loaded API server,
-  /// BENCHMARKS.md), and etcd's default compaction (5 minutes) expires a continue token as
-  /// soon. Past it the LIST fails with errc::timeout; 0 = no bound.
+  /// Bound on each LIST request, headers and body: a body trickling a byte a minute never
+  /// trips the idle guard. 5 minutes is 6x the slowest LIST measured (46 s, 150,000 pods,
+  /// BENCHMARKS.md) and etcd's default compaction period. 0 = no bound.
   std::chrono::milliseconds list_timeout{300'000};
   /// A LIST request still running after this logs one warning (bytes and objects so far), so a
   /// slow or trickling body is not silent until list_timeout; 0 = never.
@@ -130,22 +111,18 @@ struct reflector_options {
   /// Query parameters added to every LIST and WATCH (escaped, without a leading '&'), e.g.
   /// "fieldSelector=reason%3DTaintManagerEviction"; empty: none.
   std::string query;
-  /// The Accept header of every LIST and WATCH. The codec reads what comes back by its first
-  /// bytes (a JSON body or a "k8s\0" protobuf envelope; JSON lines or length-delimited
-  /// frames, k8sclient::watch_splitter), so asking for protobuf with JSON as a fallback works.
+  /// The Accept header of every LIST and WATCH. The codec tells JSON from protobuf by the first
+  /// bytes, so asking for protobuf with JSON as a fallback works.
   std::string accept = "application/json";
   /// Seed for the watch timeouts and the backoff jitter; 0 = random.
   std::uint64_t seed = 0;
   /// Called once, on the executor, right after the first LIST was applied to the store
-  /// (has_synced() has just turned true, the handlers have seen every listed object and no
-  /// watch event yet). Lets a caller act on the sync event instead of polling has_synced().
-  /// Must be quick and must not throw.
+  /// (has_synced() has just turned true; no watch event handled yet). Quick, must not throw.
   std::function<void()> on_synced;
   /// Called on the executor after each failed LIST, before the backoff wait, with why it
-  /// failed (as last_list_error(): an error response carries its errc_for_status() code and
-  /// http_status) and the wait. Returns true when it logged the failure itself, and the
-  /// reflector's own warning is left out: a caller can say what an operator should do (e.g.
-  /// which RBAC rule a 403 lacks) in one line. Must be quick and must not throw.
+  /// failed (as last_list_error()) and the wait. Returning true means it logged the failure
+  /// itself (e.g. which RBAC rule a 403 lacks) and the reflector's warning is left out.
+  /// Quick, must not throw.
   std::function<bool(const base::error& why, std::chrono::milliseconds retry_in)> on_list_failed;
 };
 
@@ -159,8 +136,7 @@ struct reflector_stats {
   std::uint64_t events = 0;          ///< ADDED/MODIFIED/DELETED events applied.
   std::uint64_t errors = 0;          ///< Failed requests, error events, malformed events.
   std::uint64_t decode_errors = 0;   ///< Undecodable objects skipped (watch events, list items).
-  /// Restarts of the list/watch loop that waited for the backoff, by reason (a clean watch
-  /// end and an idle timeout re-watch at once and are not counted here).
+  /// Restarts that waited for the backoff, by reason (not a clean watch end or idle timeout).
   std::uint64_t backoffs = 0;        ///< All of them: gone + watch_failures + list_failures.
   std::uint64_t gone = 0;            ///< 410 Gone or too large resourceVersion: relist.
   std::uint64_t watch_failures = 0;  ///< 429, 5xx, refused, malformed, closed at once.
@@ -193,18 +169,29 @@ public:
   /// True once the first LIST has been applied to the store.
   [[nodiscard]] bool has_synced() const noexcept { return synced_.load(); }
 
-  [[nodiscard]] reflector_stats stats() const;
+  [[nodiscard]] reflector_stats stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
+  }
 
   /// The last resourceVersion seen (list, event or bookmark). Any thread.
-  [[nodiscard]] std::string resource_version() const;
+  [[nodiscard]] std::string resource_version() const {
+    std::lock_guard lock(mutex_);
+    return rv_;
+  }
 
   /// Why the last failed LIST failed (empty before any failure). Any thread.
-  [[nodiscard]] base::error last_list_error() const;
+  [[nodiscard]] base::error last_list_error() const {
+    std::lock_guard lock(mutex_);
+    return last_error_;
+  }
 
-  /// Why listing fails now: the error of the latest LIST if no LIST has succeeded since, else
-  /// empty (before any failure too). Unlike last_list_error(), a success clears it, so /readyz
-  /// can give it as the reason it is not ready. Any thread.
-  [[nodiscard]] base::error current_list_error() const;
+  /// Why listing fails now: the latest LIST's error if none has succeeded since, else empty
+  /// (unlike last_list_error(), a success clears it). Any thread.
+  [[nodiscard]] base::error current_list_error() const {
+    std::lock_guard lock(mutex_);
+    return current_error_;
+  }
 
 private:
   struct list_outcome;
@@ -234,11 +221,9 @@ private:
   void take_watch(session& s, const watch_outcome& watched, const std::string& from,
                   std::chrono::steady_clock::time_point started);
   void skipped_undecodable(const base::error& e);
-  /// Logs a restart that waits `retry_in` (`why`: what happened), at most one line per
-  /// detail::restart_log_period, a warning with the count of those left out; `warning` picks
-  /// the level of a line that reports this restart alone (a lone 410 is routine: info).
-  /// Returns true when it reported this restart alone (the relist after it may say how it
-  /// went), false in a storm (left out, at debug, or summed up). On the executor.
+  /// Logs a restart that waits `retry_in`, at most one line per detail::restart_log_period
+  /// (then a warning with the count left out); `warning` picks the level of a line about this
+  /// restart alone (a lone 410 is routine: info). True when it reported this restart alone.
   bool report_restart(const std::string& why, std::chrono::milliseconds retry_in, bool warning);
   void apply_list(std::vector<object_type> items);
   /// Calls the handler for what a replace_all (or a step of one) changed.
@@ -246,7 +231,10 @@ private:
   void deliver(const Changes& changes);
   void set_resource_version(const std::string& rv);
   template <class F>
-  void count(F&& update);
+  void count(F&& update) {
+    std::lock_guard lock(mutex_);
+    update(stats_);
+  }
 
   client& api_;
   store_type& store_;

@@ -44,9 +44,9 @@ constexpr auto decode_error_log_period = std::chrono::seconds{10};
 /// a relist storm is one line a minute, not one per request (issue 29).
 constexpr auto restart_log_period = std::chrono::seconds{60};
 
-/// True for 504 "Too large resource version": the watch cache is behind the resourceVersion we
-/// asked for (client-go treats it like 410 and relists). `status` is the body decoded as a Status.
-bool too_large_resource_version(const response& res, const base::result<api_status>& status);
+/// True for the Status of a 504 "Too large resource version": the watch cache is behind the
+/// resourceVersion we asked for (client-go treats it like 410 and relists).
+bool too_large_resource_version(const base::result<api_status>& status);
 
 /// A store that takes a relist in steps (reflector.hpp).
 template <class Store, class Object>
@@ -66,7 +66,7 @@ std::string describe_status(const response& res) {
 
 template <class Codec>
 bool too_large_resource_version(const response& res) {
-  return res.status == 504 && too_large_resource_version(res, Codec::decode_status(res.body));
+  return res.status == 504 && too_large_resource_version(Codec::decode_status(res.body));
 }
 
 }  // namespace detail
@@ -106,37 +106,6 @@ template <class Codec, class Store>
 reflector<Codec, Store>::~reflector() = default;
 
 template <class Codec, class Store>
-template <class F>
-void reflector<Codec, Store>::count(F&& update) {
-  std::lock_guard lock(mutex_);
-  update(stats_);
-}
-
-template <class Codec, class Store>
-reflector_stats reflector<Codec, Store>::stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
-}
-
-template <class Codec, class Store>
-base::error reflector<Codec, Store>::last_list_error() const {
-  std::lock_guard lock(mutex_);
-  return last_error_;
-}
-
-template <class Codec, class Store>
-base::error reflector<Codec, Store>::current_list_error() const {
-  std::lock_guard lock(mutex_);
-  return current_error_;
-}
-
-template <class Codec, class Store>
-std::string reflector<Codec, Store>::resource_version() const {
-  std::lock_guard lock(mutex_);
-  return rv_;
-}
-
-template <class Codec, class Store>
 void reflector<Codec, Store>::set_resource_version(const std::string& rv) {
   if (rv.empty()) {
     return;
@@ -167,9 +136,9 @@ std::string reflector<Codec, Store>::list_target(const std::string& resource_ver
   }
   if (!continue_token.empty()) {
     // The API server refuses resourceVersion together with continue.
-    target += "continue=" + escape_query_value(continue_token);
+    target += "continue=" + escape_path_segment(continue_token);
   } else {
-    target += "resourceVersion=" + escape_query_value(resource_version);
+    target += "resourceVersion=" + escape_path_segment(resource_version);
   }
   return target;
 }
@@ -250,20 +219,18 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
   if constexpr (in_steps) {
     store_.relist_begin();
   }
-  // As client-go's reflector: a relist at the version a watch reached asks for no limit, and
-  // the API server answers from its watch cache with objects at least that fresh. With a
-  // limit, 1.20 reads etcd at exactly that version; after an API server restart (a new watch
-  // cache starting later) the next watch from there is "too old" again, and the relist/watch
-  // loop spun without a pause until etcd compacted the version (5 minutes). A server that
-  // answered in pages before (no watch cache) keeps getting the limit.
+  // As client-go's reflector: a relist at the version a watch reached asks for no limit, so
+  // the watch cache answers with objects at least that fresh (with a limit, etcd answers at
+  // exactly that version, which after an API server restart is "too old" to watch from
+  // again). A server that answered in pages before (no watch cache) keeps getting the limit.
   const bool unpaged = !resource_version.empty() && resource_version != "0" && !paginated_;
   for (;;) {
     request req;
     req.target = list_target(resource_version, continue_token, unpaged);
     req.idempotent = true;
     req.accept = options_.accept;
-    // Bounded in time as a whole (a body trickling a byte a minute never trips the idle
-    // guard) and in objects (issue 29); a slow one says so while it runs.
+    // Bounded in time as a whole (a trickling body never trips the idle guard); a slow one
+    // says so while it runs.
     const auto began = clock.now();
     if (options_.list_timeout > std::chrono::milliseconds::zero()) {
       req.deadline = began + options_.list_timeout;
@@ -281,7 +248,6 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
             options_.list_timeout.count());
       });
     }
-    // The page is decoded as it streams: items are kept as compact records, never the body.
     auto decoder = Codec::make_list_decoder(options_.max_line_bytes, options_.max_list_bytes);
     auto sink = [&](std::string_view bytes) {
       if (stopping_) {
@@ -483,7 +449,7 @@ reflector<Codec, Store>::watch(const std::string& resource_version, std::chrono:
   watch_outcome out;
   request req;
   req.target = std::string(Codec::path) + "?watch=1&allowWatchBookmarks=true&resourceVersion=" +
-               escape_query_value(resource_version) +
+               escape_path_segment(resource_version) +
                "&timeoutSeconds=" + std::to_string(timeout.count());
   if (!options_.query.empty()) {
     req.target += "&" + options_.query;
@@ -589,11 +555,9 @@ struct reflector<Codec, Store>::session {
   std::chrono::milliseconds wait{0};
 };
 
-// Every restart but a clean watch end or an idle timeout (each at most one a minute: the
-// server's timeoutSeconds, the idle guard) waits for the backoff, 410 Gone included: a 410
-// loop relisted at once, 1,118 requests a minute, the whole QPS budget of the DELETEs
-// (issue 29; client-go backs off every ListAndWatch). `reason` counts it; `report`, when
-// set, may log the failure itself (returning true) instead of report_restart().
+// 410 Gone waits for the backoff too: a 410 loop relisting at once took the whole QPS budget
+// of the DELETEs (client-go backs off every ListAndWatch). `report`, when set, may log the
+// failure itself (returning true) instead of report_restart().
 template <class Codec, class Store>
 void reflector<Codec, Store>::restart(
     session& s, std::uint64_t reflector_stats::*reason, const std::string& why, bool warning,
@@ -709,9 +673,7 @@ void reflector<Codec, Store>::take_watch(session& s, const watch_outcome& watche
       }
       break;
     case wkind::idle:
-      // The client's message names the limit that passed: the idle guard (idle_timeout), or
-      // the request timeout while waiting for the headers ("silent for 120000 ms" was
-      // printed after 60 s of the latter; issue 29).
+      // The client's message names the limit that passed (idle guard or request timeout).
       detail::watch_log()->warn("{}: watch timed out ({}); re-watching from {}", what, watched.why,
                                 resource_version());
       count([](reflector_stats& st) { ++st.idle_timeouts; });
@@ -725,8 +687,7 @@ void reflector<Codec, Store>::take_watch(session& s, const watch_outcome& watche
 template <class Codec, class Store>
 boost::asio::awaitable<void> reflector<Codec, Store>::run() {
   auto ex = co_await boost::asio::this_coro::executor;
-  // Backoff waits are alarms on the client's clock (a manual one in tests) that end a wait on
-  // `timer`; stop() ends it at once.
+  // Backoff waits: an alarm on the client's clock ends the wait on `timer`, as stop() does.
   auto timer = std::make_shared<boost::asio::steady_timer>(ex);
   auto& clock = api_.clock();
   {

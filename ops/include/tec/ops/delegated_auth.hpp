@@ -12,7 +12,6 @@
 // system:auth-delegator ClusterRole); a reader needs get on the non-resource URLs (deploy/
 // metrics-reader ClusterRole).
 
-#include <array>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
@@ -50,11 +49,11 @@ struct review_cache_options {
 /// The clock is borrowed and must outlive the cache.
 class review_cache {
 public:
-  using key = std::array<unsigned char, 32>;
+  using key = std::string;  ///< 64 hex digits
 
   review_cache(base::clock& clock, review_cache_options options);
 
-  /// SHA-256 of the token, a NUL and the path.
+  /// SHA-256 of the token, a NUL and the path (ops::sha256_hex).
   static key key_of(std::string_view token, std::string_view path);
 
   /// The decision stored for `k` if it has not expired (an expired one is dropped).

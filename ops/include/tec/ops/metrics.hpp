@@ -52,6 +52,9 @@ namespace tec::ops {
 inline constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A monotonically increasing value. Thread-safe; lock-free on x86-64.
+template <class Metric>
+class metric_family;
+
 class counter {
 public:
   using impl_type = prometheus::Counter;
@@ -66,6 +69,7 @@ public:
   [[nodiscard]] double value() const noexcept;
 
 private:
+  friend class metric_family<counter>;
   impl_type* c_;
 };
 
@@ -84,6 +88,7 @@ public:
   [[nodiscard]] double value() const noexcept;
 
 private:
+  friend class metric_family<gauge>;
   impl_type* g_;
 };
 
@@ -113,6 +118,7 @@ public:
   [[nodiscard]] snapshot_t snapshot_for_test() const;
 
 private:
+  friend class metric_family<histogram>;
   impl_type* h_;
 };
 
@@ -162,6 +168,9 @@ public:
   Metric& with(std::initializer_list<std::string_view> values) {
     return with(std::span<const std::string_view>(values.begin(), values.size()));
   }
+  /// Removes every child but the one with these label values (an info metric's change: the
+  /// old series goes). References to the removed children must not be used afterwards.
+  void keep_only(std::initializer_list<std::string_view> values);
 
 private:
   prometheus::Family<typename Metric::impl_type>& family_;
@@ -252,7 +261,14 @@ struct standard_metrics {
   histogram& eviction_wait_duration;
   /// Policy file changes rejected (invalid, unreadable, missing): the old policy stayed.
   counter& policy_reload_failures;
-  /// Always 1, labelled with the version.
+  /// 1 when the last load or reload of --policy's file succeeded (also without --policy), 0
+  /// when the last change was rejected.
+  gauge& policy_last_reload_successful;
+  /// Unix time of the last successful load or reload (0: none yet).
+  gauge& policy_last_reload_success_timestamp;
+  /// One child, {sha256=<the policy file in force>}, set to 1 (the old child removed on change).
+  gauge_family& policy_info;
+  /// Always 1, labelled with the version and the source commit.
   gauge& build_info;
 };
 
@@ -349,6 +365,6 @@ using scrape_stats_fn = std::function<scrape_stats()>;
 /// first attempts) is exposed as the last one until it catches up.
 /// Throws std::invalid_argument if `r` already holds one of the names.
 standard_metrics register_standard_metrics(registry& r, std::string_view version,
-                                           scrape_stats_fn read);
+                                           std::string_view commit, scrape_stats_fn read);
 
 }  // namespace tec::ops

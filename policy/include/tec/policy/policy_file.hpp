@@ -1,18 +1,7 @@
 #pragma once
 
-// The EvictionPolicy file: YAML in, a validated controller::eviction_policy out.
-//
-//   apiVersion: taint-eviction-controller/v1alpha1
-//   kind: EvictionPolicy
-//   dryRun: false
-//   rateLimit: {evictionsPerSecond: 0, burst: 0, maxInFlightPerNode: 0,
-//               maxInFlightPerNamespace: 0}
-//   stormBreaker: {maxTaintedNodesPercent: 0, minTaintedNodes: 0, hysteresisPercent: 0,
-//                  taintKeys: []}
-//   exclude: {namespaces: [], podSelector: {matchLabels: {}, matchExpressions: []},
-//             mirrorPods: false, terminalPods: false, daemonSetPods: false}
-//   taints:   # first matching rule wins; key exact, or a prefix ending in '*'
-//     - {key: example.com/*, action: Evict, minTolerationSeconds: 0, maxTolerationSeconds: 0}
+// The EvictionPolicy file: YAML in, a validated controller::eviction_policy out. Its fields
+// are documented in README.md ("Eviction policy").
 //
 // Strict, as Kubernetes' strict decoding is: an unknown or duplicate field, a value of the
 // wrong type, or a number out of range is an error naming the file, line, column and field
@@ -30,7 +19,7 @@
 // Growing the format means adding fields to the tables in policy_file.cpp; apiVersion stays
 // v1alpha1 while fields are only added.
 //
-// Pure: no file system access except in load_policy_file(). Any thread.
+// Pure: no file system access except in read_policy_text(). Any thread.
 
 #include <cstddef>
 #include <optional>
@@ -84,9 +73,6 @@ parse_result parse_policy(std::string_view text, std::string_view source);
 /// moment before. Never reads more than max_file_bytes + 1 bytes. Blocking file I/O: not on
 /// an I/O thread.
 base::result<std::string> read_policy_text(const std::string& path);
-
-/// Reads `path` (read_policy_text) and parses it.
-parse_result load_policy_file(const std::string& path);
 
 /// One line for the log: what the policy does ("dry-run off, rate limit 5/s burst 10, ...,
 /// storm breaker off").

@@ -26,6 +26,9 @@ struct reload_result {
   kind what = kind::unchanged;
   std::optional<controller::eviction_policy> policy;
   std::vector<std::string> errors;  ///< For rejected: one line each (parse_result::errors).
+  /// The file's new content whenever it changed and could be read (also for a change that
+  /// leaves the policy as it was, e.g. comments: `what` is then unchanged); empty otherwise.
+  std::string text;
 
   /// The errors joined with "; " (for a single log line).
   [[nodiscard]] std::string summary() const;
@@ -48,7 +51,6 @@ public:
   reload_result poll();
 
   [[nodiscard]] const controller::eviction_policy& in_force() const { return in_force_; }
-  [[nodiscard]] const std::string& path() const { return path_; }
 
 private:
   std::string path_;

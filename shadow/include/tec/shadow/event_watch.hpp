@@ -7,8 +7,8 @@
 // Decoding: nlohmann's DOM parser (these Events are few: a field selector picks them on the
 // server); depth-limited like decode.hpp; malformed JSON is errc::malformed_json, valid JSON
 // of the wrong shape (a wrong type, a missing metadata.name or involvedObject.name) is
-// errc::unexpected_shape with the JSON path. The message is clipped to max_event_message
-// bytes. Pure and thread-safe; never throws for bad input.
+// errc::unexpected_shape with the JSON path. The message is made printable and clipped
+// (base::sanitize_message). Pure and thread-safe; never throws for bad input.
 
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +28,7 @@
 
 namespace tec::shadow {
 
-/// The most bytes of an Event's message kept.
+/// The most bytes of an Event's message kept (a longer one is cut there and ends in "...").
 inline constexpr std::size_t max_event_message = 1024;
 
 /// The fields of a core/v1 Event shadow mode reads.
@@ -37,7 +37,7 @@ struct event_record {
   std::string name;        ///< metadata.name
   std::string resource_version;
   std::string reason;
-  std::string message;  ///< Clipped to max_event_message bytes.
+  std::string message;  ///< base::sanitize_message(), max_event_message bytes plus "...".
   /// source.component, else reportingComponent: "taint-controller" (kube-controller-manager
   /// before 1.29) or "taint-eviction-controller" (1.29 and later).
   std::string component;

@@ -144,7 +144,6 @@ public:
   [[nodiscard]] std::vector<shadow_settled> disagreements() const;
   /// The /debug/shadow document (see README "Shadow mode").
   [[nodiscard]] std::string report_json() const;
-  [[nodiscard]] std::chrono::milliseconds window() const noexcept;
 
 private:
   struct impl;

@@ -1,20 +1,16 @@
 #pragma once
 
 // Admission control for the timed queue: whether a due entry may start now. The queue asks;
-// this class decides and keeps the state the decision needs, and nothing else: the limits, the
-// token bucket (starts per second with a burst), the entries running per group, the pause
-// switch and the held entries in the order they became due. It does no I/O, reads no clock
-// (every call that needs the time is given `now`, which the queue takes from its driver) and
-// arms no timer: it says when it wants to be asked again (token_wake()), and the queue arms
-// its own timer for that.
+// this class decides and keeps the state the decision needs: the limits, the token bucket
+// (starts per second with a burst), the entries running per group, the pause switch and the
+// held entries. No I/O, no clock (every call that needs the time is given `now`), no timer: it
+// says when it wants to be asked again (token_wake()), and the queue arms its own timer.
 //
 // Held entries start in the order they became due (ties: the lower generation); one whose
 // group is full steps aside (into that group's blocked list) for later ones of free groups and
-// goes back in order when a run of its group ends. While held entries wait for tokens, the
-// wake-up asked for is at most every 10 ms, and a wake-up that comes late (up to 100 ms) still
-// counts the tokens due since the one it waited for, as client-go's rate.Limiter reserves a
-// waiter's slot: a busy machine's late wake-ups do not lower the rate, and a high rate does
-// not cost a wake-up per start.
+// goes back in order when a run of its group ends. Token wake-ups are batched, and a late one
+// still counts the tokens due since the one it waited for, as client-go's rate.Limiter
+// reserves a waiter's slot (admission.cpp: min_token_wake_interval, max_token_catch_up).
 
 #include <array>
 #include <chrono>
@@ -55,9 +51,6 @@ struct admission_limits {
   /// Entries running at once per group, per class; 0 = unlimited.
   std::array<std::uint32_t, group_classes> max_running_per_group{};
 
-  [[nodiscard]] bool unlimited() const {
-    return starts_per_second <= 0 && max_running_per_group == decltype(max_running_per_group){};
-  }
   friend bool operator==(const admission_limits&, const admission_limits&) = default;
 };
 
@@ -83,11 +76,10 @@ struct admission_ticket {
 /// valid while the entry is held or running (the queue's point into its entries).
 class admission_control {
 public:
-  /// The limits in force; default: everything is admitted at once.
-  [[nodiscard]] const admission_limits& limits() const { return limits_; }
-  /// Replaces the limits; returns false (and changes nothing) when they are the same. A new
-  /// rate or burst starts with a full bucket at `now`. Every blocked entry goes back into the
-  /// ready list (the caps changed); the caller then calls pump().
+  /// Replaces the limits (at first admission_limits{}: everything is admitted at once); returns
+  /// false (and changes nothing) when they are the same. A new rate or burst starts with a full
+  /// bucket at `now`. Every blocked entry goes back into the ready list (the caps changed); the
+  /// caller then calls pump().
   bool set_limits(const admission_limits& limits, time_point now);
 
   [[nodiscard]] bool paused() const { return paused_; }

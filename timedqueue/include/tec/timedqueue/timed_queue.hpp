@@ -5,12 +5,10 @@
 //
 // Threading model
 // ---------------
-// - schedule(), cancel(), lookup(), size() and shutdown() may be called from any thread,
-//   concurrently, and so may set_admission() and set_paused(). They take one internal mutex
-//   (which also serialises the admission_control inside) for O(log n) work and never call user code
-//   (the work, shutdown callbacks) while holding it. The driver's now(), arm() and disarm()
-//   are called with it held (so that arms reach the driver in order); a driver must therefore
-//   never call back into the queue from those, which its contract already demands.
+// - Every public function may be called from any thread, concurrently. They take one internal
+//   mutex (which also serialises the admission_control inside) for O(log n) work and never call
+//   user code (the work, shutdown callbacks) while holding it. The driver's now(), arm() and
+//   disarm() are called with it held (so that arms reach the driver in order).
 // - The handler (the work) is always started through driver::post(), never on the stack of
 //   schedule() or of the timer callback, so it may call back into the queue.
 // - The handler reports its outcome through the completion it is given, from any thread and
@@ -18,15 +16,11 @@
 //   dropped without being called counts as a failure ("abandoned") and is retried.
 //
 // Admission control (optional; by default every due entry starts at once) is a policy the
-// queue asks, not a part of it: admission_control (admission.hpp) decides whether a due entry
-// may start (a token bucket on the driver's clock, caps on the entries running at once per
-// group, a pause switch) and keeps the held entries in order; the queue calls it under its
-// mutex with the driver's now(), starts what it admits and arms its timer for the token
-// wake-up it asks for. An entry names up to two groups at schedule time, one per group class
-// (for the controller its node and its namespace). A due entry that may not start yet is
-// `held`: held entries are never dropped, they start in the order admission.hpp describes,
-// and cancelling one counts as cancelling a pending entry (it has not started). Retries go
-// through admission too.
+// queue asks, not a part of it: admission_control (admission.hpp) decides whether a due entry,
+// first run or retry, may start. An entry names up to two groups at schedule time, one per
+// group class (for the controller its node and its namespace). A due entry that may not start
+// yet is `held`: never dropped, started in the order admission.hpp describes; cancelling one
+// counts as cancelling a pending entry (it has not started).
 //
 // Why generation tokens (upstream kubernetes issues #100607, #107543, #110401, #125332 and
 // PR #141568): every entry gets a fresh generation when it is scheduled. A completion carries
@@ -191,13 +185,11 @@ public:
   timed_queue(const timed_queue&) = delete;
   timed_queue& operator=(const timed_queue&) = delete;
 
-  /// Adds work for `key` due at `fire_at`. Any string is a key, the empty one included; keys
-  /// and payloads are copied. A fire_at up to time_point::max() is valid (it never fires). If the
-  /// key already has an entry (pending, backing off or running) nothing changes and that is
-  /// reported (upstream: an already scheduled eviction keeps its fire time). Work with fire_at <=
-  /// created_at, or fire_at <= now(), is started at once through driver::post(), without waiting
-  /// for a timer tick.
-  /// `groups` are the entry's groups for admission control (see admission_limits).
+  /// Adds work for `key` due at `fire_at`. Any string is a key, the empty one included; keys,
+  /// payloads and `groups` (for admission control) are copied. A fire_at of time_point::max()
+  /// never fires. If the key already has an entry nothing changes and that is reported
+  /// (upstream: an already scheduled eviction keeps its fire time). Work with fire_at <=
+  /// created_at, or fire_at <= now(), is due at once (no timer tick).
   schedule_result schedule(std::string_view key, time_point created_at, time_point fire_at,
                            std::string_view payload = {}, group_names groups = {});
 
@@ -221,7 +213,6 @@ public:
   /// under the queue's mutex, which holds schedule() and the timer off meanwhile: n pointers
   /// are sorted, only the listed entries are copied.
   [[nodiscard]] queue_snapshot snapshot(std::size_t limit) const;
-  [[nodiscard]] bool contains(std::string_view key) const;
   /// Entries in any state.
   [[nodiscard]] std::size_t size() const;
   [[nodiscard]] queue_stats stats() const;

@@ -1,41 +1,28 @@
 #pragma once
 
-// core/v1 Events for pods, delivered in the background so that event delivery never blocks or
-// slows an eviction (docs/behaviour.md §7), and correlated as
-// client-go's EventCorrelator (tools/record/events_cache.go) does, so that `kubectl describe
-// pod` shows "x3 over 2m" instead of three Events.
+// core/v1 Events, delivered in the background so that event delivery never blocks or slows
+// an eviction (docs/behaviour.md §7), and correlated as client-go's EventCorrelator
+// (tools/record/events_cache.go) does, so that `kubectl describe pod` shows "x3 over 2m"
+// instead of three Events. record() of one occurrence, in order:
+// 1. the per-object spam filter (EventSourceObjectSpamFilter: a token bucket per object); a
+//    refused occurrence leaves no trace (client-go counts it into the Event it refuses);
+// 2. aggregation of similar events (same object, type and reason, another message): from the
+//    aggregate_max_messages-th distinct message within the window on, a new message goes to
+//    one Event "(combined from similar events): <the latest message>";
+// 3. correlation with the same event (same object incl. uid, type, reason and message) within
+//    the window: its Event's count and lastTimestamp are raised by a strategic merge PATCH
+//    instead of a new POST. (client-go counts until the Event expires on the server, 1 h by
+//    default; the window keeps "x3 over 2m" about one episode.) A PATCH answered 404 (the
+//    Event expired) creates it again under its name with the full count.
 //
-// record() takes a pod, a type, a reason and a message, and in order:
-// 1. applies client-go's per-object spam filter (EventSourceObjectSpamFilter: a token bucket
-//    per source+object, burst 25, then one token every 300 s); a refused occurrence leaves no
-//    trace (client-go counts it into the Event it refuses to write);
-// 2. aggregates similar events (same object, type and reason, another message): once 10
-//    distinct messages were seen for one object+type+reason, each within 10 minutes of the
-//    previous similar event, a new message goes to one Event whose message is "(combined from
-//    similar events): <the latest message>"; the first 9 keep their own Events (client-go
-//    keeps an arbitrary 9 of them);
-// 3. correlates it with the same event (same object incl. uid, type, reason and message)
-//    recorded within 10 minutes of its previous occurrence: that one's Event gets its count
-//    raised and lastTimestamp moved by a strategic merge PATCH of
-//    /api/v1/namespaces/{ns}/events/{name} instead of a new POST. (client-go has no window
-//    here: it counts until the Event expires on the server, 1 h by default. The window keeps
-//    "x3 over 2m" about one episode.) A PATCH answered 404 means the Event expired or was
-//    deleted: it is created again under its name with the full count.
-//
-// One Event (a "series": one correlation key) is delivered by one request at a time: an
-// occurrence recorded while its series waits in the queue or has a request in flight only
-// raises the series' pending count, and the next request carries the latest count. So one
-// key never gets two POSTs creating two Events, a PATCH goes out only once the POST
-// succeeded, and many increments coalesce into one PATCH.
-//
-// Series wait on a bounded FIFO queue. One coroutine drains it, keeping up to `max_in_flight`
-// requests at once. They are background requests: they wait until no DELETE is waiting for a
-// pooled connection or for its answer, so an eviction's DELETE has the API server to itself,
-// a mass eviction's deletions go first, and the events follow at the API server's pace. The
-// spam filter, the aggregation records and the series each live in an LRU of 4096 entries
-// (client-go's size), except the series with a request queued or in flight, which are never
-// forgotten; an idle series forgotten by its LRU starts a new Event.
-// Unlike upstream, involvedObject carries the pod's uid, so `kubectl describe pod` shows them.
+// One Event (a "series": one correlation key) has one request at a time: an occurrence of a
+// series queued or in flight only raises its pending count, which the next request carries.
+// So one key never gets two POSTs, a PATCH follows only a successful POST, and increments
+// coalesce. Series wait on a bounded FIFO queue drained by one coroutine, up to
+// max_in_flight requests at once, sent as background requests (they wait while a DELETE
+// waits for a connection or an answer, so deletions go first). The spam filter, aggregation
+// records and idle series live in LRUs (client-go's 4096); a series queued or in flight is
+// never forgotten. Unlike upstream, involvedObject carries the pod's uid.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
@@ -58,10 +45,9 @@ struct event_recorder_options {
   std::string component = "taint-eviction-controller";
   /// reportingInstance; empty means this host's name.
   std::string reporting_instance;
-  /// Series (Events to create or update) waiting for delivery beyond this are dropped (see
-  /// drop_oldest); an occurrence of a series already queued or in flight takes no room. Room
-  /// for the events of a mass eviction of thousands of pods (upstream's broadcaster keeps
-  /// 1000 and drops the rest), at 1-2 KB per queued series.
+  /// Series waiting for delivery beyond this are dropped (see drop_oldest); an occurrence of a
+  /// series already queued or in flight takes no room. Room for a mass eviction of thousands
+  /// of pods (upstream's broadcaster keeps 1000), at 1-2 KB per queued series.
   std::size_t queue_capacity = 20000;
   /// When full: true drops the oldest queued series' pending occurrences (the newest tells
   /// the current state), false drops the new occurrence.
@@ -69,8 +55,7 @@ struct event_recorder_options {
   /// The spam filter: `spam_burst` events per object, then one per `spam_refill_interval`.
   double spam_burst = 25;
   std::chrono::seconds spam_refill_interval{300};
-  /// Objects the spam filter remembers (least recently used forgotten first, as client-go's
-  /// LRU of 4096).
+  /// Objects the spam filter remembers (LRU, client-go's 4096).
   std::size_t spam_cache_size = 4096;
   /// How long after an occurrence the same event still counts into the same Event, and a
   /// similar one into the same aggregation (client-go's aggregation interval, 600 s).
@@ -80,15 +65,13 @@ struct event_recorder_options {
   std::size_t aggregate_max_messages = 10;
   /// Series and aggregation records remembered, each (LRU, client-go's 4096).
   std::size_t correlation_cache_size = 4096;
-  /// Messages are clipped to this many bytes (on a UTF-8 character boundary, ending in
-  /// "..."); a Warning's message carries an API error text of any length.
+  /// Messages are clipped to this many bytes (base::sanitize_message): a Warning's message
+  /// carries an API error text of any length.
   std::size_t max_message_bytes = 1024;
-  /// Event requests (POST or PATCH) in flight at once (0 counts as 1). They start in queue
-  /// order; the Events of one pod may complete out of order (each series has its own name,
-  /// nothing depends on the order); one series never has two requests in flight.
+  /// Event requests (POST or PATCH) in flight at once (0 counts as 1), started in queue order;
+  /// they may complete out of order (each series has its own name).
   std::size_t max_in_flight = 32;
-  /// Delivery attempts per request for transport failures (the client already retries
-  /// 429/5xx).
+  /// Delivery attempts per request for transport failures (the client retries 429/5xx).
   int max_attempts = 3;
   /// Wait between two attempts of one request (each delivery waits on its own).
   std::chrono::milliseconds retry_delay{1000};
@@ -139,20 +122,10 @@ struct involved_object {
 event_content make_event_content(const controller::pod_ref& pod, controller::event_kind kind,
                                  std::string_view detail = {});
 
-/// `text` made fit for an Event message: control characters (C0, DEL, C1) become spaces,
-/// invalid UTF-8 becomes U+FFFD, and a result longer than `max_bytes` is cut on a character
-/// boundary and ends in "..." (at most `max_bytes` bytes in all).
-std::string sanitize_event_message(std::string_view text, std::size_t max_bytes);
-
 /// The JSON body of the Event to POST (pure; exposed for tests). `name` is the series'
 /// metadata.name, `first`/`last` its firstTimestamp/lastTimestamp, `count` the occurrences
 /// it stands for.
 std::string make_event_body(const involved_object& object, const event_content& content,
-                            const std::string& name, const event_recorder_options& options,
-                            std::chrono::system_clock::time_point first,
-                            std::chrono::system_clock::time_point last, std::uint64_t count);
-/// make_event_body() for a pod.
-std::string make_event_body(const controller::pod_ref& pod, const event_content& content,
                             const std::string& name, const event_recorder_options& options,
                             std::chrono::system_clock::time_point first,
                             std::chrono::system_clock::time_point last, std::uint64_t count);
@@ -163,18 +136,14 @@ std::string make_event_body(const controller::pod_ref& pod, const event_content&
 std::string make_event_patch(std::string_view message, std::chrono::system_clock::time_point last,
                              std::uint64_t count);
 
-/// Records pod events in the background (see the top of this file).
+/// Records events in the background (see the top of this file).
 ///
-/// Thread/ownership: record() and stats() may be called from any thread and never block on
-/// I/O. The draining coroutine and its deliveries run on `executor` (the client's executor,
-/// which must not run handlers concurrently); start() spawns the drainer, stop() ends it
-/// (pending occurrences are dropped and counted: at shutdown we do not wait for the API
-/// server) and cancels the retry waits of the deliveries in flight, which then finish or fail
-/// as their current request does. `client` must outlive the deliveries: call stop() and let the
-/// executor run until idle before destroying the client. The recorder's state is shared with
-/// the drainer and the deliveries, so destroying the recorder object while they run is safe
-/// (it stops them). The executor's execution context must outlive the recorder (stop() posts
-/// to it).
+/// Thread/ownership: record(), stats() and queued() may be called from any thread and never
+/// block on I/O. The drainer and its deliveries run on `executor` (the client's, which must not
+/// run handlers concurrently). `client` must outlive the deliveries: call stop() and let the
+/// executor run until idle before destroying the client. The state is shared with the drainer
+/// and the deliveries, so destroying the recorder while they run is safe (it stops them). The
+/// executor's execution context must outlive the recorder (stop() posts to it).
 class event_recorder {
 public:
   /// `clock`: now() for the spam filter and the correlation windows, wall() for the
@@ -188,15 +157,15 @@ public:
 
   /// Spawns the draining coroutine on the executor. Call once.
   void start();
-  /// Stops the drainer; the requests in flight (if any) end as above, without retries.
-  /// Further record() calls drop, and so do the occurrences still pending.
+  /// Stops the drainer and cancels the retry waits of the deliveries in flight, which finish or
+  /// fail as their current request does. Pending occurrences and further record() calls are
+  /// dropped and counted (at shutdown we do not wait for the API server).
   void stop();
 
-  /// Records one occurrence of an Event about `object`, a pod or any other object (a Lease,
-  /// ...; keyed by its kind as well), with content.message sanitised by
-  /// sanitize_event_message, unless the spam filter refuses it, the recorder is stopped or
-  /// the queue is full (and !drop_oldest). Returns whether it was accepted (it may still be
-  /// dropped later to make room when drop_oldest).
+  /// Records one occurrence of an Event about `object` (a pod, a Lease, ...; keyed by its kind
+  /// too), its message sanitised (base::sanitize_message). False when the spam filter refuses
+  /// it, the recorder is stopped or the queue is full (and !drop_oldest); an accepted one may
+  /// still be dropped later to make room when drop_oldest.
   bool record(const involved_object& object, event_content content);
   /// record() about `pod` with make_event_content(pod, kind, detail).
   bool record(const controller::pod_ref& pod, controller::event_kind kind,

@@ -1,11 +1,5 @@
 #pragma once
 
-// The controller's eviction_sink on top of the API client: each evict() becomes an optional
-// DisruptionTarget status patch then a DELETE with the pod's UID as precondition (or, for
-// eviction_method::evict, a POST to the Eviction API; docs/behaviour.md §8), run as a
-// coroutine on the client's executor so the caller never waits. Events go to an
-// event_recorder.
-
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <cstddef>
@@ -62,7 +56,10 @@ struct eviction_sink_stats {
   std::size_t in_flight = 0;
 };
 
-/// Evicts pods through the API.
+/// The controller's eviction_sink on the API client: each evict() becomes an optional
+/// DisruptionTarget status patch then a DELETE with the pod's UID as precondition (or, for
+/// eviction_method::evict, a POST to the Eviction API; docs/behaviour.md §8), run as a
+/// coroutine so the caller never waits. Events go to an event_recorder.
 ///
 /// Thread/ownership: evict(), record_event(), stats() and stop() may be called from any thread
 /// and return at once; the work runs as coroutines on `executor`, which must be the client's

@@ -2,10 +2,10 @@
 
 // Test-only: the reference JSON decoder (tec_informers_reference, built with the tests, the fuzz
 // targets or the benchmarks, never linked into the daemon). The same field mapping as
-// decode.hpp's (json_walk.hpp), fed by nlohmann's DOM, an independent parser, so that the tests
-// and the fuzz target can compare the production decoder (simdjson) against it. Same contract as
-// decode.hpp, with one difference by design: an integer outside [-2^63, 2^64) is malformed JSON
-// for simdjson and a floating-point number here.
+// decode.hpp's (informers/src/json_walk.hpp), fed by nlohmann's DOM, an independent parser, so
+// that the tests and the fuzz target can compare the production decoder (simdjson) against it. Same
+// contract as decode.hpp, with one difference by design: an integer outside [-2^63, 2^64) is
+// malformed JSON for simdjson and a floating-point number here.
 
 #include <string_view>
 
@@ -21,10 +21,5 @@ result<node_list> decode_node_list(std::string_view body);
 result<pod_record> decode_pod(std::string_view json);
 result<node_record> decode_node(std::string_view json);
 result<api_status> decode_status(std::string_view json);
-
-/// informers::list_decoder's JSON decoders (its second parameter), these instead of the
-/// production ones.
-using json_decoders =
-    json_decoders_of<&decode_pod, &decode_node, &decode_pod_list, &decode_node_list>;
 
 }  // namespace tec::informers::reference

@@ -1,4 +1,4 @@
-#include "tec/informers/reference.hpp"
+#include "support/informers_reference.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "../src/json_walk.hpp"
+#include "json_walk.hpp"
 
 namespace tec::informers::reference {
 namespace {

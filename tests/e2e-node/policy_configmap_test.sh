@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Policy changes you can see, on the real node (issue 31): the Deployment from deploy/ mounts
+# the policy ConfigMap and runs with --policy-configmap, so
+#   - `kubectl describe configmap taint-eviction-controller-policy` shows each replica's
+#     PolicyApplied Event from its start;
+#   - a typo put in the ConfigMap shows a Warning PolicyRejected there within the reload
+#     interval (5 s) plus the kubelet's ConfigMap sync (up to its sync period, about a minute),
+#     naming the line, the column and the field, and the policy in force is unchanged (each
+#     replica logs that it stays);
+#   - the shipped ConfigMap is put back at the end.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+CM=taint-eviction-controller-policy
+wait_until 60 "the controller Deployment available with 2 replicas" controller_available 2
+k -n "$CONTROLLER_NS" get configmap "$CM" -o json >"$WORK/shipped.json" || fail "no ConfigMap $CM"
+on_exit_restore() {
+  k -n "$CONTROLLER_NS" get configmap "$CM" -o json \
+    | python3 -c 'import json,sys; c=json.load(sys.stdin); s=json.load(open(sys.argv[1])); c["data"]=s["data"]; print(json.dumps(c))' \
+      "$WORK/shipped.json" | k replace -f - >/dev/null 2>&1 || true
+}
+events_of_cm() { k -n "$CONTROLLER_NS" describe configmap "$CM" | sed -n '/^Events:/,$p'; }
+has() { events_of_cm | grep -Eq "$1"; }
+
+wait_until 60 "a PolicyApplied Event from the start on ConfigMap $CM" \
+  has "Normal +PolicyApplied .*Policy sha256:[0-9a-f]{12} in force since the start"
+log "at start: $(events_of_cm | grep -c PolicyApplied) PolicyApplied line(s) on $CM"
+
+# The typo: a rateLimit with a misspelt field, appended to the shipped policy.yaml.
+python3 - "$WORK/shipped.json" >"$WORK/typo.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["data"]["policy.yaml"] = c["data"]["policy.yaml"].rstrip("\n") + "\nrateLimit:\n  evictionsPerSecnd: 5\n"
+for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+    c["metadata"].pop(k, None)
+print(json.dumps(c))
+PY
+trap 'rc=$?; on_exit_restore; (exit $rc); cleanup' EXIT
+t0=$(now_ms)
+k -n "$CONTROLLER_NS" apply -f "$WORK/typo.json" >/dev/null 2>&1 \
+  || k -n "$CONTROLLER_NS" replace -f "$WORK/typo.json" >/dev/null || fail "cannot write the typo into $CM"
+wait_until 180 "a PolicyRejected Warning on ConfigMap $CM" \
+  has "Warning +PolicyRejected .*stays in force: .*policy.yaml:[0-9]+:3: rateLimit.evictionsPerSecnd: unknown field"
+log "PolicyRejected on $CM $(($(now_ms) - t0)) ms after the edit"
+for p in $(controller_pods); do
+  wait_until 60 "pod $p logging that the policy in force stays" \
+    bash -c "timeout 30 kubectl -n '$CONTROLLER_NS' logs '$p' | grep -q 'eviction policy change rejected, the policy in force stays'"
+done
+events_of_cm | grep -q "PolicyApplied .* applied (was" && fail "a policy was applied after the typo: $(events_of_cm)"
+log "both replicas kept the policy in force"
+echo "PASS: $TEST_NAME"
