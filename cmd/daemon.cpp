@@ -816,7 +816,12 @@ private:
 struct leadership {
   std::optional<activation_gate> gate;
   std::optional<informers::controller_feed> feed;  // borrows the controller
-  std::optional<k8sclient::leader_elector> elector;
+  // The elector's own client (two connections, no QPS limit: one request per retry period):
+  // on the shared one its renewals waited for a free connection behind a mass eviction's
+  // requests queued in the API server, and leadership was lost (BENCHMARKS.md, "API Priority
+  // and Fairness"). kube-controller-manager also gives leader election a client of its own.
+  std::optional<k8sclient::client> api;
+  std::optional<k8sclient::leader_elector> elector;  // borrows api
 };
 
 // The Prometheus registry and the standard families in it (shadow mode adds its own).
@@ -937,11 +942,11 @@ struct daemon::impl {
         }));
     api.emplace(io.get_executor(), config, client_options());
     if (opts.metrics_secure) {
-      k8sclient::client_options ropts;
+      k8sclient::client_options ropts = client_options();  // counted in api_requests_total
       ropts.qps = review_qps;
       ropts.burst = review_burst;
       ropts.max_connections = review_connections;
-      ropts.user_agent = std::string("taint-eviction-controller/") + tec::version + " (reviews)";
+      ropts.user_agent += " reviews";
       review_api.emplace(io.get_executor(), config, std::move(ropts));
     }
     driver.emplace(io.get_executor(), io.get_executor());
@@ -977,7 +982,7 @@ struct daemon::impl {
     watches.build(*api, cache, *lead.gate, std::move(on_pod), lead.feed->node_handler(),
                   opts.protobuf, log);
     if (opts.leader_elect) {
-      build_elector();
+      build_elector(config);
     }
     endpoints.emplace(
         daemon_endpoints::sources{.registry = metrics.registry,
@@ -1040,7 +1045,12 @@ struct daemon::impl {
     return ctl;
   }
 
-  void build_elector() {
+  void build_elector(const k8sclient::rest_config& config) {
+    k8sclient::client_options copts = client_options();
+    copts.qps = 0;
+    copts.max_connections = 2;
+    copts.user_agent += " leader-election";
+    lead.api.emplace(io.get_executor(), config, std::move(copts));
     k8sclient::leader_election_config le;
     le.lease_namespace = opts.lease_namespace;
     le.lease_name = opts.lease_name;
@@ -1054,7 +1064,7 @@ struct daemon::impl {
       lead.gate->may_lead();
     };
     le.on_stopped_leading = [this] { stopped_leading(); };
-    lead.elector.emplace(io.get_executor(), *api, std::move(le));
+    lead.elector.emplace(io.get_executor(), *lead.api, std::move(le));
   }
 
   // I/O thread, when the caches are synced (the gate's first callback): campaign for the
@@ -1254,6 +1264,9 @@ struct daemon::impl {
     policy_ctl->join_reader();
     process.tasks.cancel(stage::background);  // the signal wait and the periodic jobs
     api->shutdown();
+    if (lead.api) {
+      lead.api->shutdown();
+    }
     if (review_api) {
       review_api->shutdown();
     }
