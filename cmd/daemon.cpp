@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <malloc.h>
+#include <unistd.h>
+#include <array>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -13,6 +15,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/verb.hpp>
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -47,10 +50,12 @@
 #include "tec/k8sclient/leader_election.hpp"
 #include "tec/k8sclient/paths.hpp"
 #include "tec/k8sclient/tls.hpp"
+#include "tec/ops/delegated_auth.hpp"
 #include "tec/ops/http_endpoints.hpp"
 #include "tec/ops/metrics.hpp"
 #include "tec/ops/process_metrics.hpp"
 #include "tec/ops/sha256.hpp"
+#include "tec/ops/tls_credentials.hpp"
 #include "tec/policy/policy_file.hpp"
 #include "tec/policy/reloader.hpp"
 #include "tec/shadow/event_watch.hpp"
@@ -82,6 +87,12 @@ constexpr auto breaker_log_interval = 60s;
 constexpr auto shadow_sweep_interval = 1s;
 // How often heap memory freed since the last look is handed back to the kernel (issue 16).
 constexpr auto trim_interval = 5s;
+// The client of the secure metrics port's reviews: a scrape every few seconds per reader and
+// the cache's 10 s make a handful a minute; a flood of unknown tokens waits for this limit (the
+// review's 5 s deadline then answers 503) rather than reaching the API server.
+constexpr double review_qps = 10.0;
+constexpr int review_burst = 20;
+constexpr std::size_t review_connections = 2;
 
 std::string describe(const std::exception_ptr& e) {
   try {
@@ -406,13 +417,32 @@ struct shadow_parts {
   }
 };
 
+// The hosts the self-signed serving certificate names: this host (the pod's name) and the
+// loopback names.
+std::vector<std::string> serving_hosts() {
+  std::vector<std::string> hosts;
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) == 0 && name[0] != '\0') {
+    hosts.emplace_back(name.data());
+  }
+  for (const char* h : {"localhost", "127.0.0.1", "::1"}) {
+    hosts.emplace_back(h);
+  }
+  return hosts;
+}
+
 // The probe, metrics and /debug endpoints. What they serve is read from the objects it borrows
 // (`sources`, which all outlive it); checks and handlers run on the servers' strand (the I/O
-// thread), the /debug documents are built on a reports thread of its own.
+// thread), the /debug documents are built on a reports thread of its own. /metrics and /debug/*
+// are served over HTTPS to the requests the API server authenticates and authorizes
+// (--metrics-secure, the default), the probes over plain HTTP on their own port.
 class daemon_endpoints {
 public:
   struct sources {
     ops::registry& registry;
+    // The TokenReviews and SubjectAccessReviews of the secure port; nullptr with
+    // --metrics-secure=false.
+    k8sclient::client* reviews;
     k8sclient::leader_elector* elector;  // nullptr without leader election
     const cluster_watches& watches;
     shadow::shadow_tracker* shadow;  // nullptr without --shadow
@@ -447,8 +477,19 @@ public:
                                 src_.registry.render()};
     };
     if (!shared) {
-      metrics_.emplace(executor,
-                       ops::http_endpoints_options{.bind_address = opts.metrics_bind_address});
+      ops::http_endpoints_options metrics_opts{.bind_address = opts.metrics_bind_address};
+      if (opts.metrics_secure && opts.metrics_bind_address != "0") {
+        auto e = secure(metrics_opts, executor, opts, log);
+        if (!e.empty()) {
+          return e;
+        }
+      } else if (opts.metrics_bind_address != "0") {
+        log.warn(
+            "--metrics-secure=false: /metrics and /debug/* are served over plain HTTP, without "
+            "authentication, to anyone who can reach {}",
+            opts.metrics_bind_address);
+      }
+      metrics_.emplace(executor, std::move(metrics_opts));
     }
     ops::http_endpoints& metrics_port = shared ? *health_ : *metrics_;
     metrics_port.handle("/metrics", metrics_handler);
@@ -466,24 +507,26 @@ public:
       return asio::co_spawn(reports_, evictions_report(), asio::use_awaitable);
     });
     const auto start = [&log](ops::http_endpoints& server, const std::string& flag,
-                              const std::string& what) -> std::string {
+                              const std::string& what, bool tls) -> std::string {
       auto bound = server.start();
       if (!bound) {
         return flag + ": cannot serve " + what + ": " + bound.error().message;
       }
       if (bound.value()) {
-        log.info("serving {} on http://{}:{}", what, bound.value()->address().to_string(),
-                 bound.value()->port());
+        const auto& ep = *bound.value();
+        const auto host =
+            ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
+        log.info("serving {} on {}://{}:{}", what, tls ? "https" : "http", host, ep.port());
       }
       return {};
     };
     if (auto e = start(*health_, "--health-probe-bind-address",
-                       shared ? "/healthz, /readyz and /metrics" : "/healthz and /readyz");
+                       shared ? "/healthz, /readyz and /metrics" : "/healthz and /readyz", false);
         !e.empty()) {
       return e;
     }
     if (metrics_) {
-      return start(*metrics_, "--metrics-bind-address", "/metrics");
+      return start(*metrics_, "--metrics-bind-address", "/metrics", opts.metrics_secure);
     }
     return {};
   }
@@ -504,6 +547,31 @@ public:
   void join_reports() { reports_.join(); }
 
 private:
+  // Main thread: HTTPS with the certificate of --tls-cert-file and --tls-private-key-file, or
+  // a self-signed one, and delegated authentication and authorization through the API
+  // server (the reviews run on the client's executor, `executor`). The error message, or empty.
+  std::string secure(ops::http_endpoints_options& o, const asio::any_io_executor& executor,
+                     const options& opts, spdlog::logger& log) {
+    auto creds = opts.tls_cert_file.empty() ? ops::tls_credentials::self_signed(serving_hosts())
+                                            : ops::tls_credentials::from_files(
+                                                  opts.tls_cert_file, opts.tls_private_key_file);
+    if (!creds) {
+      return (opts.tls_cert_file.empty() ? std::string("cannot generate a serving certificate")
+                                         : std::string("--tls-cert-file")) +
+             ": " + creds.error().message;
+    }
+    if (opts.tls_cert_file.empty()) {
+      log.info(
+          "no --tls-cert-file: serving /metrics and /debug/* with a self-signed certificate "
+          "generated at start");
+    }
+    o.tls = std::move(*creds);
+    assert(src_.reviews != nullptr);
+    o.authorizer = std::make_shared<ops::delegated_authorizer>(
+        ops::make_api_review_backend(*src_.reviews, executor), src_.reviews->clock());
+    return {};
+  }
+
   // The reports thread: /debug/evictions. A copy of at most max_listed_evictions entries (the
   // queue's mutex is held while n pointers are sorted), then the JSON from the copy.
   asio::awaitable<ops::http_response> evictions_report() {
@@ -844,6 +912,10 @@ struct daemon::impl {
   metric_set metrics;
   shadow_parts shadow_mode;  // before everything that feeds it
   std::optional<k8sclient::client> api;
+  // The TokenReviews and SubjectAccessReviews of the secure metrics port, on a client of their
+  // own: its QPS limit and connections are not the evictions' (a flood of requests with
+  // unknown tokens must not delay a DELETE), and bound what such a flood costs the API server.
+  std::optional<k8sclient::client> review_api;
   caches cache{[this](const std::vector<informers::opt_out_change>& changes) {
     namespaces_changed(changes);
   }};
@@ -869,6 +941,14 @@ struct daemon::impl {
           return stats;
         }));
     api.emplace(io.get_executor(), config, client_options());
+    if (opts.metrics_secure) {
+      k8sclient::client_options ropts = client_options();  // counted in api_requests_total
+      ropts.qps = review_qps;
+      ropts.burst = review_burst;
+      ropts.max_connections = review_connections;
+      ropts.user_agent += " reviews";
+      review_api.emplace(io.get_executor(), config, std::move(ropts));
+    }
     driver.emplace(io.get_executor(), io.get_executor());
     out.recorder.emplace(io.get_executor(), *api);
     const controller::eviction_policy start_policy = opts.effective_policy(opts.policy);
@@ -906,6 +986,7 @@ struct daemon::impl {
     }
     endpoints.emplace(
         daemon_endpoints::sources{.registry = metrics.registry,
+                                  .reviews = review_api ? &*review_api : nullptr,
                                   .elector = lead.elector ? &*lead.elector : nullptr,
                                   .watches = watches,
                                   .shadow = shadow_mode.tracker ? &*shadow_mode.tracker : nullptr,
@@ -1185,6 +1266,9 @@ struct daemon::impl {
     api->shutdown();
     if (lead.api) {
       lead.api->shutdown();
+    }
+    if (review_api) {
+      review_api->shutdown();
     }
     ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
     const auto drain_deadline = steady::now() + drain_budget;

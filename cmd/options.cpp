@@ -153,7 +153,16 @@ void add_controller_flags(CLI::App& app, options& o, flag_text& t) {
 // The ops servers, then how pods are deleted.
 void add_server_flags(CLI::App& app, options& o) {
   app.add_option("--metrics-bind-address", o.metrics_bind_address,
-                 "Address of the Prometheus /metrics endpoint (\"0\" disables it)");
+                 "Address of /metrics and /debug/* (\"0\" disables them)");
+  app.add_flag("--metrics-secure", o.metrics_secure,
+               "Serve /metrics and /debug/* over HTTPS to the requests whose bearer token the "
+               "API server authenticates (TokenReview) and authorizes for get on the path "
+               "(SubjectAccessReview); --metrics-secure=false: plain HTTP, no authentication");
+  app.add_option("--tls-cert-file", o.tls_cert_file,
+                 "PEM certificate (chain) of the secure metrics server, re-read when it changes; "
+                 "empty: a self-signed certificate generated at start");
+  app.add_option("--tls-private-key-file", o.tls_private_key_file,
+                 "PEM private key matching --tls-cert-file");
   app.add_option("--health-probe-bind-address", o.health_probe_bind_address,
                  "Address of /healthz and /readyz (\"0\" disables them)");
   app.add_flag("--disruption-condition", o.disruption_condition,
@@ -304,6 +313,22 @@ void check_servers(const options& o, problem_list& problems) {
                          "0): " +
                          parsed.error().message);
     }
+  }
+  if (o.tls_cert_file.empty() != o.tls_private_key_file.empty()) {
+    problems.push_back(
+        "--tls-cert-file and --tls-private-key-file go together: give both or "
+        "neither");
+  }
+  if (!o.tls_cert_file.empty() && !o.metrics_secure) {
+    problems.push_back(
+        "--tls-cert-file: the metrics server is plain HTTP (--metrics-secure=false)");
+  }
+  if (o.metrics_secure && o.metrics_bind_address != "0" &&
+      o.metrics_bind_address == o.health_probe_bind_address &&
+      !o.metrics_bind_address.ends_with(":0")) {
+    problems.push_back("--metrics-bind-address: \"" + o.metrics_bind_address +
+                       "\" is also --health-probe-bind-address; the probes are plain HTTP, the "
+                       "secure metrics server needs a port of its own (or --metrics-secure=false)");
   }
 }
 

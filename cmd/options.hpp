@@ -32,13 +32,21 @@ struct options {
   /// --kube-api-content-type: pods and nodes are listed and watched as protobuf (as
   /// kube-controller-manager's default) or JSON.
   bool protobuf = true;
+  /// --metrics-secure: HTTPS and delegated authentication/authorization (TokenReview,
+  /// SubjectAccessReview) on the metrics server; false: plain HTTP for anyone.
+  bool metrics_secure = true;
   std::chrono::milliseconds lease_duration{15'000};
   std::chrono::milliseconds renew_deadline{10'000};
   std::chrono::milliseconds retry_period{2'000};
   /// The Lease's namespace: the flag, else the pod's namespace, else kube-system.
   std::string lease_namespace;
   std::string lease_name = "taint-eviction-controller";
-  std::string metrics_bind_address = ":8080";       ///< "0" disables the metrics server.
+  /// /metrics and /debug/*; "0" disables the server.
+  std::string metrics_bind_address = ":8443";
+  /// --tls-cert-file, --tls-private-key-file: the serving certificate of the secure metrics
+  /// server (PEM, re-read when they change); both empty: self-signed at start.
+  std::string tls_cert_file;
+  std::string tls_private_key_file;
   std::string health_probe_bind_address = ":8081";  ///< "0" disables the probe server.
   bool disruption_condition = true;
   std::string log_level = "info";  ///< trace, debug, info, warn, error, critical, off.

@@ -189,12 +189,13 @@ node_show() {
 
 # start_local_controller [FLAG...]: the controller as a local process (ServiceAccount
 # kubeconfig $SA_KUBECONFIG) with FLAG..., on free metrics and probe ports (METRICS_PORT,
-# HEALTH_PORT); returns once it is ready and acting.
+# HEALTH_PORT); returns once it is ready and acting. The metrics port is plain HTTP on the
+# loopback address (--metrics-secure=false), so the demo's curl needs no token.
 start_local_controller() {
   METRICS_PORT=$(free_port)
   HEALTH_PORT=$(free_port)
   "$BIN" --kubeconfig "$SA_KUBECONFIG" --leader-elect-resource-namespace "$DEPLOY_NS" "$@" \
-    --metrics-bind-address "127.0.0.1:$METRICS_PORT" \
+    --metrics-bind-address "127.0.0.1:$METRICS_PORT" --metrics-secure=false \
     --health-probe-bind-address "127.0.0.1:$HEALTH_PORT" >"$LOG_FILE" 2>&1 </dev/null &
   echo $! >"$PID_FILE"
   local deadline=$((SECONDS + 30))

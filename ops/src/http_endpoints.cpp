@@ -11,6 +11,7 @@
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/socket_base.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -24,15 +25,19 @@
 #include <boost/beast/http/message_generator.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <cassert>
+#include <cctype>
 #include <charconv>
 #include <exception>
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "tec/base/logger.hpp"
+#include "tec/ops/tls_credentials.hpp"
 
 // GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frame allocator for the
 // session coroutine (as in informer.cpp: the operator new/delete pair is matched). Only this
@@ -101,8 +106,9 @@ struct shared_string_body {
 
 // Extra headers of some responses.
 struct response_headers {
-  std::string_view allow;        // 405
-  std::string_view retry_after;  // 503 of a full server
+  std::string_view allow;             // 405
+  std::string_view retry_after;       // 503 of a full server
+  std::string_view www_authenticate;  // 401
 };
 
 http::message_generator make_response(unsigned version, bool keep_alive, bool head,
@@ -118,6 +124,9 @@ http::message_generator make_response(unsigned version, bool keep_alive, bool he
   }
   if (!extra.retry_after.empty()) {
     res.set(http::field::retry_after, extra.retry_after);
+  }
+  if (!extra.www_authenticate.empty()) {
+    res.set(http::field::www_authenticate, extra.www_authenticate);
   }
   res.keep_alive(keep_alive);
   if (head) {
@@ -261,14 +270,27 @@ struct http_endpoints::impl {
 
   static asio::awaitable<void> accept_loop(std::shared_ptr<impl> self);
   static asio::awaitable<void> session(std::shared_ptr<impl> self, tcp::socket socket);
+  /// One connection's requests, over plain TCP or TLS (Stream).
+  template <class Stream>
+  static asio::awaitable<void> serve(std::shared_ptr<impl> self, Stream& stream);
+  /// The TLS handshake of session `id`: idle until the client's first byte (read_timeout),
+  /// then the handshake within header_timeout. False: the connection is to be closed.
+  static asio::awaitable<bool> handshake(impl& self, std::uint64_t id,
+                                         beast::ssl_stream<beast::tcp_stream>& stream,
+                                         beast::flat_buffer& buffer);
   /// Reads the next request of session `id` into `parser` under the read, header and body
   /// deadlines; the error (end of stream, a timeout, a parse error) ends the connection.
+  template <class Stream>
   static asio::awaitable<boost::system::error_code> read_request(
-      impl& self, std::uint64_t id, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+      impl& self, std::uint64_t id, Stream& stream, beast::flat_buffer& buffer,
       http::request_parser<http::string_body>& parser);
   /// Says why a malformed or oversized request is refused (best effort, before hanging up).
-  static asio::awaitable<void> refuse(const http_endpoints_options& opt, beast::tcp_stream& stream,
+  template <class Stream>
+  static asio::awaitable<void> refuse(const http_endpoints_options& opt, Stream& stream,
                                       boost::system::error_code ec);
+  /// The refusal of `req` when options.authorizer decided `d` for it; nullopt when allowed.
+  std::optional<http::message_generator> refusal(const auth_decision& d,
+                                                 const http::request<http::string_body>& req) const;
   /// Records what session `id` does now, for make_room(); nothing once make_room() closed it.
   void set_phase(std::uint64_t id, phase p);
   /// The document of `route`: the one a connection still writes if it is recent enough, else
@@ -334,14 +356,63 @@ asio::awaitable<void> http_endpoints::impl::accept_loop(std::shared_ptr<impl> se
   }
 }
 
+namespace {
+
+std::string_view path_of(const http::request<http::string_body>& req) {
+  const auto target = std::string_view(req.target());
+  return target.substr(0, target.find('?'));
+}
+
+}  // namespace
+
+namespace {
+
+// The token of an "Authorization: Bearer <token>" header (the scheme in any case), else empty.
+std::string bearer_token(const http::request<http::string_body>& req) {
+  const auto value = std::string_view(req[http::field::authorization]);
+  constexpr std::string_view scheme = "bearer ";
+  if (value.size() <= scheme.size()) {
+    return {};
+  }
+  for (std::size_t i = 0; i < scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(value[i])) != scheme[i]) {
+      return {};
+    }
+  }
+  auto token = value.substr(scheme.size());
+  const auto first = token.find_first_not_of(' ');
+  if (first == std::string_view::npos) {
+    return {};
+  }
+  token = token.substr(first);
+  return std::string(token.substr(0, token.find_last_not_of(' ') + 1));
+}
+
+}  // namespace
+
 // GCC 12 destroys some resource-owning temporaries of a co_await full-expression twice
 // (seen here as a double free of a std::string argument), so operations whose arguments own
 // memory are created into a named awaitable first and then awaited.
 asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
                                                     tcp::socket socket) {
-  beast::tcp_stream stream(std::move(socket));
+  if (self->options.tls) {
+    // The connection keeps the context it starts with when the certificate files change.
+    const auto context = self->options.tls->current();
+    beast::ssl_stream<beast::tcp_stream> stream(std::move(socket), *context);
+    auto op = serve(self, stream);  // named: see above on GCC 12
+    co_await std::move(op);
+  } else {
+    beast::tcp_stream stream(std::move(socket));
+    auto op = serve(self, stream);
+    co_await std::move(op);
+  }
+}
+
+template <class Stream>
+asio::awaitable<void> http_endpoints::impl::serve(std::shared_ptr<impl> self, Stream& stream) {
+  auto& lowest = beast::get_lowest_layer(stream);
   const auto id = self->next_session++;
-  auto& entry = self->sessions.emplace(id, session_entry{&stream}).first->second;
+  auto& entry = self->sessions.emplace(id, session_entry{&lowest}).first->second;
   entry.since = std::chrono::steady_clock::now();
   self->open_connections = self->sessions.size();
   // Declared after `stream`, so it unregisters before the stream is destroyed.
@@ -364,6 +435,13 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
   beast::flat_buffer buffer(
       static_cast<std::size_t>(opt.header_limit) +
       static_cast<std::size_t>(std::min<std::uint64_t>(opt.body_limit, 1 << 20)) + 1024);
+  boost::system::error_code ignored;
+  if constexpr (std::is_same_v<Stream, beast::ssl_stream<beast::tcp_stream>>) {
+    if (!co_await handshake(*self, id, stream, buffer)) {
+      lowest.socket().close(ignored);
+      co_return;
+    }
+  }
   for (;;) {
     http::request_parser<http::string_body> parser;
     auto read = read_request(*self, id, stream, buffer, parser);  // named: see above on GCC 12
@@ -387,23 +465,32 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
       break;
     }
     self->set_phase(id, phase::serving);
+    std::optional<http::message_generator> early;  // a refusal: 401, 403, 503
+    if (opt.authorizer) {
+      // An exception of the authorizer ends the connection (logged by the co_spawn).
+      auto decide =
+          opt.authorizer->authorize(bearer_token(parser.get()), std::string(path_of(parser.get())));
+      const auth_decision d = co_await std::move(decide);  // named: see above on GCC 12
+      if (self->stopped) {
+        break;
+      }
+      early = self->refusal(d, parser.get());
+    }
     std::shared_ptr<const http_response> computed;
     std::optional<async_slot> slot;  // until the response is written
-    std::optional<http::message_generator> busy;
-    if (auto* route = self->async_route_for(parser.get()); route != nullptr) {
+    if (auto* route = early ? nullptr : self->async_route_for(parser.get()); route != nullptr) {
       if (self->async_responses >= opt.max_async_responses) {
         logger()->debug("{} documents being served: answering 503 to {}", self->async_responses,
                         std::string_view(parser.get().target()));
-        busy.emplace(make_response(
+        early.emplace(make_response(
             parser.get().version(), parser.get().keep_alive(),
             parser.get().method() == http::verb::head,
             http_response{.status = 503,
                           .body = "too many requests for documents at once, retry later\n"},
-            {.allow = {}, .retry_after = "1"}));
+            {.allow = {}, .retry_after = "1", .www_authenticate = {}}));
       } else {
         slot.emplace(*self);
-        boost::system::error_code ignored;
-        stream.socket().set_option(asio::socket_base::send_buffer_size(document_send_buffer),
+        lowest.socket().set_option(asio::socket_base::send_buffer_size(document_send_buffer),
                                    ignored);
         auto op = shared_response(self, *route);  // named: see above on GCC 12
         computed = co_await std::move(op);
@@ -412,18 +499,42 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
         }
       }
     }
-    auto res = busy ? std::move(*busy) : self->respond(parser.get(), computed);
+    auto res = early ? std::move(*early) : self->respond(parser.get(), computed);
     const bool keep_alive = res.keep_alive();
-    stream.expires_after(opt.write_timeout);
+    lowest.expires_after(opt.write_timeout);
     auto write = beast::async_write(stream, std::move(res), asio::as_tuple(asio::use_awaitable));
     auto [wec, written] = co_await std::move(write);
     if (wec || !keep_alive || self->stopped) {
       break;
     }
   }
-  boost::system::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  stream.socket().close(ignored);
+  lowest.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  lowest.socket().close(ignored);
+}
+
+asio::awaitable<bool> http_endpoints::impl::handshake(impl& self, std::uint64_t id,
+                                                      beast::ssl_stream<beast::tcp_stream>& stream,
+                                                      beast::flat_buffer& buffer) {
+  auto& lowest = beast::get_lowest_layer(stream);
+  lowest.expires_after(self.options.read_timeout);
+  auto [ec, n] =
+      co_await lowest.async_read_some(buffer.prepare(512), asio::as_tuple(asio::use_awaitable));
+  buffer.commit(n);
+  if (ec) {
+    co_return false;
+  }
+  self.set_phase(id, phase::reading);
+  lowest.expires_after(self.options.header_timeout);
+  auto [hec, used] = co_await stream.async_handshake(asio::ssl::stream_base::server, buffer.data(),
+                                                     asio::as_tuple(asio::use_awaitable));
+  if (hec) {
+    logger()->debug("closing a connection: TLS handshake failed: {}", hec.message());
+    co_return false;
+  }
+  // A client sends nothing more before the handshake is over: what the buffer held was
+  // handshake.
+  buffer.consume(buffer.size());
+  co_return true;
 }
 
 void http_endpoints::impl::set_phase(std::uint64_t id, phase p) {
@@ -433,14 +544,16 @@ void http_endpoints::impl::set_phase(std::uint64_t id, phase p) {
   }
 }
 
+template <class Stream>
 asio::awaitable<boost::system::error_code> http_endpoints::impl::read_request(
-    impl& self, std::uint64_t id, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+    impl& self, std::uint64_t id, Stream& stream, beast::flat_buffer& buffer,
     http::request_parser<http::string_body>& parser) {
   const auto& opt = self.options;
+  auto& lowest = beast::get_lowest_layer(stream);
   parser.header_limit(opt.header_limit);
   parser.body_limit(opt.body_limit);
   const auto request_deadline = std::chrono::steady_clock::now() + opt.read_timeout;
-  stream.expires_at(request_deadline);
+  lowest.expires_at(request_deadline);
   if (buffer.size() == 0) {
     // Idle until the first byte of the next request.
     self.set_phase(id, phase::idle);
@@ -454,22 +567,22 @@ asio::awaitable<boost::system::error_code> http_endpoints::impl::read_request(
   }
   self.set_phase(id, phase::reading);
   // The headers, from the first byte on, get header_timeout; the body the rest.
-  stream.expires_at(
+  lowest.expires_at(
       std::min(request_deadline, std::chrono::steady_clock::now() + opt.header_timeout));
   auto [hec, hn] =
       co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
   if (hec || parser.is_done()) {
     co_return hec;
   }
-  stream.expires_at(request_deadline);
+  lowest.expires_at(request_deadline);
   auto [bec, bn] =
       co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
   co_return bec;
 }
 
+template <class Stream>
 asio::awaitable<void> http_endpoints::impl::refuse(const http_endpoints_options& opt,
-                                                   beast::tcp_stream& stream,
-                                                   boost::system::error_code ec) {
+                                                   Stream& stream, boost::system::error_code ec) {
   unsigned status = 400;
   if (ec == http::error::header_limit) {
     status = 431;
@@ -478,20 +591,33 @@ asio::awaitable<void> http_endpoints::impl::refuse(const http_endpoints_options&
   }
   auto refusal =
       make_response(11, false, false, http_response{.status = status, .body = ec.message() + "\n"});
-  stream.expires_after(opt.write_timeout);
+  beast::get_lowest_layer(stream).expires_after(opt.write_timeout);
   auto write_refusal =
       beast::async_write(stream, std::move(refusal), asio::as_tuple(asio::use_awaitable));
   co_await std::move(write_refusal);
 }
 
-namespace {
-
-std::string_view path_of(const http::request<http::string_body>& req) {
-  const auto target = std::string_view(req.target());
-  return target.substr(0, target.find('?'));
+std::optional<http::message_generator> http_endpoints::impl::refusal(
+    const auth_decision& d, const http::request<http::string_body>& req) const {
+  const bool keep_alive = req.keep_alive() && !stopped;
+  const bool head = req.method() == http::verb::head;
+  switch (d.outcome) {
+    case auth_outcome::allowed:
+      return std::nullopt;
+    case auth_outcome::unauthenticated:
+      return make_response(req.version(), keep_alive, head,
+                           http_response{.status = 401, .body = "Unauthorized\n"},
+                           {.allow = {}, .retry_after = {}, .www_authenticate = "Bearer"});
+    case auth_outcome::forbidden:
+      return make_response(req.version(), keep_alive, head,
+                           http_response{.status = 403, .body = d.reason + "\n"});
+    case auth_outcome::unavailable:
+      break;
+  }
+  return make_response(req.version(), keep_alive, head,
+                       http_response{.status = 503, .body = d.reason + ", retry later\n"},
+                       {.allow = {}, .retry_after = "1", .www_authenticate = {}});
 }
-
-}  // namespace
 
 http_endpoints::impl::async_route* http_endpoints::impl::async_route_for(
     const http::request<http::string_body>& req) {
@@ -554,7 +680,7 @@ http::message_generator http_endpoints::impl::respond(
   if (req.method() != http::verb::get && !head) {
     return make_response(req.version(), keep_alive, false,
                          http_response{.status = 405, .body = "method not allowed\n"},
-                         {.allow = "GET, HEAD", .retry_after = {}});
+                         {.allow = "GET, HEAD", .retry_after = {}, .www_authenticate = {}});
   }
   const auto path = path_of(req);
   const auto it = handlers.find(path);
@@ -714,7 +840,8 @@ base::result<std::optional<tcp::endpoint>> http_endpoints::start() {
     return base::make_error(base::errc::config_invalid,
                             "cannot read the listening address: " + ec.message());
   }
-  logger()->info("serving HTTP on {}:{}", bound.address().to_string(), bound.port());
+  logger()->info("serving {} on {}:{}", impl_->options.tls ? "HTTPS" : "HTTP",
+                 bound.address().to_string(), bound.port());
   asio::co_spawn(impl_->strand, impl::accept_loop(impl_), [](const std::exception_ptr& ep_) {
     log_coroutine_exception(ep_, "HTTP accept loop");
   });

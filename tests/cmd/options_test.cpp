@@ -42,7 +42,11 @@ TEST(options, defaults_match_kube_controller_manager) {
   EXPECT_EQ(o.retry_period, 2s);
   EXPECT_EQ(o.lease_namespace, "kube-system");
   EXPECT_EQ(o.lease_name, "taint-eviction-controller");
-  EXPECT_EQ(o.metrics_bind_address, ":8080");
+  // Issue 31: /metrics and /debug/* moved to HTTPS on a port of their own (was ":8080").
+  EXPECT_EQ(o.metrics_bind_address, ":8443");
+  EXPECT_TRUE(o.metrics_secure);
+  EXPECT_EQ(o.tls_cert_file, "");
+  EXPECT_EQ(o.tls_private_key_file, "");
   EXPECT_EQ(o.health_probe_bind_address, ":8081");
   EXPECT_TRUE(o.disruption_condition);
   EXPECT_EQ(o.log_level, "info");
@@ -119,6 +123,11 @@ TEST(options, bad_values_exit_two_with_the_flag_named) {
       {{"--log-format=xml"}, "--log-format"},
       {{"--context=x"}, "--context needs --kubeconfig"},
       {{"--leader-elect=maybe"}, "leader-elect"},
+      {{"--tls-cert-file=/c.crt"}, "give both or neither"},
+      {{"--tls-private-key-file=/c.key"}, "give both or neither"},
+      {{"--metrics-secure=false", "--tls-cert-file=/c", "--tls-private-key-file=/k"},
+       "--metrics-secure=false"},
+      {{"--metrics-bind-address=:8081"}, "needs a port of its own"},
   };
   for (const auto& [args, needle] : cases) {
     const auto r = parse(args);
@@ -345,6 +354,18 @@ TEST(options, deadlines_from_taint_time_and_scheduled_events_are_on_by_default) 
     EXPECT_FALSE(bad.opts) << flag;
     EXPECT_NE(bad.err.find(flag), std::string::npos) << bad.err;
   }
+}
+
+TEST(options, secure_metrics_flags) {
+  const auto files = parse({"--tls-cert-file=/c.crt", "--tls-private-key-file=/c.key",
+                            "--metrics-bind-address=127.0.0.1:9443"});
+  ASSERT_TRUE(files.opts) << files.err;
+  EXPECT_EQ(files.opts->tls_cert_file, "/c.crt");
+  EXPECT_EQ(files.opts->tls_private_key_file, "/c.key");
+  const auto plain = parse({"--metrics-secure=false", "--metrics-bind-address=:8081"});
+  ASSERT_TRUE(plain.opts) << plain.err;  // plain HTTP may share the probes' port
+  EXPECT_FALSE(plain.opts->metrics_secure);
+  // The wrong combinations are in bad_values_exit_two_with_the_flag_named.
 }
 
 TEST(options, a_bad_shadow_window_is_exit_two_with_one_line) {

@@ -7,8 +7,9 @@
 #   - the restricted Pod Security settings hold in the running processes: uid and gid 65532, no
 #     capabilities, no privilege escalation, a read-only root filesystem (checked in /proc of
 #     the container's process on the host, and with kubectl exec);
-#   - /healthz and /readyz answer on the pod address, /metrics through the metrics Service's
-#     ClusterIP (kube-proxy).
+#   - /healthz and /readyz answer on the pod address (plain HTTP), /metrics through the metrics
+#     Service's ClusterIP (kube-proxy), over HTTPS with the token of a ServiceAccount bound to
+#     deploy/'s metrics-reader ClusterRole (401 without a token, 403 with one lacking the role).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 wait_until 60 "the controller Deployment available with 2 replicas" controller_available 2
@@ -73,10 +74,27 @@ for p in $pods; do
   log "pod $p ($ip): Ready, 0 restarts, in-cluster config, uid/gid 65532, no capabilities, NoNewPrivs, seccomp, read-only /"
 done
 
-# /metrics through the Service's ClusterIP: kube-proxy's rules from the host.
+# /metrics through the Service's ClusterIP: kube-proxy's rules from the host. HTTPS (the
+# self-signed certificate, hence -k) with a reader's ServiceAccount token.
+reader=tec-e2e-node-metrics-reader
+nobody=tec-e2e-node-no-metrics
+k -n "$CONTROLLER_NS" create serviceaccount "$reader" --dry-run=client -o yaml | k apply -f - >/dev/null \
+  || fail "cannot create the metrics reader"
+k -n "$CONTROLLER_NS" create serviceaccount "$nobody" --dry-run=client -o yaml | k apply -f - >/dev/null \
+  || fail "cannot create the ServiceAccount without the role"
+k create clusterrolebinding "$reader" --clusterrole=taint-eviction-controller-metrics-reader \
+  --serviceaccount="$CONTROLLER_NS:$reader" --dry-run=client -o yaml | k apply -f - >/dev/null \
+  || fail "cannot bind the metrics reader"
+token=$(k -n "$CONTROLLER_NS" create token "$reader") || fail "no token for $reader"
+no_role_token=$(k -n "$CONTROLLER_NS" create token "$nobody") || fail "no token for $nobody"
 svc_ip=$(k -n "$CONTROLLER_NS" get service taint-eviction-controller-metrics -o jsonpath='{.spec.clusterIP}')
-metrics_ok() { curl -fsS --max-time 5 "http://$svc_ip:8080/metrics" | grep -q '^taint_eviction_controller_is_leader '; }
+url="https://$svc_ip:8443/metrics"
+metrics_ok() { curl -kfsS --max-time 5 -H "Authorization: Bearer $token" "$url" | grep -q '^taint_eviction_controller_is_leader '; }
 wait_until 30 "/metrics through the Service ClusterIP $svc_ip" metrics_ok
-log "/metrics answers through the Service ClusterIP $svc_ip:8080"
+code=$(curl -ks -o /dev/null -w '%{http_code}' --max-time 5 "$url") || true
+[ "$code" = 401 ] || fail "$url without a token answered $code, expected 401"
+code=$(curl -ks -o /dev/null -w '%{http_code}' --max-time 5 -H "Authorization: Bearer $no_role_token" "$url") || true
+[ "$code" = 403 ] || fail "$url with a token lacking the metrics-reader role answered $code, expected 403"
+log "/metrics answers through the Service ClusterIP $svc_ip:8443 over HTTPS: 200 for a reader, 401 without a token, 403 without the role"
 
 echo "PASS: $TEST_NAME"

@@ -42,7 +42,7 @@ done
 wait_metric taint_eviction_controller_dry_run_pod_deletions_total 'v >= 3' 30
 [ "$(metric taint_eviction_controller_pod_deletions_total)" = 0 ] \
   || fail "pod_deletions_total is $(metric taint_eviction_controller_pod_deletions_total) in dry-run"
-writes=$(curl -fsS --max-time 5 "$METRICS_URL/metrics" \
+writes=$(curl "${METRICS_CURL[@]}" -fsS --max-time 5 "$METRICS_URL/metrics" \
   | awk '/^taint_eviction_controller_api_requests_total\{/ && /verb="(PATCH|DELETE)"/ { n += $2 } END { print n + 0 }')
 [ "$writes" = 0 ] || fail "the controller sent $writes PATCH/DELETE requests in dry-run"
 log "no deletion, condition, event, PATCH or DELETE; dry_run_pod_deletions_total $METRIC_VALUE"

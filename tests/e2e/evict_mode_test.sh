@@ -77,7 +77,7 @@ wait_pdb() {
 }
 
 # evictions_json: the /debug/evictions document.
-evictions_json() { curl -fsS --max-time 10 "$METRICS_URL/debug/evictions"; }
+evictions_json() { curl "${METRICS_CURL[@]}" -fsS --max-time 10 "$METRICS_URL/debug/evictions"; }
 # listed_as: "pod state why attempts" for each of this test's pods /debug/evictions lists.
 listed_as() {
   evictions_json | python3 -c '

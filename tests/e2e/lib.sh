@@ -12,6 +12,7 @@ readonly CMD_TIMEOUT=60   # seconds, hard cap per kubectl invocation
 readonly DEPLOY_NS=taint-eviction-controller
 readonly SA_NAME=taint-eviction-controller
 readonly LEASE_NAME=taint-eviction-controller
+readonly METRICS_READER=tec-e2e-metrics-reader  # setup_rbac: METRICS_CURL sends its token
 
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 REPO_ROOT=$(cd "$E2E_DIR/../.." && pwd -P)
@@ -40,6 +41,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/tec-e2e.XXXXXX")
 NODES=()
 CONTROLLER_PIDS=()
 CONTROLLER_LOGS=()
+METRICS_CURL=(-k)  # setup_rbac adds the metrics reader's bearer token
 
 cleanup() {
   local rc=$?
@@ -75,13 +77,26 @@ trap cleanup EXIT
 
 # The deploy/ RBAC (everything but the Deployment, Service and policy/v1 PDB) and a kubeconfig
 # for its ServiceAccount, so the controller runs with exactly the permissions it ships with.
+# Also a metrics reader: a ServiceAccount bound to deploy/'s metrics-reader ClusterRole, whose
+# token METRICS_CURL (curl options) sends to the controller's secure metrics port (HTTPS with
+# the self-signed certificate generated at start, hence -k).
 setup_rbac() {
   local f
-  for f in namespace serviceaccount clusterrole clusterrolebinding role rolebinding; do
+  for f in namespace serviceaccount clusterrole clusterrolebinding auth-delegator-binding \
+    metrics-reader-clusterrole role rolebinding; do
     k apply -f "$REPO_ROOT/deploy/$f.yaml" >/dev/null || fail "cannot apply deploy/$f.yaml"
   done
   SA_KUBECONFIG=$("$REPO_ROOT/deploy/local/cluster.sh" sa-kubeconfig "$DEPLOY_NS" "$SA_NAME" \
     "$WORK/sa.kubeconfig") || fail "cannot write a ServiceAccount kubeconfig"
+  local reader_kubeconfig token
+  reader_kubeconfig=$("$REPO_ROOT/deploy/local/cluster.sh" sa-kubeconfig "$DEPLOY_NS" \
+    "$METRICS_READER" "$WORK/metrics-reader.kubeconfig") || fail "cannot make the metrics reader"
+  k create clusterrolebinding "$METRICS_READER" --clusterrole=taint-eviction-controller-metrics-reader \
+    --serviceaccount="$DEPLOY_NS:$METRICS_READER" --dry-run=client -o yaml | k apply -f - >/dev/null \
+    || fail "cannot bind the metrics reader"
+  token=$(kubectl --kubeconfig "$reader_kubeconfig" config view --raw -o jsonpath='{.users[0].user.token}') \
+    && [ -n "$token" ] || fail "no token in $reader_kubeconfig"
+  METRICS_CURL=(-k -H "Authorization: Bearer $token")
   k create namespace "$NS" >/dev/null || fail "cannot create namespace $NS"
   # A Lease left held by a process an earlier run killed would delay this test by up to the
   # lease duration. The e2e tests of one cluster run one at a time (a lane's RESOURCE_LOCK), so no
@@ -111,7 +126,7 @@ start_controller() {
     kill -0 "$CONTROLLER_PID" 2>/dev/null || fail "controller $name exited early: $(tail -5 "$CONTROLLER_LOG")"
     [ "$SECONDS" -lt "$deadline" ] || fail "controller $name did not start serving within 30 s"
     HEALTH_URL=$(sed -n 's|.*serving /healthz and /readyz on \(http://[^ ]*\).*|\1|p' "$CONTROLLER_LOG" | head -1) || true
-    METRICS_URL=$(sed -n 's|.*serving /metrics on \(http://[^ ]*\).*|\1|p' "$CONTROLLER_LOG" | head -1) || true
+    METRICS_URL=$(sed -n 's|.*serving /metrics on \(https\{0,1\}://[^ ]*\).*|\1|p' "$CONTROLLER_LOG" | head -1) || true
     sleep 0.1
   done
   until curl -fsS --max-time 2 "$HEALTH_URL/readyz" >/dev/null 2>&1; do
@@ -253,7 +268,7 @@ wait_event() {
 
 # metric NAME_WITH_LABELS: the value of one sample on the controller's /metrics.
 metric() {
-  curl -fsS --max-time 5 "$METRICS_URL/metrics" | awk -v n="$1" '$1 == n { print $2; found=1 } END { if (!found) print "absent" }'
+  curl "${METRICS_CURL[@]}" -fsS --max-time 5 "$METRICS_URL/metrics" | awk -v n="$1" '$1 == n { print $2; found=1 } END { if (!found) print "absent" }'
 }
 
 # events_with_reason POD REASON: "type|message|involvedObject.uid" lines of the pod's events

@@ -101,7 +101,7 @@ wait_kcm_decided() {  # wait_kcm_decided POD SECONDS
 # ---- the report -----------------------------------------------------------------------------
 # shadow_get: /debug/shadow into $WORK/shadow.json (fails the test if it is not JSON).
 shadow_get() {
-  curl -fsS --max-time 5 "$METRICS_URL/debug/shadow" >"$WORK/shadow.json" \
+  curl "${METRICS_CURL[@]}" -fsS --max-time 5 "$METRICS_URL/debug/shadow" >"$WORK/shadow.json" \
     || fail "GET $METRICS_URL/debug/shadow failed"
   python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$WORK/shadow.json" 2>/dev/null \
     || fail "/debug/shadow is not JSON: $(head -c 300 "$WORK/shadow.json")"

@@ -64,7 +64,7 @@ their_eviction p1
 their_eviction p3
 log "played the built-in taint manager for p1 and p3"
 
-shadow() { curl -fsS --max-time 5 "$METRICS_URL/debug/shadow"; }
+shadow() { curl "${METRICS_CURL[@]}" -fsS --max-time 5 "$METRICS_URL/debug/shadow"; }
 deadline=$((SECONDS + 60))
 until [ "$(shadow | jq -c '[.counts.agreed, .counts.onlyUs, .counts.onlyThem, .counts.pending]')" = "[1,1,1,0]" ]; do
   [ "$SECONDS" -lt "$deadline" ] || fail "/debug/shadow after 60 s: $(shadow)"
@@ -102,7 +102,7 @@ for o in agreed only_us only_them; do
 done
 [ "$(metric 'taint_eviction_controller_shadow_agreement_delay_seconds_count')" = 1 ] \
   || fail "shadow_agreement_delay_seconds has not one observation"
-writes=$(curl -fsS --max-time 5 "$METRICS_URL/metrics" \
+writes=$(curl "${METRICS_CURL[@]}" -fsS --max-time 5 "$METRICS_URL/metrics" \
   | awk '/^taint_eviction_controller_api_requests_total\{/ && /verb="(PATCH|PUT|POST|DELETE)"/ { n += $2 } END { print n + 0 }')
 [ "$writes" = 0 ] || fail "the controller sent $writes write requests in shadow mode"
 terminating p2 && fail "p2 was deleted in shadow mode"
@@ -111,7 +111,7 @@ stop_controller "$CONTROLLER_PID"
 
 # Without --shadow: no shadow metrics, no /debug/shadow.
 start_controller plain --dry-run --leader-elect=false
-code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$METRICS_URL/debug/shadow")
+code=$(curl "${METRICS_CURL[@]}" -s -o /dev/null -w '%{http_code}' --max-time 5 "$METRICS_URL/debug/shadow")
 [ "$code" = 404 ] || fail "/debug/shadow without --shadow answered $code"
 [ "$(metric 'taint_eviction_controller_shadow_pending')" = absent ] \
   || fail "shadow metrics exported without --shadow"

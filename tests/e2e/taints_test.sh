@@ -121,7 +121,7 @@ awk -v d="$tainted" 'BEGIN { exit !(d >= 3) }' || fail "tainted_nodes=$tainted, 
 [ "$leader" = 1 ] || fail "is_leader=$leader, expected 1"
 curl -fsS --max-time 2 "$HEALTH_URL/healthz" >/dev/null || fail "/healthz is not 200"
 curl -fsS --max-time 2 "$HEALTH_URL/readyz" >/dev/null || fail "/readyz is not 200"
-exposition=$(curl -fsS --max-time 5 "$METRICS_URL/metrics") || fail "cannot scrape /metrics"
+exposition=$(curl "${METRICS_CURL[@]}" -fsS --max-time 5 "$METRICS_URL/metrics") || fail "cannot scrape /metrics"
 # Label order is not part of the format (prometheus-cpp writes label names sorted).
 awk '/^taint_eviction_controller_api_requests_total\{/ && /verb="GET"/ && /code="200"/ { f = 1 }
      END { exit !f }' <<<"$exposition" || fail "api_requests_total has no GET 200 sample"

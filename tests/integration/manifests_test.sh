@@ -135,8 +135,10 @@ $out"
 echo "  ${out//$'\n'/$'\n'  }"
 n_objects=$(grep -c '(server dry run)' <<<"$out" || true)
 # Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding, the policy
-# ConfigMap, Deployment, Service, NetworkPolicy, two FlowSchemas (v1beta1 here).
-[ "$n_objects" -eq 12 ] || fail "expected 12 objects in the server dry run, got $n_objects"
+# ConfigMap, Deployment, Service, NetworkPolicy, two FlowSchemas (v1beta1 here), and for the
+# secure metrics port (issue 31) the system:auth-delegator ClusterRoleBinding and the
+# metrics-reader ClusterRole.
+[ "$n_objects" -eq 14 ] || fail "expected 14 objects in the server dry run, got $n_objects"
 
 # The Deployment alone, for field checks (kubectl applies -o jsonpath to each object).
 awk 'BEGIN { RS = "---\n" } /(^|\n)kind: Deployment\n/ { printf "%s", $0 }' "$WORK/all-but-pdb.yaml" \
@@ -207,9 +209,9 @@ expect_netpol '{.spec.ingress[0].from[*].namespaceSelector.matchLabels}' \
 expect_netpol '{.spec.ingress[0].from[*].podSelector}' ''
 expect_netpol '{.spec.ingress[0].from[*].ipBlock}' ''
 # The named ports exist on the container, with the ports the flags bind.
-expect_field "{$c.ports[?(@.name==\"metrics\")].containerPort}" 8080
+expect_field "{$c.ports[?(@.name==\"metrics\")].containerPort}" 8443
 expect_field "{$c.ports[?(@.name==\"health\")].containerPort}" 8081
-grep -q -- '--metrics-bind-address=:8080' "$WORK/deployment.yaml" || fail "metrics is not served on 8080"
+grep -q -- '--metrics-bind-address=:8443' "$WORK/deployment.yaml" || fail "metrics is not served on 8443"
 grep -q -- '--health-probe-bind-address=:8081' "$WORK/deployment.yaml" || fail "probes are not served on 8081"
 
 # --- 2c. placement: no node or zone failure takes both replicas -----------------------------
@@ -356,6 +358,9 @@ can_i yes update "leases.coordination.k8s.io/$LEASE_NAME" -n "$NS"
 # The policy ConfigMap's UID, for its PolicyApplied/PolicyRejected Events (kustomize renamed
 # the resourceName with the ConfigMap).
 can_i yes get "configmaps/taint-eviction-controller-policy$NAME_SUFFIX" -n "$NS"
+# The secure metrics port's delegated authentication and authorization (system:auth-delegator).
+can_i yes create tokenreviews.authentication.k8s.io
+can_i yes create subjectaccessreviews.authorization.k8s.io
 
 # What it must not.
 can_i no get nodes/some-node

@@ -1,7 +1,8 @@
 #pragma once
 
 // The daemon's own small HTTP/1.1 server for /metrics, /healthz, /readyz and the /debug
-// documents (Boost.Beast, one coroutine per connection).
+// documents (Boost.Beast, one coroutine per connection), over plain TCP or TLS
+// (tls_credentials), optionally asking a request_authorizer before each request.
 //
 // It faces the pod network, so every connection is bounded: a kept-alive connection may idle
 // for read_timeout; once a request's first byte is in, its headers must follow within
@@ -39,8 +40,11 @@
 #include <string_view>
 
 #include "tec/base/result.hpp"
+#include "tec/ops/request_authorizer.hpp"
 
 namespace tec::ops {
+
+class tls_credentials;
 
 struct http_endpoints_options {
   /// Where to listen: ":8080" (all interfaces, IPv6 and IPv4 when the host has IPv6),
@@ -71,6 +75,14 @@ struct http_endpoints_options {
   /// while a connection still writes it (it is never kept beyond that). Requests that arrive
   /// while it is computed share it in any case.
   std::chrono::milliseconds async_response_reuse{1'000};
+  /// HTTPS with the certificate it holds at each new connection (nullptr: plain HTTP). The TLS
+  /// handshake counts as the start of the first request: it waits up to read_timeout for the
+  /// client's first byte, then must end within header_timeout.
+  std::shared_ptr<tls_credentials> tls = nullptr;
+  /// Asked before every request is routed, whatever its path (nullptr: none): 401 (with
+  /// WWW-Authenticate: Bearer), 403 or 503 unless it allows. Requests that do not parse are
+  /// refused before it is asked.
+  std::shared_ptr<request_authorizer> authorizer = nullptr;
 };
 
 /// What a handler answers. HEAD requests get the same status and headers without the body.
