@@ -148,7 +148,9 @@ EOT
   # gets the controller's 401.
   path="/api/v1/namespaces/$DEPLOY_NS/services/https:$SVC:$SVC_PORT/proxy/debug/evictions"
   out=$(k get --raw "$path" 2>&1) && fail "the proxy read $path without a token: $out"
-  grep -qi unauthorized <<<"$out" || fail "expected 401 Unauthorized through the proxy, got: $out"
+  # kubectl prints a 401 as "Unauthorized" or (1.2x+) "You must be logged in to the server".
+  grep -qiE 'unauthorized|must be logged in' <<<"$out" \
+    || fail "expected 401 Unauthorized through the proxy, got: $out"
   log "kubectl get --raw $path: 401 (no token reaches the controller); the document needs a reader's token"
 fi
 
