@@ -205,6 +205,22 @@ toleration() {
   if [ -n "${3:-}" ]; then printf '    tolerationSeconds: %s\n' "$3"; fi
 }
 
+# publish_policy CONTENT: $WORK/policy/policy.yaml (POLICY_FILE) holds CONTENT, updated as the
+# kubelet updates a mounted ConfigMap: a new ..vN directory, swapped in by one rename of ..data.
+POLICY_FILE="$WORK/policy/policy.yaml"
+POLICY_VERSION=0
+publish_policy() {
+  POLICY_VERSION=$((POLICY_VERSION + 1))
+  local dir="$WORK/policy" d="$WORK/policy/..v$POLICY_VERSION"
+  mkdir -p "$d"
+  printf '%s\n' "$1" >"$d/policy.yaml"
+  ln -s "..v$POLICY_VERSION" "$dir/..data_tmp"
+  mv -T "$dir/..data_tmp" "$dir/..data"
+  [ -L "$dir/policy.yaml" ] || ln -s ..data/policy.yaml "$dir/policy.yaml"
+}
+POLICY_HEADER='apiVersion: taint-eviction-controller/v1alpha1
+kind: EvictionPolicy'
+
 taint() { k taint nodes "$1" "$2" >/dev/null || fail "kubectl taint $1 $2 failed"; }
 
 # Prints "name=deletionTimestamp" for every pod in $NS.

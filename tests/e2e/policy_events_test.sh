@@ -15,22 +15,13 @@ on_cleanup() { k -n "$DEPLOY_NS" delete configmap "$CM" --ignore-not-found >/dev
 
 setup_rbac
 dir="$WORK/policy"
-mkdir -p "$dir"
-version=0
-publish() {  # publish CONTENT: a new ..data directory with policy.yaml, swapped in by one rename
-  version=$((version + 1))
-  local d="$dir/..v$version"
-  mkdir "$d"
-  printf '%s\n' "$1" >"$d/policy.yaml"
-  ln -s "..v$version" "$dir/..data_tmp"
-  mv -T "$dir/..data_tmp" "$dir/..data"
-  [ -L "$dir/policy.yaml" ] || ln -s ..data/policy.yaml "$dir/policy.yaml"
-  k -n "$DEPLOY_NS" create configmap "$CM" --from-file=policy.yaml="$d/policy.yaml" \
+publish() {  # publish CONTENT: the file (as the kubelet updates it) and the ConfigMap
+  publish_policy "$1"
+  k -n "$DEPLOY_NS" create configmap "$CM" --from-file=policy.yaml="$POLICY_FILE" \
     --dry-run=client -o yaml | k apply -f - >/dev/null || fail "cannot write ConfigMap $CM"
 }
 sha() { sha256sum "$dir/policy.yaml" | cut -d' ' -f1; }
-header='apiVersion: taint-eviction-controller/v1alpha1
-kind: EvictionPolicy'
+header=$POLICY_HEADER
 # describe_has PATTERN SECONDS: until `kubectl describe configmap` shows PATTERN (grep -E).
 describe_has() {
   local deadline=$((SECONDS + $2))

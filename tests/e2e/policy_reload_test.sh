@@ -14,20 +14,8 @@ make_node "$NODE"
 taint "$NODE" testTaint1=test1:NoExecute
 
 dir="$WORK/policy"
-mkdir -p "$dir"
-version=0
-# publish CONTENT: a new ..data directory with policy.yaml, swapped in by one rename.
-publish() {
-  version=$((version + 1))
-  local d="$dir/..v$version"
-  mkdir "$d"
-  printf '%s\n' "$1" >"$d/policy.yaml"
-  ln -s "..v$version" "$dir/..data_tmp"
-  mv -T "$dir/..data_tmp" "$dir/..data"
-  [ -L "$dir/policy.yaml" ] || ln -s ..data/policy.yaml "$dir/policy.yaml"
-}
-header='apiVersion: taint-eviction-controller/v1alpha1
-kind: EvictionPolicy'
+publish() { publish_policy "$1"; }
+header=$POLICY_HEADER
 publish "$header
 dryRun: true"
 

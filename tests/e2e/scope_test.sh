@@ -19,19 +19,8 @@ make_node "$N1"
 make_node "$N2"
 
 dir="$WORK/policy"
-mkdir -p "$dir"
-version=0
-publish() {  # publish CONTENT: as the kubelet updates a mounted ConfigMap
-  version=$((version + 1))
-  local d="$dir/..v$version"
-  mkdir "$d"
-  printf '%s\n' "$1" >"$d/policy.yaml"
-  ln -s "..v$version" "$dir/..data_tmp"
-  mv -T "$dir/..data_tmp" "$dir/..data"
-  [ -L "$dir/policy.yaml" ] || ln -s ..data/policy.yaml "$dir/policy.yaml"
-}
-header='apiVersion: taint-eviction-controller/v1alpha1
-kind: EvictionPolicy'
+publish() { publish_policy "$1"; }
+header=$POLICY_HEADER
 rules='taints:
   - key: tec.e2e/vendor-*
     action: Ignore
