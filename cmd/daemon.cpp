@@ -942,7 +942,10 @@ struct daemon::impl {
         }));
     api.emplace(io.get_executor(), config, client_options());
     if (opts.metrics_secure) {
-      k8sclient::client_options ropts = client_options();  // counted in api_requests_total
+      // Not in api_requests_total, which counts the controller's own work (shadow mode's "no
+      // write" is read from it): these POSTs are the scrapers' reviews, not cluster writes.
+      k8sclient::client_options ropts = client_options();
+      ropts.observer = nullptr;
       ropts.qps = review_qps;
       ropts.burst = review_burst;
       ropts.max_connections = review_connections;

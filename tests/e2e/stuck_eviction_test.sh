@@ -15,14 +15,15 @@ setup_rbac
 NODELETE="tec-e2e-nodelete-$SUFFIX"  # ServiceAccount, ClusterRole and ClusterRoleBinding
 GRANT="tec-e2e-grant-delete-$SUFFIX"  # ClusterRole and ClusterRoleBinding adding delete
 on_cleanup() {
-  k delete clusterrolebinding "$NODELETE" "$GRANT" --ignore-not-found >/dev/null 2>&1
+  k delete clusterrolebinding "$NODELETE" "$NODELETE-auth" "$GRANT" --ignore-not-found >/dev/null 2>&1
   k delete clusterrole "$NODELETE" "$GRANT" --ignore-not-found >/dev/null 2>&1
   k -n "$DEPLOY_NS" delete serviceaccount "$NODELETE" --ignore-not-found >/dev/null 2>&1
 }
 
-# bind_cluster_role NAME: a ClusterRoleBinding NAME of ClusterRole NAME to the ServiceAccount.
+# bind_cluster_role NAME [ROLE]: a ClusterRoleBinding NAME of ClusterRole ROLE (default NAME)
+# to the ServiceAccount.
 bind_cluster_role() {
-  k apply -f - >/dev/null <<EOT || fail "cannot bind ClusterRole $1"
+  k apply -f - >/dev/null <<EOT || fail "cannot bind ClusterRole ${2:-$1}"
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:
@@ -30,7 +31,7 @@ metadata:
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: ClusterRole
-  name: $1
+  name: ${2:-$1}
 subjects:
 - kind: ServiceAccount
   name: $NODELETE
@@ -47,6 +48,8 @@ verbs=$(k get clusterrole "$NODELETE" -o jsonpath='{.rules[*].verbs}') \
 grep -q '"list"' <<<"$verbs" || fail "ClusterRole $NODELETE lost its rules: $verbs"
 grep -q '"delete"' <<<"$verbs" && fail "ClusterRole $NODELETE still grants delete: $verbs"
 bind_cluster_role "$NODELETE"
+# The secure metrics port's reviews, as deploy/auth-delegator-binding.yaml grants them.
+bind_cluster_role "$NODELETE-auth" system:auth-delegator
 SA_KUBECONFIG=$("$REPO_ROOT/deploy/local/cluster.sh" sa-kubeconfig "$DEPLOY_NS" "$NODELETE" \
   "$WORK/nodelete.kubeconfig") || fail "cannot write a kubeconfig for $NODELETE"
 
