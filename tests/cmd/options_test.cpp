@@ -217,9 +217,9 @@ TEST(options, the_policy_file_is_read_and_validated_at_start) {
 
 TEST(options, the_policy_configmap_names_where_policy_events_go) {
   const std::string text = std::string(policy_header) + "dryRun: false\n";
-  auto r = parse_options({"--policy=p.yaml", "--policy-configmap=pol",
-                          "--leader-elect-resource-namespace=tec"},
-                         "9.9.9", no_env, no_file, policy_file(text));
+  auto r = parse_options(
+      {"--policy=p.yaml", "--policy-configmap=pol", "--leader-elect-resource-namespace=tec"},
+      "9.9.9", no_env, no_file, policy_file(text));
   ASSERT_TRUE(r.opts) << r.err;
   EXPECT_EQ(r.opts->policy_configmap_namespace, "tec");  // the Lease's
   EXPECT_EQ(r.opts->policy_configmap_name, "pol");
@@ -229,8 +229,8 @@ TEST(options, the_policy_configmap_names_where_policy_events_go) {
                     policy_file(text));
   ASSERT_TRUE(r.opts) << r.err;
   EXPECT_EQ(r.opts->policy_configmap_namespace, "other");
-  for (const char* bad : {"--policy-configmap=a/b/c", "--policy-configmap=Bad_Name",
-                          "--policy-configmap=/x"}) {
+  for (const char* bad :
+       {"--policy-configmap=a/b/c", "--policy-configmap=Bad_Name", "--policy-configmap=/x"}) {
     r = parse_options({"--policy=p.yaml", bad}, "9.9.9", no_env, no_file, policy_file(text));
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_NE(r.err.find("--policy-configmap"), std::string::npos) << r.err;

@@ -451,7 +451,8 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   for (const auto& [name, shape] : scraped) {
     EXPECT_EQ(golden.count(name), 1U) << "not documented: " << name;
   }
-  EXPECT_NE(text.find(p + "build_info{commit=\"0123456789ab\",version=\"1.2.3\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find(p + "build_info{commit=\"0123456789ab\",version=\"1.2.3\"} 1\n"),
+            std::string::npos);
   EXPECT_NE(text.find(p + "policy_last_reload_successful 1\n"), std::string::npos) << text;
   // policy_info: one series, the policy in force; a change removes the old one.
   m.policy_info.with({"aaa"}).set(1);

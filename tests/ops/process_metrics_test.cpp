@@ -1,8 +1,8 @@
 #include "tec/ops/process_metrics.hpp"
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <chrono>
 #include <filesystem>
-#include <unistd.h>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -90,19 +90,17 @@ TEST(process_metrics, this_process_renders_its_figures) {
   registry r;
   register_process_metrics(r);
   const std::string text = r.render();
-  for (const char* name :
-       {"process_cpu_seconds_total", "process_resident_memory_bytes",
-        "process_virtual_memory_bytes", "process_start_time_seconds", "process_open_fds",
-        "process_max_fds"}) {
+  for (const char* name : {"process_cpu_seconds_total", "process_resident_memory_bytes",
+                           "process_virtual_memory_bytes", "process_start_time_seconds",
+                           "process_open_fds", "process_max_fds"}) {
     EXPECT_NE(text.find(std::string("\n") + name + " "), std::string::npos) << name << "\n" << text;
   }
   auto s = read_process_sample("/proc", "self", 100, 4096);
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_GT(s->open_fds, 2.0);  // stdin, stdout, stderr at least
   EXPECT_GT(s->resident_bytes, 0.0);
-  const double now = std::chrono::duration<double>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_LE(s->start_time_seconds, now + 5);  // boot time has whole seconds
   EXPECT_GT(s->start_time_seconds, 1.0e9);
 }
