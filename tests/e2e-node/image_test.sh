@@ -20,10 +20,19 @@ on_cleanup() {
 kctr -n "$CTR_NS" images import "$archive" >/dev/null || fail "ctr images import $archive failed"
 
 # run_in_image NAME CMD...: runs CMD in a fresh container of IMAGE; prints its output.
+# `ctr run` can lose the whole output of a process that exits at once (the FIFOs are read
+# after the exit; containerd/containerd#770): a run that succeeds with no output is tried
+# again, up to 5 times, and says so. Every command run here prints something.
 run_in_image() {
-  local name=$1
+  local name=$1 out attempt
   shift
-  kctr -n "$CTR_NS" run --rm --runc-root "$TEC_CLUSTER_DIR/node/runc" "$IMAGE" "tec-image-test-$name-$$" "$@"
+  for attempt in 1 2 3 4 5; do
+    out=$(kctr -n "$CTR_NS" run --rm --runc-root "$TEC_CLUSTER_DIR/node/runc" "$IMAGE" \
+      "tec-image-test-$name-$$-$attempt" "$@") || { printf '%s' "$out"; return 1; }
+    [ -n "$out" ] && { printf '%s\n' "$out"; return 0; }
+    log "ctr run $name: exit 0 and no output (attempt $attempt; the ctr output race): again" >&2
+  done
+  return 1
 }
 
 version=$(run_in_image version /usr/local/bin/taint-eviction-controller --version) \
