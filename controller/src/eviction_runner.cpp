@@ -104,7 +104,7 @@ void eviction_runner::start(const timedqueue::run_info& info,
     settle(slot);
     return;
   }
-  if (info.admitted_at > info.due_at && options_.on_waited) {
+  if (info.held && options_.on_waited) {
     options_.on_waited(
         std::chrono::duration_cast<std::chrono::nanoseconds>(info.admitted_at - info.due_at));
   }
