@@ -281,8 +281,12 @@ std::string summary(const preview_result& r) {
     }
   }
   if (s.evictions_per_second > 0 && r.evicted_now > 0) {
-    out += fmt::format("; at {}/s the immediate evictions take {:.0f}s", s.evictions_per_second,
-                       std::ceil(s.immediate_seconds));
+    if (s.immediate_seconds > 0) {
+      out += fmt::format("; at {}/s the immediate evictions take {:.0f}s", s.evictions_per_second,
+                         std::ceil(s.immediate_seconds));
+    } else {
+      out += "; the rate limit's burst lets them all start at once";
+    }
   }
   return out;
 }

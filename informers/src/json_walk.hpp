@@ -43,6 +43,9 @@ public:
     if (key == "deletionTimestamp") {
       return r.string(key, v, [&](std::string_view /*set*/) { b_.deleting(); });
     }
+    if (key == "generation") {
+      return r.template integer<std::int64_t>(key, v, [&](std::int64_t g) { b_.generation(g); });
+    }
     if (key == "creationTimestamp") {
       // One that does not parse is ignored, as a condition's lastTransitionTime is.
       return r.string(key, v,

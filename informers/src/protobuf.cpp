@@ -195,6 +195,10 @@ public:
 private:
   bool meta(std::string_view m) {
     return each_field(m, why_, [&](const field& f) {
+      if (f.number == pb::object_meta::generation && f.wire == pb::wire::varint) {
+        b_.generation(static_cast<std::int64_t>(f.scalar));  // int64: two's complement
+        return true;
+      }
       if (f.wire != pb::wire::length_delimited) {
         return true;
       }

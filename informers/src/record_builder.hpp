@@ -63,6 +63,7 @@ public:
   void namespace_name(std::string_view v) { r_.pod.namespace_ = v; }
   void uid(std::string_view v) { r_.pod.uid = v; }
   void resource_version(std::string_view v) { r_.resource_version = v; }
+  void generation(std::int64_t v) noexcept { r_.generation = v; }
   /// metadata.creationTimestamp: the bind time unless a PodScheduled condition gives one.
   void created(std::int64_t unix_seconds) noexcept { created_ = unix_seconds; }
   /// metadata.deletionTimestamp is set (whatever its value).

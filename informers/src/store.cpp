@@ -119,7 +119,8 @@ struct pod_store::impl {
     // The labels ("k=v" lines), shared: the replicas of one workload carry the same ones.
     string_pool::node* labels = nullptr;
     std::int64_t bound_unix = 0;
-    std::uint32_t node_pos = 0;  // position in node->second
+    std::int64_t generation = 0;  // metadata.generation (the condition's observedGeneration)
+    std::uint32_t node_pos = 0;   // position in node->second
     controller::pod_phase phase = controller::pod_phase::unknown;
     bool terminating : 1 = false;
     bool mirror : 1 = false;
@@ -127,8 +128,8 @@ struct pod_store::impl {
     bool relisted : 1 = false;  // named by the relist in progress (relist_add, replace_all)
     disruption_state disruption = disruption_state::absent;
   };
-  // The small fields share one word after the pointers and the bind time.
-  static_assert(sizeof(void*) != 8 || sizeof(entry) == 2 * sizeof(std::string) + 6 * sizeof(void*));
+  // The small fields share one word after the pointers, the bind time and the generation.
+  static_assert(sizeof(void*) != 8 || sizeof(entry) == 2 * sizeof(std::string) + 7 * sizeof(void*));
 
   mutable std::shared_mutex mutex;
   pod_map pods;
@@ -172,7 +173,8 @@ struct pod_store::impl {
   }
 
   [[nodiscard]] pod_record record_of(const slot& s) const {
-    return pod_record{view_of(s), s.second.resource_version, s.second.disruption};
+    return pod_record{view_of(s), s.second.resource_version, s.second.disruption,
+                      s.second.generation};
   }
 
   void attach_node(slot& s, std::string_view node) {
@@ -218,6 +220,7 @@ struct pod_store::impl {
     e.opted_out = r.pod.opted_out;
     e.bound_unix = r.pod.bound_unix;
     e.disruption = r.disruption;
+    e.generation = r.generation;
 
     repoint(owner_kinds, e.owner_kind, r.pod.owner_kind);
     repoint(label_sets, e.labels, r.pod.labels);

@@ -89,6 +89,20 @@ TEST(Protobuf, APodDecodesAsItsJson) {
   }
 }
 
+// metadata.generation (a varint; 300 takes two bytes) for the DisruptionTarget condition's
+// observedGeneration. The 1.20 API server keeps a generation a client sets on create.
+TEST(Protobuf, APodsGenerationDecodesAsItsJson) {
+  const auto via_json = decode_pod(read_fixture("real_pod_generation.json"));
+  const auto pb = decode_pod_protobuf(read_fixture("real_pod_generation.pb"));
+  ASSERT_TRUE(via_json) << via_json.error().message;
+  ASSERT_TRUE(pb) << pb.error().message;
+  EXPECT_EQ(pb.value(), via_json.value());
+  EXPECT_EQ(pb.value().generation, 300);
+  const auto without = decode_pod_protobuf(read_fixture("real_pod.pb"));
+  ASSERT_TRUE(without);
+  EXPECT_EQ(without.value().generation, 0);
+}
+
 TEST(Protobuf, ANodeDecodesAsItsJson) {
   const auto via_json = decode_node(read_fixture("real_node.json"));
   const auto pb = decode_node_protobuf(read_fixture("real_node.pb"));

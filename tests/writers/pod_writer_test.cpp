@@ -512,6 +512,94 @@ TEST_F(pod_writer_test, sink_keeps_the_transition_time_of_another_true_condition
   EXPECT_FALSE(cond.contains("lastTransitionTime")) << cond.dump();
 }
 
+// observedGeneration (issue 33 item 1): set from the pod's metadata.generation when the
+// server's PodCondition schema has the field (OpenAPI v3 of the core group), left out when
+// the document is not served (1.20-1.23: 404) or has no such property (1.24-1.32).
+TEST(pod_writer_format, the_condition_carries_observed_generation_when_given) {
+  const request req = make_disruption_condition_request("ns1", "web-0", "uid-1", std::nullopt, 4);
+  EXPECT_EQ(json::parse(req.body)["status"]["conditions"][0]["observedGeneration"], 4);
+}
+
+// A trimmed OpenAPI v3 document of the core group (the real one is about 1 MB).
+std::string openapi_core(bool with_field) {
+  const json props = with_field
+                         ? json{{"type", {{"type", "string"}}},
+                                {"observedGeneration", {{"type", "integer"}, {"format", "int64"}}},
+                                {"status", {{"type", "string"}}}}
+                         : json{{"type", {{"type", "string"}}}, {"status", {{"type", "string"}}}};
+  return json{{"openapi", "3.0.0"},
+              {"paths", {{"/api/v1/pods", {{"get", json::object()}}}}},
+              {"components",
+               {{"schemas",
+                 {{"io.k8s.api.core.v1.NodeCondition",
+                   {{"properties", {{"observedGeneration", json::object()}}}}},
+                  {"io.k8s.api.core.v1.PodCondition",
+                   {{"description", "observedGeneration"},
+                    {"properties", props},
+                    {"required", {"type", "status"}}}},
+                  {"io.k8s.api.core.v1.PodSpec", json::object()}}}}}}
+      .dump();
+}
+
+TEST(pod_writer_format, the_pod_condition_schema_says_whether_it_has_observed_generation) {
+  EXPECT_EQ(condition_schema_has_observed_generation(openapi_core(true)), true);
+  EXPECT_EQ(condition_schema_has_observed_generation(openapi_core(false)), false);
+  // Another schema's property, or the word elsewhere, does not count.
+  EXPECT_EQ(condition_schema_has_observed_generation(
+                R"({"components":{"schemas":{"io.k8s.api.core.v1.NodeCondition":)"
+                R"({"properties":{"observedGeneration":{}}}}}})"),
+            std::nullopt);
+  EXPECT_EQ(condition_schema_has_observed_generation("not json"), std::nullopt);
+  EXPECT_EQ(condition_schema_has_observed_generation(""), std::nullopt);
+  EXPECT_EQ(condition_schema_has_observed_generation(R"({"components":{"schemas":[]}})"),
+            std::nullopt);
+}
+
+TEST_F(pod_writer_test, sink_sets_observed_generation_where_the_schema_has_it) {
+  for (const auto& [answer, want] : std::vector<std::pair<reply, bool>>{
+           {reply::with(200, openapi_core(true)), true},
+           {reply::with(200, openapi_core(false)), false},
+           {reply::with(404, status_body(404, "NotFound", "the server could not find it")), false},
+           {reply::with(403, status_body(403, "Forbidden", "no")), false}}) {
+    fake_http_server server;
+    server.push(reply(answer).match("/openapi/v3/api/v1"));
+    server.set_fallback(reply::with(200, "{}"));
+    client c(io_.get_executor(), k8sclient::testing::plain_config(server), options());
+    pod_store pods;
+    pod_record r = cached("uid-1", disruption_state::absent);
+    r.generation = 3;
+    pods.upsert(r);
+    k8s_eviction_sink sink(io_.get_executor(), c, nullptr, {.pods = &pods});
+    ASSERT_TRUE(evict(sink));
+    const json cond = patched_condition(server.requests());
+    ASSERT_TRUE(cond.is_object());
+    if (want) {
+      EXPECT_EQ(cond["observedGeneration"], 3) << cond.dump();
+    } else {
+      EXPECT_FALSE(cond.contains("observedGeneration")) << cond.dump();
+    }
+    EXPECT_EQ(server.requests().at(0).target, "/openapi/v3/api/v1");
+  }
+}
+
+TEST_F(pod_writer_test, sink_asks_the_schema_once_and_not_for_a_pod_without_generation) {
+  server_.push(reply::with(200, openapi_core(true)).match("/openapi/v3/api/v1"));
+  server_.set_fallback(reply::with(200, "{}"));
+  pod_store pods;
+  pods.upsert(cached("uid-1", disruption_state::absent));  // generation 0: nothing to say
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr, {.pods = &pods});
+  ASSERT_TRUE(evict(sink));
+  EXPECT_EQ(methods(), (std::vector<std::string>{"PATCH", "DELETE"}));
+  for (const std::string uid : {"uid-2", "uid-3"}) {  // ns1/web-0 re-created, generation 1
+    pod_record r = cached(uid, disruption_state::absent);
+    r.generation = 1;
+    pods.upsert(r);
+    ASSERT_TRUE(evict(sink, uid));
+  }
+  EXPECT_EQ(methods(), (std::vector<std::string>{"PATCH", "DELETE", "GET", "PATCH", "DELETE",
+                                                 "PATCH", "DELETE"}));
+}
+
 TEST_F(pod_writer_test, sink_patches_with_a_new_time_when_absent_false_or_another_uid) {
   for (const auto& [uid, state] : std::vector<std::pair<std::string, disruption_state>>{
            {"uid-1", disruption_state::absent},

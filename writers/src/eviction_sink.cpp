@@ -124,7 +124,8 @@ struct k8s_eviction_sink::impl {
 
   // Upstream's UpdatePodCondition on what we know: our earlier patch for this UID, else the
   // cached pod if it is this UID (a cache that is behind at worst costs a redundant patch).
-  condition_patch condition_needed(const pod_ref& pod) {
+  // `generation`: the cached pod's metadata.generation (0: unknown or none).
+  condition_patch condition_needed(const pod_ref& pod, std::int64_t& generation) {
     {
       const std::lock_guard lock(mutex);
       if (patched.contains(pod.uid)) {
@@ -139,6 +140,7 @@ struct k8s_eviction_sink::impl {
     if (!cached || cached->pod.uid != pod.uid) {
       return condition_patch::now;
     }
+    generation = cached->generation;
     switch (cached->disruption) {
       case informers::disruption_state::true_ours:
         count(&eviction_sink_stats::conditions_unchanged);
@@ -157,12 +159,18 @@ struct k8s_eviction_sink::impl {
   asio::awaitable<std::optional<eviction_result>> add_condition(
       const controller::eviction_request& req, const std::string& who) {
     const pod_ref& pod = req.pod;
-    const condition_patch need = condition_needed(pod);
+    std::int64_t generation = 0;
+    const condition_patch need = condition_needed(pod, generation);
     if (need == condition_patch::none) {
       co_return std::nullopt;
     }
+    bool with_generation = false;  // (no co_await in a short-circuit: GCC 12 and clang 14)
+    if (generation > 0) {
+      with_generation = co_await condition_has_generation();
+    }
     auto patched_result = co_await writer.add_disruption_condition(
-        pod.namespace_, pod.name, pod.uid, req.cancelled, need == condition_patch::keep_transition);
+        pod.namespace_, pod.name, pod.uid, req.cancelled, need == condition_patch::keep_transition,
+        with_generation ? std::optional<std::int64_t>(generation) : std::nullopt);
     if (patched_result) {
       if (patched_result.value() == patch_outcome::patched) {
         const std::lock_guard lock(mutex);
@@ -192,6 +200,40 @@ struct k8s_eviction_sink::impl {
     ++counters.condition_failures;
     ++counters.condition_failures_by_reason[k8sclient::error_reason(err)];
     co_return std::nullopt;
+  }
+
+  // Whether the condition gets observedGeneration: discovered once from the server's OpenAPI v3
+  // schema (pod_writer::discover_condition_observed_generation) by the first attempt that asks;
+  // attempts that ask meanwhile go without it (the field is informative: none waits for a
+  // megabyte). A failed discovery is tried again by an attempt 10 minutes later.
+  asio::awaitable<bool> condition_has_generation() {
+    const auto now = std::chrono::steady_clock::now();
+    {
+      const std::lock_guard lock(mutex);
+      if (generation_support || generation_discovering || now < generation_retry_at) {
+        co_return generation_support.value_or(false);
+      }
+      generation_discovering = true;
+    }
+    auto found = co_await writer.discover_condition_observed_generation();
+    if (found) {
+      logger()->info("the DisruptionTarget condition {} observedGeneration (the server's {} {})",
+                     *found ? "carries" : "goes without", openapi_v3_core_path,
+                     *found ? "has the field" : "has no such field or is not served");
+    } else {
+      logger()->warn(
+          "cannot tell whether pod conditions have observedGeneration, leaving it out "
+          "(tried again in 10 minutes): {}",
+          found.error().message);
+    }
+    const std::lock_guard lock(mutex);
+    generation_discovering = false;
+    if (found) {
+      generation_support = *found;
+    } else {
+      generation_retry_at = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+    }
+    co_return generation_support.value_or(false);
   }
 
   // The Eviction API's group/version, found by discovery and kept (a failed discovery fails
@@ -329,6 +371,11 @@ struct k8s_eviction_sink::impl {
   // nothing): checked before patching again.
   lru_map<bool> patched;
   std::string eviction_api;  ///< The Eviction API's group/version once discovered.
+  /// Whether pod conditions have observedGeneration, once discovered; a discovery in flight;
+  /// when a failed one may be tried again.
+  std::optional<bool> generation_support;
+  bool generation_discovering = false;
+  std::chrono::steady_clock::time_point generation_retry_at{};
   bool stopped = false;
   std::atomic<bool> dry_run;  // read without the mutex
 };

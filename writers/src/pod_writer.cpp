@@ -76,6 +76,74 @@ std::optional<std::string> eviction_version_in_discovery(std::string_view body) 
   return std::nullopt;
 }
 
+namespace {
+
+/// The SAX walk of condition_schema_has_observed_generation(): the member keys from the root
+/// to where the parser is, compared with the path of the PodCondition schema's properties.
+class condition_schema_scan final : public nlohmann::json_sax<json> {
+public:
+  std::optional<bool> answer;
+
+  bool null() override { return true; }
+  bool boolean(bool /*val*/) override { return true; }
+  bool number_integer(number_integer_t /*val*/) override { return true; }
+  bool number_unsigned(number_unsigned_t /*val*/) override { return true; }
+  bool number_float(number_float_t /*val*/, const string_t& /*s*/) override { return true; }
+  bool string(string_t& /*val*/) override { return true; }
+  bool binary(binary_t& /*val*/) override { return true; }
+  bool start_object(std::size_t /*elements*/) override {
+    path_.emplace_back();
+    if (in_schema() && path_.size() == schema_depth + 1) {
+      answer = false;  // the schema is there; its properties decide
+    }
+    return true;
+  }
+  bool key(string_t& val) override {
+    path_.back() = val;
+    if (path_.size() == schema_depth + 2 && in_schema() && path_[schema_depth] == "properties" &&
+        val == "observedGeneration") {
+      answer = true;
+      return false;  // stop at the answer: the rest of a megabyte is not needed
+    }
+    return true;
+  }
+  bool end_object() override {
+    const bool leaving_schema = in_schema() && path_.size() == schema_depth + 1;
+    path_.pop_back();
+    return !leaving_schema;  // the schema ended without the property: answer is false
+  }
+  bool start_array(std::size_t /*elements*/) override {
+    path_.emplace_back("[]");
+    return true;
+  }
+  bool end_array() override {
+    path_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& /*ex*/) override {
+    return false;
+  }
+
+private:
+  static constexpr std::size_t schema_depth = 3;  // components.schemas.<name>
+  [[nodiscard]] bool in_schema() const {
+    return path_.size() > schema_depth && path_[0] == "components" && path_[1] == "schemas" &&
+           path_[2] == "io.k8s.api.core.v1.PodCondition";
+  }
+
+  std::vector<std::string> path_;
+};
+
+}  // namespace
+
+std::optional<bool> condition_schema_has_observed_generation(std::string_view body) {
+  condition_schema_scan scan;
+  json::sax_parse(body.begin(), body.end(), &scan, nlohmann::detail::input_format_t::json,
+                  /*strict=*/false);
+  return scan.answer;
+}
+
 k8sclient::request make_delete_pod_request(std::string_view ns, std::string_view name,
                                            std::string_view uid) {
   const json body = {{"kind", "DeleteOptions"},
@@ -87,13 +155,17 @@ k8sclient::request make_delete_pod_request(std::string_view ns, std::string_view
 
 k8sclient::request make_disruption_condition_request(
     std::string_view ns, std::string_view name, std::string_view uid,
-    std::optional<std::chrono::system_clock::time_point> transition_time) {
+    std::optional<std::chrono::system_clock::time_point> transition_time,
+    std::optional<std::int64_t> observed_generation) {
   json condition = {{"type", informers::disruption_target_type},
                     {"status", "True"},
                     {"reason", informers::taint_manager_reason},
                     {"message", informers::taint_manager_message}};
   if (transition_time) {
     condition["lastTransitionTime"] = base::format_rfc3339(*transition_time);
+  }
+  if (observed_generation) {
+    condition["observedGeneration"] = *observed_generation;
   }
   const json body = {{"metadata", {{"uid", std::string(uid)}}},
                      {"status", {{"conditions", json::array({condition})}}}};
@@ -194,9 +266,33 @@ boost::asio::awaitable<base::result<std::string>> pod_writer::discover_eviction_
                              what + ": the API server does not list pods/eviction");
 }
 
+boost::asio::awaitable<base::result<bool>> pod_writer::discover_condition_observed_generation() {
+  const std::string what = "GET " + std::string(openapi_v3_core_path) +
+                           " (does the DisruptionTarget condition have observedGeneration?)";
+  auto resp = co_await send(
+      client_, {http::verb::get, std::string(openapi_v3_core_path), {}, "application/json", true},
+      {}, what);
+  using answer = base::result<bool>;  // (bool: construct errors in place, not by conversion)
+  if (!resp) {
+    co_return answer(boost::system::in_place_error, resp.error());
+  }
+  if (resp->status == 404) {
+    co_return answer(boost::system::in_place_value, false);
+  }
+  if (!is_2xx(resp->status)) {
+    co_return answer(boost::system::in_place_error, k8sclient::api_error(what, resp.value()));
+  }
+  if (const auto has = condition_schema_has_observed_generation(resp->body)) {
+    co_return answer(boost::system::in_place_value, *has);
+  }
+  co_return answer(boost::system::in_place_error,
+                   base::make_error(base::errc::unexpected_shape,
+                                    what + ": no PodCondition schema in the document"));
+}
+
 boost::asio::awaitable<base::result<patch_outcome>> pod_writer::add_disruption_condition(
     std::string ns, std::string name, std::string uid, std::function<bool()> cancelled,
-    bool keep_transition_time) {
+    bool keep_transition_time, std::optional<std::int64_t> observed_generation) {
   const std::string what = "PATCH pod status " + ns + "/" + name;
   auto resp =
       co_await send(client_,
@@ -204,7 +300,8 @@ boost::asio::awaitable<base::result<patch_outcome>> pod_writer::add_disruption_c
                         ns, name, uid,
                         keep_transition_time
                             ? std::nullopt
-                            : std::optional<std::chrono::system_clock::time_point>(clock_.wall())),
+                            : std::optional<std::chrono::system_clock::time_point>(clock_.wall()),
+                        observed_generation),
                     std::move(cancelled), what);
   if (!resp) {
     co_return resp.error();

@@ -52,6 +52,7 @@ inline constexpr std::uint32_t name = 1;
 inline constexpr std::uint32_t namespace_name = 3;  // `namespace`, a C++ keyword
 inline constexpr std::uint32_t uid = 5;
 inline constexpr std::uint32_t resource_version = 6;
+inline constexpr std::uint32_t generation = 7;
 inline constexpr std::uint32_t creation_timestamp = 8;
 inline constexpr std::uint32_t deletion_timestamp = 9;
 inline constexpr std::uint32_t labels = 11;

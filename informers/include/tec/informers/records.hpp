@@ -37,6 +37,9 @@ struct pod_record {
   controller::pod_view pod;
   std::string resource_version;
   disruption_state disruption = disruption_state::absent;
+  /// metadata.generation (0 when absent): the DisruptionTarget condition's observedGeneration
+  /// on servers whose schema has that field (pod_writer).
+  std::int64_t generation = 0;
 
   friend bool operator==(const pod_record&, const pod_record&) = default;
 };

@@ -72,9 +72,24 @@ k8sclient::request make_delete_pod_request(std::string_view ns, std::string_view
 /// merge keeps the pod's own: for a condition already True (set by another component, with
 /// another reason or message), where upstream's UpdatePodCondition keeps the old time and
 /// its two-way patch does not mention it.
+///
+/// `observed_generation`: the condition's observedGeneration (the pod's metadata.generation),
+/// as upstream sets it since 1.33 (k/k#130650); nullopt leaves it out (servers whose schema
+/// has no such field: condition_schema_has_observed_generation()).
 k8sclient::request make_disruption_condition_request(
     std::string_view ns, std::string_view name, std::string_view uid,
-    std::optional<std::chrono::system_clock::time_point> transition_time);
+    std::optional<std::chrono::system_clock::time_point> transition_time,
+    std::optional<std::int64_t> observed_generation = std::nullopt);
+
+/// Where the core group's OpenAPI v3 document is (1.24+; 404 before, and where the server
+/// does not serve OpenAPI v3).
+inline constexpr std::string_view openapi_v3_core_path = "/openapi/v3/api/v1";
+
+/// Whether the PodCondition schema (components.schemas["io.k8s.api.core.v1.PodCondition"]) of
+/// the OpenAPI v3 document `body` has an observedGeneration property; nullopt when `body` is
+/// not such a document (no PodCondition schema, or not JSON). Streams the document (SAX, no
+/// tree: the core group's is about 1 MB) and stops at the answer.
+std::optional<bool> condition_schema_has_observed_generation(std::string_view body);
 
 /// Issues pod writes through a client.
 ///
@@ -98,7 +113,7 @@ public:
   /// (k8s_eviction_sink reads the cached pod instead of GETting it as upstream does).
   boost::asio::awaitable<base::result<patch_outcome>> add_disruption_condition(
       std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {},
-      bool keep_transition_time = false);
+      bool keep_transition_time = false, std::optional<std::int64_t> observed_generation = {});
 
   /// POSTs an Eviction (make_evict_pod_request). 2xx, 429, 404 and a UID conflict are
   /// outcomes; any other status (403, another 409, 500 for a pod with several budgets) or a
@@ -109,6 +124,13 @@ public:
 
   /// GET /api/v1 and the Eviction API's group/version in it (eviction_version_in_discovery).
   boost::asio::awaitable<base::result<std::string>> discover_eviction_version();
+
+  /// Whether the server's pod conditions have observedGeneration: GET openapi_v3_core_path
+  /// (404: no OpenAPI v3, so no such field: false) and
+  /// condition_schema_has_observed_generation(). Discovered from the schema the server serves,
+  /// not from its version: the field exists from 1.33 whatever the feature gate (a server
+  /// whose gate is off drops it). Another status or an unreadable document is an error.
+  boost::asio::awaitable<base::result<bool>> discover_condition_observed_generation();
 
 private:
   k8sclient::client& client_;
