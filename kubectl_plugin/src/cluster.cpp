@@ -1,8 +1,10 @@
 #include "tec/kubectl_plugin/cluster.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <exception>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -62,7 +64,9 @@ base::result<controller::label_selector> decode_selector(const json& sel, const 
   if (const auto ml = sel.find("matchLabels"); ml != sel.end() && ml->is_object()) {
     for (const auto& [k, v] : ml->items()) {
       if (!v.is_string()) {
-        return make_error(errc::unexpected_shape, at + ".matchLabels." + k + ": not a string");
+        return make_error(
+            errc::unexpected_shape,
+            std::string(at).append(".matchLabels.").append(k).append(": not a string"));
       }
       out.match_labels.emplace_back(k, v.get<std::string>());
     }
@@ -97,28 +101,17 @@ base::result<controller::label_selector> decode_selector(const json& sel, const 
   return out;
 }
 
+// Runs `aw` on `io` to completion on this thread; rethrows what it threw.
 template <class T>
 T run_sync(boost::asio::io_context& io, boost::asio::awaitable<T> aw) {
-  std::optional<T> out;
-  std::exception_ptr failure;
-  bool done = false;
-  boost::asio::co_spawn(io, std::move(aw), [&](std::exception_ptr e, T value) {
-    failure = e;
-    if (!e) {
-      out.emplace(std::move(value));
-    }
-    done = true;
-  });
-  while (!done) {
+  std::future<T> result = boost::asio::co_spawn(io, std::move(aw), boost::asio::use_future);
+  while (result.wait_for(std::chrono::seconds{0}) != std::future_status::ready) {
     if (io.stopped()) {
       io.restart();
     }
     io.run_one();
   }
-  if (failure) {
-    std::rethrow_exception(failure);
-  }
-  return std::move(*out);
+  return result.get();
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cstring>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -44,7 +44,7 @@ struct child_process {
 base::result<child_process> spawn(const std::vector<std::string>& args) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return unreachable(std::string("pipe: ") + std::strerror(errno));
+    return unreachable("pipe: " + std::generic_category().message(errno));
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -62,7 +62,7 @@ base::result<child_process> spawn(const std::vector<std::string>& args) {
   ::close(fds[1]);
   if (rc != 0) {
     ::close(fds[0]);
-    return unreachable("cannot run " + args[0] + ": " + std::strerror(rc));
+    return unreachable("cannot run " + args[0] + ": " + std::generic_category().message(rc));
   }
   return child_process{pid, fds[0]};
 }

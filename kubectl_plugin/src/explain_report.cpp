@@ -121,6 +121,7 @@ std::string render_explain(const explain_report& r, output_format format) {
     const document doc{
         {"pod", pod},
         {"uid", r.pod.uid},
+        {"terminating", r.pod.terminating},
         {"node", r.pod.node_name},
         {"nodeTaints",
          [&] {
@@ -136,10 +137,13 @@ std::string render_explain(const explain_report& r, output_format format) {
         {"controller", r.unreachable.empty() ? document(r.reached) : document(nullptr)},
         {"unreachable", r.unreachable.empty() ? document(nullptr) : document(r.unreachable)},
         {"pending", r.pending ? entry_document(*r.pending) : document(nullptr)},
-        {"history", std::move(history)}};
+        {"history", std::move(history)},
+        {"historyUnknown",
+         r.history_missing.empty() ? document(nullptr) : document(r.history_missing)}};
     return format == output_format::json ? render_json(doc) : render_yaml(doc);
   }
-  std::string out = "Pod " + pod + " (uid " + r.pod.uid + ")";
+  std::string out =
+      "Pod " + pod + " (uid " + r.pod.uid + (r.pod.terminating ? ", terminating" : "") + ")";
   if (r.pod.node_name.empty()) {
     out += " is not bound to a node.\n";
   } else if (!r.node_found) {

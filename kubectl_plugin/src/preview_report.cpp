@@ -87,8 +87,12 @@ std::string rate_line(const controller::preview_result& r) {
     return "rate limit: none: " + evictions + (r.evicted_now == 1 ? " starts" : " start") +
            " at once";
   }
-  return "rate limit: " + number(r.storm.evictions_per_second) + " evictions/s: " + evictions +
-         (r.evicted_now == 1 ? " takes" : " take") + " about " +
+  const std::string head =
+      "rate limit: " + number(r.storm.evictions_per_second) + " evictions/s: " + evictions;
+  if (r.storm.immediate_seconds <= 0) {
+    return head + (r.evicted_now == 1 ? " starts" : " start") + " at once (within its burst)";
+  }
+  return head + (r.evicted_now == 1 ? " takes" : " take") + " about " +
          std::to_string(std::llround(std::ceil(r.storm.immediate_seconds))) + "s";
 }
 

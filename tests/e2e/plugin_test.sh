@@ -6,7 +6,8 @@
 #     to 25 by a taint rule, tolerated forever, the exclude annotation) and on a node whose
 #     taint a rule ignores: golden tables (table and wide; the namespace's suffix, the "at"
 #     clock times and the padding normalised), the summary, breaker, rate and policy lines,
-#     JSON and YAML; the policy read from the ConfigMap taint-eviction-controller-policy;
+#     JSON and YAML; the policy read from the ConfigMap taint-eviction-controller-policy; in
+#     Evict mode (--policy FILE) the PodDisruptionBudget covering a pod and its allowance;
 #   - bad arguments: one "error: ..." line, exit 2 (a taint that is not NoExecute, an empty
 #     key, no effect, an unknown output format) or 1 (an unknown node or pod);
 #   - `preview` agrees with the controller once the taint is on: every pod it says "now" is
@@ -107,6 +108,27 @@ grep -q "^$NS   *ignored   *$N2   *never" <<<"$OUT" || fail "preview -l does not
 plugin preview "$N2" --taint "ignored.e2e.example.com/x:NoExecute"
 [ "$RC" -eq 0 ] || fail "preview $N2 exited $RC: $ERR"
 check_golden preview-ignored "$(sed -n '1,/^$/p' <<<"$OUT" | sed '/^$/d' | normalise)"
+
+# Evict mode (--policy FILE, tried before it goes in the ConfigMap): the PodDisruptionBudget
+# covering a pod evicted now, and its allowance (0: no controller-manager computes one here).
+k -n "$NS" label pod plain tec.test/app=plain >/dev/null || fail "cannot label $NS/plain"
+pdb_version=policy/v1beta1
+k api-versions | grep -qx policy/v1 && pdb_version=policy/v1
+k apply -f - >/dev/null <<EOT || fail "cannot create the PodDisruptionBudget"
+apiVersion: $pdb_version
+kind: PodDisruptionBudget
+metadata: {name: plain-budget, namespace: $NS}
+spec:
+  maxUnavailable: 0
+  selector: {matchLabels: {tec.test/app: plain}}
+EOT
+printf '%s\nevictionMode: Evict\n' "$POLICY_HEADER" >"$WORK/evict.yaml"
+plugin preview "$N1" --taint "$TAINT_KEY=x:NoExecute" --policy "$WORK/evict.yaml"
+[ "$RC" -eq 0 ] || fail "preview --policy exited $RC: $ERR"
+grep -qE "^$NS +plain +$N1 +now +no toleration for $TAINT_KEY=x:NoExecute; PDB $NS/plain-budget allows 0 now\$" <<<"$OUT" \
+  || fail "preview in Evict mode does not name the budget: $OUT"
+grep -qx "policy: $WORK/evict.yaml: .*" <<<"$OUT" || fail "preview --policy does not say it used the file: $OUT"
+log "Evict mode: $(grep "^$NS *plain " <<<"$OUT")"
 
 plugin preview "$N1" --taint "$TAINT_KEY=x:NoExecute" -o yaml
 [ "$RC" -eq 0 ] && grep -qx "taint: \"$TAINT_KEY=x:NoExecute\"" <<<"$OUT" || fail "preview -o yaml: $RC $OUT $ERR"

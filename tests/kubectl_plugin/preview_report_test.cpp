@@ -130,6 +130,11 @@ TEST(breaker_and_rate_lines, with_a_policy) {
   r.storm.evictions_per_second = 5;
   r.storm.immediate_seconds = 5.4;
   EXPECT_EQ(rate_line(r), "rate limit: 5 evictions/s: 37 immediate evictions take about 6s");
+  r.evicted_now = 1;
+  r.storm.immediate_seconds = 0;
+  EXPECT_EQ(rate_line(r),
+            "rate limit: 5 evictions/s: 1 immediate eviction starts at once (within "
+            "its burst)");
 }
 
 }  // namespace
