@@ -5,7 +5,8 @@
 //
 // run() is the whole program but for main(): parse, read, decide, print. Blocking I/O on the
 // caller's thread (the API server; for pending and explain a child `kubectl port-forward`).
-// Writes nothing to the cluster.
+// Writes no object: preview sends GETs only; pending and explain also open a port-forward
+// (which RBAC counts as `create` on pods/portforward).
 
 #include <functional>
 #include <optional>
