@@ -6,7 +6,7 @@ CLUSTER := deploy/local/cluster.sh
 
 .PHONY: all deps configure build test test-unit test-integration test-node test-asan test-tsan \
         sanitizers test-repeat fuzz bench bench-micro bench-compare bench-scale bench-apf bench-quick demo demo-breaker demo-down \
-        image format format-check lint lint-changed clean
+        image install-plugin format format-check lint lint-changed clean
 
 all: build
 
@@ -103,6 +103,13 @@ bench-quick: build
 # ~/.cache/taint-eviction-controller/images. deploy/local/images.sh builds the other images.
 image: deps
 	@deploy/local/images.sh project
+
+# The kubectl plugin on a workstation: $(PREFIX)/bin/kubectl-taint_eviction (`kubectl
+# taint-eviction ...` once that directory is on PATH). Builds it alone, not the tests.
+PREFIX ?= /usr/local
+install-plugin: configure
+	@cmake --build --preset default -j $(JOBS) --target kubectl-taint_eviction
+	@cmake --install build --component kubectl-plugin --prefix "$(PREFIX)"
 
 # The demo: a local cluster you can poke at with kubectl; with a real node when the machine
 # can run one (scripts/demo.sh says which). Builds the daemon only (no tests, no benchmarks):

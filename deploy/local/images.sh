@@ -229,7 +229,7 @@ prune_store() {
   bah rmi --prune >/dev/null 2>&1 || log "warning: buildah rmi --prune failed"
 }
 
-# The runtime stage of deploy/Dockerfile, taking the binary from the build context instead of
+# The runtime stage of deploy/Dockerfile, taking the binaries from the build context instead of
 # the build stage: the same base, packages, user and entrypoint as `make image`, so the layer
 # cache shares everything but the binary.
 runtime_stage() {
@@ -238,7 +238,7 @@ runtime_stage() {
     /^FROM .* AS runtime/ { on = 1; seen_from = 1 }
     /^FROM / && !/ AS runtime/ { seen_from = 1; on = 0 }
     on {
-      if ($0 ~ /^COPY --from=build /) { sub(/--from=build [^ ]*/, "taint-eviction-controller"); copied = 1 }
+      if ($0 ~ /^COPY --from=build /) { sub(/--from=build [^ ]*\//, ""); copied = 1 }
       print
     }
     END { if (!copied) exit 1 }
@@ -253,9 +253,14 @@ build_prebuilt() {
   local work start=$SECONDS logf="$IMAGE_CACHE/build-prebuilt.log"
   work=$(mktemp -d "$IMAGE_CACHE/prebuilt.XXXXXX")
   runtime_stage >"$work/Dockerfile" || { rm -rf "$work"; die "no runtime stage with a 'COPY --from=build' in deploy/Dockerfile"; }
+  # The kubectl plugin is built beside the daemon (make build); the Dockerfile copies both.
+  local plugin
+  plugin="$(dirname "$bin")/kubectl-taint_eviction"
+  [ -x "$plugin" ] || { rm -rf "$work"; die "$plugin is not an executable (make build builds it beside $bin)"; }
   # As the Dockerfile's build stage does: no debug info in the image.
   cp "$bin" "$work/taint-eviction-controller"
-  strip --strip-debug --strip-unneeded "$work/taint-eviction-controller"
+  cp "$plugin" "$work/kubectl-taint_eviction"
+  strip --strip-debug --strip-unneeded "$work/taint-eviction-controller" "$work/kubectl-taint_eviction"
   if ! bah bud --pull=never --network host --layers --quiet -f "$work/Dockerfile" \
       -t "$PREBUILT_IMAGE" "$work" >"$logf" 2>&1; then
     tail -n 40 "$logf" >&2
