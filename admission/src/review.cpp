@@ -84,6 +84,11 @@ base::result<review_request> decode_review(std::string_view body) {
   // parser builds the tree with an explicit stack, never recursing), and the body refused:
   // nothing later (dump(), the node decoder) meets the depth.
   bool too_deep = false;
+  const auto deep_error = [] {
+    return base::make_error(
+        base::errc::malformed_json,
+        "AdmissionReview: nested more than " + std::to_string(max_review_depth) + " levels deep");
+  };
   json root;
   try {
     root = json::parse(
@@ -97,14 +102,15 @@ base::result<review_request> decode_review(std::string_view body) {
         },
         true, false);
   } catch (const json::exception& e) {
+    if (too_deep) {  // the first problem, met before the syntax error
+      return deep_error();
+    }
     return base::make_error(
         base::errc::malformed_json,
         base::printable(std::string("AdmissionReview: not JSON: ") + e.what(), max_error_bytes));
   }
   if (too_deep) {
-    return base::make_error(
-        base::errc::malformed_json,
-        "AdmissionReview: nested more than " + std::to_string(max_review_depth) + " levels deep");
+    return deep_error();
   }
   if (!root.is_object()) {
     return shape_error("(root)", "expected an AdmissionReview object");

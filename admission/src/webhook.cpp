@@ -89,32 +89,44 @@ review_response decide(const review_request& request, const cluster_reader& clus
     return out;
   }
   const controller::node_view& node = request.object->node;
-  const controller::node_view* before = request.old_object ? &request.old_object->node : nullptr;
+  if (std::none_of(node.taints.begin(), node.taints.end(), [](const controller::taint& t) {
+        return t.effect == controller::taint_effect::no_execute;
+      })) {
+    return out;  // most Node updates: nothing to add
+  }
+  const controller::node_view* old = request.old_object ? &request.old_object->node : nullptr;
+  if (const auto why = cluster.not_ready()) {
+    if (!added_no_execute_taints(old, node).empty()) {
+      out.warnings.push_back(clip(
+          "taint-eviction-controller cannot preview this taint yet: " + *why, max_warning_bytes));
+    }
+    return out;
+  }
+  controller::preview_input in;
+  in.all_nodes = cluster.nodes();
+  // What the node carried before the request: the cached node, else (not cached yet) the
+  // request's oldObject. The cache first because kube-apiserver 1.20.2 sends a Node UPDATE's
+  // oldObject equal to its object (seen for PATCH and PUT alike: tests/e2e/webhook_test.sh),
+  // so the oldObject alone never shows an added taint there. The cache lags the API server by
+  // a watch event: a request within that lag of the one that added a taint may warn about it
+  // again.
+  const auto cached = std::find_if(in.all_nodes.begin(), in.all_nodes.end(),
+                                   [&node](const auto& n) { return n.name == node.name; });
+  const controller::node_view* before = cached != in.all_nodes.end() ? &*cached : old;
   const auto added = added_no_execute_taints(before, node);
   if (added.empty()) {
     return out;
   }
-  if (const auto why = cluster.not_ready()) {
-    out.warnings.push_back(clip("taint-eviction-controller cannot preview this taint yet: " + *why,
-                                max_warning_bytes));
-    return out;
-  }
-  // Each added taint is previewed on the node as it was before the request (a CREATE: no
+  // Each added taint is previewed on the node as it was before the request (a new node: no
   // taints), so each warning says what that taint does by itself.
-  controller::preview_input in;
-  in.policy = cluster.policy();
   const controller::node_view target{
-      .name = node.name, .taints = before ? before->taints : std::vector<controller::taint>{}};
+      .name = node.name,
+      .taints = before != nullptr ? before->taints : std::vector<controller::taint>{}};
   in.targets = {target};
-  in.all_nodes = cluster.nodes();
-  // The request's node stands for the cached one (the cache may lag, or not know it yet).
-  const auto cached = std::find_if(in.all_nodes.begin(), in.all_nodes.end(),
-                                   [&node](const auto& n) { return n.name == node.name; });
   if (cached == in.all_nodes.end()) {
     in.all_nodes.push_back(target);
-  } else {
-    *cached = target;
   }
+  in.policy = cluster.policy();
   in.pods = cluster.pods_on_node(node.name);
   in.opted_out_namespaces = cluster.opted_out_namespaces();
 

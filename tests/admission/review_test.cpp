@@ -150,6 +150,7 @@ TEST(admission_review, bounded_and_escaped) {
   // Deep nesting is refused, not recursed into.
   const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
   EXPECT_THAT(error_of(deep), HasSubstr("nested more than 64 levels deep"));
+  EXPECT_THAT(error_of(std::string(100'000, '[')), HasSubstr("nested more than 64 levels deep"));
   auto deep_node =
       review("CREATE", node_json("n1", std::string(70, '[') + std::string(70, ']')), "null");
   EXPECT_THAT(error_of(deep_node), HasSubstr("nested more than 64 levels deep"));

@@ -9,6 +9,10 @@
 // removal, the node lifecycle controller's not-ready and unreachable taints, and any request
 // of the node-controller service account (a partition must taint nodes unhindered).
 //
+// What the node carried before the request is read from the daemon's cache, and from the
+// request's oldObject only for a node the cache does not hold yet: kube-apiserver 1.20 sends a
+// Node UPDATE's oldObject equal to its object.
+//
 // No I/O: serve() is bytes in, an HTTP answer out. Any thread (it reads the caches through a
 // cluster_reader, whose implementation must be safe for that).
 
