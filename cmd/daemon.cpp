@@ -682,6 +682,11 @@ public:
   // open, Normal StormBreakerClosed when it closes; none in dry-run (nothing is written).
   void breaker_event(bool open, std::size_t tainted, std::size_t known,
                      std::optional<std::size_t> held) {
+    if (open && !held) {
+      // It just opened (the controller's call): the minute's warning counts from now, so the
+      // first repeat comes a minute after this Event, not at the next policy poll.
+      breaker_opened_at_.store(steady::now().time_since_epoch().count());
+    }
     if (dry_run_.load()) {
       return;
     }
@@ -791,7 +796,8 @@ private:
   // I/O thread: while the storm breaker holds every eviction, say so every minute.
   void log_open_breaker() {
     const auto now = steady::now();
-    if (now - breaker_logged_at_ < breaker_log_interval) {
+    const steady::time_point opened{steady::duration(breaker_opened_at_.load())};
+    if (now - std::max(breaker_logged_at_, opened) < breaker_log_interval) {
       return;
     }
     const auto s = ctrl_->stats();
@@ -822,6 +828,8 @@ private:
   // still running is joined before the reloader goes.
   asio::thread_pool reader_{1};
   steady::time_point breaker_logged_at_{};  // I/O thread
+  // When the breaker last opened (steady::duration ticks; set by the controller's thread).
+  std::atomic<steady::rep> breaker_opened_at_{0};
   // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
   std::atomic<bool> dry_run_;
   std::string sha_;                           // I/O thread: the policy file in force's SHA-256

@@ -104,7 +104,7 @@ void eviction_runner::start(const timedqueue::run_info& info,
     settle(slot);
     return;
   }
-  if (info.admitted_at > info.due_at && options_.on_waited) {
+  if (info.held && options_.on_waited) {
     options_.on_waited(
         std::chrono::duration_cast<std::chrono::nanoseconds>(info.admitted_at - info.due_at));
   }
@@ -112,7 +112,7 @@ void eviction_runner::start(const timedqueue::run_info& info,
     // The whole decision ran; nothing is written (no event, no patch, no DELETE).
     bump(ctr_.dry_run);
     forget(info.key, info.generation);
-    log_->info("dry run: would delete pod pod=\"{}\" uid={}", info.key, info.payload);
+    log_->info("dry run: would delete pod=\"{}\" uid={}", info.key, info.payload);
     if (outlet_.observed()) {
       decision_note note;
       note.kind = decision_kind::would_delete;
@@ -126,10 +126,12 @@ void eviction_runner::start(const timedqueue::run_info& info,
   }
   eviction_method method = eviction_method::delete_pod;
   std::chrono::milliseconds fallback{0};
+  bool blocked = false;  // a disruption budget refused this eviction before
   if (policy_.evict_mode()) {
     method = eviction_method::evict;
     fallback = fallback_for(*pod);
     if (const auto b = blocked_.lookup(info.key); b && b->generation == info.generation) {
+      blocked = true;
       const time_point now = drv_.now();
       if (fallback.count() > 0 && now - b->since >= fallback) {
         method = eviction_method::delete_pod;
@@ -146,8 +148,9 @@ void eviction_runner::start(const timedqueue::run_info& info,
                method == eviction_method::evict ? "evicting" : "deleting", info.key, info.payload);
     outlet_.record(ref, event_kind::marking_for_deletion);
   } else {
-    // Once stuck, its warnings come with its events (at most every stuck_event_interval).
-    log_->log(stuck ? spdlog::level::debug : spdlog::level::info,
+    // Once stuck, its warnings come with its events (at most every stuck_event_interval); a
+    // blocked one logged its first refusal at info, and the next tries go at debug.
+    log_->log(stuck || blocked ? spdlog::level::debug : spdlog::level::info,
               "retrying deletion pod=\"{}\" uid={} attempt={}", info.key, info.payload,
               info.attempt);
   }

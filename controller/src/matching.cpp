@@ -8,20 +8,14 @@
 
 namespace tec::controller {
 
-std::optional<std::int64_t> parse_decimal_int64(std::string_view text) noexcept {
-  // Canonical form only (the API's IsDecimalInteger): "0", or an optional '-' followed by a
-  // non-zero digit and more digits. No '+', no leading zeros, no "-0", no whitespace.
-  if (text.empty()) {
-    return std::nullopt;
+std::optional<std::int64_t> parse_int64(std::string_view text) noexcept {
+  // Go's strconv.ParseInt(text, 10, 64): an optional sign ('+' or '-'), then one or more
+  // decimal digits (leading zeros allowed, no '_', no whitespace), within int64.
+  std::size_t i = 0;
+  if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
+    i = 1;
   }
-  std::size_t i = text.front() == '-' ? 1 : 0;
   if (i == text.size()) {
-    return std::nullopt;
-  }
-  if (text[i] == '0') {
-    if (text.size() == 1) {
-      return 0;
-    }
     return std::nullopt;
   }
   for (std::size_t j = i; j < text.size(); ++j) {
@@ -29,9 +23,10 @@ std::optional<std::int64_t> parse_decimal_int64(std::string_view text) noexcept 
       return std::nullopt;
     }
   }
-  std::int64_t value = 0;
-  const char* first = text.data();
+  // from_chars takes a '-' but not a '+'.
+  const char* first = text.data() + (text.front() == '+' ? 1 : 0);
   const char* last = text.data() + text.size();
+  std::int64_t value = 0;
   auto [end, ec] = std::from_chars(first, last, value, 10);
   if (ec != std::errc{} || end != last) {
     return std::nullopt;  // Out of int64 range.
@@ -42,11 +37,11 @@ std::optional<std::int64_t> parse_decimal_int64(std::string_view text) noexcept 
 namespace {
 
 bool compare_numeric(const toleration& tol, const taint& t) noexcept {
-  const auto want = parse_decimal_int64(tol.value);
+  const auto want = parse_int64(tol.value);
   if (!want) {
     return false;
   }
-  const auto have = parse_decimal_int64(t.value);
+  const auto have = parse_int64(t.value);
   if (!have) {
     return false;
   }

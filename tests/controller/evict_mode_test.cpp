@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "controller/support/harness.hpp"
+#include "support/captured_log.hpp"
 #include "tec/base/rfc3339.hpp"
 #include "tec/controller/matching.hpp"
 
@@ -126,6 +127,23 @@ TEST(EvictMode, ARefusalIsRetriedCountedShownAndNeverStuck) {
   EXPECT_FALSE(h.scheduled("p"));
   EXPECT_EQ(h.ctl.stats().blocked_evictions, 0U);
   EXPECT_EQ(h.ctl.stats().evictions_succeeded, 1U);
+}
+
+// README: "the first refusal is logged at info (the next ones at debug)": the retries of a
+// blocked eviction are not logged at info either (issue 33 found "retrying deletion" lines).
+TEST(EvictMode, ABlockedEvictionsRetriesAreNotLoggedAtInfo) {
+  const test::captured_log log("controller");  // before the controller looks it up
+  harness h(with_policy(evict_policy()));
+  h.sink.script(blocked_times(4));
+  h.add_pod(make_pod("p", "node1"));
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.advance(1s);
+  h.advance(2s);
+  h.advance(4s);
+  h.advance(8s);
+  EXPECT_FALSE(h.scheduled("p")) << "the fifth attempt went through";
+  EXPECT_EQ(log.count("info", "evicting pod"), 1U);
+  EXPECT_EQ(log.count("info", "retrying deletion"), 0U);
 }
 
 TEST(EvictMode, TheFallbackDeletesAtTheConfiguredTimeWithAWarning) {

@@ -95,7 +95,7 @@ TEST(Tolerates, LtGtCompareNumerically) {
 }
 
 TEST(Tolerates, LtGtNonNumericDoesNotTolerate) {
-  for (const char* bad : {"", "abc", "1.5", "+1", "01", "-0", "-", " 1", "1 ", "0x10",
+  for (const char* bad : {"", "abc", "1.5", "+", "-", " 1", "1 ", "0x10", "1_0",
                           "9223372036854775808", "-9223372036854775809", "1e3"}) {
     SCOPED_TRACE(bad);
     EXPECT_FALSE(tolerates(tol("k", toleration_operator::lt, "100"), t("k", bad)));
@@ -110,16 +110,79 @@ TEST(Tolerates, UnknownOperatorDoesNotTolerate) {
   EXPECT_FALSE(tolerates(tol("", toleration_operator::unknown, ""), t("k", "")));
 }
 
-TEST(ParseDecimalInt64, CanonicalFormOnly) {
-  EXPECT_EQ(parse_decimal_int64("0"), 0);
-  EXPECT_EQ(parse_decimal_int64("42"), 42);
-  EXPECT_EQ(parse_decimal_int64("-42"), -42);
-  EXPECT_EQ(parse_decimal_int64("9223372036854775807"), std::numeric_limits<std::int64_t>::max());
-  EXPECT_EQ(parse_decimal_int64("-9223372036854775808"), std::numeric_limits<std::int64_t>::min());
-  EXPECT_FALSE(parse_decimal_int64("007"));
-  EXPECT_FALSE(parse_decimal_int64("+7"));
-  EXPECT_FALSE(parse_decimal_int64("-0"));
-  EXPECT_FALSE(parse_decimal_int64("7a"));
+TEST(ParseInt64, AsGoStrconvParseIntBase10) {
+  EXPECT_EQ(parse_int64("0"), 0);
+  EXPECT_EQ(parse_int64("42"), 42);
+  EXPECT_EQ(parse_int64("-42"), -42);
+  EXPECT_EQ(parse_int64("9223372036854775807"), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(parse_int64("-9223372036854775808"), std::numeric_limits<std::int64_t>::min());
+  // ParseInt takes a sign and leading zeros (k/k#134665: the values are not canonicalised).
+  EXPECT_EQ(parse_int64("007"), 7);
+  EXPECT_EQ(parse_int64("+7"), 7);
+  EXPECT_EQ(parse_int64("-0"), 0);
+  EXPECT_EQ(parse_int64("+0"), 0);
+  EXPECT_EQ(parse_int64("-007"), -7);
+  for (const char* bad : {"", "+", "-", "7a", "1_000", " 1", "1 ", "0x10", "1e3", "1.5", "--1",
+                          "+-1", "9223372036854775808", "-9223372036854775809"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_FALSE(parse_int64(bad));
+  }
+}
+
+// upstream's TestTolerationToleratesTaint (staging/src/k8s.io/api/core/v1/toleration_test.go,
+// with the Lt/Gt cases of k/k#134665), case by case, plus the ParseInt cases ours got wrong
+// before (a taint value "007" against Gt 5 is tolerated upstream).
+TEST(Tolerates, UpstreamTable) {
+  const auto ns = taint_effect::no_schedule;
+  const auto ne = taint_effect::no_execute;
+  struct row {
+    const char* description;
+    toleration tol;
+    taint taint_;
+    bool tolerated;
+  };
+  const std::string sla = "node.kubernetes.io/sla";
+  const std::vector<row> rows{
+      {"same key and effect, Exists, taint without value",
+       tol("foo", toleration_operator::exists, "", ns), t("foo", "", ns), true},
+      {"same key and effect, Exists, taint with a value",
+       tol("foo", toleration_operator::exists, "", ns), t("foo", "bar", ns), true},
+      {"empty key with Exists matches every key", tol("", toleration_operator::exists, "", ns),
+       t("foo", "bar", ns), true},
+      {"same key, effect and value, Equal", tol("foo", toleration_operator::equal, "bar", ns),
+       t("foo", "bar", ns), true},
+      {"different values, Equal", tol("foo", toleration_operator::equal, "value1", ns),
+       t("foo", "value2", ns), false},
+      {"different effects, Equal", tol("foo", toleration_operator::equal, "bar", ns),
+       t("foo", "bar", ne), false},
+      {"Gt, taint value less", tol(sla, toleration_operator::gt, "950", ns), t(sla, "800", ns),
+       false},
+      {"Gt, taint value greater", tol(sla, toleration_operator::gt, "750", ns), t(sla, "950", ns),
+       true},
+      {"Lt, taint value greater", tol(sla, toleration_operator::lt, "800", ns), t(sla, "950", ns),
+       false},
+      {"Lt, taint value less", tol(sla, toleration_operator::lt, "950", ns), t(sla, "800", ns),
+       true},
+      {"Gt, equal values", tol(sla, toleration_operator::gt, "950", ns), t(sla, "950", ns), false},
+      {"Gt, non-numeric taint value", tol(sla, toleration_operator::gt, "950", ns),
+       t(sla, "high", ns), false},
+      {"Gt, negative values, taint value less",
+       tol("test-key", toleration_operator::gt, "-100", ns), t("test-key", "-200", ns), false},
+      {"Gt, large int64 threshold",
+       tol("test-key", toleration_operator::gt, "9223372036854775806", ns),
+       t("test-key", "100", ns), false},
+      // ParseInt, not a canonical-decimal check.
+      {"Gt 5, taint value 007", tol("k", toleration_operator::gt, "5", ne), t("k", "007", ne),
+       true},
+      {"Lt 5, taint value +3", tol("k", toleration_operator::lt, "5", ne), t("k", "+3", ne), true},
+      {"Lt 1, taint value -0", tol("k", toleration_operator::lt, "1", ne), t("k", "-0", ne), true},
+      {"Gt 010, taint value 9", tol("k", toleration_operator::gt, "010", ne), t("k", "9", ne),
+       false},
+  };
+  for (const row& r : rows) {
+    SCOPED_TRACE(r.description);
+    EXPECT_EQ(tolerates(r.tol, r.taint_), r.tolerated);
+  }
 }
 
 TEST(MatchingTolerations, FirstTolerationInListOrderPerTaint) {

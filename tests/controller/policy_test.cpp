@@ -76,6 +76,24 @@ TEST(Policy, TheRateLimitSpacesEvictionsAndLosesNone) {
   EXPECT_EQ(waits.back(), 3500ms);
 }
 
+// eviction_wait_duration_seconds is for the held ones: an eviction admission control let go at
+// once reports no wait, even when its timer fired late (issue 33: every eviction landed in the
+// histogram at about 0 s once a policy was loaded).
+TEST(Policy, OnlyHeldEvictionsReportAWait) {
+  eviction_policy p;
+  p.rate_limit.evictions_per_second = 1000;
+  std::vector<std::chrono::nanoseconds> waits;
+  auto o = with_policy(p);
+  o.on_waited = [&](std::chrono::nanoseconds w) { waits.push_back(w); };
+  harness h(o);
+  h.drv.set_lateness(250ms);  // the timer runs after the due time, as a real one does
+  populate(h, 1, 3, 10);      // tolerate 10 s
+  taint_node(h, 0);
+  h.advance(11s);
+  EXPECT_EQ(h.sink.calls().size(), 3U);
+  EXPECT_TRUE(waits.empty()) << waits.size() << " waits, the first " << waits.front().count();
+}
+
 TEST(Policy, UntaintingCancelsHeldEvictionsWithTheUpstreamEvent) {
   eviction_policy p;
   p.rate_limit.evictions_per_second = 1;

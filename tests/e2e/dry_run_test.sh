@@ -20,7 +20,7 @@ wait_acting "$CONTROLLER_LOG"
 taint "$NODE" testTaint1=test1:NoExecute
 
 # would_delete POD: the decision is in the log.
-would_delete() { grep -q "dry run: would delete pod pod=\"$NS/$1\"" "$CONTROLLER_LOG"; }
+would_delete() { grep -q "dry run: would delete pod=\"$NS/$1\"" "$CONTROLLER_LOG"; }
 deadline=$((SECONDS + 60))
 until would_delete untolerated && would_delete three && would_delete other-key; do
   [ "$SECONDS" -lt "$deadline" ] || fail "no 'would delete' for every untolerated pod within 60 s: $(grep 'would delete' "$CONTROLLER_LOG" | tr '\n' ' ')"

@@ -22,7 +22,7 @@ dryRun: true"
 start_controller reload --policy "$dir/policy.yaml"
 wait_acting "$CONTROLLER_LOG"
 
-would_delete() { grep -q "dry run: would delete pod pod=\"$NS/$1\"" "$CONTROLLER_LOG"; }
+would_delete() { grep -q "dry run: would delete pod=\"$NS/$1\"" "$CONTROLLER_LOG"; }
 wait_would_delete() {
   local deadline=$((SECONDS + 30))
   until would_delete "$1"; do

@@ -230,7 +230,7 @@ make_pod d-second "$(node d)" "$(toleration testTaint1 test1)"
 # it and scheduled b-cancel), well before b-cancel's toleration ends.
 tainted_b_at=$SECONDS
 taint "$(node b)" testTaint1=test1:NoExecute
-we_decided() { grep -q "would delete pod pod=\"$NS/$1\"" "$CONTROLLER_LOG"; }
+we_decided() { grep -q "would delete pod=\"$NS/$1\"" "$CONTROLLER_LOG"; }
 wait_kcm_decided b-bound 60
 wait_for 60 "ours did not decide to delete $NS/b-bound within 60 s" we_decided b-bound
 k taint nodes "$(node b)" testTaint1:NoExecute- >/dev/null || fail "cannot untaint node b"

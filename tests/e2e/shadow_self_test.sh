@@ -54,7 +54,7 @@ wait_acting "$CONTROLLER_LOG"
   || fail "shadow_pending is not exported at 0 with --shadow"
 taint "$NODE" testTaint1=test1:NoExecute
 
-would_delete() { grep -q "dry run: would delete pod pod=\"$NS/$1\"" "$CONTROLLER_LOG"; }
+would_delete() { grep -q "dry run: would delete pod=\"$NS/$1\"" "$CONTROLLER_LOG"; }
 deadline=$((SECONDS + 60))
 until would_delete p1; do
   [ "$SECONDS" -lt "$deadline" ] || fail "no 'would delete' for p1 within 60 s"

@@ -97,6 +97,10 @@ TEST(decode_pod, disruption_target_condition) {
        R"("message":"another message"}])",
        disruption_state::true_other},
       {R"([{"type":"DisruptionTarget","status":"True"}])", disruption_state::true_other},
+      // The DRA device taint eviction controller's (KEP-5055): not ours, not the taint manager's.
+      {R"([{"type":"DisruptionTarget","status":"True","reason":"DeletionByDeviceTaintManager",)"
+       R"("message":"Device Taint manager: deleting due to NoExecute taint"}])",
+       disruption_state::true_other},
       {R"([{"type":"DisruptionTarget","status":"False","reason":"DeletionByTaintManager",)"
        R"("message":"Taint manager: deleting due to NoExecute taint"}])",
        disruption_state::not_true},

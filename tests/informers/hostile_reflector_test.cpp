@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "informers/support/resident_memory.hpp"
-#include "k8sclient/support/captured_log.hpp"
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/settle.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/captured_log.hpp"
 #include "support/manual_clock.hpp"
 #include "tec/informers/informers.hpp"
 #include "tec/k8sclient/reflector_impl.hpp"
@@ -32,9 +32,9 @@ namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using k8sclient::testing::captured_log;
 using k8sclient::testing::fake_http_server;
 using k8sclient::testing::reply;
+using test::captured_log;
 using time_point = std::chrono::steady_clock::time_point;
 
 std::string untainted_node_json(const std::string& name, const std::string& rv) {

@@ -11,11 +11,11 @@
 #include <optional>
 #include <string>
 
-#include "k8sclient/support/captured_log.hpp"
 #include "k8sclient/support/fake_http_server.hpp"
 #include "k8sclient/support/run_sync.hpp"
 #include "k8sclient/support/settle.hpp"
 #include "k8sclient/support/test_client.hpp"
+#include "support/captured_log.hpp"
 #include "support/manual_clock.hpp"
 #include "tec/base/logger.hpp"
 #include "tec/k8sclient/client.hpp"
@@ -26,7 +26,7 @@ namespace {
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using namespace std::chrono_literals;
-using testing::captured_log;
+using test::captured_log;
 using testing::fake_http_server;
 using testing::reply;
 

@@ -91,6 +91,15 @@ TEST(EventCodec, OtherEventsAreNotTheTaintManagers) {
   EXPECT_FALSE(to_shadow_event(*r));
 }
 
+// DRA device taints (KEP-5055) are another upstream controller's: its Events
+// (DeviceTaintManagerEviction) are no evidence of the taint manager's eviction.
+TEST(EventCodec, TheDeviceTaintManagersEventsAreNotTheTaintManagers) {
+  const auto r = decode_event_object(
+      R"({"metadata":{"name":"e","namespace":"ns"},"involvedObject":{"kind":"Pod","namespace":"ns","name":"p","uid":"u1"},"reason":"DeviceTaintManagerEviction","message":"Marking for deletion Pod ns/p","reportingComponent":"device-taint-eviction-controller"})");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(to_shadow_event(*r));
+}
+
 TEST(EventCodec, MalformedInputIsAnErrorNotACrash) {
   for (const std::string bad : {"", "{", "[1,2", "{\"metadata\":}", "nul", "\xff\xfe"}) {
     const auto r = decode_event_object(bad);

@@ -240,6 +240,20 @@ TEST_F(ShadowTracker, ADeletionWithoutEvidenceIsNotTheirs) {
   EXPECT_EQ(tracker_.counts().pending, 0U);
 }
 
+// A pod the device taint eviction controller (DRA, KEP-5055) deletes carries DisruptionTarget
+// with reason DeletionByDeviceTaintManager (informers: true_other): not the taint manager's
+// eviction, so no disagreement, whether or not we had decided on the pod.
+TEST_F(ShadowTracker, ADeviceTaintDeletionIsNotADisagreement) {
+  their_delete("never-decided", disruption_state::true_other);
+  ours(decision_kind::scheduled, "tolerating", cancel_reason::none, clock_->wall() + 300s);
+  their_delete("tolerating", disruption_state::true_other);
+  ours(decision_kind::cancelled, "tolerating", cancel_reason::pod_gone, clock_->wall() + 300s);
+  advance(31s);
+  advance(300s);
+  EXPECT_TRUE(settled_.empty()) << "settled: " << settled_.size();
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+}
+
 TEST_F(ShadowTracker, AnEventOutsideTheWindowIsNoEvidence) {
   their_event("p1");
   advance(31s);

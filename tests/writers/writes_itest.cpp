@@ -454,7 +454,9 @@ TEST_F(writes_itest, without_pods_status_patch_the_pod_is_deleted_without_the_co
   EXPECT_EQ(got->status, eviction_status::deleted) << got->error;
   const auto st = sink.stats();
   EXPECT_GE(st.condition_failures_by_reason.at("forbidden"), 1U);
-  EXPECT_EQ(st.condition_failures_by_reason.size(), 1U);
+  for (const auto& [reason, n] : st.condition_failures_by_reason) {
+    EXPECT_TRUE(reason == "forbidden" || n == 0) << reason << " " << n;
+  }
   const json live = get_pod(pod.name);
   EXPECT_TRUE(live["metadata"].contains("deletionTimestamp"));
   EXPECT_EQ(find_condition(live, "DisruptionTarget"), nullptr) << live["status"].dump();

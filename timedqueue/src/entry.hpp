@@ -48,6 +48,8 @@ struct entry : admission_ticket {
   std::uint32_t payload_size = 0;
   std::array<std::uint32_t, group_classes> group_size{};
   entry_state state = entry_state::pending;
+  /// The current (or last) run was held by admission control before it started.
+  bool held_run = false;
   /// Written under the queue mutex, read without it by completion::cancelled().
   std::atomic<bool> detached{false};
 

@@ -162,6 +162,7 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
   /// calls post_starts(start) once it has released mu_. Requires mu_.
   void begin_run(entry* e, time_point now, std::vector<entry*>& start) {
     e->admitted_at = now;
+    e->held_run = e->state == entry_state::held;
     e->state = entry_state::running;
     ++e->attempts;
     ++stats_.running;
@@ -210,6 +211,7 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
         info.fire_at = e->fire_at;
         info.due_at = e->due_at;
         info.admitted_at = e->admitted_at;
+        info.held = e->held_run;
         info.attempt = e->attempts;
         info.generation = e->generation;
         c.state_ = std::make_shared<run_state>(shared_from_this(), e);

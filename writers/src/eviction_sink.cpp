@@ -305,6 +305,17 @@ struct k8s_eviction_sink::impl {
                    deleted.value() == delete_outcome::not_found ? "404" : "409 UID mismatch");
   }
 
+  static eviction_sink_stats initial_counters() {
+    eviction_sink_stats s;
+    for (const std::string_view r : deletion_failure_reasons) {
+      s.failures_by_reason.emplace(r, 0);
+    }
+    for (const std::string_view r : condition_failure_reasons) {
+      s.condition_failures_by_reason.emplace(r, 0);
+    }
+    return s;
+  }
+
   asio::any_io_executor executor;
   pod_writer writer;
   event_recorder* events;
@@ -313,7 +324,7 @@ struct k8s_eviction_sink::impl {
   mutable std::mutex mutex;  // Guards the members below.
   // Notified (without the lock) each time an eviction completes; wait_idle() waits on it.
   mutable std::condition_variable idle;
-  eviction_sink_stats counters;
+  eviction_sink_stats counters = initial_counters();
   // The UIDs whose condition patch succeeded and whose eviction is not over (the values mean
   // nothing): checked before patching again.
   lru_map<bool> patched;

@@ -21,13 +21,15 @@ namespace tec::controller {
 ///   An empty key with any other operator is invalid in the API (validation rejects it) and
 ///   tolerates nothing here;
 /// - Exists tolerates any value; Equal (the default) compares values as strings;
-///   Lt/Gt parse both values as canonical base-10 int64 ("0", "-12", no '+', no leading
-///   zeros, no spaces) and tolerate when taint value < (Lt) or > (Gt) the toleration value;
-///   a value that does not parse tolerates nothing; an unknown operator tolerates nothing.
+///   Lt/Gt parse both values as upstream does (strconv.ParseInt(value, 10, 64): "007" and
+///   "+7" are 7; k/k#134665) and tolerate when taint value < (Lt) or > (Gt) the toleration
+///   value; a value that does not parse tolerates nothing; an unknown operator tolerates
+///   nothing.
 [[nodiscard]] bool tolerates(const toleration& tol, const taint& t) noexcept;
 
-/// Parses a canonical base-10 int64 the way the API's IsDecimalInteger + ParseInt do.
-[[nodiscard]] std::optional<std::int64_t> parse_decimal_int64(std::string_view text) noexcept;
+/// Parses a base-10 int64 as Go's strconv.ParseInt(text, 10, 64) does: an optional '+' or
+/// '-', then decimal digits (leading zeros allowed), in range; nothing else.
+[[nodiscard]] std::optional<std::int64_t> parse_int64(std::string_view text) noexcept;
 
 /// How long a pod may keep running on a node whose taints it tolerates.
 struct toleration_time {

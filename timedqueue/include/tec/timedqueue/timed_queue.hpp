@@ -103,10 +103,12 @@ struct run_info {
   std::string_view payload;  ///< The opaque payload given to schedule() (the pod UID).
   time_point created_at;
   time_point fire_at;
-  /// When this run became due (fire_at, or the retry's time) and when it was admitted: they
-  /// differ when admission control held it.
+  /// When this run became due (fire_at, or the retry's time) and when it was admitted.
   time_point due_at;
   time_point admitted_at;
+  /// Admission control held this run before admitting it (admitted_at - due_at is then how
+  /// long it waited; otherwise the difference is only the timer's lateness).
+  bool held = false;
   std::uint32_t attempt = 1;  ///< 1 for the first run, 2.. for retries.
   std::uint64_t generation = 0;
 };

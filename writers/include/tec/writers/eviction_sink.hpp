@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <cstddef>
@@ -50,11 +51,24 @@ struct eviction_sink_stats {
   std::uint64_t dry_run_deletions = 0;
   /// Events not handed to the recorder because dry-run was on.
   std::uint64_t dry_run_events = 0;
-  /// Permanent condition patch failures, by error_reason() (the DELETE went ahead).
+  /// Permanent condition patch failures, by error_reason() (the DELETE went ahead). Holds
+  /// every condition_failure_reasons key from the start, at 0.
   std::map<std::string, std::uint64_t> condition_failures_by_reason;
-  std::map<std::string, std::uint64_t> failures_by_reason;  ///< error_reason() -> count.
+  /// Failed attempts, by error_reason(). Holds every deletion_failure_reasons key from the
+  /// start, at 0, so /metrics has those series before the first failure (Prometheus's advice:
+  /// a series that appears only when it first counts breaks rate() and absent() alerts).
+  std::map<std::string, std::uint64_t> failures_by_reason;
   std::size_t in_flight = 0;
 };
+
+/// The error_reason() values exported at 0 before any failure: what an attempt fails with when
+/// the API server refuses or is unreachable (other reasons appear when they first happen).
+inline constexpr std::array<std::string_view, 6> deletion_failure_reasons = {
+    "unauthorized", "forbidden", "too_many_requests",
+    "server_error", "timeout",   "connection_failed"};
+/// Likewise for a condition patch's permanent failures (403, 422).
+inline constexpr std::array<std::string_view, 2> condition_failure_reasons = {"forbidden",
+                                                                              "http_422"};
 
 /// The controller's eviction_sink on the API client: each evict() becomes an optional
 /// DisruptionTarget status patch then a DELETE with the pod's UID as precondition (or, for

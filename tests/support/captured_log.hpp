@@ -1,12 +1,13 @@
 #pragma once
 
-// Reads what a kept logger (k8sclient::detail::watch_log(), k8sclient::detail::client_log()) writes
-// while a captured_log lives: a ring-buffer sink is added to the logger and removed again. For
-// tests of log volume and wording; "<level> <message>" lines. Thread: the test's (spdlog's sink
+// Reads what a kept logger (k8sclient::detail::client_log(), base::named_logger("controller"))
+// writes while a captured_log lives: a ring-buffer sink is added to the logger and removed again.
+// For tests of log volume and wording; "<level> <message>" lines. Thread: the test's (spdlog's sink
 // list is not guarded: nothing may log on another thread while one is added or removed).
 
 #include <spdlog/logger.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -14,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace tec::k8sclient::testing {
+namespace tec::test {
 
 class captured_log {
 public:
@@ -27,10 +28,23 @@ public:
     logger_->sinks().push_back(sink_);
     logger_->set_level(spdlog::level::info);
   }
+  /// The logger registered under `name`; when none is, one is registered for the capture's
+  /// lifetime (base::named_logger() finds it): make the capture before the code under test
+  /// looks its logger up.
+  explicit captured_log(const std::string& name, std::size_t capacity = 4096)
+      : captured_log(registered_or_new(name), capacity) {
+    registered_here_ = spdlog::get(name) == nullptr;
+    if (registered_here_) {
+      spdlog::register_logger(logger_);
+    }
+  }
   ~captured_log() {
     auto& sinks = logger_->sinks();
     sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
     logger_->set_level(level_);
+    if (registered_here_) {
+      spdlog::drop(logger_->name());
+    }
   }
   captured_log(const captured_log&) = delete;
   captured_log& operator=(const captured_log&) = delete;
@@ -55,9 +69,15 @@ public:
   }
 
 private:
+  static std::shared_ptr<spdlog::logger> registered_or_new(const std::string& name) {
+    auto found = spdlog::get(name);
+    return found ? found : std::make_shared<spdlog::logger>(name);
+  }
+
+  bool registered_here_ = false;
   std::shared_ptr<spdlog::logger> logger_;
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
   spdlog::level::level_enum level_;
 };
 
-}  // namespace tec::k8sclient::testing
+}  // namespace tec::test
