@@ -1,6 +1,7 @@
 #include "tec/admission/webhook.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "tec/base/error.hpp"
@@ -16,7 +17,7 @@ bool lifecycle_taint(std::string_view key) {
 }
 
 std::string percent(double share) {
-  return std::to_string(static_cast<long long>(share + 0.5)) + "%";
+  return std::to_string(std::lround(share)) + "%";
 }
 
 /// Why deny mode refuses the taint previewed in `r`, or nullopt.
