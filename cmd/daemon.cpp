@@ -501,8 +501,8 @@ public:
     metrics_port.handle("/metrics", metrics_handler);
     // The admission webhook (README "Warnings at kubectl taint"): the API server calls it
     // without credentials, so it is not behind the delegated authentication; it reads only the
-    // caches and answers on the strand (a preview of a node with 110 pods in a cluster of 1,000
-    // nodes takes well under a millisecond: bench/admission_bench.cpp). Any replica answers.
+    // caches and answers on the strand (a review of a node with 110 pods in a cluster of 1,000
+    // nodes costs about 0.3 ms of CPU: bench/admission_bench.cpp). Any replica answers.
     metrics_port.handle_post(
         std::string(webhook_path),
         ops::post_route_options{
