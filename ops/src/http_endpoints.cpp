@@ -247,6 +247,11 @@ struct http_endpoints::impl {
     std::shared_ptr<const http_response> result;
   };
 
+  struct post_route {
+    post_route_options limits;
+    std::function<http_response(std::string_view)> fn;
+  };
+
   struct async_route {
     std::string path;                                    // set before start
     std::function<asio::awaitable<http_response>()> fn;  // set before start
@@ -300,6 +305,8 @@ struct http_endpoints::impl {
   /// The response to `req`; `computed` is what an async handler answered for it.
   http::message_generator respond(const http::request<http::string_body>& req,
                                   const std::shared_ptr<const http_response>& computed = {}) const;
+  /// The POST route `req` asks for, or null.
+  [[nodiscard]] const post_route* post_route_for(const http::request<http::string_body>& req) const;
   /// The async route `req` asks for, or null (another path or method, or stopped).
   async_route* async_route_for(const http::request<http::string_body>& req);
   void make_room();
@@ -309,6 +316,8 @@ struct http_endpoints::impl {
   const http_endpoints_options options;
   std::map<std::string, std::function<http_response()>, std::less<>> handlers;  // set before start
   std::map<std::string, async_route, std::less<>> async_routes;                 // set before start
+  std::map<std::string, post_route, std::less<>> post_routes;                   // set before start
+  std::uint64_t largest_body_limit = 0;  // over options and post_routes; set by start()
   std::atomic<bool> started{false};
   std::atomic<bool> stopped{false};
   std::atomic<std::size_t> open_connections{0};
@@ -434,7 +443,7 @@ asio::awaitable<void> http_endpoints::impl::serve(std::shared_ptr<impl> self, St
   const auto& opt = self->options;
   beast::flat_buffer buffer(
       static_cast<std::size_t>(opt.header_limit) +
-      static_cast<std::size_t>(std::min<std::uint64_t>(opt.body_limit, 1 << 20)) + 1024);
+      static_cast<std::size_t>(std::min<std::uint64_t>(self->largest_body_limit, 1 << 20)) + 1024);
   boost::system::error_code ignored;
   if constexpr (std::is_same_v<Stream, beast::ssl_stream<beast::tcp_stream>>) {
     if (!co_await handshake(*self, id, stream, buffer)) {
@@ -466,7 +475,8 @@ asio::awaitable<void> http_endpoints::impl::serve(std::shared_ptr<impl> self, St
     }
     self->set_phase(id, phase::serving);
     std::optional<http::message_generator> early;  // a refusal: 401, 403, 503
-    if (opt.authorizer) {
+    const auto* post = self->post_route_for(parser.get());
+    if (opt.authorizer && (post == nullptr || !post->limits.unauthenticated)) {
       // An exception of the authorizer ends the connection (logged by the co_spawn).
       auto decide =
           opt.authorizer->authorize(bearer_token(parser.get()), std::string(path_of(parser.get())));
@@ -551,7 +561,9 @@ asio::awaitable<boost::system::error_code> http_endpoints::impl::read_request(
   const auto& opt = self.options;
   auto& lowest = beast::get_lowest_layer(stream);
   parser.header_limit(opt.header_limit);
-  parser.body_limit(opt.body_limit);
+  // Any route's limit until the headers say which route it is (Beast checks a Content-Length
+  // against the limit as the headers end).
+  parser.body_limit(self.largest_body_limit);
   const auto request_deadline = std::chrono::steady_clock::now() + opt.read_timeout;
   lowest.expires_at(request_deadline);
   if (buffer.size() == 0) {
@@ -566,15 +578,25 @@ asio::awaitable<boost::system::error_code> http_endpoints::impl::read_request(
     }
   }
   self.set_phase(id, phase::reading);
+  const auto first_byte = std::chrono::steady_clock::now();
   // The headers, from the first byte on, get header_timeout; the body the rest.
-  lowest.expires_at(
-      std::min(request_deadline, std::chrono::steady_clock::now() + opt.header_timeout));
+  lowest.expires_at(std::min(request_deadline, first_byte + opt.header_timeout));
   auto [hec, hn] =
       co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
-  if (hec || parser.is_done()) {
+  if (hec) {
     co_return hec;
   }
-  lowest.expires_at(request_deadline);
+  const auto* post = self.post_route_for(parser.get());
+  const std::uint64_t limit = post != nullptr ? post->limits.body_limit : opt.body_limit;
+  if (parser.content_length() && *parser.content_length() > limit) {
+    co_return http::error::body_limit;
+  }
+  parser.body_limit(limit);
+  if (parser.is_done()) {
+    co_return hec;
+  }
+  lowest.expires_at(post != nullptr ? std::min(request_deadline, first_byte + post->limits.timeout)
+                                    : request_deadline);
   auto [bec, bn] =
       co_await http::async_read(stream, buffer, parser, asio::as_tuple(asio::use_awaitable));
   co_return bec;
@@ -617,6 +639,15 @@ std::optional<http::message_generator> http_endpoints::impl::refusal(
   return make_response(req.version(), keep_alive, head,
                        http_response{.status = 503, .body = d.reason + ", retry later\n"},
                        {.allow = {}, .retry_after = "1", .www_authenticate = {}});
+}
+
+const http_endpoints::impl::post_route* http_endpoints::impl::post_route_for(
+    const http::request<http::string_body>& req) const {
+  if (req.method() != http::verb::post) {
+    return nullptr;
+  }
+  const auto it = post_routes.find(path_of(req));
+  return it == post_routes.end() ? nullptr : &it->second;
 }
 
 http_endpoints::impl::async_route* http_endpoints::impl::async_route_for(
@@ -677,12 +708,27 @@ http::message_generator http_endpoints::impl::respond(
     const std::shared_ptr<const http_response>& computed) const {
   const bool keep_alive = req.keep_alive() && !stopped;
   const bool head = req.method() == http::verb::head;
-  if (req.method() != http::verb::get && !head) {
-    return make_response(req.version(), keep_alive, false,
-                         http_response{.status = 405, .body = "method not allowed\n"},
-                         {.allow = "GET, HEAD", .retry_after = {}, .www_authenticate = {}});
-  }
   const auto path = path_of(req);
+  const bool post_path = post_routes.find(path) != post_routes.end();
+  if (const auto* post = post_route_for(req)) {
+    if (stopped) {
+      return make_response(req.version(), false, false,
+                           http_response{.status = 503, .body = "shutting down\n"});
+    }
+    http_response r;
+    try {
+      r = post->fn(req.body());
+    } catch (const std::exception& e) {
+      r = handler_failed(path, e);
+    }
+    return make_response(req.version(), keep_alive, false, std::move(r));
+  }
+  if ((req.method() != http::verb::get && !head) || post_path) {
+    return make_response(
+        req.version(), keep_alive, false,
+        http_response{.status = 405, .body = "method not allowed\n"},
+        {.allow = post_path ? "POST" : "GET, HEAD", .retry_after = {}, .www_authenticate = {}});
+  }
   const auto it = handlers.find(path);
   if (it == handlers.end() && !computed) {
     return make_response(req.version(), keep_alive, head,
@@ -770,6 +816,13 @@ void http_endpoints::handle_async(std::string path,
   route.fn = std::move(fn);
 }
 
+void http_endpoints::handle_post(std::string path, post_route_options limits,
+                                 std::function<http_response(std::string_view body)> fn) {
+  assert(!impl_->started && "register handlers before start()");
+  impl_->post_routes.insert_or_assign(std::move(path),
+                                      impl::post_route{.limits = limits, .fn = std::move(fn)});
+}
+
 void http_endpoints::handle_check(std::string path, std::function<check_result()> check) {
   auto unnamed = path.substr(path.starts_with('/') ? 1 : 0) + " check failed";
   handle(std::move(path), [check = std::move(check), unnamed = std::move(unnamed)] {
@@ -791,6 +844,10 @@ base::result<std::optional<tcp::endpoint>> http_endpoints::start() {
   if (impl_->started.exchange(true)) {
     assert(false && "start() is called once");
     return base::make_error(base::errc::config_invalid, "the HTTP server was already started");
+  }
+  impl_->largest_body_limit = impl_->options.body_limit;
+  for (const auto& [path, route] : impl_->post_routes) {
+    impl_->largest_body_limit = std::max(impl_->largest_body_limit, route.limits.body_limit);
   }
   auto parsed = parse_bind_address(impl_->options.bind_address);
   if (!parsed) {

@@ -681,6 +681,20 @@ void read_storm_breaker(reader& r, const YAML::Node& node, const std::string& pa
   }
 }
 
+void read_admission(reader& r, const YAML::Node& node, const std::string& path,
+                    controller::admission_policy& out) {
+  r.map(node, path,
+        {
+            {"denyEvictingMoreThan",
+             [&](const YAML::Node& v, const std::string& p) {
+               if (auto x = r.count(v, p)) {
+                 out.deny_evicting_more_than = *x;
+               }
+             }},
+            {"denyIfBreakerOpens", r.set_bool(out.deny_if_breaker_opens)},
+        });
+}
+
 }  // namespace
 
 std::string parse_result::summary() const {
@@ -750,7 +764,13 @@ parse_result parse_policy(std::string_view text, std::string_view source) {
                           const std::string& p) { read_exclude(r, v, p, policy.exclude); }},
           {"taints", [&](const YAML::Node& v,
                          const std::string& p) { read_taint_rules(r, v, p, policy.taints); }},
+          {"admission", [&](const YAML::Node& v,
+                            const std::string& p) { read_admission(r, v, p, policy.admission); }},
       });
+  if (policy.admission.deny_if_breaker_opens && !policy.storm_breaker.enabled()) {
+    r.error(root.Mark(), "admission.denyIfBreakerOpens",
+            "has no effect without stormBreaker.maxTaintedNodesPercent");
+  }
   if (!has_version) {
     r.error(root.Mark(), "apiVersion", "missing (must be " + std::string(api_version) + ")");
   }
@@ -888,6 +908,18 @@ std::string describe(const controller::eviction_policy& p) {
                                    : std::string("never"));
       }
     }
+  }
+  // Only when set: the line of a policy without deny mode reads as before.
+  const auto& a = p.admission;
+  if (a.deny_mode()) {
+    out += ", admission denies taints";
+    if (a.deny_evicting_more_than) {
+      out += " evicting more than " + std::to_string(*a.deny_evicting_more_than) + " pods";
+    }
+    if (a.deny_if_breaker_opens) {
+      out += std::string(a.deny_evicting_more_than ? " or" : "") + " opening the storm breaker";
+    }
+    out += " unless acknowledged";
   }
   return out;
 }

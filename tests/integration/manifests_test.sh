@@ -137,8 +137,8 @@ n_objects=$(grep -c '(server dry run)' <<<"$out" || true)
 # Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding, the policy
 # ConfigMap, Deployment, Service, NetworkPolicy, two FlowSchemas (v1beta1 here), and for the
 # secure metrics port (issue 31) the system:auth-delegator ClusterRoleBinding and the
-# metrics-reader ClusterRole.
-[ "$n_objects" -eq 14 ] || fail "expected 14 objects in the server dry run, got $n_objects"
+# metrics-reader ClusterRole, and (issue 32) the ValidatingWebhookConfiguration.
+[ "$n_objects" -eq 15 ] || fail "expected 15 objects in the server dry run, got $n_objects"
 
 # The Deployment alone, for field checks (kubectl applies -o jsonpath to each object).
 awk 'BEGIN { RS = "---\n" } /(^|\n)kind: Deployment\n/ { printf "%s", $0 }' "$WORK/all-but-pdb.yaml" \
@@ -302,7 +302,8 @@ fi
 
 # --- 4. least-privilege RBAC ----------------------------------------------------------------
 
-write_overlay "$WORK/rbac" Namespace Deployment Service NetworkPolicy PodDisruptionBudget FlowSchema
+write_overlay "$WORK/rbac" Namespace Deployment Service NetworkPolicy PodDisruptionBudget FlowSchema \
+  ValidatingWebhookConfiguration
 k apply -k "$WORK/rbac" >/dev/null || fail "cannot create the ServiceAccount, roles and bindings"
 RBAC_APPLIED=1
 

@@ -36,6 +36,7 @@
 #include "k8sclient/support/run_sync.hpp"
 #include "ops/support/live_heap.hpp"
 #include "tec/ops/metrics.hpp"
+#include "tec/ops/request_authorizer.hpp"
 
 namespace tec::ops {
 namespace {
@@ -294,6 +295,95 @@ TEST_F(http_endpoints_test, unknown_path_is_404_and_other_methods_405) {
   EXPECT_EQ(res.status, 200U);
   EXPECT_EQ(res.content_length, "6");
   EXPECT_EQ(res.body, "");
+  server.stop();
+}
+
+// Refuses every request it is asked about, and counts them.
+class refuse_all_authorizer final : public request_authorizer {
+public:
+  int asked = 0;
+  asio::awaitable<auth_decision> authorize(std::string /*bearer*/, std::string /*path*/) override {
+    ++asked;
+    co_return auth_decision{auth_outcome::unauthenticated, "no"};
+  }
+};
+
+TEST_F(http_endpoints_test, a_post_route_has_its_own_body_limit_and_may_skip_the_authorizer) {
+  auto o = options();
+  o.body_limit = 16;
+  auto authz = std::make_shared<refuse_all_authorizer>();
+  o.authorizer = authz;
+  http_endpoints server(ioc_.get_executor(), o);
+  server.handle("/x", [] { return http_response{}; });
+  server.handle_post(
+      "/review", {.body_limit = 1000, .timeout = 60'000ms, .unauthenticated = true},
+      [](std::string_view body) {
+        return http_response{200, "application/json", "got " + std::to_string(body.size())};
+      });
+  server.handle_post("/private",
+                     {.body_limit = 1000, .timeout = 60'000ms, .unauthenticated = false},
+                     [](std::string_view /*body*/) { return http_response{}; });
+  const auto ep = start(server);
+
+  // Over the server's limit, within the route's; no token asked.
+  auto res =
+      run_until_done(ioc_, fetch(ep, http::verb::post, "/review?t=1", std::string(500, 'a')));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.body, "got 500");
+  EXPECT_EQ(authz->asked, 0);
+  // Over the route's limit.
+  res = run_until_done(ioc_, fetch(ep, http::verb::post, "/review", std::string(1001, 'a')));
+  EXPECT_EQ(res.status, 413U);
+  // Other paths keep the server's limit and the authorizer.
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/x", std::string(500, 'a')));
+  EXPECT_EQ(res.status, 413U);
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/x"));
+  EXPECT_EQ(res.status, 401U);
+  res = run_until_done(ioc_, fetch(ep, http::verb::post, "/private", "{}"));
+  EXPECT_EQ(res.status, 401U);
+  EXPECT_EQ(authz->asked, 2);
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, a_post_route_answers_405_to_get_and_500_when_it_throws) {
+  http_endpoints server(ioc_.get_executor(), options());
+  server.handle_post("/review", {.body_limit = 1000, .timeout = 60'000ms, .unauthenticated = false},
+                     [](std::string_view body) -> http_response {
+                       if (body == "boom") {
+                         throw std::runtime_error("boom");
+                       }
+                       return http_response{200, "text/plain", std::string(body)};
+                     });
+  const auto ep = start(server);
+  auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/review"));
+  EXPECT_EQ(res.status, 405U);
+  EXPECT_EQ(res.allow, "POST");
+  res = run_until_done(ioc_, fetch(ep, http::verb::post, "/review", "boom"));
+  EXPECT_EQ(res.status, 500U);
+  res = run_until_done(ioc_, fetch(ep, http::verb::post, "/review", "echo"));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.body, "echo");
+  res = run_until_done(ioc_, fetch(ep, http::verb::post, "/other", "x"));
+  EXPECT_EQ(res.status, 405U);
+  EXPECT_EQ(res.allow, "GET, HEAD");
+  server.stop();
+}
+
+TEST_F(http_endpoints_test, a_post_route_cuts_a_slow_body_at_its_own_timeout) {
+  http_endpoints server(ioc_.get_executor(), options());
+  server.handle_post("/review", {.body_limit = 1000, .timeout = 200ms, .unauthenticated = false},
+                     [](std::string_view /*body*/) { return http_response{}; });
+  const auto ep = start(server);
+  // The headers promise 100 bytes; 10 come, then nothing: closed at the route's timeout, long
+  // before the read timeout (60 s), which read_until_closed's cap (30 s) would fail.
+  const auto got = run_until_done(ioc_, [](tcp::endpoint e) -> asio::awaitable<std::string> {
+    auto stream = co_await connect(e);
+    const std::string req =
+        "POST /review HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n0123456789";
+    co_await asio::async_write(stream, asio::buffer(req), asio::use_awaitable);
+    co_return co_await read_until_closed(stream);
+  }(ep));
+  EXPECT_EQ(got, "");
   server.stop();
 }
 

@@ -119,6 +119,23 @@ enum class eviction_mode : std::uint8_t {
   evict,
 };
 
+/// The admission webhook's deny mode (admission/; the controller itself never reads it). Off by
+/// default: the webhook only warns. When on, it refuses adding a NoExecute taint that would
+/// evict more than deny_evicting_more_than pods (now and later) or open the storm breaker,
+/// unless the Node carries the acknowledgement annotation.
+struct admission_policy {
+  /// Refuse a taint that evicts more pods than this; nullopt = no such limit (0 refuses any
+  /// taint that evicts a pod).
+  std::optional<std::uint32_t> deny_evicting_more_than;
+  /// Refuse a taint that would open the storm breaker (stormBreaker must be set).
+  bool deny_if_breaker_opens = false;
+
+  [[nodiscard]] bool deny_mode() const {
+    return deny_evicting_more_than.has_value() || deny_if_breaker_opens;
+  }
+  friend bool operator==(const admission_policy&, const admission_policy&) = default;
+};
+
 struct eviction_policy {
   /// Decide everything, write nothing: "would delete" in the logs, decisions in the metrics.
   bool dry_run = false;
@@ -130,6 +147,7 @@ struct eviction_policy {
   storm_breaker_policy storm_breaker;
   exclude_policy exclude;
   std::vector<taint_rule> taints;
+  admission_policy admission;
 
   friend bool operator==(const eviction_policy&, const eviction_policy&) = default;
 };

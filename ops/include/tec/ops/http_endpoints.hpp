@@ -1,8 +1,9 @@
 #pragma once
 
-// The daemon's own small HTTP/1.1 server for /metrics, /healthz, /readyz and the /debug
-// documents (Boost.Beast, one coroutine per connection), over plain TCP or TLS
-// (tls_credentials), optionally asking a request_authorizer before each request.
+// The daemon's own small HTTP/1.1 server for /metrics, /healthz, /readyz, the /debug
+// documents and the admission webhook's POSTs (Boost.Beast, one coroutine per connection), over
+// plain TCP or TLS (tls_credentials), optionally asking a request_authorizer before each
+// request.
 //
 // It faces the pod network, so every connection is bounded: a kept-alive connection may idle
 // for read_timeout; once a request's first byte is in, its headers must follow within
@@ -61,7 +62,7 @@ struct http_endpoints_options {
   std::chrono::milliseconds write_timeout{10'000};
   /// Request line plus headers.
   std::uint32_t header_limit = 8 * 1024;
-  /// Request bodies (GET and HEAD need none).
+  /// Request bodies (GET and HEAD need none; a handle_post() route has its own limit).
   std::uint64_t body_limit = 1024;
   /// Connections open at once. A new one beyond this closes the connection idle for the
   /// longest that has sent nothing, else the oldest with an incomplete request, else the
@@ -79,9 +80,9 @@ struct http_endpoints_options {
   /// handshake counts as the start of the first request: it waits up to read_timeout for the
   /// client's first byte, then must end within header_timeout.
   std::shared_ptr<tls_credentials> tls = nullptr;
-  /// Asked before every request is routed, whatever its path (nullptr: none): 401 (with
-  /// WWW-Authenticate: Bearer), 403 or 503 unless it allows. Requests that do not parse are
-  /// refused before it is asked.
+  /// Asked before every request is routed, whatever its path (nullptr: none), except a POST
+  /// to a route handle_post() marked unauthenticated: 401 (with WWW-Authenticate: Bearer), 403
+  /// or 503 unless it allows. Requests that do not parse are refused before it is asked.
   std::shared_ptr<request_authorizer> authorizer = nullptr;
 };
 
@@ -90,6 +91,17 @@ struct http_response {
   unsigned status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+};
+
+/// A POST route's own bounds (handle_post).
+struct post_route_options {
+  /// Its request bodies (instead of http_endpoints_options::body_limit).
+  std::uint64_t body_limit = 1024;
+  /// The whole request, from its first byte (within read_timeout of the wait's start too).
+  std::chrono::milliseconds timeout{10'000};
+  /// Served without asking http_endpoints_options::authorizer: for a caller that sends no
+  /// credentials (the API server calling an admission webhook).
+  bool unauthenticated = false;
 };
 
 /// A health or readiness check: ok, or not ok with a reason an operator can act on (e.g. the
@@ -135,6 +147,11 @@ public:
   /// shared between concurrent requests and their number capped (see the file comment and
   /// max_async_responses, async_response_reuse): one call of `fn` may answer many requests.
   void handle_async(std::string path, std::function<boost::asio::awaitable<http_response>()> fn);
+  /// Serves `fn(body)` at `path` (exact match, query string ignored) for POST, under `limits`
+  /// (a body over its limit gets 413 before it is read). Called on the server's strand, as
+  /// handle()'s handlers: it must be quick. A GET or HEAD of the path gets 405.
+  void handle_post(std::string path, post_route_options limits,
+                   std::function<http_response(std::string_view body)> fn);
   /// Serves a check at `path`: 200 "ok", or 500 with the check's message when it fails (or
   /// throws), bounded and escaped (see check_result); "readyz check failed" (for "/readyz") when it
   /// gave none.

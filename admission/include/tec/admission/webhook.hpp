@@ -1,0 +1,82 @@
+#pragma once
+
+// The validating admission webhook's decision (issue 32 item 2): a Node CREATE or UPDATE that
+// adds a NoExecute taint, or changes the value of one, gets one warning per such taint, the
+// controller's own preview of it (controller::preview(), controller::summary()) on what the
+// daemon's caches hold. It always allows, unless the policy's deny mode (admission_policy) is
+// on: then a taint that would evict more pods than allowed, or open the storm breaker, is
+// refused (403) unless the Node carries the acknowledgement annotation. Never refused: a taint
+// removal, the node lifecycle controller's not-ready and unreachable taints, and any request
+// of the node-controller service account (a partition must taint nodes unhindered).
+//
+// What the node carried before the request is read from the daemon's cache, and from the
+// request's oldObject only for a node the cache does not hold yet: kube-apiserver 1.20 sends a
+// Node UPDATE's oldObject equal to its object.
+//
+// No I/O: serve() is bytes in, an HTTP answer out. Any thread (it reads the caches through a
+// cluster_reader, whose implementation must be safe for that).
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tec/admission/review.hpp"
+#include "tec/controller/model.hpp"
+#include "tec/controller/policy.hpp"
+
+namespace tec::admission {
+
+/// The node lifecycle controller's user when kube-controller-manager runs with
+/// --use-service-account-credentials (the default of kubeadm and most installers).
+inline constexpr std::string_view node_controller_user =
+    "system:serviceaccount:kube-system:node-controller";
+
+/// At most this many warnings per answer (one per added taint), then one that counts the
+/// rest: the API server keeps 4 KiB of warnings per request.
+inline constexpr std::size_t max_warnings = 8;
+/// Each warning is clipped to this many bytes (the API server truncates at 256 characters).
+inline constexpr std::size_t max_warning_bytes = 250;
+/// A refusal's message is clipped to this many bytes.
+inline constexpr std::size_t max_message_bytes = 1024;
+
+/// What the decision reads of the cluster: the daemon's informer caches and the policy in
+/// force. Called on the HTTP server's strand while the informers write: implementations return
+/// copies taken under the caches' own short locks.
+class cluster_reader {
+public:
+  virtual ~cluster_reader() = default;
+  /// Why no preview can be made now (the caches are not synced yet), or nullopt.
+  [[nodiscard]] virtual std::optional<std::string> not_ready() const = 0;
+  /// The pods bound to `node`.
+  [[nodiscard]] virtual std::vector<controller::pod_view> pods_on_node(
+      std::string_view node) const = 0;
+  /// Every node of the cluster.
+  [[nodiscard]] virtual std::vector<controller::node_view> nodes() const = 0;
+  /// Namespaces with the opt-out annotation.
+  [[nodiscard]] virtual std::vector<std::string> opted_out_namespaces() const = 0;
+  /// The policy in force (a default-constructed one: none).
+  [[nodiscard]] virtual controller::eviction_policy policy() const = 0;
+};
+
+/// The NoExecute taints `now` carries that `before` did not carry with the same key, effect
+/// and value (a changed value counts as added). `before` null: a CREATE, every one of them.
+[[nodiscard]] std::vector<controller::taint> added_no_execute_taints(
+    const controller::node_view* before, const controller::node_view& now);
+
+/// The answer to a decoded request (see the file comment).
+[[nodiscard]] review_response decide(const review_request& request, const cluster_reader& cluster);
+
+/// An HTTP answer (the server adds the headers).
+struct http_answer {
+  unsigned status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+/// An AdmissionReview body in, the answer out: 200 with the AdmissionReview, or 400 with one
+/// escaped line (text/plain) saying what is wrong with the body.
+[[nodiscard]] http_answer serve(std::string_view body, const cluster_reader& cluster);
+
+}  // namespace tec::admission

@@ -1,0 +1,181 @@
+#include "tec/admission/webhook.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "tec/base/error.hpp"
+#include "tec/controller/preview.hpp"
+
+namespace tec::admission {
+namespace {
+
+/// The node lifecycle controller's taints: never refused (kubernetes #28832 and its kin: a
+/// partition taints many nodes at once, and refusing would hide the partition).
+bool lifecycle_taint(std::string_view key) {
+  return key == "node.kubernetes.io/not-ready" || key == "node.kubernetes.io/unreachable";
+}
+
+std::string percent(double share) {
+  return std::to_string(std::lround(share)) + "%";
+}
+
+/// Why deny mode refuses the taint previewed in `r`, or nullopt.
+std::optional<std::string> refusal(const controller::preview_result& r,
+                                   const controller::admission_policy& deny) {
+  const std::string what = "tainting " +
+                           (r.targets.empty() ? std::string("the node") : r.targets.front()) +
+                           " with " + controller::taint_string(r.added);
+  std::vector<std::string> reasons;
+  const std::size_t evicted = r.evicted_now + r.evicted_later;
+  if (deny.deny_evicting_more_than && evicted > *deny.deny_evicting_more_than) {
+    reasons.push_back("evicts " + std::to_string(evicted) + " pods (" +
+                      std::to_string(r.evicted_now) + " now, " + std::to_string(r.evicted_later) +
+                      " later), more than admission.denyEvictingMoreThan " +
+                      std::to_string(*deny.deny_evicting_more_than));
+  }
+  const auto& s = r.storm;
+  if (deny.deny_if_breaker_opens && s.breaker_enabled && s.breaker_opens && !s.breaker_open_now) {
+    const double share =
+        s.nodes == 0 ? 0
+                     : 100.0 * static_cast<double>(s.tainted_after) / static_cast<double>(s.nodes);
+    reasons.push_back("opens the storm breaker (" + std::to_string(s.tainted_after) + " of " +
+                      std::to_string(s.nodes) + " nodes, " + percent(share) +
+                      ", would carry NoExecute taints it counts; it opens above " +
+                      percent(s.threshold_percent) + ")");
+  }
+  if (reasons.empty()) {
+    return std::nullopt;
+  }
+  std::string out = what;
+  for (std::size_t i = 0; i < reasons.size(); ++i) {
+    out += (i == 0 ? " " : " and ") + reasons[i];
+  }
+  return out;
+}
+
+std::string clip(std::string_view text, std::size_t max) {
+  return base::printable(text, max);
+}
+
+}  // namespace
+
+std::vector<controller::taint> added_no_execute_taints(const controller::node_view* before,
+                                                       const controller::node_view& now) {
+  std::vector<controller::taint> out;
+  for (const auto& t : now.taints) {
+    if (t.effect != controller::taint_effect::no_execute) {
+      continue;
+    }
+    const bool carried =
+        before != nullptr &&
+        std::any_of(before->taints.begin(), before->taints.end(), [&t](const controller::taint& b) {
+          return b.effect == t.effect && b.key == t.key && b.value == t.value;
+        });
+    const bool listed = std::any_of(out.begin(), out.end(), [&t](const controller::taint& o) {
+      return o.key == t.key && o.value == t.value;
+    });
+    if (!carried && !listed) {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+review_response decide(const review_request& request, const cluster_reader& cluster) {
+  review_response out;
+  out.api_version = request.api_version;
+  out.uid = request.uid;
+  if ((request.op != operation::create && request.op != operation::update) || !request.object) {
+    return out;
+  }
+  const controller::node_view& node = request.object->node;
+  if (std::none_of(node.taints.begin(), node.taints.end(), [](const controller::taint& t) {
+        return t.effect == controller::taint_effect::no_execute;
+      })) {
+    return out;  // most Node updates: nothing to add
+  }
+  const controller::node_view* old = request.old_object ? &request.old_object->node : nullptr;
+  if (const auto why = cluster.not_ready()) {
+    if (!added_no_execute_taints(old, node).empty()) {
+      out.warnings.push_back(clip(
+          "taint-eviction-controller cannot preview this taint yet: " + *why, max_warning_bytes));
+    }
+    return out;
+  }
+  controller::preview_input in;
+  in.all_nodes = cluster.nodes();
+  // What the node carried before the request: the cached node, else (not cached yet) the
+  // request's oldObject. The cache first because kube-apiserver 1.20.2 sends a Node UPDATE's
+  // oldObject equal to its object (seen for PATCH and PUT alike: tests/e2e/webhook_test.sh),
+  // so the oldObject alone never shows an added taint there. The cache lags the API server by
+  // a watch event: a request within that lag of the one that added a taint may warn about it
+  // again.
+  const auto cached = std::find_if(in.all_nodes.begin(), in.all_nodes.end(),
+                                   [&node](const auto& n) { return n.name == node.name; });
+  const controller::node_view* before = cached != in.all_nodes.end() ? &*cached : old;
+  const auto added = added_no_execute_taints(before, node);
+  if (added.empty()) {
+    return out;
+  }
+  // Each added taint is previewed on the node as it was before the request (a new node: no
+  // taints), so each warning says what that taint does by itself.
+  const controller::node_view target{
+      .name = node.name,
+      .taints = before != nullptr ? before->taints : std::vector<controller::taint>{}};
+  in.targets = {target};
+  if (cached == in.all_nodes.end()) {
+    in.all_nodes.push_back(target);
+  }
+  in.policy = cluster.policy();
+  in.pods = cluster.pods_on_node(node.name);
+  in.opted_out_namespaces = cluster.opted_out_namespaces();
+
+  const auto& deny = in.policy.admission;
+  const bool may_refuse =
+      deny.deny_mode() && !request.object->acknowledged && request.user != node_controller_user;
+  std::vector<std::string> refusals;
+  for (std::size_t i = 0; i < added.size(); ++i) {
+    in.added = added[i];
+    const auto r = controller::preview(in);
+    if (i < max_warnings) {
+      out.warnings.push_back(clip(controller::summary(r), max_warning_bytes));
+    }
+    if (may_refuse && !lifecycle_taint(added[i].key)) {
+      if (auto why = refusal(r, deny)) {
+        refusals.push_back(std::move(*why));
+      }
+    }
+  }
+  if (added.size() > max_warnings) {
+    out.warnings.push_back("... and " + std::to_string(added.size() - max_warnings) +
+                           " more NoExecute taints added to " + clip(node.name, 64));
+  }
+  if (!refusals.empty()) {
+    std::string message;
+    for (const auto& r : refusals) {
+      message += (message.empty() ? "" : "; ") + r;
+    }
+    message += ". To go ahead, annotate the node " + std::string(acknowledge_annotation) + "=" +
+               std::string(acknowledge_value) + " first (kubectl annotate node " + node.name + " " +
+               std::string(acknowledge_annotation) + "=" + std::string(acknowledge_value) + ")";
+    out.allowed = false;
+    out.code = 403;
+    out.message = clip(message, max_message_bytes);
+  }
+  return out;
+}
+
+http_answer serve(std::string_view body, const cluster_reader& cluster) {
+  auto request = decode_review(body);
+  if (!request) {
+    return {.status = 400,
+            .content_type = "text/plain; charset=utf-8",
+            .body = request.error().message + "\n"};
+  }
+  return {.status = 200,
+          .content_type = "application/json",
+          .body = encode_review(decide(*request, cluster))};
+}
+
+}  // namespace tec::admission
