@@ -393,9 +393,9 @@ TEST(policy_holds, max_hold_defaults_to_an_hour_and_is_bounded) {
   const auto r = parse("maxHold: 20s\n");
   ASSERT_TRUE(r) << r.summary();
   EXPECT_EQ(r.policy->max_hold, std::chrono::seconds(20));
-  EXPECT_EQ(parse("")->max_hold, std::chrono::hours(1));
+  EXPECT_EQ(parse("").policy->max_hold, std::chrono::hours(1));
   EXPECT_THAT(only_error(parse("maxHold: 0s\n")),
-              HasSubstr("maxHold: must be more than 0s and at most 168h (a week), got 0s"));
+              HasSubstr("maxHold: must be more than 0s and at most 168h (a week), got \"0s\""));
   EXPECT_THAT(only_error(parse("maxHold: 169h\n")), HasSubstr("maxHold: must be more than 0s"));
   EXPECT_THAT(only_error(parse("maxHold: -1s\n")), HasSubstr("maxHold: must not be negative"));
   EXPECT_THAT(only_error(parse("maxHold: forever\n")), HasSubstr("maxHold: expected a duration"));
