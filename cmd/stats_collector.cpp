@@ -24,6 +24,8 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
   out.tainted_nodes = cs.tainted_nodes;
   out.stuck_evictions = cs.stuck_evictions;
   out.waiting_evictions = cs.queue.held;
+  out.held_evictions = cs.held_evictions;
+  out.settling_evictions = cs.settling_evictions;
   out.storm_breaker_open = cs.breaker_open ? 1 : 0;
   // Decided by the controller; the sink's are the rare ones handed over before a switch.
   out.dry_run_pod_deletions = cs.dry_run_deletions + ss.dry_run_deletions;

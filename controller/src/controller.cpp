@@ -78,6 +78,8 @@ std::pair<std::string_view, std::string_view> state_of(const timedqueue::entry_i
       return {"waiting", "storm_breaker"};
     case timedqueue::hold_reason::group_limit:
       return {"waiting", e.hold_group == 0 ? "in_flight_limit_node" : "in_flight_limit_namespace"};
+    case timedqueue::hold_reason::deferred:
+      return {"waiting", e.deferred.tag == detail::hold_tag ? "hold" : "settling"};
     case timedqueue::hold_reason::rate_limit:
     case timedqueue::hold_reason::none:
       break;
@@ -117,7 +119,7 @@ struct controller::impl {
         decider_(
             pods, drv, tainted_, entries_, outlet_, policy_, ctr_, log_,
             detail::decider_options{options.deadlines_from_taint_time, options.scheduled_events,
-                                    *clock_, std::move(options.namespace_opted_out)}),
+                                    *clock_, std::move(options.namespace_opted_out), node_holds_}),
         pool_(std::max<std::size_t>(options.workers, 1), options.threaded, decider_, ctr_, log_) {
     apply_policy(options.policy, /*at_start=*/true);
   }
@@ -149,6 +151,18 @@ struct controller::impl {
     }
   }
 
+  // A node's hold-until annotation at intake (any thread): judged once per distinct value,
+  // with a Warning event on the node for one ignored.
+  void judge_node_hold(const node_view& n) {
+    const detail::hold_verdict v = node_holds_.see(n.name, n.hold, clock_->wall());
+    if (v.ignored) {
+      const std::string detail = event_detail("\"" + n.hold->value + "\" is " + *v.ignored +
+                                              "; evictions go as scheduled");
+      log_->warn("ignoring the hold-until annotation node=\"{}\": {}", n.name, detail);
+      outlet_.record_node(n.name, event_kind::hold_ignored, detail);
+    }
+  }
+
   void shutdown() {
     if (shut_down_.exchange(true)) {
       return;
@@ -160,6 +174,7 @@ struct controller::impl {
   std::shared_ptr<spdlog::logger> log_;
   std::shared_ptr<base::clock> clock_;
   detail::counters ctr_;
+  detail::hold_book node_holds_;  // the nodes' hold-until annotations, judged at intake
   detail::policy_state policy_;
   detail::event_outlet outlet_;
   detail::tainted_nodes tainted_;
@@ -197,8 +212,23 @@ bool controller::node_updated(const node_view* old_node, const node_view* new_no
   }
   if (old_node != nullptr && new_node != nullptr &&
       same_no_execute(old_node->taints, new_node->taints)) {
-    detail::bump(impl_->ctr_.ignored);
-    return false;
+    if (old_node->hold == new_node->hold || new_node->name.empty()) {
+      detail::bump(impl_->ctr_.ignored);
+      return false;
+    }
+    // Only its hold-until annotation changed: its pods are decided again when it is tainted.
+    impl_->judge_node_hold(*new_node);
+    std::vector<taint> taints = no_execute_taints(new_node->taints);
+    if (taints.empty()) {
+      detail::bump(impl_->ctr_.ignored);
+      return false;
+    }
+    return impl_->pool_.enqueue_node(new_node->name, std::move(taints), false);
+  }
+  if (new_node != nullptr) {
+    impl_->judge_node_hold(*new_node);
+  } else {
+    impl_->node_holds_.forget(old_node->name);
   }
   if (!impl_->pool_.stopping()) {
     impl_->breaker_.node_updated(old_node, new_node);
@@ -223,7 +253,7 @@ bool controller::pod_updated(const pod_view* old_pod, const pod_view* new_pod) {
   }
   if (old_pod != nullptr && new_pod != nullptr && old_pod->uid == new_pod->uid &&
       old_pod->node_name == new_pod->node_name && old_pod->tolerations == new_pod->tolerations &&
-      old_pod->opted_out == new_pod->opted_out &&
+      old_pod->opted_out == new_pod->opted_out && old_pod->hold == new_pod->hold &&
       (!impl_->policy_.scoped() ||
        (old_pod->labels == new_pod->labels && old_pod->phase == new_pod->phase &&
         old_pod->owner_kind == new_pod->owner_kind)) &&
@@ -294,6 +324,8 @@ controller_stats controller::stats() const {
   s.eviction_fallbacks = get(c.fallbacks);
   s.worker_queue_depth = impl_->pool_.depths();
   s.queue = impl_->queue_.stats();
+  s.held_evictions = s.queue.deferred[detail::hold_tag];
+  s.settling_evictions = s.queue.deferred[detail::settle_tag];
   return s;
 }
 

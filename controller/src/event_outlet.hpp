@@ -25,6 +25,13 @@ public:
     }
   }
 
+  /// An event about the node `node` (see eviction_sink::record_node_event).
+  void record_node(std::string_view node, event_kind kind, std::string_view detail) const {
+    if (!policy_.dry_run()) {
+      sink_.record_node_event(node, kind, detail);
+    }
+  }
+
   /// Whether there is an observer (no note is built without one).
   [[nodiscard]] bool observed() const { return static_cast<bool>(on_decision_); }
 

@@ -37,7 +37,8 @@ pod_decider::pod_decider(const pod_index& pods, timedqueue::driver& drv, tainted
       deadlines_from_taint_time_(options.deadlines_from_taint_time),
       scheduled_events_(options.scheduled_events),
       clock_(options.clock),
-      namespace_opted_out_(std::move(options.namespace_opted_out)) {}
+      namespace_opted_out_(std::move(options.namespace_opted_out)),
+      deferrals_(options.node_holds, tainted, policy, outlet, options.clock, log_) {}
 
 // Section 4.
 void pod_decider::node_changed(const std::string& name, std::optional<std::vector<taint>> taints,
@@ -45,7 +46,7 @@ void pod_decider::node_changed(const std::string& name, std::optional<std::vecto
   if (log_->should_log(spdlog::level::trace)) {
     log_->trace("stage=worker node=\"{}\" t_us={}", name, trace_us());
   }
-  tainted_.set(name, taints);
+  tainted_.set(name, taints, drv_.now());
   if (!taints) {
     log_->debug("node deleted node=\"{}\"", name);
     return;  // Upstream keeps the evictions already scheduled for its pods.
@@ -87,6 +88,7 @@ void pod_decider::reconcile_locked(std::string_view key, std::string_view ns, st
                                    bool from_node, time_point now, bool replay) {
   const std::optional<pod_view> pod = pods_.get_pod(ns, name);
   if (!pod) {
+    deferrals_.forget(key);
     // Section 5.1, upstream's event included (it names the UID the eviction was for).
     const auto entry = entries_.lookup(key);
     if (entry && entries_.cancel(key)) {
@@ -117,6 +119,7 @@ void pod_decider::reconcile_locked(std::string_view key, std::string_view ns, st
 pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_view& pod,
                                                 const std::vector<taint>* taints, bool from_node,
                                                 time_point now, bool verified, bool replay) {
+  const std::optional<hold_in_force> hold = deferrals_.judge(key, pod);
   std::optional<pod_plan> plan;
   std::shared_ptr<const eviction_policy> scope;
   if (taints != nullptr) {
@@ -163,13 +166,20 @@ pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_
         scope ? std::span<const taint_rule>(scope->taints) : std::span<const taint_rule>());
   }
   // A new entry is told of (resumed countdown, policy override, its Scheduled event).
+  const auto deferral_at = [&](time_point due) {
+    return deferrals_.deferral_for(pod, *taints, hold, due, now, scope.get());
+  };
   const auto schedule_new = [&] {
-    if (!entries_.schedule(key, pod, created_at, fire_at, *taints)) {
+    const timedqueue::deferral wait = deferral_at(fire_at);
+    if (!entries_.schedule(key, pod, created_at, fire_at, *taints, wait)) {
       return false;
     }
     note_resumed(key, pod, resumed, now, fire_at);
     note_override(key, pod, plan->overridden, plan->rule, now, fire_at);
     announce(pod, *taints, resumed ? resumed->time : d->time, now, fire_at, plan->overridden);
+    if (wait.tag == hold_tag) {
+      deferrals_.note_held(pod, *hold, wait, fire_at, now);
+    }
     return true;
   };
   if (schedule_new()) {
@@ -193,7 +203,21 @@ pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_
   if (d->untolerated && entry->state == timedqueue::entry_state::pending && entry->fire_at > now) {
     // No note for this cancel: the scheduled note that follows replaces the old due time.
     entries_.cancel_with_event(key, pod, cancel_reason::none);
-    entries_.schedule(key, pod, now, now, *taints);
+    const timedqueue::deferral wait = deferral_at(now);
+    if (entries_.schedule(key, pod, now, now, *taints, wait) && wait.tag == hold_tag) {
+      deferrals_.note_held(pod, *hold, wait, now, now);
+    }
+    return verdict::done;
+  }
+  // One that has not started gets the deferral its holds and taints ask for now (README
+  // "Holds": a hold added, moved or removed while it waits).
+  if (entry->state == timedqueue::entry_state::pending ||
+      entry->state == timedqueue::entry_state::held) {
+    const timedqueue::deferral wait = deferral_at(entry->fire_at);
+    if (!(wait == entry->deferred) && entries_.defer(key, entry->generation, wait) &&
+        wait.tag == hold_tag && entry->deferred.tag != hold_tag) {
+      deferrals_.note_held(pod, *hold, wait, entry->fire_at, now);
+    }
   }
   return verdict::done;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "common.hpp"
+#include "deferrals.hpp"
 #include "event_outlet.hpp"
 #include "policy_state.hpp"
 #include "queue_entries.hpp"
@@ -20,6 +21,8 @@ struct decider_options {
   bool scheduled_events = true;
   base::clock& clock;                                         ///< Read for wall().
   std::function<bool(std::string_view)> namespace_opted_out;  ///< May be empty.
+  /// The nodes' hold-until annotations (the intake records them); borrowed.
+  const hold_book& node_holds;
 };
 
 /// The decisions (docs/behaviour.md §4 to §6): for a node update, every pod on the node; for a
@@ -28,6 +31,9 @@ struct decider_options {
 /// tainted table: a node's worker records its taints here before deciding its pods. Called on
 /// the workers' threads (update_handler); decisions for one pod key are made under a striped
 /// key lock (key_locks_), so two workers never interleave lookup and cancel for one pod.
+/// Holds and settling (README "Holds", "Storm breaker"): each eviction gets the deferral
+/// eviction_deferrals works out when it is scheduled, and again at each decision while it
+/// waits.
 /// Borrows everything it is given.
 class pod_decider final : public update_handler {
 public:
@@ -74,6 +80,7 @@ private:
   const bool scheduled_events_;
   base::clock& clock_;
   const std::function<bool(std::string_view)> namespace_opted_out_;
+  eviction_deferrals deferrals_;
   std::array<std::mutex, key_lock_count> key_locks_;
 };
 

@@ -3,10 +3,13 @@
 #include "tec/controller/matching.hpp"
 #include "tec/controller/policy.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 namespace tec::controller::detail {
@@ -28,6 +31,9 @@ public:
       scope_ = scoped ? std::make_shared<const eviction_policy>(p) : nullptr;
       scoped_.store(scoped, std::memory_order_release);
     }
+    settle_ms_.store(p.storm_breaker.enabled() ? std::int64_t{p.storm_breaker.settle_seconds} * 1000
+                                               : 0);
+    max_hold_ms_.store(p.max_hold.count());
     dry_run_.store(p.dry_run);
     evict_mode_.store(p.mode == eviction_mode::evict);
     return rescope;
@@ -53,6 +59,22 @@ public:
   /// eviction_policy::mode is evict.
   [[nodiscard]] bool evict_mode() const { return evict_mode_.load(std::memory_order_relaxed); }
 
+  /// The storm breaker's settling time, zero when it is off or the breaker is disabled.
+  [[nodiscard]] std::chrono::milliseconds settle() const {
+    return std::chrono::milliseconds(settle_ms_.load(std::memory_order_relaxed));
+  }
+  /// Whether the settling time applies to a taint with `key` (the storm breaker's taintKeys;
+  /// none: every key). Only meaningful while settle() is not zero.
+  [[nodiscard]] bool settles(std::string_view key) const {
+    std::lock_guard lock(mu_);
+    const auto& keys = policy_.storm_breaker.taint_keys;
+    return keys.empty() || std::find(keys.begin(), keys.end(), key) != keys.end();
+  }
+  /// eviction_policy::max_hold.
+  [[nodiscard]] std::chrono::milliseconds max_hold() const {
+    return std::chrono::milliseconds(max_hold_ms_.load(std::memory_order_relaxed));
+  }
+
   /// Evict mode: the fallbackAfter that applies to a pod with `tolerations` on a node with
   /// the NoExecute `taints` (see controller::fallback_after()).
   [[nodiscard]] std::chrono::milliseconds fallback_for(
@@ -66,6 +88,9 @@ private:
   eviction_policy policy_;
   std::shared_ptr<const eviction_policy> scope_;
   std::atomic<bool> scoped_{false};  // scope_ is set; read without the lock
+  std::atomic<std::int64_t> settle_ms_{0};
+  std::atomic<std::int64_t> max_hold_ms_{
+      std::chrono::milliseconds(eviction_policy{}.max_hold).count()};
   std::atomic<bool> dry_run_{false};
   std::atomic<bool> evict_mode_{false};
 };

@@ -19,13 +19,15 @@ struct event_text {
 };
 
 // By event_kind.
-constexpr std::array<event_text, 6> event_texts{{
+constexpr std::array<event_text, 8> event_texts{{
     {event_type, event_reason, "Marking for deletion Pod ", ""},
     {event_type, event_reason, "Cancelling deletion of Pod ", ""},
     {"Warning", "TaintEvictionFailed", "Cannot delete Pod ", ": "},
     {event_type, "TaintEvictionScheduled", "Pod ", " will be evicted at "},
     {"Warning", "TaintEvictionBlocked", "Pod ", " not evicted yet: "},
     {"Warning", "TaintEvictionFallback", "Deleting Pod ", " "},
+    {"Warning", "TaintEvictionHoldIgnored", "Ignoring the hold-until annotation of ", ": "},
+    {event_type, "TaintEvictionHeld", "Eviction of Pod ", " held: "},
 }};
 
 const event_text& text_of(event_kind kind) {
@@ -45,7 +47,9 @@ std::string_view event_reason_of(event_kind kind) {
 std::string event_message(const pod_ref& pod, event_kind kind, std::string_view detail) {
   const event_text& text = text_of(kind);
   std::string msg(text.before);
-  msg.append(pod.namespace_).push_back('/');
+  if (!pod.namespace_.empty()) {
+    msg.append(pod.namespace_).push_back('/');
+  }
   msg.append(pod.name);
   if (!text.after.empty()) {
     msg.append(text.after).append(detail);

@@ -7,13 +7,13 @@ namespace tec::controller::detail {
 
 bool queue_entries::schedule(std::string_view key, const pod_view& pod,
                              timedqueue::time_point created_at, timedqueue::time_point fire_at,
-                             const std::vector<taint>& taints) {
+                             const std::vector<taint>& taints, timedqueue::deferral deferred) {
   if (log_->should_log(spdlog::level::trace)) {
     log_->trace("stage=decided pod=\"{}\" t_us={}", key, trace_us());
   }
   // Groups for the in-flight caps: the pod's node and namespace.
   const auto r =
-      queue_.schedule(key, created_at, fire_at, pod.uid, {pod.node_name, pod.namespace_});
+      queue_.schedule(key, created_at, fire_at, pod.uid, {pod.node_name, pod.namespace_}, deferred);
   if (r != timedqueue::schedule_result::scheduled) {
     return false;
   }

@@ -29,7 +29,14 @@ public:
   /// when it was created (false when one exists, and after shutdown, when the queue holds
   /// nothing).
   bool schedule(std::string_view key, const pod_view& pod, timedqueue::time_point created_at,
-                timedqueue::time_point fire_at, const std::vector<taint>& taints);
+                timedqueue::time_point fire_at, const std::vector<taint>& taints,
+                timedqueue::deferral deferred = {});
+
+  /// Replaces the deferral of the entry of `key` with generation `generation` (see
+  /// timed_queue::defer).
+  bool defer(std::string_view key, std::uint64_t generation, timedqueue::deferral d) {
+    return queue_.defer(key, generation, d);
+  }
 
   /// Cancels the entry of `key`: true when it was pending, held or blocked (its cancel is
   /// announced with upstream's "Cancelling deletion" event).

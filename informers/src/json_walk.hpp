@@ -181,11 +181,17 @@ class node_fields {
 public:
   node_builder& builder() noexcept { return b_; }
 
-  /// A member of metadata other than name and resourceVersion: nothing more is read.
+  /// A member of metadata other than name and resourceVersion: the annotations the builder
+  /// reads.
   template <class Dom>
-  static bool metadata(reader<Dom>& /*r*/, std::string_view /*key*/,
-                       const typename Dom::node& /*v*/) {
-    return true;
+  bool metadata(reader<Dom>& r, std::string_view key, const typename Dom::node& v) {
+    if (key != "annotations") {
+      return true;
+    }
+    return r.object(key, v, [&](std::string_view name, const typename Dom::node& value) {
+      return !node_builder::reads_annotation(name) ||
+             r.string(name, value, [&](std::string_view s) { b_.annotation(name, s); });
+    });
   }
 
   /// The spec member.

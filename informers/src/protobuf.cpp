@@ -349,6 +349,16 @@ private:
       } else if (f.wire == pb::wire::length_delimited &&
                  f.number == pb::object_meta::resource_version) {
         b_.resource_version(f.bytes);
+      } else if (f.wire == pb::wire::length_delimited && f.number == pb::object_meta::annotations) {
+        std::string_view key;
+        std::string_view value;
+        if (!read_fields(f.bytes, why_,
+                         {{pb::map_entry::key, &key}, {pb::map_entry::value, &value}})) {
+          return false;
+        }
+        if (node_builder::reads_annotation(key)) {
+          b_.annotation(key, value);
+        }
       }
       return true;
     });

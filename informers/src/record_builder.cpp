@@ -19,6 +19,8 @@ void pod_builder::annotation(std::string_view key, std::string_view value) {
     r_.pod.mirror = true;
   } else if (key == controller::opt_out_annotation) {
     r_.pod.opted_out = value == controller::opt_out_value;
+  } else if (key == controller::hold_annotation) {
+    r_.pod.hold = controller::parse_hold(value);
   }
 }
 
@@ -79,6 +81,12 @@ void node_builder::taint(const taint_fields& t) {
   // Absent or unknown: `unknown` (the model's default is NoExecute; such a taint must not evict).
   out.effect = parse_taint_effect(t.effect);
   out.time_added_unix = t.time_added_unix;
+}
+
+void node_builder::annotation(std::string_view key, std::string_view value) {
+  if (key == controller::hold_annotation) {
+    r_.node.hold = controller::parse_hold(value);
+  }
 }
 
 }  // namespace tec::informers

@@ -56,7 +56,8 @@ public:
   [[nodiscard]] bool keeps_labels() const noexcept { return keep_labels_; }
   /// Whether annotation() uses the annotation `key` (a reader may skip the others).
   static bool reads_annotation(std::string_view key) noexcept {
-    return key == mirror_annotation || key == controller::opt_out_annotation;
+    return key == mirror_annotation || key == controller::opt_out_annotation ||
+           key == controller::hold_annotation;
   }
 
   void name(std::string_view v) { r_.pod.name = v; }
@@ -98,6 +99,11 @@ public:
   void name(std::string_view v) { r_.node.name = v; }
   void resource_version(std::string_view v) { r_.resource_version = v; }
   void taint(const taint_fields& t);
+  /// Whether annotation() uses the annotation `key` (a reader may skip the others).
+  static bool reads_annotation(std::string_view key) noexcept {
+    return key == controller::hold_annotation;
+  }
+  void annotation(std::string_view key, std::string_view value);
 
   [[nodiscard]] const node_record& record() const noexcept { return r_; }
   /// "metadata.name" when missing, or "".

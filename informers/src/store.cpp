@@ -118,6 +118,9 @@ struct pod_store::impl {
     tolerations_pool::node* tolerations = nullptr;
     // The labels ("k=v" lines), shared: the replicas of one workload carry the same ones.
     string_pool::node* labels = nullptr;
+    // "=" and the hold-until annotation's value (controller::hold_mark::value; the "=" keeps
+    // an empty value apart from none), shared; null: none.
+    string_pool::node* hold = nullptr;
     std::int64_t bound_unix = 0;
     std::int64_t generation = 0;  // metadata.generation (the condition's observedGeneration)
     std::uint32_t node_pos = 0;   // position in node->second
@@ -129,7 +132,7 @@ struct pod_store::impl {
     disruption_state disruption = disruption_state::absent;
   };
   // The small fields share one word after the pointers, the bind time and the generation.
-  static_assert(sizeof(void*) != 8 || sizeof(entry) == 2 * sizeof(std::string) + 7 * sizeof(void*));
+  static_assert(sizeof(void*) != 8 || sizeof(entry) == 2 * sizeof(std::string) + 8 * sizeof(void*));
 
   mutable std::shared_mutex mutex;
   pod_map pods;
@@ -137,6 +140,7 @@ struct pod_store::impl {
   string_pool namespaces;
   string_pool owner_kinds;
   string_pool label_sets;
+  string_pool holds;
   tolerations_pool tolerations;
 
   /// Points `ref` at `value`'s shared copy. The new reference is taken before the old one is
@@ -169,6 +173,9 @@ struct pod_store::impl {
     v.opted_out = s.second.opted_out;
     v.bound_unix = s.second.bound_unix;
     v.labels = text(s.second.labels);
+    if (s.second.hold != nullptr) {
+      v.hold = controller::parse_hold(std::string_view(s.second.hold->first).substr(1));
+    }
     return v;
   }
 
@@ -225,6 +232,12 @@ struct pod_store::impl {
     repoint(owner_kinds, e.owner_kind, r.pod.owner_kind);
     repoint(label_sets, e.labels, r.pod.labels);
     repoint(tolerations, e.tolerations, r.pod.tolerations);
+    if (r.pod.hold) {
+      repoint(holds, e.hold, "=" + r.pod.hold->value);
+    } else {
+      holds.release(e.hold);
+      e.hold = nullptr;
+    }
 
     const std::string_view old_node = e.node == nullptr ? std::string_view{} : e.node->first;
     if (old_node != r.pod.node_name) {
@@ -254,6 +267,7 @@ struct pod_store::impl {
     owner_kinds.release(it->second.owner_kind);
     label_sets.release(it->second.labels);
     tolerations.release(it->second.tolerations);
+    holds.release(it->second.hold);
     string_pool::node* ns = it->first.ns;
     auto next = pods.erase(it);
     namespaces.release(ns);

@@ -361,6 +361,12 @@ constexpr stats_family stats_families[] = {
                "Due evictions the eviction policy holds back (rate limit, in-flight caps, storm "
                "breaker).",
                &scrape_stats::waiting_evictions),
+    gauge_stat("held_evictions",
+               "Due evictions waiting for a taint-eviction-controller/hold-until annotation.",
+               &scrape_stats::held_evictions),
+    gauge_stat("settling_evictions",
+               "Due evictions waiting for the storm breaker's settling time (settleSeconds).",
+               &scrape_stats::settling_evictions),
     gauge_stat("storm_breaker_open",
                "1 while the storm breaker is open and every eviction waits, else 0.",
                &scrape_stats::storm_breaker_open),

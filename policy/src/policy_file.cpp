@@ -662,6 +662,14 @@ void read_rate_limit(reader& r, const YAML::Node& node, const std::string& path,
         });
 }
 
+// stormBreaker.settleSeconds: every eviction a new taint causes waits this long, so more than
+// a few minutes would be an outage of eviction rather than a pause to count the storm.
+constexpr std::uint32_t max_settle_seconds = 600;
+
+// maxHold: a hold-until annotation keeps an eviction waiting at most this long; a week is the
+// most a forgotten annotation may suspend eviction.
+constexpr auto max_max_hold = std::chrono::hours(24 * 7);
+
 void read_storm_breaker(reader& r, const YAML::Node& node, const std::string& path,
                         controller::storm_breaker_policy& out) {
   r.map(node, path,
@@ -674,10 +682,15 @@ void read_storm_breaker(reader& r, const YAML::Node& node, const std::string& pa
                read_strings(r, v, p, valid_taint_key,
                             "not a valid taint key" + std::string(key_syntax), out.taint_keys);
              }},
+            {"settleSeconds", r.set_count(out.settle_seconds, max_settle_seconds)},
         });
   if (out.hysteresis_percent > out.max_tainted_nodes_percent && out.enabled()) {
     r.error(node.Mark(), path + ".hysteresisPercent",
             "must not exceed maxTaintedNodesPercent (the breaker could never close)");
+  }
+  if (out.settle_seconds > 0 && !out.enabled()) {
+    r.error(node.Mark(), path + ".settleSeconds",
+            "has no effect without maxTaintedNodesPercent (the breaker is off)");
   }
 }
 
@@ -752,6 +765,18 @@ parse_result parse_policy(std::string_view text, std::string_view source) {
            [&](const YAML::Node& v, const std::string& p) {
              if (auto d = r.duration(v, p)) {
                policy.fallback_after = *d;
+             }
+           }},
+          {"maxHold",
+           [&](const YAML::Node& v, const std::string& p) {
+             if (auto d = r.duration(v, p)) {
+               if (d->count() == 0 || *d > max_max_hold) {
+                 r.error(
+                     v.Mark(), p,
+                     "must be more than 0s and at most 168h (a week), got " + reader::describe(v));
+               } else {
+                 policy.max_hold = *d;
+               }
              }
            }},
           {"rateLimit", [&](const YAML::Node& v,
@@ -868,6 +893,9 @@ std::string describe(const controller::eviction_policy& p) {
     } else {
       out += ", taint keys " + join(b.taint_keys, ",");
     }
+    if (b.settle_seconds > 0) {
+      out += ", settling " + std::to_string(b.settle_seconds) + "s";
+    }
   } else {
     out += ", storm breaker off";
   }
@@ -887,6 +915,9 @@ std::string describe(const controller::eviction_policy& p) {
       }
     }
     out += ", excluded: " + join(parts, ", ");
+  }
+  if (p.max_hold != controller::eviction_policy{}.max_hold) {
+    out += ", maxHold " + base::format_duration(p.max_hold);
   }
   if (p.taints.empty()) {
     out += ", no taint rules";

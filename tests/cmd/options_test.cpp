@@ -249,8 +249,8 @@ TEST(options, a_bad_policy_file_is_exit_two_with_one_line_naming_every_problem) 
   EXPECT_EQ(
       r.err,
       "taint-eviction-controller: --policy: p.yaml:3:1: dryrun: unknown field (known: "
-      "apiVersion, kind, dryRun, evictionMode, fallbackAfter, rateLimit, stormBreaker, exclude, "
-      "taints, admission); p.yaml:4:12: "
+      "apiVersion, kind, dryRun, evictionMode, fallbackAfter, maxHold, rateLimit, stormBreaker, "
+      "exclude, taints, admission); p.yaml:4:12: "
       "rateLimit: "
       "expected a mapping, got \"5\"\nRun with --help for the flags.\n");
   const auto missing =

@@ -25,12 +25,12 @@ struct breaker_fixture : ::testing::Test {
   tainted_nodes tainted{2};
 
   void add(const std::string& name, std::vector<taint> taints = {}) {
-    const node_view n{name, std::move(taints)};
+    const node_view n{name, std::move(taints), std::nullopt};
     breaker.node_updated(nullptr, &n);
   }
   void taint_node(const std::string& name, const std::string& key) {
-    const node_view old_node{name, {}};
-    const node_view n{name, {taint{key, "", taint_effect::no_execute, 0}}};
+    const node_view old_node{name, {}, std::nullopt};
+    const node_view n{name, {taint{key, "", taint_effect::no_execute, 0}}, std::nullopt};
     breaker.node_updated(&old_node, &n);
   }
 };
@@ -54,10 +54,10 @@ TEST_F(breaker_fixture, OpensAboveTheShareAndClosesBelowItMinusTheHysteresis) {
   taint_node("c", "k");  // 75%, 3 nodes
   EXPECT_TRUE(breaker.current().open);
   EXPECT_TRUE(queue.paused());
-  const node_view c{"c", {}};
+  const node_view c{"c", {}, std::nullopt};
   breaker.node_updated(&c, &c);  // 50%: still >= 30%
   EXPECT_TRUE(breaker.current().open);
-  const node_view b{"b", {}};
+  const node_view b{"b", {}, std::nullopt};
   breaker.node_updated(&b, &b);  // 25%: below 30%
   EXPECT_FALSE(breaker.current().open);
   EXPECT_FALSE(queue.paused());

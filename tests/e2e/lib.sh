@@ -312,3 +312,13 @@ wait_metric() {
 condition_time() {
   k -n "$NS" get pod "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].lastTransitionTime}"
 }
+
+# eviction_state POD: "state/why" of $NS/POD in the controller's /debug/evictions (the metrics
+# port, METRICS_URL), "none" when it is not listed.
+eviction_state() {
+  curl "${METRICS_CURL[@]}" -fsS --max-time 10 "$METRICS_URL/debug/evictions" | python3 -c "
+import json, sys
+doc = json.load(sys.stdin)
+e = [x for x in doc['evictions'] if x['pod'] == '$NS/$1']
+print(e[0]['state'] + '/' + e[0]['why'] if e else 'none')"
+}

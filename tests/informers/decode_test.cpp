@@ -221,6 +221,42 @@ TEST(decode_pod, opt_out_annotation_and_labels) {
   }
 }
 
+TEST(decode_pod, hold_annotation) {
+  const std::string json = R"({"metadata":{"name":"p","uid":"u","annotations":{"a":"b",)"
+                           R"("taint-eviction-controller/hold-until":"2023-11-14T22:14:20Z"}}})";
+  const std::string bad = R"({"metadata":{"name":"p","uid":"u","annotations":{)"
+                          R"("taint-eviction-controller/hold-until":"next week"}}})";
+  const std::string not_string = R"({"metadata":{"name":"p","uid":"u","annotations":{)"
+                                 R"("taint-eviction-controller/hold-until":5}}})";
+  for (const auto decode : {&decode_pod, &reference::decode_pod}) {
+    auto pod = decode(json);
+    ASSERT_TRUE(pod) << pod.error().message;
+    ASSERT_TRUE(pod->pod.hold);
+    EXPECT_EQ(pod->pod.hold->until_unix, 1'700'000'060);
+    auto malformed = decode(bad);
+    ASSERT_TRUE(malformed) << malformed.error().message;
+    ASSERT_TRUE(malformed->pod.hold);
+    EXPECT_TRUE(malformed->pod.hold->malformed());
+    EXPECT_EQ(malformed->pod.hold->value, "next week");
+    EXPECT_FALSE(decode(not_string));
+    EXPECT_FALSE(decode(R"({"metadata":{"name":"p","uid":"u"}})")->pod.hold);
+  }
+}
+
+TEST(decode_node, hold_annotation) {
+  const std::string json =
+      R"({"metadata":{"name":"n","annotations":{"x":"y",)"
+      R"("taint-eviction-controller/hold-until":"2023-11-14T22:14:20Z"}},"spec":{}})";
+  for (const auto decode : {&decode_node, &reference::decode_node}) {
+    auto node = decode(json);
+    ASSERT_TRUE(node) << node.error().message;
+    ASSERT_TRUE(node->node.hold);
+    EXPECT_EQ(node->node.hold->until_unix, 1'700'000'060);
+    EXPECT_FALSE(decode(R"({"metadata":{"name":"n","annotations":{"x":"y"}}})")->node.hold);
+    EXPECT_FALSE(decode(R"({"metadata":{"name":"n","annotations":[]}})"));
+  }
+}
+
 TEST(decode_pod, malformed_conditions_name_the_path) {
   expect_shape_error(decode_pod(pod_with_conditions("{}")).error(),
                      "status.conditions: expected an array");

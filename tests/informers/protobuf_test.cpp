@@ -228,3 +228,50 @@ TEST(Protobuf, WatchFramesSplitAnywhere) {
 
 }  // namespace
 }  // namespace tec::informers
+
+// --- the hold-until annotation (issue 32 item 3), on hand-made messages ---
+
+namespace tec::informers {
+namespace {
+
+/// A length-delimited protobuf field (lengths below 128).
+std::string pb_field(std::uint32_t number, const std::string& bytes) {
+  std::string out;
+  out.push_back(static_cast<char>((number << 3) | 2));
+  out.push_back(static_cast<char>(bytes.size()));
+  return out + bytes;
+}
+
+/// "k8s\0" + runtime.Unknown{raw = message}.
+std::string envelope(const std::string& message) {
+  return std::string("k8s\0", 4) + pb_field(2, message);
+}
+
+std::string hold_entry(const std::string& value) {
+  return pb_field(12, pb_field(1, "taint-eviction-controller/hold-until") + pb_field(2, value));
+}
+
+TEST(Protobuf, TheHoldAnnotationOfANodeAndOfAPodIsRead) {
+  const std::string other = pb_field(12, pb_field(1, "a") + pb_field(2, "b"));
+  const auto node = decode_node_protobuf(
+      envelope(pb_field(1, pb_field(1, "n1") + other + hold_entry("2023-11-14T22:14:20Z"))));
+  ASSERT_TRUE(node) << node.error().message;
+  ASSERT_TRUE(node->node.hold);
+  EXPECT_EQ(node->node.hold->until_unix, 1'700'000'060);
+  const auto pod = decode_pod_protobuf(
+      envelope(pb_field(1, pb_field(1, "p") + pb_field(5, "u") + hold_entry("soon") + other)));
+  ASSERT_TRUE(pod) << pod.error().message;
+  ASSERT_TRUE(pod->pod.hold);
+  EXPECT_TRUE(pod->pod.hold->malformed());
+  EXPECT_EQ(pod->pod.hold->value, "soon");
+  const auto plain = decode_node_protobuf(envelope(pb_field(1, pb_field(1, "n1") + other)));
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->node.hold);
+  // A broken annotation entry is malformed, never a crash.
+  const auto broken = decode_node_protobuf(
+      envelope(pb_field(1, pb_field(1, "n1") + std::string("\x62\x05") + "ab")));
+  EXPECT_FALSE(broken);
+}
+
+}  // namespace
+}  // namespace tec::informers

@@ -68,6 +68,24 @@ TEST(pod_store, upsert_get_and_round_trip) {
   EXPECT_EQ(store.pods_on_node("node-a"), std::vector<pod_view>{r.pod});
 }
 
+TEST(pod_store, keeps_the_hold_annotation_empty_and_malformed_ones_included) {
+  pod_store store;
+  for (const char* value : {"2023-11-14T22:14:20Z", "", "soon"}) {
+    auto r = pod("shop", "web-1", "node-a", "10");
+    r.pod.hold = controller::parse_hold(value);
+    store.upsert(r);
+    EXPECT_EQ(store.get_pod("shop", "web-1"), r.pod) << value;
+  }
+  auto long_value = pod("shop", "web-1", "node-a", "11");
+  long_value.pod.hold = controller::parse_hold(std::string(500, 'x'));
+  store.upsert(long_value);
+  EXPECT_EQ(store.get_pod("shop", "web-1"), long_value.pod);
+  const auto none = pod("shop", "web-1", "node-a", "12");
+  store.upsert(none);
+  EXPECT_EQ(store.get_pod("shop", "web-1"), none.pod);
+  EXPECT_FALSE(store.get_pod("shop", "web-1")->hold);
+}
+
 TEST(pod_store, upsert_returns_the_previous_version) {
   pod_store store;
   const auto v1 = pod("ns", "p", "node-a", "1");

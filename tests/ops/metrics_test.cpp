@@ -374,6 +374,12 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
         "Due evictions the eviction policy holds back (rate limit, in-flight caps, storm "
         "breaker).",
         "", ""}},
+      {p + "held_evictions",
+       {"gauge", "Due evictions waiting for a taint-eviction-controller/hold-until annotation.", "",
+        ""}},
+      {p + "settling_evictions",
+       {"gauge", "Due evictions waiting for the storm breaker's settling time (settleSeconds).", "",
+        ""}},
       {p + "storm_breaker_open",
        {"gauge", "1 while the storm breaker is open and every eviction waits, else 0.", "", ""}},
       {p + "dry_run_pod_deletions_total",

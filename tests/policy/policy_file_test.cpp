@@ -382,3 +382,44 @@ TEST(policy_scope, bad_exclude_values) {
 
 }  // namespace
 }  // namespace tec::policy
+
+// --- holds and settling (issue 32 items 3-4) ---
+
+namespace tec::policy {
+namespace {
+
+TEST(policy_holds, max_hold_defaults_to_an_hour_and_is_bounded) {
+  EXPECT_EQ(controller::eviction_policy{}.max_hold, std::chrono::hours(1));
+  const auto r = parse("maxHold: 20s\n");
+  ASSERT_TRUE(r) << r.summary();
+  EXPECT_EQ(r.policy->max_hold, std::chrono::seconds(20));
+  EXPECT_EQ(parse("").policy->max_hold, std::chrono::hours(1));
+  EXPECT_THAT(only_error(parse("maxHold: 0s\n")),
+              HasSubstr("maxHold: must be more than 0s and at most 168h (a week), got \"0s\""));
+  EXPECT_THAT(only_error(parse("maxHold: 169h\n")), HasSubstr("maxHold: must be more than 0s"));
+  EXPECT_THAT(only_error(parse("maxHold: -1s\n")), HasSubstr("maxHold: must not be negative"));
+  EXPECT_THAT(only_error(parse("maxHold: forever\n")), HasSubstr("maxHold: expected a duration"));
+  controller::eviction_policy p;
+  p.max_hold = std::chrono::minutes(5);
+  EXPECT_THAT(describe(p), HasSubstr(", maxHold 5m"));
+}
+
+TEST(policy_holds, settle_seconds_needs_the_breaker_and_is_bounded) {
+  const auto r = parse("stormBreaker:\n  maxTaintedNodesPercent: 50\n  settleSeconds: 10\n");
+  ASSERT_TRUE(r) << r.summary();
+  EXPECT_EQ(r.policy->storm_breaker.settle_seconds, 10U);
+  EXPECT_THAT(describe(*r.policy), HasSubstr("any NoExecute taint, settling 10s"));
+  EXPECT_THAT(
+      only_error(parse("stormBreaker:\n  settleSeconds: 10\n")),
+      HasSubstr("stormBreaker.settleSeconds: has no effect without maxTaintedNodesPercent"));
+  EXPECT_THAT(only_error(parse("stormBreaker:\n  maxTaintedNodesPercent: 50\n"
+                               "  settleSeconds: 601\n")),
+              HasSubstr("stormBreaker.settleSeconds: must be at most 600"));
+  EXPECT_THAT(only_error(parse("stormBreaker:\n  maxTaintedNodesPercent: 50\n"
+                               "  settleSeconds: 1.5\n")),
+              HasSubstr("stormBreaker.settleSeconds: expected a whole number"));
+  EXPECT_TRUE(parse("stormBreaker:\n  settleSeconds: 0\n"));
+}
+
+}  // namespace
+}  // namespace tec::policy

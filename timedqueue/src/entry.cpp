@@ -16,6 +16,7 @@ entry_info entry::info(hold_reason hold_now, std::optional<time_point> deadline)
   for (std::size_t c = 0; c < group_classes; ++c) {
     out.groups[c] = std::string(names[c]);
   }
+  out.deferred = deferral{not_before, defer_tag};
   out.payload = std::string(payload());
   out.generation = generation;
   out.attempts = attempts;

@@ -26,7 +26,7 @@ namespace tec::timedqueue::detail {
 constexpr std::uint32_t no_heap_index = std::numeric_limits<std::uint32_t>::max();
 
 /// One key's entry. Key, payload and group bytes follow the struct in the same allocation, so
-/// a pending entry costs one allocation of sizeof(entry) (88 bytes on x86-64) + key + payload
+/// a pending entry costs one allocation of sizeof(entry) (96 bytes on x86-64) + key + payload
 /// + groups, plus its slot in the index and its node in the deadlines.
 ///
 /// Ownership: while `detached` is false the entry is in the index and the queue owns it. A
@@ -39,6 +39,8 @@ struct entry : admission_ticket {
   time_point fire_at;
   /// When the current (or last) run was admitted.
   time_point admitted_at;
+  /// The caller's deferral: no run starts before it (time_point{}: none).
+  time_point not_before{};
   /// Error of the last failed run; allocated only for entries that have failed.
   std::unique_ptr<std::string> last_error;
   /// Its node in `deadlines`, or no_heap_index.
@@ -48,6 +50,7 @@ struct entry : admission_ticket {
   std::uint32_t payload_size = 0;
   std::array<std::uint32_t, group_classes> group_size{};
   entry_state state = entry_state::pending;
+  std::uint8_t defer_tag = 0;  ///< The deferral's tag.
   /// The current (or last) run was held by admission control before it started.
   bool held_run = false;
   /// Written under the queue mutex, read without it by completion::cancelled().

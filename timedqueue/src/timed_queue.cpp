@@ -104,12 +104,18 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
              deadlines_.first_due() != never && taken < max_fired_per_tick) {
         const time_point due = deadlines_.first_due();
         entry* e = deadlines_.pop();
-        if (e->state == entry_state::pending) {
-          --stats_.pending;
+        if (e->state == entry_state::held) {
+          // Its deferral ended: to admission, as due at its original time.
+          --stats_.deferred[e->defer_tag];
+          make_due(e, e->due_at, now, start);
         } else {
-          --stats_.backing_off;
+          if (e->state == entry_state::pending) {
+            --stats_.pending;
+          } else {
+            --stats_.backing_off;
+          }
+          due_or_deferred(e, due, now, start);
         }
-        make_due(e, due, now, start);
         ++taken;
       }
       pump(now, start);
@@ -141,6 +147,26 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
     } else {
       e->state = entry_state::held;
     }
+  }
+
+  /// An entry whose time `due` has come: held until its deferral ends when that is later than
+  /// `now`, else to admission (make_due). Requires mu_.
+  void due_or_deferred(entry* e, time_point due, time_point now, std::vector<entry*>& start) {
+    if (e->not_before > now) {
+      hold_deferred(e, due);
+    } else {
+      make_due(e, due, now, start);
+    }
+  }
+
+  /// `e`, due at `due`, waits for its deferral (in the deadlines, state held). Requires mu_.
+  void hold_deferred(entry* e, time_point due) {
+    e->due_at = due;
+    e->state = entry_state::held;
+    e->hold = hold_reason::deferred;
+    deadlines_.push(e, e->not_before);
+    ++stats_.deferred[e->defer_tag];
+    timer_.arm_for(deadlines_.first_due());
   }
 
   /// Starts held entries that admission lets go now, and arms the timer for the rest (at once
@@ -308,7 +334,11 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
 
   /// The snapshot of an entry in the index. Requires mu_.
   [[nodiscard]] entry_info info_of(const entry* e) const {
-    return e->info(e->state == entry_state::held ? admission_.hold_of(*e) : hold_reason::none,
+    hold_reason hold = hold_reason::none;
+    if (e->state == entry_state::held) {
+      hold = e->hold == hold_reason::deferred ? hold_reason::deferred : admission_.hold_of(*e);
+    }
+    return e->info(hold,
                    deadlines_.contains(e) ? std::optional(deadlines_.due_of(e)) : std::nullopt);
   }
 
@@ -322,6 +352,7 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
         deadlines_.clear();
         admission_.drop_held();
         stats_.pending = stats_.running = stats_.backing_off = 0;
+        stats_.deferred = {};
         timer_.disarm();
       }
       if (!gate_.wait_posts(lock, on_idle)) {
@@ -418,7 +449,8 @@ timed_queue::~timed_queue() {
 
 schedule_result timed_queue::schedule(std::string_view key, time_point created_at,
                                       time_point fire_at, std::string_view payload,
-                                      group_names groups) {
+                                      group_names groups, deferral deferred) {
+  assert(deferred.tag < deferral_tags);
   impl& q = *impl_;
   std::vector<entry*> start;
   {
@@ -431,10 +463,12 @@ schedule_result timed_queue::schedule(std::string_view key, time_point created_a
                                                   : schedule_result::already_pending;
     }
     entry* e = q.index_.add(key, payload, groups, created_at, fire_at);
+    e->not_before = deferred.until;
+    e->defer_tag = deferred.tag;
     ++q.stats_.scheduled;
     const time_point now = q.drv_.now();
     if (fire_at <= created_at || fire_at <= now) {
-      q.make_due(e, fire_at, now, start);
+      q.due_or_deferred(e, fire_at, now, start);
       q.pump(now, start);
     } else {
       e->state = entry_state::pending;
@@ -450,6 +484,41 @@ schedule_result timed_queue::schedule(std::string_view key, time_point created_a
   }
   q.post_starts(std::move(start));
   return schedule_result::scheduled;
+}
+
+bool timed_queue::defer(std::string_view key, std::uint64_t generation, deferral d) {
+  assert(d.tag < deferral_tags);
+  impl& q = *impl_;
+  std::vector<entry*> start;
+  {
+    std::lock_guard lock(q.mu_);
+    entry* e = q.index_.find(key);
+    if (q.gate_.closed() || e == nullptr || e->generation != generation) {
+      return false;
+    }
+    const std::uint8_t tag_was = e->defer_tag;
+    e->not_before = d.until;
+    e->defer_tag = d.tag;
+    if (e->state != entry_state::held) {
+      return true;  // kept for when it comes due
+    }
+    const time_point now = q.drv_.now();
+    if (e->hold == hold_reason::deferred) {
+      q.deadlines_.remove(e);
+      --q.stats_.deferred[tag_was];
+      if (d.until > now) {
+        q.hold_deferred(e, e->due_at);
+      } else {
+        q.make_due(e, e->due_at, now, start);
+        q.pump(now, start);
+      }
+    } else if (d.until > now) {
+      q.admission_.unhold(*e, e->groups());
+      q.hold_deferred(e, e->due_at);
+    }
+  }
+  q.post_starts(std::move(start));
+  return true;
 }
 
 void timed_queue::set_admission(admission_limits limits) {
@@ -507,7 +576,12 @@ bool timed_queue::cancel(std::string_view key) {
       entry::destroy(e);
       return false;
     case entry_state::held:
-      q.admission_.unhold(*e, e->groups());
+      if (e->hold == hold_reason::deferred) {
+        q.deadlines_.remove(e);
+        --q.stats_.deferred[e->defer_tag];
+      } else {
+        q.admission_.unhold(*e, e->groups());
+      }
       ++q.stats_.cancelled;
       entry::destroy(e);
       return true;

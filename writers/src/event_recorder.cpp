@@ -136,6 +136,13 @@ struct series {
   bool busy = false;
 };
 
+/// Where the Event about `object` lives: its namespace, or "default" for a cluster-scoped
+/// object such as a Node (as the kubelet's node events).
+std::string_view event_namespace(const involved_object& object) {
+  return object.ref.namespace_.empty() ? std::string_view("default")
+                                       : std::string_view(object.ref.namespace_);
+}
+
 }  // namespace
 
 event_content make_event_content(const pod_ref& pod, event_kind kind, std::string_view detail) {
@@ -158,7 +165,7 @@ std::string make_event_body(const involved_object& object, const event_content& 
   const json body = {
       {"kind", "Event"},
       {"apiVersion", "v1"},
-      {"metadata", {{"name", name}, {"namespace", object.ref.namespace_}}},
+      {"metadata", {{"name", name}, {"namespace", event_namespace(object)}}},
       {"involvedObject", std::move(involved)},
       {"type", content.type},
       {"reason", content.reason},
@@ -367,8 +374,9 @@ struct event_recorder::impl {
     taken += s.pending;
     s.pending = 0;
     const std::uint64_t count = s.confirmed + taken;
-    const std::string events =
-        "/api/v1/namespaces/" + k8sclient::escape_path_segment(s.object.ref.namespace_) + "/events";
+    const std::string events = "/api/v1/namespaces/" +
+                               k8sclient::escape_path_segment(event_namespace(s.object)) +
+                               "/events";
     k8sclient::request req =
         s.exists ? k8sclient::request(boost::beast::http::verb::patch,
                                       events + "/" + k8sclient::escape_path_segment(s.name),

@@ -436,6 +436,19 @@ void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind 
   }
 }
 
+void k8s_eviction_sink::record_node_event(std::string_view node, controller::event_kind kind,
+                                          std::string_view detail) {
+  if (impl_->dry_run.load()) {
+    impl_->count(&eviction_sink_stats::dry_run_events);
+    return;
+  }
+  if (impl_->events != nullptr) {
+    const pod_ref ref{"", std::string(node), ""};
+    impl_->events->record(involved_object{.kind = "Node", .ref = ref},
+                          make_event_content(ref, kind, detail));
+  }
+}
+
 void k8s_eviction_sink::set_dry_run(bool on) {
   impl_->dry_run.store(on);
 }

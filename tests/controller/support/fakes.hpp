@@ -60,6 +60,10 @@ public:
 
   void evict(eviction_request request, std::function<void(eviction_result)> done) override;
   void record_event(const pod_ref& pod, event_kind kind, std::string_view detail) override;
+  /// Recorded as an event about pod_ref{"", node, ""}.
+  void record_node_event(std::string_view node, event_kind kind, std::string_view detail) override {
+    record_event(pod_ref{"", std::string(node), ""}, kind, detail);
+  }
 
   /// true: hold `done`; false: call it at once with the next scripted result (default ok).
   void set_hold(bool hold);

@@ -186,7 +186,8 @@ struct eviction_view {
   /// "blocked" (Evict mode: the Eviction API refuses it). Both point at string literals.
   std::string_view state;
   /// Why it waits: "" (it does not), "rate_limit", "in_flight_limit_node",
-  /// "in_flight_limit_namespace", "storm_breaker" (waiting), "backoff" (retrying) or "pdb"
+  /// "in_flight_limit_namespace", "storm_breaker", "hold" (a hold-until annotation),
+  /// "settling" (the storm breaker's settleSeconds) (waiting), "backoff" (retrying) or "pdb"
   /// (blocked: a PodDisruptionBudget).
   std::string_view why;
   std::uint32_t attempts = 0;  ///< Attempts started so far.
@@ -246,6 +247,10 @@ struct controller_stats {
   std::size_t blocked_evictions = 0;
   std::uint64_t blocked_attempts = 0;
   std::uint64_t eviction_fallbacks = 0;
+  /// Evictions due and waiting for a hold-until annotation (README "Holds"), and for the
+  /// storm breaker's settling time, now (gauges).
+  std::size_t held_evictions = 0;
+  std::size_t settling_evictions = 0;
   std::vector<std::size_t> worker_queue_depth;  ///< Updates waiting, per worker.
   timedqueue::queue_stats queue;
 };
@@ -269,16 +274,17 @@ public:
   void shutdown();
 
   /// A node was added (old_node null), updated, or deleted (new_node null). Returns true when
-  /// the update was enqueued, false when ignored (NoExecute taints unchanged, both null, or
+  /// the update was enqueued, false when ignored (NoExecute taints and hold-until annotation
+  /// unchanged, only the annotation changed on a node without NoExecute taints, both null, or
   /// after shutdown). `origin` replay: the update is part of the replay when this process
   /// starts acting (see controller_options::deadlines_from_taint_time). Any thread.
   bool node_updated(const node_view* old_node, const node_view* new_node,
                     update_origin origin = update_origin::watch);
   /// A pod was added (old_pod null), updated, or deleted (new_pod null). Ignored when its UID,
-  /// nodeName, tolerations and opt-out (under a scoping policy also labels, phase and owner)
-  /// are unchanged (becoming terminating counts only while an eviction of it waits), or when it
-  /// is unscheduled (unless it replaced a scheduled pod of that name, whose eviction is then
-  /// dropped). Returns true when enqueued. Any thread.
+  /// nodeName, tolerations, opt-out and hold-until annotation (under a scoping policy also labels,
+  /// phase and owner) are unchanged (becoming terminating counts only while an eviction of it
+  /// waits), or when it is unscheduled (unless it replaced a scheduled pod of that name, whose
+  /// eviction is then dropped). Returns true when enqueued. Any thread.
   bool pod_updated(const pod_view* old_pod, const pod_view* new_pod);
 
   /// Tests, manual mode only: processes waiting updates on the calling thread until none is

@@ -4,6 +4,7 @@
 // deliver, with only the fields the decision needs. No Kubernetes client types.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -43,6 +44,27 @@ struct toleration {
 inline constexpr std::string_view opt_out_annotation = "taint-eviction-controller/exclude";
 inline constexpr std::string_view opt_out_value = "true";
 
+/// The annotation (on a pod or a node) that makes due evictions wait until the time it names
+/// (README "Holds"), and the most bytes of its value a view keeps.
+inline constexpr std::string_view hold_annotation = "taint-eviction-controller/hold-until";
+inline constexpr std::size_t max_hold_value = 64;
+
+/// The hold-until annotation as the informers found it.
+struct hold_mark {
+  /// The value, for messages and "once per distinct value"; a value longer than
+  /// max_hold_value is clipped there and ends in "..." (it is malformed anyway).
+  std::string value;
+  /// The time it names, seconds since the Unix epoch (a fraction dropped); nullopt when the
+  /// value is not an RFC 3339 time.
+  std::optional<std::int64_t> until_unix;
+
+  [[nodiscard]] bool malformed() const { return !until_unix.has_value(); }
+  friend bool operator==(const hold_mark&, const hold_mark&) = default;
+};
+
+/// The hold_mark of an annotation value. Pure; any thread.
+[[nodiscard]] hold_mark parse_hold(std::string_view value);
+
 enum class pod_phase : std::uint8_t { pending, running, succeeded, failed, unknown };
 
 /// What the controller knows of a pod.
@@ -65,6 +87,8 @@ struct pod_view {
   /// and values cannot contain '=' or '\n'). Kept only when the daemon may need them (a
   /// policy file is configured; see informers::keep_pod_labels); empty otherwise.
   std::string labels;
+  /// The hold-until annotation, when the pod has it.
+  std::optional<hold_mark> hold;
 
   friend bool operator==(const pod_view&, const pod_view&) = default;
 };
@@ -73,6 +97,8 @@ struct pod_view {
 struct node_view {
   std::string name;
   std::vector<taint> taints;  ///< All taints, in the node's order.
+  /// The hold-until annotation, when the node has it.
+  std::optional<hold_mark> hold;
 
   friend bool operator==(const node_view&, const node_view&) = default;
 };

@@ -42,6 +42,9 @@ struct storm_breaker_policy {
   double hysteresis_percent = 0;
   /// Only NoExecute taints with these keys count (exact keys); empty = every NoExecute taint.
   std::vector<std::string> taint_keys;
+  /// Settling time (0 = off): while the breaker is enabled, an eviction caused by a NoExecute
+  /// taint younger than this waits until the taint has this age (README "Storm breaker").
+  std::uint32_t settle_seconds = 0;
 
   [[nodiscard]] bool enabled() const { return max_tainted_nodes_percent > 0; }
   friend bool operator==(const storm_breaker_policy&, const storm_breaker_policy&) = default;
@@ -147,6 +150,9 @@ struct eviction_policy {
   storm_breaker_policy storm_breaker;
   exclude_policy exclude;
   std::vector<taint_rule> taints;
+  /// The hold-until annotation (README "Holds") never keeps an eviction waiting longer than
+  /// this past the time it was due.
+  std::chrono::milliseconds max_hold = std::chrono::hours(1);
   admission_policy admission;
 
   friend bool operator==(const eviction_policy&, const eviction_policy&) = default;

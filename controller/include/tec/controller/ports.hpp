@@ -51,6 +51,12 @@ enum class event_kind : std::uint8_t {
   /// Warning TaintEvictionFallback: an eviction refused for fallbackAfter is done by DELETE;
   /// the detail says for how long it was refused.
   eviction_fallback,
+  /// Warning TaintEvictionHoldIgnored: a hold-until annotation (on a pod, or on a node with
+  /// eviction_sink::record_node_event) is malformed or already past; the detail says which.
+  hold_ignored,
+  /// Normal TaintEvictionHeld: a hold-until annotation keeps the pod's eviction waiting; the
+  /// detail says until when and whose annotation it is.
+  eviction_held,
 };
 
 /// The Event fields the sink writes (core/v1 Event). The first two kinds are upstream's, so
@@ -70,7 +76,9 @@ inline constexpr std::string_view event_reason = "TaintManagerEviction";
 /// "Cannot delete Pod <ns>/<name>: <detail>" (eviction_failed; `detail` is the last error), or
 /// "Pod <ns>/<name> will be evicted at <detail>" (eviction_scheduled; `detail` is
 /// scheduled_event_detail()), "Pod <ns>/<name> not evicted yet: <detail>" (eviction_blocked)
-/// or "Deleting Pod <ns>/<name> <detail>" (eviction_fallback).
+/// or "Deleting Pod <ns>/<name> <detail>" (eviction_fallback), "Ignoring the hold-until
+/// annotation of <ns>/<name>: <detail>" (hold_ignored; just "<name>" for a node, whose
+/// namespace is empty), "Eviction of Pod <ns>/<name> held: <detail>" (eviction_held).
 [[nodiscard]] std::string event_message(const pod_ref& pod, event_kind kind,
                                         std::string_view detail = {});
 
@@ -137,6 +145,13 @@ public:
   /// Record a core/v1 Event for the pod (see event_kind; `detail` feeds eviction_failed's
   /// message and is empty otherwise).
   virtual void record_event(const pod_ref& pod, event_kind kind, std::string_view detail) = 0;
+  /// Record a core/v1 Event about the node `node` (hold_ignored only). The default records
+  /// nothing (a sink that writes no node events).
+  virtual void record_node_event(std::string_view node, event_kind kind, std::string_view detail) {
+    static_cast<void>(node);
+    static_cast<void>(kind);
+    static_cast<void>(detail);
+  }
 };
 
 }  // namespace tec::controller

@@ -330,6 +330,10 @@ struct scrape_stats {
   std::uint64_t stuck_evictions = 0;
   /// Due evictions the policy holds back (rate limit, in-flight caps, storm breaker) (a gauge).
   std::uint64_t waiting_evictions = 0;
+  /// Due evictions waiting for a hold-until annotation, and for the storm breaker's settling
+  /// time (gauges).
+  std::uint64_t held_evictions = 0;
+  std::uint64_t settling_evictions = 0;
   /// 1 while the storm breaker is open (every eviction waits), else 0 (a gauge).
   std::uint64_t storm_breaker_open = 0;
   /// Pods that dry-run would have deleted.

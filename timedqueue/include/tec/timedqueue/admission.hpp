@@ -36,6 +36,9 @@ enum class hold_reason : std::uint8_t {
   paused,       ///< set_paused(true).
   rate_limit,   ///< No token in the bucket.
   group_limit,  ///< One of its groups has max_running_per_group entries running.
+  /// Not admission's: the caller deferred the entry past its due time (timed_queue's
+  /// deferral); it comes to admission when the deferral ends.
+  deferred,
 };
 
 /// The number of group classes an entry can belong to.

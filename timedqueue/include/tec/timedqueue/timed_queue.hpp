@@ -22,6 +22,12 @@
 // yet is `held`: never dropped, started in the order admission.hpp describes; cancelling one
 // counts as cancelling a pending entry (it has not started).
 //
+// Deferral (optional, per entry): the caller may say that an entry must not start before a
+// time (`deferral`, at schedule() or later with defer()), with a small tag of its own saying
+// why. An entry that comes due while deferred waits as `held` (hold_reason::deferred) until
+// the deferral ends, then goes to admission as if it had just come due at its original time
+// (held entries start in due order). Without a deferral nothing changes.
+//
 // Why generation tokens (upstream kubernetes issues #100607, #107543, #110401, #125332 and
 // PR #141568): every entry gets a fresh generation when it is scheduled. A completion carries
 // the generation of the run it belongs to and only ever touches the entry that still has that
@@ -57,6 +63,19 @@ public:
   virtual void disarm() = 0;
   /// Runs `fn` soon, not on the caller's stack.
   virtual void post(std::function<void()> fn) = 0;
+};
+
+/// The number of deferral tags (deferral::tag < deferral_tags).
+inline constexpr std::size_t deferral_tags = 4;
+
+/// An entry must not start before `until` (a run that comes due earlier waits, held); `tag` is
+/// the caller's name for why (reported back in entry_info and counted in queue_stats). An
+/// `until` not after the time the run comes due changes nothing.
+struct deferral {
+  time_point until{};
+  std::uint8_t tag = 0;  ///< < deferral_tags.
+
+  friend bool operator==(const deferral&, const deferral&) = default;
 };
 
 /// What a run reports back.
@@ -144,6 +163,9 @@ struct entry_info {
   hold_reason hold = hold_reason::none;  ///< For held entries.
   std::uint8_t hold_group = 0;           ///< For group_limit: the class of the full group.
   std::array<std::string, group_classes> groups;
+  /// The entry's deferral (until == time_point{}: none); a held entry with hold deferred
+  /// waits for it.
+  deferral deferred;
 };
 
 /// A copy of the queue's entries taken at one instant (see timed_queue::snapshot).
@@ -172,6 +194,8 @@ struct queue_stats {
   std::size_t running = 0;
   std::size_t backing_off = 0;
   std::size_t held = 0;  ///< Due entries waiting for admission.
+  /// Due entries waiting for their deferral to end, by deferral tag (not in `held`).
+  std::array<std::size_t, deferral_tags> deferred{};
 };
 
 class timed_queue {
@@ -193,7 +217,15 @@ public:
   /// (upstream: an already scheduled eviction keeps its fire time). Work with fire_at <=
   /// created_at, or fire_at <= now(), is due at once (no timer tick).
   schedule_result schedule(std::string_view key, time_point created_at, time_point fire_at,
-                           std::string_view payload = {}, group_names groups = {});
+                           std::string_view payload = {}, group_names groups = {},
+                           deferral deferred = {});
+
+  /// Replaces the deferral of the entry of `key` if it has the generation `generation`.
+  /// A pending or backing-off entry keeps it for when it comes due; a held one (by admission
+  /// or by its deferral) waits for `d.until` when that is later than now, else goes to
+  /// admission at once; a running one keeps it for a retry. Returns false when there is no
+  /// such entry (or the queue is shut down).
+  bool defer(std::string_view key, std::uint64_t generation, deferral d);
 
   /// Removes the entry for `key`. Returns true only when a pending or held, not yet started
   /// entry was cancelled (that is when the controller emits "Cancelling deletion"). An entry that

@@ -113,6 +113,9 @@ public:
   /// dry-run (counted in dry_run_events).
   void record_event(const controller::pod_ref& pod, controller::event_kind kind,
                     std::string_view detail) override;
+  /// A Node event (hold_ignored): in the "default" namespace, as the kubelet's node events.
+  void record_node_event(std::string_view node, controller::event_kind kind,
+                         std::string_view detail) override;
 
   /// Dry-run: from now on no PATCH or DELETE is sent and no event recorded. An attempt logs
   /// "dry run: would delete", counts in dry_run_deletions and reports `gone` (done, nothing
