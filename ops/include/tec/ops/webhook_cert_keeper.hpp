@@ -140,7 +140,7 @@ private:
   // Texts to write for `verdict`, and what they are (for the log).
   struct renewal {
     webhook_tls tls;
-    const char* what;
+    const char* what = "";
   };
   base::result<renewal> renew(const webhook_tls& read, const webhook_tls_verdict& verdict);
   void serve(const webhook_tls& tls, webhook_cert_check& out);
