@@ -58,6 +58,7 @@
 #include "tec/ops/process_metrics.hpp"
 #include "tec/ops/sha256.hpp"
 #include "tec/ops/tls_credentials.hpp"
+#include "tec/ops/webhook_cert_keeper.hpp"
 #include "tec/policy/policy_file.hpp"
 #include "tec/policy/reloader.hpp"
 #include "tec/shadow/event_watch.hpp"
@@ -565,6 +566,10 @@ public:
   // already).
   void join_reports() { reports_.join(); }
 
+  // The secure port's certificate (nullptr without one: --metrics-secure=false, or no metrics
+  // server), after start().
+  [[nodiscard]] std::shared_ptr<ops::tls_credentials> serving_credentials() const { return tls_; }
+
 private:
   // Main thread: HTTPS with the certificate of --tls-cert-file and --tls-private-key-file, or
   // a self-signed one, and delegated authentication and authorization through the API
@@ -585,6 +590,7 @@ private:
           "generated at start");
     }
     o.tls = std::move(*creds);
+    tls_ = o.tls;
     assert(src_.reviews != nullptr);
     o.authorizer = std::make_shared<ops::delegated_authorizer>(
         ops::make_api_review_backend(*src_.reviews, executor), src_.reviews->clock());
@@ -607,6 +613,7 @@ private:
   }
 
   sources src_;
+  std::shared_ptr<ops::tls_credentials> tls_;  // the secure port's, when there is one
   std::optional<ops::http_endpoints> health_;
   std::optional<ops::http_endpoints> metrics_;  // empty when health_ serves /metrics too
   // Builds the /debug documents off the I/O thread. After the servers, so it is joined before
@@ -956,6 +963,9 @@ struct daemon::impl {
   cluster_watches watches;
   std::optional<webhook_cluster> webhook;  // borrows cache, ctrl and watches
   std::optional<daemon_endpoints> endpoints;
+  // --webhook-cert-secret: the webhook's certificate (borrows api; shares the secure port's
+  // credentials).
+  std::optional<ops::webhook_cert_keeper> webhook_certs;
   io_runtime process{io, log};
 
   void build(const k8sclient::rest_config& config) {
@@ -1150,6 +1160,50 @@ struct daemon::impl {
     }
   }
 
+  // Main thread, after the endpoints started: --webhook-cert-secret's keeper, when the secure
+  // port serves a certificate of ours (not --tls-cert-file's: the operator manages that one).
+  void start_webhook_certs() {
+    if (opts.webhook_cert_secret_name.empty()) {
+      return;
+    }
+    const auto tls = endpoints->serving_credentials();
+    if (!opts.tls_cert_file.empty() || tls == nullptr) {
+      log->warn(
+          "--webhook-cert-secret is ignored: {}; the Secret and the caBundle of {} are left as "
+          "they are",
+          tls == nullptr ? "there is no secure port (--metrics-secure=false or "
+                           "--metrics-bind-address=0)"
+                         : "the secure port serves --tls-cert-file's certificate",
+          opts.webhook_configuration);
+      return;
+    }
+    const std::string& ns = opts.webhook_service_namespace;
+    const std::string& svc = opts.webhook_service_name;
+    ops::webhook_cert_keeper_options ko{
+        .secret_namespace = opts.webhook_cert_secret_namespace,
+        .secret_name = opts.webhook_cert_secret_name,
+        .webhook_configuration = opts.webhook_configuration,
+        .policy = {.dns_names = {svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"}},
+        .check_interval = opts.webhook_cert_check_interval,
+        .retry_interval =
+            std::min<std::chrono::milliseconds>(opts.webhook_cert_check_interval, 1min)};
+    log->info(
+        "webhook certificate: kept in Secret {}/{} for {}.{}.svc, checked at start and every "
+        "{}; the caBundle of ValidatingWebhookConfiguration {} follows its CA",
+        ko.secret_namespace, ko.secret_name, svc, ns, format_duration(ko.check_interval),
+        ko.webhook_configuration);
+    webhook_certs.emplace(ops::make_api_webhook_cert_backend(
+                              *api, ko.secret_namespace, ko.secret_name, ko.webhook_configuration),
+                          tls, *base::real_clock(), std::move(ko));
+    process.spawn_background(async::repeat([this] { return check_webhook_certs(); }));
+  }
+
+  // I/O thread: one check of the webhook's certificate; the wait until the next one.
+  asio::awaitable<steady::duration> check_webhook_certs() {
+    const auto done = co_await webhook_certs->check();
+    co_return done.next_check;
+  }
+
   // I/O thread (the namespace informer's store): namespaces that opt out of eviction, or no
   // longer do. While acting, every pod on a tainted node is decided again: a pending eviction
   // in a namespace that now opts out is cancelled, and pods of one that no longer does are
@@ -1263,6 +1317,7 @@ struct daemon::impl {
     // Registered here, before the I/O thread runs; watched by a coroutine of `process.tasks`.
     asio::signal_set signals(io, SIGINT, SIGTERM);
     start_tasks(signals);
+    start_webhook_certs();
     process.start();
     const int code = process.stop.wait();
     shutdown(code);

@@ -110,6 +110,9 @@ struct flag_text {
   std::string shadow_window = "30s";
   std::string check_policy;
   std::string policy_configmap;
+  std::string webhook_cert_secret;
+  std::string webhook_service = "taint-eviction-controller-metrics";
+  std::string webhook_cert_check_interval = "1h";
   bool show_version = false;
 };
 
@@ -202,6 +205,25 @@ void add_policy_flags(CLI::App& app, options& o, flag_text& t) {
                "Record a Normal TaintEvictionScheduled event on a pod when its eviction is "
                "scheduled for a later time, naming the taint, the tolerationSeconds and the due "
                "time (--scheduled-events=false: none, as kube-controller-manager)");
+}
+
+// The admission webhook's certificates (README "Certificates").
+void add_webhook_cert_flags(CLI::App& app, options& o, flag_text& t) {
+  app.add_option("--webhook-cert-secret", t.webhook_cert_secret,
+                 "[NAMESPACE/]NAME of the kubernetes.io/tls Secret (the namespace defaults to the "
+                 "Lease's) that keeps the admission webhook's CA and serving certificate: filled "
+                 "and renewed by the controller, served on the secure port, its CA kept in "
+                 "--webhook-configuration's caBundle; empty: off (also with --tls-cert-file)");
+  app.add_option("--webhook-configuration", o.webhook_configuration,
+                 "The ValidatingWebhookConfiguration whose caBundle is kept equal to the Secret's "
+                 "CA (a missing one is a warning)");
+  app.add_option("--webhook-service", t.webhook_service,
+                 "[NAMESPACE/]NAME of the webhook's Service (the namespace defaults to the "
+                 "Secret's): the serving certificate names NAME.NAMESPACE.svc and "
+                 "NAME.NAMESPACE.svc.cluster.local");
+  app.add_option("--webhook-cert-check-interval", t.webhook_cert_check_interval,
+                 "How often the Secret and the caBundle are checked, 10s to 24h (also at start, "
+                 "and after a failed check again within a minute)");
 }
 
 // The modes that exit at once.
@@ -348,21 +370,28 @@ void check_logging(options& o, const flag_text& t, problem_list& problems) {
   }
 }
 
+// A [NAMESPACE/]NAME flag's text into `ns` (`default_ns` without one) and `name`; false (a
+// problem added) when either is not a valid name.
+bool split_object_ref(const char* flag, const std::string& text, const std::string& default_ns,
+                      std::string& ns, std::string& name, problem_list& problems) {
+  const auto slash = text.find('/');
+  ns = slash == std::string::npos ? default_ns : text.substr(0, slash);
+  name = slash == std::string::npos ? text : text.substr(slash + 1);
+  if (!valid_object_name(ns) || !valid_object_name(name)) {
+    problems.push_back(std::string(flag) + ": \"" + base::printable(text, 256) +
+                       "\" is not [NAMESPACE/]NAME");
+    return false;
+  }
+  return true;
+}
+
 void check_policy_flag(options& o, const flag_text& t, const read_policy_fn& read_policy,
                        problem_list& problems) {
-  if (!t.policy_configmap.empty()) {
-    const auto slash = t.policy_configmap.find('/');
-    o.policy_configmap_namespace =
-        slash == std::string::npos ? o.lease_namespace : t.policy_configmap.substr(0, slash);
-    o.policy_configmap_name =
-        slash == std::string::npos ? t.policy_configmap : t.policy_configmap.substr(slash + 1);
-    if (!valid_object_name(o.policy_configmap_namespace) ||
-        !valid_object_name(o.policy_configmap_name)) {
-      problems.push_back("--policy-configmap: \"" + base::printable(t.policy_configmap, 256) +
-                         "\" is not [NAMESPACE/]NAME");
-    } else if (o.policy_file.empty()) {
-      problems.emplace_back("--policy-configmap needs --policy (the file the ConfigMap holds)");
-    }
+  if (!t.policy_configmap.empty() &&
+      split_object_ref("--policy-configmap", t.policy_configmap, o.lease_namespace,
+                       o.policy_configmap_namespace, o.policy_configmap_name, problems) &&
+      o.policy_file.empty()) {
+    problems.emplace_back("--policy-configmap needs --policy (the file the ConfigMap holds)");
   }
   if (o.policy_file.empty()) {
     return;
@@ -375,6 +404,32 @@ void check_policy_flag(options& o, const flag_text& t, const read_policy_fn& rea
   } else {
     o.policy = *parsed.policy;
     o.policy_sha256 = ops::sha256_hex(*text);
+  }
+}
+
+// The webhook certificate flags: the Secret, the Service (in the Secret's namespace unless
+// named), the configuration's name and the interval.
+void check_webhook_certs(options& o, const flag_text& t, problem_list& problems) {
+  if (!t.webhook_cert_secret.empty()) {
+    split_object_ref("--webhook-cert-secret", t.webhook_cert_secret, o.lease_namespace,
+                     o.webhook_cert_secret_namespace, o.webhook_cert_secret_name, problems);
+  }
+  split_object_ref(
+      "--webhook-service", t.webhook_service,
+      o.webhook_cert_secret_namespace.empty() ? o.lease_namespace : o.webhook_cert_secret_namespace,
+      o.webhook_service_namespace, o.webhook_service_name, problems);
+  if (!valid_object_name(o.webhook_configuration)) {
+    problems.push_back("--webhook-configuration: \"" +
+                       base::printable(o.webhook_configuration, 256) +
+                       "\" is not a valid object name");
+  }
+  if (auto d = parse_go_duration(t.webhook_cert_check_interval);
+      !d || *d < std::chrono::seconds(10) || *d > std::chrono::hours(24)) {
+    problems.push_back("--webhook-cert-check-interval: \"" +
+                       base::printable(t.webhook_cert_check_interval, 64) +
+                       "\" is not a Go duration between 10s and 24h");
+  } else {
+    o.webhook_cert_check_interval = *d;
   }
 }
 
@@ -397,6 +452,7 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   add_server_flags(app, o);
   add_logging_flags(app, o, t);
   add_policy_flags(app, o, t);
+  add_webhook_cert_flags(app, o, t);
   add_mode_flags(app, t);
 
   std::vector<const char*> argv;
@@ -432,6 +488,7 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   check_servers(o, problems);
   check_logging(o, t, problems);
   check_policy_flag(o, t, read_policy, problems);
+  check_webhook_certs(o, t, problems);
   if (!problems.empty()) {
     for (const auto& p : problems) {
       result.err += "taint-eviction-controller: " + p + "\n";

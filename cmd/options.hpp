@@ -76,6 +76,23 @@ struct options {
   /// --scheduled-events: a Normal TaintEvictionScheduled event on a pod when its eviction is
   /// scheduled for a later time (its toleration's tolerationSeconds).
   bool scheduled_events = true;
+  /// --webhook-cert-secret ([NAMESPACE/]NAME; the namespace defaults to the Lease's): the
+  /// kubernetes.io/tls Secret the admission webhook's CA and serving certificate are kept in
+  /// (README "Certificates"): the secure port serves its certificate and the caBundle of
+  /// --webhook-configuration is kept equal to its CA. Empty name: off (the secure port's
+  /// certificate is --tls-cert-file's or self-signed, as before); off too with --tls-cert-file.
+  std::string webhook_cert_secret_namespace;
+  std::string webhook_cert_secret_name;
+  /// --webhook-configuration: the ValidatingWebhookConfiguration whose caBundle is kept.
+  std::string webhook_configuration = "taint-eviction-controller";
+  /// --webhook-service ([NAMESPACE/]NAME; the namespace defaults to the Secret's): the
+  /// Service the API server calls the webhook through; the certificate names
+  /// NAME.NAMESPACE.svc and NAME.NAMESPACE.svc.cluster.local.
+  std::string webhook_service_namespace;
+  std::string webhook_service_name = "taint-eviction-controller-metrics";
+  /// --webhook-cert-check-interval: how often the Secret and the caBundle are checked
+  /// (10s..24h; also at start, and after a failed check again within a minute).
+  std::chrono::milliseconds webhook_cert_check_interval{3'600'000};
 
   /// The policy to apply: `file_policy` (the file's, at start or reloaded) with --dry-run;
   /// --shadow implies dry-run, which no reload can turn off.

@@ -1,4 +1,4 @@
-// task_group and every(): counts and conditions on a real io_context, never elapsed time.
+// task_group, every() and repeat(): counts and conditions on a real io_context, never elapsed time.
 
 #include "tec/asio/task_group.hpp"
 
@@ -24,6 +24,7 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using tec::async::every;
+using tec::async::repeat;
 using tec::async::task_group;
 
 // Waits on a timer that never fires on its own (a day): only cancellation ends it.
@@ -193,6 +194,55 @@ TEST(every, a_cancellation_while_fn_runs_ends_the_loop_before_the_next_wait) {
   io.run();
   EXPECT_TRUE(finished);
   EXPECT_FALSE(seen);
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(repeat, runs_at_once_then_after_each_interval_until_cancelled_at_its_wait) {
+  asio::io_context io;
+  task_group group(io.get_executor());
+  int calls = 0;
+  int done = 0;
+  std::exception_ptr seen;
+  group.spawn(0, repeat([&]() -> asio::awaitable<std::chrono::steady_clock::duration> {
+                if (++calls == 3) {
+                  group.cancel();
+                }
+                co_return 1ms;
+              }),
+              [&](const std::exception_ptr& e) {
+                seen = e;
+                ++done;
+              });
+  io.run();  // returns only because the loop ended
+  EXPECT_EQ(done, 1);
+  EXPECT_FALSE(seen);
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(repeat, a_cancellation_never_reaches_the_run_in_flight) {
+  asio::io_context io;
+  task_group group(io.get_executor());
+  int calls = 0;
+  bool run_finished = false;
+  std::exception_ptr seen;
+  bool finished = false;
+  group.spawn(0, repeat([&]() -> asio::awaitable<std::chrono::steady_clock::duration> {
+                ++calls;
+                group.cancel();
+                // Would throw operation_aborted if the cancellation reached this run.
+                asio::steady_timer timer(co_await asio::this_coro::executor, 1ms);
+                co_await timer.async_wait(asio::use_awaitable);
+                run_finished = true;
+                co_return std::chrono::hours(24);
+              }),
+              [&](const std::exception_ptr& e) {
+                seen = e;
+                finished = true;
+              });
+  io.run();
+  EXPECT_TRUE(finished);
+  EXPECT_FALSE(seen);
+  EXPECT_TRUE(run_finished);
   EXPECT_EQ(calls, 1);
 }
 

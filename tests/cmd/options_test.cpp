@@ -383,3 +383,51 @@ TEST(options, a_bad_shadow_window_is_exit_two_with_one_line) {
 
 }  // namespace
 }  // namespace tec::cmd
+
+namespace tec::cmd {
+namespace {
+
+TEST(options, webhook_certificates_are_off_unless_a_secret_is_named) {
+  auto r = parse({"--leader-elect-resource-namespace=tec"});
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->webhook_cert_secret_name, "");
+  EXPECT_EQ(r.opts->webhook_configuration, "taint-eviction-controller");
+  EXPECT_EQ(r.opts->webhook_service_name, "taint-eviction-controller-metrics");
+  EXPECT_EQ(r.opts->webhook_service_namespace, "tec");
+  EXPECT_EQ(r.opts->webhook_cert_check_interval, 1h);
+
+  r = parse({"--leader-elect-resource-namespace=tec", "--webhook-cert-secret=tls",
+             "--webhook-configuration=hook", "--webhook-service=svc",
+             "--webhook-cert-check-interval=30s"});
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->webhook_cert_secret_namespace, "tec");  // the Lease's
+  EXPECT_EQ(r.opts->webhook_cert_secret_name, "tls");
+  EXPECT_EQ(r.opts->webhook_configuration, "hook");
+  EXPECT_EQ(r.opts->webhook_service_namespace, "tec");  // the Secret's
+  EXPECT_EQ(r.opts->webhook_service_name, "svc");
+  EXPECT_EQ(r.opts->webhook_cert_check_interval, 30s);
+
+  r = parse({"--webhook-cert-secret=ns1/tls", "--webhook-service=ns2/svc"});
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->webhook_cert_secret_namespace, "ns1");
+  EXPECT_EQ(r.opts->webhook_service_namespace, "ns2");
+  r = parse({"--webhook-cert-secret=ns1/tls"});
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->webhook_service_namespace, "ns1");  // the Secret's, not the Lease's
+}
+
+TEST(options, bad_webhook_certificate_flags_are_exit_2) {
+  for (const char* bad :
+       {"--webhook-cert-secret=a/b/c", "--webhook-cert-secret=Bad_Name", "--webhook-service=/x",
+        "--webhook-configuration=UPPER", "--webhook-cert-check-interval=5s",
+        "--webhook-cert-check-interval=48h", "--webhook-cert-check-interval=soon"}) {
+    const auto r = parse({bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    const std::string flag(bad, std::string_view(bad).find('='));
+    EXPECT_NE(r.err.find(flag + ":"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;  // and "Run with --help"
+  }
+}
+
+}  // namespace
+}  // namespace tec::cmd

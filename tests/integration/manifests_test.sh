@@ -137,8 +137,9 @@ n_objects=$(grep -c '(server dry run)' <<<"$out" || true)
 # Namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding, the policy
 # ConfigMap, Deployment, Service, NetworkPolicy, two FlowSchemas (v1beta1 here), and for the
 # secure metrics port (issue 31) the system:auth-delegator ClusterRoleBinding and the
-# metrics-reader ClusterRole, and (issue 32) the ValidatingWebhookConfiguration.
-[ "$n_objects" -eq 15 ] || fail "expected 15 objects in the server dry run, got $n_objects"
+# metrics-reader ClusterRole, and (issue 32) the ValidatingWebhookConfiguration and, for its
+# certificates, the empty Secret and the caBundle's ClusterRole and ClusterRoleBinding.
+[ "$n_objects" -eq 18 ] || fail "expected 18 objects in the server dry run, got $n_objects"
 
 # The Deployment alone, for field checks (kubectl applies -o jsonpath to each object).
 awk 'BEGIN { RS = "---\n" } /(^|\n)kind: Deployment\n/ { printf "%s", $0 }' "$WORK/all-but-pdb.yaml" \
@@ -363,7 +364,27 @@ can_i yes get "configmaps/taint-eviction-controller-policy$NAME_SUFFIX" -n "$NS"
 can_i yes create tokenreviews.authentication.k8s.io
 can_i yes create subjectaccessreviews.authorization.k8s.io
 
+# The webhook's certificates: its own Secret (kustomize renamed the resourceName with it), read
+# and updated, never created; its own webhook configuration's caBundle.
+can_i yes get "secrets/taint-eviction-controller-webhook-tls$NAME_SUFFIX" -n "$NS"
+can_i yes update "secrets/taint-eviction-controller-webhook-tls$NAME_SUFFIX" -n "$NS"
+can_i yes get validatingwebhookconfigurations.admissionregistration.k8s.io/taint-eviction-controller
+can_i yes patch validatingwebhookconfigurations.admissionregistration.k8s.io/taint-eviction-controller
+
 # What it must not.
+can_i no create secrets -n "$NS"
+can_i no get secrets/some-other-secret -n "$NS"
+can_i no update secrets/some-other-secret -n "$NS"
+can_i no patch "secrets/taint-eviction-controller-webhook-tls$NAME_SUFFIX" -n "$NS"
+can_i no delete "secrets/taint-eviction-controller-webhook-tls$NAME_SUFFIX" -n "$NS"
+can_i no get "secrets/taint-eviction-controller-webhook-tls$NAME_SUFFIX" -n "$OTHER_NS"
+can_i no list validatingwebhookconfigurations.admissionregistration.k8s.io
+can_i no create validatingwebhookconfigurations.admissionregistration.k8s.io
+can_i no get validatingwebhookconfigurations.admissionregistration.k8s.io/some-other-webhook
+can_i no patch validatingwebhookconfigurations.admissionregistration.k8s.io/some-other-webhook
+can_i no update validatingwebhookconfigurations.admissionregistration.k8s.io/taint-eviction-controller
+can_i no delete validatingwebhookconfigurations.admissionregistration.k8s.io/taint-eviction-controller
+can_i no patch mutatingwebhookconfigurations.admissionregistration.k8s.io/taint-eviction-controller
 can_i no get nodes/some-node
 can_i no get namespaces/"$OTHER_NS"
 can_i no update namespaces

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "k8sclient/support/run_sync.hpp"
+#include "ops/support/served_certificate.hpp"
 #include "tec/ops/http_endpoints.hpp"
 #include "tec/ops/request_authorizer.hpp"
 #include "tec/ops/tls_credentials.hpp"
@@ -57,17 +58,7 @@ using namespace std::chrono_literals;
 
 constexpr auto test_cap = 30s;
 
-// The certificate a server context presents, as PEM.
-std::string cert_pem(ssl::context& ctx) {
-  X509* cert = SSL_CTX_get0_certificate(ctx.native_handle());
-  BIO* bio = BIO_new(BIO_s_mem());
-  PEM_write_bio_X509(bio, cert);
-  char* data = nullptr;
-  const long n = BIO_get_mem_data(bio, &data);
-  std::string out(data, static_cast<std::size_t>(n));
-  BIO_free(bio);
-  return out;
-}
+using testing::served_certificate_pem;
 
 std::string key_pem(ssl::context& ctx) {
   EVP_PKEY* key = SSL_CTX_get0_privatekey(ctx.native_handle());
@@ -187,7 +178,7 @@ TEST_F(secure_serving_test, the_request_path_is_401_403_503_or_served) {
   http_endpoints server(ioc_.get_executor(), tls_options(*creds, authz));
   server.handle("/metrics", [] { return http_response{200, "text/plain", "m 1\n"}; });
   const auto ep = start(server);
-  const auto trust = client_trusting(cert_pem(*(*creds)->current()));
+  const auto trust = client_trusting(served_certificate_pem(*(*creds)->current()));
 
   const auto none = get(ep, trust, "/metrics");
   EXPECT_EQ(none.status, 401U) << none.error;
@@ -214,7 +205,7 @@ TEST_F(secure_serving_test, the_self_signed_certificate_names_its_hosts) {
   http_endpoints server(ioc_.get_executor(), secure_serving_test::tls_options(*creds));
   server.handle("/x", [] { return http_response{200, "text/plain", "x"}; });
   const auto ep = start(server);
-  const auto trust = client_trusting(cert_pem(*(*creds)->current()));
+  const auto trust = client_trusting(served_certificate_pem(*(*creds)->current()));
   EXPECT_EQ(get(ep, trust, "/x", {}, "tec.example").status, 200U);
   EXPECT_EQ(get(ep, trust, "/x", {}, "localhost").status, 200U);
   const auto wrong_name = get(ep, trust, "/x", {}, "other.example");
@@ -224,7 +215,8 @@ TEST_F(secure_serving_test, the_self_signed_certificate_names_its_hosts) {
   // Another self-signed certificate is not trusted.
   auto stranger = tls_credentials::self_signed({"localhost"});
   ASSERT_TRUE(stranger);
-  const auto untrusted = get(ep, client_trusting(cert_pem(*(*stranger)->current())), "/x");
+  const auto untrusted =
+      get(ep, client_trusting(served_certificate_pem(*(*stranger)->current())), "/x");
   EXPECT_EQ(untrusted.status, 0U);
   server.stop();
 }
@@ -280,7 +272,7 @@ protected:
     auto creds = tls_credentials::self_signed({host});
     EXPECT_TRUE(creds);
     auto ctx = (*creds)->current();
-    const auto cert = cert_pem(*ctx);
+    const auto cert = served_certificate_pem(*ctx);
     write(cert_path(), cert, generation);
     write(key_path(), key_pem(*ctx), generation);
     return cert;
@@ -305,26 +297,26 @@ TEST_F(cert_files, a_changed_pair_is_loaded_and_a_broken_one_keeps_the_last_good
   const auto first = write_pair("localhost", 1);
   auto creds = tls_credentials::from_files(cert_path().string(), key_path().string());
   ASSERT_TRUE(creds) << creds.error().message;
-  EXPECT_EQ(cert_pem(*(*creds)->current()), first);
+  EXPECT_EQ(served_certificate_pem(*(*creds)->current()), first);
   EXPECT_EQ((*creds)->current(), (*creds)->current());  // unchanged files: the same context
   EXPECT_EQ((*creds)->reloads(), 0U);
 
   const auto second = write_pair("localhost", 2);
-  EXPECT_EQ(cert_pem(*(*creds)->current()), second);
+  EXPECT_EQ(served_certificate_pem(*(*creds)->current()), second);
   EXPECT_EQ((*creds)->reloads(), 1U);
 
   // Half an update: a new certificate with the old key does not match; the last good pair
   // stays, and it is not retried until the files change again.
   auto other = tls_credentials::self_signed({"localhost"});
   ASSERT_TRUE(other);
-  write(cert_path(), cert_pem(*(*other)->current()), 3);
-  EXPECT_EQ(cert_pem(*(*creds)->current()), second);
+  write(cert_path(), served_certificate_pem(*(*other)->current()), 3);
+  EXPECT_EQ(served_certificate_pem(*(*creds)->current()), second);
   write(cert_path(), "not a certificate", 4);
-  EXPECT_EQ(cert_pem(*(*creds)->current()), second);
+  EXPECT_EQ(served_certificate_pem(*(*creds)->current()), second);
   EXPECT_EQ((*creds)->reloads(), 1U);
 
   const auto third = write_pair("localhost", 5);
-  EXPECT_EQ(cert_pem(*(*creds)->current()), third);
+  EXPECT_EQ(served_certificate_pem(*(*creds)->current()), third);
   EXPECT_EQ((*creds)->reloads(), 2U);
 }
 
@@ -355,7 +347,7 @@ TEST_F(cert_files, missing_or_mismatched_files_are_errors_naming_them) {
   write_pair("localhost", 1);
   auto other = tls_credentials::self_signed({"localhost"});
   ASSERT_TRUE(other);
-  write(cert_path(), cert_pem(*(*other)->current()), 2);
+  write(cert_path(), served_certificate_pem(*(*other)->current()), 2);
   auto mismatch = tls_credentials::from_files(cert_path().string(), key_path().string());
   ASSERT_FALSE(mismatch);
   EXPECT_NE(mismatch.error().message.find("does not match"), std::string::npos)

@@ -1,7 +1,8 @@
 #pragma once
 
 // A periodic job as one coroutine: wait `interval`, run `fn`, again, until cancelled (e.g. by
-// the task_group that started it) or until `fn` says to stop.
+// the task_group that started it) or until `fn` says to stop; or run `fn` at once and again
+// after the interval it names each time (repeat).
 
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
@@ -25,5 +26,14 @@ boost::asio::awaitable<void> every(std::chrono::steady_clock::duration interval,
 /// operation_aborted, as any Asio operation does) and otherwise ends the loop after `fn`.
 boost::asio::awaitable<void> every(std::chrono::steady_clock::duration interval,
                                    std::function<boost::asio::awaitable<bool>()> fn);
+
+/// Runs `fn()` at once, then again each time the interval it returned has passed, on the
+/// coroutine's executor, until cancelled. Unlike every(), a cancellation never reaches `fn`:
+/// each run is a coroutine of its own (on the same executor) that ends by itself (e.g. its
+/// requests end with their client's shutdown), so nothing throws operation_aborted from inside
+/// it; the loop ends at its wait, or after the run in flight. An exception `fn` throws ends the
+/// loop and reaches the completion handler. `fn` is owned by the coroutine.
+boost::asio::awaitable<void> repeat(
+    std::function<boost::asio::awaitable<std::chrono::steady_clock::duration>()> fn);
 
 }  // namespace tec::async

@@ -2,13 +2,15 @@
 
 // The serving certificate of the secure port (/metrics, /debug/*): from a certificate and key
 // file (--tls-cert-file, --tls-private-key-file), re-read when they change, or, without them,
-// a self-signed one generated in memory at start, as kube-controller-manager does.
+// a self-signed one generated in memory at start, as kube-controller-manager does, which the
+// webhook's certificate keeper (webhook_cert_keeper.hpp) may replace while it serves.
 
 #include <boost/asio/ssl/context.hpp>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tec/base/result.hpp"
@@ -34,13 +36,23 @@ public:
   static base::result<std::shared_ptr<tls_credentials>> from_files(std::string cert_file,
                                                                    std::string key_file);
 
+  /// The PEM certificate chain (the serving certificate first) and its private key, as given
+  /// (an error says what is wrong with them).
+  static base::result<std::shared_ptr<tls_credentials>> from_pem(std::string_view cert_chain_pem,
+                                                                 std::string_view key_pem);
+
+  /// Not for credentials from files (the files stay the source): from now on, new connections
+  /// get this certificate chain and key; connections open keep theirs. Counts as a reload. An
+  /// error (the pair does not load) keeps the one in use.
+  base::result<void> use_pem(std::string_view cert_chain_pem, std::string_view key_pem);
+
   /// The context for a new connection. With files: stats both first (cheap), and when either
   /// changed (modification time, size or inode: a Secret volume's symlink swap) loads the pair
   /// again; a broken pair keeps the last good one and is logged once, until the files change
   /// again.
   std::shared_ptr<boost::asio::ssl::context> current();
 
-  /// Files only: how many times a changed pair was loaded since start (tests, logs).
+  /// How many times a changed pair was loaded since start (from the files, or use_pem()).
   [[nodiscard]] std::uint64_t reloads() const;
 
   tls_credentials(const tls_credentials&) = delete;
