@@ -48,7 +48,7 @@ controller::toleration default_toleration(const char* key) {
 bench_cluster make_cluster() {
   bench_cluster c;
   for (int i = 0; i < node_count; ++i) {
-    controller::node_view n{.name = "node-" + std::to_string(i), .taints = {}};
+    controller::node_view n{.name = "node-" + std::to_string(i), .taints = {}, .hold = {}};
     if (i % 20 == 0) {
       n.taints.push_back({.key = "node.kubernetes.io/unreachable",
                           .value = {},

@@ -35,7 +35,7 @@ struct small_cluster final : admission::cluster_reader {
     return out;
   }
   [[nodiscard]] std::vector<controller::node_view> nodes() const override {
-    return {{.name = "n1", .taints = {}}, {.name = "n2", .taints = {}}};
+    return {{.name = "n1", .taints = {}, .hold = {}}, {.name = "n2", .taints = {}, .hold = {}}};
   }
   [[nodiscard]] std::vector<std::string> opted_out_namespaces() const override { return {}; }
   [[nodiscard]] controller::eviction_policy policy() const override {

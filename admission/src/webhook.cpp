@@ -122,7 +122,8 @@ review_response decide(const review_request& request, const cluster_reader& clus
   // taints), so each warning says what that taint does by itself.
   const controller::node_view target{
       .name = node.name,
-      .taints = before != nullptr ? before->taints : std::vector<controller::taint>{}};
+      .taints = before != nullptr ? before->taints : std::vector<controller::taint>{},
+      .hold = std::nullopt};
   in.targets = {target};
   if (cached == in.all_nodes.end()) {
     in.all_nodes.push_back(target);

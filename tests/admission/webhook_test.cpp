@@ -65,7 +65,7 @@ taint no_execute(std::string key, std::string value = "") {
 fake_cluster ten_nodes() {
   fake_cluster c;
   for (int i = 0; i < 10; ++i) {
-    c.all_nodes.push_back({.name = "n" + std::to_string(i), .taints = {}});
+    c.all_nodes.push_back({.name = "n" + std::to_string(i), .taints = {}, .hold = {}});
   }
   c.pods = {pod("a", "p1", "n1"), pod("b", "p2", "n1"),
             pod("c", "p3", "n1",
@@ -83,23 +83,25 @@ review_request update(std::vector<taint> before, std::vector<taint> after, bool 
           .uid = "u-7",
           .op = operation::update,
           .user = "alice",
-          .object =
-              node_object{.node = {.name = "n1", .taints = std::move(after)}, .acknowledged = ack},
-          .old_object = node_object{.node = {.name = "n1", .taints = std::move(before)},
+          .object = node_object{.node = {.name = "n1", .taints = std::move(after), .hold = {}},
+                                .acknowledged = ack},
+          .old_object = node_object{.node = {.name = "n1", .taints = std::move(before), .hold = {}},
                                     .acknowledged = ack}};
 }
 
 TEST(admission_webhook, added_taints) {
-  const controller::node_view before{.name = "n",
-                                     .taints = {no_execute("a", "1"), no_execute("b", "1")}};
+  const controller::node_view before{
+      .name = "n", .taints = {no_execute("a", "1"), no_execute("b", "1")}, .hold = {}};
   taint soft = no_execute("s");
   soft.effect = taint_effect::no_schedule;
   const controller::node_view after{
-      .name = "n", .taints = {no_execute("a", "1"), no_execute("b", "2"), no_execute("c"), soft}};
+      .name = "n",
+      .taints = {no_execute("a", "1"), no_execute("b", "2"), no_execute("c"), soft},
+      .hold = {}};
   EXPECT_THAT(added_no_execute_taints(&before, after),
               ElementsAre(no_execute("b", "2"), no_execute("c")));
   EXPECT_THAT(added_no_execute_taints(nullptr, after), SizeIs(3));
-  const controller::node_view fewer{.name = "n", .taints = {no_execute("a", "1")}};
+  const controller::node_view fewer{.name = "n", .taints = {no_execute("a", "1")}, .hold = {}};
   EXPECT_THAT(added_no_execute_taints(&before, fewer), IsEmpty());  // a removal
 }
 

@@ -39,7 +39,7 @@ pod_view pod(std::string ns, std::string name, std::string node,
 }
 
 node_view node(std::string name, std::vector<taint> taints = {}) {
-  return node_view{std::move(name), std::move(taints)};
+  return node_view{std::move(name), std::move(taints), std::nullopt};
 }
 
 // One node, a pod of each outcome.
