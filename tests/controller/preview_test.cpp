@@ -196,7 +196,8 @@ TEST(preview, the_rate_limit_gives_how_long_the_immediate_evictions_take) {
             "tainting n with k:NoExecute evicts 25 pods now (1 namespace); 100% of nodes would "
             "carry NoExecute taints; at 5/s the immediate evictions take 4s");
   in.pods.resize(3);
-  EXPECT_TRUE(summary(preview(in)).ends_with("; the rate limit's burst lets them all start at once"));
+  EXPECT_TRUE(
+      summary(preview(in)).ends_with("; the rate limit's burst lets them all start at once"));
 }
 
 TEST(preview, many_targets_are_counted_not_listed) {
