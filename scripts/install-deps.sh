@@ -22,6 +22,9 @@ packages=(
   # node runs its own, with its own socket and directories, beside it.
   containerd runc containernetworking-plugins iptables nftables conntrack buildah
   debootstrap busybox-static
+  # The monitoring kit's tests (tests/monitoring/, tests/e2e/prometheus_test.sh): promtool and a
+  # Prometheus server run from a temp dir. Installed below with service starts refused.
+  prometheus
 )
 
 missing=()
@@ -67,4 +70,25 @@ fi
 echo "install-deps: installing (or upgrading to the candidate) ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
+# Debian's prometheus starts a system service from its postinst (deb-systemd-invoke or
+# invoke-rc.d, both of which ask /usr/sbin/policy-rc.d first): the tests run their own, so a
+# policy-rc.d that refuses every start (exit 101) is in place while it installs, unless one is
+# there already, and removed after.
+policy_rc=/usr/sbin/policy-rc.d
+remove_policy_rc=""
+case " ${missing[*]} " in
+  *" prometheus "*)
+    if [ ! -e "$policy_rc" ]; then
+      printf '#!/bin/sh\n# install-deps.sh: no service starts while it installs\nexit 101\n' \
+        | $sudo tee "$policy_rc" >/dev/null
+      $sudo chmod 755 "$policy_rc"
+      remove_policy_rc=1
+      trap '$sudo rm -f "$policy_rc"' EXIT
+    fi
+    ;;
+esac
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [ -n "$remove_policy_rc" ]; then
+  $sudo rm -f "$policy_rc"
+  trap - EXIT
+fi

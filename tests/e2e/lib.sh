@@ -43,6 +43,14 @@ CONTROLLER_PIDS=()
 CONTROLLER_LOGS=()
 METRICS_CURL=(-k)  # setup_rbac adds the metrics reader's bearer token
 
+# terminate_pid PID: SIGTERM, up to 10 s to exit, then SIGKILL (a helper process a test started:
+# a Prometheus, a kube-controller-manager). Never fails.
+terminate_pid() {
+  kill -TERM "$1" 2>/dev/null || return 0
+  for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+}
+
 cleanup() {
   local rc=$?
   set +e
