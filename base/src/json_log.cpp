@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <ctime>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 namespace tec::base {
 namespace {
@@ -193,22 +197,22 @@ void append_field(const pair_text& p, spdlog::memory_buf_t& dest) {
   dest.push_back(',');
   dest.push_back('"');
   append_escaped(p.key, false, dest);
-  append(dest, "\":");
-  const auto slash = p.value.find('/');
-  if (p.key == "pod" && slash != std::string_view::npos && slash != 0 &&
-      slash + 1 < p.value.size() && p.value.find('/', slash + 1) == std::string_view::npos &&
-      p.value.find('\\') == std::string_view::npos &&
-      std::none_of(p.value.begin(), p.value.end(), is_space)) {
-    append(dest, R"({"name":")");
-    append_escaped(p.value.substr(slash + 1), false, dest);
-    append(dest, R"(","namespace":")");
-    append_escaped(p.value.substr(0, slash), false, dest);
-    append(dest, "\"}");
-    return;
-  }
-  dest.push_back('"');
+  append(dest, "\":\"");
   append_escaped(p.value, p.quoted, dest);
   dest.push_back('"');
+}
+
+// NAMESPACE of a `pod` value NAMESPACE/NAME (one slash, both sides non-empty, no space, no
+// escape); empty for any other pair.
+std::string_view pod_namespace(const pair_text& p) {
+  const auto slash = p.value.find('/');
+  if (p.key != "pod" || slash == std::string_view::npos || slash == 0 ||
+      slash + 1 == p.value.size() || p.value.find('/', slash + 1) != std::string_view::npos ||
+      p.value.find('\\') != std::string_view::npos ||
+      std::any_of(p.value.begin(), p.value.end(), is_space)) {
+    return {};
+  }
+  return p.value.substr(0, slash);
 }
 
 bool is_one_line_json_object(std::string_view payload) {
@@ -264,13 +268,22 @@ void append_json_message(std::string_view payload, spdlog::memory_buf_t& dest) {
     }
     const auto& [p, end] = *found;
     i = end;
-    const auto used = taken.begin() + static_cast<std::ptrdiff_t>(fields);
+    const auto is_taken = [&](std::string_view key) {
+      const auto last = taken.begin() + static_cast<std::ptrdiff_t>(fields);
+      return std::find(taken.begin(), last, key) != last;
+    };
     if (std::find(reserved_keys.begin(), reserved_keys.end(), p.key) != reserved_keys.end() ||
-        std::find(taken.begin(), used, p.key) != used) {
+        is_taken(p.key)) {
       continue;
     }
     taken[fields++] = p.key;
     append_field(p, dest);
+    // The pod's namespace as a field of its own, for filtering (unless the message named one).
+    if (const auto ns = pod_namespace(p);
+        !ns.empty() && fields < max_json_log_fields && !is_taken("namespace")) {
+      taken[fields++] = "namespace";
+      append_field(pair_text{.key = "namespace", .value = ns, .quoted = false}, dest);
+    }
   }
 }
 

@@ -47,7 +47,7 @@ TEST(json_log, the_whole_line_is_one_json_object_with_the_fields_after_msg) {
   ASSERT_EQ(std::count(l.begin(), l.end(), '\n'), 1);
   EXPECT_EQ(l.substr(l.find(",\"level\"")),
             R"(,"level":"info","logger":"evict","msg":"cancelled eviction pod=\"shop/web-0\"",)"
-            R"("pod":{"name":"web-0","namespace":"shop"}})"
+            R"("pod":"shop/web-0","namespace":"shop"})"
             "\n");
   const auto j = json::parse(l);
   EXPECT_EQ(j["ts"].get<std::string>().size(), std::string("2026-11-28T03:12:12.410123Z").size());
@@ -61,7 +61,7 @@ TEST(json_log, readme_example) {
   EXPECT_EQ(l.substr(l.find(",\"level\"")),
             R"(,"level":"info","logger":"evict","msg":"evicted pod=\"shop/web-0\" )"
             R"x(uid=8a1f3c2e-5b7d-4e09-9c1a-2f6b8d4e7a90 (Eviction API policy/v1)",)x"
-            R"("pod":{"name":"web-0","namespace":"shop"},)"
+            R"("pod":"shop/web-0","namespace":"shop",)"
             R"("uid":"8a1f3c2e-5b7d-4e09-9c1a-2f6b8d4e7a90"})"
             "\n");
 }
@@ -71,7 +71,8 @@ TEST(json_log, pairs_become_string_fields_and_the_message_keeps_its_text) {
       "eviction is stuck pod=\"shop/web-0\" uid=8a1f-77: 3 attempts failed in a row, still "
       "retrying: status=500 t_us=123";
   EXPECT_EQ(message_object(text), json({{"msg", text},
-                                        {"pod", {{"name", "web-0"}, {"namespace", "shop"}}},
+                                        {"pod", "shop/web-0"},
+                                        {"namespace", "shop"},
                                         {"uid", "8a1f-77"},
                                         {"status", "500"},
                                         {"t_us", "123"}}));
@@ -97,8 +98,7 @@ TEST(json_log, the_first_of_repeated_keys_wins_and_the_line_s_own_keys_are_skipp
   const auto j = message_object(
       "pod=\"a/b\" pod=\"c/d\" msg=forged level=error ts=0 record=1 "
       "logger=x caller=y uid=1 uid=2");
-  EXPECT_EQ(j,
-            json({{"msg", j["msg"]}, {"pod", {{"name", "b"}, {"namespace", "a"}}}, {"uid", "1"}}));
+  EXPECT_EQ(j, json({{"msg", j["msg"]}, {"pod", "a/b"}, {"namespace", "a"}, {"uid", "1"}}));
   EXPECT_EQ(j["msg"].get<std::string>().substr(0, 11), "pod=\"a/b\" p");
 }
 
@@ -114,15 +114,23 @@ TEST(json_log, words_that_are_not_pairs_are_only_text) {
   EXPECT_EQ(message_object(std::string(64, 'k') + "=1").size(), 2U);
 }
 
-TEST(json_log, pod_is_an_object_only_for_namespace_slash_name) {
+TEST(json_log, a_pod_namespace_slash_name_adds_its_namespace) {
   EXPECT_EQ(message_object("pod=web-0")["pod"], "web-0");
   EXPECT_EQ(message_object("pod=a/b/c")["pod"], "a/b/c");
   EXPECT_EQ(message_object("pod=/b")["pod"], "/b");
   EXPECT_EQ(message_object("pod=a/")["pod"], "a/");
   EXPECT_EQ(message_object(R"(pod="a/b c")")["pod"], "a/b c");
   EXPECT_EQ(message_object(R"(pod="a\"/b")")["pod"], "a\"/b");
-  EXPECT_EQ(message_object("pod=ns/name")["pod"], json({{"name", "name"}, {"namespace", "ns"}}));
-  EXPECT_EQ(message_object("node=\"n/1\"")["node"], "n/1");  // only pod is split
+  for (const char* text : {"pod=web-0", "pod=a/b/c", "pod=/b", "pod=a/", R"(pod="a/b c")",
+                           R"(pod="a\"/b")", R"(node="n/1")"}) {
+    EXPECT_FALSE(message_object(text).contains("namespace")) << text;
+  }
+  EXPECT_EQ(message_object("pod=ns/name"),
+            json({{"msg", "pod=ns/name"}, {"pod", "ns/name"}, {"namespace", "ns"}}));
+  // A namespace the message names first wins; a later one is not repeated.
+  EXPECT_EQ(message_object("namespace=x pod=ns/name")["namespace"], "x");
+  EXPECT_EQ(message_object("pod=ns/name namespace=x")["namespace"], "ns");
+  EXPECT_EQ(message_object("pod=ns/name namespace=x").size(), 3U);
 }
 
 TEST(json_log, at_most_sixteen_fields) {
@@ -134,6 +142,13 @@ TEST(json_log, at_most_sixteen_fields) {
   EXPECT_EQ(j.size(), 1 + max_json_log_fields);
   EXPECT_EQ(j["k15"], "15");
   EXPECT_FALSE(j.contains("k16"));
+  // The pod's namespace counts too: none when the pod took the last place.
+  text.clear();
+  for (std::size_t i = 0; i + 1 < max_json_log_fields; ++i) {
+    text += "k" + std::to_string(i) + "=1 ";
+  }
+  EXPECT_EQ(message_object(text + "pod=a/b").size(), 1 + max_json_log_fields);
+  EXPECT_FALSE(message_object(text + "pod=a/b").contains("namespace"));
 }
 
 TEST(json_log, a_message_that_is_a_json_object_is_embedded_as_record) {
@@ -160,7 +175,7 @@ TEST(json_log, control_characters_and_invalid_utf8_are_escaped) {
             "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
             "\xef\xbf\xbd");
   EXPECT_EQ(j["pod"], "\xef\xbf\xbd\xef\xbf\xbd x/y");
-  EXPECT_EQ(message_object("\xf0\x9f\x98\x80 pod=a/\xf0\x9f\x98\x80")["pod"]["name"],
+  EXPECT_EQ(message_object("\xf0\x9f\x98\x80 pod=\xf0\x9f\x98\x80/a")["namespace"],
             "\xf0\x9f\x98\x80");
 }
 
@@ -231,7 +246,7 @@ TEST(json_log, every_line_is_valid_json_whatever_the_message) {
         ASSERT_EQ(j["msg"], payload) << l;
       }
       for (const auto& [key, value] : j.items()) {
-        ASSERT_TRUE(value.is_string() || (key == "pod" && value.is_object())) << l;
+        ASSERT_TRUE(value.is_string()) << key << ": " << l;
       }
     }
   }

@@ -59,7 +59,7 @@ done
 taint "$node" "tec-e2e-env=x:NoExecute"
 wait_terminating victim 60
 deadline=$((SECONDS + 30))
-until grep -q '"namespace":"'"$NS"'"' "$ENV_LOG"; do
+until grep -q '"pod":"'"$NS"'/victim"' "$ENV_LOG"; do
   [ "$SECONDS" -lt "$deadline" ] || fail "no JSON log line with the pod as a field within 30 s"
   sleep 0.2
 done
@@ -70,11 +70,11 @@ try:
     docs = [json.loads(l) for l in lines]
 except ValueError as e:
     print('a line is not JSON: %s' % e); sys.exit()
-pod = {'name': 'victim', 'namespace': sys.argv[2]}
-mine = [d for d in docs if d.get('pod') == pod and d.get('uid') == sys.argv[3]]
+pod = sys.argv[2] + '/victim'
+mine = [d for d in docs if d.get('pod') == pod and d.get('namespace') == sys.argv[2] and d.get('uid') == sys.argv[3]]
 if not all(isinstance(d, dict) and isinstance(d.get('msg'), str) for d in docs): print('a line without msg')
 elif not mine: print('no line with pod=%s and uid=%s as fields' % (pod, sys.argv[3]))
-elif not any('pod=\"%s/victim\"' % sys.argv[2] in d['msg'] for d in mine): print('msg lost its text')
+elif not any('pod=\"%s\"' % pod in d['msg'] for d in mine): print('msg lost its text')
 else: print('ok')" "$ENV_LOG" "$NS" "$uid")
 [ "$verdict" = ok ] || fail "JSON log from TEC_LOG_FORMAT=json: $verdict"
 stop_controller "$pid"

@@ -26,8 +26,9 @@ inline constexpr std::size_t max_json_log_fields = 16;
 ///    to the next space (a trailing `:`, `,`, `;`, `.` or `)` belongs to the sentence and is
 ///    dropped). The first of repeated keys wins; keys the line itself uses (ts, level, logger,
 ///    msg, record, caller) are skipped; at most max_json_log_fields. A `pod` value of the form
-///    NAMESPACE/NAME is an object, as klog's KObj: `"pod":{"name":..,"namespace":..}`. Values
-///    are strings, whatever they look like, so a field's type never changes from line to line.
+///    NAMESPACE/NAME stays one string, as kube-controller-manager's taint manager logs it, and
+///    adds `"namespace":"NAMESPACE"` (unless a `namespace` field came first). Values are
+///    strings, whatever they look like, so a field's type never changes from line to line.
 /// Pure; any thread; linear in the payload's size.
 void append_json_message(std::string_view payload, spdlog::memory_buf_t& dest);
 
