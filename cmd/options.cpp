@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <boost/algorithm/string/trim.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -235,6 +236,68 @@ void add_mode_flags(CLI::App& app, flag_text& t) {
   app.add_flag("--version", t.show_version, "Print the version and exit");
 }
 
+// Every setting flag from the environment too: --foo-bar from TEC_FOO_BAR (CLI11's envname, so
+// --help shows it and the command line wins; an empty variable is unset). Not --help and the
+// modes (--version, --check-policy): a stray variable must not turn the daemon into a tool
+// that prints and exits. Called after every flag is declared, so a new flag gets it too.
+void add_env_names(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    const auto& names = opt->get_lnames();
+    if (names.empty() || names.front() == "help" || names.front() == "version" ||
+        names.front() == "check-policy") {
+      continue;
+    }
+    std::string var = "TEC_";
+    for (const char c : names.front()) {
+      var.push_back(c == '-' ? '_'
+                             : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    }
+    opt->envname(var);
+  }
+}
+
+// "--flag" -> "TEC_FLAG" for the flags whose value came from the environment (set there and
+// not on the command line), so that an error about the flag names the variable too.
+std::vector<std::pair<std::string, std::string>> flags_from_env(
+    const CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->get_envname().empty() || opt->get_lnames().empty()) {
+      continue;
+    }
+    const char* value = std::getenv(opt->get_envname().c_str());  // NOLINT(concurrency-mt-unsafe)
+    if (value == nullptr || *value == '\0') {
+      continue;
+    }
+    const std::string flag = "--" + opt->get_lnames().front();
+    if (std::none_of(args.begin(), args.end(), [&](const std::string& a) {
+          return a == flag || a.starts_with(flag + "=");
+        })) {
+      out.emplace_back(flag, opt->get_envname());
+    }
+  }
+  return out;
+}
+
+// `message` with " (from TEC_FLAG)" after the first mention of each flag in `sources`.
+std::string name_env_sources(std::string message,
+                             const std::vector<std::pair<std::string, std::string>>& sources) {
+  for (const auto& [flag, var] : sources) {
+    for (std::size_t at = message.find(flag); at != std::string::npos;
+         at = message.find(flag, at + 1)) {
+      const std::size_t end = at + flag.size();
+      const bool whole =
+          end == message.size() ||
+          !(std::isalnum(static_cast<unsigned char>(message[end])) != 0 || message[end] == '-');
+      if (whole) {
+        message.insert(end, " (from " + var + ")");
+        break;
+      }
+    }
+  }
+  return message;
+}
+
 // The check_* functions append what is wrong, in the order the messages are printed.
 using problem_list = std::vector<std::string>;
 
@@ -454,6 +517,7 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   add_policy_flags(app, o, t);
   add_webhook_cert_flags(app, o, t);
   add_mode_flags(app, t);
+  add_env_names(app);
 
   std::vector<const char*> argv;
   argv.reserve(args.size() + 1);
@@ -469,6 +533,10 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
     const int rc = app.exit(e, out, err);
     result.out = out.str();
     result.err = err.str();
+    if (rc != 0) {  // CLI11's message, escaped and clipped (it quotes the value, maybe hostile)
+      result.err = base::printable(name_env_sources(e.what(), flags_from_env(app, args)), 512) +
+                   "\nRun with --help for more information.\n";
+    }
     result.exit_code = rc == 0 ? 0 : 2;
     return result;
   }
@@ -490,8 +558,9 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   check_policy_flag(o, t, read_policy, problems);
   check_webhook_certs(o, t, problems);
   if (!problems.empty()) {
+    const auto sources = flags_from_env(app, args);
     for (const auto& p : problems) {
-      result.err += "taint-eviction-controller: " + p + "\n";
+      result.err += "taint-eviction-controller: " + name_env_sources(p, sources) + "\n";
     }
     result.err += "Run with --help for the flags.\n";
     result.exit_code = 2;

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -427,6 +430,148 @@ TEST(options, bad_webhook_certificate_flags_are_exit_2) {
     EXPECT_NE(r.err.find(flag + ":"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;  // and "Run with --help"
   }
+}
+
+}  // namespace
+}  // namespace tec::cmd
+
+// Every setting flag from an environment variable (--foo-bar from TEC_FOO_BAR).
+namespace tec::cmd {
+namespace {
+
+// Sets environment variables for the scope of a test and puts back what was there.
+class scoped_env {
+public:
+  explicit scoped_env(const std::vector<std::pair<std::string, std::string>>& vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe): one thread
+      saved_.emplace_back(name, old == nullptr ? std::nullopt : std::optional<std::string>(old));
+      ::setenv(name.c_str(), value.c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+    }
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+  scoped_env(scoped_env&&) = delete;
+  scoped_env& operator=(scoped_env&&) = delete;
+  ~scoped_env() {
+    for (const auto& [name, old] : saved_) {
+      if (old) {
+        ::setenv(name.c_str(), old->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+      } else {
+        ::unsetenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
+      }
+    }
+  }
+
+private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+TEST(options_env, setting_flags_are_read_from_tec_variables) {
+  const scoped_env env({{"TEC_WORKERS", "3"},
+                        {"TEC_KUBE_API_QPS", "5.5"},
+                        {"TEC_LEADER_ELECT", "false"},
+                        {"TEC_LEADER_ELECT_LEASE_DURATION", "1m"},
+                        {"TEC_LEADER_ELECT_RESOURCE_NAMESPACE", "ops"},
+                        {"TEC_METRICS_BIND_ADDRESS", "0"},
+                        {"TEC_LOG_FORMAT", "json"},
+                        {"TEC_KUBE_API_CONTENT_TYPE", "application/json"}});
+  const auto r = parse({});
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->workers, 3);
+  EXPECT_EQ(r.opts->kube_api_qps, 5.5);
+  EXPECT_FALSE(r.opts->leader_elect);
+  EXPECT_EQ(r.opts->lease_duration, 60s);
+  EXPECT_EQ(r.opts->lease_namespace, "ops");
+  EXPECT_EQ(r.opts->metrics_bind_address, "0");
+  EXPECT_EQ(r.opts->format, log_format::json);
+  EXPECT_FALSE(r.opts->protobuf);
+}
+
+TEST(options_env, the_command_line_wins_over_the_environment) {
+  const scoped_env env({{"TEC_WORKERS", "abc"}, {"TEC_LEADER_ELECT", "false"}});
+  const auto r = parse({"--workers=5", "--leader-elect"});
+  ASSERT_TRUE(r.opts) << r.err;  // TEC_WORKERS's bad value is never looked at
+  EXPECT_EQ(r.opts->workers, 5);
+  EXPECT_TRUE(r.opts->leader_elect);
+}
+
+TEST(options_env, boolean_variables_take_true_false_1_and_0_and_empty_is_unset) {
+  for (const auto& [text, value] : std::vector<std::pair<std::string, bool>>{
+           {"true", true}, {"false", false}, {"1", true}, {"0", false}}) {
+    const scoped_env env({{"TEC_DRY_RUN", text}, {"TEC_SCHEDULED_EVENTS", text}});
+    const auto r = parse({});
+    ASSERT_TRUE(r.opts) << text << ": " << r.err;
+    EXPECT_EQ(r.opts->dry_run, value) << text;
+    EXPECT_EQ(r.opts->scheduled_events, value) << text;
+  }
+  const scoped_env empty({{"TEC_WORKERS", ""}, {"TEC_LEADER_ELECT", ""}});
+  const auto r = parse({});
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->workers, 8);
+  EXPECT_TRUE(r.opts->leader_elect);
+}
+
+TEST(options_env, a_bad_value_is_exit_two_with_one_line_naming_the_variable) {
+  const std::vector<std::pair<std::pair<std::string, std::string>, std::string>> cases{
+      {{"TEC_WORKERS", "abc"}, "--workers (from TEC_WORKERS)"},
+      {{"TEC_WORKERS", "0"}, "--workers (from TEC_WORKERS) must be between 1 and 1024"},
+      {{"TEC_LEADER_ELECT", "maybe"}, "--leader-elect (from TEC_LEADER_ELECT)"},
+      {{"TEC_LOG_FORMAT", "xml"}, "--log-format (from TEC_LOG_FORMAT): \"xml\" is not one of"},
+      {{"TEC_KUBE_API_CONTENT_TYPE", "text/plain"},
+       "--kube-api-content-type (from TEC_KUBE_API_CONTENT_TYPE)"},
+      {{"TEC_LEADER_ELECT_LEASE_DURATION", "15"},
+       "--leader-elect-lease-duration (from TEC_LEADER_ELECT_LEASE_DURATION): invalid duration"},
+  };
+  for (const auto& [var, needle] : cases) {
+    const scoped_env env({var});
+    const auto r = parse({});
+    EXPECT_FALSE(r.opts) << var.first;
+    EXPECT_EQ(r.exit_code, 2) << var.first;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << var.first << " -> " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2)
+        << "one line and the hint: " << r.err;
+  }
+  // A hostile value is escaped and clipped: still one line.
+  const scoped_env hostile({{"TEC_WORKERS", "1\nforged line" + std::string(100000, 'x')}});
+  const auto h = parse({});
+  EXPECT_EQ(h.exit_code, 2);
+  EXPECT_EQ(std::count(h.err.begin(), h.err.end(), '\n'), 2) << h.err;
+  EXPECT_LT(h.err.size(), 1000U);
+  EXPECT_NE(h.err.find("--workers (from TEC_WORKERS)"), std::string::npos) << h.err;
+  // The same value on the command line names the flag only.
+  const auto flag = parse({"--workers=0"});
+  EXPECT_EQ(flag.err.find("(from"), std::string::npos) << flag.err;
+  EXPECT_NE(flag.err.find("--workers must be between"), std::string::npos) << flag.err;
+}
+
+TEST(options_env, help_shows_each_setting_flag_s_variable_and_the_modes_have_none) {
+  const scoped_env env({{"TEC_VERSION", "true"}, {"TEC_CHECK_POLICY", "/nonexistent"}});
+  const auto r = parse({});
+  ASSERT_TRUE(r.opts) << r.err;  // neither variable turns the daemon into a tool
+
+  const auto h = parse({"--help"});
+  ASSERT_EQ(h.exit_code, 0);
+  std::istringstream lines(h.out);
+  int flags = 0;
+  for (std::string l; std::getline(lines, l);) {
+    const auto dash = l.find("--");
+    if (dash == std::string::npos || l.find_first_not_of(' ') != dash) {
+      continue;  // not an option's line
+    }
+    std::string name = l.substr(dash + 2, l.find_first_of(" =", dash) - dash - 2);
+    if (name == "help" || name == "version" || name == "check-policy") {
+      EXPECT_EQ(l.find("(Env:"), std::string::npos) << l;
+      continue;
+    }
+    std::string var = "TEC_";
+    for (const char c : name) {
+      var.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(c)));
+    }
+    EXPECT_NE(l.find("(Env:" + var + ")"), std::string::npos) << l;
+    ++flags;
+  }
+  EXPECT_GE(flags, 30) << h.out;
 }
 
 }  // namespace
