@@ -6,7 +6,7 @@ CLUSTER := deploy/local/cluster.sh
 
 .PHONY: all deps configure build test test-unit test-integration test-node test-asan test-tsan \
         sanitizers test-repeat fuzz bench bench-micro bench-compare bench-scale bench-apf bench-quick demo demo-breaker demo-down \
-        image install-plugin format format-check lint lint-changed clean
+        image release install-plugin format format-check lint lint-changed clean
 
 all: build
 
@@ -103,6 +103,13 @@ bench-quick: build
 # ~/.cache/taint-eviction-controller/images. deploy/local/images.sh builds the other images.
 image: deps
 	@deploy/local/images.sh project
+
+# A versioned release of the commit checked out (scripts/release.sh; README "Release"): dist/<version>/
+# with the image archive tagged <version>, the manifests rendered with that tag, the Helm chart
+# (when there is one), the image's SBOM and SHA256SUMS. <version>: `git describe --tags
+# --match 'v*' --dirty`. Builds deploy/Dockerfile (root, buildah), not the tests.
+release: deps
+	@scripts/release.sh
 
 # The kubectl plugin on a workstation: $(PREFIX)/bin/kubectl-taint_eviction (`kubectl
 # taint-eviction ...` once that directory is on PATH). Builds it alone, not the tests.

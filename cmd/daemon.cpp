@@ -971,8 +971,8 @@ struct daemon::impl {
   void build(const k8sclient::rest_config& config) {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
     ops::register_process_metrics(metrics.registry);
-    metrics.standard.emplace(
-        ops::register_standard_metrics(metrics.registry, tec::version, tec::commit, [this] {
+    metrics.standard.emplace(ops::register_standard_metrics(
+        metrics.registry, {tec::version, tec::commit, tec::compiler}, [this] {
           auto stats = cmd::collect_stats(ctrl->stats(), out.sink->stats(), watches.pods->stats(),
                                           watches.nodes->stats(), out.recorder->stats());
           cmd::add_informer_stats(stats, "namespaces", watches.namespaces->stats());

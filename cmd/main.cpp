@@ -11,8 +11,8 @@
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  const auto parsed =
-      tec::cmd::parse_options(args, std::string(tec::version) + " (commit " + tec::commit + ")");
+  const auto parsed = tec::cmd::parse_options(
+      args, std::string(tec::version) + " (commit " + tec::commit + ", " + tec::compiler + ")");
   std::fputs(parsed.out.c_str(), stdout);
   std::fputs(parsed.err.c_str(), stderr);
   if (!parsed.opts) {

@@ -25,10 +25,14 @@ readonly BASE_IMAGE=docker.io/library/debian:$DEBIAN_SUITE
 readonly BASE_SLIM_IMAGE=docker.io/library/debian:$DEBIAN_SUITE-slim
 readonly PAUSE_IMAGE=localhost/tec-pause:3.4
 readonly WORKLOAD_IMAGE=localhost/tec-workload:1
-readonly PROJECT_IMAGE=localhost/taint-eviction-controller:latest
+readonly PROJECT_REPO=localhost/taint-eviction-controller
 readonly PREBUILT_IMAGE=localhost/taint-eviction-controller:prebuilt
 # Bumped when the way an image is made changes, so the cached one is rebuilt.
 readonly BASE_RECIPE=1 PAUSE_RECIPE=1 WORKLOAD_RECIPE=1
+# The digest of the debootstrapped base, written when build_base commits it: deploy/Dockerfile's
+# build stage is pinned to it (BUILD_BASE=...@sha256:...), and a store whose base has another
+# digest (retagged, or rebuilt by an older images.sh) is refused until the base is rebuilt.
+readonly BASE_DIGEST_FILE="$IMAGE_CACHE/debian-$DEBIAN_SUITE.digest"
 
 usage() {
   cat <<EOF
@@ -38,17 +42,22 @@ Builds container images locally with buildah (store: $STORE).
 
 Commands:
   base              $BASE_IMAGE and $BASE_SLIM_IMAGE: a minbase debootstrap
-                    of Debian $DEBIAN_SUITE from $DEBIAN_MIRROR (cached).
+                    of Debian $DEBIAN_SUITE from $DEBIAN_MIRROR (cached); its digest is
+                    recorded in $BASE_DIGEST_FILE.
   pause             $PAUSE_IMAGE: Kubernetes' build/pause/linux/pause.c, static.
   workload          $WORKLOAD_IMAGE: Debian's busybox-static; by default a shell that
                     sleeps and exits 0 on SIGTERM.
-  project           $PROJECT_IMAGE from deploy/Dockerfile, unchanged
-                    (buildah bud, host network for apt, cached layers). 'make image'.
+  project [TAG]     $PROJECT_REPO:TAG (default latest) from deploy/Dockerfile,
+                    unchanged (buildah bud, host network for apt, cached layers), with the
+                    version, commit and base digest as build arguments. 'make image'.
   prebuilt BIN      $PREBUILT_IMAGE: the runtime stage of deploy/Dockerfile
                     with BIN (a taint-eviction-controller built on this host) in place of
                     the build stage's binary. Seconds instead of minutes.
   archive IMAGE     Print the path of a docker-archive of IMAGE (cached per image id), for
                     'ctr images import'.
+  export IMAGE NAME OUT
+                    A docker-archive of IMAGE at OUT, its image named NAME (make release).
+  rootfs IMAGE DIR  IMAGE's files into the empty directory DIR (scripts/sbom.py reads them).
   id IMAGE          Print the image id of IMAGE.
   help              This text.
 
@@ -63,6 +72,8 @@ bah() { buildah --root "$STORE/storage" --runroot "$STORE/run" --storage-driver 
 have_image() { bah inspect --type image "$1" >/dev/null 2>&1; }
 
 image_id() { bah inspect --type image --format '{{.FromImageID}}' "$1"; }
+
+image_digest() { bah inspect --type image --format '{{.FromImageDigest}}' "$1"; }
 
 # The label every locally made image carries with its recipe number.
 recipe_of() { bah inspect --type image --format '{{index .ImageAnnotations "tec.recipe"}}' "$1" 2>/dev/null || true; }
@@ -102,6 +113,11 @@ commit_rootfs() {
 build_base() {
   if have_image "$BASE_IMAGE" && have_image "$BASE_SLIM_IMAGE" \
     && [ "$(recipe_of "$BASE_IMAGE")" = "$BASE_RECIPE" ]; then
+    if [ ! -s "$BASE_DIGEST_FILE" ]; then
+      # A base built before digests were recorded: recorded now, as the one in use.
+      image_digest "$BASE_IMAGE" >"$BASE_DIGEST_FILE"
+      log "recorded the digest of $BASE_IMAGE: $(cat "$BASE_DIGEST_FILE")"
+    fi
     return 0
   fi
   local tar="$IMAGE_CACHE/debian-$DEBIAN_SUITE-minbase-r$BASE_RECIPE.tar"
@@ -139,7 +155,8 @@ EOF
   commit_rootfs "$tar" "$BASE_IMAGE" "$BASE_RECIPE" --cmd '["bash"]' \
     --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   bah tag "$BASE_IMAGE" "$BASE_SLIM_IMAGE"
-  log "built $BASE_IMAGE (also tagged $BASE_SLIM_IMAGE)"
+  image_digest "$BASE_IMAGE" >"$BASE_DIGEST_FILE"
+  log "built $BASE_IMAGE (also tagged $BASE_SLIM_IMAGE; digest $(cat "$BASE_DIGEST_FILE"))"
 }
 
 build_pause() {
@@ -184,10 +201,27 @@ build_workload() {
   log "built $WORKLOAD_IMAGE"
 }
 
+# pinned_base: BASE_IMAGE by the digest recorded when it was built, after checking the store's
+# image under that name still has it.
+pinned_base() {
+  local want have
+  want=$(cat "$BASE_DIGEST_FILE" 2>/dev/null) || want=""
+  [[ "$want" =~ ^sha256:[0-9a-f]{64}$ ]] || die "no digest recorded for $BASE_IMAGE in $BASE_DIGEST_FILE"
+  have=$(image_digest "$BASE_IMAGE") || die "no $BASE_IMAGE in $STORE"
+  [ "$have" = "$want" ] \
+    || die "$BASE_IMAGE has digest $have, not the recorded $want: remove both (buildah rmi, rm $BASE_DIGEST_FILE) to rebuild it"
+  echo "$BASE_IMAGE@$want"
+}
+
 build_project() {
+  local tag=${1:-latest}
+  [[ "$tag" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "'$tag' is not an image tag"
+  local image="$PROJECT_REPO:$tag"
   build_base
+  local base
+  base=$(pinned_base)
   local start=$SECONDS logf="$IMAGE_CACHE/build-project.log"
-  log "building $PROJECT_IMAGE from deploy/Dockerfile (cold: several minutes; log: $logf)"
+  log "building $image from deploy/Dockerfile (cold: several minutes; log: $logf)"
   # --network host: the RUN apt-get steps reach the Debian mirror through the host. --layers:
   # unchanged steps (the apt-get layers, or everything when the sources did not change) are
   # reused from the store.
@@ -203,18 +237,20 @@ build_project() {
   if [ -n "$ccache_dir" ] && mkdir -p "$ccache_dir"; then
     ccache_args=(--build-arg CCACHE_DIR=/ccache --volume "$ccache_dir:/ccache:rw")
   fi
-  local commit
-  commit=$(git -C "$REPO_ROOT" rev-parse --short=12 HEAD 2>/dev/null) || commit=""
-  if [ -n "$commit" ] && ! git -C "$REPO_ROOT" diff --quiet HEAD -- 2>/dev/null; then
-    commit="$commit-dirty"
-  fi
+  # The version and commit (cmake/version.sh: the build context has no .git) and the commit's
+  # time as SOURCE_DATE_EPOCH (reproducible output).
+  local described="" version="" commit="" epoch=""
+  described=$("$REPO_ROOT/cmake/version.sh" "$REPO_ROOT" 2>/dev/null) || described=""
+  read -r version commit <<<"$described" || true
+  epoch=$(git -C "$REPO_ROOT" log -1 --format=%ct 2>/dev/null) || epoch=""
   if ! bah bud --pull=never --network host --layers --quiet "${ccache_args[@]}" \
-      --build-arg "TEC_COMMIT=$commit" \
-      -f "$REPO_ROOT/deploy/Dockerfile" -t "$PROJECT_IMAGE" "$REPO_ROOT" >"$logf" 2>&1; then
+      --build-arg "BUILD_BASE=$base" --build-arg "TEC_VERSION=$version" \
+      --build-arg "TEC_COMMIT=$commit" --build-arg "SOURCE_DATE_EPOCH=$epoch" \
+      -f "$REPO_ROOT/deploy/Dockerfile" -t "$image" "$REPO_ROOT" >"$logf" 2>&1; then
     tail -n 40 "$logf" >&2
     die "buildah bud deploy/Dockerfile failed (log: $logf)"
   fi
-  log "built $PROJECT_IMAGE in $((SECONDS - start)) s (id $(image_id "$PROJECT_IMAGE" | cut -c1-12))"
+  log "built $image ($version) in $((SECONDS - start)) s (id $(image_id "$image" | cut -c1-12))"
   prune_store
 }
 
@@ -229,9 +265,9 @@ prune_store() {
   bah rmi --prune >/dev/null 2>&1 || log "warning: buildah rmi --prune failed"
 }
 
-# The runtime stage of deploy/Dockerfile, taking the binaries from the build context instead of
-# the build stage: the same base, packages, user and entrypoint as `make image`, so the layer
-# cache shares everything but the binary.
+# The runtime stage of deploy/Dockerfile, taking its root filesystem from the build context
+# instead of the build stage: the same user and entrypoint as `make image`, the same
+# deploy/image-rootfs.sh, run on this host (bookworm too) instead of in the build stage.
 runtime_stage() {
   awk '
     /^ARG DEBIAN_RELEASE/ && !seen_from { print; next }
@@ -258,9 +294,18 @@ build_prebuilt() {
   plugin="$(dirname "$bin")/kubectl-taint_eviction"
   [ -x "$plugin" ] || { rm -rf "$work"; die "$plugin is not an executable (make build builds it beside $bin)"; }
   # As the Dockerfile's build stage does: no debug info in the image.
-  cp "$bin" "$work/taint-eviction-controller"
-  cp "$plugin" "$work/kubectl-taint_eviction"
-  strip --strip-debug --strip-unneeded "$work/taint-eviction-controller" "$work/kubectl-taint_eviction"
+  mkdir -p "$work/bin"
+  cp "$bin" "$work/bin/taint-eviction-controller"
+  cp "$plugin" "$work/bin/kubectl-taint_eviction"
+  strip --strip-debug --strip-unneeded "$work/bin/taint-eviction-controller" "$work/bin/kubectl-taint_eviction"
+  "$REPO_ROOT/deploy/image-rootfs.sh" "$work/rootfs" "$work/bin/taint-eviction-controller" \
+    "$work/bin/kubectl-taint_eviction" || { rm -rf "$work"; die "deploy/image-rootfs.sh failed"; }
+  # As the Dockerfile's build stage checks: every library the binaries load is there.
+  if ! chroot --userspec=65532:65532 "$work/rootfs" /usr/local/bin/taint-eviction-controller --version >/dev/null \
+    || ! chroot --userspec=65532:65532 "$work/rootfs" /usr/local/bin/kubectl-taint_eviction --help >/dev/null; then
+    rm -rf "$work"
+    die "the binaries do not run in the image's root filesystem (deploy/image-rootfs.sh)"
+  fi
   if ! bah bud --pull=never --network host --layers --quiet -f "$work/Dockerfile" \
       -t "$PREBUILT_IMAGE" "$work" >"$logf" 2>&1; then
     tail -n 40 "$logf" >&2
@@ -289,6 +334,32 @@ archive() {
   echo "$out"
 }
 
+# export IMAGE NAME OUT: a docker-archive of IMAGE at OUT whose image is named NAME.
+export_archive() {
+  local image=$1 name=$2 out=$3
+  have_image "$image" || die "no image $image in $STORE (build it first)"
+  rm -f "$out"
+  bah push --quiet "$image" "docker-archive:$out:$name" >/dev/null \
+    || { rm -f "$out"; die "buildah push $image to docker-archive:$out failed"; }
+}
+
+# rootfs IMAGE DIR: IMAGE's files, copied into the empty directory DIR.
+export_rootfs() {
+  local image=$1 dir=$2 ctr mnt rc=0
+  have_image "$image" || die "no image $image in $STORE (build it first)"
+  mkdir -p "$dir"
+  [ -z "$(ls -A "$dir")" ] || die "$dir is not empty"
+  ctr=$(bah from --pull=never "$image") || die "buildah from $image failed"
+  if mnt=$(bah mount "$ctr"); then
+    cp -a "$mnt/." "$dir/" || rc=1
+    bah umount "$ctr" >/dev/null || true
+  else
+    rc=1
+  fi
+  bah rm "$ctr" >/dev/null 2>&1 || true
+  [ "$rc" = 0 ] || die "could not copy the files of $image"
+}
+
 main() {
   local cmd=${1:-}
   [ $# -gt 0 ] && shift
@@ -301,9 +372,11 @@ main() {
     base) with_lock build_base ;;
     pause) with_lock build_pause ;;
     workload) with_lock build_workload ;;
-    project) with_lock build_project ;;
+    project) [ $# -le 1 ] || die "usage: $PROG project [TAG]"; with_lock build_project "$@" ;;
     prebuilt) with_lock build_prebuilt "$@" ;;
     archive) [ $# -eq 1 ] || die "usage: $PROG archive IMAGE"; with_lock archive "$1" ;;
+    export) [ $# -eq 3 ] || die "usage: $PROG export IMAGE NAME OUT"; with_lock export_archive "$@" ;;
+    rootfs) [ $# -eq 2 ] || die "usage: $PROG rootfs IMAGE DIR"; with_lock export_rootfs "$@" ;;
     id) [ $# -eq 1 ] || die "usage: $PROG id IMAGE"; image_id "$1" ;;
     *) die "unknown command '$cmd' (see '$PROG --help')" ;;
   esac

@@ -470,17 +470,18 @@ private:
 
 }  // namespace
 
-standard_metrics register_standard_metrics(registry& r, std::string_view version,
-                                           std::string_view commit, scrape_stats_fn read) {
+standard_metrics register_standard_metrics(registry& r, const build_labels& build,
+                                           scrape_stats_fn read) {
   std::vector<std::string> collected;
   for (const auto& def : stats_families) {
     collected.push_back(full_name(def.name));
   }
   r.add_collectable(std::make_shared<stats_collectable>(std::move(read)), collected);
   auto& build_info = r.add_gauge(full_name("build_info"),
-                                 "Always 1; the version and commit labels are the running build's.",
-                                 {"version", "commit"});
-  build_info.with({version, commit}).set(1);
+                                 "Always 1; the version, commit and compiler labels are the "
+                                 "running build's.",
+                                 {"version", "commit", "compiler"});
+  build_info.with({build.version, build.commit, build.compiler}).set(1);
   // 1 until a reload fails: without --policy there is nothing to fail.
   auto& policy_ok =
       r.add_gauge(full_name("policy_last_reload_successful"),
@@ -524,7 +525,7 @@ standard_metrics register_standard_metrics(registry& r, std::string_view version
       .policy_info =
           r.add_gauge(full_name("policy_info"),
                       "Always 1; sha256 is the SHA-256 of the policy file in force.", {"sha256"}),
-      .build_info = build_info.with({version, commit}),
+      .build_info = build_info.with({build.version, build.commit, build.compiler}),
   };
 }
 

@@ -114,7 +114,7 @@ TEST(collect_stats, scraping_while_the_controller_works_is_race_free_and_monoton
   controller::controller ctl(index, sink, drv, controller::testing::threaded_options(4));
   ops::registry registry;
   const auto metrics = ops::register_standard_metrics(
-      registry, "test", "c", [&ctl] { return collect_stats(ctl.stats(), {}, {}, {}, {}); });
+      registry, {"test", "c", "cc"}, [&ctl] { return collect_stats(ctl.stats(), {}, {}, {}, {}); });
   ctl.start();
 
   const std::string p = "taint_eviction_controller_";

@@ -6,7 +6,8 @@
 #     ServiceAccount token and CA mounted by the kubelet);
 #   - the restricted Pod Security settings hold in the running processes: uid and gid 65532, no
 #     capabilities, no privilege escalation, a read-only root filesystem (checked in /proc of
-#     the container's process on the host, and with kubectl exec);
+#     the container's process on the host); kubectl exec reaches the container, which has no
+#     shell (deploy/Dockerfile's runtime stage holds the binaries and their libraries only);
 #   - /healthz and /readyz answer on the pod address (plain HTTP), /metrics through the metrics
 #     Service's ClusterIP (kube-proxy), over HTTPS with the token of a ServiceAccount bound to
 #     deploy/'s metrics-reader ClusterRole (401 without a token, 403 with one lacking the role).
@@ -61,17 +62,21 @@ for p in $pods; do
   grep -Eq ' (/var)?/run/secrets/kubernetes.io/serviceaccount ' "/proc/$pid/mountinfo" \
     || fail "pod $p has no ServiceAccount token mount"
 
-  # The same from inside, through the API server and the kubelet.
-  out=$(k -n "$CONTROLLER_NS" exec "$p" -- sh -c 'id -u; id -g; touch /probe-rofs 2>&1 || true') \
-    || fail "kubectl exec into $p failed"
-  [ "$(sed -n 1p <<<"$out")" = 65532 ] && [ "$(sed -n 2p <<<"$out")" = 65532 ] \
-    || fail "kubectl exec in $p: id says '$(head -2 <<<"$out" | tr '\n' ' ')', expected 65532 65532"
-  grep -q 'Read-only file system' <<<"$out" || fail "kubectl exec in $p: writing to / did not fail as read-only: $out"
+  # From inside, through the API server and the kubelet: the binary answers; a shell is not
+  # there to run (the image holds no /bin/sh: what an intruder would exec first).
+  out=$(k -n "$CONTROLLER_NS" exec "$p" -- /usr/local/bin/taint-eviction-controller --version) \
+    || fail "kubectl exec into $p failed: $out"
+  grep -q '^taint-eviction-controller v' <<<"$out" || fail "kubectl exec in $p: --version says '$out'"
+  if out=$(k -n "$CONTROLLER_NS" exec "$p" -- /bin/sh -c true 2>&1); then
+    fail "kubectl exec in $p: /bin/sh ran; the image should hold no shell"
+  fi
+  grep -Eqi 'no such file|not found' <<<"$out" \
+    || fail "kubectl exec /bin/sh in $p failed, but not for a missing shell: $out"
 
   # The probe port, from the host on the pod network.
   curl -fsS --max-time 5 "http://$ip:8081/healthz" >/dev/null || fail "http://$ip:8081/healthz ($p) does not answer 200"
   curl -fsS --max-time 5 "http://$ip:8081/readyz" >/dev/null || fail "http://$ip:8081/readyz ($p) does not answer 200"
-  log "pod $p ($ip): Ready, 0 restarts, in-cluster config, uid/gid 65532, no capabilities, NoNewPrivs, seccomp, read-only /"
+  log "pod $p ($ip): Ready, 0 restarts, in-cluster config, uid/gid 65532, no capabilities, NoNewPrivs, seccomp, read-only /, no shell"
 done
 
 # /metrics through the Service's ClusterIP: kube-proxy's rules from the host. HTTPS (the

@@ -438,11 +438,12 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
         "--policy).",
         "", ""}},
       {p + "build_info",
-       {"gauge", "Always 1; the version and commit labels are the running build's.",
-        "commit,version", ""}},
+       {"gauge", "Always 1; the version, commit and compiler labels are the running build's.",
+        "commit,compiler,version", ""}},
   };
   registry r;
-  const auto m = register_standard_metrics(r, "1.2.3", "0123456789ab", every_series);
+  const auto m =
+      register_standard_metrics(r, {"v1.2.3", "0123456789ab", "gcc 12.2.0"}, every_series);
   m.api_requests.with({"DELETE", "200"}).inc();
   m.api_request_duration.with({"DELETE"}).observe(0.01);
   m.api_request_duration.with({"GET"}).observe(100);
@@ -457,8 +458,10 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   for (const auto& [name, shape] : scraped) {
     EXPECT_EQ(golden.count(name), 1U) << "not documented: " << name;
   }
-  EXPECT_NE(text.find(p + "build_info{commit=\"0123456789ab\",version=\"1.2.3\"} 1\n"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find(
+          p + "build_info{commit=\"0123456789ab\",compiler=\"gcc 12.2.0\",version=\"v1.2.3\"} 1\n"),
+      std::string::npos);
   EXPECT_NE(text.find(p + "policy_last_reload_successful 1\n"), std::string::npos) << text;
   // policy_info: one series, the policy in force; a change removes the old one.
   m.policy_info.with({"aaa"}).set(1);
@@ -485,7 +488,8 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
   EXPECT_NE(text.find(p + "watch_restarts_total{resource=\"pods\"} 1\n"), std::string::npos);
   EXPECT_NE(text.find(p + "api_requests_total{code=\"200\",verb=\"DELETE\"} 1\n"),
             std::string::npos);
-  EXPECT_THROW(register_standard_metrics(r, "again", "x", every_series), std::invalid_argument);
+  EXPECT_THROW(register_standard_metrics(r, {"again", "x", "y"}, every_series),
+               std::invalid_argument);
 }
 
 TEST(metrics, the_shadow_families_exist_only_when_registered) {
@@ -514,7 +518,7 @@ TEST(metrics, scrape_time_families_are_read_at_each_render) {
   registry r;
   std::atomic<int> reads{0};
   scrape_stats s;
-  register_standard_metrics(r, "1", "c", [&] {
+  register_standard_metrics(r, {"1", "c", "cc"}, [&] {
     ++reads;
     return s;
   });
@@ -546,7 +550,7 @@ TEST(metrics, scrape_time_families_are_read_at_each_render) {
 TEST(metrics, scrape_time_counters_never_go_down) {
   registry r;
   scrape_stats s;
-  register_standard_metrics(r, "1", "c", [&] { return s; });
+  register_standard_metrics(r, {"1", "c", "cc"}, [&] { return s; });
   const std::string p = "taint_eviction_controller_";
   s.pod_deletion_retries = 5;
   s.pod_deletion_failures = {{"timeout", 4}};

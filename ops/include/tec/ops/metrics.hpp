@@ -362,13 +362,21 @@ struct scrape_stats {
 /// served on two ports). Must be thread-safe and must not call back into the registry.
 using scrape_stats_fn = std::function<scrape_stats()>;
 
+/// The running build, as build_info's labels (tec/version.hpp's version, commit and compiler).
+/// Views: the strings must outlive the call only (the registry copies them).
+struct build_labels {
+  std::string_view version;
+  std::string_view commit;
+  std::string_view compiler;
+};
+
 /// Registers the daemon's standard metrics in `r` (once per registry) and returns the ones
 /// updated in place; the others are read from `read` at every scrape. Counters read that way
 /// never go down from one scrape to the next: a value read lower than the last one exposed
 /// (a total derived from two counters read one after the other, e.g. retries = attempts -
 /// first attempts) is exposed as the last one until it catches up.
 /// Throws std::invalid_argument if `r` already holds one of the names.
-standard_metrics register_standard_metrics(registry& r, std::string_view version,
-                                           std::string_view commit, scrape_stats_fn read);
+standard_metrics register_standard_metrics(registry& r, const build_labels& build,
+                                           scrape_stats_fn read);
 
 }  // namespace tec::ops
