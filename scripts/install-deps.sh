@@ -17,7 +17,7 @@ packages=(
   # its sanitizer runtimes.
   clang-14 libclang-rt-14-dev
   etcd-server etcd-client golang-go golang-github-modern-go-reflect2-dev rsync dpkg-dev
-  iproute2 procps psmisc ccache python3 jq
+  iproute2 procps psmisc ccache python3 python3-yaml jq
   # A real node (deploy/local/cluster.sh up --node) and local images (deploy/local/images.sh).
   # On a machine run by systemd, installing containerd starts a system containerd; the local
   # node runs its own, with its own socket and directories, beside it.
