@@ -27,6 +27,17 @@ for v in "${variants[@]}"; do
   fi
   echo "ok: helm lint + template ${v:-(defaults)}"
 done
+# A cluster that serves neither policy/v1 nor flowcontrol v1 (Kubernetes 1.20, as the real
+# node's): the PDB and the FlowSchemas in the versions it serves.
+checks=$((checks + 1))
+out=$(helm template tec "$chart" --kube-version 1.20.0 \
+  --api-versions flowcontrol.apiserver.k8s.io/v1beta1/FlowSchema \
+  --api-versions policy/v1beta1/PodDisruptionBudget 2>&1) || true
+if [ "$(grep -c '^apiVersion: flowcontrol.apiserver.k8s.io/v1beta1$' <<<"$out")" != 2 ] ||
+   ! grep -q '^apiVersion: policy/v1beta1$' <<<"$out"; then
+  echo "FAIL: on 1.20 the chart does not pick policy/v1beta1 and flowcontrol v1beta1: $out" | head -20
+  failures=$((failures + 1))
+fi
 # The webhook is served on the secure port: the chart refuses it without one.
 checks=$((checks + 1))
 if out=$(helm template tec "$chart" --set metrics.secure=false 2>&1); then
