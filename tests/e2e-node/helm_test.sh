@@ -7,8 +7,9 @@
 #   - the controller runs and evicts as the kustomize install does: deployment_test.sh and
 #     eviction_test.sh, unchanged, pass against it;
 #   - `helm upgrade` changing the policy reaches the running replicas without a restart: each
-#     records a PolicyApplied Event "applied (was ...)" on the ConfigMap, and the pods are the
-#     same; a policy the controller would reject is refused by helm before anything changes;
+#     logs the reloaded policy, a PolicyApplied Event "applied (was ...)" is on the ConfigMap,
+#     the pods are the same, and the webhook certificates and caBundle the controller wrote are
+#     kept; a policy the controller would reject is refused by helm before anything changes;
 #   - `helm uninstall` leaves none of the release's objects behind;
 #   - the kustomize install is put back at the end, for the tests after this one.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -85,8 +86,17 @@ grep -q "evictionsPerSecnd" "$WORK/bad.out" || fail "helm's refusal does not nam
 [ "$(revision)" = "$before" ] || fail "a refused upgrade made a revision"
 log "helm upgrade with policy.rateLimit.evictionsPerSecnd refused: $(grep -m1 evictionsPerSecnd "$WORK/bad.out")"
 
-# An upgrade that changes the policy: the ConfigMap changes, the replicas reload it.
+# An upgrade that changes the policy: the ConfigMap changes, the replicas reload it. What the
+# controller wrote (the webhook Secret's certificates, the caBundle) stays as it was.
 pods_before=$(controller_pods | sort | tr '\n' ' ')
+certs() {
+  k -n "$CONTROLLER_NS" get secret taint-eviction-controller-webhook-tls -o jsonpath='{.data.ca\.crt}{.data.tls\.crt}' | sha256sum
+  k get validatingwebhookconfiguration taint-eviction-controller -o jsonpath='{.webhooks[0].clientConfig.caBundle}' | sha256sum
+}
+has_certs() { [ -n "$(k -n "$CONTROLLER_NS" get secret taint-eviction-controller-webhook-tls -o jsonpath='{.data.tls\.crt}')" ] &&
+  [ -n "$(k get validatingwebhookconfiguration taint-eviction-controller -o jsonpath='{.webhooks[0].clientConfig.caBundle}')" ]; }
+wait_until 60 "the webhook certificate in its Secret and the caBundle" has_certs
+certs_before=$(certs)
 applied_count() { k -n "$CONTROLLER_NS" describe configmap "$CM" | sed -n '/^Events:/,$p' | grep -c "PolicyApplied .* applied (was" || true; }
 t0=$(now_ms)
 h upgrade "$RELEASE" "$CHART" -n "$CONTROLLER_NS" --reuse-values --wait --timeout 120s \
@@ -103,9 +113,10 @@ reloaded_by_all() {
 # The kubelet's ConfigMap sync (up to about a minute) and the reload interval (5 s).
 wait_until 240 "both replicas running the upgraded policy (rate limit 7/s burst 9 in their logs)" reloaded_by_all
 wait_until 60 "a PolicyApplied 'applied (was ...)' Event on $CM" bash -c "[ \"\$(kubectl -n '$CONTROLLER_NS' describe configmap '$CM' | sed -n '/^Events:/,\$p' | grep -c 'PolicyApplied .* applied (was')\" -ge 1 ]"
+[ "$(certs)" = "$certs_before" ] || fail "helm upgrade changed the webhook Secret's certificates or the caBundle the controller wrote"
 [ "$(controller_pods | sort | tr '\n' ' ')" = "$pods_before" ] \
   || fail "the replicas changed across the policy upgrade ($pods_before -> $(controller_pods | tr '\n' ' ')): expected a reload, not a restart"
-log "helm upgrade: policy reloaded by both replicas without a restart, $(($(now_ms) - t0)) ms; PolicyApplied Events: $(applied_count)"
+log "helm upgrade: policy reloaded by both replicas without a restart, $(($(now_ms) - t0)) ms; PolicyApplied Events: $(applied_count); the webhook certificates and caBundle kept"
 
 # Uninstall: none of the release's objects is left.
 h uninstall "$RELEASE" -n "$CONTROLLER_NS" --wait --timeout 180s >/dev/null || fail "helm uninstall failed"
