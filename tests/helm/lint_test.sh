@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `helm lint` (with the schema) of the chart with its default values and with every optional
+# part switched the other way, and `helm template` of each; the monitoring kit's copies in
+# files/ must be what scripts/sync-chart.sh would copy (where deploy/monitoring/ exists).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$root"
+variants=(
+  ""
+  "--set namespace.create=true"
+  "--set webhook.enabled=false,metrics.secure=false,flowSchema.enabled=false,networkPolicy.enabled=false,pdb.enabled=false"
+  "--set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true"
+  "--set image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef,requireReplicasOnDifferentNodes=false"
+  "--kube-version 1.28.0 --set flowSchema.apiVersion=flowcontrol.apiserver.k8s.io/v1beta3 --set-json extraArgs=[\"--log-format=json\"]"
+)
+failures=0
+checks=0
+for v in "${variants[@]}"; do
+  checks=$((checks + 1))
+  # shellcheck disable=SC2086  # each variant is a list of flags
+  if ! out=$(helm lint --strict "$chart" $v 2>&1); then
+    echo "FAIL: helm lint $v"; echo "$out"; failures=$((failures + 1)); continue
+  fi
+  # shellcheck disable=SC2086
+  if ! out=$(helm template tec "$chart" -n taint-eviction-controller $v 2>&1); then
+    echo "FAIL: helm template $v"; echo "$out"; failures=$((failures + 1)); continue
+  fi
+  echo "ok: helm lint + template ${v:-(defaults)}"
+done
+# A cluster that serves neither policy/v1 nor flowcontrol v1 (Kubernetes 1.20, as the real
+# node's): the PDB and the FlowSchemas in the versions it serves.
+checks=$((checks + 1))
+out=$(helm template tec "$chart" --kube-version 1.20.0 \
+  --api-versions flowcontrol.apiserver.k8s.io/v1beta1/FlowSchema \
+  --api-versions policy/v1beta1/PodDisruptionBudget 2>&1) || true
+if [ "$(grep -c '^apiVersion: flowcontrol.apiserver.k8s.io/v1beta1$' <<<"$out")" != 2 ] ||
+   ! grep -q '^apiVersion: policy/v1beta1$' <<<"$out"; then
+  echo "FAIL: on 1.20 the chart does not pick policy/v1beta1 and flowcontrol v1beta1: $out" | head -20
+  failures=$((failures + 1))
+fi
+# The webhook is served on the secure port: the chart refuses it without one.
+checks=$((checks + 1))
+if out=$(helm template tec "$chart" --set metrics.secure=false 2>&1); then
+  echo "FAIL: metrics.secure=false with the webhook on rendered"; failures=$((failures + 1))
+elif ! grep -q "webhook.enabled needs metrics.secure" <<<"$out"; then
+  echo "FAIL: metrics.secure=false with the webhook on: unexpected error: $out"
+  failures=$((failures + 1))
+fi
+# An unknown value is refused (additionalProperties false), so a typo is not silently ignored.
+checks=$((checks + 1))
+if helm template tec "$chart" --set replica=3 >/dev/null 2>&1; then
+  echo "FAIL: the unknown value 'replica' was accepted"; failures=$((failures + 1))
+fi
+if [ -d deploy/monitoring ]; then
+  checks=$((checks + 1))
+  scripts/sync-chart.sh --check || failures=$((failures + 1))
+fi
+echo "$((checks - failures)) passed, $failures failed"
+[ "$failures" -eq 0 ]
