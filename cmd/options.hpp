@@ -76,6 +76,9 @@ struct options {
   /// --scheduled-events: a Normal TaintEvictionScheduled event on a pod when its eviction is
   /// scheduled for a later time (its toleration's tolerationSeconds).
   bool scheduled_events = true;
+  /// --history-size: the eviction outcomes /debug/history keeps (README "Eviction history");
+  /// 0: no history (no record, no log line, no endpoint).
+  int history_size = 1000;
 
   /// The policy to apply: `file_policy` (the file's, at start or reloaded) with --dry-run;
   /// --shadow implies dry-run, which no reload can turn off.

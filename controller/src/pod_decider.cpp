@@ -89,7 +89,7 @@ void pod_decider::reconcile_locked(std::string_view key, std::string_view ns, st
   if (!pod) {
     // Section 5.1, upstream's event included (it names the UID the eviction was for).
     const auto entry = entries_.lookup(key);
-    if (entry && entries_.cancel(key)) {
+    if (entry && entries_.cancel(key, outcome_result::pod_gone)) {
       bump(ctr_.cancellations);
       pod_ref ref{std::string(ns), std::string(name), entry->payload};
       outlet_.record(ref, event_kind::cancelling_deletion);
@@ -164,7 +164,8 @@ pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_
   }
   // A new entry is told of (resumed countdown, policy override, its Scheduled event).
   const auto schedule_new = [&] {
-    if (!entries_.schedule(key, pod, created_at, fire_at, *taints)) {
+    if (!entries_.schedule(key, pod, created_at, fire_at, *taints, *plan,
+                           resumed ? resumed->time : d->time)) {
       return false;
     }
     note_resumed(key, pod, resumed, now, fire_at);
@@ -193,7 +194,7 @@ pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_
   if (d->untolerated && entry->state == timedqueue::entry_state::pending && entry->fire_at > now) {
     // No note for this cancel: the scheduled note that follows replaces the old due time.
     entries_.cancel_with_event(key, pod, cancel_reason::none);
-    entries_.schedule(key, pod, now, now, *taints);
+    entries_.schedule(key, pod, now, now, *taints, *plan, d->time);
   }
   return verdict::done;
 }
@@ -215,7 +216,7 @@ pod_decider::verdict pod_decider::leave_terminating(std::string_view key, const 
   } else if (entry && entry->state == timedqueue::entry_state::running) {
     return verdict::done;
   } else if (entry) {
-    if (entries_.cancel(key)) {
+    if (entries_.cancel(key, outcome_result::pod_gone)) {
       bump(ctr_.cancellations);
       pod_ref ref{pod.namespace_, pod.name, pod.uid};
       outlet_.record(ref, event_kind::cancelling_deletion);

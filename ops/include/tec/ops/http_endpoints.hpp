@@ -135,6 +135,11 @@ public:
   /// shared between concurrent requests and their number capped (see the file comment and
   /// max_async_responses, async_response_reuse): one call of `fn` may answer many requests.
   void handle_async(std::string path, std::function<boost::asio::awaitable<http_response>()> fn);
+  /// handle_async() for a document that depends on the request's query string (`fn` is given
+  /// it, without the '?', as the client sent it): a document is shared only between requests
+  /// with the same query string.
+  void handle_async_query(
+      std::string path, std::function<boost::asio::awaitable<http_response>(std::string query)> fn);
   /// Serves a check at `path`: 200 "ok", or 500 with the check's message when it fails (or
   /// throws), bounded and escaped (see check_result); "readyz check failed" (for "/readyz") when it
   /// gave none.
