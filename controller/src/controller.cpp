@@ -74,16 +74,7 @@ std::pair<std::string_view, std::string_view> state_of(const timedqueue::entry_i
     case timedqueue::entry_state::held:
       break;
   }
-  switch (e.hold) {
-    case timedqueue::hold_reason::paused:
-      return {"waiting", "storm_breaker"};
-    case timedqueue::hold_reason::group_limit:
-      return {"waiting", e.hold_group == 0 ? "in_flight_limit_node" : "in_flight_limit_namespace"};
-    case timedqueue::hold_reason::rate_limit:
-    case timedqueue::hold_reason::none:
-      break;
-  }
-  return {"waiting", "rate_limit"};
+  return {"waiting", detail::why_held(e.hold, e.hold_group)};
 }
 
 timedqueue::admission_limits admission_of(const rate_limit_policy& r) {

@@ -81,11 +81,13 @@ void eviction_runner::start(const timedqueue::run_info& info,
     return;
   }
   const entry_id id{info.payload, info.fire_at};
-  options_.ledger.attempt_started(info.key, id, info.attempt,
-                                  std::max(std::chrono::nanoseconds::zero(),
-                                           std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                               info.admitted_at - info.due_at)),
-                                  "");
+  options_.ledger.attempt_started(
+      info.key, id, info.attempt,
+      std::max(
+          std::chrono::nanoseconds::zero(),
+          std::chrono::duration_cast<std::chrono::nanoseconds>(info.admitted_at - info.due_at)),
+      info.held_by == timedqueue::hold_reason::none ? std::string_view()
+                                                    : why_held(info.held_by, info.held_group));
   const auto [ns, name] = split_key(info.key);
   const std::optional<pod_view> pod = pods_.get_pod(ns, name);
   if (!pod || pod->uid != info.payload) {

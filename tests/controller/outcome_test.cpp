@@ -274,6 +274,31 @@ TEST(Outcomes, WaitForTheRateLimitIsRecorded) {
   EXPECT_EQ(got[0].waited, 0ns);
   EXPECT_GT(got[1].waited, 0ns);
   EXPECT_LE(got[1].waited, 1s);
+  EXPECT_EQ(got[1].waited_why, "rate_limit");
+  EXPECT_EQ(got[0].waited_why, "");
+}
+
+TEST(Outcomes, WaitForTheStormBreakerIsRecorded) {
+  auto o = std::make_shared<outcomes>();
+  eviction_policy p;
+  p.storm_breaker.max_tainted_nodes_percent = 50;
+  p.storm_breaker.min_tainted_nodes = 2;
+  harness h(observing(o, p));
+  h.add_node(make_node("n1"));
+  h.add_node(make_node("n2"));
+  h.add_node(make_node("n3"));
+  h.add_pod(make_pod("p1", "n1", {make_toleration(1, 10)}));
+  h.update_node(make_node("n1", {make_taint(1)}));
+  h.update_node(make_node("n2", {make_taint(1)}));  // 2 of 3 nodes: the breaker opens
+  h.advance(20s);
+  EXPECT_TRUE(o->take().empty()) << "held";
+  h.update_node(make_node("n2"));  // 1 of 3: it closes
+  h.settle();
+  const auto got = o->take();
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0].result, outcome_result::deleted);
+  EXPECT_EQ(got[0].waited, 10s);
+  EXPECT_EQ(got[0].waited_why, "storm_breaker");
 }
 
 // A cancel that finds an attempt in flight leaves the record to it: the pod went (deleted)

@@ -210,6 +210,8 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
         info.fire_at = e->fire_at;
         info.due_at = e->due_at;
         info.admitted_at = e->admitted_at;
+        info.held_by = e->held_by;
+        info.held_group = e->held_by_group;
         info.attempt = e->attempts;
         info.generation = e->generation;
         c.state_ = std::make_shared<run_state>(shared_from_this(), e);

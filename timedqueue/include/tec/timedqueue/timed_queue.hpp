@@ -107,6 +107,9 @@ struct run_info {
   /// differ when admission control held it.
   time_point due_at;
   time_point admitted_at;
+  /// Why admission control held it, when it did (admission_ticket::held_by, held_by_group).
+  hold_reason held_by = hold_reason::none;
+  std::uint8_t held_group = 0;
   std::uint32_t attempt = 1;  ///< 1 for the first run, 2.. for retries.
   std::uint64_t generation = 0;
 };
