@@ -11,8 +11,8 @@
 namespace tec::cmd {
 namespace {
 
-constexpr const char* component_loggers[] = {"client", "watch",  "controller", "timedqueue",
-                                             "evict",  "events", "leader",     "http"};
+constexpr const char* component_loggers[] = {
+    "client", "watch", "controller", "timedqueue", "evict", "events", "leader", "http", "history"};
 
 // %* : the message payload escaped for a JSON string.
 class json_payload_flag final : public spdlog::custom_flag_formatter {

@@ -12,20 +12,6 @@ namespace tec::controller {
 
 namespace {
 
-std::string_view effect_name(taint_effect e) {
-  switch (e) {
-    case taint_effect::no_schedule:
-      return "NoSchedule";
-    case taint_effect::prefer_no_schedule:
-      return "PreferNoSchedule";
-    case taint_effect::no_execute:
-      return "NoExecute";
-    case taint_effect::unknown:
-      break;
-  }
-  return "?";
-}
-
 std::string skip_text(skip_reason reason, const pod_view& pod) {
   switch (reason) {
     case skip_reason::annotation:
@@ -65,11 +51,41 @@ std::string seconds_text(std::int64_t s) {
 
 }  // namespace
 
+std::string_view to_string(taint_effect effect) noexcept {
+  switch (effect) {
+    case taint_effect::no_schedule:
+      return "NoSchedule";
+    case taint_effect::prefer_no_schedule:
+      return "PreferNoSchedule";
+    case taint_effect::no_execute:
+      return "NoExecute";
+    case taint_effect::unknown:
+      break;
+  }
+  return "Unknown";
+}
+
+std::string_view to_string(toleration_operator op) noexcept {
+  switch (op) {
+    case toleration_operator::equal:
+      return "Equal";
+    case toleration_operator::exists:
+      return "Exists";
+    case toleration_operator::lt:
+      return "Lt";
+    case toleration_operator::gt:
+      return "Gt";
+    case toleration_operator::unknown:
+      break;
+  }
+  return "Unknown";
+}
+
 std::string taint_string(const taint& t) {
   if (t.value.empty()) {
-    return fmt::format("{}:{}", t.key, effect_name(t.effect));
+    return fmt::format("{}:{}", t.key, to_string(t.effect));
   }
-  return fmt::format("{}={}:{}", t.key, t.value, effect_name(t.effect));
+  return fmt::format("{}={}:{}", t.key, t.value, to_string(t.effect));
 }
 
 std::vector<taint> with_taint(const std::vector<taint>& taints, const taint& added) {

@@ -110,6 +110,11 @@ struct preview_input {
 /// The node's taints with `added` put on (replacing one of the same key and effect).
 [[nodiscard]] std::vector<taint> with_taint(const std::vector<taint>& taints, const taint& added);
 
+/// A taint's effect and a toleration's operator as the API spells them ("NoExecute",
+/// "Exists"; "Unknown" for `unknown`).
+[[nodiscard]] std::string_view to_string(taint_effect effect) noexcept;
+[[nodiscard]] std::string_view to_string(toleration_operator op) noexcept;
+
 /// "key=value:NoExecute" ("key:NoExecute" without a value), as kubectl prints a taint.
 [[nodiscard]] std::string taint_string(const taint& t);
 
