@@ -33,6 +33,7 @@
 
 #include "activation.hpp"
 #include "evictions_report.hpp"
+#include "history_record.hpp"
 #include "stats_collector.hpp"
 #include "tec/admission/review.hpp"
 #include "tec/admission/webhook.hpp"
@@ -40,6 +41,7 @@
 #include "tec/asio/signals.hpp"
 #include "tec/asio/task_group.hpp"
 #include "tec/base/error.hpp"
+#include "tec/base/logger.hpp"
 #include "tec/controller/controller.hpp"
 #include "tec/informers/controller_feed.hpp"
 #include "tec/informers/informers.hpp"
@@ -456,6 +458,7 @@ public:
     informers::controller_feed& feed;
     timedqueue::asio_driver& driver;
     const admission::cluster_reader& webhook;  // what /validate/nodes reads
+    const ops::eviction_history* history;      // nullptr with --history-size=0
   };
 
   explicit daemon_endpoints(const sources& src) : src_(src) {}
@@ -526,6 +529,11 @@ public:
     metrics_port.handle_async("/debug/evictions", [this] {
       return asio::co_spawn(reports_, evictions_report(), asio::use_awaitable);
     });
+    if (src_.history != nullptr) {
+      metrics_port.handle_async_query("/debug/history", [this](std::string query) {
+        return asio::co_spawn(reports_, history_report(std::move(query)), asio::use_awaitable);
+      });
+    }
     const auto start = [&log](ops::http_endpoints& server, const std::string& flag,
                               const std::string& what, bool tls) -> std::string {
       auto bound = server.start();
@@ -605,6 +613,17 @@ private:
     const base::clock_bridge clock(src_.driver.now(), wall_now);
     co_return ops::http_response{200, "application/json",
                                  cmd::evictions_json(list, src_.feed.active(), clock, wall_now)};
+  }
+
+  // The reports thread: /debug/history (at most --history-size records), filtered by the
+  // query's pod= and node=; a bad query is a 400 naming what is wrong.
+  asio::awaitable<ops::http_response> history_report(std::string query) {
+    const auto filter = ops::parse_history_query(query);
+    if (!filter) {
+      co_return ops::http_response{400, "text/plain; charset=utf-8", filter.error().message + "\n"};
+    }
+    co_return ops::http_response{200, "application/json",
+                                 src_.history->document(*filter, base::wall_clock::now())};
   }
 
   // The reports thread: /debug/shadow (at most max_disagreements entries).
@@ -957,6 +976,9 @@ struct daemon::impl {
   cluster_writers out;  // borrow api and cache.pods
   // Before ctrl, whose workers call its breaker_event(), and after what it borrows.
   std::optional<policy_control> policy_ctl;
+  // The eviction history (--history-size), fed by ctrl's outcome observer.
+  std::optional<ops::eviction_history> history;
+  std::shared_ptr<spdlog::logger> history_log = base::named_logger("history");
   std::optional<controller::controller> ctrl;  // borrows cache.pods, out.sink, driver
   leadership lead;
   // The informers' handlers borrow lead (they run on the I/O thread, joined first).
@@ -1000,6 +1022,9 @@ struct daemon::impl {
                                        .dry_run = start_policy.dry_run});
     policy_ctl.emplace(opts, log, process.stopping, *api, *out.sink, *out.recorder,
                        *metrics.standard, start_policy.dry_run);
+    if (opts.history_size > 0) {
+      history.emplace(static_cast<std::size_t>(opts.history_size));
+    }
     ctrl.emplace(cache.pods, *out.sink, *driver, controller_options(start_policy));
     policy_ctl->attach(*ctrl);
     if (opts.shadow) {
@@ -1042,7 +1067,8 @@ struct daemon::impl {
                                   .ctrl = *ctrl,
                                   .feed = *lead.feed,
                                   .driver = *driver,
-                                  .webhook = *webhook});
+                                  .webhook = *webhook,
+                                  .history = history ? &*history : nullptr});
   }
 
   k8sclient::client_options client_options() const {
@@ -1086,6 +1112,18 @@ struct daemon::impl {
       return cache.namespaces.opted_out(ns);
     };
     ctl.scheduled_events = opts.scheduled_events;
+    if (history) {
+      // From the workers, the driver and the sink: one JSON line and a copy into the ring
+      // (its short lock).
+      ctl.on_outcome = [this](const controller::eviction_outcome& o) {
+        const base::clock_bridge clock(driver->now(), base::wall_clock::now());
+        ops::history_record rec = ops::clipped(cmd::history_record_of(o, clock));
+        if (history_log->should_log(spdlog::level::info)) {
+          history_log->info("{}", ops::to_json(rec));
+        }
+        history->add(std::move(rec));
+      };
+    }
     if (opts.shadow) {
       // From the workers and the driver: the tracker takes a short lock.
       ctl.on_decision = [this](const controller::decision_note& note) {

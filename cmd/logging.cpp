@@ -11,8 +11,8 @@
 namespace tec::cmd {
 namespace {
 
-constexpr const char* component_loggers[] = {"client", "watch",  "controller", "timedqueue",
-                                             "evict",  "events", "leader",     "http"};
+constexpr const char* component_loggers[] = {
+    "client", "watch", "controller", "timedqueue", "evict", "events", "leader", "http", "history"};
 
 }  // namespace
 

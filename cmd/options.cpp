@@ -206,6 +206,9 @@ void add_policy_flags(CLI::App& app, options& o, flag_text& t) {
                "Record a Normal TaintEvictionScheduled event on a pod when its eviction is "
                "scheduled for a later time, naming the taint, the tolerationSeconds and the due "
                "time (--scheduled-events=false: none, as kube-controller-manager)");
+  app.add_option("--history-size", o.history_size,
+                 "Eviction outcomes kept for /debug/history (each also logged on the "
+                 "\"history\" logger); 0: none (0 to 100000)");
 }
 
 // The admission webhook's certificates (README "Certificates").
@@ -359,6 +362,9 @@ void check_connection(const options& o, problem_list& problems) {
   }
   if (o.workers < 1 || o.workers > 1024) {
     problems.emplace_back("--workers must be between 1 and 1024");
+  }
+  if (o.history_size < 0 || o.history_size > 100'000) {
+    problems.emplace_back("--history-size must be between 0 and 100000");
   }
 }
 

@@ -93,6 +93,9 @@ struct options {
   /// --webhook-cert-check-interval: how often the Secret and the caBundle are checked
   /// (10s..24h; also at start, and after a failed check again within a minute).
   std::chrono::milliseconds webhook_cert_check_interval{3'600'000};
+  /// --history-size: the eviction outcomes /debug/history keeps (README "Eviction history");
+  /// 0: no history (no record, no log line, no endpoint).
+  int history_size = 1000;
 
   /// The policy to apply: `file_policy` (the file's, at start or reloaded) with --dry-run;
   /// --shadow implies dry-run, which no reload can turn off.

@@ -63,6 +63,30 @@ inline std::pair<std::string_view, std::string_view> split_key(std::string_view 
   return {key.substr(0, slash), key.substr(slash + 1)};
 }
 
+/// The deferral tags of the controller's queue entries (timedqueue::deferral::tag).
+inline constexpr std::uint8_t hold_tag = 1;    ///< A hold-until annotation.
+inline constexpr std::uint8_t settle_tag = 2;  ///< The storm breaker's settling time.
+
+/// Why a due entry waits, as eviction_view::why names it: "hold" or "settling" (deferred, by
+/// `tag`: hold_tag or settle_tag), "storm_breaker" (only the storm breaker pauses the queue),
+/// "in_flight_limit_node" or "in_flight_limit_namespace" (group_limit by `group`: the group
+/// classes are {node, namespace}: queue_entries::schedule), else "rate_limit".
+inline std::string_view why_held(timedqueue::hold_reason hold, std::uint8_t group,
+                                 std::uint8_t tag = 0) {
+  switch (hold) {
+    case timedqueue::hold_reason::deferred:
+      return tag == hold_tag ? "hold" : "settling";
+    case timedqueue::hold_reason::paused:
+      return "storm_breaker";
+    case timedqueue::hold_reason::group_limit:
+      return group == 0 ? "in_flight_limit_node" : "in_flight_limit_namespace";
+    case timedqueue::hold_reason::rate_limit:
+    case timedqueue::hold_reason::none:
+      break;
+  }
+  return "rate_limit";
+}
+
 /// The steady clock in microseconds (CLOCK_MONOTONIC: comparable between the processes of one
 /// machine), for the trace-level stage lines of a single eviction's latency (issue 16).
 inline long long trace_us() {

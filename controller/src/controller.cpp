@@ -2,6 +2,7 @@
 #include "common.hpp"
 #include "event_outlet.hpp"
 #include "eviction_runner.hpp"
+#include "outcome_ledger.hpp"
 #include "pod_decider.hpp"
 #include "policy_state.hpp"
 #include "queue_entries.hpp"
@@ -73,18 +74,7 @@ std::pair<std::string_view, std::string_view> state_of(const timedqueue::entry_i
     case timedqueue::entry_state::held:
       break;
   }
-  switch (e.hold) {
-    case timedqueue::hold_reason::paused:
-      return {"waiting", "storm_breaker"};
-    case timedqueue::hold_reason::group_limit:
-      return {"waiting", e.hold_group == 0 ? "in_flight_limit_node" : "in_flight_limit_namespace"};
-    case timedqueue::hold_reason::deferred:
-      return {"waiting", e.deferred.tag == detail::hold_tag ? "hold" : "settling"};
-    case timedqueue::hold_reason::rate_limit:
-    case timedqueue::hold_reason::none:
-      break;
-  }
-  return {"waiting", "rate_limit"};
+  return {"waiting", detail::why_held(e.hold, e.hold_group, e.deferred.tag)};
 }
 
 timedqueue::admission_limits admission_of(const rate_limit_policy& r) {
@@ -103,11 +93,12 @@ struct controller::impl {
       : log_(base::named_logger("controller")),
         clock_(options.clock ? std::move(options.clock) : base::real_clock()),
         outlet_(sink, drv, policy_, std::move(options.on_decision)),
+        ledger_(drv, std::move(options.on_outcome)),
         tainted_(std::max<std::size_t>(options.workers, 1)),
         runner_(pods, sink, drv, outlet_, policy_, tainted_, ctr_, log_,
                 detail::runner_options{std::max<std::uint32_t>(options.stuck_after, 1),
                                        options.stuck_event_interval, std::move(options.on_deleted),
-                                       std::move(options.on_waited), *clock_}),
+                                       std::move(options.on_waited), *clock_, ledger_}),
         queue_(
             drv,
             [this](const timedqueue::run_info& info, timedqueue::completion done) {
@@ -115,7 +106,7 @@ struct controller::impl {
             },
             options.retry),
         breaker_(queue_, std::move(options.on_breaker), log_),
-        entries_(queue_, runner_, outlet_, ctr_, log_),
+        entries_(queue_, runner_, outlet_, ledger_, ctr_, log_),
         decider_(
             pods, drv, tainted_, entries_, outlet_, policy_, ctr_, log_,
             detail::decider_options{options.deadlines_from_taint_time, options.scheduled_events,
@@ -177,6 +168,7 @@ struct controller::impl {
   detail::hold_book node_holds_;  // the nodes' hold-until annotations, judged at intake
   detail::policy_state policy_;
   detail::event_outlet outlet_;
+  detail::outcome_ledger ledger_;
   detail::tainted_nodes tainted_;
   detail::eviction_runner runner_;
   // Its work runs in runner_ and what runner_ borrows (above); the parts below schedule,

@@ -16,10 +16,6 @@
 
 namespace tec::controller::detail {
 
-/// The deferral tags of the controller's queue entries (timedqueue::deferral::tag).
-inline constexpr std::uint8_t hold_tag = 1;    ///< A hold-until annotation.
-inline constexpr std::uint8_t settle_tag = 2;  ///< The storm breaker's settling time.
-
 /// A hold in force for a pod: when it ends, and whose annotation it is.
 struct hold_in_force {
   wall_time until;

@@ -61,6 +61,7 @@ void eviction_runner::run(const timedqueue::run_info& info, timedqueue::completi
     if (slot) {
       log_->error("eviction attempt failed pod=\"{}\" uid={}: {}", info.key, info.payload,
                   e.what());
+      options_.ledger.attempt_failed(info.key, {info.payload, info.fire_at}, e.what());
       const auto [ns, name] = split_key(info.key);
       attempt_failed(info.key, info.generation, info.attempt,
                      pod_ref{std::string(ns), std::string(name), std::string(info.payload)},
@@ -79,6 +80,24 @@ void eviction_runner::start(const timedqueue::run_info& info,
     slot.reset();
     return;
   }
+  const entry_id id{info.payload, info.fire_at};
+  if (options_.ledger.on()) {
+    const auto span = [](time_point from, time_point to) {
+      return std::max(std::chrono::nanoseconds::zero(),
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(to - from));
+    };
+    // The wait from due to admitted: its deferral's part first (when it had one), the rest
+    // admission's.
+    const bool deferred = info.deferral_ended_at != time_point{};
+    const time_point held_from = deferred ? info.deferral_ended_at : info.due_at;
+    options_.ledger.attempt_started(
+        info.key, id, info.attempt, span(held_from, info.admitted_at),
+        info.held_by == timedqueue::hold_reason::none ? std::string_view()
+                                                      : why_held(info.held_by, info.held_group),
+        deferred ? span(info.due_at, info.deferral_ended_at) : std::chrono::nanoseconds::zero(),
+        deferred ? why_held(timedqueue::hold_reason::deferred, 0, info.deferral_tag)
+                 : std::string_view());
+  }
   const auto [ns, name] = split_key(info.key);
   const std::optional<pod_view> pod = pods_.get_pod(ns, name);
   if (!pod || pod->uid != info.payload) {
@@ -86,6 +105,7 @@ void eviction_runner::start(const timedqueue::run_info& info,
     // its UID precondition anyway). No Marking event for a pod we do not delete.
     bump(ctr_.skipped);
     forget(info.key, info.generation);
+    options_.ledger.ended(info.key, id, pod ? outcome_result::replaced : outcome_result::pod_gone);
     outlet_.note_cancelled(pod_ref{std::string(ns), std::string(name), std::string(info.payload)},
                            pod ? cancel_reason::replaced : cancel_reason::pod_gone, info.fire_at);
     settle(slot);
@@ -100,6 +120,7 @@ void eviction_runner::start(const timedqueue::run_info& info,
     forget(info.key, info.generation);
     log_->info("pod is already terminating, not deleting it again pod=\"{}\" uid={}", info.key,
                info.payload);
+    options_.ledger.ended(info.key, id, outcome_result::pod_gone);
     outlet_.note_cancelled(std::move(ref), cancel_reason::pod_gone, info.fire_at);
     settle(slot);
     return;
@@ -113,6 +134,7 @@ void eviction_runner::start(const timedqueue::run_info& info,
     bump(ctr_.dry_run);
     forget(info.key, info.generation);
     log_->info("dry run: would delete pod=\"{}\" uid={}", info.key, info.payload);
+    options_.ledger.ended(info.key, id, outcome_result::would_delete);
     if (outlet_.observed()) {
       decision_note note;
       note.kind = decision_kind::would_delete;
@@ -234,11 +256,18 @@ void eviction_runner::finish_attempt(pending_done& holder, std::string_view key,
                                      std::uint64_t generation, std::uint32_t attempt,
                                      time_point fire_at, const pod_ref& pod, eviction_result result,
                                      eviction_method method, std::chrono::milliseconds fallback) {
+  const entry_id id{pod.uid, fire_at};
   switch (result.status) {
     case eviction_status::deleted:
     case eviction_status::gone:
       bump(ctr_.succeeded);
       forget(key, generation);
+      // In Evict mode (fallback set) a DELETE is the fallback's.
+      options_.ledger.ended(key, id,
+                            result.status == eviction_status::gone ? outcome_result::pod_gone
+                            : method == eviction_method::evict     ? outcome_result::evicted
+                            : fallback.count() > 0 ? outcome_result::deleted_after_fallback
+                                                   : outcome_result::deleted);
       // Only a DELETE of ours that was accepted is a deletion for the histogram.
       if (result.status == eviction_status::deleted && options_.on_deleted) {
         options_.on_deleted(
@@ -254,6 +283,7 @@ void eviction_runner::finish_attempt(pending_done& holder, std::string_view key,
                        fallback);
         return;
       }
+      options_.ledger.attempt_failed(key, id, result.error, true, fallback);
       if (holder.done.cancelled()) {
         holder.done.complete(timedqueue::outcome::failure(std::move(result.error)));
         return;
@@ -262,6 +292,7 @@ void eviction_runner::finish_attempt(pending_done& holder, std::string_view key,
       attempt_blocked(holder, key, generation, pod, std::move(result.error), fallback);
       return;
     case eviction_status::failed:
+      options_.ledger.attempt_failed(key, id, result.error);
       if (holder.done.cancelled()) {
         // Withdrawn (cancelled, or shutting down): not retried, not a failure to report.
         holder.done.complete(timedqueue::outcome::failure(std::move(result.error)));

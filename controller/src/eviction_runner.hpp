@@ -3,6 +3,7 @@
 #include "common.hpp"
 #include "event_outlet.hpp"
 #include "eviction_tables.hpp"
+#include "outcome_ledger.hpp"
 #include "policy_state.hpp"
 #include "tainted_nodes.hpp"
 #include "tec/controller/controller.hpp"
@@ -17,7 +18,8 @@ struct runner_options {
   timedqueue::duration stuck_event_interval{};
   std::function<void(std::chrono::nanoseconds)> on_deleted;
   std::function<void(std::chrono::nanoseconds)> on_waited;
-  base::clock& clock;  ///< Read for wall(): the due times in messages.
+  base::clock& clock;      ///< Read for wall(): the due times in messages.
+  outcome_ledger& ledger;  ///< Told how each attempt and each entry ends (the history).
 };
 
 /// The timed queue's work: one attempt of an eviction per run() (the pod re-checked in the

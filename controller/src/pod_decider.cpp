@@ -91,7 +91,7 @@ void pod_decider::reconcile_locked(std::string_view key, std::string_view ns, st
     deferrals_.forget(key);
     // Section 5.1, upstream's event included (it names the UID the eviction was for).
     const auto entry = entries_.lookup(key);
-    if (entry && entries_.cancel(key)) {
+    if (entry && entries_.cancel(key, outcome_result::pod_gone)) {
       bump(ctr_.cancellations);
       pod_ref ref{std::string(ns), std::string(name), entry->payload};
       outlet_.record(ref, event_kind::cancelling_deletion);
@@ -171,7 +171,8 @@ pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_
   };
   const auto schedule_new = [&] {
     const timedqueue::deferral wait = deferral_at(fire_at);
-    if (!entries_.schedule(key, pod, created_at, fire_at, *taints, wait)) {
+    if (!entries_.schedule(key, pod, created_at, fire_at, *taints, *plan,
+                           resumed ? resumed->time : d->time, wait)) {
       return false;
     }
     note_resumed(key, pod, resumed, now, fire_at);
@@ -204,7 +205,8 @@ pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_
     // No note for this cancel: the scheduled note that follows replaces the old due time.
     entries_.cancel_with_event(key, pod, cancel_reason::none);
     const timedqueue::deferral wait = deferral_at(now);
-    if (entries_.schedule(key, pod, now, now, *taints, wait) && wait.tag == hold_tag) {
+    if (entries_.schedule(key, pod, now, now, *taints, *plan, d->time, wait) &&
+        wait.tag == hold_tag) {
       deferrals_.note_held(pod, *hold, wait, now, now);
     }
     return verdict::done;
@@ -239,7 +241,7 @@ pod_decider::verdict pod_decider::leave_terminating(std::string_view key, const 
   } else if (entry && entry->state == timedqueue::entry_state::running) {
     return verdict::done;
   } else if (entry) {
-    if (entries_.cancel(key)) {
+    if (entries_.cancel(key, outcome_result::pod_gone)) {
       bump(ctr_.cancellations);
       pod_ref ref{pod.namespace_, pod.name, pod.uid};
       outlet_.record(ref, event_kind::cancelling_deletion);

@@ -90,4 +90,36 @@ const taint& setting_taint(const std::vector<taint>& taints,
   return taints.front();
 }
 
+eviction_outcome staged_outcome(const pod_view& pod, const std::vector<taint>& taints,
+                                const pod_plan& plan, const toleration_time& time,
+                                timedqueue::time_point created_at, timedqueue::time_point fire_at) {
+  eviction_outcome out;
+  out.pod = pod_ref{pod.namespace_, pod.name, pod.uid};
+  out.node = pod.node_name;
+  out.taints = taints;
+  out.scheduled_at = created_at;
+  out.due = fire_at;
+  const std::int64_t seconds = time.is_now() ? 0 : time.seconds.count();
+  const taint* matched = nullptr;
+  if (plan.overridden != nullptr) {
+    matched = plan.overridden;
+  } else if (!plan.decision.untolerated && !taints.empty()) {
+    matched = &setting_taint(taints, pod.tolerations, seconds);
+  }
+  if (matched == nullptr) {
+    return out;  // untolerated: evicted at once, no toleration had a say
+  }
+  out.matched = *matched;
+  const auto tol = std::find_if(pod.tolerations.begin(), pod.tolerations.end(),
+                                [&](const toleration& t) { return tolerates(t, *matched); });
+  if (tol != pod.tolerations.end()) {
+    out.used = *tol;
+  }
+  if (plan.rule != nullptr) {
+    out.rule = rule_effect{plan.rule->key + (plan.rule->prefix ? "*" : ""),
+                           out.used ? out.used->seconds : std::nullopt, seconds};
+  }
+  return out;
+}
+
 }  // namespace tec::controller::detail

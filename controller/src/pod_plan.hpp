@@ -6,6 +6,7 @@
 
 #include "tec/controller/controller.hpp"
 #include "tec/controller/matching.hpp"
+#include "tec/controller/outcome.hpp"
 #include "tec/controller/policy.hpp"
 #include "tec/timedqueue/timed_queue.hpp"
 
@@ -51,5 +52,13 @@ struct pod_plan {
 [[nodiscard]] const taint& setting_taint(const std::vector<taint>& taints,
                                          const std::vector<toleration>& tolerations,
                                          std::int64_t seconds);
+
+/// The history record of an eviction of `pod` about to be scheduled (created_at, fire_at) on a
+/// node with `taints` after `plan` gave it `time`: the toleration that set the time and the
+/// taint it matched (none when untolerated), and the taint rule that changed it, if any.
+[[nodiscard]] eviction_outcome staged_outcome(const pod_view& pod, const std::vector<taint>& taints,
+                                              const pod_plan& plan, const toleration_time& time,
+                                              timedqueue::time_point created_at,
+                                              timedqueue::time_point fire_at);
 
 }  // namespace tec::controller::detail

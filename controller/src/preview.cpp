@@ -7,24 +7,12 @@
 #include <fmt/format.h>
 
 #include "pod_plan.hpp"
+#include "tec/base/duration.hpp"
+#include "tec/base/rfc3339.hpp"
 
 namespace tec::controller {
 
 namespace {
-
-std::string_view effect_name(taint_effect e) {
-  switch (e) {
-    case taint_effect::no_schedule:
-      return "NoSchedule";
-    case taint_effect::prefer_no_schedule:
-      return "PreferNoSchedule";
-    case taint_effect::no_execute:
-      return "NoExecute";
-    case taint_effect::unknown:
-      break;
-  }
-  return "?";
-}
 
 std::string skip_text(skip_reason reason, const pod_view& pod) {
   switch (reason) {
@@ -63,13 +51,85 @@ std::string seconds_text(std::int64_t s) {
   return fmt::format("{}s", s);
 }
 
+std::string unix_text(std::int64_t s) {
+  return base::format_rfc3339(std::chrono::system_clock::time_point(std::chrono::seconds(s)));
+}
+
+/// A hold in force at `now` (a valid value naming a later time), or nullopt.
+std::optional<std::int64_t> in_force(const std::optional<hold_mark>& hold, std::int64_t now) {
+  if (!hold || hold->malformed() || *hold->until_unix <= now) {
+    return std::nullopt;
+  }
+  return hold->until_unix;
+}
+
+/// Moves the time of `p` (evicted now or after p.seconds) to the end of the hold in force on
+/// `pod` or `node` (the later), cut at maxHold past its own time, when that is later.
+void apply_hold(pod_preview& p, const pod_view& pod, const node_view& node,
+                const eviction_policy& policy, std::int64_t now) {
+  if (p.what == pod_preview::outcome::never) {
+    return;
+  }
+  const std::optional<std::int64_t> pod_hold = in_force(pod.hold, now);
+  const std::optional<std::int64_t> node_hold = in_force(node.hold, now);
+  if (!pod_hold && !node_hold) {
+    return;
+  }
+  const bool by_node = node_hold && (!pod_hold || *node_hold > *pod_hold);
+  const std::int64_t until = by_node ? *node_hold : *pod_hold;
+  const std::int64_t own = p.what == pod_preview::outcome::after ? p.seconds : 0;
+  const std::int64_t cap =
+      own + std::chrono::duration_cast<std::chrono::seconds>(policy.max_hold).count();
+  const bool cut = until - now > cap;
+  const std::int64_t seconds = cut ? cap : until - now;
+  if (seconds <= own) {
+    return;
+  }
+  p.what = pod_preview::outcome::after;
+  p.seconds = seconds;
+  p.held_until_unix = now + seconds;
+  p.why += fmt::format("; hold until {} ({}{})", unix_text(until),
+                       by_node ? "node " + node.name : std::string("the pod"),
+                       cut ? ", cut at maxHold " + base::format_duration(policy.max_hold) : "");
+}
+
 }  // namespace
+
+std::string_view to_string(taint_effect effect) noexcept {
+  switch (effect) {
+    case taint_effect::no_schedule:
+      return "NoSchedule";
+    case taint_effect::prefer_no_schedule:
+      return "PreferNoSchedule";
+    case taint_effect::no_execute:
+      return "NoExecute";
+    case taint_effect::unknown:
+      break;
+  }
+  return "Unknown";
+}
+
+std::string_view to_string(toleration_operator op) noexcept {
+  switch (op) {
+    case toleration_operator::equal:
+      return "Equal";
+    case toleration_operator::exists:
+      return "Exists";
+    case toleration_operator::lt:
+      return "Lt";
+    case toleration_operator::gt:
+      return "Gt";
+    case toleration_operator::unknown:
+      break;
+  }
+  return "Unknown";
+}
 
 std::string taint_string(const taint& t) {
   if (t.value.empty()) {
-    return fmt::format("{}:{}", t.key, effect_name(t.effect));
+    return fmt::format("{}:{}", t.key, to_string(t.effect));
   }
-  return fmt::format("{}={}:{}", t.key, t.value, effect_name(t.effect));
+  return fmt::format("{}={}:{}", t.key, t.value, to_string(t.effect));
 }
 
 std::vector<taint> with_taint(const std::vector<taint>& taints, const taint& added) {
@@ -179,6 +239,9 @@ preview_result preview(const preview_input& in) {
         continue;
       }
       pod_preview p = decide_pod(pod, after, in.policy, opted.contains(pod.namespace_));
+      if (in.now_unix) {
+        apply_hold(p, pod, n, in.policy, *in.now_unix);
+      }
       switch (p.what) {
         case pod_preview::outcome::now:
           ++r.evicted_now;

@@ -5,16 +5,39 @@
 
 namespace tec::controller::detail {
 
+namespace {
+
+std::optional<outcome_result> outcome_of(cancel_reason reason) {
+  switch (reason) {
+    case cancel_reason::untainted:
+      return outcome_result::cancelled_untainted;
+    case cancel_reason::pod_gone:
+      return outcome_result::pod_gone;
+    case cancel_reason::replaced:
+      return outcome_result::replaced;
+    case cancel_reason::none:
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 bool queue_entries::schedule(std::string_view key, const pod_view& pod,
                              timedqueue::time_point created_at, timedqueue::time_point fire_at,
-                             const std::vector<taint>& taints, timedqueue::deferral deferred) {
+                             const std::vector<taint>& taints, const pod_plan& plan,
+                             const toleration_time& time, timedqueue::deferral deferred) {
   if (log_->should_log(spdlog::level::trace)) {
     log_->trace("stage=decided pod=\"{}\" t_us={}", key, trace_us());
+  }
+  if (ledger_.on()) {
+    ledger_.open(key, staged_outcome(pod, taints, plan, time, created_at, fire_at));
   }
   // Groups for the in-flight caps: the pod's node and namespace.
   const auto r =
       queue_.schedule(key, created_at, fire_at, pod.uid, {pod.node_name, pod.namespace_}, deferred);
   if (r != timedqueue::schedule_result::scheduled) {
+    ledger_.discard(key, {pod.uid, fire_at});
     return false;
   }
   bump(ctr_.scheduled);
@@ -36,11 +59,19 @@ bool queue_entries::schedule(std::string_view key, const pod_view& pod,
   return true;
 }
 
-bool queue_entries::cancel(std::string_view key) {
+bool queue_entries::cancel(std::string_view key, std::optional<outcome_result> ended_as) {
+  // The callers hold the key lock: no other entry of `key` can come between.
+  std::optional<timedqueue::entry_info> entry;
+  if (ledger_.on()) {
+    entry = queue_.lookup(key);
+  }
   const bool was_pending = queue_.cancel(key);
   // A blocked eviction is still to happen, as far as the pod's events tell: its cancel gets
   // the "Cancelling deletion" event a pending one gets.
   const bool was_blocked = runner_.forget_cancelled(key);
+  if (entry) {
+    ledger_.cancelled(key, {entry->payload, entry->fire_at}, ended_as);
+  }
   return was_pending || was_blocked;
 }
 
@@ -50,7 +81,7 @@ void queue_entries::cancel_with_event(std::string_view key, const pod_view& pod,
   if (outlet_.observed() && reason != cancel_reason::none) {
     entry = queue_.lookup(key);
   }
-  if (cancel(key)) {
+  if (cancel(key, outcome_of(reason))) {
     bump(ctr_.cancellations);
     pod_ref ref{pod.namespace_, pod.name, pod.uid};
     outlet_.record(ref, event_kind::cancelling_deletion);
@@ -67,7 +98,7 @@ void queue_entries::drop_foreign(std::string_view key, std::string_view old_uid,
   if (outlet_.observed()) {
     entry = queue_.lookup(key);
   }
-  if (cancel(key) && entry) {
+  if (cancel(key, outcome_result::replaced) && entry) {
     const auto [ns, name] = split_key(key);
     outlet_.note_cancelled(pod_ref{std::string(ns), std::string(name), std::string(old_uid)},
                            cancel_reason::replaced, entry->fire_at);

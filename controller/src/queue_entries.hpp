@@ -3,6 +3,8 @@
 #include "common.hpp"
 #include "event_outlet.hpp"
 #include "eviction_runner.hpp"
+#include "outcome_ledger.hpp"
+#include "pod_plan.hpp"
 #include "tec/controller/controller.hpp"
 #include "tec/timedqueue/timed_queue.hpp"
 
@@ -18,18 +20,24 @@ namespace tec::controller::detail {
 class queue_entries {
 public:
   queue_entries(timedqueue::timed_queue& queue, eviction_runner& runner, const event_outlet& outlet,
-                counters& ctr, std::shared_ptr<spdlog::logger> log)
-      : queue_(queue), runner_(runner), outlet_(outlet), ctr_(ctr), log_(std::move(log)) {}
+                outcome_ledger& ledger, counters& ctr, std::shared_ptr<spdlog::logger> log)
+      : queue_(queue),
+        runner_(runner),
+        outlet_(outlet),
+        ledger_(ledger),
+        ctr_(ctr),
+        log_(std::move(log)) {}
 
   [[nodiscard]] std::optional<timedqueue::entry_info> lookup(std::string_view key) const {
     return queue_.lookup(key);
   }
 
-  /// A new entry for `pod`, due at `fire_at`, on a node with `taints` (for the note). True
-  /// when it was created (false when one exists, and after shutdown, when the queue holds
-  /// nothing).
+  /// A new entry for `pod`, due at `fire_at`, on a node with `taints` (for the note), after
+  /// `plan` gave it `time` (for the history record), deferred by `deferred`. True when it was
+  /// created (false when one exists, and after shutdown, when the queue holds nothing).
   bool schedule(std::string_view key, const pod_view& pod, timedqueue::time_point created_at,
                 timedqueue::time_point fire_at, const std::vector<taint>& taints,
+                const pod_plan& plan, const toleration_time& time,
                 timedqueue::deferral deferred = {});
 
   /// Replaces the deferral of the entry of `key` with generation `generation` (see
@@ -39,8 +47,9 @@ public:
   }
 
   /// Cancels the entry of `key`: true when it was pending, held or blocked (its cancel is
-  /// announced with upstream's "Cancelling deletion" event).
-  bool cancel(std::string_view key);
+  /// announced with upstream's "Cancelling deletion" event). `ended_as`: what the history
+  /// records (nullopt: nothing, the pod is scheduled again at once).
+  bool cancel(std::string_view key, std::optional<outcome_result> ended_as);
 
   /// Cancels the entry of `key`, made for `pod`, with the event when it was waiting.
   /// `reason` none: no note (the caller reschedules at once).
@@ -58,6 +67,7 @@ private:
   timedqueue::timed_queue& queue_;
   eviction_runner& runner_;
   const event_outlet& outlet_;
+  outcome_ledger& ledger_;
   counters& ctr_;
   std::shared_ptr<spdlog::logger> log_;
 };

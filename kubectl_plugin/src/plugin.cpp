@@ -169,6 +169,7 @@ outcome<std::string> run_preview(const invocation& inv, const env_lookup& env) {
   preview_report report;
   report.policy = policy.value().description;
   report.now_unix = now_unix();
+  in.now_unix = report.now_unix;
   report.result = controller::preview(in);
   if (in.policy.mode == controller::eviction_mode::evict) {
     auto pdbs = cluster.pdbs();

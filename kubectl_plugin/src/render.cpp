@@ -6,42 +6,13 @@
 
 #include "tec/base/error.hpp"
 #include "tec/base/rfc3339.hpp"
+#include "tec/controller/preview.hpp"
 
 namespace tec::kubectl_plugin {
 namespace {
 
 constexpr std::size_t column_gap = 3;
 constexpr std::size_t max_cell = 512;
-
-std::string_view effect_name(controller::taint_effect e) {
-  switch (e) {
-    case controller::taint_effect::no_schedule:
-      return "NoSchedule";
-    case controller::taint_effect::prefer_no_schedule:
-      return "PreferNoSchedule";
-    case controller::taint_effect::no_execute:
-      return "NoExecute";
-    case controller::taint_effect::unknown:
-      break;
-  }
-  return "Unknown";
-}
-
-std::string_view operator_name(controller::toleration_operator op) {
-  switch (op) {
-    case controller::toleration_operator::equal:
-      return "Equal";
-    case controller::toleration_operator::exists:
-      return "Exists";
-    case controller::toleration_operator::lt:
-      return "Lt";
-    case controller::toleration_operator::gt:
-      return "Gt";
-    case controller::toleration_operator::unknown:
-      break;
-  }
-  return "Unknown";
-}
 
 void emit(YAML::Emitter& out, const document& v) {
   if ((v.is_object() || v.is_array()) && v.empty()) {
@@ -127,10 +98,10 @@ std::string toleration_text(const controller::toleration& t) {
     s += "=" + t.value;
   }
   if (t.effect) {
-    s += ":" + std::string(effect_name(*t.effect));
+    s += ":" + std::string(controller::to_string(*t.effect));
   }
   if (t.op != controller::toleration_operator::equal) {
-    s += " (" + std::string(operator_name(t.op)) + ")";
+    s += " (" + std::string(controller::to_string(t.op)) + ")";
   }
   s += t.seconds ? " for " + std::to_string(*t.seconds) + "s" : std::string(" forever");
   return s;
@@ -138,9 +109,9 @@ std::string toleration_text(const controller::toleration& t) {
 
 document toleration_json(const controller::toleration& t) {
   return document{{"key", t.key},
-                  {"operator", operator_name(t.op)},
+                  {"operator", controller::to_string(t.op)},
                   {"value", t.value},
-                  {"effect", t.effect ? document(effect_name(*t.effect)) : document("")},
+                  {"effect", t.effect ? document(controller::to_string(*t.effect)) : document("")},
                   {"tolerationSeconds", t.seconds ? document(*t.seconds) : document(nullptr)}};
 }
 

@@ -253,12 +253,16 @@ struct http_endpoints::impl {
   };
 
   struct async_route {
-    std::string path;                                    // set before start
-    std::function<asio::awaitable<http_response>()> fn;  // set before start
+    std::string path;  // set before start
+    // Set before start; handle_async's ignores the query (given "").
+    std::function<asio::awaitable<http_response>(std::string)> fn;
+    bool with_query = false;  // handle_async_query: documents are shared per query string
     // On the strand only:
     std::weak_ptr<const http_response> last;  // the latest document, while a connection has it
     std::chrono::steady_clock::time_point last_at{};
+    std::string last_query;
     std::shared_ptr<computation> computing;  // while fn() runs
+    std::string computing_query;
   };
 
   /// Holds one of max_async_responses from the request to the end of its response's write.
@@ -301,7 +305,7 @@ struct http_endpoints::impl {
   /// The document of `route`: the one a connection still writes if it is recent enough, else
   /// the one being computed, else a new one. On the strand.
   static asio::awaitable<std::shared_ptr<const http_response>> shared_response(
-      std::shared_ptr<impl> self, async_route& route);
+      std::shared_ptr<impl> self, async_route& route, std::string query);
   /// The response to `req`; `computed` is what an async handler answered for it.
   http::message_generator respond(const http::request<http::string_body>& req,
                                   const std::shared_ptr<const http_response>& computed = {}) const;
@@ -370,6 +374,13 @@ namespace {
 std::string_view path_of(const http::request<http::string_body>& req) {
   const auto target = std::string_view(req.target());
   return target.substr(0, target.find('?'));
+}
+
+// The query string of the request's target, without the '?' ("" when none).
+std::string query_of(const http::request<http::string_body>& req) {
+  const auto target = std::string_view(req.target());
+  const auto q = target.find('?');
+  return q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1));
 }
 
 }  // namespace
@@ -502,7 +513,8 @@ asio::awaitable<void> http_endpoints::impl::serve(std::shared_ptr<impl> self, St
         slot.emplace(*self);
         lowest.socket().set_option(asio::socket_base::send_buffer_size(document_send_buffer),
                                    ignored);
-        auto op = shared_response(self, *route);  // named: see above on GCC 12
+        auto op = shared_response(self, *route,
+                                  route->with_query ? query_of(parser.get()) : std::string());
         computed = co_await std::move(op);
         if (self->stopped) {
           break;
@@ -660,17 +672,31 @@ http_endpoints::impl::async_route* http_endpoints::impl::async_route_for(
 }
 
 asio::awaitable<std::shared_ptr<const http_response>> http_endpoints::impl::shared_response(
-    std::shared_ptr<impl> self, async_route& route) {
-  if (auto last = route.last.lock(); last && std::chrono::steady_clock::now() - route.last_at <
-                                                 self->options.async_response_reuse) {
+    std::shared_ptr<impl> self, async_route& route, std::string query) {
+  if (auto last = route.last.lock();
+      last && route.last_query == query &&
+      std::chrono::steady_clock::now() - route.last_at < self->options.async_response_reuse) {
     co_return last;
   }
   if (const auto pending = route.computing) {
-    co_await pending->done.async_wait(asio::as_tuple(asio::use_awaitable));
-    co_return pending->result;
+    if (route.computing_query == query) {
+      co_await pending->done.async_wait(asio::as_tuple(asio::use_awaitable));
+      co_return pending->result;
+    }
+    // Another query's document is computed: this one is not shared (max_async_responses
+    // still bounds how many are made at once).
+    http_response r;
+    try {
+      auto op = route.fn(std::move(query));  // named: see session() on GCC 12
+      r = co_await std::move(op);
+    } catch (const std::exception& e) {
+      r = handler_failed(route.path, e);
+    }
+    co_return std::make_shared<const http_response>(std::move(r));
   }
   const auto mine = std::make_shared<computation>(self->strand);
   route.computing = mine;
+  route.computing_query = query;
   // Whatever fn() does, the waiters get an answer and the next request computes afresh.
   struct publish {
     async_route& route;
@@ -685,6 +711,7 @@ asio::awaitable<std::shared_ptr<const http_response>> http_endpoints::impl::shar
       }
       route.last = c.result;
       route.last_at = std::chrono::steady_clock::now();
+      route.last_query = route.computing_query;
       route.computing.reset();
       c.done.cancel();
     }
@@ -693,7 +720,7 @@ asio::awaitable<std::shared_ptr<const http_response>> http_endpoints::impl::shar
     const publish done{route, *mine};
     http_response r;
     try {
-      auto op = route.fn();  // named: see session() on GCC 12
+      auto op = route.fn(std::move(query));  // named: see session() on GCC 12
       r = co_await std::move(op);
     } catch (const std::exception& e) {
       r = handler_failed(route.path, e);
@@ -813,7 +840,16 @@ void http_endpoints::handle_async(std::string path,
   assert(!impl_->started && "register handlers before start()");
   auto& route = impl_->async_routes[path];
   route.path = std::move(path);
+  route.fn = [fn = std::move(fn)](const std::string& /*query*/) { return fn(); };
+}
+
+void http_endpoints::handle_async_query(
+    std::string path, std::function<asio::awaitable<http_response>(std::string query)> fn) {
+  assert(!impl_->started && "register handlers before start()");
+  auto& route = impl_->async_routes[path];
+  route.path = std::move(path);
   route.fn = std::move(fn);
+  route.with_query = true;
 }
 
 void http_endpoints::handle_post(std::string path, post_route_options limits,

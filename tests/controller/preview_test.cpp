@@ -210,6 +210,61 @@ TEST(preview, many_targets_are_counted_not_listed) {
   EXPECT_TRUE(summary(preview(in)).starts_with("tainting 5 nodes with k:NoExecute"));
 }
 
+// 2023-11-14T22:13:20Z.
+constexpr std::int64_t hold_now = 1'700'000'000;
+
+TEST(preview, a_hold_in_force_moves_an_eviction_to_its_end) {
+  preview_input in = mixed();
+  in.now_unix = hold_now;
+  in.targets[0].hold = parse_hold("2023-11-14T22:23:20Z");  // 600 s from now
+  in.pods[3].hold = parse_hold("2023-11-14T22:33:20Z");     // "zero", 1200 s from now
+  const preview_result r = preview(in);
+  ASSERT_EQ(r.pods.size(), 4U);
+  // plain: now -> at the node's hold end.
+  EXPECT_EQ(r.pods[0].what, pod_preview::outcome::after);
+  EXPECT_EQ(r.pods[0].seconds, 600);
+  EXPECT_EQ(r.pods[0].held_until_unix, hold_now + 600);
+  EXPECT_EQ(r.pods[0].why,
+            "no toleration for dedicated=x:NoExecute; hold until 2023-11-14T22:23:20Z (node "
+            "node-7)");
+  // waits: 300 s -> 600 s.
+  EXPECT_EQ(r.pods[1].seconds, 600);
+  // stays: never stays never.
+  EXPECT_EQ(r.pods[2].what, pod_preview::outcome::never);
+  EXPECT_FALSE(r.pods[2].held_until_unix.has_value());
+  // zero: the pod's own hold is the later.
+  EXPECT_EQ(r.pods[3].seconds, 1200);
+  EXPECT_NE(r.pods[3].why.find("hold until 2023-11-14T22:33:20Z (the pod)"), std::string::npos)
+      << r.pods[3].why;
+  EXPECT_EQ(r.evicted_now, 0U);
+  EXPECT_EQ(r.evicted_later, 3U);
+  EXPECT_EQ(r.latest_seconds, 1200);
+}
+
+TEST(preview, a_hold_is_cut_at_max_hold_and_ignored_when_past_malformed_or_unasked) {
+  preview_input in = mixed();
+  in.policy.max_hold = std::chrono::minutes(5);
+  in.targets[0].hold = parse_hold("2023-11-14T23:13:20Z");  // an hour from now
+  EXPECT_EQ(preview(in).pods[0].what, pod_preview::outcome::now) << "no now_unix: not looked at";
+  in.now_unix = hold_now;
+  preview_result r = preview(in);
+  EXPECT_EQ(r.pods[0].seconds, 300);
+  EXPECT_EQ(r.pods[0].held_until_unix, hold_now + 300);
+  EXPECT_NE(r.pods[0].why.find(", cut at maxHold 5m0s)"), std::string::npos) << r.pods[0].why;
+  EXPECT_EQ(r.pods[1].seconds, 600) << "300 s of its own + maxHold";
+  in.targets[0].hold = parse_hold("2023-11-14T22:13:19Z");  // past
+  r = preview(in);
+  EXPECT_EQ(r.pods[0].what, pod_preview::outcome::now);
+  EXPECT_EQ(r.pods[1].seconds, 300);
+  in.targets[0].hold = parse_hold("tomorrow");
+  EXPECT_EQ(preview(in).pods[0].what, pod_preview::outcome::now);
+  in.targets[0].hold = parse_hold("2023-11-14T22:16:20Z");  // 180 s: before "waits"'s 300 s
+  r = preview(in);
+  EXPECT_EQ(r.pods[0].seconds, 180);
+  EXPECT_EQ(r.pods[1].seconds, 300);
+  EXPECT_FALSE(r.pods[1].held_until_unix.has_value());
+}
+
 TEST(decide_pod, a_node_without_no_execute_taints_evicts_nothing) {
   taint soft = no_execute("k");
   soft.effect = taint_effect::no_schedule;

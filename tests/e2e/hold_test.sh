@@ -2,7 +2,8 @@
 # End to end: time-boxed holds (issue 32 item 3) on the real API server.
 #   - A node annotated taint-eviction-controller/hold-until: <now + 60 s>, then tainted: its pod
 #     is not evicted while the hold lasts (/debug/evictions: waiting, why hold; a Normal
-#     TaintEvictionHeld event; the held_evictions gauge), and is evicted once it ends.
+#     TaintEvictionHeld event; the held_evictions gauge), and is evicted once it ends; its
+#     /debug/history record says "waited Ns: hold".
 #   - A malformed value: a Warning TaintEvictionHoldIgnored event on the Node, and the pod goes
 #     as scheduled (at once).
 #   - With `maxHold: 20s` in the policy, a hold an hour ahead ends 20 s after the eviction was
@@ -70,6 +71,22 @@ left=$((t_hold - $(date +%s) - 5))
 assert_not_terminating_for "$left" held1
 wait_terminating held1 40
 log "held1 not evicted during the hold, evicted after it"
+# The history record's policy lines name the wait (the hold's part of it, in whole seconds or
+# with a tenth: "waited 58.2s: hold").
+deadline=$((SECONDS + 30))
+until waited=$(curl "${METRICS_CURL[@]}" -fsS --max-time 10 "$METRICS_URL/debug/history?pod=$NS%2Fheld1" |
+  python3 -c 'import json, re, sys
+recs = json.load(sys.stdin)["records"]
+lines = [l for r in recs for l in r["policy"] if re.fullmatch(r"waited [0-9.]+s: hold", l)]
+print(lines[0] if lines else "")') && [ -n "$waited" ]; do
+  [ "$SECONDS" -lt "$deadline" ] || fail "no \"waited ...: hold\" line in /debug/history for $NS/held1 within 30 s"
+  sleep 0.5
+done
+secs=${waited#waited }
+secs=${secs%%s:*}
+python3 -c "import sys; sys.exit(0 if float('$secs') >= $HOLD_S - 20 else 1)" \
+  || fail "the history says \"$waited\": less than the hold's $HOLD_S s - 20 s"
+log "history: $waited"
 wait_metric taint_eviction_controller_held_evictions 'v == 0' 30
 
 # --- maxHold: a hold an hour ahead ends 20 s after the eviction was due ---

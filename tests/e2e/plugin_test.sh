@@ -261,5 +261,14 @@ while read -r name what secs; do
   fi
 done <<<"$expected"
 
+# explain after the eviction: the replica's /debug/history has its record (the pod, terminating,
+# is still there to explain: no kubelet finishes it).
+plugin explain tol15 -n "$NS" --controller-url "$METRICS_URL"
+[ "$RC" -eq 0 ] || fail "explain after the eviction exited $RC: $ERR"
+log "explain tol15 after its eviction:"$'\n'"$OUT"
+grep -q "^History (oldest first):$" <<<"$OUT" || fail "explain: no history: $OUT"
+grep -qE "^ +[0-9T:.-]+Z deleted: scheduled [0-9T:.-]+Z, due [0-9T:.-]+Z, 1 attempt; node $N1, taints $TAINT_KEY=x:NoExecute" <<<"$OUT" \
+  || fail "explain: no history line for the deletion: $OUT"
+
 stop_controller "$CONTROLLER_PID"
 echo "PASS: $TEST_NAME"

@@ -990,5 +990,35 @@ TEST_F(http_endpoints_test, a_failed_check_says_why_bounded_and_escaped) {
   server.stop();
 }
 
+// /debug/history: the handler is given the query string; a request with another query never
+// gets the document of the one before (the reuse window is long here: a shared one would show).
+TEST_F(http_endpoints_test, a_query_handler_gets_the_query_and_shares_per_query) {
+  auto o = options();
+  o.async_response_reuse = 1h;
+  http_endpoints server(ioc_.get_executor(), o);
+  std::atomic<int> builds{0};
+  server.handle_async_query("/debug/history",
+                            [&builds](std::string query) -> asio::awaitable<http_response> {
+                              ++builds;
+                              co_return http_response{200, "text/plain", "query=" + query};
+                            });
+  server.handle_async("/plain", [&builds]() -> asio::awaitable<http_response> {
+    ++builds;
+    co_return http_response{200, "text/plain", "plain"};
+  });
+  const auto ep = start(server);
+  auto res = run_until_done(ioc_, fetch(ep, http::verb::get, "/debug/history?pod=ns%2Fa"));
+  EXPECT_EQ(res.status, 200U);
+  EXPECT_EQ(res.body, "query=pod=ns%2Fa");
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/debug/history"));
+  EXPECT_EQ(res.body, "query=");
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/debug/history?node=n1"));
+  EXPECT_EQ(res.body, "query=node=n1");
+  EXPECT_EQ(builds.load(), 3);
+  res = run_until_done(ioc_, fetch(ep, http::verb::get, "/plain?x=1"));
+  EXPECT_EQ(res.body, "plain") << "handle_async ignores the query";
+  server.stop();
+}
+
 }  // namespace
 }  // namespace tec::ops

@@ -57,6 +57,10 @@ TEST(shipped_policy, its_commented_example_is_valid_and_sets_every_section) {
   EXPECT_EQ(r.policy->mode, controller::eviction_mode::evict) << text;
   ASSERT_EQ(r.policy->taints.size(), 3U);
   EXPECT_EQ(r.policy->taints[2].fallback_after, std::chrono::seconds(30)) << text;
+  EXPECT_EQ(r.policy->max_hold, std::chrono::hours(4)) << text;
+  EXPECT_EQ(r.policy->storm_breaker.settle_seconds, 10U) << text;
+  EXPECT_EQ(r.policy->admission.deny_evicting_more_than, 20U) << text;
+  EXPECT_TRUE(r.policy->admission.deny_if_breaker_opens) << text;
 }
 
 }  // namespace

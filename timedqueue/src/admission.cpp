@@ -55,6 +55,17 @@ bool admission_control::set_paused(bool paused) {
   paused_ = paused;
   if (paused) {
     token_wake_.reset();
+    const auto mark = [](held_set& set) {
+      for (auto& [order, slot] : set) {
+        slot.ticket->held_by = hold_reason::paused;
+      }
+    };
+    mark(ready_);
+    for (auto& groups : blocked_) {
+      for (auto& [group, set] : groups) {
+        mark(set);
+      }
+    }
   }
   return true;
 }
@@ -65,11 +76,14 @@ bool admission_control::on_due(admission_ticket& t, const group_names& groups, t
   if (ready_.empty() && !paused_ && admits(groups, now)) {
     take_slots(groups);
     t.hold = hold_reason::none;
+    t.held_by = hold_reason::none;
     return true;
   }
   ++held_;
   t.hold = hold_reason::rate_limit;
   t.hold_group = 0;
+  t.held_by = paused_ ? hold_reason::paused : hold_reason::rate_limit;
+  t.held_by_group = 0;
   ready_.emplace(held_order{t.due_at, t.generation}, held_slot{&t, groups});
   return false;
 }
@@ -96,6 +110,8 @@ admission_control::pump_result admission_control::pump(time_point now, std::size
       it->second.insert(ready_.extract(first));
       slot.ticket->hold = hold_reason::group_limit;
       slot.ticket->hold_group = static_cast<std::uint8_t>(c);
+      slot.ticket->held_by = hold_reason::group_limit;
+      slot.ticket->held_by_group = static_cast<std::uint8_t>(c);
       continue;
     }
     if (!admits(slot.groups, now)) {

@@ -41,6 +41,9 @@ struct entry : admission_ticket {
   time_point admitted_at;
   /// The caller's deferral: no run starts before it (time_point{}: none).
   time_point not_before{};
+  /// When the current (or last) run's wait for its deferral ended (time_point{}: it did not
+  /// wait for one); run_info::deferral_ended_at.
+  time_point deferral_ended_at{};
   /// Error of the last failed run; allocated only for entries that have failed.
   std::unique_ptr<std::string> last_error;
   /// Its node in `deadlines`, or no_heap_index.
@@ -51,6 +54,8 @@ struct entry : admission_ticket {
   std::array<std::uint32_t, group_classes> group_size{};
   entry_state state = entry_state::pending;
   std::uint8_t defer_tag = 0;  ///< The deferral's tag.
+  /// The tag of the deferral the entry last waited for (set when it starts waiting for it).
+  std::uint8_t deferred_by_tag = 0;
   /// The current (or last) run was held by admission control before it started.
   bool held_run = false;
   /// Written under the queue mutex, read without it by completion::cancelled().

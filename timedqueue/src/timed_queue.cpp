@@ -142,6 +142,8 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
   /// An entry whose time has come (a first run or a retry). It starts now if admission allows;
   /// else it is held. Requires mu_.
   void make_due(entry* e, time_point due, time_point now, std::vector<entry*>& start) {
+    // A held entry here waited for its deferral, which ends now (hold_deferred kept its tag).
+    e->deferral_ended_at = e->state == entry_state::held ? now : time_point{};
     if (admission_.on_due(*e, e->groups(), due, now)) {
       begin_run(e, now, start);
     } else {
@@ -164,6 +166,7 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
     e->due_at = due;
     e->state = entry_state::held;
     e->hold = hold_reason::deferred;
+    e->deferred_by_tag = e->defer_tag;
     deadlines_.push(e, e->not_before);
     ++stats_.deferred[e->defer_tag];
     timer_.arm_for(deadlines_.first_due());
@@ -238,6 +241,10 @@ struct timed_queue::impl final : detail::start_target, std::enable_shared_from_t
         info.due_at = e->due_at;
         info.admitted_at = e->admitted_at;
         info.held = e->held_run;
+        info.held_by = e->held_by;
+        info.held_group = e->held_by_group;
+        info.deferral_ended_at = e->deferral_ended_at;
+        info.deferral_tag = e->deferred_by_tag;
         info.attempt = e->attempts;
         info.generation = e->generation;
         c.state_ = std::make_shared<run_state>(shared_from_this(), e);

@@ -47,6 +47,7 @@
 #include "tec/base/clock.hpp"
 #include "tec/controller/matching.hpp"
 #include "tec/controller/model.hpp"
+#include "tec/controller/outcome.hpp"
 #include "tec/controller/policy.hpp"
 #include "tec/controller/ports.hpp"
 #include "tec/timedqueue/timed_queue.hpp"
@@ -154,6 +155,11 @@ struct controller_options {
   /// thread, possibly under a per-pod lock: must be quick, must not throw and must not call
   /// back into the controller. Empty: nothing is built.
   std::function<void(const decision_note&)> on_decision;
+  /// Outcome observer (the eviction history; see eviction_outcome): called once for each
+  /// queue entry that ends, except by shutdown. From a worker (a cancel, under the pod's key
+  /// lock), the driver's thread or the sink's: must be quick, must not throw and must not
+  /// call back into the controller. Empty: no record is kept or built.
+  std::function<void(const eviction_outcome&)> on_outcome;
   /// Record a Normal TaintEvictionScheduled event (not upstream's) once per queue entry
   /// scheduled for a later time, naming the taint, the tolerationSeconds used and the due time
   /// (clock->wall() + the delay). None in dry-run (no event is).

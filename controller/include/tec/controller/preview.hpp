@@ -8,6 +8,10 @@
 // The times are what a controller acting now would do with the taint added now: a pod's
 // countdown for the new taint set starts now (a countdown the node's earlier taints already
 // started is not moved back: `already_tainted` says when the node had NoExecute taints).
+// Given the wall time (preview_input::now_unix), a hold-until annotation in force on the pod or
+// its node makes an eviction that would come sooner wait until the hold ends, at most maxHold
+// past its own time, as the controller does (README "Holds"). The storm breaker's settling
+// time is not previewed: it depends on when each taint was seen.
 // Admission control is summarised, not simulated per pod: the rate limit as the time the
 // immediate evictions take at the configured rate, the storm breaker as the share of nodes
 // that would carry a taint it counts.
@@ -45,6 +49,10 @@ struct pod_preview {
   std::optional<toleration> used;
   /// A taint rule changed the time its tolerations gave (floor or cap): that rule's key.
   std::optional<std::string> rule;
+  /// A hold-until annotation (the pod's or its node's) moved its time: when the hold makes it
+  /// go (seconds since the Unix epoch; the hold's end, or the eviction's own time + maxHold
+  /// when that is sooner). `seconds` then counts to it.
+  std::optional<std::int64_t> held_until_unix;
   /// One line: why ("no toleration for dedicated=x:NoExecute", "tolerates
   /// node.kubernetes.io/unreachable for 300s", "excluded: namespace kube-system", ...).
   std::string why;
@@ -96,6 +104,10 @@ struct preview_input {
   eviction_policy policy;
   /// Namespaces that carry the opt-out annotation.
   std::vector<std::string> opted_out_namespaces;
+  /// The wall time now, seconds since the Unix epoch, to judge the pods' and nodes'
+  /// hold-until annotations (pod_view::hold, node_view::hold); nullopt: holds are not looked
+  /// at.
+  std::optional<std::int64_t> now_unix;
 };
 
 /// See the file comment. Pods in `pods` whose node is not a target are ignored.
@@ -109,6 +121,11 @@ struct preview_input {
 
 /// The node's taints with `added` put on (replacing one of the same key and effect).
 [[nodiscard]] std::vector<taint> with_taint(const std::vector<taint>& taints, const taint& added);
+
+/// A taint's effect and a toleration's operator as the API spells them ("NoExecute",
+/// "Exists"; "Unknown" for `unknown`).
+[[nodiscard]] std::string_view to_string(taint_effect effect) noexcept;
+[[nodiscard]] std::string_view to_string(toleration_operator op) noexcept;
 
 /// "key=value:NoExecute" ("key:NoExecute" without a value), as kubectl prints a taint.
 [[nodiscard]] std::string taint_string(const taint& t);

@@ -152,6 +152,11 @@ public:
   /// handle()'s handlers: it must be quick. A GET or HEAD of the path gets 405.
   void handle_post(std::string path, post_route_options limits,
                    std::function<http_response(std::string_view body)> fn);
+  /// handle_async() for a document that depends on the request's query string (`fn` is given
+  /// it, without the '?', as the client sent it): a document is shared only between requests
+  /// with the same query string.
+  void handle_async_query(
+      std::string path, std::function<boost::asio::awaitable<http_response>(std::string query)> fn);
   /// Serves a check at `path`: 200 "ok", or 500 with the check's message when it fails (or
   /// throws), bounded and escaped (see check_result); "readyz check failed" (for "/readyz") when it
   /// gave none.

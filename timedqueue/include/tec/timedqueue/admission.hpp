@@ -71,6 +71,11 @@ struct admission_ticket {
   /// hold_group) or rate_limit (in the ready list, whatever holds it: the bucket or the pause).
   hold_reason hold = hold_reason::none;
   std::uint8_t hold_group = 0;
+  /// Why the entry's current (or last) run was held last before it was admitted: paused,
+  /// rate_limit or group_limit (with its class), kept once it is admitted; none when it was
+  /// admitted as soon as it came due. A pause marks every entry held then.
+  hold_reason held_by = hold_reason::none;
+  std::uint8_t held_by_group = 0;
 };
 
 /// The admission decision and its state (see the comment at the top of this file).

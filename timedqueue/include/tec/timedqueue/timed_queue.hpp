@@ -125,9 +125,19 @@ struct run_info {
   /// When this run became due (fire_at, or the retry's time) and when it was admitted.
   time_point due_at;
   time_point admitted_at;
-  /// Admission control held this run before admitting it (admitted_at - due_at is then how
-  /// long it waited; otherwise the difference is only the timer's lateness).
+  /// The run waited after it came due, for its deferral or for admission control
+  /// (admitted_at - due_at is then how long; otherwise the difference is only the timer's
+  /// lateness).
   bool held = false;
+  /// Why admission control held it last, when it did (admission_ticket::held_by,
+  /// held_by_group): paused, rate_limit or group_limit; none when admission did not hold it.
+  hold_reason held_by = hold_reason::none;
+  std::uint8_t held_group = 0;
+  /// When the run first waited for its deferral: when that wait ended (due_at .. this was the
+  /// deferral's part of the wait, the rest admission's) and the tag of the deferral it waited
+  /// for; time_point{} when it did not wait for a deferral.
+  time_point deferral_ended_at{};
+  std::uint8_t deferral_tag = 0;
   std::uint32_t attempt = 1;  ///< 1 for the first run, 2.. for retries.
   std::uint64_t generation = 0;
 };
