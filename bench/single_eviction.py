@@ -427,6 +427,9 @@ def main():
     p.add_argument("--runs", type=int, default=20, help="timed evictions per controller")
     p.add_argument("--block", type=int, default=1,
                    help="timed evictions per start of a controller before switching")
+    p.add_argument("--abba", action="store_true",
+                   help="reverse the order of the controllers every other block (A,B,B,A,...), "
+                   "so a slow spell of a shared machine hits both")
     p.add_argument("--gap", type=float, default=1.5,
                    help="idle seconds between the pod being seen and the taint")
     p.add_argument("--qps", type=int, default=100000, help="--kube-api-qps and -burst of both")
@@ -465,7 +468,8 @@ def main():
     try:
         while done < args.runs:
             n = min(args.block, args.runs - done)
-            for c in ctrls:
+            flip = args.abba and (done // args.block) % 2 == 1
+            for c in (list(reversed(ctrls)) if flip else ctrls):
                 ready, samples = h.block(c, n)
                 r = results[c.name]
                 r["ready_s"].append(round(ready, 3))

@@ -917,10 +917,10 @@ std::optional<k8sclient::rest_config> load_config(const options& opts, spdlog::l
 void log_start(const options& opts, spdlog::logger& log, const k8sclient::rest_config& cfg) {
   log.info(
       "taint-eviction-controller {} (commit {}) starting: API server {}://{}:{}{} ({}), {} "
-      "workers, QPS {} burst {}, DisruptionTarget condition {}",
+      "workers, QPS {} burst {}, DisruptionTarget condition {}, fresh node check {}",
       tec::version, tec::commit, cfg.tls ? "https" : "http", cfg.host, cfg.port, cfg.base_path,
       cfg.source, opts.workers, opts.kube_api_qps, opts.kube_api_burst,
-      opts.disruption_condition ? "on" : "off");
+      opts.disruption_condition ? "on" : "off", opts.fresh_node_check ? "on" : "off");
 }
 
 // The policy in force at start, shadow mode, dry-run.
@@ -1019,7 +1019,8 @@ struct daemon::impl {
         io.get_executor(), *api, &*out.recorder,
         writers::eviction_sink_options{.disruption_condition = opts.disruption_condition,
                                        .pods = &cache.pods,
-                                       .dry_run = start_policy.dry_run});
+                                       .dry_run = start_policy.dry_run,
+                                       .fresh_node_check = opts.fresh_node_check});
     policy_ctl.emplace(opts, log, process.stopping, *api, *out.sink, *out.recorder,
                        *metrics.standard, start_policy.dry_run);
     if (opts.history_size > 0) {

@@ -171,6 +171,9 @@ void add_server_flags(CLI::App& app, options& o) {
                  "Address of /healthz and /readyz (\"0\" disables them)");
   app.add_flag("--disruption-condition", o.disruption_condition,
                "Add the DisruptionTarget pod condition before each delete");
+  app.add_flag("--fresh-node-check", o.fresh_node_check,
+               "Before evicting, GET the node (one read per node per second) and write nothing "
+               "when the taint is gone from it (a stale cache; retried shortly)");
 }
 
 void add_logging_flags(CLI::App& app, options& o, flag_text& t) {

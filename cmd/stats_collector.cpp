@@ -21,6 +21,8 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
       cs.eviction_attempts > cs.evictions_started ? cs.eviction_attempts - cs.evictions_started : 0;
   out.pod_deletion_failures = ss.failures_by_reason;
   out.disruption_condition_failures = ss.condition_failures_by_reason;
+  out.fresh_node_checks = ss.fresh_node_checks;
+  out.fresh_node_reads = ss.fresh_node_reads;
   out.tainted_nodes = cs.tainted_nodes;
   out.stuck_evictions = cs.stuck_evictions;
   out.waiting_evictions = cs.queue.held;

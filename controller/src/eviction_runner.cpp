@@ -187,7 +187,10 @@ void eviction_runner::start(const timedqueue::run_info& info,
                              const auto h = weak.lock();
                              return !h || h->called.load() || h->done.cancelled();
                            },
-                           stuck, method};
+                           stuck,
+                           method,
+                           pod->node_name,
+                           causes_for(*pod)};
   // The callback uses `this` only before complete(): until then the queue's shutdown, and
   // so the controller's, waits for this run. A second call returns before touching it.
   sink_.evict(std::move(request),
@@ -209,6 +212,16 @@ std::chrono::milliseconds eviction_runner::fallback_for(const pod_view& pod) con
     return std::chrono::milliseconds{0};
   }
   return policy_.fallback_for(*taints, pod.tolerations);
+}
+
+// The NoExecute taints the cache shows on `pod`'s node that make its eviction right (for the
+// sink's fresh read of the node, eviction_request::causes).
+std::vector<taint> eviction_runner::causes_for(const pod_view& pod) const {
+  const std::optional<std::vector<taint>> taints = tainted_.lookup(pod.node_name);
+  if (!taints || taints->empty()) {
+    return {};
+  }
+  return policy_.evicting_taints(*taints, pod.tolerations);
 }
 
 // Evict mode: an eviction refused for `blocked_for` (>= `fallback`) is done by DELETE.
@@ -290,6 +303,14 @@ void eviction_runner::finish_attempt(pending_done& holder, std::string_view key,
       }
       bump(ctr_.blocked);
       attempt_blocked(holder, key, generation, pod, std::move(result.error), fallback);
+      return;
+    case eviction_status::stale:
+      // The node no longer carries the taint on the server: nothing was written. Retried
+      // within stale_retry (the removal's watch event usually cancels it first); not a
+      // failure in a row.
+      log_->debug("eviction deferred pod=\"{}\" uid={}: {}", key, pod.uid, result.error);
+      holder.done.complete(
+          timedqueue::outcome::failure(std::move(result.error), drv_.now() + stale_retry));
       return;
     case eviction_status::failed:
       options_.ledger.attempt_failed(key, id, result.error);

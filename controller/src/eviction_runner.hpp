@@ -59,6 +59,9 @@ private:
   // The eviction of `key` (`generation`) is over, or answered: it leaves both tables.
   void forget(std::string_view key, std::uint64_t generation);
   [[nodiscard]] std::chrono::milliseconds fallback_for(const pod_view& pod) const;
+  [[nodiscard]] std::vector<taint> causes_for(const pod_view& pod) const;
+  /// A `stale` answer is retried no later than this.
+  static constexpr std::chrono::seconds stale_retry{1};
   void fall_back(const pod_ref& pod, timedqueue::duration blocked_for,
                  std::chrono::milliseconds fallback);
   void attempt_blocked(pending_done& holder, std::string_view key, std::uint64_t generation,

@@ -268,4 +268,21 @@ std::chrono::milliseconds fallback_after(std::span<const taint> taints,
   return shortest;
 }
 
+std::vector<taint> evicting_taints(std::span<const taint> taints,
+                                   std::span<const toleration> tolerations,
+                                   std::span<const taint_rule> rules) {
+  std::vector<taint> out;
+  for (const taint& t : taints) {
+    const taint_rule* rule = rule_for(rules, t.key);
+    if (rule != nullptr && rule->action == taint_action::ignore) {
+      continue;
+    }
+    const ruled_decision d = decide(std::span<const taint>(&t, 1), tolerations, rules);
+    if (d.decision.untolerated || !d.decision.time.is_forever()) {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
 }  // namespace tec::controller

@@ -83,6 +83,14 @@ public:
     return fallback_after(taints, tolerations, policy_.taints, policy_.fallback_after);
   }
 
+  /// The taints among `taints` that make an eviction of a pod with `tolerations` right, under
+  /// the policy's taint rules (see controller::evicting_taints()).
+  [[nodiscard]] std::vector<taint> evicting_taints(
+      const std::vector<taint>& taints, const std::vector<toleration>& tolerations) const {
+    std::lock_guard lock(mu_);
+    return ::tec::controller::evicting_taints(taints, tolerations, policy_.taints);
+  }
+
 private:
   mutable std::mutex mu_;
   eviction_policy policy_;

@@ -357,6 +357,13 @@ constexpr stats_family stats_families[] = {
         "DisruptionTarget condition patches that failed permanently (the DELETE went ahead "
         "without the condition), by reason.",
         &scrape_stats::disruption_condition_failures),
+    counter_stat_by("result", "fresh_node_checks_total",
+                    "Eviction attempts checked on a fresh read of the node (--fresh-node-check), "
+                    "by result; taint_gone ones wrote nothing and are retried.",
+                    &scrape_stats::fresh_node_checks),
+    counter_stat("fresh_node_reads_total",
+                 "GETs of a node sent for --fresh-node-check (one per node per second at most).",
+                 &scrape_stats::fresh_node_reads),
     gauge_stat("evictions_waiting",
                "Due evictions the eviction policy holds back (rate limit, in-flight caps, storm "
                "breaker).",

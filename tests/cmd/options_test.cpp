@@ -92,6 +92,18 @@ TEST(options, bare_boolean_flag_means_true) {
   EXPECT_TRUE(r.opts->disruption_condition);
 }
 
+TEST(options, fresh_node_check_is_off_unless_asked_for) {
+  const auto none = parse({});
+  ASSERT_TRUE(none.opts) << none.err;
+  EXPECT_FALSE(none.opts->fresh_node_check);
+  const auto bare = parse({"--fresh-node-check"});
+  ASSERT_TRUE(bare.opts) << bare.err;
+  EXPECT_TRUE(bare.opts->fresh_node_check);
+  const auto off = parse({"--fresh-node-check=false"});
+  ASSERT_TRUE(off.opts) << off.err;
+  EXPECT_FALSE(off.opts->fresh_node_check);
+}
+
 TEST(options, help_and_version_exit_zero) {
   const auto h = parse({"--help"});
   EXPECT_FALSE(h.opts);

@@ -302,6 +302,7 @@ scrape_stats every_series() {
   s.pod_deletions = 1;
   s.pod_deletion_failures = {{"forbidden", 1}};
   s.disruption_condition_failures = {{"forbidden", 1}};
+  s.fresh_node_checks = {{"taint_gone", 1}};
   s.watch_restarts = {{"pods", 1}, {"nodes", 0}};
   s.relists = {{"pods", 0}};
   s.list_watch_backoffs = {{"nodes", 3}};
@@ -440,6 +441,14 @@ TEST(metrics, the_standard_set_is_the_documented_one) {
       {p + "build_info",
        {"gauge", "Always 1; the version, commit and compiler labels are the running build's.",
         "commit,compiler,version", ""}},
+      {p + "fresh_node_checks_total",
+       {"counter",
+        "Eviction attempts checked on a fresh read of the node (--fresh-node-check), by result; "
+        "taint_gone ones wrote nothing and are retried.",
+        "result", ""}},
+      {p + "fresh_node_reads_total",
+       {"counter", "GETs of a node sent for --fresh-node-check (one per node per second at most).",
+        "", ""}},
   };
   registry r;
   const auto m =

@@ -111,9 +111,13 @@ protected:
   /// One eviction of ns1/web-0 (`uid`) through `sink`, run to its end (bounded).
   std::optional<eviction_result> evict(k8s_eviction_sink& sink, const std::string& uid = "uid-1",
                                        std::function<bool()> cancelled = {}) {
+    return evict(sink, {pod_ref{"ns1", "web-0", uid}, std::move(cancelled)});
+  }
+
+  /// One eviction `req` through `sink`, run to its end (bounded).
+  std::optional<eviction_result> evict(k8s_eviction_sink& sink, controller::eviction_request req) {
     std::optional<eviction_result> got;
-    sink.evict({pod_ref{"ns1", "web-0", uid}, std::move(cancelled)},
-               [&](eviction_result r) { got = std::move(r); });
+    sink.evict(std::move(req), [&](eviction_result r) { got = std::move(r); });
     run_until(got);
     EXPECT_TRUE(got) << "the eviction did not end";
     return got;
@@ -1002,6 +1006,213 @@ TEST_F(evict_sink_test, a_failed_discovery_fails_the_attempt_and_is_tried_again)
   EXPECT_EQ(got->status, eviction_status::failed);
   EXPECT_NE(got->error.find("does not list pods/eviction"), std::string::npos) << got->error;
   EXPECT_EQ(evict_api(sink)->status, eviction_status::deleted);
+}
+
+// --- --fresh-node-check (issue 33 item 4) ---
+
+controller::taint no_execute(std::string key, std::string value = {}) {
+  return controller::taint{std::move(key), std::move(value), controller::taint_effect::no_execute};
+}
+
+/// A Node as the API server returns it, with `taints` ([{"key",...}] JSON).
+std::string node_body(const std::string& name, const std::string& taints) {
+  return R"({"kind":"Node","apiVersion":"v1","metadata":{"name":")" + name +
+         R"(","uid":"node-uid","resourceVersion":"7"},"spec":{"taints":)" + taints + "}}";
+}
+
+class fresh_node_test : public pod_writer_test {
+protected:
+  k8s_eviction_sink make_sink() {
+    return k8s_eviction_sink(io_.get_executor(), client_, nullptr,
+                             eviction_sink_options{.fresh_node_check = true, .clock = &clock_});
+  }
+
+  static controller::eviction_request request_for(const std::string& name,
+                                                  std::vector<controller::taint> causes = {
+                                                      no_execute("k", "v")}) {
+    controller::eviction_request req{pod_ref{"ns1", name, "uid-" + name}, {}};
+    req.node = "n1";
+    req.causes = std::move(causes);
+    return req;
+  }
+
+  /// The sink, and a server whose answer to the node's GET (n1 with k=v:NoExecute) waits for
+  /// release("node"); every other request gets 200.
+  k8s_eviction_sink sink_with_held_read() {
+    server_.push(
+        reply::with(200, node_body("n1", R"([{"key":"k","value":"v","effect":"NoExecute"}])"))
+            .hold("node")
+            .match("/api/v1/nodes/"));
+    server_.set_fallback(reply::with(200, "{}"));
+    return make_sink();
+  }
+
+  std::vector<std::string> node_gets() const {
+    std::vector<std::string> out;
+    for (const auto& r : server_.requests()) {
+      if (r.target.starts_with("/api/v1/nodes/")) {
+        out.push_back(r.method + " " + r.target);
+      }
+    }
+    return out;
+  }
+
+  test::manual_clock clock_;
+};
+
+TEST_F(fresh_node_test, a_node_that_still_carries_the_taint_lets_the_delete_go) {
+  server_.push(reply::with(200, node_body("n1", R"([{"key":"other","effect":"NoSchedule"},
+                               {"key":"k","value":"v","effect":"NoExecute"}])")));
+  server_.set_fallback(reply::with(200, "{}"));
+  auto sink = make_sink();
+  const auto got = evict(sink, request_for("web-0"));
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::deleted);
+  EXPECT_EQ(methods(), (std::vector<std::string>{"GET", "PATCH", "DELETE"}));
+  EXPECT_EQ(server_.requests()[0].target, "/api/v1/nodes/n1");
+  const auto st = sink.stats();
+  EXPECT_EQ(st.fresh_node_checks.at("taint_present"), 1U);
+  EXPECT_EQ(st.fresh_node_checks.at("taint_gone"), 0U);
+  EXPECT_EQ(st.fresh_node_reads, 1U);
+  EXPECT_EQ(st.deletions, 1U);
+}
+
+TEST_F(fresh_node_test, a_node_without_the_taint_gets_no_write_and_the_attempt_is_stale) {
+  // The same key with another value, or another effect, is not the taint that caused it.
+  server_.push(reply::with(200, node_body("n1", R"([{"key":"k","value":"w","effect":"NoExecute"},
+                                                    {"key":"k","value":"v","effect":"NoSchedule"}])")));
+  server_.set_fallback(reply::with(200, "{}"));
+  auto sink = make_sink();
+  const auto got = evict(sink, request_for("web-0", {no_execute("k", "v"), no_execute("a")}));
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::stale);
+  EXPECT_NE(got->error.find("k=v:NoExecute, a:NoExecute"), std::string::npos) << got->error;
+  EXPECT_EQ(methods(), (std::vector<std::string>{"GET"})) << "no condition, no DELETE";
+  const auto st = sink.stats();
+  EXPECT_EQ(st.fresh_node_checks.at("taint_gone"), 1U);
+  EXPECT_EQ(st.failures, 0U) << "a stale cache is not a failure";
+  EXPECT_EQ(st.deletions, 0U);
+}
+
+TEST_F(fresh_node_test, the_retry_after_the_window_reads_again_and_deletes) {
+  server_.push(reply::with(200, node_body("n1", "[]")).match("/api/v1/nodes/"));
+  server_.push(
+      reply::with(200, node_body("n1", R"([{"key":"k","value":"v","effect":"NoExecute"}])"))
+          .match("/api/v1/nodes/"));
+  server_.set_fallback(reply::with(200, "{}"));
+  auto sink = make_sink();
+  EXPECT_EQ(evict(sink, request_for("web-0"))->status, eviction_status::stale);
+  EXPECT_EQ(evict(sink, request_for("web-0"))->status, eviction_status::stale)
+      << "within the window the answer is reused";
+  EXPECT_EQ(node_gets().size(), 1U);
+  clock_.advance(1s);
+  EXPECT_EQ(evict(sink, request_for("web-0"))->status, eviction_status::deleted);
+  EXPECT_EQ(node_gets().size(), 2U);
+  EXPECT_EQ(sink.stats().fresh_node_reads, 2U);
+  EXPECT_EQ(sink.stats().fresh_node_checks.at("taint_gone"), 2U);
+  EXPECT_EQ(sink.stats().fresh_node_checks.at("taint_present"), 1U);
+}
+
+TEST_F(fresh_node_test, a_failed_read_goes_on_as_without_the_check) {
+  for (int i = 0; i < 3; ++i) {  // enough for the client's retries, if it makes any
+    server_.push(
+        reply::with(500, status_body(500, "InternalError", "etcd is sad")).match("/api/v1/nodes/"));
+  }
+  server_.set_fallback(reply::with(200, "{}"));
+  auto sink = make_sink();
+  const auto got = evict(sink, request_for("web-0"));
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::deleted);
+  auto sent = methods();
+  ASSERT_GE(sent.size(), 3U);
+  EXPECT_EQ(sent.front(), "GET");
+  EXPECT_EQ(std::vector<std::string>(sent.end() - 2, sent.end()),
+            (std::vector<std::string>{"PATCH", "DELETE"}));
+  EXPECT_EQ(sink.stats().fresh_node_checks.at("read_failed"), 1U);
+  EXPECT_EQ(sink.stats().fresh_node_reads, 1U) << "one read, whatever the client retried";
+}
+
+TEST_F(fresh_node_test, an_undecodable_node_counts_as_a_failed_read) {
+  server_.push(reply::with(200, R"({"metadata":{"uid":"u"}})").match("/api/v1/nodes/"));
+  server_.set_fallback(reply::with(200, "{}"));
+  auto sink = make_sink();
+  EXPECT_EQ(evict(sink, request_for("web-0"))->status, eviction_status::deleted);
+  EXPECT_EQ(sink.stats().fresh_node_checks.at("read_failed"), 1U);
+}
+
+TEST_F(fresh_node_test, a_node_that_is_gone_lets_the_delete_go) {
+  server_.push(reply::with(404, status_body(404, "NotFound", "nodes \"n1\" not found"))
+                   .match("/api/v1/nodes/"));
+  server_.set_fallback(reply::with(200, "{}"));
+  auto sink = make_sink();
+  EXPECT_EQ(evict(sink, request_for("web-0"))->status, eviction_status::deleted);
+  EXPECT_EQ(sink.stats().fresh_node_checks.at("node_gone"), 1U);
+}
+
+TEST_F(fresh_node_test, the_pods_of_one_node_share_one_read) {
+  // The GET's answer is held until every eviction has asked: they all wait for the one read.
+  auto sink = sink_with_held_read();
+  constexpr int pods = 20;
+  std::vector<std::optional<eviction_result>> got(pods);
+  for (int i = 0; i < pods; ++i) {
+    sink.evict(request_for("web-" + std::to_string(i)),
+               [&got, i](eviction_result r) { got[static_cast<std::size_t>(i)] = std::move(r); });
+  }
+  io_.restart();
+  for (int i = 0; i < 50; ++i) {
+    io_.poll();  // every eviction starts and reaches the read
+  }
+  server_.release("node");
+  run_until(got.back());
+  for (const auto& g : got) {
+    run_until(g);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(g->status, eviction_status::deleted);
+  }
+  EXPECT_EQ(node_gets(), (std::vector<std::string>{"GET /api/v1/nodes/n1"}));
+  EXPECT_EQ(sink.stats().fresh_node_reads, 1U);
+  EXPECT_EQ(sink.stats().fresh_node_checks.at("taint_present"), static_cast<std::uint64_t>(pods));
+  EXPECT_EQ(sink.stats().deletions, static_cast<std::uint64_t>(pods));
+}
+
+TEST_F(fresh_node_test, nothing_to_confirm_without_causes_or_node_and_off_by_default) {
+  server_.set_fallback(reply::with(200, "{}"));
+  auto sink = make_sink();
+  EXPECT_EQ(evict(sink, request_for("web-0", {}))->status, eviction_status::deleted);
+  auto no_node = request_for("web-1");
+  no_node.node.clear();
+  EXPECT_EQ(evict(sink, std::move(no_node))->status, eviction_status::deleted);
+  k8s_eviction_sink plain(io_.get_executor(), client_, nullptr);
+  EXPECT_EQ(evict(plain, request_for("web-2"))->status, eviction_status::deleted);
+  EXPECT_TRUE(node_gets().empty());
+  EXPECT_EQ(plain.stats().fresh_node_checks.at("taint_present"), 0U) << "exported at 0";
+}
+
+TEST_F(fresh_node_test, evict_mode_is_checked_too) {
+  server_.push(reply::with(200, node_body("n1", "[]")).match("/api/v1/nodes/"));
+  auto sink = make_sink();
+  auto req = request_for("web-0");
+  req.method = controller::eviction_method::evict;
+  EXPECT_EQ(evict(sink, std::move(req))->status, eviction_status::stale);
+  EXPECT_EQ(methods(), (std::vector<std::string>{"GET"})) << "no discovery, no Eviction";
+}
+
+TEST_F(fresh_node_test, cancelled_while_the_read_is_in_flight_sends_nothing_more) {
+  auto sink = sink_with_held_read();
+  auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  auto req = request_for("web-0");
+  req.cancelled = [cancelled] { return cancelled->load(); };
+  std::optional<eviction_result> got;
+  sink.evict(std::move(req), [&](eviction_result r) { got = std::move(r); });
+  io_.restart();
+  io_.poll();
+  cancelled->store(true);
+  server_.release("node");
+  run_until(got);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::failed);
+  EXPECT_EQ(got->error, "cancelled");
+  EXPECT_EQ(methods(), (std::vector<std::string>{"GET"}));
 }
 
 }  // namespace

@@ -163,8 +163,13 @@ protected:
 
   /// One eviction through `sink`, run to its end (bounded).
   std::optional<eviction_result> evict(k8s_eviction_sink& sink, const pod_ref& pod) {
+    return evict(sink, controller::eviction_request{pod, {}});
+  }
+
+  /// One eviction `req` through `sink`, run to its end (bounded).
+  std::optional<eviction_result> evict(k8s_eviction_sink& sink, controller::eviction_request req) {
     std::optional<eviction_result> got;
-    sink.evict({pod, {}}, [&](eviction_result res) { got = std::move(res); });
+    sink.evict(std::move(req), [&](eviction_result res) { got = std::move(res); });
     io_.restart();
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (!got && std::chrono::steady_clock::now() < deadline) {
@@ -492,6 +497,54 @@ TEST_F(writes_itest, without_pods_status_patch_the_pod_is_deleted_without_the_co
   const json live = get_pod(pod.name);
   EXPECT_TRUE(live["metadata"].contains("deletionTimestamp"));
   EXPECT_EQ(find_condition(live, "DisruptionTarget"), nullptr) << live["status"].dump();
+}
+
+// --fresh-node-check against the real server (issue 33 item 4): the taint is removed on the
+// server while the caller (the controller's cache) still believes the node tainted. The sink's
+// GET of the node sees the truth: nothing is written, the attempt is `stale`. Once the node is
+// tainted again, the next attempt (after the reuse window) deletes.
+TEST_F(writes_itest, a_taint_removed_on_the_server_before_the_delete_saves_the_pod) {
+  const std::string node = "tec-itest-fresh-" + random_suffix();
+  const json taint = {{"key", "tec-itest/fresh"}, {"value", "x"}, {"effect", "NoExecute"}};
+  auto made = call(http::verb::post, "/api/v1/nodes",
+                   json{{"apiVersion", "v1"},
+                        {"kind", "Node"},
+                        {"metadata", {{"name", node}}},
+                        {"spec", {{"taints", json::array({taint})}}}});
+  ASSERT_EQ(made.status, 201U) << made.body;
+  const auto set_taints = [&](const json& taints) {
+    json live = json::parse(call(http::verb::get, "/api/v1/nodes/" + node).body);
+    live["spec"]["taints"] = taints;
+    const auto put = call(http::verb::put, "/api/v1/nodes/" + node, live);
+    EXPECT_EQ(put.status, 200U) << put.body;
+  };
+  const pod_ref pod = create_pod("web-fresh");
+  k8s_eviction_sink sink(io_.get_executor(), *client_, nullptr,
+                         eviction_sink_options{.fresh_node_check = true,
+                                               .fresh_node_window = std::chrono::milliseconds(0)});
+  controller::eviction_request req{pod, {}};
+  req.node = node;
+  req.causes = {controller::taint{"tec-itest/fresh", "x", controller::taint_effect::no_execute}};
+  const auto attempt = [&] { return evict(sink, req); };
+
+  set_taints(json::array());  // untainted on the server; `req` still names the taint
+  auto got = attempt();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::stale) << got->error;
+  json live = get_pod(pod.name);
+  EXPECT_FALSE(live["metadata"].contains("deletionTimestamp")) << "the pod was deleted";
+  EXPECT_EQ(find_condition(live, "DisruptionTarget"), nullptr) << "a condition was written";
+  EXPECT_EQ(sink.stats().fresh_node_checks.at("taint_gone"), 1U);
+
+  set_taints(json::array({taint}));
+  got = attempt();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, eviction_status::deleted) << got->error;
+  live = get_pod(pod.name);
+  EXPECT_TRUE(live["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(sink.stats().fresh_node_checks.at("taint_present"), 1U);
+  EXPECT_EQ(sink.stats().fresh_node_reads, 2U);
+  call(http::verb::delete_, "/api/v1/nodes/" + node);
 }
 
 }  // namespace

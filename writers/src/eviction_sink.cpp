@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "fresh_node_reader.hpp"
 #include "lru_map.hpp"
 #include "tec/base/logger.hpp"
 #include "tec/k8sclient/api_error.hpp"
@@ -71,7 +72,79 @@ struct k8s_eviction_sink::impl {
         events(ev),
         options(opts),
         patched(opts.remembered_patches),
-        dry_run(opts.dry_run) {}
+        dry_run(opts.dry_run) {
+    if (options.fresh_node_check) {
+      nodes.emplace(executor, c, opts.clock != nullptr ? *opts.clock : c.clock(),
+                    options.fresh_node_window, options.fresh_node_timeout);
+    }
+  }
+
+  void count_check(std::string_view result) {
+    const std::lock_guard lock(mutex);
+    ++counters.fresh_node_checks[std::string(result)];
+  }
+
+  // The fresh read found none of the request's causes on the node: nothing is written.
+  eviction_result taint_gone(const controller::eviction_request& req, const std::string& who) {
+    // At most three named: the line and the message stay short whatever the node carries.
+    constexpr std::size_t named = 3;
+    std::string causes;
+    for (std::size_t i = 0; i < req.causes.size() && i < named; ++i) {
+      causes += (i == 0 ? "" : ", ") + controller::describe_taint(req.causes[i]);
+    }
+    if (req.causes.size() > named) {
+      causes += " and " + std::to_string(req.causes.size() - named) + " more";
+    }
+    logger()->info(
+        "not evicting pod=\"{}\" uid={}: node=\"{}\" no longer carries {} on the API server "
+        "(the cache is behind); retried shortly",
+        who, req.pod.uid, req.node, causes);
+    count_check("taint_gone");
+    return eviction_result{eviction_status::stale,
+                           "node " + req.node + " no longer carries " + causes};
+  }
+
+  // --fresh-node-check: nullopt to go on, else the attempt's result (`stale`, or cancelled
+  // while the read was in flight). See evict() in the header.
+  asio::awaitable<std::optional<eviction_result>> check_node(
+      const controller::eviction_request& req, const std::string& who) {
+    if (!nodes || req.node.empty() || req.causes.empty()) {
+      co_return std::nullopt;
+    }
+    const detail::node_read got = co_await nodes->read(req.node);
+    switch (got.what) {
+      // Each case in braces (see evict(): clang 14 and a case's temporaries in a coroutine).
+      case detail::node_read::kind::found: {
+        if (!detail::carries_any(got.taints, req.causes)) {
+          co_return taint_gone(req, who);
+        }
+        count_check("taint_present");
+        break;
+      }
+      case detail::node_read::kind::not_found: {
+        logger()->debug("pod=\"{}\": node=\"{}\" is gone (404), evicting as without the check", who,
+                        req.node);
+        count_check("node_gone");
+        break;
+      }
+      case detail::node_read::kind::failed: {
+        if (got.forbidden && !warned_forbidden.exchange(true)) {
+          logger()->warn(
+              "--fresh-node-check cannot read nodes (403: the ClusterRole needs get on nodes); "
+              "evicting without the check: {}",
+              got.error);
+        }
+        logger()->debug("pod=\"{}\": cannot read node=\"{}\", evicting as without the check: {}",
+                        who, req.node, got.error);
+        count_check("read_failed");
+        break;
+      }
+    }
+    if (req.cancelled && req.cancelled()) {
+      co_return cancelled_result();  // Cancelled while the read was in flight.
+    }
+    co_return std::nullopt;
+  }
 
   // Dry-run is on: the attempt ends here, without a write.
   eviction_result would_delete(const pod_ref& pod, const std::string& who) {
@@ -314,6 +387,9 @@ struct k8s_eviction_sink::impl {
     if (dry_run.load()) {
       co_return would_delete(pod, who);
     }
+    if (auto stop = co_await check_node(req, who)) {
+      co_return std::move(*stop);
+    }
     if (req.method == controller::eviction_method::evict) {
       co_return co_await evict(req, who);
     }
@@ -355,6 +431,9 @@ struct k8s_eviction_sink::impl {
     for (const std::string_view r : condition_failure_reasons) {
       s.condition_failures_by_reason.emplace(r, 0);
     }
+    for (const std::string_view r : fresh_node_results) {
+      s.fresh_node_checks.emplace(r, 0);
+    }
     return s;
   }
 
@@ -378,6 +457,9 @@ struct k8s_eviction_sink::impl {
   std::chrono::steady_clock::time_point generation_retry_at{};
   bool stopped = false;
   std::atomic<bool> dry_run;  // read without the mutex
+  /// --fresh-node-check's reads (on the executor only; reads() from any thread); none when off.
+  std::optional<detail::fresh_node_reader> nodes;
+  std::atomic<bool> warned_forbidden{false};  ///< The 403 of a fresh read was logged once.
 };
 
 k8s_eviction_sink::k8s_eviction_sink(asio::any_io_executor executor, k8sclient::client& c,
@@ -464,8 +546,15 @@ bool k8s_eviction_sink::wait_idle(std::chrono::milliseconds budget) const {
 }
 
 eviction_sink_stats k8s_eviction_sink::stats() const {
-  const std::lock_guard lock(impl_->mutex);
-  return impl_->counters;
+  eviction_sink_stats out;
+  {
+    const std::lock_guard lock(impl_->mutex);
+    out = impl_->counters;
+  }
+  if (impl_->nodes) {
+    out.fresh_node_reads = impl_->nodes->reads();
+  }
+  return out;
 }
 
 }  // namespace tec::writers

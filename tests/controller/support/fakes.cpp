@@ -84,7 +84,8 @@ void recording_sink::evict(eviction_request request, std::function<void(eviction
   std::optional<eviction_status> now;
   {
     std::lock_guard lock(mu_);
-    calls_.push_back(call{pod, current, request.cancelled, request.stuck, request.method});
+    calls_.push_back(call{pod, current, request.cancelled, request.stuck, request.method,
+                          request.node, request.causes});
     if (hold_) {
       held_.emplace_back(pod, std::move(done));
     } else if (!script_.empty() && (!script_applies_to_ || script_applies_to_(pod))) {

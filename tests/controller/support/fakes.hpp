@@ -54,6 +54,8 @@ public:
     std::function<bool()> cancelled;  ///< The request's cancellation check.
     bool stuck = false;               ///< The request's `stuck` flag.
     eviction_method method = eviction_method::delete_pod;  ///< The request's method.
+    std::string node;                                      ///< The request's node.
+    std::vector<taint> causes;                             ///< The request's causes.
   };
 
   explicit recording_sink(fake_index* api = nullptr) : api_(api) {}

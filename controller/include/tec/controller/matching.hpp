@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "tec/controller/model.hpp"
 #include "tec/controller/policy.hpp"
@@ -108,6 +109,14 @@ struct ruled_decision {
                                                        std::span<const toleration> tolerations,
                                                        std::span<const taint_rule> rules,
                                                        std::chrono::milliseconds global) noexcept;
+
+/// The taints among `taints` that make an eviction of a pod with `tolerations` right: those no
+/// rule of `rules` ignores and the pod does not tolerate forever (decide() on each taint
+/// alone: untolerated, or tolerated for a finite time). What the eviction sink confirms on a
+/// fresh read of the node before it deletes (eviction_request::causes). Allocates.
+[[nodiscard]] std::vector<taint> evicting_taints(std::span<const taint> taints,
+                                                 std::span<const toleration> tolerations,
+                                                 std::span<const taint_rule> rules);
 
 /// The value of label `key` in `labels` (pod_view::labels: "k=v" lines), or nullopt.
 [[nodiscard]] std::optional<std::string_view> label_value(std::string_view labels,

@@ -101,6 +101,11 @@ enum class eviction_status : std::uint8_t {
   /// eviction_method::evict only: the Eviction API refused (429, a disruption budget says no;
   /// `error` is its message). Retried with backoff as `failed`, and counted as blocked.
   blocked,
+  /// The sink's fresh read of the node (k8s_eviction_sink, --fresh-node-check) found none of
+  /// eviction_request::causes on it: the cache the decision came from is behind (k/k#119862).
+  /// Nothing was written. Not a failure: retried soon (the watch event that removed the taint
+  /// will usually cancel the eviction first), without counting towards "stuck".
+  stale,
 };
 
 /// How the sink removes the pod.
@@ -131,6 +136,13 @@ struct eviction_request {
   /// a warning, so a pod retried for hours does not fill the log.
   bool stuck = false;
   eviction_method method = eviction_method::delete_pod;
+  /// The pod's node (spec.nodeName) and the NoExecute taints the cache shows there that make
+  /// this eviction right (evicting_taints(): not ignored by a rule, not tolerated forever). A
+  /// sink may confirm on a fresh read that the node still carries at least one of them
+  /// (same key, value and effect) before it writes, and answer `stale` when it does not.
+  /// Empty `causes` (the cache shows no such taint): nothing to confirm.
+  std::string node{};
+  std::vector<taint> causes{};
 };
 
 /// Where the controller's decisions go. Called from the controller's worker threads and from

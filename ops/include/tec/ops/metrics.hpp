@@ -310,6 +310,10 @@ struct scrape_stats {
   /// DisruptionTarget patches that failed permanently (403, 422, 404), by reason; the DELETE
   /// went ahead without the condition.
   std::map<std::string, std::uint64_t> disruption_condition_failures;
+  /// --fresh-node-check: eviction attempts checked on a fresh read of the node, by result
+  /// (writers::fresh_node_results), and the GETs of a node sent for them.
+  std::map<std::string, std::uint64_t> fresh_node_checks;
+  std::uint64_t fresh_node_reads = 0;
   /// Watches restarted (connection lost, timeout, expired), by resource ("pods", "nodes").
   std::map<std::string, std::uint64_t> watch_restarts;
   /// Full re-LISTs (after 410 Gone or a restart without a usable resourceVersion), by resource.

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "tec/base/clock.hpp"
 #include "tec/controller/ports.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/client.hpp"
@@ -32,7 +33,25 @@ struct eviction_sink_options {
   std::size_t remembered_patches = 4096;
   /// Dry-run at start (set_dry_run() changes it): see k8s_eviction_sink::set_dry_run().
   bool dry_run = false;
+  /// --fresh-node-check: before it writes anything for an eviction, the sink GETs the pod's
+  /// node from the API server and goes on only when the node still carries one of the
+  /// request's causes (eviction_request::causes, same key, value and effect); else it
+  /// answers `stale` and writes nothing (k/k#119862). A 404 (the node is gone) and a failed
+  /// read go on as without the check. See evict().
+  bool fresh_node_check = false;
+  /// A node's answer is reused by the checks that start within this long of when its GET was
+  /// sent (and a check waits for a GET of its node in flight): one GET per node per window.
+  std::chrono::milliseconds fresh_node_window{1000};
+  /// Bound on one fresh read, retries included; past it the read counts as failed.
+  std::chrono::milliseconds fresh_node_timeout{5000};
+  /// The clock of fresh_node_window; null: the client's. Must outlive the sink.
+  base::clock* clock = nullptr;
 };
+
+/// What the fresh reads of the node said, one per eviction attempt checked (the result labels
+/// of fresh_node_checks_total).
+inline constexpr std::array<std::string_view, 4> fresh_node_results = {
+    "taint_present", "taint_gone", "node_gone", "read_failed"};
 
 /// Counters for metrics; a consistent snapshot.
 struct eviction_sink_stats {
@@ -58,6 +77,11 @@ struct eviction_sink_stats {
   /// start, at 0, so /metrics has those series before the first failure (Prometheus's advice:
   /// a series that appears only when it first counts breaks rate() and absent() alerts).
   std::map<std::string, std::uint64_t> failures_by_reason;
+  /// --fresh-node-check: attempts checked, by what the read said (every fresh_node_results
+  /// key from the start, at 0); "taint_gone" attempts wrote nothing and answered `stale`.
+  std::map<std::string, std::uint64_t> fresh_node_checks;
+  /// --fresh-node-check: GETs of a node sent (the other checks shared or reused one).
+  std::uint64_t fresh_node_reads = 0;
   std::size_t in_flight = 0;
 };
 
@@ -103,6 +127,17 @@ public:
   /// a podFailurePolicy must see the condition on a pod we delete. One the API refuses for
   /// good (403, 422 other than the UID cause, another 4xx) is logged, counted by reason, and
   /// the DELETE goes ahead (the condition must not block an eviction forever).
+  ///
+  /// With options.fresh_node_check, first of all (in both methods): a GET of the request's
+  /// node, shared with the other attempts for that node (see fresh_node_window). None of
+  /// request.causes on it: `stale` with a message naming them, nothing written (an info line,
+  /// fresh_node_checks["taint_gone"]); the controller retries it shortly, and the watch event
+  /// that removed the taint usually cancels it first. A 404 goes on: the node is gone and, as
+  /// without the check, the evictions of its pods stay (docs/behaviour.md §4). A failed read
+  /// (timeout, 429 or 5xx after the client's retries, an undecodable body) goes on too, as
+  /// without the check: the check must not stop evictions while the API server is struggling,
+  /// and the writes that follow fail and are retried the same way if it is down. An empty
+  /// request.node or request.causes: no check.
   ///
   /// A request whose `cancelled()` turns true before its PATCH or DELETE is sent sends
   /// nothing more: `failed` with "cancelled", no warning, not counted as a failure.
