@@ -185,6 +185,22 @@ struct shadow_tracker::impl {
     return e.deleted_at && e.gone_at && *e.gone_at - *e.deleted_at <= opts.forced_within;
   }
 
+  // Another deletion of e's name, not proven theirs yet, nearer than `d` seconds to `at`: a
+  // forced deletion leaves the occurrence to it (when the driver force-deletes the pod their
+  // DELETE made terminating, it looks forced too, and the previous round's forced deletion
+  // claims first).
+  [[nodiscard]] bool nearer_deletion(const entry& e, time_point at, double d) const {
+    const auto n = by_name.find(name_key(e.pod.namespace_, e.pod.name));
+    if (n == by_name.end()) {
+      return false;
+    }
+    return std::ranges::any_of(n->second, [&](const std::string& uid) {
+      const entry& o = entries.at(uid);
+      return uid != e.pod.uid && o.deleted_at && !o.marked_at && !o.condition_at &&
+             seconds_between(at, *o.deleted_at) < d;
+    });
+  }
+
   // Gives `e`, deleted and not yet proven theirs, the unclaimed Marking occurrence of its name
   // (and uid, when the occurrence has one) nearest its deletion within the window. Their DELETE
   // sends no grace period, so a forced deletion is theirs only for a pod whose own grace period
@@ -212,7 +228,10 @@ struct shadow_tracker::impl {
         continue;
       }
       const double d = seconds_between(mk->at, *e.deleted_at);
-      if (d <= w && (best == list.end() || d < seconds_between(best->at, *e.deleted_at))) {
+      if (d > w || (forced(e) && nearer_deletion(e, mk->at, d))) {
+        continue;
+      }
+      if (best == list.end() || d < seconds_between(best->at, *e.deleted_at)) {
         best = mk;
       }
     }

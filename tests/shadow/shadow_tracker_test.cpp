@@ -472,6 +472,29 @@ TEST_F(ShadowTracker, ThrottledRoundTheirDeleteSecondsAfterTheForceDelete) {
   EXPECT_EQ(tracker_.counts().pending, 0U);
 }
 
+// Phase C's rounds as the pod informer showed them: their graceful DELETE of the first pod and
+// the driver's force-delete of it milliseconds later (so it looks forced), their occurrence,
+// then the driver's force-delete of the second pod 2 s later, round after round. Each first pod
+// is agreed; the second pods, forced, leave the next round's occurrence to its nearer first pod.
+TEST_F(ShadowTracker, SameNameRoundsTheFirstPodKeepsItsOccurrence) {
+  for (int r = 0; r < 4; ++r) {
+    const std::string first = "uid-first-" + std::to_string(r);
+    ours_would_delete("sts-0", first);
+    advance(5ms);
+    force_deleted("sts-0", first);
+    marking("sts-0");
+    advance(2s);
+    force_deleted("sts-0", "uid-second-" + std::to_string(r));
+    advance(1s);
+  }
+  advance(61s);
+  EXPECT_EQ(outcomes(), std::vector<O>(4, O::agreed));
+  for (const auto& s : settled_) {
+    EXPECT_EQ(s.pod.uid.rfind("uid-first-", 0), 0U) << s.pod.uid;
+  }
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+}
+
 // Their events stopped (client-go's spam filter: 25 per object, then one per 5 minutes): the
 // driver's force-deletes of pods ours would delete are no only_us (the 12 of the run).
 TEST_F(ShadowTracker, ForcedDeleteWithoutEvidenceIsNotOnlyUs) {

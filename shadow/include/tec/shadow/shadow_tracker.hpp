@@ -19,7 +19,8 @@
 // forced_within of its deletionTimestamp (or without one) was deleted with grace period 0, a
 // force delete (as the driver's in the same-name race, issue 33 item 7), which is theirs only
 // for a pod whose own grace period is 0: it claims only once the window after it has passed,
-// so every graceful deletion of the name claims first; a deletion younger than forced_within
+// so every graceful deletion of the name claims first, and leaves it to a nearer deletion not
+// yet proven; a deletion younger than forced_within
 // waits before it claims. A deletion without such evidence is someone else's, not theirs.
 //
 // Settling, per pod UID:
