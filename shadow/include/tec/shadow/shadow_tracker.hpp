@@ -20,8 +20,8 @@
 // force delete (as the driver's in the same-name race, issue 33 item 7), which is theirs only
 // for a pod whose own grace period is 0: it claims only once the window after it has passed,
 // so every graceful deletion of the name claims first, and leaves it to a nearer deletion not
-// yet proven; a deletion younger than forced_within
-// waits before it claims. A deletion without such evidence is someone else's, not theirs.
+// yet proven; a deletion younger than forced_within waits before it claims. A deletion
+// without such evidence is someone else's, not theirs.
 //
 // Settling, per pod UID:
 // - ours would-delete at a, theirs at t, |t - a| <= W: agreed (delay |t - a|); ours scheduled
