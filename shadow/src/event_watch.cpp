@@ -6,6 +6,8 @@
 
 #include "tec/shadow/event_watch.hpp"
 
+#include <algorithm>
+
 #include "tec/base/sanitize.hpp"
 #include "tec/informers/json_fields.hpp"
 #include "tec/k8sclient/reflector_impl.hpp"
@@ -179,6 +181,15 @@ std::uint64_t event_store::refused() const {
   return refused_;
 }
 
+std::uint32_t occurrences(const event_record* old_event, const event_record& new_event) {
+  if (old_event == nullptr || old_event->message != new_event.message ||
+      new_event.count <= old_event->count) {
+    return 1;
+  }
+  return static_cast<std::uint32_t>(
+      std::min<std::int64_t>(new_event.count - old_event->count, max_occurrences));
+}
+
 event_informer::handler shadow_event_handler(shadow_tracker& tracker) {
   return [&tracker](const event_record* old_event, const event_record* new_event) {
     if (new_event == nullptr) {
@@ -189,6 +200,7 @@ event_informer::handler shadow_event_handler(shadow_tracker& tracker) {
       return;  // not a new occurrence
     }
     if (auto ev = to_shadow_event(*new_event)) {
+      ev->occurrences = occurrences(old_event, *new_event);
       tracker.event_seen(*ev);
     }
   };

@@ -55,7 +55,9 @@ std::string why(cancel_reason r) {
   return "cancelled";
 }
 
-// A TaintManagerEviction event not (yet) matched to a pod we track.
+// One occurrence of a TaintManagerEviction Event (a new Event, or one step of its count), kept by
+// pod name. A Marking occurrence stands for one DELETE of theirs (by name), so it proves at most
+// one deletion: the first to claim it (which takes it out).
 struct mark {
   time_point at;
   std::string uid;
@@ -63,8 +65,8 @@ struct mark {
   std::string message;
 };
 
-// At most this many unmatched events are kept per pod name (older ones are dropped).
-constexpr std::size_t marks_per_name = 4;
+// At most this many occurrences are kept per pod name (older ones are dropped).
+constexpr std::size_t marks_per_name = 16;
 
 // By shadow_outcome's value: its name and its counter.
 struct outcome_row {
@@ -114,6 +116,7 @@ struct shadow_tracker::impl {
     cancel_reason reason = cancel_reason::none;
     // Theirs.
     std::optional<time_point> deleted_at;    // deletionTimestamp first seen (or the pod gone)
+    std::optional<time_point> gone_at;       // the pod went away
     std::optional<time_point> condition_at;  // DisruptionTarget DeletionByTaintManager seen
     std::optional<time_point> marked_at;     // their Marking event
     std::string mark_message;
@@ -164,21 +167,11 @@ struct shadow_tracker::impl {
     e.seq = next_seq++;
     const std::string key = name_key(pod.namespace_, pod.name);
     if (auto m = marks.find(key); m != marks.end()) {
-      for (auto mk = m->second.begin(); mk != m->second.end();) {
-        if (!mk->uid.empty() && mk->uid != pod.uid) {
-          ++mk;
-          continue;
+      for (const auto& mk : m->second) {
+        if (!mk.marking && (mk.uid.empty() || mk.uid == pod.uid)) {
+          e.their_cancel_at = mk.at;
+          e.cancel_message = mk.message;
         }
-        apply_mark(e, *mk);
-        if (mk->uid.empty()) {
-          ++mk;  // by name only: any pod of that name within the window may be the one
-          continue;
-        }
-        mk = m->second.erase(mk);
-        --mark_count;
-      }
-      if (m->second.empty()) {
-        marks.erase(m);
       }
     }
     order.emplace(e.seq, pod.uid);
@@ -186,16 +179,71 @@ struct shadow_tracker::impl {
     return entries.emplace(pod.uid, std::move(e)).first->second;
   }
 
-  static void apply_mark(entry& e, const mark& m) {
-    if (m.marking) {
-      if (!e.marked_at || (e.deleted_at && seconds_between(m.at, *e.deleted_at) <
-                                               seconds_between(*e.marked_at, *e.deleted_at))) {
-        e.marked_at = m.at;
-        e.mark_message = m.message;
+  // Deleted with grace period 0 (a force delete): gone within forced_within of its
+  // deletionTimestamp (the API server sets it and deletes at once), or gone without one.
+  [[nodiscard]] bool forced(const entry& e) const {
+    return e.deleted_at && e.gone_at && *e.gone_at - *e.deleted_at <= opts.forced_within;
+  }
+
+  // Another deletion of e's name, not proven theirs yet, nearer than `d` seconds to `at`: a
+  // forced deletion leaves the occurrence to it (when the driver force-deletes the pod their
+  // DELETE made terminating, it looks forced too, and the previous round's forced deletion
+  // claims first).
+  [[nodiscard]] bool nearer_deletion(const entry& e, time_point at, double d) const {
+    const auto n = by_name.find(name_key(e.pod.namespace_, e.pod.name));
+    if (n == by_name.end()) {
+      return false;
+    }
+    return std::ranges::any_of(n->second, [&](const std::string& uid) {
+      const entry& o = entries.at(uid);
+      return uid != e.pod.uid && o.deleted_at && !o.marked_at && !o.condition_at &&
+             seconds_between(at, *o.deleted_at) < d;
+    });
+  }
+
+  // Gives `e`, deleted and not yet proven theirs, the unclaimed Marking occurrence of its name
+  // (and uid, when the occurrence has one) nearest its deletion within the window. Their DELETE
+  // sends no grace period, so a forced deletion is theirs only for a pod whose own grace period
+  // is 0: it claims only after that window (unless `force`), so that every graceful deletion of
+  // the name claims first (in the same-name race the pod someone force-deleted and its
+  // successor that their DELETE hit share one occurrence). A deletion younger than
+  // forced_within waits to show which it is.
+  void claim(entry& e, time_point now, bool force) {
+    if (!e.deleted_at || e.marked_at || e.condition_at) {
+      return;
+    }
+    if (!force && (forced(e) ? now < *e.deleted_at + window()
+                             : !e.gone_at && now < *e.deleted_at + opts.forced_within)) {
+      return;
+    }
+    const auto m = marks.find(name_key(e.pod.namespace_, e.pod.name));
+    if (m == marks.end()) {
+      return;
+    }
+    const double w = std::chrono::duration<double>(window()).count();
+    auto& list = m->second;
+    auto best = list.end();
+    for (auto mk = list.begin(); mk != list.end(); ++mk) {
+      if (!mk->marking || (!mk->uid.empty() && mk->uid != e.pod.uid)) {
+        continue;
       }
-    } else {
-      e.their_cancel_at = m.at;
-      e.cancel_message = m.message;
+      const double d = seconds_between(mk->at, *e.deleted_at);
+      if (d > w || (forced(e) && nearer_deletion(e, mk->at, d))) {
+        continue;
+      }
+      if (best == list.end() || d < seconds_between(best->at, *e.deleted_at)) {
+        best = mk;
+      }
+    }
+    if (best == list.end()) {
+      return;
+    }
+    e.marked_at = best->at;
+    e.mark_message = best->message;
+    list.erase(best);  // claimed: it proves nothing more
+    --mark_count;
+    if (list.empty()) {
+      marks.erase(m);
     }
   }
 
@@ -269,6 +317,7 @@ struct shadow_tracker::impl {
     bool settle = false;
     std::optional<shadow_outcome> outcome;  // empty with settle: dropped, unreported
     double delay = 0;
+    bool others = false;  // dropped: our would-delete pod was deleted by someone else
   };
 
   [[nodiscard]] verdict evaluate(const entry& e, time_point now, bool force) const {
@@ -306,6 +355,11 @@ struct shadow_tracker::impl {
     }
     switch (e.ours) {
       case ours_state::would_delete:
+        if (e.deleted_at && *e.deleted_at <= e.ours_at + w) {
+          // Someone else deleted it before their window ended (no evidence of theirs): whether
+          // they would have evicted it is unknown. Not compared.
+          return {true, std::nullopt, 0, true};
+        }
         return {passed(e.ours_at), shadow_outcome::only_us, 0};
       case ours_state::cancelled:
         if (e.reason == cancel_reason::untainted) {
@@ -335,6 +389,7 @@ struct shadow_tracker::impl {
     if (it == entries.end()) {
       return;
     }
+    claim(it->second, now, early);
     const entry& e = it->second;
     const verdict v = evaluate(e, now, early);
     if (!v.settle) {
@@ -345,6 +400,9 @@ struct shadow_tracker::impl {
     }
     if (early) {
       ++counts.settled_early;
+    }
+    if (v.others) {
+      ++counts.deleted_by_others;
     }
     if (v.outcome) {
       shadow_settled s;
@@ -466,7 +524,25 @@ void shadow_tracker::pod_changed(const informers::pod_record* old_pod,
       same_pod && old_pod->disruption == informers::disruption_state::true_ours;
   const bool new_deletion = deleting && !was_deleting;
   const bool new_condition = condition && !had_condition;
-  if (!new_deletion && !new_condition) {
+  const bool gone = new_pod == nullptr;
+  if (!new_deletion && !new_condition && !gone) {
+    return;
+  }
+  if (!new_deletion && !new_condition) {  // a deleting pod gone: how long it took tells forced
+    std::vector<shadow_settled> out;
+    {
+      const std::lock_guard lock(impl_->mu);
+      const auto it = impl_->entries.find(p.uid);
+      if (it == impl_->entries.end()) {
+        return;
+      }
+      const auto now = impl_->opts.clock->wall();
+      if (!it->second.gone_at) {
+        it->second.gone_at = now;
+      }
+      impl_->try_settle(p.uid, now, out);
+    }
+    impl_->publish(out);
     return;
   }
   std::vector<std::string> node_taints;
@@ -497,6 +573,9 @@ void shadow_tracker::pod_changed(const informers::pod_record* old_pod,
     if (new_deletion && !e.deleted_at) {
       e.deleted_at = now;
     }
+    if (gone && !e.gone_at) {
+      e.gone_at = now;
+    }
     if (condition && !e.condition_at) {
       e.condition_at = now;
     }
@@ -510,33 +589,38 @@ void shadow_tracker::event_seen(const shadow_event& ev) {
   {
     const std::lock_guard lock(impl_->mu);
     const auto now = impl_->opts.clock->wall();
-    const mark m{now, ev.uid, ev.marking, ev.message};
     const std::string key = impl::name_key(ev.namespace_, ev.name);
-    bool matched = false;
-    std::vector<std::string> uids;
-    if (auto n = impl_->by_name.find(key); n != impl_->by_name.end()) {
-      uids.assign(n->second.begin(), n->second.end());
-    }
-    for (const auto& uid : uids) {
-      if (!ev.uid.empty() && ev.uid != uid) {
-        continue;
-      }
-      impl::apply_mark(impl_->entries.at(uid), m);
-      matched = true;
-      impl_->try_settle(uid, now, out);
-    }
-    // An event without a uid (1.20 names the pod by namespace/name only) may be about a pod
-    // of that name not seen yet: their DELETE goes by name, so when a pod is re-created under
-    // the same name, it is the new pod that it deletes, and its deletion may be seen after the
-    // event. Kept for the window, for pods of that name that appear in it.
-    if ((!matched || ev.uid.empty()) && impl_->mark_count < impl_->opts.max_pending) {
-      auto& list = impl_->marks[key];
-      list.push_back(m);
+    // Kept by name for the pods of that name that are deleted (or appear) around it: 1.20's
+    // Event names the pod by namespace/name only, and their DELETE goes by name, so when a pod
+    // is re-created under the same name it is the new pod that it deletes, possibly seen after
+    // the Event. Each occurrence proves one deletion at most (see claim()).
+    auto& list = impl_->marks[key];
+    const std::uint32_t n = std::clamp<std::uint32_t>(ev.occurrences, 1, marks_per_name);
+    for (std::uint32_t i = 0; i < n && impl_->mark_count < impl_->opts.max_pending; ++i) {
+      list.push_back(mark{now, ev.uid, ev.marking, ev.message});
       ++impl_->mark_count;
       if (list.size() > marks_per_name) {
         list.pop_front();
         --impl_->mark_count;
       }
+    }
+    if (list.empty()) {
+      impl_->marks.erase(key);
+    }
+    std::vector<std::string> uids;
+    if (auto it = impl_->by_name.find(key); it != impl_->by_name.end()) {
+      uids.assign(it->second.begin(), it->second.end());
+    }
+    for (const auto& uid : uids) {
+      if (!ev.uid.empty() && ev.uid != uid) {
+        continue;
+      }
+      if (!ev.marking) {
+        auto& e = impl_->entries.at(uid);
+        e.their_cancel_at = now;
+        e.cancel_message = ev.message;
+      }
+      impl_->try_settle(uid, now, out);  // a deleted pod claims a Marking occurrence
     }
   }
   impl_->publish(out);
@@ -555,10 +639,11 @@ void shadow_tracker::sweep() {
     for (const auto& uid : uids) {
       impl_->try_settle(uid, now, out);
     }
-    // Unmatched events older than the window can no longer prove anything.
+    // Occurrences older than twice the window can no longer prove anything (a force-deleted
+    // pod deleted up to W after one claims it up to W after its deletion).
     for (auto it = impl_->marks.begin(); it != impl_->marks.end();) {
       auto& list = it->second;
-      while (!list.empty() && list.front().at + impl_->window() < now) {
+      while (!list.empty() && list.front().at + 2 * impl_->window() < now) {
         list.pop_front();
         --impl_->mark_count;
       }
@@ -595,6 +680,7 @@ std::string shadow_tracker::report_json() const {
                    {"onlyThem", c.only_them},
                    {"onlyUs", c.only_us},
                    {"cancelledBoth", c.cancelled_both},
+                   {"deletedByOthers", c.deleted_by_others},
                    {"pending", c.pending}};
   doc["settledEarly"] = c.settled_early;
   doc["agreedDelaySeconds"] = {

@@ -172,14 +172,37 @@ TEST(EventStore, BoundedAndRelists) {
   EXPECT_EQ(store.size(), 1U);
 }
 
+// A tracker (window 30 s) on a manual clock, and the event handler that feeds it.
+struct handler_rig {
+  static shadow_options options(std::shared_ptr<test::manual_clock> clock) {
+    shadow_options o;
+    o.window = 30s;
+    o.clock = std::move(clock);
+    return o;
+  }
+  // A graceful deletion of ns/p1 (uid `uid`) seen now.
+  void their_delete(const std::string& uid) {
+    pod_record before;
+    before.pod.namespace_ = "ns";
+    before.pod.name = "p1";
+    before.pod.uid = uid;
+    auto after = before;
+    after.pod.terminating = true;
+    tracker.pod_changed(&before, &after);
+  }
+  void advance(std::chrono::seconds d) {
+    clock->advance(d);
+    tracker.sweep();
+  }
+  std::shared_ptr<test::manual_clock> clock = std::make_shared<test::manual_clock>(
+      std::chrono::steady_clock::time_point{}, wall_clock::time_point{} + 1000h);
+  shadow_tracker tracker{options(clock)};
+  event_informer::handler handler = shadow_event_handler(tracker);
+};
+
 TEST(EventHandler, NewEventsAndRepeatsReachTheTracker) {
-  auto clock = std::make_shared<test::manual_clock>(std::chrono::steady_clock::time_point{},
-                                                    wall_clock::time_point{} + 1000h);
-  shadow_options o;
-  o.window = 30s;
-  o.clock = clock;
-  shadow_tracker tracker(o);
-  const auto handler = shadow_event_handler(tracker);
+  handler_rig rig;
+  const auto& handler = rig.handler;
   const auto first = decode_event_object(event_120("p1", "1")).value();
   auto repeat = first;
   repeat.count = 2;
@@ -188,16 +211,40 @@ TEST(EventHandler, NewEventsAndRepeatsReachTheTracker) {
   handler(&first, nullptr);  // expired: nothing
   handler(&first, &repeat);  // counted again
   // Two occurrences, unmatched: kept (a deletion of ns/p1 within the window is theirs).
-  pod_record before;
-  before.pod.namespace_ = "ns";
-  before.pod.name = "p1";
-  before.pod.uid = "u1";
-  auto after = before;
-  after.pod.terminating = true;
-  tracker.pod_changed(&before, &after);
-  clock->advance(31s);
-  tracker.sweep();
-  EXPECT_EQ(tracker.counts().only_them, 1U);
+  rig.their_delete("u1");
+  rig.advance(31s);
+  EXPECT_EQ(rig.tracker.counts().only_them, 1U);
+}
+
+// client-go's recorder PATCHes the count of an identical message about one object: every
+// step is an occurrence (a relist may show several steps at once), bounded.
+TEST(EventHandler, OccurrencesAreTheCountsRise) {
+  const auto first = decode_event_object(event_120("p1", "1")).value();
+  auto later = first;
+  later.count = first.count + 3;
+  EXPECT_EQ(occurrences(nullptr, first), 1U);
+  EXPECT_EQ(occurrences(&first, later), 3U);
+  EXPECT_EQ(occurrences(&later, first), 1U);  // not a rise (a new Event object of that name)
+  auto huge = first;
+  huge.count = first.count + 1'000'000;
+  EXPECT_EQ(occurrences(&first, huge), max_occurrences);
+  auto other = later;
+  other.message = "Cancelling deletion of Pod ns/p1";
+  EXPECT_EQ(occurrences(&first, other), 1U);
+}
+
+// A rise of two proves two deletions of the name (two pods re-created under it), not three.
+TEST(EventHandler, ACountRiseIsPassedOn) {
+  handler_rig rig;
+  const auto first = decode_event_object(event_120("p1", "1")).value();
+  auto later = first;
+  later.count = first.count + 2;
+  rig.handler(&first, &later);
+  for (const char* uid : {"u1", "u2", "u3"}) {
+    rig.their_delete(uid);
+  }
+  rig.advance(61s);
+  EXPECT_EQ(rig.tracker.counts().only_them, 2U);
 }
 
 TEST(EventInformer, ListsAndWatchesWithTheFieldSelector) {

@@ -95,6 +95,46 @@ protected:
     tracker_.event_seen(e);
   }
 
+  // A pod of `name` with its own uid (a re-created pod of the same name).
+  static pod_record pod_uid(const std::string& name, const std::string& uid, bool terminating) {
+    auto r = pod(name, terminating);
+    r.pod.uid = uid;
+    return r;
+  }
+  // Their (graceful) DELETE of the pod `name` with `uid`: a deletionTimestamp seen.
+  void deleted(const std::string& name, const std::string& uid) {
+    const auto before = pod_uid(name, uid, false);
+    const auto after = pod_uid(name, uid, true);
+    tracker_.pod_changed(&before, &after);
+  }
+  // A DELETE with grace period 0 of the pod `name` with `uid`, as the pod informer shows it:
+  // the deletionTimestamp (MODIFIED), then at once the pod gone (DELETED).
+  void force_deleted(const std::string& name, const std::string& uid) {
+    const auto before = pod_uid(name, uid, false);
+    const auto after = pod_uid(name, uid, true);
+    tracker_.pod_changed(&before, &after);
+    tracker_.pod_changed(&after, nullptr);
+  }
+  // A Marking occurrence of 1.20 (no uid); `occurrences`: the rise of the Event's count.
+  void marking(const std::string& name, std::uint32_t occurrences = 1) {
+    shadow_event e;
+    e.namespace_ = "ns";
+    e.name = name;
+    e.message = "Marking for deletion Pod ns/" + name;
+    e.occurrences = occurrences;
+    tracker_.event_seen(e);
+  }
+  // Our would-delete of the pod `name` with `uid`.
+  void ours_would_delete(const std::string& name, const std::string& uid) {
+    shadow_note n;
+    n.kind = decision_kind::would_delete;
+    n.pod = {"ns", name, uid};
+    n.node = "node-1";
+    n.at = clock_->wall();
+    n.due = n.at;
+    tracker_.note(n);
+  }
+
   void advance(wall_clock::duration d) {
     clock_->advance(d);
     tracker_.sweep();
@@ -231,13 +271,23 @@ TEST_F(ShadowTracker, OnlyUsWhenNobodyDeletesWithinTheWindow) {
 TEST_F(ShadowTracker, ADeletionWithoutEvidenceIsNotTheirs) {
   ours(decision_kind::would_delete, "p1");
   advance(1s);
-  their_delete("p1");  // someone else's DELETE: no event, no condition
+  // Someone else's DELETE (no event, no condition) within the window after ours: whether they
+  // would have evicted p1 is unknown, so neither agreed nor only_us (issue 33 item 7).
+  their_delete("p1");
   advance(31s);
-  EXPECT_EQ(outcomes(), std::vector<O>{O::only_us});
+  EXPECT_TRUE(settled_.empty());
+  EXPECT_EQ(tracker_.counts().deleted_by_others, 1U);
   their_delete("p2");  // someone deleted a pod we never decided on: not reported
   advance(31s);
-  EXPECT_EQ(settled_.size(), 1U);
+  EXPECT_TRUE(settled_.empty());
   EXPECT_EQ(tracker_.counts().pending, 0U);
+  // Deleted by someone else only after the window: only_us was settled at its end.
+  ours(decision_kind::would_delete, "p3");
+  advance(31s);
+  their_delete("p3");
+  advance(31s);
+  EXPECT_EQ(outcomes(), std::vector<O>{O::only_us});
+  EXPECT_EQ(tracker_.counts().deleted_by_others, 1U);
 }
 
 // A pod the device taint eviction controller (DRA, KEP-5055) deletes carries DisruptionTarget
@@ -285,12 +335,15 @@ TEST_F(ShadowTracker, TheNoUidEventOf120MatchesByName) {
   their_event("p1", false);
   their_delete("p1");
   ours(decision_kind::would_delete, "p1");
+  advance(1s);  // still terminating: not a force delete (forced_within)
   EXPECT_EQ(outcomes(), std::vector<O>{O::agreed});
 }
 
 TEST_F(ShadowTracker, TheNoUidEventAlsoProvesTheirsForAPodOfThatNameSeenLater) {
   // 1.20 deletes by name: their event came while only the first p1 was known, and their DELETE
   // hit a second p1, re-created under the same name, whose deletion is seen after the event.
+  // One occurrence is one DELETE: it proves the second p1's graceful deletion, not the first
+  // p1's forced one (someone else's: not compared; before issue 33 item 7 it proved both).
   ours(decision_kind::would_delete, "p1");
   their_event("p1", false);
   const auto first = pod("p1", false);
@@ -302,8 +355,9 @@ TEST_F(ShadowTracker, TheNoUidEventAlsoProvesTheirsForAPodOfThatNameSeenLater) {
   second_deleted.pod.terminating = true;
   tracker_.pod_changed(&second, &second_deleted);
   advance(31s);
-  ASSERT_EQ(outcomes(), (std::vector<O>{O::agreed, O::only_them}));
-  EXPECT_EQ(settled_[1].pod.uid, "uid-p1-second");
+  ASSERT_EQ(outcomes(), (std::vector<O>{O::only_them}));
+  EXPECT_EQ(settled_[0].pod.uid, "uid-p1-second");
+  EXPECT_EQ(tracker_.counts().deleted_by_others, 1U);
   // Beyond the window, the event proves nothing about a third p1.
   auto third = pod("p1", false);
   third.pod.uid = "uid-p1-third";
@@ -311,7 +365,7 @@ TEST_F(ShadowTracker, TheNoUidEventAlsoProvesTheirsForAPodOfThatNameSeenLater) {
   third_deleted.pod.terminating = true;
   tracker_.pod_changed(&third, &third_deleted);
   advance(31s);
-  EXPECT_EQ(outcomes().size(), 2U);
+  EXPECT_EQ(outcomes().size(), 1U);
 }
 
 TEST_F(ShadowTracker, AnEventWithAnotherUidDoesNotMatch) {
@@ -324,11 +378,13 @@ TEST_F(ShadowTracker, AnEventWithAnotherUidDoesNotMatch) {
   their_delete("p1");
   ours(decision_kind::would_delete, "p1");
   advance(31s);
-  EXPECT_EQ(outcomes(), std::vector<O>{O::only_us});
+  // Not theirs: someone else's deletion, not compared.
+  EXPECT_TRUE(outcomes().empty());
+  EXPECT_EQ(tracker_.counts().deleted_by_others, 1U);
   their_event("p2", true);
   their_delete("p2");
   advance(31s);
-  EXPECT_EQ(outcomes(), (std::vector<O>{O::only_us, O::only_them}));
+  EXPECT_EQ(outcomes(), (std::vector<O>{O::only_them}));
 }
 
 TEST_F(ShadowTracker, ForcedDeleteWithAnEventIsTheirs) {
@@ -337,6 +393,149 @@ TEST_F(ShadowTracker, ForcedDeleteWithAnEventIsTheirs) {
   tracker_.pod_changed(&gone, nullptr);  // grace period 0: no deletionTimestamp seen first
   advance(31s);
   EXPECT_EQ(outcomes(), std::vector<O>{O::only_them});
+}
+
+// Issue 33 item 7, the event sequences seen beside kube-controller-manager 1.20 at
+// --kube-api-qps=1000 (tests/e2e/shadow_kcm_test.sh phase C), one pod name sts-0 re-created
+// every round. All of its "Marking for deletion Pod ns/sts-0" occurrences are one Event whose
+// count rises (client-go's recorder), seen as one occurrence per MODIFIED.
+
+// A round it won: its graceful DELETE of the first pod, then its event; the driver then
+// force-deletes the second pod it created on an untainted node. Before: the second pod claimed
+// the same occurrence and was only_them (19 of 20 rounds).
+TEST_F(ShadowTracker, SameNameRoundTheyWonTheForcedSuccessorIsNotTheirs) {
+  ours_would_delete("sts-0", "uid-1");
+  deleted("sts-0", "uid-1");
+  marking("sts-0");
+  advance(1s);
+  const auto terminating = pod_uid("sts-0", "uid-1", true);
+  tracker_.pod_changed(&terminating, nullptr);  // the driver's force-delete of the terminating pod
+  advance(1s);
+  force_deleted("sts-0", "uid-2");  // the re-created pod, force-deleted by the driver
+  advance(61s);
+  ASSERT_EQ(outcomes(), std::vector<O>{O::agreed});
+  EXPECT_EQ(settled_[0].pod.uid, "uid-1");
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+}
+
+// A round it lost: the driver force-deleted the first pod and re-created it; their DELETE (by
+// name, retried after a 404) hit the second. One occurrence: the second pod's graceful deletion
+// is theirs (only_them); the first pod, ours would-delete, was deleted by someone else. The
+// event is seen before the first pod goes, between the two, or after the second's deletion.
+TEST_F(ShadowTracker, SameNameRoundTheyLostOneOccurrenceProvesTheGracefulDeletion) {
+  for (int order = 0; order < 3; ++order) {
+    SCOPED_TRACE(order);
+    settled_.clear();
+    const std::string a = "uid-a" + std::to_string(order);
+    const std::string b = "uid-b" + std::to_string(order);
+    ours_would_delete("sts-0", a);
+    if (order == 0) {
+      marking("sts-0");
+    }
+    force_deleted("sts-0", a);
+    if (order == 1) {
+      marking("sts-0");
+    }
+    advance(10ms);
+    deleted("sts-0", b);
+    if (order == 2) {
+      advance(2s);
+      marking("sts-0");
+    }
+    advance(31s);
+    ASSERT_EQ(outcomes(), std::vector<O>{O::only_them});
+    EXPECT_EQ(settled_[0].pod.uid, b);
+    EXPECT_EQ(settled_[0].theirs.find("deleted at "), 0U) << settled_[0].theirs;
+    advance(61s);
+    EXPECT_EQ(outcomes().size(), 1U);
+    EXPECT_EQ(tracker_.counts().deleted_by_others, static_cast<std::uint64_t>(order + 1));
+    EXPECT_EQ(tracker_.counts().pending, 0U);
+  }
+}
+
+// Phase B's round at --kube-api-qps=1: their event, then the driver's force-delete of the first
+// pod, then, seconds later, their throttled DELETE of the second. Before the force delete was
+// told from a graceful one, the first pod claimed the occurrence (agreed) and the second was
+// missed (7 of 19 rounds).
+TEST_F(ShadowTracker, ThrottledRoundTheirDeleteSecondsAfterTheForceDelete) {
+  ours_would_delete("web-1", "uid-1");
+  advance(300ms);
+  marking("web-1");
+  advance(200ms);
+  force_deleted("web-1", "uid-1");
+  advance(3s);
+  deleted("web-1", "uid-2");
+  advance(31s);
+  ASSERT_EQ(outcomes(), std::vector<O>{O::only_them});
+  EXPECT_EQ(settled_[0].pod.uid, "uid-2");
+  EXPECT_EQ(tracker_.counts().deleted_by_others, 1U);
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+}
+
+// Phase C's rounds as the pod informer showed them: their graceful DELETE of the first pod and
+// the driver's force-delete of it milliseconds later (so it looks forced), their occurrence,
+// then the driver's force-delete of the second pod 2 s later, round after round. Each first pod
+// is agreed; the second pods, forced, leave the next round's occurrence to its nearer first pod.
+TEST_F(ShadowTracker, SameNameRoundsTheFirstPodKeepsItsOccurrence) {
+  for (int r = 0; r < 4; ++r) {
+    const std::string first = "uid-first-" + std::to_string(r);
+    ours_would_delete("sts-0", first);
+    advance(5ms);
+    force_deleted("sts-0", first);
+    marking("sts-0");
+    advance(2s);
+    force_deleted("sts-0", "uid-second-" + std::to_string(r));
+    advance(1s);
+  }
+  advance(61s);
+  EXPECT_EQ(outcomes(), std::vector<O>(4, O::agreed));
+  for (const auto& s : settled_) {
+    EXPECT_EQ(s.pod.uid.rfind("uid-first-", 0), 0U) << s.pod.uid;
+  }
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+}
+
+// Their events stopped (client-go's spam filter: 25 per object, then one per 5 minutes): the
+// driver's force-deletes of pods ours would delete are no only_us (the 12 of the issue's run).
+TEST_F(ShadowTracker, ForcedDeleteWithoutEvidenceIsNotOnlyUs) {
+  for (int i = 0; i < 3; ++i) {
+    const std::string uid = "uid-" + std::to_string(i);
+    ours_would_delete("sts-0", uid);
+    advance(5ms);
+    force_deleted("sts-0", uid);
+    advance(5s);
+  }
+  advance(61s);
+  EXPECT_TRUE(settled_.empty());
+  EXPECT_EQ(tracker_.counts().deleted_by_others, 3U);
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+}
+
+// A count that rose by two at once (a relist after missed MODIFIEDs) proves two deletions of
+// the name, not three.
+TEST_F(ShadowTracker, ACountRiseOfTwoProvesTwoDeletions) {
+  marking("sts-0", 2);
+  deleted("sts-0", "uid-1");
+  advance(1s);
+  deleted("sts-0", "uid-2");
+  advance(1s);
+  deleted("sts-0", "uid-3");
+  advance(61s);
+  EXPECT_EQ(outcomes(), (std::vector<O>{O::only_them, O::only_them}));
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+}
+
+// A pod whose own grace period is 0 is gone at once on their DELETE: with an occurrence nobody
+// else claims, it is theirs, settled once the window after it has passed.
+TEST_F(ShadowTracker, AVanishedPodClaimsAfterTheWindow) {
+  ours_would_delete("p1", "uid-p1");
+  marking("p1");
+  force_deleted("p1", "uid-p1");
+  advance(29s);
+  EXPECT_TRUE(settled_.empty());
+  advance(2s);
+  ASSERT_EQ(outcomes(), std::vector<O>{O::agreed});
+  EXPECT_EQ(tracker_.counts().deleted_by_others, 0U);
 }
 
 TEST_F(ShadowTracker, DisagreementsAreARingBufferOfTheLatest) {
@@ -365,6 +564,7 @@ TEST_F(ShadowTracker, ReportJson) {
   EXPECT_EQ(doc["counts"]["onlyThem"], 0);
   EXPECT_EQ(doc["counts"]["onlyUs"], 1);
   EXPECT_EQ(doc["counts"]["cancelledBoth"], 0);
+  EXPECT_EQ(doc["counts"]["deletedByOthers"], 0);
   EXPECT_EQ(doc["counts"]["pending"], 1);
   EXPECT_EQ(doc["agreedDelaySeconds"]["max"], 0.0);
   EXPECT_EQ(doc["agreedDelaySeconds"]["mean"], 0.0);
@@ -404,7 +604,8 @@ TEST(ShadowFormat, ClockBridge) {
 // all reach the tracker at once (run under TSan).
 TEST(ShadowTrackerThreads, ConcurrentNotesObservationsSweepsAndReports) {
   shadow_options o;
-  o.window = 1h;  // nothing settles by time during the run: every pod is agreed
+  o.window = 1h;          // nothing settles by time during the run: every pod is agreed
+  o.forced_within = 0ms;  // a deletion claims its event at once
   o.max_pending = 64;
   auto clock = std::make_shared<test::manual_clock>(std::chrono::steady_clock::time_point{},
                                                     wall_clock::time_point{});

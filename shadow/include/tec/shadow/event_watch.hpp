@@ -96,9 +96,19 @@ using event_informer = k8sclient::reflector<event_codec, event_store>;
 inline constexpr std::string_view taint_manager_events_query =
     "fieldSelector=reason%3DTaintManagerEviction";
 
+/// The most occurrences one change of an Event stands for (a relist may skip many steps).
+inline constexpr std::uint32_t max_occurrences = 16;
+
+/// How many times `new_event` happened since `old_event` (its earlier state, nullptr when new):
+/// the rise of its count (client-go's recorder PATCHes the count of an identical message about
+/// the same object instead of writing a new Event), at most max_occurrences; 1 for a new
+/// Event, a changed message or a count that did not rise.
+[[nodiscard]] std::uint32_t occurrences(const event_record* old_event,
+                                        const event_record& new_event);
+
 /// The event informer's handler for shadow mode: a new Event, or one whose count or message
 /// changed (the recorder counts a repeat on the same Event), goes to `tracker` as a
-/// shadow_event; deletions (the Event's TTL) are ignored.
+/// shadow_event carrying its occurrences(); deletions (the Event's TTL) are ignored.
 [[nodiscard]] event_informer::handler shadow_event_handler(shadow_tracker& tracker);
 
 }  // namespace tec::shadow

@@ -5,21 +5,32 @@
 // kube-controller-manager does to the same pods, so that an operator running both can see
 // whether switching over would change anything.
 //
-// Their eviction of pod P (uid u) at time t: P was first seen with a deletionTimestamp at t,
-// and either P carries the DisruptionTarget condition with reason DeletionByTaintManager
-// (which we do not write in shadow mode, so it is theirs), or a TaintManagerEviction
-// "Marking for deletion Pod ns/name" event (from any source: we write none) was seen within
-// the window W around t, before or after (their event is written before their DELETE, and a
-// DELETE throttled by their client can come many seconds later). Before 1.29 the event's
-// involvedObject carries no uid: it is matched by namespace/name. A deletionTimestamp without
-// such evidence is someone else's deletion and is not theirs.
+// Their eviction of pod P (uid u) at time t: P was first seen with a deletionTimestamp at t
+// (or gone at t), and either P carries the DisruptionTarget condition with reason
+// DeletionByTaintManager (which we do not write in shadow mode, so it is theirs), or P claimed
+// an occurrence of a TaintManagerEviction "Marking for deletion Pod ns/name" event (from any
+// source: we write none) seen within the window W around t, before or after (their event is
+// written before their DELETE, and a DELETE throttled by their client can come many seconds
+// later). Before 1.29 the event's involvedObject carries no uid: it is matched by
+// namespace/name. Each occurrence (a new Event, or one step of its count: client-go's recorder
+// counts identical messages about one object on one Event) stands for one DELETE of theirs, so
+// it proves one deletion only, the nearest to it that claims it. Their DELETE sends no grace
+// period, so their deletion stays terminating for the pod's grace period; a pod gone within
+// forced_within of its deletionTimestamp (or without one) was deleted with grace period 0, a
+// force delete (as the driver's in the same-name race, issue 33 item 7), which is theirs only
+// for a pod whose own grace period is 0: it claims only once the window after it has passed,
+// so every graceful deletion of the name claims first, and leaves it to a nearer deletion not
+// yet proven; a deletion younger than forced_within waits before it claims. A deletion
+// without such evidence is someone else's, not theirs.
 //
 // Settling, per pod UID:
 // - ours would-delete at a, theirs at t, |t - a| <= W: agreed (delay |t - a|); ours scheduled
 //   for d and cancelled because the pod went away (pod_gone) with |t - d| <= W: agreed too.
 // - theirs at t and ours none, scheduled for later than t + W, or cancelled for another
 //   reason: only_them, settled at t + W (ours may still come within the window).
-// - ours would-delete at a and no theirs by a + W: only_us.
+// - ours would-delete at a and no theirs by a + W: only_us; but when someone else deleted the
+//   pod (a deletion without evidence of theirs) by a + W, not compared: whether theirs would
+//   have followed is unknown (counted, deleted_by_others).
 // - ours cancelled (untainted or tolerated) and no theirs within W: cancelled_both.
 // - ours cancelled because the pod went away or was replaced, with no theirs: not reported
 //   (someone else deleted it).
@@ -78,6 +89,9 @@ struct shadow_event {
   std::string uid;         ///< involvedObject.uid; empty before 1.29 (match by name)
   bool marking = true;     ///< "Marking for deletion ..." (false: "Cancelling deletion ...")
   std::string message;
+  /// How many times it happened since last seen: the rise of the Event's count (client-go's
+  /// recorder counts identical messages about one object on one Event), at least 1.
+  std::uint32_t occurrences = 1;
 };
 
 /// A settled pod.
@@ -99,6 +113,9 @@ struct shadow_counts {
   std::uint64_t only_us = 0;
   std::uint64_t cancelled_both = 0;
   std::uint64_t settled_early = 0;  ///< Settled before their time by the pending bound.
+  /// Our would-delete pods deleted by someone else (no evidence of theirs) before the window
+  /// after our decision ended: not compared (neither agreed nor only_us).
+  std::uint64_t deleted_by_others = 0;
   std::size_t pending = 0;
   double agreed_delay_max = 0;
   double agreed_delay_sum = 0;
@@ -108,6 +125,12 @@ struct shadow_options {
   /// W: how far apart two evictions of a pod may be and agree, and how long an unmatched one
   /// waits before it is reported.
   std::chrono::milliseconds window{30'000};
+  /// A pod gone within this long of its deletionTimestamp (or without one) was deleted with
+  /// grace period 0, a force delete: the API server sets the deletionTimestamp and deletes at
+  /// once. Their DELETE sends no grace period, so such a deletion is theirs only for a pod whose
+  /// own grace period is 0 (see the file comment). A deletion claims evidence only once this
+  /// long has shown it is not forced (settling waits as long).
+  std::chrono::milliseconds forced_within{1'000};
   /// Pods waiting to be settled, at most.
   std::size_t max_pending = 100'000;
   /// Disagreements kept for report_json() (the latest ones).
