@@ -32,6 +32,8 @@ readonly LOG_FILE="$DEMO_DIR/controller.log"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 die() { echo "demo: $*" >&2; exit 1; }
 k() { timeout 60 kubectl --request-timeout=20s "$@"; }
+# The kubectl plugin built beside the controller, as `kubectl taint-eviction` would run it.
+plugin() { timeout 60 "$(dirname "$BIN")/kubectl-taint_eviction" "$@"; }
 
 stop_controller() {
   [ -f "$PID_FILE" ] || return 0
@@ -102,7 +104,10 @@ node_demo() {
   k -n "$NS" wait --for=condition=Ready pod/tolerates-10s pod/tolerates-forever --timeout=120s >/dev/null
   node_show
 
-  say "kubectl taint nodes $node $NODE_TAINT   (at $(date +%T))"
+  say "Before tainting: kubectl taint-eviction preview $node --taint $NODE_TAINT   (read-only)"
+  plugin preview "$node" --taint "$NODE_TAINT" || true
+
+  say "kubectl taint nodes $node $NODE_TAINT   (at $(date +%T); the controller's webhook warns)"
   k taint nodes "$node" "$NODE_TAINT"
   local start=$SECONDS
   while [ $((SECONDS - start)) -lt "$WATCH_SECONDS" ]; do
@@ -328,7 +333,7 @@ prepare() {
   mkdir -p "$DEMO_DIR"
   say "Building what the demo runs (first run: the kube binaries from source, about 10 minutes; logs in $DEMO_DIR)"
   cmake --build --preset default -j "$jobs" --target taint-eviction-controller \
-    >"$DEMO_DIR/build-controller.log" 2>&1 &
+    kubectl-taint_eviction >"$DEMO_DIR/build-controller.log" 2>&1 &
   pids+=($!) names+=("the controller (build-controller.log)")
   if [ "$node" -eq 1 ]; then
     "$CLUSTER" build kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy \
@@ -455,6 +460,9 @@ show() {
   k -n "$NS" get pods -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,TOLERATES:.spec.tolerations[?(@.key=="dedicated")].tolerationSeconds,DELETION-TIMESTAMP:.metadata.deletionTimestamp,DISRUPTION:.status.conditions[?(@.type=="DisruptionTarget")].reason'
 }
 show
+
+say "Before tainting: kubectl taint-eviction preview $NODE1 --taint $TAINT   (read-only)"
+plugin preview "$NODE1" --taint "$TAINT" || true
 
 say "kubectl taint nodes $NODE1 $TAINT   (at $(date +%T))"
 k taint nodes "$NODE1" "$TAINT"
