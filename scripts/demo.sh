@@ -127,7 +127,10 @@ node_demo() {
   say "What the leader ($leader) logged"
   k -n "$DEPLOY_NS" logs "$leader" | grep -E 'acting|deleting pod|deleted|cancelled|scheduled' | tail -n 12 || true
   echo
-  echo "Expected: the web pods are deleted at once and their containers stopped by the kubelet"
+  echo "Expected: preview said what follows before anything changed (web: now, tolerates-10s: in"
+  echo "10s, tolerates-forever and the controller: never), and kubectl taint printed the same as the"
+  echo "controller's webhook warning. Then the web pods are deleted at once and their containers"
+  echo "stopped by the kubelet"
   echo "(RUNNING goes to 0, the pods vanish); the ReplicaSet's replacements stay Pending (the node is"
   echo "tainted); tolerates-10s goes after ~10 s; tolerates-forever and the controller stay. A pod"
   echo "object goes once the kubelet has removed its sandbox (its container GC runs once a minute)."

@@ -118,8 +118,18 @@ std::string render_explain(const explain_report& r, output_format format) {
     for (const auto& h : r.history) {
       history.push_back(h);
     }
+    if (!r.pod_found) {
+      const document doc{{"pod", pod},
+                         {"found", false},
+                         {"generatedAt", utc_time(r.now_unix)},
+                         {"controller", r.reached},
+                         {"pending", r.pending ? entry_document(*r.pending) : document(nullptr)},
+                         {"history", std::move(history)}};
+      return format == output_format::json ? render_json(doc) : render_yaml(doc);
+    }
     const document doc{
         {"pod", pod},
+        {"found", true},
         {"uid", r.pod.uid},
         {"terminating", r.pod.terminating},
         {"node", r.pod.node_name},
@@ -141,6 +151,19 @@ std::string render_explain(const explain_report& r, output_format format) {
         {"historyUnknown",
          r.history_missing.empty() ? document(nullptr) : document(r.history_missing)}};
     return format == output_format::json ? render_json(doc) : render_yaml(doc);
+  }
+  if (!r.pod_found) {
+    std::string out =
+        "Pod " + pod + " no longer exists; the acting replica (" + r.reached + ") remembers it.\n";
+    if (r.pending) {
+      out +=
+          "Pending: " + r.pending->state + ", due " + due_text(r.pending->due, r.now_unix) + "\n";
+    }
+    out += "History (oldest first):\n";
+    for (const auto& h : r.history) {
+      out += "  " + history_line(h) + "\n";
+    }
+    return out;
   }
   std::string out =
       "Pod " + pod + " (uid " + r.pod.uid + (r.pod.terminating ? ", terminating" : "") + ")";

@@ -278,6 +278,34 @@ outcome<std::string> run_pending(const invocation& inv, const env_lookup& env, s
   return render_pending(rows, "events", inv.all_namespaces, inv.output, now_unix());
 }
 
+// The pod's entry in the acting replica's /debug/evictions and its /debug/history records, into
+// `report` (report.unreachable: the evictions document could not be read; history_missing: the
+// history could not).
+void read_pending_and_history(controller_access& access, const std::string& ns,
+                              const std::string& name, explain_report& report) {
+  auto body = access.get("/debug/evictions");
+  auto doc = body ? decode_evictions(body.value()) : base::result<evictions_doc>(body.error());
+  if (!doc) {
+    report.unreachable = doc.error().message;
+    return;
+  }
+  for (auto& e : doc.value().entries) {
+    if (e.namespace_ == ns && e.pod == name) {
+      report.pending = std::move(e);
+      break;
+    }
+  }
+  auto history =
+      access.get("/debug/history?pod=" + k8sclient::escape_path_segment(ns + "/" + name));
+  auto records = history ? decode_history(history.value())
+                         : base::result<std::vector<document>>(history.error());
+  if (!records) {
+    report.history_missing = records.error().message;
+  } else {
+    report.history = std::move(records).value();
+  }
+}
+
 outcome<std::string> run_explain(const invocation& inv, const env_lookup& env) {
   auto s = connect(inv, env);
   if (!s) {
@@ -289,12 +317,28 @@ outcome<std::string> run_explain(const invocation& inv, const env_lookup& env) {
   if (!pod) {
     return cluster_failure(pod.error());
   }
-  if (!pod.value()) {
-    return failure{exit_cluster_error, "pods \"" + inv.pod + "\" not found"};
-  }
   explain_report report;
-  report.pod = std::move(*pod.value());
   report.now_unix = now_unix();
+  if (!pod.value()) {
+    // Gone (the usual case the morning after an eviction): the history alone can tell.
+    report.pod_found = false;
+    report.pod.namespace_ = ns;
+    report.pod.name = inv.pod;
+    auto r = reach(s.value());
+    std::string why = r.unreachable;
+    if (r.access) {
+      report.reached = r.access->description();
+      read_pending_and_history(*r.access, ns, inv.pod, report);
+      if (!report.history.empty()) {
+        return render_explain(report, inv.output);
+      }
+      why = report.history_missing.empty() ? report.reached + " has no history record of it"
+                                           : report.history_missing;
+    }
+    return failure{exit_cluster_error, "pods \"" + inv.pod + "\" not found (history: " +
+                                           base::printable(why, 300) + ")"};
+  }
+  report.pod = std::move(*pod.value());
   if (!report.pod.node_name.empty()) {
     auto node = cluster.node(report.pod.node_name);
     if (!node) {
@@ -322,27 +366,7 @@ outcome<std::string> run_explain(const invocation& inv, const env_lookup& env) {
   report.unreachable = r.unreachable;
   if (r.access) {
     report.reached = r.access->description();
-    const std::string key = ns + "/" + inv.pod;
-    auto body = r.access->get("/debug/evictions");
-    auto doc = body ? decode_evictions(body.value()) : base::result<evictions_doc>(body.error());
-    if (!doc) {
-      report.unreachable = doc.error().message;
-    } else {
-      for (auto& e : doc.value().entries) {
-        if (e.namespace_ == ns && e.pod == inv.pod) {
-          report.pending = std::move(e);
-          break;
-        }
-      }
-      auto history = r.access->get("/debug/history?pod=" + k8sclient::escape_path_segment(key));
-      auto records = history ? decode_history(history.value())
-                             : base::result<std::vector<document>>(history.error());
-      if (!records) {
-        report.history_missing = records.error().message;
-      } else {
-        report.history = std::move(records).value();
-      }
-    }
+    read_pending_and_history(*r.access, ns, inv.pod, report);
   }
   return render_explain(report, inv.output);
 }

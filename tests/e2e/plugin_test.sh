@@ -269,6 +269,13 @@ log "explain tol15 after its eviction:"$'\n'"$OUT"
 grep -q "^History (oldest first):$" <<<"$OUT" || fail "explain: no history: $OUT"
 grep -qE "^ +[0-9T:.-]+Z deleted: scheduled [0-9T:.-]+Z, due [0-9T:.-]+Z, 1 attempt; node $N1, taints $TAINT_KEY=x:NoExecute" <<<"$OUT" \
   || fail "explain: no history line for the deletion: $OUT"
+# ... and once the pod is gone (no kubelet here: force it), from the history alone.
+k -n "$NS" delete pod tol15 --grace-period=0 --force >/dev/null 2>&1 || fail "cannot force-delete tol15"
+plugin explain tol15 -n "$NS" --controller-url "$METRICS_URL"
+[ "$RC" -eq 0 ] || fail "explain of the deleted pod exited $RC: $ERR"
+grep -q "^Pod $NS/tol15 no longer exists; the acting replica ($METRICS_URL) remembers it.$" <<<"$OUT" \
+  || fail "explain of the deleted pod: $OUT"
+grep -qE "^ +[0-9T:.-]+Z deleted: " <<<"$OUT" || fail "explain of the deleted pod: no history line: $OUT"
 
 stop_controller "$CONTROLLER_PID"
 echo "PASS: $TEST_NAME"

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tec/base/rfc3339.hpp"
 #include "tec/kubectl_plugin/explain_report.hpp"
 
@@ -93,6 +95,23 @@ TEST(decode_history, and_history_line) {
             "2026-11-28T03:12:12.120Z, 1 attempt; node node-1, taints dedicated=x:NoExecute; "
             "toleration dedicated=x:NoExecute for 300s; policy: waited 2.1s: rate_limit");
   EXPECT_FALSE(decode_history("[]"));
+
+  // The pod is gone (the morning after): explain tells its history alone.
+  explain_report gone;
+  gone.pod_found = false;
+  gone.pod.namespace_ = "shop";
+  gone.pod.name = "web-0";
+  gone.reached = "pod taint-eviction-controller/tec-0";
+  gone.history = records.value();
+  EXPECT_EQ(render_explain(gone, output_format::table),
+            "Pod shop/web-0 no longer exists; the acting replica (pod "
+            "taint-eviction-controller/tec-0) remembers it.\nHistory (oldest first):\n  " +
+                history_line(records.value()[0]) + "\n");
+  const auto doc = nlohmann::json::parse(render_explain(gone, output_format::json));
+  EXPECT_EQ(doc["pod"], "shop/web-0");
+  EXPECT_EQ(doc["found"], false);
+  ASSERT_EQ(doc["history"].size(), 1U);
+  EXPECT_EQ(doc["history"][0]["result"], "deleted");
 }
 
 }  // namespace

@@ -29,6 +29,9 @@ namespace tec::kubectl_plugin {
 [[nodiscard]] std::string history_line(const document& record);
 
 struct explain_report {
+  /// False: the pod no longer exists; `pod` then holds only its namespace and name, and the
+  /// report is its history (no node, no decision).
+  bool pod_found = true;
   controller::pod_view pod;
   bool node_found = false;  ///< The pod's node exists (and is bound).
   std::vector<controller::taint> node_taints;
