@@ -65,13 +65,14 @@ for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
 print(json.dumps(c))
 PY
 k -n "$CONTROLLER_NS" replace -f "$WORK/policy.json" >/dev/null || fail "cannot write the policy into $CM"
-# Each replica logs the policy it reloaded; earlier tests' PolicyApplied Events on the ConfigMap
-# do not say which policy is in force now, the log line does (only this test ignores the key).
+# Each replica logs the policy it loads and reloads; earlier tests' PolicyApplied Events on the
+# ConfigMap do not say which policy is in force now, its last such line does (only this test
+# ignores the key).
 applied_by_both() {
   local p n=0
   for p in $(controller_pods); do
-    k -n "$CONTROLLER_NS" logs "$p" | grep -q "eviction policy reloaded .*taint rules tec.test/ignored Ignore" \
-      && n=$((n + 1))
+    k -n "$CONTROLLER_NS" logs "$p" | grep -E "eviction policy (reloaded|from) " | tail -n 1 \
+      | grep -q "taint rules tec.test/ignored Ignore" && n=$((n + 1))
   done
   [ "$n" -ge 2 ]
 }
