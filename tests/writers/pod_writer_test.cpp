@@ -1204,8 +1204,14 @@ TEST_F(fresh_node_test, cancelled_while_the_read_is_in_flight_sends_nothing_more
   req.cancelled = [cancelled] { return cancelled->load(); };
   std::optional<eviction_result> got;
   sink.evict(std::move(req), [&](eviction_result r) { got = std::move(r); });
+  // Drive the client until the server holds the node's GET: one poll() is not enough on a busy
+  // machine (the connection may not be up yet, and a cancel before the GET sends nothing at all).
   io_.restart();
-  io_.poll();
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (node_gets().empty() && std::chrono::steady_clock::now() < deadline) {
+    io_.run_one_for(10ms);
+  }
+  ASSERT_EQ(node_gets().size(), 1U) << "the node's GET never reached the server";
   cancelled->store(true);
   server_.release("node");
   run_until(got);
