@@ -7,6 +7,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct bench_cluster final : admission::cluster_reader {
     return {"kube-system"};
   }
   [[nodiscard]] controller::eviction_policy policy() const override { return in_force; }
+  [[nodiscard]] std::int64_t now_unix() const override { return 1'800'000'000; }
 };
 
 controller::toleration default_toleration(const char* key) {

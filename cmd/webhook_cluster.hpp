@@ -3,6 +3,8 @@
 // The admission webhook's view of the daemon (admission::cluster_reader): the informers'
 // caches and the controller's policy in force. Borrows them all; they outlive it.
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -45,6 +47,11 @@ public:
     return namespaces_.opted_out_namespaces();
   }
   [[nodiscard]] controller::eviction_policy policy() const override { return ctrl_.policy(); }
+  [[nodiscard]] std::int64_t now_unix() const override {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
 
 private:
   const informers::pod_store& pods_;

@@ -5,6 +5,7 @@
 //   max_warnings + 1 lines of at most max_warning_bytes each, and whose refusal (403) carries
 //   a message of at most max_message_bytes.
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -45,6 +46,7 @@ struct small_cluster final : admission::cluster_reader {
     p.admission.deny_if_breaker_opens = true;
     return p;
   }
+  [[nodiscard]] std::int64_t now_unix() const override { return 1'800'000'000; }
 };
 
 }  // namespace

@@ -119,11 +119,12 @@ review_response decide(const review_request& request, const cluster_reader& clus
     return out;
   }
   // Each added taint is previewed on the node as it was before the request (a new node: no
-  // taints), so each warning says what that taint does by itself.
+  // taints), so each warning says what that taint does by itself; its hold-until annotation is
+  // the one the request leaves (a hold put on with the taint holds its evictions).
   const controller::node_view target{
       .name = node.name,
       .taints = before != nullptr ? before->taints : std::vector<controller::taint>{},
-      .hold = std::nullopt};
+      .hold = node.hold};
   in.targets = {target};
   if (cached == in.all_nodes.end()) {
     in.all_nodes.push_back(target);
@@ -131,6 +132,7 @@ review_response decide(const review_request& request, const cluster_reader& clus
   in.policy = cluster.policy();
   in.pods = cluster.pods_on_node(node.name);
   in.opted_out_namespaces = cluster.opted_out_namespaces();
+  in.now_unix = cluster.now_unix();
 
   const auto& deny = in.policy.admission;
   const bool may_refuse =

@@ -328,6 +328,12 @@ std::string summary(const preview_result& r) {
   if (r.skipped > 0) {
     out += fmt::format("; {} excluded", r.skipped);
   }
+  const auto held = std::count_if(r.pods.begin(), r.pods.end(), [](const pod_preview& p) {
+    return p.held_until_unix.has_value();
+  });
+  if (held > 0) {
+    out += fmt::format("; {} held by hold-until", held);
+  }
   const storm_preview& s = r.storm;
   if (s.nodes > 0) {
     const auto percent = static_cast<long>(

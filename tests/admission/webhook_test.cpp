@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@ using controller::taint_effect;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
 
@@ -40,6 +42,9 @@ struct fake_cluster final : cluster_reader {
   [[nodiscard]] std::vector<controller::node_view> nodes() const override { return all_nodes; }
   [[nodiscard]] std::vector<std::string> opted_out_namespaces() const override { return opted_out; }
   [[nodiscard]] controller::eviction_policy policy() const override { return in_force; }
+  [[nodiscard]] std::int64_t now_unix() const override { return now; }
+
+  std::int64_t now = 1'800'000'000;  // 2027-01-15T08:00:00Z
 };
 
 controller::pod_view pod(std::string ns, std::string name, std::string node,
@@ -115,6 +120,28 @@ TEST(admission_webhook, warns_with_the_preview) {
                                         "namespaces), 1 more within 300s"));
   EXPECT_THAT(r.warnings[0], HasSubstr("10% of nodes would carry NoExecute taints"));
   EXPECT_LE(r.warnings[0].size(), max_warning_bytes);
+}
+
+TEST(admission_webhook, knows_the_holds) {
+  // The node's hold-until annotation as the request leaves it (put on with the taint) holds
+  // p1 and p2 for 30 minutes; p3's own hold (10 minutes) is shorter than the node's.
+  auto c = ten_nodes();
+  c.pods[2].hold = controller::parse_hold("2027-01-15T08:10:00Z");
+  auto req = update({}, {no_execute("k", "x")});
+  req.object->node.hold = controller::parse_hold("2027-01-15T08:30:00Z");
+  const auto held = decide(req, c);
+  ASSERT_THAT(held.warnings, SizeIs(1));
+  EXPECT_THAT(held.warnings[0],
+              StartsWith("tainting n1 with k=x:NoExecute evicts 0 pods now, 3 more within 1800s"));
+  EXPECT_THAT(held.warnings[0], HasSubstr("; 3 held by hold-until"));
+
+  // A hold past its time, or malformed, holds nothing (the controller ignores it too).
+  req.object->node.hold = controller::parse_hold("2027-01-15T07:00:00Z");
+  c.pods[2].hold = controller::parse_hold("tomorrow");
+  const auto gone = decide(req, c);
+  ASSERT_THAT(gone.warnings, SizeIs(1));
+  EXPECT_THAT(gone.warnings[0], StartsWith("tainting n1 with k=x:NoExecute evicts 2 pods now"));
+  EXPECT_THAT(gone.warnings[0], Not(HasSubstr("held")));
 }
 
 TEST(admission_webhook, nothing_added_nothing_said) {

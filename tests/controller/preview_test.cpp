@@ -239,6 +239,10 @@ TEST(preview, a_hold_in_force_moves_an_eviction_to_its_end) {
   EXPECT_EQ(r.evicted_now, 0U);
   EXPECT_EQ(r.evicted_later, 3U);
   EXPECT_EQ(r.latest_seconds, 1200);
+  EXPECT_NE(summary(r).find("evicts 0 pods now, 3 more within 1200s; 1 tolerates it forever; 3 "
+                            "held by hold-until;"),
+            std::string::npos)
+      << summary(r);
 }
 
 TEST(preview, a_hold_is_cut_at_max_hold_and_ignored_when_past_malformed_or_unasked) {

@@ -4,7 +4,7 @@
 # loopback serving its secure port with a certificate this test makes (a CA and a serving
 # certificate for 127.0.0.1), and a ValidatingWebhookConfiguration that calls
 # https://127.0.0.1:PORT/validate/nodes with that CA, for this test's nodes only:
-#   - `kubectl taint` prints the webhook's warning with the right counts;
+#   - `kubectl taint` prints the webhook's warning with the right counts (held pods too);
 #   - deny mode (the policy's admission.denyEvictingMoreThan) refuses a taint that evicts too
 #     much, lets a smaller one through, and passes the acknowledgement annotation; a removal
 #     and the lifecycle taint node.kubernetes.io/not-ready are never refused;
@@ -137,6 +137,22 @@ k annotate node "$N1" taint-eviction-controller/acknowledge-eviction- >/dev/null
 kubectl_taint "$N1" tec.test/wh-
 [ "$TAINT_RC" -eq 0 ] || fail "removing the taint of $N1 failed: $TAINT_OUT"
 grep -q '^Warning' <<<"$TAINT_OUT" && fail "a removal got a warning: $TAINT_OUT"
+
+# 4b. A hold put on the node (with the acknowledgement deny mode wants for 2 pods): the
+#     warning counts the held pods and says when they would go; the controller holds them.
+log "4b. $N3 held for 30 minutes: the warning says so"
+hold_until="$(date -u -d '+30 minutes' +%Y-%m-%dT%H:%M:%SZ)"
+k annotate node "$N3" "taint-eviction-controller/hold-until=$hold_until" \
+  taint-eviction-controller/acknowledge-eviction=true >/dev/null || fail "cannot annotate $N3"
+kubectl_taint "$N3" tec.test/wh=x:NoExecute
+[ "$TAINT_RC" -eq 0 ] || fail "the acknowledged, held taint of $N3 was refused: $TAINT_OUT"
+grep -q "^Warning: tainting $N3 with tec.test/wh=x:NoExecute evicts 0 pods now, 2 more within 1[78][0-9][0-9]s; 2 held by hold-until; [0-9]*% of nodes would carry NoExecute taints\$" \
+  <<<"$TAINT_OUT" || fail "unexpected warning for the held $N3: $TAINT_OUT"
+assert_not_terminating_for 5 c1 c2
+kubectl_taint "$N3" tec.test/wh-
+[ "$TAINT_RC" -eq 0 ] || fail "removing the taint of $N3 failed: $TAINT_OUT"
+k annotate node "$N3" taint-eviction-controller/hold-until- \
+  taint-eviction-controller/acknowledge-eviction- >/dev/null || fail "cannot clear $N3"
 
 # 5. The lifecycle controller's not-ready taint: 2 pods (at once, or after the 300 s of the
 #    DefaultTolerationSeconds admission plugin), over the limit, not refused.

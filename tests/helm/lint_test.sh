@@ -46,6 +46,17 @@ elif ! grep -q "webhook.enabled needs metrics.secure" <<<"$out"; then
   echo "FAIL: metrics.secure=false with the webhook on: unexpected error: $out"
   failures=$((failures + 1))
 fi
+# freshNodeCheck: the flag and the `get` on nodes it needs, together; neither by default.
+checks=$((checks + 1))
+on=$(helm template tec "$chart" --set freshNodeCheck=true 2>&1) || true
+off=$(helm template tec "$chart" 2>&1) || true
+if ! grep -q -- '- --fresh-node-check$' <<<"$on" ||
+   ! grep -A1 'resources: \["nodes"\]' <<<"$on" | grep -q 'verbs: \["get", "list", "watch"\]' ||
+   grep -q -- '--fresh-node-check' <<<"$off" ||
+   ! grep -A1 'resources: \["nodes"\]' <<<"$off" | grep -q 'verbs: \["list", "watch"\]$'; then
+  echo "FAIL: freshNodeCheck does not give the flag with get on nodes (or the default has them)"
+  failures=$((failures + 1))
+fi
 # An unknown value is refused (additionalProperties false), so a typo is not silently ignored.
 checks=$((checks + 1))
 if helm template tec "$chart" --set replica=3 >/dev/null 2>&1; then

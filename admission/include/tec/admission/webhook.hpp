@@ -3,11 +3,13 @@
 // The validating admission webhook's decision (issue 32 item 2): a Node CREATE or UPDATE that
 // adds a NoExecute taint, or changes the value of one, gets one warning per such taint, the
 // controller's own preview of it (controller::preview(), controller::summary()) on what the
-// daemon's caches hold. It always allows, unless the policy's deny mode (admission_policy) is
-// on: then a taint that would evict more pods than allowed, or open the storm breaker, is
-// refused (403) unless the Node carries the acknowledgement annotation. Never refused: a taint
-// removal, the node lifecycle controller's not-ready and unreachable taints, and any request
-// of the node-controller service account (a partition must taint nodes unhindered).
+// daemon's caches hold, with the hold-until annotations (the node's as the request leaves it,
+// the pods' from the cache) judged at cluster_reader::now_unix(). It always allows, unless the
+// policy's deny mode (admission_policy) is on: then a taint that would evict more pods than
+// allowed, or open the storm breaker, is refused (403) unless the Node carries the acknowledgement
+// annotation. Never refused: a taint removal, the node lifecycle controller's not-ready and
+// unreachable taints, and any request of the node-controller service account (a partition must
+// taint nodes unhindered).
 //
 // What the node carried before the request is read from the daemon's cache, and from the
 // request's oldObject only for a node the cache does not hold yet: kube-apiserver 1.20 sends a
@@ -17,6 +19,7 @@
 // cluster_reader, whose implementation must be safe for that).
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +61,9 @@ public:
   [[nodiscard]] virtual std::vector<std::string> opted_out_namespaces() const = 0;
   /// The policy in force (a default-constructed one: none).
   [[nodiscard]] virtual controller::eviction_policy policy() const = 0;
+  /// The wall time now, seconds since the Unix epoch: the hold-until annotations (the node's,
+  /// as the request leaves it, and its pods') are judged against it, as the controller does.
+  [[nodiscard]] virtual std::int64_t now_unix() const = 0;
 };
 
 /// The NoExecute taints `now` carries that `before` did not carry with the same key, effect
