@@ -93,6 +93,36 @@ void apply_hold(pod_preview& p, const pod_view& pod, const node_view& node,
                        cut ? ", cut at maxHold " + base::format_duration(policy.max_hold) : "");
 }
 
+/// The storm breaker's settling time (see the file comment): `p` (evicted now or after
+/// p.seconds) waits until the taint `added`, new now, is settleSeconds old, when `added` is one
+/// of the taints causing the eviction and the breaker's keys count it.
+void apply_settle(pod_preview& p, const pod_view& pod, const std::vector<taint>& node_taints,
+                  const taint& added, const eviction_policy& policy) {
+  const storm_breaker_policy& sb = policy.storm_breaker;
+  if (p.what == pod_preview::outcome::never || !sb.enabled() || sb.settle_seconds == 0) {
+    return;
+  }
+  const std::int64_t settle = sb.settle_seconds;
+  if (p.what == pod_preview::outcome::after && p.seconds >= settle) {
+    return;
+  }
+  if (!sb.taint_keys.empty() &&
+      std::find(sb.taint_keys.begin(), sb.taint_keys.end(), added.key) == sb.taint_keys.end()) {
+    return;
+  }
+  const std::vector<taint> causes = evicting_taints(node_taints, pod.tolerations, policy.taints);
+  if (std::none_of(causes.begin(), causes.end(), [&](const taint& t) {
+        return t.key == added.key && t.value == added.value && t.effect == added.effect;
+      })) {
+    return;
+  }
+  p.what = pod_preview::outcome::after;
+  p.seconds = settle;
+  p.settling = true;
+  p.why += fmt::format("; settling: waits until the taint is {}s old (stormBreaker.settleSeconds)",
+                       settle);
+}
+
 }  // namespace
 
 std::string_view to_string(taint_effect effect) noexcept {
@@ -242,6 +272,10 @@ preview_result preview(const preview_input& in) {
       if (in.now_unix) {
         apply_hold(p, pod, n, in.policy, *in.now_unix);
       }
+      apply_settle(p, pod, no_execute_taints(after), in.added, in.policy);
+      if (p.settling) {
+        ++r.storm.settling;
+      }
       switch (p.what) {
         case pod_preview::outcome::now:
           ++r.evicted_now;
@@ -283,6 +317,7 @@ preview_result preview(const preview_input& in) {
   }
   s.breaker_enabled = sb.enabled();
   s.threshold_percent = sb.max_tainted_nodes_percent;
+  s.settle_seconds = sb.enabled() ? std::int64_t{sb.settle_seconds} : 0;
   if (s.breaker_enabled && s.nodes > 0) {
     const auto opens = [&](std::size_t tainted) {
       const double share = 100.0 * static_cast<double>(tainted) / static_cast<double>(s.nodes);
@@ -296,8 +331,8 @@ preview_result preview(const preview_input& in) {
   if (rl.evictions_per_second > 0) {
     const double burst = rl.burst > 0 ? static_cast<double>(rl.burst)
                                       : std::max(1.0, std::ceil(rl.evictions_per_second));
-    s.immediate_seconds =
-        std::max(0.0, static_cast<double>(r.evicted_now) - burst) / rl.evictions_per_second;
+    s.immediate_seconds = std::max(0.0, static_cast<double>(r.evicted_now + s.settling) - burst) /
+                          rl.evictions_per_second;
   }
   return r;
 }
@@ -334,6 +369,10 @@ std::string summary(const preview_result& r) {
   if (held > 0) {
     out += fmt::format("; {} held by hold-until", held);
   }
+  if (r.storm.settling > 0) {
+    out += fmt::format("; {} wait{} {}s for the storm breaker's settling time", r.storm.settling,
+                       r.storm.settling == 1 ? "s" : "", r.storm.settle_seconds);
+  }
   const storm_preview& s = r.storm;
   if (s.nodes > 0) {
     const auto percent = static_cast<long>(
@@ -349,7 +388,7 @@ std::string summary(const preview_result& r) {
       }
     }
   }
-  if (s.evictions_per_second > 0 && r.evicted_now > 0) {
+  if (s.evictions_per_second > 0 && r.evicted_now + s.settling > 0) {
     if (s.immediate_seconds > 0) {
       out += fmt::format("; at {}/s the immediate evictions take {:.0f}s", s.evictions_per_second,
                          std::ceil(s.immediate_seconds));

@@ -76,23 +76,30 @@ std::string breaker_line(const controller::storm_preview& s) {
   } else {
     line += "it would stay closed";
   }
+  if (s.settle_seconds > 0) {
+    line += "; settling time " + std::to_string(s.settle_seconds) +
+            "s: " + std::to_string(s.settling) +
+            (s.settling == 1 ? " eviction waits" : " evictions wait") + " for it";
+  }
   return line;
 }
 
 std::string rate_line(const controller::preview_result& r) {
+  // Those evicted now and those that go together once the settling time is over.
+  const std::size_t n = r.evicted_now + r.storm.settling;
   const std::string evictions =
-      std::to_string(r.evicted_now) +
-      (r.evicted_now == 1 ? " immediate eviction" : " immediate evictions");
+      std::to_string(n) + (n == 1 ? " immediate eviction" : " immediate evictions") +
+      (r.storm.settling > 0 ? " (" + std::to_string(r.storm.settling) + " after the settling time)"
+                            : std::string());
   if (r.storm.evictions_per_second <= 0) {
-    return "rate limit: none: " + evictions + (r.evicted_now == 1 ? " starts" : " start") +
-           " at once";
+    return "rate limit: none: " + evictions + (n == 1 ? " starts" : " start") + " at once";
   }
   const std::string head =
       "rate limit: " + number(r.storm.evictions_per_second) + " evictions/s: " + evictions;
   if (r.storm.immediate_seconds <= 0) {
-    return head + (r.evicted_now == 1 ? " starts" : " start") + " at once (within its burst)";
+    return head + (n == 1 ? " starts" : " start") + " at once (within its burst)";
   }
-  return head + (r.evicted_now == 1 ? " takes" : " take") + " about " +
+  return head + (n == 1 ? " takes" : " take") + " about " +
          std::to_string(std::llround(std::ceil(r.storm.immediate_seconds))) + "s";
 }
 
@@ -119,6 +126,7 @@ document preview_document(const preview_report& report) {
         {"taint", p.by_taint ? document(controller::taint_string(*p.by_taint)) : document(nullptr)},
         {"toleration", p.used ? toleration_json(*p.used) : document(nullptr)},
         {"rule", p.rule ? document(*p.rule) : document(nullptr)},
+        {"settling", p.settling},
         {"why", p.why},
         {"pdbs", std::move(pdbs)}});
   }
@@ -142,6 +150,8 @@ document preview_document(const preview_report& report) {
                                      {"breakerOpenNow", s.breaker_open_now},
                                      {"breakerOpens", s.breaker_opens},
                                      {"thresholdPercent", s.threshold_percent},
+                                     {"settleSeconds", s.settle_seconds},
+                                     {"settling", s.settling},
                                      {"evictionsPerSecond", s.evictions_per_second},
                                      {"immediateSeconds", s.immediate_seconds}}},
                   {"summary", controller::summary(r)},

@@ -245,6 +245,53 @@ TEST(preview, a_hold_in_force_moves_an_eviction_to_its_end) {
       << summary(r);
 }
 
+TEST(preview, the_settling_time_holds_what_the_new_taint_causes_sooner) {
+  preview_input in = mixed();
+  in.policy.storm_breaker.max_tainted_nodes_percent = 50;
+  in.policy.storm_breaker.settle_seconds = 10;
+  in.policy.rate_limit.evictions_per_second = 1;
+  in.policy.rate_limit.burst = 1;
+  preview_result r = preview(in);
+  ASSERT_EQ(r.pods.size(), 4U);
+  // plain and zero (now) wait for the settling time; waits (300 s) is later anyway; stays never.
+  EXPECT_EQ(r.pods[0].what, pod_preview::outcome::after);
+  EXPECT_EQ(r.pods[0].seconds, 10);
+  EXPECT_TRUE(r.pods[0].settling);
+  EXPECT_EQ(r.pods[0].why,
+            "no toleration for dedicated=x:NoExecute; settling: waits until the taint is 10s old "
+            "(stormBreaker.settleSeconds)");
+  EXPECT_EQ(r.pods[1].seconds, 300);
+  EXPECT_FALSE(r.pods[1].settling);
+  EXPECT_EQ(r.pods[2].what, pod_preview::outcome::never);
+  EXPECT_EQ(r.pods[3].seconds, 10);
+  EXPECT_EQ(r.evicted_now, 0U);
+  EXPECT_EQ(r.storm.settling, 2U);
+  EXPECT_EQ(r.storm.settle_seconds, 10);
+  EXPECT_DOUBLE_EQ(r.storm.immediate_seconds, 1.0) << "the two settling go together: 1 over burst";
+  EXPECT_NE(summary(r).find("evicts 0 pods now, 3 more within 300s; 1 tolerates it forever; 2 "
+                            "wait 10s for the storm breaker's settling time;"),
+            std::string::npos)
+      << summary(r);
+
+  // A taint the breaker does not count (taintKeys), or a breaker that is off: no settling.
+  in.policy.storm_breaker.taint_keys = {"node.kubernetes.io/unreachable"};
+  EXPECT_EQ(preview(in).pods[0].what, pod_preview::outcome::now);
+  in.policy.storm_breaker.taint_keys.clear();
+  in.policy.storm_breaker.max_tainted_nodes_percent = 0;
+  EXPECT_EQ(preview(in).pods[0].what, pod_preview::outcome::now);
+  EXPECT_EQ(preview(in).storm.settle_seconds, 0);
+
+  // The node's older taint causes plain's eviction too, but the new one is among the causes:
+  // it still waits. A pod that tolerates the new taint forever is evicted by the old one alone,
+  // which is taken as settled.
+  in.policy.storm_breaker.max_tainted_nodes_percent = 50;
+  in.targets[0].taints = {no_execute("old")};
+  r = preview(in);
+  EXPECT_TRUE(r.pods[0].settling);
+  EXPECT_EQ(r.pods[2].what, pod_preview::outcome::now) << "stays: evicted by old, settled";
+  EXPECT_FALSE(r.pods[2].settling);
+}
+
 TEST(preview, a_hold_is_cut_at_max_hold_and_ignored_when_past_malformed_or_unasked) {
   preview_input in = mixed();
   in.policy.max_hold = std::chrono::minutes(5);

@@ -5,7 +5,7 @@
 # another evicts nothing: each eviction waits (why settling) until its taint is 10 s old, by
 # which time the sixth taint has opened the breaker (why storm_breaker). Without the settling
 # time the pods of the first nodes would be gone before the breaker opens (README "Storm
-# breaker").
+# breaker"). The plugin's preview says so before the first taint.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 readonly OURS=10 SETTLE_S=10 WATCH_S=30
 
@@ -31,6 +31,17 @@ stormBreaker:
 EOT
 start_controller settle --policy "$policy"
 wait_acting "$CONTROLLER_LOG"
+
+# The plugin's preview of the first taint under this policy says its pod waits for the
+# settling time (README "kubectl plugin"), as the controller then makes it wait.
+plugin_bin="${TEC_PLUGIN_BIN:-$(dirname "$TEC_BIN")/kubectl-taint_eviction}"
+preview=$(timeout 60 "$plugin_bin" preview "$(node 1)" --taint testTaint1=test1:NoExecute \
+  --policy "$policy" 2>&1) || fail "preview failed: $preview"
+log "preview of $(node 1):"$'\n'"$preview"
+grep -q "^$NS  *p1  *$(node 1)  *in ${SETTLE_S}s .*; settling: waits until the taint is ${SETTLE_S}s old (stormBreaker.settleSeconds)\$" \
+  <<<"$preview" || fail "preview does not say p1 waits ${SETTLE_S}s for the settling time"
+grep -q "; settling time ${SETTLE_S}s: 1 eviction waits for it\$" <<<"$preview" \
+  || fail "preview's storm breaker line does not count the settling eviction"
 
 t0=$SECONDS
 taint "$(node 1)" testTaint1=test1:NoExecute

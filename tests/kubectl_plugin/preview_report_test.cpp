@@ -135,6 +135,18 @@ TEST(breaker_and_rate_lines, with_a_policy) {
   EXPECT_EQ(rate_line(r),
             "rate limit: 5 evictions/s: 1 immediate eviction starts at once (within "
             "its burst)");
+  // The settling time: those that wait for it go together once it is over.
+  s.settle_seconds = 10;
+  s.settling = 3;
+  EXPECT_EQ(breaker_line(s),
+            "storm breaker: 4 of 10 nodes carry NoExecute taints it counts now, 6 would (60%); "
+            "it opens above 50%: it would open and pause every eviction; settling time 10s: 3 "
+            "evictions wait for it");
+  r.evicted_now = 0;
+  r.storm.settling = 3;
+  EXPECT_EQ(rate_line(r),
+            "rate limit: 5 evictions/s: 3 immediate evictions (3 after the settling time) start "
+            "at once (within its burst)");
 }
 
 }  // namespace

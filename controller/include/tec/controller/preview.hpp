@@ -11,7 +11,9 @@
 // Given the wall time (preview_input::now_unix), a hold-until annotation in force on the pod or
 // its node makes an eviction that would come sooner wait until the hold ends, at most maxHold
 // past its own time, as the controller does (README "Holds"). The storm breaker's settling
-// time is not previewed: it depends on when each taint was seen.
+// time (stormBreaker.settleSeconds) is previewed for the taint being added, which is new: an
+// eviction it causes that would come sooner waits until it is settleSeconds old. The node's
+// other taints are taken as settled (a preview cannot know when the controller first saw them).
 // Admission control is summarised, not simulated per pod: the rate limit as the time the
 // immediate evictions take at the configured rate, the storm breaker as the share of nodes
 // that would carry a taint it counts.
@@ -53,6 +55,8 @@ struct pod_preview {
   /// go (seconds since the Unix epoch; the hold's end, or the eviction's own time + maxHold
   /// when that is sooner). `seconds` then counts to it.
   std::optional<std::int64_t> held_until_unix;
+  /// The storm breaker's settling time moved its time (to settleSeconds from now).
+  bool settling = false;
   /// One line: why ("no toleration for dedicated=x:NoExecute", "tolerates
   /// node.kubernetes.io/unreachable for 300s", "excluded: namespace kube-system", ...).
   std::string why;
@@ -67,8 +71,12 @@ struct storm_preview {
   bool breaker_open_now = false;  ///< The share is over the threshold already.
   bool breaker_opens = false;     ///< ... would be once the taint is on.
   double threshold_percent = 0;   ///< stormBreaker.maxTaintedNodesPercent.
+  /// The settling time (stormBreaker.settleSeconds; 0: off) and how many pods wait for it.
+  std::int64_t settle_seconds = 0;
+  std::size_t settling = 0;
   /// The rate limit (evictionsPerSecond; 0: none) and how long the immediate evictions would
-  /// take at it after its burst, in seconds (0 without a rate limit).
+  /// take at it after its burst, in seconds (0 without a rate limit): those evicted now and
+  /// those that go together once the settling time is over.
   double evictions_per_second = 0;
   double immediate_seconds = 0;
 };
