@@ -122,6 +122,18 @@ for v in v1beta1 v1beta3; do
   [ "$(k kustomize "$WORK/fs-$v" | grep -c "^apiVersion: flowcontrol.apiserver.k8s.io/$v\$")" -eq 2 ] \
     || fail "deploy/components/flowcontrol-$v does not turn both FlowSchemas into $v"
 done
+# deploy/components/fresh-node-check: the flag and the `get` on nodes it needs, together.
+mkdir -p "$WORK/fnc"
+printf 'resources: [%s]\ncomponents: [%s]\n' "$(realpath --relative-to="$WORK/fnc" "$DEPLOY_DIR")" \
+  "$(realpath --relative-to="$WORK/fnc" "$DEPLOY_DIR/components/fresh-node-check")" \
+  >"$WORK/fnc/kustomization.yaml"
+k kustomize "$WORK/fnc" >"$WORK/fnc.yaml" || fail "deploy/components/fresh-node-check does not render"
+grep -q -- '^        - --fresh-node-check$' "$WORK/fnc.yaml" \
+  || fail "deploy/components/fresh-node-check does not add --fresh-node-check"
+awk 'BEGIN { RS = "---\n" } /(^|\n)kind: ClusterRole\n/ && /\n  name: taint-eviction-controller\n/' \
+  "$WORK/fnc.yaml" | tr -d '\n' | grep -q -- '- nodes  verbs:  - get  - list  - watch' \
+  || fail "deploy/components/fresh-node-check does not grant get on nodes"
+grep -q -- '--fresh-node-check' "$WORK/rendered.yaml" && fail "deploy/ alone turns on --fresh-node-check"
 
 # --- 1. server-side dry run of everything but the PDB ---------------------------------------
 
