@@ -236,12 +236,17 @@ public:
     return std::nullopt;
   }
 
-  /// A Go duration ("30s", "10m", "1h30m", "0s"): not negative, at most 100 years.
+  /// A Go duration ("30s", "10m", "1h30m", "0s"): not negative, at most 100 years. A minus
+  /// sign is negative unless every digit is zero ("-0s" is zero, as in Go): "-0.4ms" is
+  /// negative although it rounds to 0 ms.
   std::optional<std::chrono::milliseconds> duration(const YAML::Node& node,
                                                     const std::string& path) {
     if (node.IsScalar()) {
       if (const auto d = base::parse_go_duration(node.Scalar())) {
-        if (d->count() < 0) {
+        const std::string& text = node.Scalar();
+        const bool minus =
+            text.starts_with('-') && text.find_first_of("123456789") != std::string::npos;
+        if (d->count() < 0 || minus) {
           error(node.Mark(), path, "must not be negative, got " + describe(node));
           return std::nullopt;
         }

@@ -349,6 +349,13 @@ TEST(policy_evict, bad_values) {
               HasSubstr(":3:15: evictionMode: must be Delete or Evict, got \"Foo\""));
   EXPECT_THAT(only_error(parse("fallbackAfter: -5s\n")),
               HasSubstr("fallbackAfter: must not be negative, got \"-5s\""));
+  // Negative although it rounds to 0 ms; minus zero is zero, as in Go.
+  EXPECT_THAT(only_error(parse("fallbackAfter: -0.4ms\n")),
+              HasSubstr("fallbackAfter: must not be negative, got \"-0.4ms\""));
+  const auto minus_zero = parse("fallbackAfter: -0.0s\nmaxHold: +1h\n");
+  ASSERT_TRUE(minus_zero.policy) << minus_zero.summary();
+  EXPECT_EQ(minus_zero.policy->fallback_after, std::chrono::milliseconds{0});
+  EXPECT_EQ(minus_zero.policy->max_hold, std::chrono::hours{1});
   EXPECT_THAT(only_error(parse("fallbackAfter: abc\n")),
               HasSubstr("fallbackAfter: expected a duration such as 30s, 10m or 1h30m"));
   EXPECT_THAT(only_error(parse("fallbackAfter: 10\n")), HasSubstr("expected a duration"));
