@@ -94,33 +94,38 @@ void apply_hold(pod_preview& p, const pod_view& pod, const node_view& node,
 }
 
 /// The storm breaker's settling time (see the file comment): `p` (evicted now or after
-/// p.seconds) waits until the taint `added`, new now, is settleSeconds old, when `added` is one
-/// of the taints causing the eviction and the breaker's keys count it.
+/// p.seconds) waits until each taint causing it that the breaker's keys count is settleSeconds
+/// old: `added` is new now; another taint is as old as its timeAdded says (given `now`), and
+/// taken as settled without one.
 void apply_settle(pod_preview& p, const pod_view& pod, const std::vector<taint>& node_taints,
-                  const taint& added, const eviction_policy& policy) {
+                  const taint& added, const eviction_policy& policy,
+                  std::optional<std::int64_t> now) {
   const storm_breaker_policy& sb = policy.storm_breaker;
   if (p.what == pod_preview::outcome::never || !sb.enabled() || sb.settle_seconds == 0) {
     return;
   }
   const std::int64_t settle = sb.settle_seconds;
-  if (p.what == pod_preview::outcome::after && p.seconds >= settle) {
-    return;
+  std::int64_t wait = 0;  // seconds from now until the last cause has settled
+  for (const taint& t : evicting_taints(node_taints, pod.tolerations, policy.taints)) {
+    if (!sb.taint_keys.empty() &&
+        std::find(sb.taint_keys.begin(), sb.taint_keys.end(), t.key) == sb.taint_keys.end()) {
+      continue;
+    }
+    if (t.key == added.key && t.value == added.value && t.effect == added.effect) {
+      wait = std::max(wait, settle);
+    } else if (t.time_added_unix != 0 && now) {
+      wait = std::max(wait, t.time_added_unix + settle - *now);
+    }
   }
-  if (!sb.taint_keys.empty() &&
-      std::find(sb.taint_keys.begin(), sb.taint_keys.end(), added.key) == sb.taint_keys.end()) {
-    return;
-  }
-  const std::vector<taint> causes = evicting_taints(node_taints, pod.tolerations, policy.taints);
-  if (std::none_of(causes.begin(), causes.end(), [&](const taint& t) {
-        return t.key == added.key && t.value == added.value && t.effect == added.effect;
-      })) {
+  const std::int64_t own = p.what == pod_preview::outcome::after ? p.seconds : 0;
+  if (wait <= own) {
     return;
   }
   p.what = pod_preview::outcome::after;
-  p.seconds = settle;
+  p.seconds = wait;
   p.settling = true;
-  p.why += fmt::format("; settling: waits until the taint is {}s old (stormBreaker.settleSeconds)",
-                       settle);
+  p.why += fmt::format(
+      "; settling: waits until its taints are {}s old (stormBreaker.settleSeconds)", settle);
 }
 
 }  // namespace
@@ -272,7 +277,7 @@ preview_result preview(const preview_input& in) {
       if (in.now_unix) {
         apply_hold(p, pod, n, in.policy, *in.now_unix);
       }
-      apply_settle(p, pod, no_execute_taints(after), in.added, in.policy);
+      apply_settle(p, pod, no_execute_taints(after), in.added, in.policy, in.now_unix);
       if (p.settling) {
         ++r.storm.settling;
       }

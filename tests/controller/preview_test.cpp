@@ -258,7 +258,7 @@ TEST(preview, the_settling_time_holds_what_the_new_taint_causes_sooner) {
   EXPECT_EQ(r.pods[0].seconds, 10);
   EXPECT_TRUE(r.pods[0].settling);
   EXPECT_EQ(r.pods[0].why,
-            "no toleration for dedicated=x:NoExecute; settling: waits until the taint is 10s old "
+            "no toleration for dedicated=x:NoExecute; settling: waits until its taints are 10s old "
             "(stormBreaker.settleSeconds)");
   EXPECT_EQ(r.pods[1].seconds, 300);
   EXPECT_FALSE(r.pods[1].settling);
@@ -290,6 +290,18 @@ TEST(preview, the_settling_time_holds_what_the_new_taint_causes_sooner) {
   EXPECT_TRUE(r.pods[0].settling);
   EXPECT_EQ(r.pods[2].what, pod_preview::outcome::now) << "stays: evicted by old, settled";
   EXPECT_FALSE(r.pods[2].settling);
+
+  // An older taint with a timeAdded 4 s ago settles in 6 s: stays waits that long; the others
+  // wait for the new taint's 10 s. Without now_unix its age is unknown: settled.
+  in.targets[0].taints[0].time_added_unix = hold_now - 4;
+  in.now_unix = hold_now;
+  r = preview(in);
+  EXPECT_EQ(r.pods[2].what, pod_preview::outcome::after);
+  EXPECT_EQ(r.pods[2].seconds, 6);
+  EXPECT_TRUE(r.pods[2].settling);
+  EXPECT_EQ(r.pods[0].seconds, 10);
+  in.now_unix.reset();
+  EXPECT_EQ(preview(in).pods[2].what, pod_preview::outcome::now);
 }
 
 TEST(preview, a_hold_is_cut_at_max_hold_and_ignored_when_past_malformed_or_unasked) {

@@ -38,7 +38,7 @@ plugin_bin="${TEC_PLUGIN_BIN:-$(dirname "$TEC_BIN")/kubectl-taint_eviction}"
 preview=$(timeout 60 "$plugin_bin" preview "$(node 1)" --taint testTaint1=test1:NoExecute \
   --policy "$policy" 2>&1) || fail "preview failed: $preview"
 log "preview of $(node 1):"$'\n'"$preview"
-grep -q "^$NS  *p1  *$(node 1)  *in ${SETTLE_S}s .*; settling: waits until the taint is ${SETTLE_S}s old (stormBreaker.settleSeconds)\$" \
+grep -q "^$NS  *p1  *$(node 1)  *in ${SETTLE_S}s .*; settling: waits until its taints are ${SETTLE_S}s old (stormBreaker.settleSeconds)\$" \
   <<<"$preview" || fail "preview does not say p1 waits ${SETTLE_S}s for the settling time"
 grep -q "; settling time ${SETTLE_S}s: 1 eviction waits for it\$" <<<"$preview" \
   || fail "preview's storm breaker line does not count the settling eviction"

@@ -11,9 +11,11 @@
 // Given the wall time (preview_input::now_unix), a hold-until annotation in force on the pod or
 // its node makes an eviction that would come sooner wait until the hold ends, at most maxHold
 // past its own time, as the controller does (README "Holds"). The storm breaker's settling
-// time (stormBreaker.settleSeconds) is previewed for the taint being added, which is new: an
-// eviction it causes that would come sooner waits until it is settleSeconds old. The node's
-// other taints are taken as settled (a preview cannot know when the controller first saw them).
+// time (stormBreaker.settleSeconds) is previewed as the controller applies it: an eviction
+// waits until each taint causing it is settleSeconds old; the taint being added is new, the
+// node's other taints are as old as their timeAdded says (given now_unix: the node lifecycle
+// controller's taints have one) and taken as settled without one (only the running controller
+// knows when it first saw a taint `kubectl taint` put on).
 // Admission control is summarised, not simulated per pod: the rate limit as the time the
 // immediate evictions take at the configured rate, the storm breaker as the share of nodes
 // that would carry a taint it counts.
