@@ -57,6 +57,18 @@ if ! grep -q -- '- --fresh-node-check$' <<<"$on" ||
   echo "FAIL: freshNodeCheck does not give the flag with get on nodes (or the default has them)"
   failures=$((failures + 1))
 fi
+# monitoring.prometheusRule.runbookURL: every alert's runbook_url points there, at its section.
+checks=$((checks + 1))
+alerts=$(grep -c '^ *- alert: ' deploy/monitoring/prometheusrule.yaml)
+url=https://git.example.com/tec/blob/v0.1.0/docs/runbook.md
+on=$(helm template tec "$chart" --set monitoring.prometheusRule.enabled=true \
+  --set monitoring.prometheusRule.runbookURL=$url 2>&1) || true
+off=$(helm template tec "$chart" --set monitoring.prometheusRule.enabled=true 2>&1) || true
+if [ "$alerts" -lt 1 ] || [ "$(grep -c "runbook_url: $url#taintevict" <<<"$on")" != "$alerts" ] ||
+   [ "$(grep -c 'runbook_url: docs/runbook.md#taintevict' <<<"$off")" != "$alerts" ]; then
+  echo "FAIL: runbookURL does not set the $alerts alerts' runbook_url (or the default changed)"
+  failures=$((failures + 1))
+fi
 # An unknown value is refused (additionalProperties false), so a typo is not silently ignored.
 checks=$((checks + 1))
 if helm template tec "$chart" --set replica=3 >/dev/null 2>&1; then
