@@ -94,7 +94,7 @@ token=$(k -n "$CONTROLLER_NS" create token "$reader") || fail "no token for $rea
 no_role_token=$(k -n "$CONTROLLER_NS" create token "$nobody") || fail "no token for $nobody"
 svc_ip=$(k -n "$CONTROLLER_NS" get service taint-eviction-controller-metrics -o jsonpath='{.spec.clusterIP}')
 url="https://$svc_ip:8443/metrics"
-metrics_ok() { curl -kfsS --max-time 5 -H "Authorization: Bearer $token" "$url" | grep -q '^taint_eviction_controller_is_leader '; }
+metrics_ok() { curl -kfsS --max-time 5 -H "Authorization: Bearer $token" "$url" | matches '^taint_eviction_controller_is_leader '; }
 wait_until 30 "/metrics through the Service ClusterIP $svc_ip" metrics_ok
 code=$(curl -ks -o /dev/null -w '%{http_code}' --max-time 5 "$url") || true
 [ "$code" = 401 ] || fail "$url without a token answered $code, expected 401"

@@ -66,7 +66,7 @@ k -n "$CONTROLLER_NS" get pdb taint-eviction-controller -o name >/dev/null || fa
 [ "$(k get flowschemas -o name | grep -c taint-eviction-controller)" = 2 ] || fail "the FlowSchemas are not there"
 
 # The Lease of the deleted replicas expires (15 s) before one of the release's takes it.
-holder_is_ours() { local h; h=$(lease_holder_pod) && controller_pods | grep -qxF "$h"; }
+holder_is_ours() { local h; h=$(lease_holder_pod) && controller_pods | matches -xF "$h"; }
 wait_until 90 "the Lease held by a replica of the release" holder_is_ours
 
 # The same checks as for the kustomize install.
@@ -102,12 +102,12 @@ t0=$(now_ms)
 h upgrade "$RELEASE" "$CHART" -n "$CONTROLLER_NS" --reuse-values --wait --timeout 120s \
   --set policy.rateLimit.evictionsPerSecond=7 --set policy.rateLimit.burst=9 >"$WORK/upgrade.out" 2>&1 \
   || fail "helm upgrade failed: $(cat "$WORK/upgrade.out")"
-k -n "$CONTROLLER_NS" get configmap "$CM" -o jsonpath='{.data.policy\.yaml}' | grep -q 'evictionsPerSecond: 7' \
+k -n "$CONTROLLER_NS" get configmap "$CM" -o jsonpath='{.data.policy\.yaml}' | matches 'evictionsPerSecond: 7' \
   || fail "the ConfigMap does not hold the upgraded policy"
 reloaded_by_all() {
   local p
   for p in $(controller_pods); do
-    timeout 30 kubectl -n "$CONTROLLER_NS" logs "$p" | grep -q 'eviction policy reloaded from .*rate limit 7/s burst 9' || return 1
+    timeout 30 kubectl -n "$CONTROLLER_NS" logs "$p" | matches 'eviction policy reloaded from .*rate limit 7/s burst 9' || return 1
   done
 }
 # The kubelet's ConfigMap sync (up to about a minute) and the reload interval (5 s).

@@ -9,6 +9,12 @@
 # at a time (RESOURCE_LOCK node): each taints the only node.
 set -euo pipefail
 
+# matches GREP-ARGS...: grep -q's answer, but reading all its input. grep -q stops at its first
+# match, and under pipefail the writer it leaves behind (kubectl, curl) can die of SIGPIPE and
+# fail the pipeline although the line was there (seen: 4 in 100 `kubectl ... | head -1` on a
+# busy machine). Use `producer | matches PATTERN`, never `producer | grep -q PATTERN`.
+matches() { grep "$@" >/dev/null; }
+
 readonly REQ_TIMEOUT=20s  # per kubectl request
 readonly CMD_TIMEOUT=60   # seconds, hard cap per kubectl invocation
 readonly CONTROLLER_NS=taint-eviction-controller

@@ -19,7 +19,7 @@ on_exit_restore() {
       "$WORK/shipped.json" | k replace -f - >/dev/null 2>&1 || true
 }
 events_of_cm() { k -n "$CONTROLLER_NS" describe configmap "$CM" | sed -n '/^Events:/,$p'; }
-has() { events_of_cm | grep -Eq "$1"; }
+has() { events_of_cm | matches -E "$1"; }
 
 wait_until 60 "a PolicyApplied Event from the start on ConfigMap $CM" \
   has "Normal +PolicyApplied .*Policy sha256:[0-9a-f]{12} in force since the start"
@@ -45,6 +45,6 @@ for p in $(controller_pods); do
   wait_until 60 "pod $p logging that the policy in force stays" \
     bash -c "timeout 30 kubectl -n '$CONTROLLER_NS' logs '$p' | grep -q 'eviction policy change rejected, the policy in force stays'"
 done
-events_of_cm | grep -q "PolicyApplied .* applied (was" && fail "a policy was applied after the typo: $(events_of_cm)"
+events_of_cm | matches "PolicyApplied .* applied (was" && fail "a policy was applied after the typo: $(events_of_cm)"
 log "both replicas kept the policy in force"
 echo "PASS: $TEST_NAME"

@@ -72,7 +72,7 @@ applied_by_both() {
   local p n=0
   for p in $(controller_pods); do
     k -n "$CONTROLLER_NS" logs "$p" | grep -E "eviction policy (reloaded|from) " | tail -n 1 \
-      | grep -q "taint rules tec.test/ignored Ignore" && n=$((n + 1))
+      | matches "taint rules tec.test/ignored Ignore" && n=$((n + 1))
   done
   [ "$n" -ge 2 ]
 }

@@ -73,7 +73,7 @@ expect_warning() {  # expect_warning KUBECONFIG NEEDLE
   done
   # The start-up warnings come from the daemon (the informers' own about the dead server follow).
   [ "$(grep -c ' warning daemon ' "$1.log")" -eq 1 ] || fail "$1: expected one warning: $(cat "$1.log")"
-  grep ' warning daemon ' "$1.log" | grep -qF -- "$2" \
+  grep ' warning daemon ' "$1.log" | matches -F -- "$2" \
     || fail "$1: the warning does not say '$2': $(cat "$1.log")"
   stop_controller "$pid"
   log "$(basename "$1"): $(grep ' warning daemon ' "$1.log" | sed 's/.* warning *daemon *//')"

@@ -110,7 +110,7 @@ watch_pod counted $((T0_MS + 42000))
 [ "$EVICT_MS" -ge 38000 ] || fail "pod $NS/counted terminating at T0 + ${EVICT_MS} ms, before T0 + 38 s"
 server_s=$(deleted_after_t0 counted)
 [ "$server_s" -ge 38 ] || fail "the apiserver recorded the delete of $NS/counted at T0 + ${server_s} s, before T0 + 38 s"
-grep "deadline from taint time" "$LOG_B" | grep -qF "pod=\"$NS/counted\"" \
+grep "deadline from taint time" "$LOG_B" | matches -F "pod=\"$NS/counted\"" \
   || fail "b did not log 'deadline from taint time' for pod=\"$NS/counted\""
 log "part 1 (from taint time): a killed at T0 + ${KILL_MS} ms, b acting at T0 + ${ACT_MS} ms, pod evicted (seen) at T0 + ${EVICT_MS} ms, delete at T0 + ${server_s} s by the apiserver's clock (expected T0 + 40 s +- 2 s)"
 stop_controller "$PID_B"
@@ -125,7 +125,7 @@ act_ms=$ACT_MS
 watch_pod restarted $((T0_MS + (LEASE_SECONDS + KILL_AFTER_S + TOLERATION_SECONDS + 15) * 1000))
 [ -n "$EVICT_MS" ] || fail "pod $NS/restarted not evicted by T0 + $((LEASE_SECONDS + KILL_AFTER_S + TOLERATION_SECONDS + 15)) s (b acting at T0 + ${act_ms} ms)"
 server_s=$(deleted_after_t0 restarted)
-grep "deadline from taint time" "$LOG_B" | grep -qF "pod=\"$NS/restarted\"" \
+grep "deadline from taint time" "$LOG_B" | matches -F "pod=\"$NS/restarted\"" \
   && fail "b logged 'deadline from taint time' for pod=\"$NS/restarted\" with --deadlines-from-taint-time=false"
 log "part 2 (flag off): a killed at T0 + ${KILL_MS} ms, b acting at T0 + ${act_ms} ms, not terminating at T0 + 45 s, pod evicted (seen) at T0 + ${EVICT_MS} ms ($((EVICT_MS - act_ms)) ms after b acted), delete at T0 + ${server_s} s by the apiserver's clock"
 stop_controller "$PID_B"

@@ -113,7 +113,7 @@ check_golden preview-ignored "$(sed -n '1,/^$/p' <<<"$OUT" | sed '/^$/d' | norma
 # covering a pod evicted now, and its allowance (0: no controller-manager computes one here).
 k -n "$NS" label pod plain tec.test/app=plain >/dev/null || fail "cannot label $NS/plain"
 pdb_version=policy/v1beta1
-k api-versions | grep -qx policy/v1 && pdb_version=policy/v1
+k api-versions | matches -x policy/v1 && pdb_version=policy/v1
 k apply -f - >/dev/null <<EOT || fail "cannot create the PodDisruptionBudget"
 apiVersion: $pdb_version
 kind: PodDisruptionBudget

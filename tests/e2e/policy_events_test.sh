@@ -25,7 +25,7 @@ header=$POLICY_HEADER
 # describe_has PATTERN SECONDS: until `kubectl describe configmap` shows PATTERN (grep -E).
 describe_has() {
   local deadline=$((SECONDS + $2))
-  until k -n "$DEPLOY_NS" describe configmap "$CM" | grep -Eq "$1"; do
+  until k -n "$DEPLOY_NS" describe configmap "$CM" | matches -E "$1"; do
     [ "$SECONDS" -lt "$deadline" ] || fail "kubectl describe configmap $CM shows no '$1' within $2 s:
 $(k -n "$DEPLOY_NS" describe configmap "$CM" | sed -n '/^Events:/,$p')"
     sleep 0.5

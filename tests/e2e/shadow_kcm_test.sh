@@ -195,7 +195,7 @@ api_event_messages() {
     | grep -o '"message": *"[^"]*"' | cut -d'"' -f4 || true
 }
 # wait_kcm_event POD MESSAGE_PREFIX SECONDS: until kube-controller-manager's event is written.
-kcm_event() { api_event_messages "$1" | grep -q "^$2"; }
+kcm_event() { api_event_messages "$1" | matches "^$2"; }
 wait_kcm_event() {
   wait_for "$3" "no '$2' event for $NS/$1 within $3 s" kcm_event "$1" "$2"
 }

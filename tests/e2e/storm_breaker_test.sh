@@ -72,7 +72,7 @@ wait_metric taint_eviction_controller_evictions_waiting "v == $open_n" 30
 log "breaker open: $open_n due evictions held, none started"
 wait_lease_event() {  # wait_lease_event REASON TYPE
   local deadline=$((SECONDS + 30))
-  until new_lease_events "$1" | grep -q "^[^|]*|$2|Storm breaker"; do
+  until new_lease_events "$1" | matches "^[^|]*|$2|Storm breaker"; do
     [ "$SECONDS" -lt "$deadline" ] || fail "no $2 $1 event on Lease $DEPLOY_NS/$lease within 30 s"
     sleep 0.5
   done

@@ -119,7 +119,10 @@ grep -q "wrote a new CA and serving certificate to the Secret $DEPLOY_NS/$SECRET
 secret_field ca.crt >"$WORK/ca.crt"
 secret_field ca.key >"$WORK/ca.key"
 secret_field tls.crt >"$WORK/tls.crt"
-ca_bundles | head -1 | base64 -d >"$WORK/bundle.pem"
+# Not `ca_bundles | head -1`: kubectl writes each webhook's caBundle separately, and under
+# pipefail a head that has its line and exits fails the pipeline with kubectl's SIGPIPE.
+ca_bundles >"$WORK/bundles"
+head -1 "$WORK/bundles" | base64 -d >"$WORK/bundle.pem"
 openssl verify -CAfile "$WORK/bundle.pem" "$WORK/tls.crt" >/dev/null || fail "tls.crt does not verify against the caBundle"
 sans=$(openssl x509 -in "$WORK/tls.crt" -noout -ext subjectAltName | tail -1 | tr -d ' ')
 [ "$sans" = "DNS:$DNS,DNS:$DNS.cluster.local" ] || fail "tls.crt names '$sans'"

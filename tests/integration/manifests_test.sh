@@ -105,7 +105,7 @@ for kind in Namespace ServiceAccount ClusterRole ClusterRoleBinding Role RoleBin
   Deployment Service NetworkPolicy PodDisruptionBudget FlowSchema; do
   grep -q "^kind: $kind\$" "$WORK/rendered.yaml" || fail "deploy/ renders no $kind"
 done
-if grep -E '^  namespace: ' "$WORK/rendered.yaml" | grep -vq '^  namespace: taint-eviction-controller$'; then
+if grep -E '^  namespace: ' "$WORK/rendered.yaml" | grep -v '^  namespace: taint-eviction-controller$' >/dev/null; then
   fail "deploy/ renders an object outside namespace taint-eviction-controller"
 fi
 # The FlowSchemas (flowcontrol v1, Kubernetes 1.29+) name the ServiceAccount deploy/ ships.
@@ -131,7 +131,7 @@ k kustomize "$WORK/fnc" >"$WORK/fnc.yaml" || fail "deploy/components/fresh-node-
 grep -q -- '^        - --fresh-node-check$' "$WORK/fnc.yaml" \
   || fail "deploy/components/fresh-node-check does not add --fresh-node-check"
 awk 'BEGIN { RS = "---\n" } /(^|\n)kind: ClusterRole\n/ && /\n  name: taint-eviction-controller\n/' \
-  "$WORK/fnc.yaml" | tr -d '\n' | grep -q -- '- nodes  verbs:  - get  - list  - watch' \
+  "$WORK/fnc.yaml" | tr -d '\n' | grep -- '- nodes  verbs:  - get  - list  - watch' >/dev/null \
   || fail "deploy/components/fresh-node-check does not grant get on nodes"
 grep -q -- '--fresh-node-check' "$WORK/rendered.yaml" && fail "deploy/ alone turns on --fresh-node-check"
 
@@ -191,7 +191,7 @@ expect_field '{.spec.template.spec.volumes[?(@.name=="policy")].configMap.name}'
   "taint-eviction-controller-policy$NAME_SUFFIX"
 expect_field "{$c.volumeMounts[?(@.name==\"policy\")].mountPath}" /etc/taint-eviction-controller
 expect_field "{$c.volumeMounts[?(@.name==\"policy\")].readOnly}" true
-deploy_json "{$c.args}" | grep -qF '"--policy=/etc/taint-eviction-controller/policy.yaml"' \
+deploy_json "{$c.args}" | grep -F '"--policy=/etc/taint-eviction-controller/policy.yaml"' >/dev/null \
   || fail "the Deployment does not pass --policy=/etc/taint-eviction-controller/policy.yaml: $(deploy_json "{$c.args}")"
 grep -q "^  name: taint-eviction-controller-policy$NAME_SUFFIX\$" "$WORK/all-but-pdb.yaml" \
   || fail "the render has no ConfigMap taint-eviction-controller-policy$NAME_SUFFIX"
@@ -282,7 +282,7 @@ expect_node_field '{.spec.replicas}' 2
 # --- 3. the PodDisruptionBudget -------------------------------------------------------------
 
 pdb="$DEPLOY_DIR/pdb.yaml"
-if k api-versions | grep -qx 'policy/v1'; then
+if k api-versions | grep -x 'policy/v1' >/dev/null; then
   out=$(k apply --dry-run=client -f "$pdb" 2>&1) || fail "client dry run of $pdb failed: $out"
   echo "  $out"
 else
