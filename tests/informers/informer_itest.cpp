@@ -366,7 +366,10 @@ TEST_P(informer_itest, watch_gone_after_restart_then_compacted_relist_falls_back
   opts.backoff.jitter = 0;
   start_nodes(opts);
   ASSERT_TRUE(run_until([this] { return nodes_->has_synced(); }));
-  ASSERT_TRUE(node_seen_.contains("add doomed"));
+  // The first LIST (resourceVersion=0) is served from the watch cache, which may not have
+  // caught up with the two creates yet; the watch then brings the missing node.
+  ASSERT_TRUE(run_until(
+      [this] { return node_seen_.contains("add keep") && node_seen_.contains("add doomed"); }));
   const std::string synced_at = nodes_->resource_version();
 
   // Any write moves etcd's revision past `synced_at`, so the restarted server's watch cache
