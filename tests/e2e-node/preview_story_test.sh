@@ -33,7 +33,28 @@ restore_policy() {
     | python3 -c 'import json,sys; c=json.load(sys.stdin); s=json.load(open(sys.argv[1])); c["data"]=s["data"]; print(json.dumps(c))' \
       "$WORK/shipped.json" | k replace -f - >/dev/null 2>&1 || true
 }
-on_cleanup() { restore_policy; }
+# The next test on this node must find the shipped policy in force, not this test's: after
+# putting it back, wait (bounded, as the kubelet syncs the mounted file within about a minute)
+# until each replica's last policy line no longer has this test's taint rule.
+last_policy_lines_without_ours() {
+  local p n=0
+  for p in $(controller_pods); do
+    k -n "$CONTROLLER_NS" logs "$p" | grep -E "eviction policy (reloaded|from) " | tail -n 1 \
+      | matches -v "taint rules tec.test/ignored Ignore" && n=$((n + 1))
+  done
+  [ "$n" -ge 2 ]
+}
+on_cleanup() {
+  restore_policy
+  local deadline=$((SECONDS + 180))
+  until last_policy_lines_without_ours; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "$TEST_NAME: the replicas did not reload the shipped policy within 180 s" >&2
+      return
+    fi
+    sleep 2
+  done
+}
 
 kc() { timeout "$CMD_TIMEOUT" kubectl "$@"; }  # no global flags: kubectl refuses them before a plugin
 show() {  # show kc ARGS...: run kubectl, print the command and its output indented (README pastes
