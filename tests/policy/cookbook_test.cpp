@@ -1,5 +1,5 @@
-// README.md's "Policy cookbook": every YAML block of that section is a whole policy file that
-// parses and sets something. Keeps the examples an operator copies valid.
+// docs/policy.md's "Policy cookbook": every YAML block of that section is a whole policy file
+// that parses and sets something. Keeps the examples an operator copies valid.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -14,8 +14,8 @@ namespace {
 
 /// The ```yaml blocks between the "### Policy cookbook" heading and the next heading.
 std::vector<std::string> cookbook_blocks() {
-  std::ifstream in(std::string(TEC_SOURCE_DIR) + "/README.md");
-  EXPECT_TRUE(in) << "cannot read README.md";
+  std::ifstream in(std::string(TEC_SOURCE_DIR) + "/docs/policy.md");
+  EXPECT_TRUE(in) << "cannot read docs/policy.md";
   std::vector<std::string> blocks;
   bool in_section = false;
   bool in_block = false;
@@ -41,9 +41,9 @@ std::vector<std::string> cookbook_blocks() {
 
 TEST(cookbook, every_recipe_is_a_valid_policy_that_sets_something) {
   const auto blocks = cookbook_blocks();
-  ASSERT_GE(blocks.size(), 3U) << "no cookbook section in README.md (three recipes)";
+  ASSERT_GE(blocks.size(), 3U) << "no cookbook section in docs/policy.md (three recipes)";
   for (std::size_t i = 0; i < blocks.size(); ++i) {
-    const auto r = parse_policy(blocks[i], "README.md cookbook #" + std::to_string(i + 1));
+    const auto r = parse_policy(blocks[i], "docs/policy.md cookbook #" + std::to_string(i + 1));
     ASSERT_TRUE(r) << r.summary() << "\n" << blocks[i];
     EXPECT_NE(*r.policy, controller::eviction_policy{}) << blocks[i];
   }
