@@ -87,7 +87,7 @@ chart() {
     return 0
   fi
   if ! command -v helm >/dev/null; then
-    log "helm is not installed: the chart is not packaged (README 'Release')"
+    log "helm is not installed: the chart is not packaged (docs/install.md#release)"
     return 0
   fi
   # A chart version is SemVer 2 without the leading v; appVersion is the image tag.

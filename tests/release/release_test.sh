@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The pieces of `make release` that run offline in seconds (the full run builds the image: see
-# README "Release"):
+# docs/install.md#release):
 # - cmake/version.sh on a scratch git repository: before any v* tag, on the tag, past it, dirty;
 # - cmake/commit.cmake: the version and commit from the environment (the image's build), and
 #   what it refuses to put in a C string;
