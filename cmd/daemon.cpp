@@ -28,6 +28,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+
+#include <pthread.h>
 #include <utility>
 #include <vector>
 
@@ -38,6 +40,7 @@
 #include "tec/admission/review.hpp"
 #include "tec/admission/webhook.hpp"
 #include "tec/asio/every.hpp"
+#include "tec/asio/io_thread.hpp"
 #include "tec/asio/signals.hpp"
 #include "tec/asio/task_group.hpp"
 #include "tec/base/error.hpp"
@@ -89,6 +92,9 @@ constexpr auto healthz_tolerance = 20s;
 constexpr auto policy_poll_interval = 5s;
 // The validating admission webhook's path (deploy/webhook.yaml).
 constexpr std::string_view webhook_path = "/validate/nodes";
+// A review's time: the API server waits 3 s (deploy/webhook.yaml's timeoutSeconds) and then
+// ignores the webhook (failurePolicy Ignore); past this the answer is "allowed", no warning.
+constexpr auto review_budget = 2s;
 // While the storm breaker is open, the count of held evictions is logged this often.
 constexpr auto breaker_log_interval = 60s;
 // Shadow mode settles what is due this often.
@@ -177,6 +183,7 @@ public:
   // that leaves io.run() is logged and stops the process with status 1.
   void start() {
     thread_ = std::thread([this] {
+      ::pthread_setname_np(::pthread_self(), "tec-io");
       try {
         io_.run();
       } catch (const std::exception& e) {
@@ -440,8 +447,9 @@ std::vector<std::string> serving_hosts() {
 }
 
 // The probe, metrics and /debug endpoints. What they serve is read from the objects it borrows
-// (`sources`, which all outlive it); checks and handlers run on the servers' strand (the I/O
-// thread), the /debug documents are built on a reports thread of its own. /metrics and /debug/*
+// (`sources`, which all outlive it); checks and handlers run on the servers' strand (the
+// serving thread, never the control loop's), the /debug documents on a reports thread of
+// their own. /metrics and /debug/*
 // are served over HTTPS to the requests the API server authenticates and authorizes
 // (--metrics-secure, the default), the probes over plain HTTP on their own port.
 class daemon_endpoints {
@@ -505,14 +513,23 @@ public:
     metrics_port.handle("/metrics", metrics_handler);
     // The admission webhook (README "Warnings at kubectl taint"): the API server calls it
     // without credentials, so it is not behind the delegated authentication; it reads only the
-    // caches and answers on the strand (a review of a node with 110 pods in a cluster of 1,000
-    // nodes costs about 0.3 ms of CPU: bench/admission_bench.cpp). Any replica answers.
+    // caches and answers on the serving strand (a review of a node with 110 pods in a cluster
+    // of 1,000 nodes costs about 0.3 ms of CPU: bench/admission_bench.cpp), bounded by
+    // admission::max_review_taints and review_budget whatever the request holds. Any replica
+    // answers.
     metrics_port.handle_post(
         std::string(webhook_path),
         ops::post_route_options{
             .body_limit = admission::max_review_bytes, .timeout = 5s, .unauthenticated = true},
-        [this](std::string_view body) {
-          auto answer = admission::serve(body, src_.webhook);
+        [this, &reviews = src_.registry.add_counter(
+                   "taint_eviction_controller_webhook_reviews_total",
+                   "Admission reviews of Node requests answered, by result (allowed, warned, "
+                   "refused, not_ready, too_many_taints, over_budget, malformed).",
+                   {"result"})](std::string_view body) {
+          const auto deadline = steady::now() + review_budget;
+          auto answer = admission::serve(body, src_.webhook,
+                                         [deadline] { return steady::now() >= deadline; });
+          reviews.with({admission::to_string(answer.outcome)}).inc();
           return ops::http_response{answer.status, std::move(answer.content_type),
                                     std::move(answer.body)};
         });
@@ -961,7 +978,15 @@ struct daemon::impl {
   std::shared_ptr<spdlog::logger> log;
 
   // Declared first, destroyed last: everything below posts to it or holds its executor.
+  // The control loop: timers, watches, writes (the I/O thread, run by `process`).
   asio::io_context io{1};
+  // The secure and probe ports (TLS handshakes, authentication, the webhook, /metrics, the
+  // probes) and the reviews' client: a request, however costly, never runs on the control
+  // loop's thread, nor delays a renewal of the lease.
+  async::io_thread serving{"tec-serving"};
+  // Leader election and its own client: a renewal waits behind nothing else.
+  async::io_thread election{"tec-election"};
+  async::task_group election_tasks{election.executor()};
   metric_set metrics;
   shadow_parts shadow_mode;  // before everything that feeds it
   std::optional<k8sclient::client> api;
@@ -1010,7 +1035,7 @@ struct daemon::impl {
       ropts.burst = review_burst;
       ropts.max_connections = review_connections;
       ropts.user_agent += " reviews";
-      review_api.emplace(io.get_executor(), config, std::move(ropts));
+      review_api.emplace(serving.executor(), config, std::move(ropts));
     }
     driver.emplace(io.get_executor(), io.get_executor());
     out.recorder.emplace(io.get_executor(), *api);
@@ -1139,7 +1164,7 @@ struct daemon::impl {
     copts.qps = 0;
     copts.max_connections = 2;
     copts.user_agent += " leader-election";
-    lead.api.emplace(io.get_executor(), config, std::move(copts));
+    lead.api.emplace(election.executor(), config, std::move(copts));
     k8sclient::leader_election_config le;
     le.lease_namespace = opts.lease_namespace;
     le.lease_name = opts.lease_name;
@@ -1147,13 +1172,24 @@ struct daemon::impl {
     le.renew_deadline = opts.renew_deadline;
     le.retry_period = opts.retry_period;
     le.release_on_cancel = true;
+    // The elector's callbacks run on the election thread; the gate is the I/O thread's. Both
+    // are posted there in the order they happen, so a lease won and lost at once never
+    // activates after the loss. A loss also stops acting at once, from here: the feed and the
+    // sink may be stopped from any thread.
     le.on_started_leading = [this] {
       metrics.standard->is_leader.set(1);
       log->info("became the leader (lease {}/{}); acting", opts.lease_namespace, opts.lease_name);
-      lead.gate->may_lead();
+      asio::post(io, [this] { lead.gate->may_lead(); });
     };
-    le.on_stopped_leading = [this] { stopped_leading(); };
-    lead.elector.emplace(io.get_executor(), *lead.api, std::move(le));
+    le.on_stopped_leading = [this] {
+      metrics.standard->is_leader.set(0);
+      lead.feed->deactivate();
+      if (!process.stopping.load()) {
+        out.sink->stop();
+      }
+      asio::post(io, [this] { stopped_leading(); });
+    };
+    lead.elector.emplace(election.executor(), *lead.api, std::move(le));
   }
 
   // I/O thread, when the caches are synced (the gate's first callback): campaign for the
@@ -1167,15 +1203,15 @@ struct daemon::impl {
     // by `process.tasks` (stage leadership): shutdown asks it to release the lease (stop()),
     // and cancels it only when it is still running after the client's shutdown. A stop()
     // that came first makes run() return at once.
-    process.tasks.spawn(stage::leadership, lead.elector->run(),
-                        [this](const std::exception_ptr& e, bool clean) {
-                          if (e && !process.stopping.load()) {
-                            log->error("leader election failed: {}; exiting", describe(e));
-                            process.stop.request(1);
-                          } else if (!e && !clean && !process.stopping.load()) {
-                            process.stop.request(1);
-                          }
-                        });
+    election_tasks.spawn(stage::leadership, lead.elector->run(),
+                         [this](const std::exception_ptr& e, bool clean) {
+                           if (e && !process.stopping.load()) {
+                             log->error("leader election failed: {}; exiting", describe(e));
+                             process.stop.request(1);
+                           } else if (!e && !clean && !process.stopping.load()) {
+                             process.stop.request(1);
+                           }
+                         });
   }
 
   // The periodic jobs, each an every() in the task_group's background stage (cancelled by
@@ -1348,7 +1384,7 @@ struct daemon::impl {
     informers::keep_pod_labels(!opts.policy_file.empty());
     build(*cfg);
     log_modes(opts, *log, ctrl->policy());
-    if (auto e = endpoints->start(io.get_executor(), opts, *log); !e.empty()) {
+    if (auto e = endpoints->start(serving.executor(), opts, *log); !e.empty()) {
       log->error("{}", e);
       endpoints->stop();
       return 1;
@@ -1358,6 +1394,12 @@ struct daemon::impl {
     start_tasks(signals);
     start_webhook_certs();
     process.start();
+    for (auto* t : {&serving, &election}) {
+      t->start([this](const std::exception& e) {
+        log->critical("a thread of the daemon failed: {}; exiting", e.what());
+        process.stop.request(1);
+      });
+    }
     const int code = process.stop.wait();
     shutdown(code);
     return code;
@@ -1370,7 +1412,8 @@ struct daemon::impl {
   void shutdown(int code) {
     const auto started = steady::now();
     process.stopping = true;
-    process.tasks.close();  // a campaign the caches' sync would start now never starts
+    process.tasks.close();
+    election_tasks.close();  // a campaign the caches' sync would start now never starts
     lead.feed->deactivate();
     out.sink->stop();
     asio::post(io, [this] {
@@ -1379,7 +1422,7 @@ struct daemon::impl {
     });
     if (lead.elector) {
       lead.elector->stop();
-      if (!process.tasks.wait_idle(stage::leadership, steady::now() + release_budget)) {
+      if (!election_tasks.wait_idle(stage::leadership, steady::now() + release_budget)) {
         log->warn(
             "could not release the leader lease within {}; another replica takes over "
             "after the lease duration",
@@ -1407,15 +1450,21 @@ struct daemon::impl {
     ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
     const auto drain_deadline = steady::now() + drain_budget;
     if (!process.tasks.wait_idle(stage::watches, drain_deadline) ||
-        !process.tasks.wait_idle(stage::leadership, drain_deadline)) {
+        !election_tasks.wait_idle(stage::leadership, drain_deadline)) {
       log->warn(
           "cancelling the informers and the leader election, still running after the "
           "client's shutdown");
       // Posted after the client's shutdown, which was posted before.
       process.tasks.cancel(stage::watches);
-      process.tasks.cancel(stage::leadership);
+      election_tasks.cancel(stage::leadership);
     }
     process.finish(drain_deadline);
+    const bool served = serving.finish(drain_deadline);
+    const bool elected = election.finish(drain_deadline);
+    if (!served || !elected) {
+      log->warn("the serving or election thread still had work after {}; stopped it",
+                format_duration(drain_budget));
+    }
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count();
     log->info("stopped in {} ms (exit status {})", ms, code);
