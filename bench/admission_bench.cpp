@@ -47,7 +47,7 @@ controller::toleration default_toleration(const char* key) {
           .seconds = 300};
 }
 
-bench_cluster make_cluster() {
+bench_cluster make_cluster(int pods = pods_on_target) {
   bench_cluster c;
   for (int i = 0; i < node_count; ++i) {
     controller::node_view n{.name = "node-" + std::to_string(i), .taints = {}, .hold = {}};
@@ -59,7 +59,7 @@ bench_cluster make_cluster() {
     }
     c.all_nodes.push_back(std::move(n));
   }
-  for (int i = 0; i < pods_on_target; ++i) {
+  for (int i = 0; i < pods; ++i) {
     controller::pod_view p;
     p.namespace_ = "team-" + std::to_string(i % 12);
     p.name = "app-" + std::to_string(i) + "-7d9f8c6b5-x2x4z";
@@ -123,6 +123,40 @@ void BM_admission_taint_added(benchmark::State& state) {
   state.counters["body_bytes"] = static_cast<double>(body.size());
 }
 BENCHMARK(BM_admission_taint_added)->Unit(benchmark::kMicrosecond);
+
+/// `n` distinct NoExecute taints, as a JSON array.
+std::string many_taints(int n) {
+  std::string out = "[";
+  for (int i = 0; i < n; ++i) {
+    out += std::string(i == 0 ? "" : ",") + R"({"key":"attack-)" + std::to_string(i) +
+           R"(","value":"x","effect":"NoExecute"})";
+  }
+  return out + "]";
+}
+
+/// A hostile review: a node with 5,000 pods, and range(0) NoExecute taints added at once (64:
+/// the most previewed; 10,000: refused a preview, one warning); range(1) = 1 with the policy's
+/// deny mode on (every added taint previewed). The cost must stay linear in the pods whatever
+/// the request holds (a 10,000-taint review once cost 14.8 s of CPU).
+void BM_admission_many_taints(benchmark::State& state) {
+  auto cluster = make_cluster(5'000);
+  if (state.range(1) != 0) {
+    cluster.in_force.admission.deny_evicting_more_than = 1'000'000;
+  }
+  const std::string body =
+      review(node_json(many_taints(static_cast<int>(state.range(0)))), node_json("[]"));
+  for (auto _ : state) {
+    auto answer = admission::serve(body, cluster);
+    benchmark::DoNotOptimize(answer);
+  }
+  state.counters["body_bytes"] = static_cast<double>(body.size());
+}
+BENCHMARK(BM_admission_many_taints)
+    ->Args({1, 0})
+    ->Args({64, 0})
+    ->Args({64, 1})
+    ->Args({10'000, 0})
+    ->Unit(benchmark::kMillisecond);
 
 /// Another change of the node (a label): decode and compare only.
 void BM_admission_no_taint_change(benchmark::State& state) {

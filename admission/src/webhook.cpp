@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "tec/base/error.hpp"
@@ -62,46 +64,77 @@ std::string clip(std::string_view text, std::size_t max) {
 
 std::vector<controller::taint> added_no_execute_taints(const controller::node_view* before,
                                                        const controller::node_view& now) {
+  using key_value = std::pair<std::string_view, std::string_view>;
+  std::set<key_value> seen;  // the before's NoExecute taints, then each one listed
+  if (before != nullptr) {
+    for (const auto& b : before->taints) {
+      if (b.effect == controller::taint_effect::no_execute) {
+        seen.emplace(b.key, b.value);
+      }
+    }
+  }
   std::vector<controller::taint> out;
   for (const auto& t : now.taints) {
-    if (t.effect != controller::taint_effect::no_execute) {
-      continue;
-    }
-    const bool carried =
-        before != nullptr &&
-        std::any_of(before->taints.begin(), before->taints.end(), [&t](const controller::taint& b) {
-          return b.effect == t.effect && b.key == t.key && b.value == t.value;
-        });
-    const bool listed = std::any_of(out.begin(), out.end(), [&t](const controller::taint& o) {
-      return o.key == t.key && o.value == t.value;
-    });
-    if (!carried && !listed) {
+    if (t.effect == controller::taint_effect::no_execute && seen.emplace(t.key, t.value).second) {
       out.push_back(t);
     }
   }
   return out;
 }
 
-review_response decide(const review_request& request, const cluster_reader& cluster) {
-  review_response out;
+std::string_view to_string(review_outcome o) noexcept {
+  switch (o) {
+    case review_outcome::allowed:
+      return "allowed";
+    case review_outcome::warned:
+      return "warned";
+    case review_outcome::refused:
+      return "refused";
+    case review_outcome::not_ready:
+      return "not_ready";
+    case review_outcome::too_many_taints:
+      return "too_many_taints";
+    case review_outcome::over_budget:
+      return "over_budget";
+    case review_outcome::malformed:
+      return "malformed";
+  }
+  return "unknown";
+}
+
+decision decide(const review_request& request, const cluster_reader& cluster,
+                const review_budget& out_of_time) {
+  decision d;
+  review_response& out = d.response;
   out.api_version = request.api_version;
   out.uid = request.uid;
   if ((request.op != operation::create && request.op != operation::update) || !request.object) {
-    return out;
+    return d;
   }
   const controller::node_view& node = request.object->node;
-  if (std::none_of(node.taints.begin(), node.taints.end(), [](const controller::taint& t) {
-        return t.effect == controller::taint_effect::no_execute;
-      })) {
-    return out;  // most Node updates: nothing to add
+  const auto no_execute = static_cast<std::size_t>(std::count_if(
+      node.taints.begin(), node.taints.end(),
+      [](const controller::taint& t) { return t.effect == controller::taint_effect::no_execute; }));
+  if (no_execute == 0) {
+    return d;  // most Node updates: nothing to add
+  }
+  if (no_execute > max_review_taints) {
+    out.warnings.push_back(clip("taint-eviction-controller does not preview a node with " +
+                                    std::to_string(no_execute) + " NoExecute taints (at most " +
+                                    std::to_string(max_review_taints) + "): no preview made for " +
+                                    node.name,
+                                max_warning_bytes));
+    d.outcome = review_outcome::too_many_taints;
+    return d;
   }
   const controller::node_view* old = request.old_object ? &request.old_object->node : nullptr;
   if (const auto why = cluster.not_ready()) {
     if (!added_no_execute_taints(old, node).empty()) {
       out.warnings.push_back(clip(
           "taint-eviction-controller cannot preview this taint yet: " + *why, max_warning_bytes));
+      d.outcome = review_outcome::not_ready;
     }
-    return out;
+    return d;
   }
   controller::preview_input in;
   in.all_nodes = cluster.nodes();
@@ -116,7 +149,7 @@ review_response decide(const review_request& request, const cluster_reader& clus
   const controller::node_view* before = cached != in.all_nodes.end() ? &*cached : old;
   const auto added = added_no_execute_taints(before, node);
   if (added.empty()) {
-    return out;
+    return d;
   }
   // Each added taint is previewed on the node as it was before the request (a new node: no
   // taints), so each warning says what that taint does by itself; its hold-until annotation is
@@ -138,7 +171,14 @@ review_response decide(const review_request& request, const cluster_reader& clus
   const bool may_refuse =
       deny.deny_mode() && !request.object->acknowledged && request.user != node_controller_user;
   std::vector<std::string> refusals;
-  for (std::size_t i = 0; i < added.size(); ++i) {
+  // Previews beyond the warnings are made only when deny mode may refuse for them.
+  const std::size_t previewed = may_refuse ? added.size() : std::min(added.size(), max_warnings);
+  for (std::size_t i = 0; i < previewed; ++i) {
+    if (out_of_time && out_of_time()) {
+      d.response.warnings.clear();
+      d.outcome = review_outcome::over_budget;
+      return d;
+    }
     in.added = added[i];
     const auto r = controller::preview(in);
     if (i < max_warnings) {
@@ -165,20 +205,27 @@ review_response decide(const review_request& request, const cluster_reader& clus
     out.allowed = false;
     out.code = 403;
     out.message = clip(message, max_message_bytes);
+    d.outcome = review_outcome::refused;
+  } else {
+    d.outcome = review_outcome::warned;
   }
-  return out;
+  return d;
 }
 
-http_answer serve(std::string_view body, const cluster_reader& cluster) {
+http_answer serve(std::string_view body, const cluster_reader& cluster,
+                  const review_budget& out_of_time) {
   auto request = decode_review(body);
   if (!request) {
     return {.status = 400,
             .content_type = "text/plain; charset=utf-8",
-            .body = request.error().message + "\n"};
+            .body = request.error().message + "\n",
+            .outcome = review_outcome::malformed};
   }
+  auto d = decide(*request, cluster, out_of_time);
   return {.status = 200,
           .content_type = "application/json",
-          .body = encode_review(decide(*request, cluster))};
+          .body = encode_review(d.response),
+          .outcome = d.outcome};
 }
 
 }  // namespace tec::admission

@@ -155,7 +155,7 @@ TEST(admission_review, bounded_and_escaped) {
       review("CREATE", node_json("n1", std::string(70, '[') + std::string(70, ']')), "null");
   EXPECT_THAT(error_of(deep_node), HasSubstr("nested more than 64 levels deep"));
   // Too large.
-  EXPECT_THAT(error_of(std::string(max_review_bytes + 1, ' ')), HasSubstr("more than 3145728"));
+  EXPECT_THAT(error_of(std::string(max_review_bytes + 1, ' ')), HasSubstr("more than 524288"));
   // A hostile value is escaped and clipped: one line.
   const auto m = error_of(review("\\n" + std::string(5000, 'x'), node_json("n1", "[]"), "null"));
   EXPECT_THAT(m, HasSubstr("\\n"));

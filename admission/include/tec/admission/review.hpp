@@ -23,9 +23,11 @@
 
 namespace tec::admission {
 
-/// Bodies larger than this are refused. The API server caps an object at 1.5 MiB (etcd's
-/// request limit) and an UPDATE's review carries two of them.
-inline constexpr std::size_t max_review_bytes = std::size_t{3} << 20U;
+/// Bodies larger than this are refused (413, before they are read). A real Node is a few KB to
+/// a few tens of KB (its status lists at most 50 images; managedFields add a few KB), and an
+/// UPDATE's review carries two of them: 512 KiB leaves room for ten times the largest seen,
+/// while a body an attacker sends costs at most that much to read and decode.
+inline constexpr std::size_t max_review_bytes = std::size_t{512} << 10U;
 /// JSON nested deeper than this is refused (a Node is about 8 levels deep).
 inline constexpr std::size_t max_review_depth = 64;
 /// Decode errors are clipped to about this many bytes.

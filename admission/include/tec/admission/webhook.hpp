@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,10 @@ inline constexpr std::size_t max_warnings = 8;
 inline constexpr std::size_t max_warning_bytes = 250;
 /// A refusal's message is clipped to this many bytes.
 inline constexpr std::size_t max_message_bytes = 1024;
+/// A Node carrying more NoExecute taints than this is not previewed: the answer allows it with
+/// one warning saying so. Real nodes carry a handful; the bound keeps a review's cost linear in
+/// the node's pods whatever a request holds (an unauthenticated caller can send 10,000).
+inline constexpr std::size_t max_review_taints = 64;
 
 /// What the decision reads of the cluster: the daemon's informer caches and the policy in
 /// force. Called on the HTTP server's strand while the informers write: implementations return
@@ -67,22 +72,49 @@ public:
 };
 
 /// The NoExecute taints `now` carries that `before` did not carry with the same key, effect
-/// and value (a changed value counts as added). `before` null: a CREATE, every one of them.
+/// and value (a changed value counts as added), each (key, value) once, in `now`'s order.
+/// `before` null: a CREATE, every one of them. O(n log n) in the taints.
 [[nodiscard]] std::vector<controller::taint> added_no_execute_taints(
     const controller::node_view* before, const controller::node_view& now);
 
-/// The answer to a decoded request (see the file comment).
-[[nodiscard]] review_response decide(const review_request& request, const cluster_reader& cluster);
+/// How a review ended, for the daemon's counter.
+enum class review_outcome : std::uint8_t {
+  allowed,          ///< Nothing to warn about (no NoExecute taint added, or not a CREATE/UPDATE).
+  warned,           ///< Allowed with the preview's warnings.
+  refused,          ///< Deny mode refused it (403).
+  not_ready,        ///< Allowed: the caches are not synced yet (a warning says so).
+  too_many_taints,  ///< Allowed without a preview: more than max_review_taints (one warning).
+  over_budget,      ///< Allowed without a warning: the budget ran out before the answer.
+  malformed,        ///< 400: the body is not an AdmissionReview of a Node.
+};
+
+/// The outcome's name as the metric's label ("too_many_taints").
+[[nodiscard]] std::string_view to_string(review_outcome o) noexcept;
+
+/// Whether a review has run out of its time (checked between the previews of added taints, each
+/// bounded by the node's pods). Empty: never.
+using review_budget = std::function<bool()>;
+
+/// The answer to a decoded request (see the file comment), and how it ended.
+struct decision {
+  review_response response;
+  review_outcome outcome = review_outcome::allowed;
+};
+[[nodiscard]] decision decide(const review_request& request, const cluster_reader& cluster,
+                              const review_budget& out_of_time = {});
 
 /// An HTTP answer (the server adds the headers).
 struct http_answer {
   unsigned status = 200;
   std::string content_type = "application/json";
   std::string body;
+  review_outcome outcome = review_outcome::allowed;
 };
 
 /// An AdmissionReview body in, the answer out: 200 with the AdmissionReview, or 400 with one
-/// escaped line (text/plain) saying what is wrong with the body.
-[[nodiscard]] http_answer serve(std::string_view body, const cluster_reader& cluster);
+/// escaped line (text/plain) saying what is wrong with the body. A review whose budget runs out
+/// is answered "allowed" without warnings (the webhook's failurePolicy is Ignore anyway).
+[[nodiscard]] http_answer serve(std::string_view body, const cluster_reader& cluster,
+                                const review_budget& out_of_time = {});
 
 }  // namespace tec::admission
