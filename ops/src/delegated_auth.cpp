@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/verb.hpp>
@@ -48,10 +49,53 @@ base::error shape_error(std::string_view what, const std::exception& e) {
 
 // ---------------------------------------------------------------------------------------------
 
-review_cache::review_cache(base::clock& clock, review_cache_options options)
-    : clock_(clock), options_(options) {
-  assert(options_.max_entries > 0);
+template <class V>
+expiring_map<V>::expiring_map(base::clock& clock, std::size_t max_entries)
+    : clock_(clock), max_entries_(max_entries) {
+  assert(max_entries_ > 0);
 }
+
+template <class V>
+void expiring_map<V>::erase(typename std::map<std::string, entry>::iterator it) {
+  order_.erase(it->second.order);
+  entries_.erase(it);
+}
+
+template <class V>
+V* expiring_map<V>::find(const std::string& k) {
+  const auto it = entries_.find(k);
+  if (it == entries_.end()) {
+    return nullptr;
+  }
+  if (clock_.now() >= it->second.expires) {
+    erase(it);
+    return nullptr;
+  }
+  return &it->second.value;
+}
+
+template <class V>
+V& expiring_map<V>::insert(const std::string& k, V v, std::chrono::milliseconds ttl) {
+  const auto expires = clock_.now() + ttl;
+  if (const auto it = entries_.find(k); it != entries_.end()) {
+    erase(it);
+  }
+  while (entries_.size() >= max_entries_) {
+    entries_.erase(order_.front());
+    order_.pop_front();
+  }
+  order_.push_back(k);
+  return entries_.emplace(k, entry{std::move(v), expires, std::prev(order_.end())})
+      .first->second.value;
+}
+
+template class expiring_map<auth_decision>;
+template class expiring_map<reviewed_user>;
+template class expiring_map<char>;
+template class expiring_map<base::token_bucket>;
+
+review_cache::review_cache(base::clock& clock, review_cache_options options)
+    : options_(options), entries_(clock, options.max_entries) {}
 
 review_cache::key review_cache::key_of(std::string_view token, std::string_view path) {
   std::string text;
@@ -62,16 +106,10 @@ review_cache::key review_cache::key_of(std::string_view token, std::string_view 
 }
 
 std::optional<auth_decision> review_cache::find(const key& k) {
-  const auto it = entries_.find(k);
-  if (it == entries_.end()) {
-    return std::nullopt;
+  if (const auto* d = entries_.find(k)) {
+    return *d;
   }
-  if (clock_.now() >= it->second.expires) {
-    order_.erase(it->second.order);
-    entries_.erase(it);
-    return std::nullopt;
-  }
-  return it->second.decision;
+  return std::nullopt;
 }
 
 void review_cache::insert(const key& k, auth_decision d) {
@@ -79,28 +117,23 @@ void review_cache::insert(const key& k, auth_decision d) {
     return;
   }
   const auto ttl = d.outcome == auth_outcome::allowed ? options_.allowed_ttl : options_.denied_ttl;
-  const auto expires = clock_.now() + ttl;
-  if (const auto it = entries_.find(k); it != entries_.end()) {
-    order_.erase(it->second.order);
-    entries_.erase(it);
-  }
-  while (entries_.size() >= options_.max_entries) {
-    entries_.erase(order_.front());
-    order_.pop_front();
-  }
-  order_.push_back(k);
-  entries_.emplace(k, entry{std::move(d), expires, std::prev(order_.end())});
+  entries_.insert(k, std::move(d), ttl);
 }
 
 // ---------------------------------------------------------------------------------------------
 
 namespace review_json {
 
+// The JSON of a review: invalid UTF-8 (in a token or path the caller did not check) is replaced,
+// never thrown.
+std::string dump(const json& doc) {
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string token_review_request(std::string_view token) {
-  return json{{"apiVersion", "authentication.k8s.io/v1"},
-              {"kind", "TokenReview"},
-              {"spec", {{"token", token}}}}
-      .dump();
+  return dump(json{{"apiVersion", "authentication.k8s.io/v1"},
+                   {"kind", "TokenReview"},
+                   {"spec", {{"token", token}}}});
 }
 
 base::result<std::optional<reviewed_user>> parse_token_review(std::string_view body) {
@@ -141,10 +174,9 @@ std::string access_review_request(const reviewed_user& user, std::string_view pa
   if (!user.extra.empty()) {
     spec["extra"] = user.extra;
   }
-  return json{{"apiVersion", "authorization.k8s.io/v1"},
-              {"kind", "SubjectAccessReview"},
-              {"spec", std::move(spec)}}
-      .dump();
+  return dump(json{{"apiVersion", "authorization.k8s.io/v1"},
+                   {"kind", "SubjectAccessReview"},
+                   {"spec", std::move(spec)}});
 }
 
 base::result<access_verdict> parse_access_review(std::string_view body) {
@@ -229,20 +261,57 @@ std::shared_ptr<review_backend> make_api_review_backend(k8sclient::client& api,
 delegated_authorizer::delegated_authorizer(std::shared_ptr<review_backend> backend,
                                            base::clock& clock, review_cache_options options,
                                            std::size_t max_in_flight)
-    : backend_(std::move(backend)), cache_(clock, options), max_in_flight_(max_in_flight) {}
+    : backend_(std::move(backend)),
+      clock_(clock),
+      options_(options),
+      cache_(clock, options),
+      users_(clock, options.max_entries),
+      known_(clock, options.max_entries),
+      strangers_(clock, options.max_entries),
+      max_in_flight_(max_in_flight) {}
 
-asio::awaitable<auth_decision> delegated_authorizer::authorize(std::string bearer,
-                                                               std::string path) {
+namespace {
+
+// A bearer token as RFC 6750 allows it (b64token) is visible ASCII; anything else is no token
+// the API server issued, and must not reach a review's JSON.
+bool visible_ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+}  // namespace
+
+asio::awaitable<auth_decision> delegated_authorizer::authorize(std::string bearer, std::string path,
+                                                               std::string peer) {
   if (bearer.empty()) {
     co_return auth_decision{auth_outcome::unauthenticated, "no bearer token"};
+  }
+  if (!visible_ascii(bearer)) {
+    co_return auth_decision{auth_outcome::unauthenticated, "malformed bearer token"};
   }
   const auto key = review_cache::key_of(bearer, path);
   if (auto cached = cache_.find(key)) {
     co_return std::move(*cached);
   }
-  if (in_flight_ >= max_in_flight_) {
-    logger()->debug("{} requests being reviewed: answering 503 to one for {}", in_flight_, path);
+  const auto token_key = sha256_hex(bearer);
+  const bool known = known_.find(token_key) != nullptr;
+  std::size_t& in_flight = known ? known_in_flight_ : in_flight_;
+  if (in_flight >= max_in_flight_) {
+    logger()->debug("{} requests of {} tokens being reviewed: answering 503 to one for {}",
+                    in_flight, known ? "known" : "unknown", path);
     co_return auth_decision{auth_outcome::unavailable, "too many requests being authenticated"};
+  }
+  if (!known) {
+    auto* bucket = strangers_.find(peer);
+    if (bucket == nullptr) {
+      bucket = &strangers_.insert(
+          peer,
+          base::token_bucket(options_.unknown_per_second, options_.unknown_burst, clock_.now()),
+          std::chrono::minutes(1));
+    }
+    if (!bucket->try_take(clock_.now())) {
+      co_return auth_decision{auth_outcome::unavailable,
+                              "too many unknown tokens from this address"};
+    }
   }
   struct in_flight_slot {
     std::size_t& count;
@@ -250,21 +319,29 @@ asio::awaitable<auth_decision> delegated_authorizer::authorize(std::string beare
     in_flight_slot(const in_flight_slot&) = delete;
     in_flight_slot& operator=(const in_flight_slot&) = delete;
     ~in_flight_slot() { --count; }
-  } const slot(in_flight_);
-  auto tr = backend_->token_review(std::move(bearer));  // named: GCC 12
-  auto user = co_await std::move(tr);
-  if (!user) {
-    logger()->warn("cannot authenticate a request for {}: TokenReview failed: {}", path,
-                   user.error().message);
-    co_return auth_decision{auth_outcome::unavailable, "authentication is unavailable"};
+  } const slot(in_flight);
+  std::optional<reviewed_user> user;
+  if (const auto* u = users_.find(token_key)) {
+    user = *u;
+  } else {
+    auto tr = backend_->token_review(std::move(bearer));  // named: GCC 12
+    auto reviewed = co_await std::move(tr);
+    if (!reviewed) {
+      logger()->warn("cannot authenticate a request for {}: TokenReview failed: {}", path,
+                     reviewed.error().message);
+      co_return auth_decision{auth_outcome::unavailable, "authentication is unavailable"};
+    }
+    if (!reviewed->has_value()) {
+      auth_decision d{auth_outcome::unauthenticated, "invalid bearer token"};
+      cache_.insert(key, d);
+      co_return d;
+    }
+    user = std::move(**reviewed);
+    users_.insert(token_key, *user, options_.allowed_ttl);
+    known_.insert(token_key, 1, options_.known_ttl);
   }
-  if (!user->has_value()) {
-    auth_decision d{auth_outcome::unauthenticated, "invalid bearer token"};
-    cache_.insert(key, d);
-    co_return d;
-  }
-  const std::string username = (*user)->username;
-  auto sar = backend_->access_review(std::move(**user), path);  // named: GCC 12
+  const std::string username = user->username;
+  auto sar = backend_->access_review(std::move(*user), path);  // named: GCC 12
   auto verdict = co_await std::move(sar);
   if (!verdict) {
     logger()->warn("cannot authorize user \"{}\" for {}: SubjectAccessReview failed: {}", username,

@@ -387,6 +387,10 @@ std::string query_of(const http::request<http::string_body>& req) {
 
 namespace {
 
+bool visible_ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
 // The token of an "Authorization: Bearer <token>" header (the scheme in any case), else empty.
 std::string bearer_token(const http::request<http::string_body>& req) {
   const auto value = std::string_view(req[http::field::authorization]);
@@ -485,12 +489,19 @@ asio::awaitable<void> http_endpoints::impl::serve(std::shared_ptr<impl> self, St
       break;
     }
     self->set_phase(id, phase::serving);
-    std::optional<http::message_generator> early;  // a refusal: 401, 403, 503
+    std::optional<http::message_generator> early;  // a refusal: 400, 401, 403, 503
     const auto* post = self->post_route_for(parser.get());
-    if (opt.authorizer && (post == nullptr || !post->limits.unauthenticated)) {
+    if (!visible_ascii(parser.get().target())) {
+      // RFC 9112 allows no other byte in a request target; nothing is looked up with it.
+      early.emplace(make_response(parser.get().version(), false, false,
+                                  http_response{.status = 400, .body = "bad request target\n"}));
+    } else if (opt.authorizer && (post == nullptr || !post->limits.unauthenticated)) {
       // An exception of the authorizer ends the connection (logged by the co_spawn).
+      boost::system::error_code pec;
+      const auto remote = lowest.socket().remote_endpoint(pec);
       auto decide =
-          opt.authorizer->authorize(bearer_token(parser.get()), std::string(path_of(parser.get())));
+          opt.authorizer->authorize(bearer_token(parser.get()), std::string(path_of(parser.get())),
+                                    pec ? std::string() : remote.address().to_string());
       const auth_decision d = co_await std::move(decide);  // named: see above on GCC 12
       if (self->stopped) {
         break;

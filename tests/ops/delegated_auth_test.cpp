@@ -147,8 +147,9 @@ protected:
     backend_->rbac["system:serviceaccount:mon:prometheus"] = {"/metrics"};
   }
 
-  auth_decision authorize(const std::string& token, const std::string& path) {
-    auto out = k8sclient::testing::run_sync(ioc_, authorizer_.authorize(token, path));
+  auth_decision authorize(const std::string& token, const std::string& path,
+                          const std::string& peer = "10.0.0.1") {
+    auto out = k8sclient::testing::run_sync(ioc_, authorizer_.authorize(token, path, peer));
     EXPECT_TRUE(out);
     return out.value_or(auth_decision{});
   }
@@ -188,14 +189,46 @@ TEST_F(delegated_authorizer_test, an_allowed_user_is_cached_for_the_allowed_ttl_
   EXPECT_EQ(backend_->last_user.uid, "u1");
   EXPECT_EQ(backend_->last_user.groups, std::vector<std::string>{"system:serviceaccounts"});
   EXPECT_EQ(authorize("good", "/debug/evictions").outcome, auth_outcome::forbidden);
-  EXPECT_EQ(backend_->token_reviews, 2);
+  EXPECT_EQ(backend_->token_reviews, 1) << "the TokenReview's user is cached by token";
   clock_.advance(9s);
   EXPECT_EQ(authorize("good", "/metrics").outcome, auth_outcome::allowed);
-  EXPECT_EQ(backend_->token_reviews, 2);
+  EXPECT_EQ(backend_->token_reviews, 1);
   clock_.advance(1s);
   EXPECT_EQ(authorize("good", "/metrics").outcome, auth_outcome::allowed);
-  EXPECT_EQ(backend_->token_reviews, 3);
+  EXPECT_EQ(backend_->token_reviews, 2);
   EXPECT_EQ(backend_->access_reviews, 3);
+}
+
+TEST_F(delegated_authorizer_test, a_token_that_is_not_visible_ascii_is_401_without_a_review) {
+  for (const std::string& token :
+       {std::string("ab\xff"), std::string("a b"), std::string("\x01"), std::string("good\x7f")}) {
+    const auto d = authorize(token, "/metrics");
+    EXPECT_EQ(d.outcome, auth_outcome::unauthenticated);
+    EXPECT_EQ(d.reason, "malformed bearer token");
+  }
+  EXPECT_EQ(backend_->token_reviews, 0);
+}
+
+TEST_F(delegated_authorizer_test, unknown_tokens_are_rate_limited_per_address) {
+  // The default burst (10) per address, then 2 a second; another address has its own.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(authorize("stranger-" + std::to_string(i), "/metrics", "10.9.9.9").outcome,
+              auth_outcome::unauthenticated);
+  }
+  const auto over = authorize("stranger-x", "/metrics", "10.9.9.9");
+  EXPECT_EQ(over.outcome, auth_outcome::unavailable);
+  EXPECT_EQ(over.reason, "too many unknown tokens from this address");
+  EXPECT_EQ(backend_->token_reviews, 10);
+  EXPECT_EQ(authorize("stranger-y", "/metrics", "10.8.8.8").outcome, auth_outcome::unauthenticated);
+  clock_.advance(500ms);
+  EXPECT_EQ(authorize("stranger-z", "/metrics", "10.9.9.9").outcome, auth_outcome::unauthenticated);
+  // A known token from the flooded address is not limited.
+  EXPECT_EQ(authorize("good", "/metrics", "10.7.7.7").outcome, auth_outcome::allowed);
+  for (int i = 0; i < 20; ++i) {
+    authorize("stranger-more-" + std::to_string(i), "/metrics", "10.7.7.7");
+  }
+  clock_.advance(10s);  // its decision and user expired; it is still known
+  EXPECT_EQ(authorize("good", "/metrics", "10.7.7.7").outcome, auth_outcome::allowed);
 }
 
 TEST_F(delegated_authorizer_test, a_failed_review_is_503_and_not_cached) {
@@ -219,7 +252,7 @@ TEST_F(delegated_authorizer_test, at_most_max_in_flight_reviews_then_503_at_once
   delegated_authorizer two(backend_, clock_, {}, 2);
   std::vector<auth_decision> done;
   for (const char* token : {"good", "wrong", "good2", "good3"}) {
-    asio::co_spawn(ioc_, two.authorize(token, "/metrics"),
+    asio::co_spawn(ioc_, two.authorize(token, "/metrics", "p"),
                    [&done](const std::exception_ptr& e, auth_decision d) {
                      EXPECT_FALSE(e);
                      done.push_back(std::move(d));
@@ -235,9 +268,50 @@ TEST_F(delegated_authorizer_test, at_most_max_in_flight_reviews_then_503_at_once
   EXPECT_EQ(done[3].outcome, auth_outcome::unauthenticated);
   // The slots are free again.
   backend_->gate.reset();
-  const auto again = k8sclient::testing::run_sync(ioc_, two.authorize("good", "/debug/evictions"));
+  const auto again =
+      k8sclient::testing::run_sync(ioc_, two.authorize("good", "/debug/evictions", "p"));
   ASSERT_TRUE(again);
   EXPECT_EQ(again->outcome, auth_outcome::forbidden);
+}
+
+TEST_F(delegated_authorizer_test, a_known_token_has_slots_that_unknown_tokens_cannot_take) {
+  delegated_authorizer two(backend_, clock_, {}, 2);
+  // "good" authenticates once, then its decision expires.
+  const auto first = k8sclient::testing::run_sync(ioc_, two.authorize("good", "/metrics", "a"));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->outcome, auth_outcome::allowed);
+  clock_.advance(11s);
+  backend_->gate =
+      std::make_shared<asio::steady_timer>(ioc_, asio::steady_timer::time_point::max());
+  std::vector<auth_decision> strangers;
+  for (const char* token : {"s1", "s2", "s3"}) {
+    asio::co_spawn(ioc_, two.authorize(token, "/metrics", "b"),
+                   [&strangers](const std::exception_ptr& e, auth_decision d) {
+                     EXPECT_FALSE(e);
+                     strangers.push_back(std::move(d));
+                   });
+  }
+  ASSERT_TRUE(k8sclient::testing::run_until(ioc_, [&] { return strangers.size() == 1; }));
+  EXPECT_EQ(strangers[0].outcome, auth_outcome::unavailable);  // the unknown slots are full
+  std::optional<auth_decision> reader;
+  asio::co_spawn(ioc_, two.authorize("good", "/metrics", "a"),
+                 [&reader](const std::exception_ptr& e, auth_decision d) {
+                   EXPECT_FALSE(e);
+                   reader = std::move(d);
+                 });
+  ASSERT_TRUE(k8sclient::testing::run_until(ioc_, [&] { return backend_->token_reviews == 4; }))
+      << "the known token's review was sent although the unknown slots are full";
+  backend_->gate->cancel();
+  ASSERT_TRUE(k8sclient::testing::run_until(ioc_, [&] { return reader.has_value(); }));
+  EXPECT_EQ(reader->outcome, auth_outcome::allowed);
+}
+
+TEST(review_json, invalid_utf8_is_replaced_not_thrown) {
+  const auto req = json::parse(review_json::token_review_request("a\xff"));
+  EXPECT_EQ(req["spec"]["token"], "a\xEF\xBF\xBD");
+  const auto sar = json::parse(review_json::access_review_request(
+      {.username = "u\xfe", .uid = {}, .groups = {}, .extra = {}}, "/m\xff"));
+  EXPECT_EQ(sar["spec"]["nonResourceAttributes"]["path"], "/m\xEF\xBF\xBD");
 }
 
 TEST(review_json, token_review_round_trip) {

@@ -302,7 +302,8 @@ TEST_F(http_endpoints_test, unknown_path_is_404_and_other_methods_405) {
 class refuse_all_authorizer final : public request_authorizer {
 public:
   int asked = 0;
-  asio::awaitable<auth_decision> authorize(std::string /*bearer*/, std::string /*path*/) override {
+  asio::awaitable<auth_decision> authorize(std::string /*bearer*/, std::string /*path*/,
+                                           std::string /*peer*/) override {
     ++asked;
     co_return auth_decision{auth_outcome::unauthenticated, "no"};
   }

@@ -123,8 +123,12 @@ public:
   std::map<std::string, auth_outcome> tokens;
   std::vector<std::string> paths;
 
-  asio::awaitable<auth_decision> authorize(std::string bearer, std::string path) override {
+  std::vector<std::string> peers;
+
+  asio::awaitable<auth_decision> authorize(std::string bearer, std::string path,
+                                           std::string peer) override {
     paths.push_back(path);
+    peers.push_back(std::move(peer));
     if (bearer.empty()) {
       co_return auth_decision{auth_outcome::unauthenticated, "no token"};
     }
@@ -196,6 +200,12 @@ TEST_F(secure_serving_test, the_request_path_is_401_403_503_or_served) {
   EXPECT_EQ(get(ep, trust, "/nope", "reader").status, 404U);
   EXPECT_EQ(authz->paths.back(), "/nope");
   EXPECT_EQ(authz->paths.at(4), "/metrics");  // the query is not part of the path
+  EXPECT_EQ(authz->peers.back(), "127.0.0.1");
+  // A target with a byte no URL has is refused before anyone is asked about it.
+  const auto asked = authz->paths.size();
+  EXPECT_EQ(get(ep, trust, "/metrics\xff", "reader").status, 400U);
+  EXPECT_EQ(get(ep, trust, "/metrics?\x01", "reader").status, 400U);
+  EXPECT_EQ(authz->paths.size(), asked);
   server.stop();
 }
 

@@ -4,9 +4,15 @@
 // and controller-runtime do it: the bearer token of a request goes to the API server in a
 // TokenReview (authentication.k8s.io/v1), the user it names in a SubjectAccessReview
 // (authorization.k8s.io/v1) for the non-resource path and verb "get". The answers are cached
-// for a short time, keyed by a SHA-256 of the token and the path (the token itself is never
-// kept), and the cache has a bound (a client sending a new token with every request only
-// evicts its own entries).
+// for a short time: the TokenReview's by a SHA-256 of the token, the SubjectAccessReview's by
+// one of the token and the path (the token itself is never kept); every cache has a bound (a
+// client sending a new token with every request only evicts its own entries).
+//
+// Strangers cannot crowd out the readers (a flood of random tokens once left a scraper 3
+// answers out of 59): a token the API server authenticated before (within known_ttl) is
+// reviewed in slots of its own when its decision has expired, while tokens never seen are
+// limited per client address (a token bucket) and by their own slots; a token that is not
+// visible ASCII is refused (401) without a review.
 //
 // The controller's own identity needs create on tokenreviews and subjectaccessreviews (the
 // system:auth-delegator ClusterRole); a reader needs get on the non-resource URLs (deploy/
@@ -26,6 +32,7 @@
 
 #include "tec/base/clock.hpp"
 #include "tec/base/result.hpp"
+#include "tec/base/token_bucket.hpp"
 #include "tec/ops/request_authorizer.hpp"
 
 namespace tec::k8sclient {
@@ -35,12 +42,45 @@ class client;
 namespace tec::ops {
 
 struct review_cache_options {
-  /// How long an allowed request's decision is reused.
+  /// How long an allowed request's decision (and a TokenReview's user) is reused.
   std::chrono::milliseconds allowed_ttl{10'000};
   /// How long a 401 or 403 decision is reused (short: RBAC granted a moment ago soon works).
   std::chrono::milliseconds denied_ttl{2'000};
-  /// Entries at most; a new one beyond evicts the oldest.
+  /// Entries at most, in each cache; a new one beyond evicts the oldest.
   std::size_t max_entries = 1024;
+  /// How long a token the API server authenticated counts as known (reviewed in the known
+  /// tokens' slots, not limited per address).
+  std::chrono::milliseconds known_ttl{3'600'000};
+  /// Reviews of tokens never seen, per client address: per second, and saved up.
+  double unknown_per_second = 2;
+  double unknown_burst = 10;
+};
+
+/// Values by key that expire, at most `max_entries` of them (a new key beyond drops the one
+/// inserted longest ago). Thread-safety: none. The clock is borrowed and must outlive it.
+template <class V>
+class expiring_map {
+public:
+  expiring_map(base::clock& clock, std::size_t max_entries);
+
+  /// The value stored for `k` if it has not expired (an expired one is dropped); the pointer is
+  /// valid until the next insert or find.
+  V* find(const std::string& k);
+  /// Stores `v` for `k` until now + `ttl` (replacing one there, which then counts as new).
+  V& insert(const std::string& k, V v, std::chrono::milliseconds ttl);
+  [[nodiscard]] std::size_t size() const { return entries_.size(); }
+
+private:
+  struct entry {
+    V value;
+    base::clock::time_point expires;
+    std::list<std::string>::iterator order;
+  };
+  void erase(typename std::map<std::string, entry>::iterator it);
+  base::clock& clock_;
+  std::size_t max_entries_;
+  std::map<std::string, entry> entries_;
+  std::list<std::string> order_;  // insertion order, oldest first
 };
 
 /// The decisions of recent (token, path) pairs. unavailable is never cached.
@@ -64,15 +104,8 @@ public:
   [[nodiscard]] std::size_t size() const { return entries_.size(); }
 
 private:
-  struct entry {
-    auth_decision decision;
-    base::clock::time_point expires;
-    std::list<key>::iterator order;
-  };
-  base::clock& clock_;
   const review_cache_options options_;
-  std::map<key, entry> entries_;
-  std::list<key> order_;  // insertion order, oldest first
+  expiring_map<auth_decision> entries_;
 };
 
 /// The user a TokenReview names, as the SubjectAccessReview wants it.
@@ -121,11 +154,14 @@ base::result<access_verdict> parse_access_review(std::string_view body);
 std::shared_ptr<review_backend> make_api_review_backend(
     k8sclient::client& api, boost::asio::any_io_executor client_executor);
 
-/// request_authorizer over a review_backend and a review_cache: no token -> 401 without asking
-/// anyone; otherwise the cached decision, else a TokenReview (not authenticated -> 401), then a
-/// SubjectAccessReview (denied -> 403); a review that fails -> 503, not cached. At most
-/// max_in_flight requests are being reviewed at once; one beyond gets 503 at once (a flood of
-/// unknown tokens neither queues reviews without bound nor holds their coroutines).
+/// request_authorizer over a review_backend and its caches: no token, or one with a byte that
+/// is not visible ASCII -> 401 without asking anyone; otherwise the cached decision, else a
+/// TokenReview (its user cached by token; not authenticated -> 401), then a
+/// SubjectAccessReview (denied -> 403); a review that fails -> 503, not cached. Tokens
+/// authenticated before (known) and tokens never seen are reviewed in separate slots, at most
+/// max_in_flight each at once; one beyond gets 503 at once (a flood of unknown tokens neither
+/// queues reviews without bound nor holds their coroutines, nor takes a known reader's slot),
+/// and so does an unknown token from an address over its rate (unknown_per_second).
 ///
 /// Thread: authorize() on the HTTP server's strand only (the cache is not locked). Owns the
 /// backend; borrows the clock, which must outlive it.
@@ -133,16 +169,23 @@ class delegated_authorizer final : public request_authorizer {
 public:
   delegated_authorizer(std::shared_ptr<review_backend> backend, base::clock& clock,
                        review_cache_options options = {}, std::size_t max_in_flight = 8);
-  boost::asio::awaitable<auth_decision> authorize(std::string bearer, std::string path) override;
+  boost::asio::awaitable<auth_decision> authorize(std::string bearer, std::string path,
+                                                  std::string peer) override;
 
-  /// Tests: entries in the cache.
+  /// Tests: entries in the decision cache.
   [[nodiscard]] std::size_t cached_for_test() const { return cache_.size(); }
 
 private:
   std::shared_ptr<review_backend> backend_;
+  base::clock& clock_;
+  const review_cache_options options_;
   review_cache cache_;
+  expiring_map<reviewed_user> users_;           // by SHA-256 of the token
+  expiring_map<char> known_;                    // tokens authenticated before, by SHA-256
+  expiring_map<base::token_bucket> strangers_;  // unknown tokens' reviews, by client address
   const std::size_t max_in_flight_;
-  std::size_t in_flight_ = 0;
+  std::size_t in_flight_ = 0;        // reviews of unknown tokens
+  std::size_t known_in_flight_ = 0;  // reviews of known tokens
 };
 
 }  // namespace tec::ops

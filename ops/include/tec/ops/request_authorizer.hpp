@@ -31,8 +31,10 @@ class request_authorizer {
 public:
   virtual ~request_authorizer() = default;
   /// `bearer`: the token of the request's "Authorization: Bearer" header, empty when it has
-  /// none (or another scheme). `path`: the request's path without the query.
-  virtual boost::asio::awaitable<auth_decision> authorize(std::string bearer, std::string path) = 0;
+  /// none (or another scheme); any bytes. `path`: the request's path without the query.
+  /// `peer`: the client's IP address (a rate limit's key), empty when unknown.
+  virtual boost::asio::awaitable<auth_decision> authorize(std::string bearer, std::string path,
+                                                          std::string peer) = 0;
 };
 
 }  // namespace tec::ops
