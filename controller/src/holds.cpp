@@ -13,6 +13,10 @@ hold_mark parse_hold(std::string_view value) {
   }
   out.value = std::string(value);
   out.until_unix = base::parse_rfc3339(value);
+  if (out.until_unix && *out.until_unix > latest_hold_unix) {
+    out.until_unix.reset();
+    out.too_late = true;
+  }
   return out;
 }
 
@@ -44,7 +48,10 @@ hold_verdict hold_book::see(std::string_view key, const std::optional<hold_mark>
   record r;
   r.value = mark->value;
   hold_verdict out;
-  if (mark->malformed()) {
+  if (mark->too_late) {
+    r.ignored = true;
+    out.ignored = "later than 2200-01-01T00:00:00Z, the latest time a hold may name";
+  } else if (mark->malformed()) {
     r.ignored = true;
     out.ignored = "not an RFC 3339 time";
   } else if (wall_of_unix(*mark->until_unix) <= now) {

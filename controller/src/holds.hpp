@@ -14,9 +14,9 @@ namespace tec::controller::detail {
 
 using wall_time = std::chrono::system_clock::time_point;
 
-/// Past it a time does not fit the wall clock's nanoseconds (2262): holds and timeAdded are
-/// clamped to 2200-01-01, far past any maxHold.
-inline constexpr std::int64_t latest_unix = 7'258'118'400;
+/// Past it a time does not fit the wall clock's nanoseconds (2262): timeAdded is clamped to
+/// 2200-01-01, far past any maxHold (a later hold is refused: parse_hold).
+inline constexpr std::int64_t latest_unix = latest_hold_unix;
 
 /// `seconds` since the Unix epoch on the wall clock, clamped to [0, latest_unix].
 [[nodiscard]] wall_time wall_of_unix(std::int64_t seconds);

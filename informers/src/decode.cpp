@@ -170,6 +170,10 @@ result<node_list> decode_node_list(std::string_view body) {
   return json_walk::decode_list<node_record>(body, "node list", simdjson_parse{});
 }
 
+bool valid_utf8(std::string_view text) noexcept {
+  return simdjson::validate_utf8(text.data(), text.size());
+}
+
 result<pod_record> decode_pod(std::string_view json_text) {
   return json_walk::decode_object<pod_record>(json_text, "pod", simdjson_parse{});
 }

@@ -166,6 +166,21 @@ TEST(Holds, APodHoldHoldsThatPodOnly) {
   EXPECT_EQ(details_of(w.h, "held", event_kind::eviction_held).size(), 1U);
 }
 
+TEST(Holds, AHoldPastTheLatestRepresentableTimeIsRefusedNotMovedToAnother) {
+  wall_harness w;
+  w.h.add_pod(make_pod("p1", "n1"));
+  w.h.add_node(held_node("n1", "9999-12-31T23:59:59Z", {}));
+  w.h.update_node(held_node("n1", "9999-12-31T23:59:59Z", {make_taint(1)}));
+  EXPECT_TRUE(w.h.evicted("p1"));
+  EXPECT_EQ(details_of(w.h, "n1", event_kind::hold_ignored),
+            std::vector<std::string>{"\"9999-12-31T23:59:59Z\" is later than 2200-01-01T00:00:00Z, "
+                                     "the latest time a hold may name; evictions go as scheduled"});
+  const auto mark = parse_hold("9999-12-31T23:59:59Z");
+  EXPECT_TRUE(mark.too_late);
+  EXPECT_TRUE(mark.malformed());
+  EXPECT_FALSE(parse_hold("2199-12-31T23:59:59Z").too_late);
+}
+
 TEST(Holds, AMalformedValueIsIgnoredWithOneWarningPerDistinctValue) {
   wall_harness w;
   w.h.add_pod(make_pod("p1", "n1"));

@@ -50,13 +50,20 @@ inline constexpr std::string_view hold_annotation = "taint-eviction-controller/h
 inline constexpr std::size_t max_hold_value = 64;
 
 /// The hold-until annotation as the informers found it.
+/// The latest time a hold-until annotation may name (2200-01-01T00:00:00Z, far past any
+/// maxHold): past it a time does not fit the wall clock's nanoseconds (2262), and a later one is
+/// refused rather than reported as another time.
+inline constexpr std::int64_t latest_hold_unix = 7'258'118'400;
+
 struct hold_mark {
   /// The value, for messages and "once per distinct value"; a value longer than
   /// max_hold_value is clipped there and ends in "..." (it is malformed anyway).
   std::string value;
   /// The time it names, seconds since the Unix epoch (a fraction dropped); nullopt when the
-  /// value is not an RFC 3339 time.
+  /// value is not an RFC 3339 time, or names one after latest_hold_unix (too_late).
   std::optional<std::int64_t> until_unix;
+  /// An RFC 3339 time after latest_hold_unix.
+  bool too_late = false;
 
   [[nodiscard]] bool malformed() const { return !until_unix.has_value(); }
   friend bool operator==(const hold_mark&, const hold_mark&) = default;

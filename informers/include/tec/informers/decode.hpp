@@ -77,6 +77,9 @@ void keep_pod_labels(bool keep) noexcept;
 /// What keep_pod_labels() last set.
 bool keeping_pod_labels() noexcept;
 
+/// Whether `text` is valid UTF-8 (simdjson's validator).
+bool valid_utf8(std::string_view text) noexcept;
+
 /// Decodes a metav1.Status body (e.g. the body of a 410 response). Fields that are absent
 /// stay empty; only malformed JSON or a non-object is an error.
 result<api_status> decode_status(std::string_view json);
@@ -185,19 +188,26 @@ bool list_splitter::feed(std::string_view bytes, OnItem&& on_item) {
   return scan(bytes, [&](std::string_view element) { return on_item(element); });
 }
 
-/// Element `index` of a streamed LIST page, decoded: to on_item(Record&&), or when it is valid
-/// JSON of the wrong shape (errc::unexpected_shape) to on_skip(const error&), since one bad object
-/// must not fail the whole list forever (the server would send it again on every relist). Any
-/// other error fails `splitter` (false).
+/// Element `index` of a streamed LIST page (`element`: its JSON text, empty for protobuf),
+/// decoded: to on_item(Record&&), or when it is valid JSON of the wrong shape
+/// (errc::unexpected_shape), or JSON text that is not UTF-8, to on_skip(const error&), since one
+/// bad object must not fail the whole list forever (the server would send it again on every
+/// relist, and the controller would never be ready). The splitter found the element's bounds
+/// without decoding its strings, so a byte that is not UTF-8 inside them leaves the rest of the
+/// page sound. Any other error fails `splitter` (false).
 template <class Record, class OnItem, class OnSkip, class Splitter>
 bool take_list_item(std::size_t index, result<Record> decoded, OnItem& on_item, OnSkip& on_skip,
-                    Splitter& splitter) {
+                    Splitter& splitter, std::string_view element = {}) {
   if (decoded) {
     on_item(std::move(decoded).value());
     return true;
   }
   error e = decoded.error();
   e.message = "items[" + std::to_string(index) + "]: " + e.message;
+  if (e.code == make_error_code(errc::malformed_json) && !element.empty() && !valid_utf8(element)) {
+    e.code = make_error_code(errc::unexpected_shape);
+    e.message = "items[" + std::to_string(index) + "]: not UTF-8";
+  }
   if (e.code == make_error_code(errc::unexpected_shape)) {
     on_skip(e);
     return true;
@@ -223,8 +233,8 @@ public:
   template <class OnItem, class OnSkip>
   bool feed(std::string_view bytes, OnItem&& on_item, OnSkip&& on_skip) {
     return splitter_.feed(bytes, [&](std::string_view element) {
-      return take_list_item(splitter_.items() - 1, DecodeItem(element), on_item, on_skip,
-                            splitter_);
+      return take_list_item(splitter_.items() - 1, DecodeItem(element), on_item, on_skip, splitter_,
+                            element);
     });
   }
 
