@@ -5,7 +5,7 @@ REPEAT ?= 10
 CLUSTER := deploy/local/cluster.sh
 
 .PHONY: all deps configure build test test-unit test-integration test-node test-asan test-tsan \
-        sanitizers test-repeat fuzz bench bench-micro bench-compare bench-scale bench-apf bench-quick demo demo-breaker demo-down \
+        sanitizers test-repeat fuzz bench bench-micro bench-compare bench-busy bench-scale bench-apf bench-quick demo demo-breaker demo-down \
         image release install-plugin format format-check lint lint-changed clean
 
 all: build
@@ -80,6 +80,11 @@ bench-micro: build
 
 bench-compare: build
 	@bench/compare.sh
+
+# The same side by side with two busy loops beside everything (contention mode): run
+# it and bench-compare one after the other and report both (BENCHMARKS.md).
+bench-busy: build
+	@bench/compare.sh --busy 2 $(ARGS)
 
 # Scenario 7 alone (issue 16): 5,000 nodes and 150,000 pods, a zone outage, a pod churn.
 # Takes a long while; eviction_compare's --scale-* flags after ARGS= make it smaller.

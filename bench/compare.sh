@@ -6,7 +6,21 @@
 # eviction_compare (e.g. --quick, --scenarios mass,floor). Results: build/bench/.
 #
 # Run it on an idle machine: the controllers, the API server and etcd share its cores.
+#
+# Contention mode: TEC_BENCH_BUSY=N (or --busy N as the first argument) runs N busy loops at
+# the default priority beside everything for the whole run, as other workloads on a node would:
+# the same scenarios, the controllers still interleaved (KCM, ours, ours, KCM), on a machine
+# whose cores are contended. The busy loops end with the script (trap).
 set -euo pipefail
+
+busy=${TEC_BENCH_BUSY:-0}
+if [ "${1:-}" = "--busy" ]; then
+  busy=$2
+  shift 2
+fi
+case "$busy" in
+  '' | *[!0-9]*) echo "compare.sh: --busy takes a count of busy loops, not '$busy'" >&2; exit 2 ;;
+esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cluster="$root/deploy/local/cluster.sh"
@@ -37,7 +51,21 @@ kcm=$("$cluster" build kube-controller-manager | tail -n 1)
 
 "$cluster" down --wipe >/dev/null 2>&1 || true
 "$cluster" up
-trap '"$cluster" down --wipe >/dev/null 2>&1 || true' EXIT
+busy_pids=()
+cleanup() {
+  if [ "${#busy_pids[@]}" -gt 0 ]; then
+    kill "${busy_pids[@]}" 2>/dev/null || true
+    wait "${busy_pids[@]}" 2>/dev/null || true
+  fi
+  "$cluster" down --wipe >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+for ((i = 0; i < busy; i++)); do
+  # A CPU-bound loop of its own (no I/O); bounded by the script's life.
+  bash -c 'while :; do :; done' &
+  busy_pids+=("$!")
+done
+[ "$busy" -eq 0 ] || echo "compare.sh: contention mode: $busy busy loops (pids ${busy_pids[*]})" >&2
 
 mkdir -p "$out"
 # The scale scenario restarts the control plane after seeding each size (same ports, state and

@@ -2594,6 +2594,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 10'000));
   app.add_option("--timer-nodes", o.timer_nodes)->check(CLI::Range(1, 10'000));
   app.add_option("--timer-pods-per-node", o.timer_pods_per_node)->check(CLI::Range(1, 10'000));
+  app.add_option("--timer-spacing-ms", o.timer_spacing_ms, "Milliseconds between the timer taints")
+      ->check(CLI::Range(1, 10'000));
   app.add_option("--apf-accounts", o.apf_accounts,
                  "Service accounts the apf scenario's noise comes from, one run each")
       ->delimiter(',')
