@@ -83,7 +83,9 @@ const taint& setting_taint(const std::vector<taint>& taints,
     const auto tol =
         std::find_if(tolerations.begin(), tolerations.end(),
                      [&](const toleration& candidate) { return tolerates(candidate, t); });
-    if (tol != tolerations.end() && tol->seconds == seconds) {
+    // As decide() reads it: a negative tolerationSeconds is 0 (evicted at once).
+    if (tol != tolerations.end() && tol->seconds &&
+        std::max<std::int64_t>(*tol->seconds, 0) == seconds) {
       return t;
     }
   }

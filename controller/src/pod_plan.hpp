@@ -47,7 +47,8 @@ struct pod_plan {
     timedqueue::time_point& fire_at, std::span<const taint_rule> rules);
 
 /// The taint whose toleration set a pod's time of `seconds`: the first of `taints` whose first
-/// matching toleration has that tolerationSeconds (the smallest, which decide() took); the
+/// matching toleration has that tolerationSeconds as decide() reads it (a negative one is 0;
+/// the smallest, which decide() took); the
 /// first taint when none has (not for a decision decide() made from these taints).
 [[nodiscard]] const taint& setting_taint(const std::vector<taint>& taints,
                                          const std::vector<toleration>& tolerations,

@@ -82,6 +82,30 @@ TEST(Outcomes, DeletedAfterTolerationSeconds) {
   EXPECT_EQ(to_string(r.result), "deleted");
 }
 
+// The toleration that set the time is named for every tolerationSeconds: negative (read as 0,
+// evicted at once), zero and positive, with another taint tolerated forever before it (a node
+// tainted [k1, k2] with k2 added last; the history named k1's "forever" toleration).
+TEST(Outcomes, TheTolerationThatSetTheTimeIsNamedWhateverItsSeconds) {
+  for (const std::int64_t seconds : {std::int64_t{-5}, std::int64_t{0}, std::int64_t{7}}) {
+    auto o = std::make_shared<outcomes>();
+    harness h(observing(o));
+    h.add_node(make_node("n1", {make_taint(1)}));
+    toleration second = make_toleration(2, 0);
+    second.seconds = seconds;
+    h.add_pod(make_pod("p1", "n1", {make_toleration(1, -1), second}));
+    EXPECT_TRUE(o->take().empty());
+    h.update_node(make_node("n1", {make_taint(1), make_taint(2)}));
+    h.advance(std::chrono::seconds(std::max<std::int64_t>(seconds, 0)));
+    const auto got = o->take();
+    ASSERT_EQ(got.size(), 1U) << seconds;
+    EXPECT_EQ(got[0].result, outcome_result::deleted) << seconds;
+    ASSERT_TRUE(got[0].used.has_value()) << seconds;
+    EXPECT_EQ(*got[0].used, second) << seconds;
+    ASSERT_TRUE(got[0].matched.has_value()) << seconds;
+    EXPECT_EQ(*got[0].matched, make_taint(2)) << seconds;
+  }
+}
+
 TEST(Outcomes, UntoleratedIsDeletedAtOnceWithoutAToleration) {
   auto o = std::make_shared<outcomes>();
   harness h(observing(o));
