@@ -978,8 +978,14 @@ struct daemon::impl {
   std::shared_ptr<spdlog::logger> log;
 
   // Declared first, destroyed last: everything below posts to it or holds its executor.
-  // The control loop: timers, watches, writes (the I/O thread, run by `process`).
+  // The watches and what they feed (the I/O thread, run by `process`): decoding every watch
+  // event, the caches, activation, the policy, shadow mode.
   asio::io_context io{1};
+  // The evictions: the timed queue's timer and its due work, the eviction sink and the event
+  // recorder, on a client of their own. No watch event is decoded here: a due eviction never
+  // waits behind the decoding of the watch events its own deletions cause (a mass eviction's
+  // stream), and under CPU contention the two jobs are two runnable threads, not one.
+  async::io_thread evictions{"tec-evict"};
   // The secure and probe ports (TLS handshakes, authentication, the webhook, /metrics, the
   // probes) and the reviews' client: a request, however costly, never runs on the control
   // loop's thread, nor delays a renewal of the lease.
@@ -988,8 +994,9 @@ struct daemon::impl {
   async::io_thread election{"tec-election"};
   async::task_group election_tasks{election.executor()};
   metric_set metrics;
-  shadow_parts shadow_mode;  // before everything that feeds it
-  std::optional<k8sclient::client> api;
+  shadow_parts shadow_mode;                     // before everything that feeds it
+  std::optional<k8sclient::client> api;         // the informers, policy Events, certificates
+  std::optional<k8sclient::client> writes_api;  // the evictions' DELETEs, PATCHes and Events
   // The TokenReviews and SubjectAccessReviews of the secure metrics port, on a client of their
   // own: its QPS limit and connections are not the evictions' (a flood of requests with
   // unknown tokens must not delay a DELETE), and bound what such a flood costs the API server.
@@ -1037,11 +1044,14 @@ struct daemon::impl {
       ropts.user_agent += " reviews";
       review_api.emplace(serving.executor(), config, std::move(ropts));
     }
-    driver.emplace(io.get_executor(), io.get_executor());
-    out.recorder.emplace(io.get_executor(), *api);
+    // Its own QPS limit and connections, as each controller of kube-controller-manager has a
+    // client of its own beside the shared informers' one.
+    writes_api.emplace(evictions.executor(), config, client_options());
+    driver.emplace(evictions.executor(), evictions.executor());
+    out.recorder.emplace(evictions.executor(), *writes_api);
     const controller::eviction_policy start_policy = opts.effective_policy(opts.policy);
     out.sink.emplace(
-        io.get_executor(), *api, &*out.recorder,
+        evictions.executor(), *writes_api, &*out.recorder,
         writers::eviction_sink_options{.disruption_condition = opts.disruption_condition,
                                        .pods = &cache.pods,
                                        .dry_run = start_policy.dry_run,
@@ -1181,14 +1191,7 @@ struct daemon::impl {
       log->info("became the leader (lease {}/{}); acting", opts.lease_namespace, opts.lease_name);
       asio::post(io, [this] { lead.gate->may_lead(); });
     };
-    le.on_stopped_leading = [this] {
-      metrics.standard->is_leader.set(0);
-      lead.feed->deactivate();
-      if (!process.stopping.load()) {
-        out.sink->stop();
-      }
-      asio::post(io, [this] { stopped_leading(); });
-    };
+    le.on_stopped_leading = [this] { stopped_leading(); };
     lead.elector.emplace(election.executor(), *lead.api, std::move(le));
   }
 
@@ -1308,18 +1311,20 @@ struct daemon::impl {
     }
   }
 
-  // I/O thread: the elector gave up the lease (stop()) or lost it.
+  // Election thread: the elector gave up the lease (stop()) or lost it. The gate is closed on
+  // the I/O thread, after a may_lead() posted before; the rest may be called from any thread.
   void stopped_leading() {
     metrics.standard->is_leader.set(0);
-    lead.gate->close();
     lead.feed->deactivate();
+    asio::post(io, [this] { lead.gate->close(); });
     if (process.stopping.load()) {
       return;
     }
     // Stop acting at once: another process may already be leading. Evictions in flight are
-    // abandoned by the shutdown that follows; the next leader decides them afresh.
+    // abandoned by the shutdown that follows; the next leader decides them afresh. The
+    // recorder's channel lives on the evictions' thread.
     out.sink->stop();
-    out.recorder->stop();
+    asio::post(evictions.executor(), [this] { out.recorder->stop(); });
     log->error(
         "lost the leader lease {}/{}: stopped acting; exiting with status 1 so the "
         "process restarts as a follower",
@@ -1394,7 +1399,7 @@ struct daemon::impl {
     start_tasks(signals);
     start_webhook_certs();
     process.start();
-    for (auto* t : {&serving, &election}) {
+    for (auto* t : {&evictions, &serving, &election}) {
       t->start([this](const std::exception& e) {
         log->critical("a thread of the daemon failed: {}; exiting", e.what());
         process.stop.request(1);
@@ -1416,10 +1421,9 @@ struct daemon::impl {
     election_tasks.close();  // a campaign the caches' sync would start now never starts
     lead.feed->deactivate();
     out.sink->stop();
-    asio::post(io, [this] {
-      lead.gate->close();
-      out.recorder->stop();  // the recorder's channel lives on the I/O thread
-    });
+    asio::post(io, [this] { lead.gate->close(); });
+    // The recorder's channel lives on the evictions' thread.
+    asio::post(evictions.executor(), [this] { out.recorder->stop(); });
     if (lead.elector) {
       lead.elector->stop();
       if (!election_tasks.wait_idle(stage::leadership, steady::now() + release_budget)) {
@@ -1441,13 +1445,15 @@ struct daemon::impl {
     policy_ctl->join_reader();
     process.tasks.cancel(stage::background);  // the signal wait and the periodic jobs
     api->shutdown();
+    writes_api->shutdown();
     if (lead.api) {
       lead.api->shutdown();
     }
     if (review_api) {
       review_api->shutdown();
     }
-    ctrl->shutdown();  // the sink's pending done() calls come from the I/O thread, still running
+    // The sink's pending done() calls come from the evictions' thread, still running.
+    ctrl->shutdown();
     const auto drain_deadline = steady::now() + drain_budget;
     if (!process.tasks.wait_idle(stage::watches, drain_deadline) ||
         !election_tasks.wait_idle(stage::leadership, drain_deadline)) {
@@ -1459,10 +1465,11 @@ struct daemon::impl {
       election_tasks.cancel(stage::leadership);
     }
     process.finish(drain_deadline);
+    const bool evicted = evictions.finish(drain_deadline);
     const bool served = serving.finish(drain_deadline);
     const bool elected = election.finish(drain_deadline);
-    if (!served || !elected) {
-      log->warn("the serving or election thread still had work after {}; stopped it",
+    if (!evicted || !served || !elected) {
+      log->warn("the evictions', serving or election thread still had work after {}; stopped it",
                 format_duration(drain_budget));
     }
     const auto ms =
