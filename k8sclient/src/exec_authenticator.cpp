@@ -102,10 +102,10 @@ void exec_authenticator::start_worker() {
   if (worker_.joinable()) {
     worker_.join();
   }
-  worker_ = std::thread([this] { run_once(); });
+  worker_ = std::thread([this] { run_once(true); });
 }
 
-void exec_authenticator::run_once() {
+void exec_authenticator::run_once(bool background) {
   auto ran = run_exec_plugin(config_, limits_, &stopping_);
   const auto wall = clock_->wall();
   base::error failed;
@@ -119,7 +119,10 @@ void exec_authenticator::run_once() {
   {
     const std::lock_guard lock(mutex_);
     if (failed) {
-      if (!last_error_ && failed.code != make_error_code(base::errc::shutting_down)) {
+      // get()'s caller reports its failure itself; a run of the worker has no caller.
+      if (background && !streak_logged_ &&
+          failed.code != make_error_code(base::errc::shutting_down)) {
+        streak_logged_ = true;
         log->warn("{}; {}", failed.message,
                   judge(wall) != freshness::none
                       ? "the credential it gave before is kept until it expires"
@@ -128,7 +131,7 @@ void exec_authenticator::run_once() {
       last_error_ = failed;
       next_try_ = clock_->now() + retry_.next();
     } else {
-      if (last_error_) {
+      if (std::exchange(streak_logged_, false)) {
         log->info("{}: the exec plugin \"{}\" works again", config_.source,
                   base::printable(config_.command, 256));
       }
@@ -177,7 +180,7 @@ base::result<exec_authenticator::snapshot> exec_authenticator::get() {
     }
     running_ = true;
     lock.unlock();
-    run_once();  // on this thread
+    run_once(false);  // on this thread
     lock.lock();
     if (judge(clock_->wall()) == freshness::none && last_error_) {
       return last_error_;

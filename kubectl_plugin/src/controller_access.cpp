@@ -14,6 +14,7 @@
 
 #include "tec/base/error.hpp"
 #include "tec/k8sclient/config.hpp"
+#include "tec/k8sclient/exec_authenticator.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
 
@@ -30,8 +31,16 @@ base::error unreachable(std::string why) {
   return make_error(errc::connection_failed, std::move(why));
 }
 
-// The kubeconfig user's bearer token; empty when it has none.
+// The kubeconfig user's bearer token (token, tokenFile or the exec plugin's); empty when it
+// has none.
 base::result<std::string> bearer_token(const k8sclient::rest_config& config) {
+  if (config.exec) {
+    auto got = config.exec->get();
+    if (!got) {
+      return got.error();
+    }
+    return got.value().credential->token;
+  }
   k8sclient::token_source tokens(config.bearer_token, config.token_file);
   return tokens.current();
 }
@@ -154,7 +163,8 @@ base::result<std::unique_ptr<controller_access>> controller_access::open(
   if (token.value().empty()) {
     return unreachable(
         "the kubeconfig user has no bearer token; the controller's secure port authenticates "
-        "bearer tokens only (client certificate users cannot read it)");
+        "bearer tokens only (client certificate users, and exec plugins that give only a "
+        "certificate, cannot read it)");
   }
   k8sclient::rest_config port;
   port.insecure_skip_tls_verify = true;  // the port's certificate is self-signed by default

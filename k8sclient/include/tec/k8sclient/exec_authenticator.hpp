@@ -20,8 +20,9 @@
 // 401 to it (rejected(): once per credential, so a burst of 401s runs the plugin once). After a
 // failed run the next one waits (1 s doubling to 30 s, jittered): requests fail meanwhile with
 // that run's error unless a credential still valid is cached (kept, as client-go keeps a token
-// file's). The first failure of a streak is logged as a warning (logger "client"), the
-// recovery as info; what a successful run wrote on standard error is logged as a warning.
+// file's). The first failure of a streak on the worker thread is logged as a warning (logger
+// "client"; get()'s caller reports its own), the recovery as info; what a successful run wrote
+// on standard error is logged as a warning.
 //
 // Thread-safety: every member may be called from any thread. The destructor kills a run in
 // flight and joins its thread.
@@ -88,8 +89,9 @@ private:
   [[nodiscard]] freshness judge(base::wall_clock::time_point now) const;  // mutex_ held
   [[nodiscard]] bool may_run(base::clock::time_point now) const;          // mutex_ held
   void start_worker();                                                    // mutex_ held
-  /// One run and its bookkeeping; called with the lock not held and running_ set.
-  void run_once();
+  /// One run and its bookkeeping; called with the lock not held and running_ set. A failure
+  /// of a `background` run (the worker's) starts a logged streak.
+  void run_once(bool background);
 
   const exec_config config_;
   const exec_limits limits_;
@@ -103,7 +105,8 @@ private:
   base::wall_clock::time_point fetched_{};  ///< When credential_ arrived (wall time).
   bool rejected_ = false;                   ///< credential_ was answered 401.
   bool running_ = false;
-  base::error last_error_;  ///< Of the last run; empty after a success.
+  base::error last_error_;      ///< Of the last run; empty after a success.
+  bool streak_logged_ = false;  ///< A failure of this streak was logged.
   base::clock::time_point next_try_{};
   base::backoff retry_;
   std::vector<std::function<void()>> waiters_;
