@@ -75,7 +75,7 @@ outcome<session> connect(const invocation& inv, const env_lookup& env) {
   s.flags = inv.cluster;
   s.default_namespace = config.value().namespace_.empty() ? "default" : config.value().namespace_;
   s.cluster =
-      std::make_unique<cluster_reader>(std::move(config).value(), inv.cluster.request_timeout);
+      std::make_unique<cluster_reader>(std::move(config).value(), inv.cluster.request_wait());
   return s;
 }
 
