@@ -147,12 +147,14 @@ public:
     std::vector<std::string> args{config.command};
     args.insert(args.end(), config.args.begin(), config.args.end());
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args) {
       argv.push_back(a.data());
     }
     argv.push_back(nullptr);
     std::vector<std::string> env = environment(config);
     std::vector<char*> envp;
+    envp.reserve(env.size() + 1);
     for (auto& e : env) {
       envp.push_back(e.data());
     }
