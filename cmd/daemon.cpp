@@ -45,6 +45,7 @@
 #include "tec/asio/task_group.hpp"
 #include "tec/base/error.hpp"
 #include "tec/base/logger.hpp"
+#include "tec/base/rfc3339.hpp"
 #include "tec/controller/controller.hpp"
 #include "tec/informers/controller_feed.hpp"
 #include "tec/informers/informers.hpp"
@@ -53,6 +54,7 @@
 #include "tec/k8sclient/api_error.hpp"
 #include "tec/k8sclient/client.hpp"
 #include "tec/k8sclient/config.hpp"
+#include "tec/k8sclient/exec_authenticator.hpp"
 #include "tec/k8sclient/hostname.hpp"
 #include "tec/k8sclient/leader_election.hpp"
 #include "tec/k8sclient/paths.hpp"
@@ -926,6 +928,25 @@ std::optional<k8sclient::rest_config> load_config(const options& opts, spdlog::l
   }
   for (const auto& warning : k8sclient::insecure_settings(config.value())) {
     log.warn("{}", warning);
+  }
+  // The exec plugin runs once now, on this thread (the I/O thread is not running yet): a plugin
+  // that gives no credential is a broken configuration, exit 1, not an error on every request.
+  // Later runs (renewal before expiry, after a 401) are the authenticator's, on its own thread.
+  if (const auto& exec = config.value().exec) {
+    auto first = exec->get();
+    if (!first) {
+      log.error("cannot get credentials: {}", first.error().message);
+      return std::nullopt;
+    }
+    const auto& c = *first.value().credential;
+    log.info("{}: the exec plugin \"{}\" gave {}{}", exec->config().source,
+             base::printable(exec->config().command, 256),
+             c.token.empty()
+                 ? "a client certificate"
+                 : (c.client_cert_pem.empty() ? "a bearer token"
+                                              : "a bearer token and a client certificate"),
+             c.expiry ? ", valid until " + base::format_rfc3339(*c.expiry)
+                      : ", with no expiry (renewed after a 401)");
   }
   return std::move(config).value();
 }

@@ -77,6 +77,13 @@ parse_result check_policy_file(const std::string& path, const read_policy_fn& re
 
 }  // namespace
 
+std::string_view level_for_verbosity(int verbosity) {
+  if (verbosity >= 6) {
+    return "trace";
+  }
+  return verbosity >= 4 ? "debug" : "info";
+}
+
 std::optional<std::string> real_env(const std::string& name) {
   const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe): before threads
   if (v == nullptr) {
@@ -106,7 +113,15 @@ struct flag_text {
   std::string renew_deadline = "10s";
   std::string retry_period = "2s";
   std::string lease_namespace;
-  std::string format = "text";
+  std::string format = "text";          // --log-format
+  std::string logging_format = "text";  // --logging-format
+  int verbosity = 0;                    // -v/--v
+  // Whether each logging flag was given (on the command line or through its variable): the
+  // names and their aliases must agree when both are.
+  const CLI::Option* log_level_flag = nullptr;
+  const CLI::Option* log_format_flag = nullptr;
+  const CLI::Option* logging_format_flag = nullptr;
+  const CLI::Option* verbosity_flag = nullptr;
   std::string content_type = "application/vnd.kubernetes.protobuf";
   std::string shadow_window = "30s";
   std::string check_policy;
@@ -176,9 +191,21 @@ void add_server_flags(CLI::App& app, options& o) {
                "when the taint is gone from it (a stale cache; retried shortly)");
 }
 
+// Kubernetes components' names (component-base: -v/--v, --logging-format) and the names this
+// daemon had first, kept as aliases.
 void add_logging_flags(CLI::App& app, options& o, flag_text& t) {
-  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, critical or off");
-  app.add_option("--log-format", t.format, "text or json (one JSON object per line)");
+  t.verbosity_flag = app.add_option(
+      "-v,--v", t.verbosity,
+      "Log verbosity, as Kubernetes components take it: 0 to 3 info, 4 and 5 debug, 6 and more "
+      "trace (each API request's stages)");
+  t.logging_format_flag = app.add_option("--logging-format", t.logging_format,
+                                         "text or json (one JSON object per line)");
+  t.log_level_flag = app.add_option(
+      "--log-level", o.log_level,
+      "trace, debug, info, warn, error, critical or off (an alias of -v that also has the "
+      "quieter levels; given with -v, both must say the same)");
+  t.log_format_flag =
+      app.add_option("--log-format", t.format, "An alias of --logging-format: text or json");
 }
 
 // What is evicted and when: the policy file, dry-run, shadow mode, deadlines and events.
@@ -426,19 +453,54 @@ void check_servers(const options& o, problem_list& problems) {
   }
 }
 
-// The log level and format (and the content type, which CLI11 already checked).
+bool given(const CLI::Option* flag) {
+  return flag != nullptr && flag->count() > 0;
+}
+
+// The log level (--log-level, or -v/--v) and format (--logging-format, or --log-format), and the
+// content type, which CLI11 already checked.
 void check_logging(options& o, const flag_text& t, problem_list& problems) {
-  if (std::find(log_levels.begin(), log_levels.end(), o.log_level) == log_levels.end()) {
-    problems.push_back("--log-level: \"" + o.log_level +
+  o.protobuf = t.content_type == "application/vnd.kubernetes.protobuf";
+  const bool level_valid =
+      std::find(log_levels.begin(), log_levels.end(), o.log_level) != log_levels.end();
+  if (!level_valid) {
+    problems.push_back("--log-level: \"" + base::printable(o.log_level, 64) +
                        "\" is not one of trace, debug, info, warn, error, critical, off");
   }
-  o.protobuf = t.content_type == "application/vnd.kubernetes.protobuf";
-  if (t.format == "text") {
+  if (given(t.verbosity_flag)) {
+    if (t.verbosity < 0) {
+      problems.push_back("-v/--v: must be 0 or more, got " + std::to_string(t.verbosity));
+    } else {
+      const std::string from_v(level_for_verbosity(t.verbosity));
+      const std::string level = o.log_level == "warning" ? "warn" : o.log_level;
+      if (given(t.log_level_flag) && level_valid && level != from_v) {
+        problems.push_back("-v/--v " + std::to_string(t.verbosity) + " means the " + from_v +
+                           " level, --log-level says " + o.log_level +
+                           ": give one of them (--log-level is an alias)");
+      } else {
+        o.log_level = from_v;
+      }
+    }
+  }
+  std::string format = t.format;
+  const char* format_flag = "--log-format";
+  if (given(t.logging_format_flag)) {
+    if (given(t.log_format_flag) && t.format != t.logging_format) {
+      problems.push_back("--logging-format \"" + base::printable(t.logging_format, 64) +
+                         "\" and --log-format \"" + base::printable(t.format, 64) +
+                         "\" disagree: give one of them (--log-format is an alias)");
+      return;
+    }
+    format = t.logging_format;
+    format_flag = "--logging-format";
+  }
+  if (format == "text") {
     o.format = log_format::text;
-  } else if (t.format == "json") {
+  } else if (format == "json") {
     o.format = log_format::json;
   } else {
-    problems.push_back("--log-format: \"" + t.format + "\" is not one of text, json");
+    problems.push_back(std::string(format_flag) + ": \"" + base::printable(format, 64) +
+                       "\" is not one of text, json");
   }
 }
 
@@ -531,7 +593,14 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   std::vector<const char*> argv;
   argv.reserve(args.size() + 1);
   argv.push_back("taint-eviction-controller");
+  // "-v=4", as pflag (every Kubernetes component) takes a short flag with '=', is "--v=4" to
+  // CLI11, which would read "=4" as the value.
+  std::vector<std::string> spelled;
+  spelled.reserve(args.size());
   for (const auto& a : args) {
+    spelled.push_back(a.starts_with("-v=") ? "-" + a : a);
+  }
+  for (const auto& a : spelled) {
     argv.push_back(a.c_str());
   }
   std::ostringstream out;
@@ -543,7 +612,7 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
     result.out = out.str();
     result.err = err.str();
     if (rc != 0) {  // CLI11's message, escaped and clipped (it quotes the value, maybe hostile)
-      result.err = base::printable(name_env_sources(e.what(), flags_from_env(app, args)), 512) +
+      result.err = base::printable(name_env_sources(e.what(), flags_from_env(app, spelled)), 512) +
                    "\nRun with --help for more information.\n";
     }
     result.exit_code = rc == 0 ? 0 : 2;
@@ -567,7 +636,7 @@ parse_result parse_options(const std::vector<std::string>& args, std::string_vie
   check_policy_flag(o, t, read_policy, problems);
   check_webhook_certs(o, t, problems);
   if (!problems.empty()) {
-    const auto sources = flags_from_env(app, args);
+    const auto sources = flags_from_env(app, spelled);
     for (const auto& p : problems) {
       result.err += "taint-eviction-controller: " + name_env_sources(p, sources) + "\n";
     }

@@ -19,6 +19,12 @@ namespace tec::cmd {
 
 enum class log_format : unsigned char { text, json };
 
+/// The log level of component-base's verbosity (-v/--v, klog's V levels): 0 to 3 info (klog's
+/// V(2) "steady state" and V(3) "changes" lines are what our info level says already), 4 and 5
+/// debug (V(4): debug), 6 and above trace (V(6) and up: each request, which our trace level
+/// logs as its stages). `verbosity` is not negative.
+[[nodiscard]] std::string_view level_for_verbosity(int verbosity);
+
 /// Every setting the daemon takes from its command line, validated.
 struct options {
   std::string kubeconfig;  ///< Empty: in-cluster configuration.
@@ -54,8 +60,10 @@ struct options {
   /// Off by default: it adds one GET to a single eviction's latency (BENCHMARKS.md, "The
   /// fresh node check": +1.3 ms at the fastest, +24% at the median, on the local API server).
   bool fresh_node_check = false;
-  std::string log_level = "info";  ///< trace, debug, info, warn, error, critical, off.
-  log_format format = log_format::text;
+  /// trace, debug, info, warn, error, critical, off: --log-level, or -v/--v mapped by
+  /// level_for_verbosity().
+  std::string log_level = "info";
+  log_format format = log_format::text;  ///< --logging-format (or its alias --log-format).
   /// --policy: the EvictionPolicy file (empty: none, upstream's behaviour), re-read when it
   /// changes; `policy` is what it held at start, validated.
   std::string policy_file;

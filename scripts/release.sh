@@ -15,9 +15,18 @@
 # A work tree with changes is refused (its version ends in -dirty) unless
 # TEC_RELEASE_ALLOW_DIRTY=1. Needs root (buildah, as deploy/local/images.sh), kubectl, python3.
 #
+# On a release tag (vX.Y.Z, no commits past it) deploy/ and the chart must already name the
+# version: `scripts/release.sh set-version vX.Y.Z`, commit, tag, then `make release`.
+#
 # The pieces, alone (tests/release/release_test.sh runs them offline):
 #   release.sh manifests VERSION OUT   the rendered manifests for VERSION into the file OUT
 #   release.sh checksums DIR           DIR/SHA256SUMS for the files in DIR
+#   release.sh set-version VERSION [ROOT]
+#                                      VERSION (vX.Y.Z...) into deploy/kustomization.yaml's
+#                                      images: entry, deploy/deployment.yaml's image and the
+#                                      chart's version (without the v) and appVersion, in the
+#                                      tree at ROOT (default: this repository)
+#   release.sh deploy-version [ROOT]   the image tag deploy/kustomization.yaml names
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -61,6 +70,37 @@ EOF
     die "the rendered manifests name the images [$(tr '\n' ' ' <<<"$images")], not only $NAME:$version"
   fi
   mv -f "$out.tmp" "$out"
+}
+
+# deploy_version [ROOT]: the newTag of deploy/kustomization.yaml's images: entry for $NAME.
+deploy_version() {
+  local root=${1:-$REPO_ROOT}
+  awk -v name="$NAME" '
+    /^images:/ { in_images = 1; next }
+    in_images && /^[^ ]/ { in_images = 0 }
+    in_images && $1 == "-" && $2 == "name:" { mine = ($3 == name) }
+    in_images && mine && $1 == "newTag:" { print $2; exit }
+  ' "$root/deploy/kustomization.yaml"
+}
+
+# set_version VERSION [ROOT]: the release's version into deploy/ and the chart (see the top).
+set_version() {
+  local version=$1 root=${2:-$REPO_ROOT} f
+  valid_version "$version" || die "'$version' is not a release version (v...)"
+  local kust="$root/deploy/kustomization.yaml" deployment="$root/deploy/deployment.yaml"
+  local chart="$root/charts/$NAME/Chart.yaml"
+  [ "$(grep -c "^    newTag: " "$kust")" = 1 ] || die "$kust: not one images: entry with a newTag"
+  [ "$(grep -c "^ *image: $NAME:" "$deployment")" = 1 ] || die "$deployment: not one image $NAME:..."
+  for f in "$kust" "$deployment"; do cp "$f" "$f.tmp"; done
+  sed -i -E "s|^(    newTag: ).*|\1$version|" "$kust.tmp"
+  sed -i -E "s|^( *image: $NAME):[^[:space:]]+|\1:$version|" "$deployment.tmp"
+  mv -f "$kust.tmp" "$kust"
+  mv -f "$deployment.tmp" "$deployment"
+  if [ -f "$chart" ]; then
+    sed -i -E -e "s|^version: .*|version: ${version#v}|" -e "s|^appVersion: .*|appVersion: \"$version\"|" "$chart"
+  fi
+  [ "$(deploy_version "$root")" = "$version" ] || die "$kust: setting the tag failed"
+  log "deploy/ and the chart name $NAME:$version"
 }
 
 # checksums DIR: DIR/SHA256SUMS, `sha256sum` lines ("<hex>  <name>") for every other file in
@@ -117,6 +157,14 @@ release() {
         || die "the work tree has changes ($version): commit them, or TEC_RELEASE_ALLOW_DIRTY=1"
       ;;
   esac
+  # A release tag's deploy/ and chart name it: `kubectl apply -k deploy/` at that tag installs
+  # that version, not whatever "latest" means somewhere.
+  if [[ "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$ ]] && [[ ! "$version" =~ -[0-9]+-g[0-9a-f]+ ]]; then
+    local named
+    named=$(deploy_version)
+    [ "$named" = "$version" ] \
+      || die "deploy/kustomization.yaml names $NAME:$named, not $version: run 'scripts/release.sh set-version $version', commit, and tag that commit"
+  fi
   local out="$REPO_ROOT/dist/$version" start=$SECONDS
   log "$version (commit $commit) into dist/$version"
   rm -rf "$out"
@@ -155,6 +203,11 @@ main() {
     "") release ;;
     manifests) [ $# -eq 3 ] || die "usage: release.sh manifests VERSION OUT"; manifests "$2" "$3" ;;
     checksums) [ $# -eq 2 ] || die "usage: release.sh checksums DIR"; checksums "$2" ;;
+    set-version)
+      [ $# -eq 2 ] || [ $# -eq 3 ] || die "usage: release.sh set-version VERSION [ROOT]"
+      set_version "$2" "${3:-}"
+      ;;
+    deploy-version) [ $# -le 2 ] || die "usage: release.sh deploy-version [ROOT]"; deploy_version "${2:-}" ;;
     -h | --help | help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' ;;
     *) die "unknown command '$1' (release.sh --help)" ;;
   esac

@@ -35,6 +35,7 @@
 #include "tec/base/logger.hpp"
 #include "tec/base/token_bucket.hpp"
 #include "tec/k8sclient/config.hpp"
+#include "tec/k8sclient/exec_authenticator.hpp"
 #include "tls_context.hpp"
 
 namespace tec::k8sclient {
@@ -158,12 +159,22 @@ public:
       if (!ctx) {
         config_error_ = ctx.error();
       } else {
-        ssl_.emplace(std::move(ctx).value());
+        ssl_ = std::make_shared<ssl::context>(std::move(ctx).value());
       }
     }
   }
 
   [[nodiscard]] const std::optional<error>& config_error() const { return config_error_; }
+
+  /// False for a connection made with a client certificate of the exec plugin that a newer
+  /// one has replaced: it is closed rather than reused.
+  [[nodiscard]] bool current(const connection& c) const {
+    if (!config_.exec || !c.tls) {
+      return true;
+    }
+    const auto newest = config_.exec->newest();
+    return !newest || newest->client_cert_pem.empty() || c.client_certificate == newest;
+  }
 
   /// Opens `c` (whose close() ends an open in progress); an empty error when it is open.
   asio::awaitable<error> open(connection& c) {
@@ -177,7 +188,12 @@ public:
       co_return error{};
     }
     if (ssl_) {
-      c.tls = std::make_unique<tls_stream>(ex_, *ssl_);
+      auto ctx = tls_context(c);
+      if (!ctx) {
+        co_return ctx.error();
+      }
+      c.tls = std::make_unique<tls_stream>(ex_, *ctx.value());
+      c.tls_context = ctx.value();
     } else {
       c.plain = std::make_unique<plain_stream>(ex_);
     }
@@ -238,6 +254,33 @@ public:
   }
 
 private:
+  /// The TLS context of a new connection: the config's, or, when the exec plugin's newest
+  /// credential holds a client certificate, one with that certificate (made once per
+  /// credential; the authenticator has checked that it loads).
+  /// `c` keeps the credential it is made with (current() compares it).
+  base::result<std::shared_ptr<ssl::context>> tls_context(connection& c) {
+    if (!config_.exec) {
+      return ssl_;
+    }
+    auto newest = config_.exec->newest();
+    if (!newest || newest->client_cert_pem.empty()) {
+      return ssl_;
+    }
+    if (newest != exec_ssl_for_) {
+      rest_config with_cert = config_;
+      with_cert.client_cert_pem = newest->client_cert_pem;
+      with_cert.client_key_pem = newest->client_key_pem;
+      auto ctx = detail::make_tls_context(with_cert);
+      if (!ctx) {
+        return ctx.error();
+      }
+      exec_ssl_ = std::make_shared<ssl::context>(std::move(ctx).value());
+      exec_ssl_for_ = newest;
+    }
+    c.client_certificate = std::move(newest);
+    return exec_ssl_;
+  }
+
   static void set_keepalive(tcp::socket& socket, std::chrono::seconds period) {
     boost::system::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
@@ -275,7 +318,11 @@ private:
   std::string endpoint_;
   std::string verify_name_;
   unsigned short port_ = 0;
-  std::optional<ssl::context> ssl_;
+  std::shared_ptr<ssl::context> ssl_;  ///< The config's; null for plain http.
+  /// With an exec plugin that returns a client certificate: the context made with its newest
+  /// one, and that credential.
+  std::shared_ptr<ssl::context> exec_ssl_;
+  std::shared_ptr<const exec_credential> exec_ssl_for_;
   std::optional<error> config_error_;
 };
 
@@ -613,7 +660,16 @@ struct client::impl : std::enable_shared_from_this<impl> {
         co_return past_deadline_error(req);
       }
       std::string token;
-      if (tokens_) {
+      exec_authenticator::snapshot exec_used;
+      if (exec_) {
+        auto credential = co_await exec_credential();
+        if (!credential) {
+          co_return credential.error();
+        }
+        exec_used = std::move(credential).value();
+        token = exec_used.credential->token;
+        note_exec_generation(exec_used);
+      } else if (tokens_) {
         auto current = tokens_->current();
         if (!current) {
           co_return current.error();
@@ -653,6 +709,18 @@ struct client::impl : std::enable_shared_from_this<impl> {
         co_return std::move(out.err);
       }
 
+      if (out.status == 401 && exec_ && !auth_retried) {
+        // client-go's exec authenticator forgets the credential at a 401 and runs the plugin
+        // again; one run for a burst of 401s to the same credential (rejected() counts it).
+        auth_retried = true;
+        exec_->rejected(exec_used.generation);
+        auto fresh = co_await exec_credential();
+        if (fresh && !fresh->credential->same_secret(*exec_used.credential)) {
+          client_log()->info("401 from {}: the exec plugin gave a new credential, retrying",
+                             endpoint_);
+          continue;
+        }
+      }
       if (out.status == 401 && tokens_ && !config_.token_file.empty() && !auth_retried) {
         auth_retried = true;
         tokens_->invalidate();
@@ -682,6 +750,49 @@ struct client::impl : std::enable_shared_from_this<impl> {
         continue;
       }
       co_return response{out.status, std::move(out.body)};
+    }
+  }
+
+  /// A credential of the exec plugin valid now: at once when one is cached, else after the run
+  /// the authenticator starts on its own thread (this coroutine waits without blocking the
+  /// executor; shutdown() ends the wait). The run's error when it fails.
+  asio::awaitable<base::result<exec_authenticator::snapshot>> exec_credential() {
+    for (int waits = 0;; ++waits) {
+      auto now = exec_->current();
+      if (!now) {
+        co_return now.error();
+      }
+      if (now.value()) {
+        co_return std::move(*now.value());
+      }
+      if (stopping_) {
+        co_return shutting_down_error();
+      }
+      if (waits == 3) {  // each run ended, and another was started: give up for this request
+        co_return fail(errc::config_invalid,
+                       exec_->config().source + ": the exec plugin gave no usable credential");
+      }
+      auto timer = std::make_shared<asio::steady_timer>(ex_, steady::time_point::max());
+      sleepers_.insert(timer.get());
+      exec_->when_refreshed([timer, ex = ex_] { asio::post(ex, [timer] { timer->cancel(); }); });
+      co_await timer->async_wait(use_tuple);
+      sleepers_.erase(timer.get());
+      if (stopping_) {
+        co_return shutting_down_error();
+      }
+    }
+  }
+
+  /// A credential newer than any seen: idle connections that present a client certificate it
+  /// replaced are closed (client-go closes its connections when the certificate rotates).
+  void note_exec_generation(const exec_authenticator::snapshot& used) {
+    if (used.generation <= exec_generation_seen_) {
+      return;
+    }
+    const bool had = exec_generation_seen_ != 0;
+    exec_generation_seen_ = used.generation;
+    if (had && !used.credential->client_cert_pem.empty()) {
+      pool_.close_idle();
     }
   }
 
@@ -746,7 +857,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
     if (*past_deadline && out.err) {
       out.err = past_deadline_error(req);
     }
-    const bool reusable = !out.err && out.reusable;
+    const bool reusable = !out.err && out.reusable && dialer_.current(*conn);
     unanswered.reset();
     if (tracing() && !sink) {
       client_log()->trace("stage=done {} {} conn=#{} status={} t_us={}",
@@ -783,6 +894,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
   /// The QPS limit (client-go's token-bucket rate limiter); none when qps <= 0.
   std::optional<base::token_bucket> limiter_;
   std::unique_ptr<token_source> tokens_;
+  std::shared_ptr<exec_authenticator> exec_ = config_.exec;
+  std::uint64_t exec_generation_seen_ = 0;  ///< The newest exec credential a request used.
   std::atomic<bool> stopping_{false};
   std::set<asio::steady_timer*> sleepers_;
   throttling_log throttling_;

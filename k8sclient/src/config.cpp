@@ -7,6 +7,7 @@
 #include <boost/algorithm/string/trim.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -33,6 +34,7 @@
 
 #include "tec/base/error.hpp"
 #include "tec/base/logger.hpp"
+#include "tec/k8sclient/exec_authenticator.hpp"
 
 namespace tec::k8sclient {
 
@@ -124,6 +126,16 @@ base::result<std::string> read_token_file(const std::string& path) {
   return token;
 }
 
+/// Standard base64 with padding (Go's []byte in JSON).
+std::string encode_base64(std::string_view in) {
+  std::string out((in.size() + 2) / 3 * 4 + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()),
+                                static_cast<int>(in.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
 bool looks_like_pem_certificate(std::string_view pem) {
   return pem.find("-----BEGIN CERTIFICATE-----") != std::string_view::npos;
 }
@@ -181,6 +193,12 @@ public:
     // The server URL last: whether a scheme-less URL means https depends on the TLS settings.
     if (auto bad = read_server(cluster_node, cluster_where, config)) {
       return std::move(*bad);
+    }
+    if (exec_) {
+      if (auto bad = read_exec_cluster_info(cluster_node, cluster_where, config)) {
+        return std::move(*bad);
+      }
+      config.exec = std::make_shared<exec_authenticator>(std::move(*exec_));
     }
     return config;
   }
@@ -294,7 +312,7 @@ private:
   /// The context's user, if any, into `config`: unsupported schemes refused, client
   /// certificate and key, token and tokenFile.
   std::optional<error> read_user(const YAML::Node& root, const context_refs& refs,
-                                 rest_config& config) const {
+                                 rest_config& config) {
     if (refs.user.empty()) {
       return std::nullopt;  // no credentials, as in client-go
     }
@@ -307,9 +325,10 @@ private:
                   in_quotes(refs.context) + ")");
     }
     const auto& [user_node, user_where] = *user.value();
-    static constexpr std::array<std::pair<const char*, const char*>, 8> unsupported{{
-        {"exec", "exec credential plugins are not supported"},
-        {"auth-provider", "auth-provider plugins are not supported"},
+    static constexpr std::array<std::pair<const char*, const char*>, 7> unsupported{{
+        {"auth-provider",
+         "auth-provider plugins are not supported (client-go removed them in 1.26; use the "
+         "exec plugin that replaces yours)"},
         {"username", "basic authentication is not supported"},
         {"password", "basic authentication is not supported"},
         {"as", "impersonation is not supported"},
@@ -325,7 +344,218 @@ private:
     if (auto bad = read_client_certificate(user_node, user_where, config)) {
       return bad;
     }
-    return read_token(user_node, user_where, config);
+    if (auto bad = read_token(user_node, user_where, config)) {
+      return bad;
+    }
+    const YAML::Node exec = user_node["exec"];
+    if (!exec || exec.IsNull()) {
+      return std::nullopt;
+    }
+    const std::string exec_where = user_where + ".exec";
+    if (!config.bearer_token.empty() || !config.token_file.empty() ||
+        !config.client_cert_pem.empty()) {
+      return fail(exec_where +
+                  ": cannot be combined with token, tokenFile or a client certificate in the "
+                  "same user (which one should be sent?)");
+    }
+    return read_exec(exec, exec_where);
+  }
+
+  /// users[].user.exec, checked as client-go checks it, into exec_ (the authenticator is made
+  /// once the cluster is known: provideClusterInfo hands the plugin the cluster).
+  std::optional<error> read_exec(const YAML::Node& node, const std::string& where) {
+    if (!node.IsMap()) {
+      return fail(where + ": must be a map");
+    }
+    exec_config exec;
+    exec.source = "kubeconfig " + path_ + ": " + where;
+    auto api_version = string_field(node, "apiVersion", where);
+    auto command = string_field(node, "command", where);
+    auto hint = string_field(node, "installHint", where);
+    auto mode = string_field(node, "interactiveMode", where);
+    for (const auto* r : {&api_version, &command, &hint, &mode}) {
+      if (!*r) {
+        return r->error();
+      }
+    }
+    exec.api_version = api_version.value();
+    if (exec.api_version != exec_api_v1 && exec.api_version != exec_api_v1beta1) {
+      return fail(where + ".apiVersion: " +
+                  (exec.api_version.empty()
+                       ? std::string("missing")
+                       : in_quotes(base::printable(exec.api_version, 128)) + " is not supported") +
+                  " (want " + std::string(exec_api_v1) + " or " + std::string(exec_api_v1beta1) +
+                  ")");
+    }
+    if (command.value().empty()) {
+      return fail(where + ".command: missing");
+    }
+    // As client-go: a command with a path separator is relative to the kubeconfig's directory;
+    // one without is looked up on PATH.
+    exec.command =
+        command.value().find('/') == std::string::npos ? command.value() : resolve(command.value());
+    exec.install_hint = hint.value();
+    if (mode.value().empty()) {
+      if (exec.api_version == exec_api_v1) {
+        return fail(where + ".interactiveMode: missing (required by " + std::string(exec_api_v1) +
+                    "; Never or IfAvailable)");
+      }
+    } else if (mode.value() == "Never") {
+      exec.interactive_mode = exec_interactive_mode::never;
+    } else if (mode.value() == "IfAvailable") {
+      exec.interactive_mode = exec_interactive_mode::if_available;
+    } else if (mode.value() == "Always") {
+      return fail(where +
+                  ".interactiveMode: Always needs a terminal for the plugin, and this program "
+                  "never gives it one (it runs unattended); use IfAvailable or Never, with "
+                  "credentials the plugin can get without asking");
+    } else {
+      return fail(where + ".interactiveMode: " + in_quotes(base::printable(mode.value(), 64)) +
+                  " is not one of Never, IfAvailable, Always");
+    }
+    if (auto bad = bool_field(node, "provideClusterInfo", where, exec.provide_cluster_info)) {
+      return bad;
+    }
+    if (auto bad = read_exec_args(node, where, exec)) {
+      return bad;
+    }
+    exec_ = std::move(exec);
+    return std::nullopt;
+  }
+
+  /// exec.args (a list of strings) and exec.env (a list of name/value maps).
+  std::optional<error> read_exec_args(const YAML::Node& node, const std::string& where,
+                                      exec_config& exec) const {
+    if (const YAML::Node args = node["args"]; args && !args.IsNull()) {
+      if (!args.IsSequence()) {
+        return fail(where + ".args: must be a list of strings");
+      }
+      for (std::size_t i = 0; i < args.size(); ++i) {
+        if (!args[i].IsScalar()) {
+          return fail(where + ".args[" + std::to_string(i) + "]: must be a string");
+        }
+        exec.args.push_back(args[i].Scalar());
+      }
+    }
+    if (const YAML::Node env = node["env"]; env && !env.IsNull()) {
+      if (!env.IsSequence()) {
+        return fail(where + ".env: must be a list of name/value maps");
+      }
+      for (std::size_t i = 0; i < env.size(); ++i) {
+        const std::string at = where + ".env[" + std::to_string(i) + "]";
+        if (!env[i].IsMap()) {
+          return fail(at + ": must be a map with name and value");
+        }
+        auto name = string_field(env[i], "name", at);
+        auto value = string_field(env[i], "value", at);
+        if (!name) {
+          return name.error();
+        }
+        if (!value) {
+          return value.error();
+        }
+        if (name.value().empty() || name.value().find('=') != std::string::npos ||
+            name.value().find('\0') != std::string::npos) {
+          return fail(at + ".name: must be a variable name (not empty, no '=')");
+        }
+        exec.env.emplace_back(std::move(name).value(), std::move(value).value());
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// KUBERNETES_EXEC_INFO's spec.cluster (client.authentication.k8s.io Cluster) from the
+  /// cluster entry, when the exec block asks for it.
+  std::optional<error> read_exec_cluster_info(const YAML::Node& cluster_node,
+                                              const std::string& cluster_where,
+                                              const rest_config& config) {
+    if (!exec_->provide_cluster_info) {
+      return std::nullopt;
+    }
+    nlohmann::json cluster = nlohmann::json::object();
+    cluster["server"] = cluster_node["server"].Scalar();
+    if (!config.tls_server_name.empty()) {
+      cluster["tls-server-name"] = config.tls_server_name;
+    }
+    if (config.insecure_skip_tls_verify) {
+      cluster["insecure-skip-tls-verify"] = true;
+    }
+    if (!config.ca_pem.empty()) {
+      cluster["certificate-authority-data"] = encode_base64(config.ca_pem);
+    }
+    // The extension client-go hands over as spec.cluster.config.
+    if (const YAML::Node extensions = cluster_node["extensions"];
+        extensions && extensions.IsSequence()) {
+      for (std::size_t i = 0; i < extensions.size(); ++i) {
+        const YAML::Node entry = extensions[i];
+        if (entry.IsMap() && entry["name"] && entry["name"].IsScalar() &&
+            entry["name"].Scalar() == "client.authentication.k8s.io/exec") {
+          std::size_t budget = 10'000;  // nodes: bound the work a hostile file can ask for
+          nlohmann::json converted;
+          if (!yaml_to_json(entry["extension"], 0, budget, converted)) {
+            return fail(cluster_where + ".extensions[" + std::to_string(i) +
+                        "].extension: more than 64 levels or 10000 values, or a key that is "
+                        "not a string");
+          }
+          cluster["config"] = std::move(converted);
+        }
+      }
+    }
+    exec_->cluster_json = cluster.dump();
+    return std::nullopt;
+  }
+
+  /// A YAML node as JSON into `out`: unquoted scalars that read as null, booleans or numbers
+  /// become those; every other scalar a string. False when it is deeper than 64 levels, has
+  /// more than `budget` nodes or a key that is not a scalar.
+  static bool yaml_to_json(const YAML::Node& node, int depth, std::size_t& budget,
+                           nlohmann::json& out) {
+    if (depth > 64 || budget == 0) {
+      return false;
+    }
+    --budget;
+    if (!node || node.IsNull()) {
+      out = nullptr;
+      return true;
+    }
+    if (node.IsScalar()) {
+      const std::string& text = node.Scalar();
+      bool b = false;
+      long long i = 0;
+      double d = 0;
+      if (node.Tag() == "!") {
+        out = text;  // quoted: a string
+      } else if (YAML::convert<bool>::decode(node, b)) {
+        out = b;
+      } else if (YAML::convert<long long>::decode(node, i)) {
+        out = i;
+      } else if (YAML::convert<double>::decode(node, d)) {
+        out = d;
+      } else {
+        out = text;
+      }
+      return true;
+    }
+    if (node.IsSequence()) {
+      out = nlohmann::json::array();
+      for (const auto& item : node) {
+        nlohmann::json converted;
+        if (!yaml_to_json(item, depth + 1, budget, converted)) {
+          return false;
+        }
+        out.push_back(std::move(converted));
+      }
+      return true;
+    }
+    out = nlohmann::json::object();
+    for (const auto& kv : node) {
+      nlohmann::json converted;
+      if (!kv.first.IsScalar() || !yaml_to_json(kv.second, depth + 1, budget, converted)) {
+        return false;
+      }
+      out[kv.first.Scalar()] = std::move(converted);
+    }
+    return true;
   }
 
   /// `key`-data (base64) or else (as client-go: data wins) the file `key`, checked with
@@ -541,6 +771,7 @@ private:
 
   std::string path_;
   std::filesystem::path dir_;
+  std::optional<exec_config> exec_;  ///< The user's exec block, until the cluster is known.
 };
 
 }  // namespace

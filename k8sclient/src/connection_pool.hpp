@@ -78,9 +78,14 @@ private:
 /// One persistent connection. Exactly one of plain/tls/custom is set.
 struct connection {
   std::uint64_t id = 0;
+  /// The TLS context `tls` was made with (each exec client certificate has its own); declared
+  /// first, so that it outlives the stream.
+  std::shared_ptr<boost::asio::ssl::context> tls_context;
   std::unique_ptr<boost::beast::tcp_stream> plain;
   std::unique_ptr<boost::beast::ssl_stream<boost::beast::tcp_stream>> tls;
   std::unique_ptr<byte_stream> custom;  ///< client_options::connector's
+  /// The exec plugin's credential whose client certificate `tls` presents; null for none.
+  std::shared_ptr<const void> client_certificate;
   boost::beast::flat_buffer buffer;
   std::chrono::steady_clock::time_point idle_since{};
   std::uint64_t exchanges = 0;
@@ -254,6 +259,16 @@ public:
       --open_;
     }
 
+    wake_one_waiter();
+  }
+
+  /// Closes the idle connections (made with a client certificate that has been replaced).
+  void close_idle() {
+    for (auto& c : idle_) {
+      c->close();
+    }
+    open_ -= idle_.size();
+    idle_.clear();
     wake_one_waiter();
   }
 

@@ -104,7 +104,7 @@ std::vector<std::string> insecure_settings(const rest_config& config) {
                   "insecure-skip-tls-verify is set: the API server's certificate is not "
                   "verified, so anyone on the network path can impersonate it");
   }
-  if (!config.tls && (!config.bearer_token.empty() || !config.token_file.empty())) {
+  if (!config.tls && (!config.bearer_token.empty() || !config.token_file.empty() || config.exec)) {
     out.push_back(where + "a bearer token is sent over plain http to " + config.host + ":" +
                   config.port + ": anyone on the network path can read and reuse it");
   }

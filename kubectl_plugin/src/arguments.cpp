@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "tec/base/duration.hpp"
 #include "tec/base/error.hpp"
 
 namespace tec::kubectl_plugin {
@@ -64,7 +65,7 @@ parse_outcome usage(std::string message) {
 struct raw_flags {
   std::string output = "table";
   std::string taint;
-  long long timeout_seconds = 30;
+  std::string timeout = "30s";
 };
 
 void add_global_flags(CLI::App& app, invocation& inv, raw_flags& raw) {
@@ -83,9 +84,10 @@ void add_global_flags(CLI::App& app, invocation& inv, raw_flags& raw) {
   app.add_option("--controller-url", inv.cluster.controller_url,
                  "https://HOST:PORT of the acting replica's secure port when you reach it "
                  "yourself (e.g. your own port-forward): no Lease lookup, no port-forward");
-  app.add_option("--request-timeout", raw.timeout_seconds,
-                 "Seconds to wait for each request to the cluster or the controller")
-      ->check(CLI::Range(1, 3600));
+  app.add_option("--request-timeout", raw.timeout,
+                 "How long to wait for each request to the cluster or the controller, as "
+                 "kubectl takes it: a duration (30s, 1m, 500ms) or a number of seconds; 0: no "
+                 "timeout");
 }
 
 std::optional<output_format> parse_output(std::string_view text) {
@@ -112,7 +114,14 @@ std::optional<std::string> check(invocation& inv, const raw_flags& raw) {
            ", allowed formats are: json,table,wide,yaml";
   }
   inv.output = *out;
-  inv.cluster.request_timeout = std::chrono::seconds{raw.timeout_seconds};
+  const auto timeout = parse_request_timeout(raw.timeout);
+  if (!timeout) {
+    // kubectl's words (clientcmd.ParseTimeout), and our bound.
+    return "invalid --request-timeout " + quote_text(raw.timeout) +
+           ": it must be a single integer in seconds, or an integer followed by a corresponding "
+           "time unit (e.g. 1s | 2m | 3h), at most 24h; 0 means no timeout";
+  }
+  inv.cluster.request_timeout = *timeout;
   if (!valid_subdomain(inv.cluster.controller_namespace) ||
       !valid_subdomain(inv.cluster.policy_configmap) || !valid_subdomain(inv.cluster.lease)) {
     return "--controller-namespace, --policy-configmap and --lease must be object names";
@@ -193,6 +202,21 @@ std::optional<std::string> verb_argument(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+std::optional<std::chrono::milliseconds> parse_request_timeout(std::string_view text) {
+  constexpr std::chrono::milliseconds most{std::chrono::hours{24}};
+  std::optional<std::chrono::milliseconds> d;
+  if (!text.empty() && text.size() <= 9 &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    d = std::chrono::seconds{std::stoll(std::string(text))};
+  } else {
+    d = base::parse_go_duration(text);
+  }
+  if (!d || d->count() < 0 || *d > most) {
+    return std::nullopt;
+  }
+  return d;
+}
 
 base::result<controller::taint> parse_taint(std::string_view text) {
   const auto colon = text.rfind(':');

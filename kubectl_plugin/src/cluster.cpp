@@ -1,5 +1,6 @@
 #include "tec/kubectl_plugin/cluster.hpp"
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/beast/http/verb.hpp>
@@ -230,13 +231,13 @@ base::result<std::string> decode_lease_holder(std::string_view body) {
   return string_at(doc.value().value("spec", json::object()), "holderIdentity");
 }
 
-cluster_reader::cluster_reader(k8sclient::rest_config config, std::chrono::seconds timeout)
+cluster_reader::cluster_reader(k8sclient::rest_config config, std::chrono::milliseconds timeout)
     : config_(std::move(config)), timeout_(timeout) {
   k8sclient::client_options options;
   options.qps = 0;  // one command's few requests
   options.max_connections = 2;
   options.request_timeout = timeout_;
-  options.dial_timeout = timeout_;
+  options.dial_timeout = std::min<std::chrono::milliseconds>(timeout_, options.dial_timeout);
   options.max_retries = 2;
   options.user_agent = "kubectl-taint_eviction";
   options.max_response_bytes = std::size_t{64} << 20U;

@@ -12,8 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "tec/base/duration.hpp"
 #include "tec/base/error.hpp"
 #include "tec/k8sclient/config.hpp"
+#include "tec/k8sclient/exec_authenticator.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
 
@@ -30,8 +32,16 @@ base::error unreachable(std::string why) {
   return make_error(errc::connection_failed, std::move(why));
 }
 
-// The kubeconfig user's bearer token; empty when it has none.
+// The kubeconfig user's bearer token (token, tokenFile or the exec plugin's); empty when it
+// has none.
 base::result<std::string> bearer_token(const k8sclient::rest_config& config) {
+  if (config.exec) {
+    auto got = config.exec->get();
+    if (!got) {
+      return got.error();
+    }
+    return got.value().credential->token;
+  }
   k8sclient::token_source tokens(config.bearer_token, config.token_file);
   return tokens.current();
 }
@@ -78,7 +88,8 @@ void stop(pid_t pid) {
 }
 
 // Reads the child's output until it names its local port, it exits or `timeout` passes.
-base::result<std::string> await_port(const child_process& child, std::chrono::seconds timeout) {
+base::result<std::string> await_port(const child_process& child,
+                                     std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string seen;
   std::string line;
@@ -87,7 +98,7 @@ base::result<std::string> await_port(const child_process& child, std::chrono::se
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       return unreachable("kubectl port-forward did not forward within " +
-                         std::to_string(timeout.count()) + "s");
+                         base::format_duration(timeout));
     }
     pollfd p{child.out, POLLIN, 0};
     const int n = ::poll(&p, 1, static_cast<int>(left.count()));
@@ -154,7 +165,8 @@ base::result<std::unique_ptr<controller_access>> controller_access::open(
   if (token.value().empty()) {
     return unreachable(
         "the kubeconfig user has no bearer token; the controller's secure port authenticates "
-        "bearer tokens only (client certificate users cannot read it)");
+        "bearer tokens only (client certificate users, and exec plugins that give only a "
+        "certificate, cannot read it)");
   }
   k8sclient::rest_config port;
   port.insecure_skip_tls_verify = true;  // the port's certificate is self-signed by default
@@ -170,7 +182,7 @@ base::result<std::unique_ptr<controller_access>> controller_access::open(
     port.base_path = url.value().base_path;
     port.source = flags.controller_url;
     return std::unique_ptr<controller_access>(new controller_access(
-        std::make_unique<cluster_reader>(std::move(port), flags.request_timeout),
+        std::make_unique<cluster_reader>(std::move(port), flags.request_wait()),
         flags.controller_url, -1, -1));
   }
   const std::string lease = flags.controller_namespace + "/" + flags.lease;
@@ -199,7 +211,7 @@ base::result<std::unique_ptr<controller_access>> controller_access::open(
   if (!child) {
     return child.error();
   }
-  auto local = await_port(child.value(), flags.request_timeout);
+  auto local = await_port(child.value(), flags.request_wait());
   if (!local) {
     ::close(child.value().out);
     stop(child.value().pid);
@@ -210,7 +222,7 @@ base::result<std::unique_ptr<controller_access>> controller_access::open(
   port.tls = true;
   port.source = "port-forward to pod " + flags.controller_namespace + "/" + *pod;
   return std::unique_ptr<controller_access>(new controller_access(
-      std::make_unique<cluster_reader>(std::move(port), flags.request_timeout),
+      std::make_unique<cluster_reader>(std::move(port), flags.request_wait()),
       "pod " + flags.controller_namespace + "/" + *pod, child.value().pid, child.value().out));
 }
 

@@ -11,6 +11,7 @@
 #include "tec/base/error.hpp"
 #include "tec/controller/preview.hpp"
 #include "tec/k8sclient/config.hpp"
+#include "tec/k8sclient/exec_authenticator.hpp"
 #include "tec/k8sclient/paths.hpp"
 #include "tec/kubectl_plugin/arguments.hpp"
 #include "tec/kubectl_plugin/cluster.hpp"
@@ -63,11 +64,18 @@ outcome<session> connect(const invocation& inv, const env_lookup& env) {
   if (!config) {
     return failure{exit_cluster_error, base::printable(config.error().message, 1024)};
   }
+  if (const auto& exec = config.value().exec) {
+    // The exec plugin runs here, once: its failure is this command's one line, and the API
+    // reader and the controller's port (its bearer token) share what it gave.
+    if (auto got = exec->get(); !got) {
+      return failure{exit_cluster_error, base::printable(got.error().message, 1024)};
+    }
+  }
   session s;
   s.flags = inv.cluster;
   s.default_namespace = config.value().namespace_.empty() ? "default" : config.value().namespace_;
   s.cluster =
-      std::make_unique<cluster_reader>(std::move(config).value(), inv.cluster.request_timeout);
+      std::make_unique<cluster_reader>(std::move(config).value(), inv.cluster.request_wait());
   return s;
 }
 

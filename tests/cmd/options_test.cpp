@@ -152,6 +152,58 @@ TEST(options, bad_values_exit_two_with_the_flag_named) {
   }
 }
 
+// Kubernetes components' logging flags (component-base): -v/--v and --logging-format, with
+// --log-level and --log-format kept as aliases.
+TEST(options, kube_logging_names) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> levels{
+      {{"--v=0"}, "info"},
+      {{"-v", "2"}, "info"},
+      {{"-v3"}, "info"},
+      {{"-v=4"}, "debug"},
+      {{"--v=4"}, "debug"},
+      {{"--v", "5"}, "debug"},
+      {{"-v", "6"}, "trace"},
+      {{"--v=10"}, "trace"},
+      {{"--log-level=warn"}, "warn"},
+      {{"--v=4", "--log-level=debug"}, "debug"},  // both, agreeing
+      {{}, "info"}};
+  for (const auto& [args, level] : levels) {
+    const auto r = parse(args);
+    ASSERT_TRUE(r.opts) << args.front() << ": " << r.err;
+    EXPECT_EQ(r.opts->log_level, level) << args.front();
+  }
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--logging-format=json"},
+                                             {"--logging-format", "json", "--log-format=json"},
+                                             {"--log-format=json"}}) {
+    const auto r = parse(args);
+    ASSERT_TRUE(r.opts) << args.front() << ": " << r.err;
+    EXPECT_EQ(r.opts->format, log_format::json) << args.front();
+  }
+  EXPECT_EQ(level_for_verbosity(0), "info");
+  EXPECT_EQ(level_for_verbosity(4), "debug");
+  EXPECT_EQ(level_for_verbosity(6), "trace");
+}
+
+TEST(options, kube_logging_names_and_their_aliases_must_agree) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--v=4", "--log-level=info"},
+       "-v/--v 4 means the debug level, --log-level says info: give one of them"},
+      {{"-v", "0", "--log-level=error"}, "-v/--v 0 means the info level, --log-level says error"},
+      {{"--logging-format=json", "--log-format=text"},
+       "--logging-format \"json\" and --log-format \"text\" disagree: give one of them"},
+      {{"--logging-format=yaml"}, "--logging-format: \"yaml\" is not one of text, json"},
+      {{"--v=-1"}, "-v/--v: must be 0 or more, got -1"},
+      {{"--v=loud"}, "--v"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const auto r = parse(args);
+    EXPECT_FALSE(r.opts) << args.front();
+    EXPECT_EQ(r.exit_code, 2) << args.front();
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args.front() << " -> " << r.err;
+  }
+}
+
 TEST(options, lease_checks_are_skipped_without_leader_election) {
   const auto r = parse({"--leader-elect=false", "--leader-elect-renew-deadline=20s"});
   EXPECT_TRUE(r.opts) << r.err;
@@ -530,6 +582,8 @@ TEST(options_env, a_bad_value_is_exit_two_with_one_line_naming_the_variable) {
       {{"TEC_WORKERS", "0"}, "--workers (from TEC_WORKERS) must be between 1 and 1024"},
       {{"TEC_LEADER_ELECT", "maybe"}, "--leader-elect (from TEC_LEADER_ELECT)"},
       {{"TEC_LOG_FORMAT", "xml"}, "--log-format (from TEC_LOG_FORMAT): \"xml\" is not one of"},
+      {{"TEC_LOGGING_FORMAT", "xml"},
+       "--logging-format (from TEC_LOGGING_FORMAT): \"xml\" is not one of"},
       {{"TEC_KUBE_API_CONTENT_TYPE", "text/plain"},
        "--kube-api-content-type (from TEC_KUBE_API_CONTENT_TYPE)"},
       {{"TEC_LEADER_ELECT_LEASE_DURATION", "15"},

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End to end, bad input: bad flags exit 2 with the flag named; a broken kubeconfig or a missing
 # in-cluster configuration exit 1 with a clear message; an API server that does not answer
-# leaves the controller up and not ready (no crash, no hang) and SIGTERM still exits 0 quickly;
-# settings from TEC_* variables, and the JSON log with fields, against the real API server.
+# leaves the controller up and not ready (no crash, no hang) and SIGTERM still exits 0 quickly,
+# logging at -v 4 (debug) in --logging-format json, Kubernetes components' names; settings from
+# TEC_* variables, and the JSON log with fields, against the real API server.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 expect_exit() {  # expect_exit CODE NEEDLE ARGS...
@@ -19,6 +20,11 @@ expect_exit 2 "--bogus" --bogus
 expect_exit 2 "--leader-elect-lease-duration" --leader-elect-lease-duration=15
 expect_exit 2 "--workers" --workers=-1
 expect_exit 2 "--log-format" --log-format=yaml
+expect_exit 2 "--logging-format" --logging-format=yaml
+expect_exit 2 "-v/--v 4 means the debug level, --log-level says info: give one of them" \
+  --v=4 --log-level=info
+expect_exit 2 "disagree: give one of them" --logging-format=json --log-format=text
+expect_exit 0 "--logging-format" --help
 expect_exit 1 "in-cluster" --health-probe-bind-address=0 --metrics-bind-address=0
 printf 'apiVersion: v1\nkind: Config\nclusters: [' >"$WORK/broken.kubeconfig"
 expect_exit 1 "broken.kubeconfig" --kubeconfig "$WORK/broken.kubeconfig" \
@@ -93,12 +99,12 @@ EOT
 SA_KUBECONFIG="$WORK/dead.kubeconfig"
 : >"$WORK/dead.log"
 "$TEC_BIN" --kubeconfig "$SA_KUBECONFIG" --health-probe-bind-address 127.0.0.1:0 \
-  --metrics-bind-address 0 >"$WORK/dead.log" 2>&1 &
+  --metrics-bind-address 0 --v=4 --logging-format=json >"$WORK/dead.log" 2>&1 &
 pid=$!
 CONTROLLER_PIDS+=("$pid")
 CONTROLLER_LOGS+=("$WORK/dead.log")
 deadline=$((SECONDS + 10))
-until url=$(sed -n 's|.*serving /healthz and /readyz on \(http://[^ ]*\).*|\1|p' "$WORK/dead.log" | head -1) && [ -n "$url" ]; do
+until url=$(sed -n 's|.*serving /healthz and /readyz on \(http://[^ "]*\).*|\1|p' "$WORK/dead.log" | head -1) && [ -n "$url" ]; do
   [ "$SECONDS" -lt "$deadline" ] || fail "no health server with a dead API server"
   sleep 0.1
 done
@@ -108,5 +114,14 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url/readyz")
 [ "$code" = 500 ] || fail "/readyz answered $code with an unreachable API server (expected 500)"
 curl -fsS --max-time 2 "$url/healthz" >/dev/null || fail "/healthz failed while only the API server is down"
 stop_controller "$pid"
-log "unreachable API server: running, not ready, SIGTERM exit 0 in $STOP_MS ms"
+verdict=$(python3 -c "
+import json, sys
+try:
+    docs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+except ValueError as e:
+    print('a line is not JSON: %s' % e); sys.exit()
+levels = {d.get('level') for d in docs}
+print('ok' if 'debug' in levels and 'trace' not in levels else 'levels %s' % sorted(levels))" "$WORK/dead.log")
+[ "$verdict" = ok ] || fail "--v=4 --logging-format=json: $verdict"
+log "unreachable API server: running, not ready, SIGTERM exit 0 in $STOP_MS ms; --v=4 --logging-format=json logged JSON with debug lines"
 echo "PASS: $TEST_NAME"

@@ -414,9 +414,9 @@ TEST(load_kubeconfig, insecure_with_ca_is_refused) {
 
 TEST(load_kubeconfig, unsupported_auth_is_an_error) {
   temp_dir dir;
-  auto path =
-      dir.write("config", kubeconfig("    server: https://h\n", "    exec:\n      command: aws\n"));
-  expect_error(path.string(), "", {"users[0].user.exec", "not supported"});
+  auto path = dir.write(
+      "config", kubeconfig("    server: https://h\n", "    auth-provider:\n      name: gcp\n"));
+  expect_error(path.string(), "", {"users[0].user.auth-provider", "not supported"});
   auto path2 = dir.write(
       "config2", kubeconfig("    server: https://h\n", "    username: a\n    password: hunter2\n"));
   expect_error(path2.string(), "", {"not supported"}, {"hunter2"});

@@ -132,7 +132,34 @@ TEST(parse_arguments, explain) {
   EXPECT_EQ(o.inv->namespace_, "shop");
   EXPECT_EQ(o.inv->cluster.request_timeout, std::chrono::seconds{5});
   expect_usage_error(parse({"explain"}), "POD");
-  expect_usage_error(parse({"explain", "web-0", "--request-timeout", "0"}), "request-timeout");
+}
+
+// kubectl's --request-timeout: a duration, a bare integer of seconds, 0 for none.
+TEST(parse_arguments, request_timeout_as_kubectl_takes_it) {
+  using std::chrono::milliseconds;
+  const std::vector<std::pair<std::string, milliseconds>> good{
+      {"30s", std::chrono::seconds{30}}, {"1m", std::chrono::minutes{1}},
+      {"500ms", milliseconds{500}},      {"1m30s", std::chrono::seconds{90}},
+      {"5", std::chrono::seconds{5}},    {"0", milliseconds{0}},
+      {"0s", milliseconds{0}},           {"24h", std::chrono::hours{24}}};
+  for (const auto& [text, want] : good) {
+    auto o = parse({"pending", "--request-timeout", text});
+    ASSERT_TRUE(o.inv) << text << ": " << o.err;
+    EXPECT_EQ(o.inv->cluster.request_timeout, want) << text;
+  }
+  auto equals = parse({"pending", "--request-timeout=2m"});
+  ASSERT_TRUE(equals.inv) << equals.err;
+  EXPECT_EQ(equals.inv->cluster.request_timeout, std::chrono::minutes{2});
+  EXPECT_EQ(equals.inv->cluster.request_wait(), std::chrono::minutes{2});
+  auto none = parse({"pending", "--request-timeout", "0"});
+  ASSERT_TRUE(none.inv);
+  EXPECT_EQ(none.inv->cluster.request_wait(), std::chrono::hours{24});  // "none", bounded
+  auto fallback = parse({"pending"});
+  ASSERT_TRUE(fallback.inv);
+  EXPECT_EQ(fallback.inv->cluster.request_timeout, std::chrono::seconds{30});
+  for (const std::string bad : {"-1", "-5s", "soon", "5x", "25h", "1.5", ""}) {
+    expect_usage_error(parse({"pending", "--request-timeout", bad}), "--request-timeout");
+  }
 }
 
 }  // namespace

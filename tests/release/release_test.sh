@@ -5,6 +5,8 @@
 # - cmake/commit.cmake: the version and commit from the environment (the image's build), and
 #   what it refuses to put in a C string;
 # - scripts/release.sh manifests: deploy/ rendered names one image, taint-eviction-controller:V;
+# - deploy/ itself (`kubectl kustomize deploy/`) names the chart's appVersion, never :latest;
+#   scripts/release.sh set-version sets deploy/'s tag and the chart's versions (on a copy);
 # - scripts/release.sh checksums: the SHA256SUMS format `sha256sum -c` reads, sorted;
 # - deploy/Dockerfile and deploy/image-packages.lock: no remote frontend, every package pinned
 #   from the lock, a FROM scratch runtime;
@@ -79,6 +81,37 @@ if command -v kubectl >/dev/null; then
 else
   echo "skipped: release.sh manifests (no kubectl)"
 fi
+
+# --- deploy/'s own image and scripts/release.sh set-version ------------------------------------
+app_version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$REPO_ROOT/charts/taint-eviction-controller/Chart.yaml")
+expect_eq "deploy/kustomization.yaml's tag is the chart's appVersion" \
+  "$("$REPO_ROOT/scripts/release.sh" deploy-version)" "$app_version"
+if command -v kubectl >/dev/null; then
+  images=$(kubectl kustomize "$REPO_ROOT/deploy" | sed -n 's/^[[:space:]-]*image:[[:space:]]*//p' | sort -u)
+  expect_eq "kubectl kustomize deploy/ images" "$images" "taint-eviction-controller:$app_version"
+fi
+copy="$work/copy"
+mkdir -p "$copy/charts"
+cp -r "$REPO_ROOT/deploy" "$copy/deploy"
+cp -r "$REPO_ROOT/charts/taint-eviction-controller" "$copy/charts/"
+set_files="deploy/kustomization.yaml deploy/deployment.yaml charts/taint-eviction-controller/Chart.yaml"
+before=$(cd "$REPO_ROOT" && sha256sum $set_files)
+"$REPO_ROOT/scripts/release.sh" set-version v9.8.7-rc.1 "$copy" 2>/dev/null
+expect_eq "set-version: deploy-version" "$("$REPO_ROOT/scripts/release.sh" deploy-version "$copy")" \
+  "v9.8.7-rc.1"
+expect_eq "set-version: deployment.yaml" "$(sed -n 's/^ *image: //p' "$copy/deploy/deployment.yaml")" \
+  "taint-eviction-controller:v9.8.7-rc.1"
+expect_eq "set-version: the chart" \
+  "$(grep -E '^(version|appVersion):' "$copy/charts/taint-eviction-controller/Chart.yaml" | tr '\n' ' ')" \
+  'version: 9.8.7-rc.1 appVersion: "v9.8.7-rc.1" '
+if command -v kubectl >/dev/null; then
+  images=$(kubectl kustomize "$copy/deploy" | sed -n 's/^[[:space:]-]*image:[[:space:]]*//p' | sort -u)
+  expect_eq "set-version: kubectl kustomize" "$images" "taint-eviction-controller:v9.8.7-rc.1"
+fi
+if "$REPO_ROOT/scripts/release.sh" set-version latest "$copy" 2>/dev/null; then
+  fail "release.sh set-version accepts 'latest'"
+fi
+expect_eq "the real tree is untouched" "$(cd "$REPO_ROOT" && sha256sum $set_files)" "$before"
 
 # --- scripts/release.sh checksums ---------------------------------------------------------------
 dist="$work/dist"

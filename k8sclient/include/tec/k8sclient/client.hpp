@@ -10,6 +10,14 @@
 // network errors are retried only for idempotent requests, after a jittered exponential
 // backoff. Every connect, handshake, write and read has a deadline. Tokens never appear in logs
 // or error messages. A streak of 429 answers is logged once when it begins and once when it ends.
+//
+// Credentials: a static token, a token file (re-read on the executor: a small regular file,
+// opened without blocking), or an exec plugin (rest_config::exec), which is never run on the
+// executor: a request without a usable credential waits, without blocking, for the run the
+// authenticator starts on its own thread. After a 401 the token file is re-read, or the exec
+// plugin run again (once for a burst of 401s), and the request is resent once if the
+// credential changed. An exec client certificate is presented by the connections opened after
+// it arrived; idle connections holding a replaced one are closed.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>

@@ -42,9 +42,11 @@ std::optional<std::string> decode_base64(std::string_view text);
 /// current-context. Relative file paths inside the file (certificate-authority,
 /// client-certificate, client-key, tokenFile) are resolved against the file's directory.
 /// Certificate and key files are read now; a tokenFile is read once to validate it and is
-/// re-read later through token_source. exec and auth-provider plugins, basic auth and
-/// proxy-url are not supported and are reported as errors rather than silently ignored.
-/// Thread-safe (no shared state).
+/// re-read later through token_source. An exec credential plugin (users[].user.exec, v1 or
+/// v1beta1) is checked and becomes rest_config::exec; it is not run here (nothing here runs a
+/// process or does network I/O): exec_authenticator runs it when a credential is first wanted.
+/// auth-provider plugins, basic auth, impersonation and proxy-url are not supported and are
+/// reported as errors rather than silently ignored. Thread-safe (no shared state).
 base::result<rest_config> load_kubeconfig(const std::string& path, const std::string& context = "");
 
 /// Looks up an environment variable; nullopt when unset. Injected for tests.

@@ -22,7 +22,8 @@ base::error check_tls_material(const rest_config& config);
 
 /// One line per insecure setting, to be logged as a warning at start:
 /// insecure-skip-tls-verify (the server is not authenticated) and a bearer token or token file
-/// over plain http (the token crosses the network in clear text). Empty when there is none.
+/// or an exec plugin's credentials over plain http (the token crosses the network in clear
+/// text). Empty when there is none.
 std::vector<std::string> insecure_settings(const rest_config& config);
 
 }  // namespace tec::k8sclient

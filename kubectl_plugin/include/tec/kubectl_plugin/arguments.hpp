@@ -39,7 +39,16 @@ struct cluster_flags {
   /// --controller-url: the acting replica's secure port reached some other way (e.g. your own
   /// port-forward): no Lease lookup, no port-forward.
   std::string controller_url;
-  std::chrono::seconds request_timeout{30};  ///< --request-timeout, per request.
+  /// --request-timeout, per request, as kubectl takes it ("30s", "1m", a bare integer of
+  /// seconds); 0: no timeout (then request_wait() is a day).
+  std::chrono::milliseconds request_timeout{30'000};
+
+  /// How long one request (or the port-forward's start) may take: request_timeout, or a day
+  /// when it is 0, kubectl's "no timeout" (a bound all the same: nothing waits forever).
+  [[nodiscard]] std::chrono::milliseconds request_wait() const {
+    return request_timeout.count() == 0 ? std::chrono::milliseconds{std::chrono::hours{24}}
+                                        : request_timeout;
+  }
 };
 
 /// One parsed command line.
@@ -70,6 +79,11 @@ struct parse_outcome {
 
 /// Parses the arguments after the program name.
 [[nodiscard]] parse_outcome parse_arguments(const std::vector<std::string>& args);
+
+/// --request-timeout's value as kubectl reads it (client-go's clientcmd.ParseTimeout): a bare
+/// non-negative integer is seconds, else a Go duration ("500ms", "30s", "1m30s"); "0" (or "0s")
+/// means no timeout. Refused: a negative one, one longer than 24h, anything else. Pure.
+[[nodiscard]] std::optional<std::chrono::milliseconds> parse_request_timeout(std::string_view text);
 
 /// "KEY[=VALUE]:NoExecute" as `kubectl taint` takes it: KEY a qualified name (an optional DNS
 /// subdomain prefix and '/', then at most 63 characters of [A-Za-z0-9-_.] starting and ending

@@ -68,8 +68,9 @@ struct event_view {
 
 class cluster_reader {
 public:
-  /// Talks to the server `config` names; each request may take `timeout`.
-  cluster_reader(k8sclient::rest_config config, std::chrono::seconds timeout);
+  /// Talks to the server `config` names; each request may take `timeout` (cluster_flags::
+  /// request_wait()).
+  cluster_reader(k8sclient::rest_config config, std::chrono::milliseconds timeout);
   ~cluster_reader();
   cluster_reader(const cluster_reader&) = delete;
   cluster_reader& operator=(const cluster_reader&) = delete;
@@ -114,7 +115,7 @@ private:
                                          Decode decode);
 
   k8sclient::rest_config config_;
-  std::chrono::seconds timeout_;
+  std::chrono::milliseconds timeout_;
   boost::asio::io_context io_;
   std::unique_ptr<k8sclient::client> client_;
 };

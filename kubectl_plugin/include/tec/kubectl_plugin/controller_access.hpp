@@ -6,9 +6,9 @@
 // SubjectAccessReview), so the plugin does what the README's recipe does by hand: the Lease
 // names the acting replica (holderIdentity "<pod name>_<random>"), a child `kubectl
 // port-forward` (same --kubeconfig and --context) reaches that pod's port 8443, and the
-// kubeconfig user's bearer token (token or tokenFile) goes with each request. A user that
-// authenticates with a client certificate has no token to send: the port cannot
-// authenticate it, and the caller falls back (see pending and explain).
+// kubeconfig user's bearer token (token, tokenFile or what its exec plugin gives) goes with
+// each request. A user that authenticates with a client certificate has no token to send: the
+// port cannot authenticate it, and the caller falls back (see pending and explain).
 //
 // Thread/ownership: one per command, on the caller's thread; the port-forward child lives as
 // long as the object (terminated and reaped by the destructor).
