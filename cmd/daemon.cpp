@@ -1016,7 +1016,7 @@ struct daemon::impl {
   async::task_group election_tasks{election.executor()};
   metric_set metrics;
   shadow_parts shadow_mode;                     // before everything that feeds it
-  std::optional<k8sclient::client> api;         // the informers, policy Events, certificates
+  std::optional<k8sclient::client> api;         // the informers, the policy ConfigMap, certificates
   std::optional<k8sclient::client> writes_api;  // the evictions' DELETEs, PATCHes and Events
   // The TokenReviews and SubjectAccessReviews of the secure metrics port, on a client of their
   // own: its QPS limit and connections are not the evictions' (a flood of requests with
