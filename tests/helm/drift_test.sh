@@ -12,6 +12,11 @@
 #   FlowSchemas, which it does not know are cluster-scoped (the API server ignores it there);
 # - the Namespace: the chart leaves it to `kubectl create namespace` by default (Helm stores
 #   the release in it first), so it is compared from a second render with namespace.create=true.
+# The monitoring kit too: deploy/ with its component deploy/monitoring/ against a render with
+# the three monitoring toggles on. The chart renders the kit from copies of deploy/monitoring/
+# in its files/ (lint_test.sh checks they are copies) but sets what deploy/ writes for its own
+# namespace (metadata.namespace, the ServiceMonitor's tlsConfig.serverName) from the release's;
+# rendered into deploy/'s namespace, the result must be deploy/'s objects exactly.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$root"
@@ -22,6 +27,13 @@ kubectl kustomize deploy/ >"$tmp/kustomize.yaml"
 helm template tec "$chart" -n taint-eviction-controller >"$tmp/helm.yaml"
 helm template tec "$chart" -n taint-eviction-controller --set namespace.create=true \
   --show-only templates/namespace.yaml >"$tmp/helm-namespace.yaml"
+mkdir "$tmp/overlay"
+rel=$(realpath --relative-to="$tmp/overlay" "$root/deploy")
+printf 'resources: [%s]\ncomponents: [%s/monitoring]\n' "$rel" "$rel" >"$tmp/overlay/kustomization.yaml"
+kubectl kustomize "$tmp/overlay" >"$tmp/kustomize-monitoring.yaml"
+helm template tec "$chart" -n taint-eviction-controller --show-only templates/monitoring.yaml \
+  --set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true \
+  --set monitoring.dashboard.enabled=true >"$tmp/helm-monitoring.yaml"
 exec "$python" - "$tmp" <<'PY'
 import sys, yaml, json, difflib
 tmp = sys.argv[1]
@@ -58,6 +70,11 @@ def load(path):
 kust = load(f"{tmp}/kustomize.yaml")
 chart = load(f"{tmp}/helm.yaml")
 chart.update(load(f"{tmp}/helm-namespace.yaml"))
+kit = {k: v for k, v in load(f"{tmp}/kustomize-monitoring.yaml").items() if k not in kust}
+if len(kit) != 3:
+    sys.exit(f"FAIL: deploy/monitoring/ adds {len(kit)} objects to deploy/, expected 3")
+kust.update(kit)
+chart.update(load(f"{tmp}/helm-monitoring.yaml"))
 failed = 0
 for key in sorted(set(kust) | set(chart)):
     if key not in chart:

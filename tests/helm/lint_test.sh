@@ -69,6 +69,27 @@ if [ "$alerts" -lt 1 ] || [ "$(grep -c "runbook_url: $url#taintevict" <<<"$on")"
   echo "FAIL: runbookURL does not set the $alerts alerts' runbook_url (or the default changed)"
   failures=$((failures + 1))
 fi
+# Another namespace: every namespaced object in it, and the ServiceMonitor verifies the
+# certificate for the Service's name there (the controller's certificate names its namespace).
+checks=$((checks + 1))
+out=$(helm template tec "$chart" -n other --set monitoring.serviceMonitor.enabled=true \
+  --set monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true 2>&1) || true
+if ! grep -q '^ *serverName: taint-eviction-controller-metrics\.other\.svc$' <<<"$out" ||
+   grep -q 'taint-eviction-controller\.svc' <<<"$out" ||
+   grep -Eq '^ *namespace: (taint-eviction-controller|"taint-eviction-controller")$' <<<"$out"; then
+  echo "FAIL: -n other: serverName or a namespace is not the release's:"
+  grep -E 'serverName|namespace:' <<<"$out"
+  failures=$((failures + 1))
+fi
+# Without the webhook's certificate Secret the secure port's certificate is self-signed: the
+# ServiceMonitor then skips verification instead of naming a Secret that does not exist.
+checks=$((checks + 1))
+out=$(helm template tec "$chart" --set monitoring.serviceMonitor.enabled=true \
+  --set webhook.enabled=false --show-only templates/monitoring.yaml 2>&1) || true
+if ! grep -q 'insecureSkipVerify: true' <<<"$out" || grep -q 'webhook-tls' <<<"$out"; then
+  echo "FAIL: webhook.enabled=false: the ServiceMonitor's tlsConfig: $out"
+  failures=$((failures + 1))
+fi
 # An unknown value is refused (additionalProperties false), so a typo is not silently ignored.
 checks=$((checks + 1))
 if helm template tec "$chart" --set replica=3 >/dev/null 2>&1; then
