@@ -81,6 +81,18 @@ if ! grep -q '^ *serverName: taint-eviction-controller-metrics\.other\.svc$' <<<
   grep -E 'serverName|namespace:' <<<"$out"
   failures=$((failures + 1))
 fi
+# fullnameOverride renames every object, and the flags and RBAC that name them follow.
+checks=$((checks + 1))
+out=$(helm template tec "$chart" -n other --set fullnameOverride=tec \
+  --set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true \
+  --set monitoring.dashboard.enabled=true 2>&1) || true
+if grep -Eq '^ *name: taint-eviction-controller(-|$)|resourceNames: \["taint' <<<"$out" ||
+   ! grep -q '^ *serverName: tec-metrics\.other\.svc$' <<<"$out" ||
+   [ "$(grep -cE -- '- --(leader-elect-resource-name=tec|webhook-configuration=tec|webhook-service=tec-metrics|policy-configmap=tec-policy|webhook-cert-secret=tec-webhook-tls)$' <<<"$out")" != 5 ]; then
+  echo "FAIL: fullnameOverride=tec: an object, a flag or a resourceName keeps the default name:"
+  grep -E 'name: taint-eviction-controller|resourceNames|serverName|- --' <<<"$out"
+  failures=$((failures + 1))
+fi
 # Without the webhook's certificate Secret the secure port's certificate is self-signed: the
 # ServiceMonitor then skips verification instead of naming a Secret that does not exist.
 checks=$((checks + 1))

@@ -1,8 +1,19 @@
 {{/*
-The objects keep deploy/'s fixed names: the controller's flags, its RBAC (resourceNames) and
-its Lease name them, and one controller runs per cluster.
+The prefix of every object's name: deploy/'s names (taint-eviction-controller,
+taint-eviction-controller-metrics, -policy, ...) whatever the release is called, since one
+controller runs per cluster. fullnameOverride, else nameOverride, replaces it; the controller's
+flags, the Role's resourceNames, the ServiceMonitor and NOTES.txt follow. The label
+app.kubernetes.io/name stays taint-eviction-controller: the ServiceMonitor takes the job from
+it, and every alert and the dashboard select job="taint-eviction-controller".
 */}}
-{{- define "tec.name" -}}taint-eviction-controller{{- end -}}
+{{- define "tec.fullname" -}}
+{{- .Values.fullnameOverride | default .Values.nameOverride | default "taint-eviction-controller" -}}
+{{- end -}}
+
+{{/* True (non-empty) when the names are not the controller's and the plugin's defaults. */}}
+{{- define "tec.renamed" -}}
+{{- if ne (include "tec.fullname" .) "taint-eviction-controller" }}true{{ end -}}
+{{- end -}}
 
 {{/* Helm's labels on every object's metadata (never in selectors: those stay deploy/'s). */}}
 {{- define "tec.helmLabels" -}}
