@@ -93,6 +93,57 @@ if grep -Eq '^ *name: taint-eviction-controller(-|$)|resourceNames: \["taint' <<
   grep -E 'name: taint-eviction-controller|resourceNames|serverName|- --' <<<"$out"
   failures=$((failures + 1))
 fi
+# monitoring.prometheus.serviceAccount: bound to the metrics-reader ClusterRole, its namespace
+# admitted to the metrics port; the name without the namespace is refused.
+checks=$((checks + 1))
+out=$(helm template tec "$chart" -n other --set monitoring.prometheus.serviceAccount.name=prom \
+  --set monitoring.prometheus.serviceAccount.namespace=monitoring 2>&1) || true
+binding=$("$python" -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "ClusterRoleBinding" and d["roleRef"]["name"].endswith("-metrics-reader"):
+        print(d["roleRef"]["name"], *("/".join([s["kind"], s["namespace"], s["name"]])
+                                      for s in d["subjects"]))
+' <<<"$out")
+if [ "$binding" != "taint-eviction-controller-metrics-reader ServiceAccount/monitoring/prom" ] ||
+   ! grep -A2 'namespaceSelector:' <<<"$out" | grep -q 'kubernetes.io/metadata.name: monitoring$'; then
+  echo "FAIL: monitoring.prometheus.serviceAccount: binding '$binding', or its namespace not admitted"
+  failures=$((failures + 1))
+fi
+checks=$((checks + 1))
+if out=$(helm template tec "$chart" --set monitoring.prometheus.serviceAccount.name=prom 2>&1) ||
+   ! grep -q 'needs monitoring.prometheus.serviceAccount.namespace' <<<"$out"; then
+  echo "FAIL: monitoring.prometheus.serviceAccount.name without a namespace: $out"
+  failures=$((failures + 1))
+fi
+checks=$((checks + 1))
+if [ "$(helm template tec "$chart" | grep -c 'name: taint-eviction-controller-metrics-reader$')" != 1 ]; then
+  echo "FAIL: a metrics-reader binding by default"; failures=$((failures + 1))
+fi
+# networkPolicy.controlPlane: the webhook's port admitted from the API servers' addresses (the
+# calls come from the control plane's node addresses, which no namespace selects).
+checks=$((checks + 1))
+out=$(helm template tec "$chart" --show-only templates/networkpolicy.yaml \
+  --set-json 'networkPolicy.controlPlane.cidrs=["10.0.0.10/32","fd00:10::/64"]' 2>&1) || true
+rules=$("$python" -c '
+import sys, yaml
+d = yaml.safe_load(sys.stdin)
+for r in d["spec"]["ingress"]:
+    print(",".join(p["port"] for p in r["ports"]), *(sorted(str(f) for f in r["from"])))
+' <<<"$out")
+want="metrics {'namespaceSelector': {'matchLabels': {'taint-eviction-controller.io/metrics': 'allowed'}}}
+metrics {'ipBlock': {'cidr': '10.0.0.10/32'}} {'ipBlock': {'cidr': 'fd00:10::/64'}}"
+if [ "$rules" != "$want" ]; then
+  echo "FAIL: networkPolicy.controlPlane.cidrs: the ingress rules are:"; echo "$rules"
+  failures=$((failures + 1))
+fi
+# No source at all is no ingress, not an empty `from` (which admits everyone).
+checks=$((checks + 1))
+out=$(helm template tec "$chart" --show-only templates/networkpolicy.yaml \
+  --set networkPolicy.metricsNamespaceLabel=null 2>&1) || true
+if ! grep -q '^  ingress: \[\]$' <<<"$out"; then
+  echo "FAIL: networkPolicy without sources: $out"; failures=$((failures + 1))
+fi
 # Without the webhook's certificate Secret the secure port's certificate is self-signed: the
 # ServiceMonitor then skips verification instead of naming a Secret that does not exist.
 checks=$((checks + 1))

@@ -106,3 +106,14 @@ checks, in the same words, as policy/src/policy_file.cpp. Fails the render on th
 {{- $earlier = append $earlier (dict "key" $key "stem" $stem "prefix" $prefix) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Values that only make sense together; fails the render on the first that does not. */}}
+{{- define "tec.checkValues" -}}
+{{- $sa := .Values.monitoring.prometheus.serviceAccount -}}
+{{- if and $sa.name (not $sa.namespace) -}}
+{{- fail "monitoring.prometheus.serviceAccount.name needs monitoring.prometheus.serviceAccount.namespace (the namespace Prometheus runs in)" -}}
+{{- end -}}
+{{- if and $sa.namespace (not $sa.name) -}}
+{{- fail "monitoring.prometheus.serviceAccount.namespace needs monitoring.prometheus.serviceAccount.name (the ServiceAccount Prometheus runs as)" -}}
+{{- end -}}
+{{- end -}}
