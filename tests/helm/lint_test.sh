@@ -12,6 +12,8 @@ variants=(
   "--set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true"
   "--set image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef,requireReplicasOnDifferentNodes=false"
   "--kube-version 1.28.0 --set flowSchema.apiVersion=flowcontrol.apiserver.k8s.io/v1beta3 --set-json extraArgs=[\"--log-format=json\"]"
+  "--set shadow=true,logging.format=json,logging.verbosity=4,podAnnotations.a=b,podLabels.team=infra,serviceAccount.annotations.a=b,nodeSelector.kubernetes\\.io/os=linux,fullnameOverride=tec --set-json tolerations=[{\"key\":\"k\",\"operator\":\"Exists\"}] --set-json affinity={\"podAntiAffinity\":{\"preferredDuringSchedulingIgnoredDuringExecution\":[]}}"
+  "--set monitoring.prometheus.serviceAccount.name=prom,monitoring.prometheus.serviceAccount.namespace=monitoring --set-json networkPolicy.controlPlane.cidrs=[\"10.0.0.0/24\"] --set-json networkPolicy.controlPlane.namespaceSelector={\"matchLabels\":{\"kubernetes.io/metadata.name\":\"kube-system\"}}"
 )
 failures=0
 checks=0
@@ -91,6 +93,68 @@ if grep -Eq '^ *name: taint-eviction-controller(-|$)|resourceNames: \["taint' <<
    [ "$(grep -cE -- '- --(leader-elect-resource-name=tec|webhook-configuration=tec|webhook-service=tec-metrics|policy-configmap=tec-policy|webhook-cert-secret=tec-webhook-tls)$' <<<"$out")" != 5 ]; then
   echo "FAIL: fullnameOverride=tec: an object, a flag or a resourceName keeps the default name:"
   grep -E 'name: taint-eviction-controller|resourceNames|serverName|- --' <<<"$out"
+  failures=$((failures + 1))
+fi
+# freshNodeCheck is the only way to the fresh check (it also grants get on nodes): the flag in
+# extraArgs, in any spelling, and its environment variable are refused at render.
+for arg in '"--fresh-node-check"' '"--fresh-node-check=true"' '"--fresh-node-check=false"'; do
+  checks=$((checks + 1))
+  if out=$(helm template tec "$chart" --set-json "extraArgs=[\"--v=2\",$arg]" 2>&1) ||
+     ! grep -q "extraArgs: $arg: set freshNodeCheck: true instead" <<<"$out"; then
+    echo "FAIL: extraArgs [$arg] was not refused with a word on freshNodeCheck: $out"
+    failures=$((failures + 1))
+  fi
+done
+checks=$((checks + 1))
+if out=$(helm template tec "$chart" \
+     --set-json 'extraEnv=[{"name":"TEC_FRESH_NODE_CHECK","value":"true"}]' 2>&1) ||
+   ! grep -q "TEC_FRESH_NODE_CHECK: set freshNodeCheck: true instead" <<<"$out"; then
+  echo "FAIL: extraEnv TEC_FRESH_NODE_CHECK was not refused: $out"; failures=$((failures + 1))
+fi
+# shadow and logging: their flags, none by default; the same flag again in extraArgs is refused
+# (the controller would exit 2).
+checks=$((checks + 1))
+on=$(helm template tec "$chart" --set shadow=true,logging.format=json,logging.verbosity=4 \
+  --show-only templates/deployment.yaml 2>&1) || true
+off=$(helm template tec "$chart" --show-only templates/deployment.yaml 2>&1) || true
+if [ "$(grep -cE -- '^ *- --(shadow|logging-format=json|v=4)$' <<<"$on")" != 3 ] ||
+   grep -qE -- '--(shadow|logging-format|v=)' <<<"$off"; then
+  echo "FAIL: shadow/logging.format/logging.verbosity do not give --shadow, --logging-format=json, --v=4 (or the defaults give flags)"
+  failures=$((failures + 1))
+fi
+checks=$((checks + 1))
+if helm template tec "$chart" --set logging.verbosity=4 --set-json 'extraArgs=["--v=2"]' >/dev/null 2>&1 ||
+   helm template tec "$chart" --set logging.format=json --set-json 'extraArgs=["--log-format=text"]' >/dev/null 2>&1 ||
+   helm template tec "$chart" --set logging.verbosity=11 >/dev/null 2>&1 ||
+   helm template tec "$chart" --set logging.format=xml >/dev/null 2>&1; then
+  echo "FAIL: a logging value given twice, or out of its range, was accepted"
+  failures=$((failures + 1))
+fi
+# The common keys: podAnnotations, podLabels (never the selector's), serviceAccount.annotations,
+# affinity beside the chart's anti-affinity, tolerations after the chart's three.
+checks=$((checks + 1))
+out=$(helm template tec "$chart" --set podAnnotations.a=b,podLabels.team=infra \
+  --set serviceAccount.annotations.c=d \
+  --set-json 'affinity={"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/arch","operator":"In","values":["amd64"]}]}]}}}' \
+  --set-json 'tolerations=[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300},{"key":"example.com/infra","operator":"Exists"}]' 2>&1) || true
+got=$("$python" -c '
+import sys, yaml
+docs = {d["kind"]: d for d in yaml.safe_load_all(sys.stdin) if d}
+pod = docs["Deployment"]["spec"]["template"]
+spec = pod["spec"]
+print(pod["metadata"]["labels"].get("team"), pod["metadata"]["annotations"],
+      docs["ServiceAccount"]["metadata"]["annotations"],
+      sorted(spec["affinity"]), len(spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]),
+      [t["key"] for t in spec["tolerations"]])
+' <<<"$out" 2>&1)
+want="infra {'a': 'b'} {'c': 'd'} ['nodeAffinity', 'podAntiAffinity'] 1 ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node-role.kubernetes.io/control-plane', 'example.com/infra']"
+if [ "$got" != "$want" ]; then
+  echo "FAIL: the common keys render as"; echo "  $got"; echo "expected"; echo "  $want"
+  failures=$((failures + 1))
+fi
+checks=$((checks + 1))
+if helm template tec "$chart" --set podLabels.app\\.kubernetes\\.io/component=x >/dev/null 2>&1; then
+  echo "FAIL: podLabels could change the selector's app.kubernetes.io/component"
   failures=$((failures + 1))
 fi
 # monitoring.prometheus.serviceAccount: bound to the metrics-reader ClusterRole, its namespace

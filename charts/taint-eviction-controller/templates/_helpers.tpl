@@ -116,4 +116,82 @@ checks, in the same words, as policy/src/policy_file.cpp. Fails the render on th
 {{- if and $sa.namespace (not $sa.name) -}}
 {{- fail "monitoring.prometheus.serviceAccount.namespace needs monitoring.prometheus.serviceAccount.name (the ServiceAccount Prometheus runs as)" -}}
 {{- end -}}
+{{- /*
+freshNodeCheck is the only way to turn the fresh check on: it also grants `get` on nodes,
+without which every check is refused (403). Any spelling of the flag in extraArgs (=false
+included), and its environment variable, are refused.
+*/ -}}
+{{- range .Values.extraArgs -}}
+{{- if regexMatch "^--?fresh-node-check(=.*)?$" . -}}
+{{- fail (printf "extraArgs: %q: set freshNodeCheck: true instead (it also grants get on nodes, which the check needs)" .) -}}
+{{- end -}}
+{{- end -}}
+{{- range .Values.extraEnv -}}
+{{- if eq (toString .name) "TEC_FRESH_NODE_CHECK" -}}
+{{- fail "extraEnv: TEC_FRESH_NODE_CHECK: set freshNodeCheck: true instead (it also grants get on nodes, which the check needs)" -}}
+{{- end -}}
+{{- end -}}
+{{- /* A flag given by a value and again in extraArgs stops the controller (exit 2). */ -}}
+{{- $given := dict
+  "logging.verbosity" (list (ne (int .Values.logging.verbosity) 0) "^--?(v|log-level)(=.*)?$|^-v[0-9]*$")
+  "logging.format" (list (ne .Values.logging.format "text") "^--?(logging-format|log-format)(=.*)?$")
+  "shadow" (list .Values.shadow "^--?shadow(=.*)?$") -}}
+{{- range $value, $v := $given -}}
+{{- if index $v 0 -}}
+{{- range $.Values.extraArgs -}}
+{{- if regexMatch (index $v 1) . -}}
+{{- fail (printf "extraArgs: %q sets what %s already sets: give one of them" . $value) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $k, $_ := .Values.podLabels -}}
+{{- if has $k (list "app.kubernetes.io/name" "app.kubernetes.io/component") -}}
+{{- fail (printf "podLabels: %s is the Deployment's selector and cannot be changed" $k) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The pods' tolerations: deploy/deployment.yaml's three (its comments say why: not-ready and
+unreachable for 300 s, written out; the control plane's NoSchedule), then the value
+`tolerations`, without the ones already there (a values file that repeats the chart's gets the
+same pods).
+*/}}
+{{- define "tec.tolerations" -}}
+{{- $all := list
+  (dict "key" "node.kubernetes.io/not-ready" "operator" "Exists" "effect" "NoExecute" "tolerationSeconds" 300)
+  (dict "key" "node.kubernetes.io/unreachable" "operator" "Exists" "effect" "NoExecute" "tolerationSeconds" 300)
+  (dict "key" "node-role.kubernetes.io/control-plane" "operator" "Exists" "effect" "NoSchedule") -}}
+{{- $seen := list -}}
+{{- range $all -}}
+{{- $seen = append $seen (toJson .) -}}
+{{- end -}}
+{{- range .Values.tolerations -}}
+{{- if not (has (toJson .) $seen) -}}
+{{- $all = append $all . -}}
+{{- $seen = append $seen (toJson .) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $all -}}
+{{- end -}}
+
+{{/*
+The pods' affinity: the value `affinity`, with the chart's hostname anti-affinity between the
+replicas (required, or preferred with requireReplicasOnDifferentNodes: false) put first in its
+podAntiAffinity.
+*/}}
+{{- define "tec.affinity" -}}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (fromYaml (include "tec.selectorLabels" .))) -}}
+{{- $own := dict "requiredDuringSchedulingIgnoredDuringExecution" (list $term) -}}
+{{- if not .Values.requireReplicasOnDifferentNodes -}}
+{{- $own = dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term)) -}}
+{{- end -}}
+{{- $affinity := deepCopy (.Values.affinity | default dict) -}}
+{{- $anti := $affinity.podAntiAffinity | default dict -}}
+{{- range $k, $terms := $own -}}
+{{- $_ := set $anti $k (concat $terms (get $anti $k | default list)) -}}
+{{- end -}}
+{{- $_ := set $affinity "podAntiAffinity" $anti -}}
+{{- toYaml $affinity -}}
 {{- end -}}
