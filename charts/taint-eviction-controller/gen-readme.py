@@ -345,8 +345,8 @@ helm install tec charts/taint-eviction-controller -n taint-eviction-controller \
 `shadow=true` starts it beside the built-in taint manager, deciding but writing nothing, and
 comparing its decisions with the built-in's ([Shadow mode](../../docs/operations.md#shadow-mode)).
 Then switch the built-in off and the shadow mode with it:
-[switching-over.md](../../docs/switching-over.md). The release's notes (`helm get notes tec -n
-taint-eviction-controller`) say the same for your release.
+[switching-over.md](../../docs/switching-over.md). The release's notes say the same with your
+release's names: `helm get notes tec -n taint-eviction-controller`.
 
 With the Prometheus Operator, monitoring works at once when the chart knows who scrapes and
 where the API server calls the webhook from:

@@ -222,6 +222,43 @@ checks=$((checks + 1))
 if helm template tec "$chart" --set replica=3 >/dev/null 2>&1; then
   echo "FAIL: the unknown value 'replica' was accepted"; failures=$((failures + 1))
 fi
+# NOTES.txt, rendered offline (helm template leaves it out, helm install --dry-run needs a
+# cluster): in a copy of the chart, as a named template that a ConfigMap prints.
+notes_chart=$(mktemp -d)
+trap 'rm -rf "$notes_chart"' EXIT
+cp -r "$chart" "$notes_chart/chart"
+{ echo '{{- define "tec.notes" }}'; cat "$chart/templates/NOTES.txt"; echo '{{- end }}'; } \
+  >"$notes_chart/chart/templates/_notes.tpl"
+rm "$notes_chart/chart/templates/NOTES.txt"
+printf 'notes: |\n{{ include "tec.notes" . | indent 2 }}\n' >"$notes_chart/chart/templates/notes.yaml"
+notes() {
+  helm template tec "$notes_chart/chart" --show-only templates/notes.yaml "$@" 2>&1 |
+    "$python" -c 'import sys, yaml; print(yaml.safe_load(sys.stdin)["notes"])'
+}
+checks=$((checks + 1))
+out=$(notes -n other --set monitoring.serviceMonitor.enabled=true) || true
+for want in 'installed as taint-eviction-controller in namespace other' \
+    'kubectl -n other rollout status deployment/taint-eviction-controller' \
+    'docs/switching-over.md' '--set shadow=true' \
+    'kubectl taint-eviction --controller-namespace other pending -A' 'make install-plugin' \
+    'No Prometheus ServiceAccount is bound to taint-eviction-controller-metrics-reader' \
+    'Set networkPolicy.controlPlane.cidrs'; do
+  if ! grep -qF -- "$want" <<<"$out"; then
+    echo "FAIL: NOTES.txt (-n other, ServiceMonitor on) lacks '$want':"; echo "$out"
+    failures=$((failures + 1)); break
+  fi
+done
+checks=$((checks + 1))
+out=$(notes -n taint-eviction-controller --set shadow=true,monitoring.serviceMonitor.enabled=true \
+  --set monitoring.prometheus.serviceAccount.name=prom \
+  --set monitoring.prometheus.serviceAccount.namespace=monitoring \
+  --set-json 'networkPolicy.controlPlane.cidrs=["10.0.0.10/32"]') || true
+if ! grep -q 'It runs in shadow mode' <<<"$out" ||
+   ! grep -q "ServiceAccount monitoring/prom is bound" <<<"$out" ||
+   grep -qE 'No Prometheus|controlPlane.cidrs|--controller-namespace' <<<"$out"; then
+  echo "FAIL: NOTES.txt (shadow, Prometheus bound, control plane admitted):"; echo "$out"
+  failures=$((failures + 1))
+fi
 if [ -d deploy/monitoring ]; then
   checks=$((checks + 1))
   scripts/sync-chart.sh --check || failures=$((failures + 1))
