@@ -259,6 +259,31 @@ if ! grep -q 'It runs in shadow mode' <<<"$out" ||
   echo "FAIL: NOTES.txt (shadow, Prometheus bound, control plane admitted):"; echo "$out"
   failures=$((failures + 1))
 fi
+# `helm upgrade --reuse-values` from a release of 0.1.0 renders with that chart's values.yaml,
+# without the keys added since: the chart must render the same objects from it.
+checks=$((checks + 1))
+cp -r "$chart" "$notes_chart/old"
+"$python" - "$notes_chart/old/values.yaml" <<'PY'
+import sys, yaml
+v = yaml.safe_load(open(sys.argv[1]))
+for key in ("nameOverride", "fullnameOverride", "podAnnotations", "podLabels", "serviceAccount",
+            "shadow", "logging", "affinity"):
+    del v[key]
+del v["networkPolicy"]["metricsFrom"], v["networkPolicy"]["controlPlane"]
+del v["monitoring"]["prometheus"]
+v["tolerations"] = [
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}]
+yaml.safe_dump(v, open(sys.argv[1], "w"))
+PY
+all_on=(--set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true)
+if ! old=$(helm template tec "$notes_chart/old" "${all_on[@]}" 2>&1) ||
+   [ "$old" != "$(helm template tec "$chart" "${all_on[@]}" 2>&1)" ]; then
+  echo "FAIL: the values of a 0.1.0 release (helm upgrade --reuse-values) render otherwise:"
+  diff <(echo "$old") <(helm template tec "$chart" "${all_on[@]}" 2>&1) | head -20
+  failures=$((failures + 1))
+fi
 if [ -d deploy/monitoring ]; then
   checks=$((checks + 1))
   scripts/sync-chart.sh --check || failures=$((failures + 1))

@@ -195,3 +195,17 @@ podAntiAffinity.
 {{- $_ := set $affinity "podAntiAffinity" $anti -}}
 {{- toYaml $affinity -}}
 {{- end -}}
+
+{{/*
+The values added after 0.1.0, filled in where they are missing: `helm upgrade --reuse-values`
+from an older release renders with that release's values.yaml, which lacks them (a template
+would fail on the nil map). Only missing keys are filled; included first by every template that
+reads one of them.
+*/}}
+{{- define "tec.defaults" -}}
+{{- $_ := merge .Values (dict
+  "logging" (dict "format" "text" "verbosity" 0)
+  "serviceAccount" (dict "annotations" (dict))
+  "networkPolicy" (dict "metricsFrom" (list) "controlPlane" (dict "cidrs" (list) "namespaceSelector" (dict)))
+  "monitoring" (dict "prometheus" (dict "serviceAccount" (dict "name" "" "namespace" "")))) -}}
+{{- end -}}
