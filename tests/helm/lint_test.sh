@@ -277,7 +277,7 @@ v["tolerations"] = [
     {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}]
 yaml.safe_dump(v, open(sys.argv[1], "w"))
 PY
-all_on=(--set monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true)
+all_on=(--set "monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true")
 if ! old=$(helm template tec "$notes_chart/old" "${all_on[@]}" 2>&1) ||
    [ "$old" != "$(helm template tec "$chart" "${all_on[@]}" 2>&1)" ]; then
   echo "FAIL: the values of a 0.1.0 release (helm upgrade --reuse-values) render otherwise:"
