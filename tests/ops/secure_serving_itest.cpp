@@ -113,7 +113,12 @@ protected:
     ASSERT_TRUE(creds) << creds.error().message;
     authorizer_ = std::make_shared<delegated_authorizer>(
         make_api_review_backend(*api_, io_.get_executor()), api_->clock(),
-        review_cache_options{.allowed_ttl = 10s, .denied_ttl = 200ms, .max_entries = cache_bound});
+        review_cache_options{.allowed_ttl = 10s,
+                             .denied_ttl = 200ms,
+                             .max_entries = cache_bound,
+                             .known_ttl = 1h,
+                             .unknown_per_second = 2,
+                             .unknown_burst = static_cast<double>(4 * cache_bound)});
     secure_.emplace(io_.get_executor(),
                     http_endpoints_options{
                         .bind_address = "127.0.0.1:0", .tls = *creds, .authorizer = authorizer_});
@@ -276,6 +281,13 @@ TEST_F(secure_serving_itest, the_review_cache_stays_within_its_bound) {
     ASSERT_LE(cached(), cache_bound);
   }
   EXPECT_EQ(cached(), cache_bound);
+  // The address has spent its burst of unknown tokens (2 a second come back): more are
+  // refused without a review, and a reader is still answered.
+  bool limited = false;
+  for (int i = 0; i < 64 && !limited; ++i) {
+    limited = get("/metrics", "extra-" + std::to_string(i)) == 503U;
+  }
+  EXPECT_TRUE(limited) << "64 more unknown tokens from one address were all reviewed";
   EXPECT_EQ(get_until("/metrics", reader_token_, 200U), 200U);
   EXPECT_LE(cached(), cache_bound);
 }
