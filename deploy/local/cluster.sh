@@ -558,7 +558,9 @@ start_control_plane() {
   mkdir -p "$CACHE_ROOT"
   local port_fd etcd_port etcd_peer_port api_port
   exec {port_fd}>"$CACHE_ROOT/.ports.lock"
-  flock -w 120 "$port_fd" || die "timed out waiting for $CACHE_ROOT/.ports.lock"
+  # Held while a control plane binds its ports (up to a minute each on a busy machine), so
+  # several clusters starting at once (the e2e lanes, the real node) queue here: wait long.
+  flock -w 900 "$port_fd" || die "timed out waiting for $CACHE_ROOT/.ports.lock"
   etcd_port=$(choose_port "${TEC_ETCD_PORT:-}" "$(read_state TEC_CLUSTER_ETCD_PORT)" "" etcd)
   etcd_peer_port=$(choose_port "${TEC_ETCD_PEER_PORT:-}" "$(read_state TEC_CLUSTER_ETCD_PEER_PORT)" "$etcd_port" "etcd peer")
   api_port=$(choose_port "${TEC_APISERVER_PORT:-}" "$(read_state TEC_CLUSTER_APISERVER_PORT)" "$etcd_port $etcd_peer_port" kube-apiserver)

@@ -508,7 +508,9 @@ node_start() {
   node_import_images
 
   exec {port_fd}>"$CACHE_ROOT/.ports.lock"
-  flock -w 120 "$port_fd" || die "timed out waiting for $CACHE_ROOT/.ports.lock"
+  # Held while a control plane binds its ports (up to a minute each on a busy machine), so
+  # several clusters starting at once (the e2e lanes, the real node) queue here: wait long.
+  flock -w 900 "$port_fd" || die "timed out waiting for $CACHE_ROOT/.ports.lock"
   avoid="$(read_state TEC_CLUSTER_ETCD_PORT) $(read_state TEC_CLUSTER_ETCD_PEER_PORT) $(read_state TEC_CLUSTER_APISERVER_PORT)"
   kubelet_port=$(choose_port "" "$(read_state TEC_CLUSTER_KUBELET_PORT)" "$avoid" kubelet); avoid+=" $kubelet_port"
   kubelet_healthz_port=$(choose_port "" "$(read_state TEC_CLUSTER_KUBELET_HEALTHZ_PORT)" "$avoid" "kubelet healthz"); avoid+=" $kubelet_healthz_port"
