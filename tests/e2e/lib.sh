@@ -85,9 +85,24 @@ cleanup() {
     k delete node "$n" --wait=false --ignore-not-found >/dev/null 2>&1
   done
   rm -rf "$WORK"
+  if [ "$rc" -eq 0 ] && [ -n "${RUN_AGAIN:-}" ]; then  # again(): a fresh run of the whole test
+    exec env TEC_E2E_ATTEMPT=$((E2E_ATTEMPT + 1)) bash "$0"
+  fi
   exit "$rc"
 }
 trap cleanup EXIT
+
+# again REASON: this run cannot test what it claims because the test's own writes were too
+# slow (a loaded machine), which says nothing about the controller: clean everything up and
+# run the whole test again, up to E2E_ATTEMPTS times, then fail with REASON.
+readonly E2E_ATTEMPTS=3 E2E_ATTEMPT=${TEC_E2E_ATTEMPT:-1}
+again() {
+  [ "$E2E_ATTEMPT" -lt "$E2E_ATTEMPTS" ] \
+    || fail "$* (in each of $E2E_ATTEMPTS attempts: this machine is too slow to test it)"
+  log "$*: attempt $E2E_ATTEMPT of $E2E_ATTEMPTS tested nothing, running the test again"
+  RUN_AGAIN=1
+  exit 0
+}
 
 # The deploy/ RBAC (everything but the Deployment, Service and policy/v1 PDB) and a kubeconfig
 # for its ServiceAccount, so the controller runs with exactly the permissions it ships with.

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # End to end: the storm breaker's settling time (issue 32 item 4) on the real API server. With
-# `stormBreaker: {maxTaintedNodesPercent: 50, settleSeconds: 10}` and no rate limit, 10 nodes
-# of ours with a pod each (no tolerations), tainting 6 of them one `kubectl taint` after
-# another evicts nothing: each eviction waits (why settling) until its taint is 10 s old, by
-# which time the sixth taint has opened the breaker (why storm_breaker). Without the settling
-# time the pods of the first nodes would be gone before the breaker opens (README "Storm
-# breaker"). The plugin's preview says so before the first taint.
+# `stormBreaker: {maxTaintedNodesPercent: 50, settleSeconds: 15}` and no rate limit, 10 nodes
+# of ours with a pod each (no tolerations), tainting one of them and then 5 more evicts
+# nothing: each eviction waits (why settling) until its taint is 15 s old, by which time the
+# sixth taint has opened the breaker (why storm_breaker). Without the settling time the pod of
+# the first node would be gone before the breaker opens (README "Storm breaker"). The plugin's
+# preview says so before the first taint. When the tainting itself took longer than the
+# settling time (11 s for six `kubectl taint` calls on a loaded machine) the run proves
+# nothing: it runs again (lib.sh again), never red for that.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-readonly OURS=10 SETTLE_S=10 WATCH_S=30
+readonly OURS=10 SETTLE_S=15 WATCH_S=30
 
 setup_rbac
 others=$(k get nodes -o name | wc -l) || fail "cannot list nodes"
@@ -47,20 +49,25 @@ t0=$SECONDS
 taint "$(node 1)" testTaint1=test1:NoExecute
 # Right after the first taint its pod's eviction is due and waits for the taint to settle.
 first_why=none
-until [ "$first_why" != none ] || [ $((SECONDS - t0)) -ge $((SETTLE_S - 2)) ]; do
+until [ "$first_why" != none ] || [ $((SECONDS - t0)) -ge 6 ]; do
   first_why=$(eviction_state p1) || fail "GET /debug/evictions failed"
   sleep 0.3
 done
-if [ $((SECONDS - t0)) -lt $((SETTLE_S - 2)) ]; then
+if [ "$first_why" != none ]; then
   [ "$first_why" = waiting/settling ] || fail "p1 is $first_why right after its taint, expected waiting/settling"
   log "p1 after its taint: $first_why"
 else
-  log "the machine is slow: p1 was not listed within $((SETTLE_S - 2)) s, its settling not checked"
+  log "the machine is slow: p1 was not listed within 6 s, its settling not checked here"
 fi
-for i in $(seq 2 "$open_n"); do taint "$(node "$i")" testTaint1=test1:NoExecute; done
-log "tainted $open_n nodes one after another in $((SECONDS - t0)) s"
-[ $((SECONDS - t0)) -lt "$SETTLE_S" ] \
-  || log "tainting took $((SECONDS - t0)) s, longer than the settling time: the test may be moot"
+# The other five in one kubectl call: they open the breaker together.
+rest=()
+for i in $(seq 2 "$open_n"); do rest+=("$(node "$i")"); done
+k taint nodes "${rest[@]}" testTaint1=test1:NoExecute >/dev/null || fail "cannot taint ${rest[*]}"
+took=$((SECONDS - t0))
+log "tainted $(node 1), then $((open_n - 1)) more, in $took s"
+# SECONDS counts whole seconds: 2 s of margin for the breaker to see the last taint.
+[ "$took" -lt $((SETTLE_S - 2)) ] \
+  || again "tainting took $took s, not less than the settling time ($SETTLE_S s) less 2 s"
 wait_metric taint_eviction_controller_storm_breaker_open 'v == 1' 30
 mapfile -t all < <(for i in $(seq 1 "$OURS"); do echo "p$i"; done)
 assert_not_terminating_for "$WATCH_S" "${all[@]}"
