@@ -63,9 +63,10 @@ void eviction_runner::run(const timedqueue::run_info& info, timedqueue::completi
                   e.what());
       options_.ledger.attempt_failed(info.key, {info.payload, info.fire_at}, e.what());
       const auto [ns, name] = split_key(info.key);
-      attempt_failed(info.key, info.generation, info.attempt,
-                     pod_ref{std::string(ns), std::string(name), std::string(info.payload)},
-                     e.what(), [&slot] { return slot->cancelled(); });
+      const pod_ref ref{std::string(ns), std::string(name), std::string(info.payload)};
+      attempt_failed(info.key, info.generation, info.attempt, ref, e.what(),
+                     [&slot] { return slot->cancelled(); });
+      ended_undone(info.key, info.generation, ref);
       slot->complete(timedqueue::outcome::failure(e.what()));
     } else {
       log_->error("eviction sink threw after taking the request: {}", e.what());
@@ -164,6 +165,14 @@ void eviction_runner::start(const timedqueue::run_info& info,
     }
   }
   const bool stuck = info.attempt > options_.stuck_after;
+  // From here on a cancel is announced (the pod stays: "Cancelling deletion") unless the pod is
+  // deleted; a cancel that came first ends the attempt with nothing announced or sent.
+  if (!marked_.start(info.key, info.generation, info.attempt,
+                     [&slot] { return slot->cancelled(); })) {
+    slot->complete(timedqueue::outcome::failure("cancelled"));
+    slot.reset();
+    return;
+  }
   if (info.attempt == 1) {
     bump(ctr_.started);
     log_->info("{} pod pod=\"{}\" uid={}",
@@ -297,6 +306,7 @@ void eviction_runner::finish_attempt(pending_done& holder, std::string_view key,
         return;
       }
       options_.ledger.attempt_failed(key, id, result.error, true, fallback);
+      ended_undone(key, generation, pod);
       if (holder.done.cancelled()) {
         holder.done.complete(timedqueue::outcome::failure(std::move(result.error)));
         return;
@@ -309,11 +319,13 @@ void eviction_runner::finish_attempt(pending_done& holder, std::string_view key,
       // within stale_retry (the removal's watch event usually cancels it first); not a
       // failure in a row.
       log_->debug("eviction deferred pod=\"{}\" uid={}: {}", key, pod.uid, result.error);
+      ended_undone(key, generation, pod);
       holder.done.complete(
           timedqueue::outcome::failure(std::move(result.error), drv_.now() + stale_retry));
       return;
     case eviction_status::failed:
       options_.ledger.attempt_failed(key, id, result.error);
+      ended_undone(key, generation, pod);
       if (holder.done.cancelled()) {
         // Withdrawn (cancelled, or shutting down): not retried, not a failure to report.
         holder.done.complete(timedqueue::outcome::failure(std::move(result.error)));
@@ -343,14 +355,34 @@ void eviction_runner::attempt_failed(std::string_view key, std::uint64_t generat
   outlet_.record(pod, event_kind::eviction_failed, detail);
 }
 
-bool eviction_runner::forget_cancelled(std::string_view key) {
+void eviction_runner::ended_undone(std::string_view key, std::uint64_t generation,
+                                   const pod_ref& pod) {
+  if (!marked_.ended_undone(key, generation)) {
+    return;
+  }
+  // Cancelled while this attempt ran, and nothing was deleted: the pod stays, and says so.
+  bump(ctr_.cancellations);
+  outlet_.record(pod, event_kind::cancelling_deletion);
+  log_->info("cancelled eviction pod=\"{}\" (its attempt ended without a deletion)", key);
+}
+
+bool eviction_runner::forget_cancelled(std::string_view key, bool pod_stays) {
   stuck_.cancelled(key);
-  return blocked_.cancelled(key);
+  if (blocked_.cancelled(key)) {
+    marked_.cancelled(key);  // announced now, not again when a running attempt ends
+    return true;
+  }
+  if (!pod_stays) {
+    marked_.cancelled(key);
+    return false;
+  }
+  return marked_.cancel(key);
 }
 
 void eviction_runner::forget(std::string_view key, std::uint64_t generation) {
   stuck_.done(key, generation);
   blocked_.done(key, generation);
+  marked_.done(key, generation);
 }
 
 void eviction_runner::settle(std::optional<timedqueue::completion>& slot) {

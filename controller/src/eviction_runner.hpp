@@ -39,9 +39,12 @@ public:
   /// pod_index or sink fails the attempt (retried with backoff).
   void run(const timedqueue::run_info& info, timedqueue::completion done);
 
-  /// The queue entry of `key` was cancelled: its eviction leaves the stuck and blocked
-  /// tables. True when it was blocked (its cancel is announced as a pending one's is).
-  bool forget_cancelled(std::string_view key);
+  /// The queue entry of `key` was cancelled: its eviction leaves the stuck, blocked and
+  /// marked tables. True when its cancel is to be announced as a pending one's is: it was
+  /// blocked, or announced ("Marking for deletion") and no attempt is running. A running one
+  /// is announced when its attempt ends without a deletion. `pod_stays` false (the pod is
+  /// gone or terminating): an announced eviction is forgotten without an announcement.
+  bool forget_cancelled(std::string_view key, bool pod_stays = true);
 
   /// The blocked record of `key`, whatever its generation (for evictions()).
   [[nodiscard]] std::optional<blocked_record> blocked(std::string_view key) const {
@@ -73,6 +76,8 @@ private:
   void attempt_failed(std::string_view key, std::uint64_t generation, std::uint32_t attempt,
                       const pod_ref& pod, std::string_view error,
                       const std::function<bool()>& cancelled);
+  // An attempt of `key` ended without a deletion: announces the cancel that came meanwhile.
+  void ended_undone(std::string_view key, std::uint64_t generation, const pod_ref& pod);
 
   const pod_index& pods_;
   eviction_sink& sink_;
@@ -85,6 +90,7 @@ private:
   const runner_options options_;
   stuck_table stuck_;
   blocked_table blocked_;
+  marked_table marked_;
 };
 
 }  // namespace tec::controller::detail

@@ -164,4 +164,75 @@ public:
   }
 };
 
+struct marked_record {
+  std::uint64_t generation = 0;
+  bool running = false;    // an attempt is between its start and its answer
+  bool cancelled = false;  // cancelled while running: announced if that attempt deletes nothing
+};
+
+// The evictions announced with upstream's "Marking for deletion" event and not over yet. A
+// cancel after the announcement says so with "Cancelling deletion" unless the pod is deleted: a
+// pod that stays never says only that it is being deleted. Backing off (or blocked) at the
+// cancel: announced at once; running: when its attempt ends without a deletion (its DELETE,
+// if already sent, may still be accepted).
+class marked_table : public entry_records<marked_record> {
+public:
+  // Attempt `attempt` of the eviction of `key` (`generation`) is about to announce (attempt 1)
+  // or to send. `cancelled` is checked under the lock: false when the entry was cancelled
+  // already (nothing announced, nothing sent), so a cancel either sees the attempt running or
+  // the attempt sees the cancel.
+  bool start(std::string_view key, std::uint64_t generation, std::uint32_t attempt,
+             const std::function<bool()>& cancelled) {
+    std::lock_guard lock(mu_);
+    if (cancelled()) {
+      return false;
+    }
+    if (attempt == 1) {
+      auto [rec, fresh] = upsert(key, generation, marked_record{generation, true, false});
+      rec.running = true;
+      return true;
+    }
+    const auto it = entries_.find(key);
+    if (it != entries_.end() && it->second.generation == generation) {
+      it->second.running = true;
+    }
+    return true;
+  }
+
+  // The attempt of `key` (`generation`) ended without a deletion: true when its entry was
+  // cancelled meanwhile (to announce now; the record goes), else the record waits for the
+  // next attempt.
+  bool ended_undone(std::string_view key, std::uint64_t generation) {
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.generation != generation) {
+      return false;
+    }
+    if (it->second.cancelled) {
+      entries_.erase(it);
+      count_.store(entries_.size());
+      return true;
+    }
+    it->second.running = false;
+    return false;
+  }
+
+  // The queue entry of `key` was cancelled: true when it is to be announced now (marked, no
+  // attempt running); a running one is announced by ended_undone().
+  bool cancel(std::string_view key) {
+    std::lock_guard lock(mu_);
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      return false;
+    }
+    if (it->second.running) {
+      it->second.cancelled = true;
+      return false;
+    }
+    entries_.erase(it);
+    count_.store(entries_.size());
+    return true;
+  }
+};
+
 }  // namespace tec::controller::detail

@@ -91,7 +91,7 @@ void pod_decider::reconcile_locked(std::string_view key, std::string_view ns, st
     deferrals_.forget(key);
     // Section 5.1, upstream's event included (it names the UID the eviction was for).
     const auto entry = entries_.lookup(key);
-    if (entry && entries_.cancel(key, outcome_result::pod_gone)) {
+    if (entry && entries_.cancel(key, outcome_result::pod_gone, /*pod_stays=*/false)) {
       bump(ctr_.cancellations);
       pod_ref ref{std::string(ns), std::string(name), entry->payload};
       outlet_.record(ref, event_kind::cancelling_deletion);
@@ -241,7 +241,7 @@ pod_decider::verdict pod_decider::leave_terminating(std::string_view key, const 
   } else if (entry && entry->state == timedqueue::entry_state::running) {
     return verdict::done;
   } else if (entry) {
-    if (entries_.cancel(key, outcome_result::pod_gone)) {
+    if (entries_.cancel(key, outcome_result::pod_gone, /*pod_stays=*/false)) {
       bump(ctr_.cancellations);
       pod_ref ref{pod.namespace_, pod.name, pod.uid};
       outlet_.record(ref, event_kind::cancelling_deletion);

@@ -59,20 +59,21 @@ bool queue_entries::schedule(std::string_view key, const pod_view& pod,
   return true;
 }
 
-bool queue_entries::cancel(std::string_view key, std::optional<outcome_result> ended_as) {
+bool queue_entries::cancel(std::string_view key, std::optional<outcome_result> ended_as,
+                           bool pod_stays) {
   // The callers hold the key lock: no other entry of `key` can come between.
   std::optional<timedqueue::entry_info> entry;
   if (ledger_.on()) {
     entry = queue_.lookup(key);
   }
   const bool was_pending = queue_.cancel(key);
-  // A blocked eviction is still to happen, as far as the pod's events tell: its cancel gets
-  // the "Cancelling deletion" event a pending one gets.
-  const bool was_blocked = runner_.forget_cancelled(key);
+  // A blocked eviction, or one announced and backing off, is still to happen as far as the
+  // pod's events tell: its cancel gets the "Cancelling deletion" event a pending one gets.
+  const bool was_announced = runner_.forget_cancelled(key, pod_stays);
   if (entry) {
     ledger_.cancelled(key, {entry->payload, entry->fire_at}, ended_as);
   }
-  return was_pending || was_blocked;
+  return was_pending || was_announced;
 }
 
 void queue_entries::cancel_with_event(std::string_view key, const pod_view& pod,

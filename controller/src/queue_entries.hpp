@@ -46,10 +46,13 @@ public:
     return queue_.defer(key, generation, d);
   }
 
-  /// Cancels the entry of `key`: true when it was pending, held or blocked (its cancel is
-  /// announced with upstream's "Cancelling deletion" event). `ended_as`: what the history
-  /// records (nullopt: nothing, the pod is scheduled again at once).
-  bool cancel(std::string_view key, std::optional<outcome_result> ended_as);
+  /// Cancels the entry of `key`: true when it was pending, held or blocked, or announced
+  /// ("Marking for deletion") and backing off (its cancel is announced with upstream's
+  /// "Cancelling deletion" event; a running one is announced when its attempt ends without a
+  /// deletion). `ended_as`: what the history records (nullopt: nothing, the pod is scheduled
+  /// again at once). `pod_stays` false (the pod is gone or terminating): an announced eviction
+  /// is not said to be cancelled, the pod goes.
+  bool cancel(std::string_view key, std::optional<outcome_result> ended_as, bool pod_stays = true);
 
   /// Cancels the entry of `key`, made for `pod`, with the event when it was waiting.
   /// `reason` none: no note (the caller reschedules at once).

@@ -393,7 +393,9 @@ TEST(Retry, TaintRemovedDuringBackoffStopsRetries) {
   EXPECT_EQ(entry->state, timedqueue::entry_state::backoff);
   h.update_node(make_node("node1"));
   EXPECT_FALSE(h.scheduled("pod1"));
-  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 0U);  // Not pending.
+  // Not pending, but announced ("Marking for deletion") and the pod stays: it says so
+  // (issue 47; before, a kept pod carried only the Marking event).
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
   h.advance(ten_days);
   EXPECT_EQ(h.sink.evictions_of("pod1"), 1U);
 }
@@ -605,6 +607,93 @@ TEST(Cancel, AnAttemptThatIsOverReadsAsCancelled) {
   h.sink.release_oldest(eviction_status::failed);
   // A sink must not send more for an attempt it has reported on; the retry is a new request.
   EXPECT_TRUE(calls[0].cancelled());
+}
+
+// --- a pod that stays never says only "Marking for deletion" (issue 47, defect 2) ---
+// Once an eviction announced itself, a cancel says so too unless the pod is deleted: when the
+// attempt was backing off, at the cancel; when it was running, once it ends without a deletion.
+
+TEST(KeptPod, CancelledWhileItsAttemptRunsAndNothingIsDeleted) {
+  harness h;
+  h.sink.set_hold(true);
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  ASSERT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
+  h.update_node(make_node("node1"));  // untainted while the DELETE waits
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 0U)
+      << "the request may still be accepted: not yet";
+  h.sink.release_oldest(eviction_status::failed);  // withdrawn: nothing sent
+  h.settle();
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
+  h.advance(ten_days);
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
+  EXPECT_EQ(h.sink.calls().size(), 1U);
+}
+
+TEST(KeptPod, CancelledWhileItsAttemptRunsAndThePodIsDeleted) {
+  harness h;
+  h.sink.set_hold(true);
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  h.update_node(make_node("node1"));
+  h.sink.release_oldest(eviction_status::deleted);  // the DELETE was already on its way
+  h.settle();
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 0U)
+      << "deleted: it did not stay";
+}
+
+TEST(KeptPod, CancelledWhileBackingOffAfterAFailure) {
+  harness h;
+  h.sink.script({eviction_status::failed});
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  ASSERT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
+  h.update_node(make_node("node1"));
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
+  h.advance(ten_days);
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
+  EXPECT_TRUE(h.index.get_pod("default", "pod1").has_value());
+}
+
+TEST(KeptPod, CancelledAfterAStaleAnswer) {
+  // The defect as met: the fresh read of the node no longer showed the taint (stale), then the
+  // untaint's watch event cancelled the retry.
+  harness h;
+  h.sink.script({eviction_status::stale});
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  ASSERT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
+  h.update_node(make_node("node1"));
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
+  EXPECT_EQ(h.ctl.stats().cancellations, 1U);
+}
+
+TEST(KeptPod, ARetryRunningWhenCancelledIsAnnouncedOnce) {
+  harness h;
+  h.sink.script({eviction_status::failed});
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  h.sink.set_hold(true);
+  h.advance(ten_days);  // the retry starts and waits
+  ASSERT_EQ(h.sink.calls().size(), 2U);
+  h.update_node(make_node("node1"));
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 0U);
+  h.sink.release_oldest(eviction_status::failed);
+  h.settle();
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
+}
+
+TEST(KeptPod, RetaintedAfterACancelMarksAndCancelsAgain) {
+  harness h;
+  h.sink.script({eviction_status::failed, eviction_status::failed});
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  h.update_node(make_node("node1"));
+  h.update_node(make_node("node1", {make_taint(1)}));
+  h.update_node(make_node("node1"));
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 2U);
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 2U);
 }
 
 TEST(Metrics, DeletionLatencyIsMeasuredFromFireTime) {
