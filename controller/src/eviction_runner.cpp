@@ -167,7 +167,7 @@ void eviction_runner::start(const timedqueue::run_info& info,
   const bool stuck = info.attempt > options_.stuck_after;
   // From here on a cancel is announced (the pod stays: "Cancelling deletion") unless the pod is
   // deleted; a cancel that came first ends the attempt with nothing announced or sent.
-  if (!marked_.start(info.key, info.generation, info.attempt,
+  if (!marked_.start(info.key, info.generation, info.payload, info.attempt,
                      [&slot] { return slot->cancelled(); })) {
     slot->complete(timedqueue::outcome::failure("cancelled"));
     slot.reset();
@@ -363,6 +363,7 @@ void eviction_runner::ended_undone(std::string_view key, std::uint64_t generatio
   // Cancelled while this attempt ran, and nothing was deleted: the pod stays, and says so.
   bump(ctr_.cancellations);
   outlet_.record(pod, event_kind::cancelling_deletion);
+  sink_.eviction_cancelled(pod);
   log_->info("cancelled eviction pod=\"{}\" (its attempt ended without a deletion)", key);
 }
 
@@ -376,7 +377,14 @@ bool eviction_runner::forget_cancelled(std::string_view key, bool pod_stays) {
     marked_.cancelled(key);
     return false;
   }
-  return marked_.cancel(key);
+  const std::optional<std::string> uid = marked_.cancel(key);
+  if (!uid) {
+    return false;
+  }
+  // Announced, backing off, and the pod stays: what the sink wrote for it is withdrawn.
+  const auto [ns, name] = split_key(key);
+  sink_.eviction_cancelled(pod_ref{std::string(ns), std::string(name), *uid});
+  return true;
 }
 
 void eviction_runner::forget(std::string_view key, std::uint64_t generation) {

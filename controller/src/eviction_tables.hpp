@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -166,6 +168,7 @@ public:
 
 struct marked_record {
   std::uint64_t generation = 0;
+  std::string uid;         // the pod the eviction is for
   bool running = false;    // an attempt is between its start and its answer
   bool cancelled = false;  // cancelled while running: announced if that attempt deletes nothing
 };
@@ -181,14 +184,15 @@ public:
   // or to send. `cancelled` is checked under the lock: false when the entry was cancelled
   // already (nothing announced, nothing sent), so a cancel either sees the attempt running or
   // the attempt sees the cancel.
-  bool start(std::string_view key, std::uint64_t generation, std::uint32_t attempt,
-             const std::function<bool()>& cancelled) {
+  bool start(std::string_view key, std::uint64_t generation, std::string_view uid,
+             std::uint32_t attempt, const std::function<bool()>& cancelled) {
     std::lock_guard lock(mu_);
     if (cancelled()) {
       return false;
     }
     if (attempt == 1) {
-      auto [rec, fresh] = upsert(key, generation, marked_record{generation, true, false});
+      auto [rec, fresh] =
+          upsert(key, generation, marked_record{generation, std::string(uid), true, false});
       rec.running = true;
       return true;
     }
@@ -217,21 +221,22 @@ public:
     return false;
   }
 
-  // The queue entry of `key` was cancelled: true when it is to be announced now (marked, no
-  // attempt running); a running one is announced by ended_undone().
-  bool cancel(std::string_view key) {
+  // The queue entry of `key` was cancelled: the pod's UID when it is to be announced now
+  // (marked, no attempt running); a running one is announced by ended_undone().
+  std::optional<std::string> cancel(std::string_view key) {
     std::lock_guard lock(mu_);
     const auto it = entries_.find(key);
     if (it == entries_.end()) {
-      return false;
+      return std::nullopt;
     }
     if (it->second.running) {
       it->second.cancelled = true;
-      return false;
+      return std::nullopt;
     }
+    std::string uid = std::move(it->second.uid);
     entries_.erase(it);
     count_.store(entries_.size());
-    return true;
+    return uid;
   }
 };
 

@@ -625,6 +625,8 @@ TEST(KeptPod, CancelledWhileItsAttemptRunsAndNothingIsDeleted) {
   h.sink.release_oldest(eviction_status::failed);  // withdrawn: nothing sent
   h.settle();
   EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
+  ASSERT_EQ(h.sink.withdrawn().size(), 1U) << "the sink withdraws what it wrote (the condition)";
+  EXPECT_EQ(h.sink.withdrawn()[0].name, "pod1");
   h.advance(ten_days);
   EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
   EXPECT_EQ(h.sink.calls().size(), 1U);
@@ -640,6 +642,7 @@ TEST(KeptPod, CancelledWhileItsAttemptRunsAndThePodIsDeleted) {
   h.settle();
   EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 0U)
       << "deleted: it did not stay";
+  EXPECT_TRUE(h.sink.withdrawn().empty());
 }
 
 TEST(KeptPod, CancelledWhileBackingOffAfterAFailure) {
@@ -650,8 +653,11 @@ TEST(KeptPod, CancelledWhileBackingOffAfterAFailure) {
   ASSERT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
   h.update_node(make_node("node1"));
   EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
+  ASSERT_EQ(h.sink.withdrawn().size(), 1U);
+  EXPECT_EQ(h.sink.withdrawn()[0].uid, h.index.get_pod("default", "pod1")->uid);
   h.advance(ten_days);
   EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
+  EXPECT_EQ(h.sink.withdrawn().size(), 1U);
   EXPECT_TRUE(h.index.get_pod("default", "pod1").has_value());
 }
 
@@ -682,6 +688,16 @@ TEST(KeptPod, ARetryRunningWhenCancelledIsAnnouncedOnce) {
   h.settle();
   EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
   EXPECT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
+}
+
+TEST(KeptPod, APodThatGoesIsNotAnnouncedNorWithdrawn) {
+  harness h;
+  h.sink.script({eviction_status::failed});
+  h.add_node(make_node("node1", {make_taint(1)}));
+  h.add_pod(make_pod("pod1", "node1"));
+  h.delete_pod("pod1");  // someone else deleted it while ours backed off
+  EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 0U);
+  EXPECT_TRUE(h.sink.withdrawn().empty());
 }
 
 TEST(KeptPod, RetaintedAfterACancelMarksAndCancelsAgain) {

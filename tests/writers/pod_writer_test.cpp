@@ -777,6 +777,45 @@ TEST_F(pod_writer_test, sink_stops_between_the_patch_and_the_delete_when_cancell
   EXPECT_EQ(sink.stats().failures, 0U);
 }
 
+// An eviction cancelled after its condition went on: the controller tells the sink
+// (eviction_cancelled), which sets the condition it added to False. Nothing for a pod it did
+// not patch, nor in dry-run.
+TEST_F(pod_writer_test, sink_withdraws_the_condition_it_added_when_the_eviction_is_cancelled) {
+  server_.set_fallback(reply::with(200, "{}"));
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
+  std::atomic<bool> cancelled{false};
+  std::optional<eviction_result> got;
+  sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, [&] { return cancelled.load(); }},
+             [&](eviction_result r) { got = std::move(r); });
+  ASSERT_TRUE(k8sclient::testing::run_until(io_, [&] { return server_.requests().size() == 1; }));
+  cancelled = true;  // after the PATCH: the DELETE is withdrawn
+  run_until(got);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->error, "cancelled");
+  sink.eviction_cancelled(pod_ref{"ns1", "web-0", "uid-1"});
+  ASSERT_TRUE(k8sclient::testing::run_until(io_, [&] { return sink.stats().in_flight == 0; }));
+  ASSERT_EQ(methods(), (std::vector<std::string>{"PATCH", "PATCH"}));
+  const auto req = server_.requests()[1];
+  EXPECT_EQ(req.target, "/api/v1/namespaces/ns1/pods/web-0/status");
+  const json body = json::parse(req.body);
+  EXPECT_EQ(body["metadata"]["uid"], "uid-1");
+  const json& cond = body["status"]["conditions"][0];
+  EXPECT_EQ(cond["type"], "DisruptionTarget");
+  EXPECT_EQ(cond["status"], "False");
+  EXPECT_TRUE(cond["reason"].is_null()) << "removed by the merge";
+  EXPECT_TRUE(cond["message"].is_null());
+  EXPECT_TRUE(cond["lastTransitionTime"].is_string());
+  EXPECT_EQ(sink.stats().conditions_withdrawn, 1U);
+  // Once only: the second call finds nothing of ours to withdraw.
+  sink.eviction_cancelled(pod_ref{"ns1", "web-0", "uid-1"});
+  // Never patched by this sink: nothing sent.
+  sink.eviction_cancelled(pod_ref{"ns1", "web-1", "uid-2"});
+  sink.set_dry_run(true);
+  sink.eviction_cancelled(pod_ref{"ns1", "web-0", "uid-1"});
+  ASSERT_TRUE(k8sclient::testing::run_until(io_, [&] { return sink.stats().in_flight == 0; }));
+  EXPECT_EQ(server_.requests().size(), 2U);
+}
+
 TEST_F(pod_writer_test, sink_reports_409_as_done_and_500_as_failed) {
   k8s_eviction_sink sink(io_.get_executor(), client_, nullptr, {.disruption_condition = false});
   server_.push(reply::with(409, status_body(409, "Conflict", "Precondition failed")));

@@ -269,6 +269,35 @@ TEST_F(writes_itest, the_condition_patch_is_visible_on_the_pod) {
   EXPECT_TRUE((*cond)["lastTransitionTime"].is_string());
 }
 
+// The withdrawal (an eviction cancelled after the condition went on) on the real API server:
+// the strategic merge keeps one DisruptionTarget condition, False, without reason or message.
+TEST_F(writes_itest, the_condition_withdrawal_leaves_it_false_without_reason) {
+  const pod_ref pod = create_pod("web-2w");
+  pod_writer w(*client_);
+  auto r = run_sync(io_, w.add_disruption_condition(ns_, pod.name, pod.uid));
+  ASSERT_TRUE(r && *r) << (r ? r->error().message : "hung");
+  auto back = run_sync(io_, w.withdraw_disruption_condition(ns_, pod.name, pod.uid));
+  ASSERT_TRUE(back && *back) << (back ? back->error().message : "hung");
+  EXPECT_EQ(back->value(), patch_outcome::patched);
+  const json live = get_pod(pod.name);
+  std::size_t n = 0;
+  for (const auto& c : live["status"]["conditions"]) {
+    n += c["type"] == "DisruptionTarget" ? 1U : 0U;
+  }
+  EXPECT_EQ(n, 1U) << live["status"].dump();
+  const json* cond = find_condition(live, "DisruptionTarget");
+  ASSERT_NE(cond, nullptr) << live["status"].dump();
+  EXPECT_EQ((*cond)["status"], "False");
+  EXPECT_FALSE(cond->contains("reason")) << cond->dump();
+  EXPECT_FALSE(cond->contains("message")) << cond->dump();
+  EXPECT_TRUE((*cond)["lastTransitionTime"].is_string());
+  // For a re-created pod of that name: refused by UID.
+  auto other = run_sync(
+      io_, w.withdraw_disruption_condition(ns_, pod.name, "00000000-0000-0000-0000-000000000003"));
+  ASSERT_TRUE(other && *other);
+  EXPECT_EQ(other->value(), patch_outcome::uid_mismatch);
+}
+
 TEST_F(writes_itest, a_condition_patch_for_a_replaced_pod_is_refused_by_uid) {
   const pod_ref pod = create_pod("web-3");
   pod_writer w(*client_);

@@ -518,6 +518,66 @@ void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind 
   }
 }
 
+void k8s_eviction_sink::eviction_cancelled(const pod_ref& pod) {
+  if (!impl_->options.disruption_condition || impl_->dry_run.load()) {
+    return;
+  }
+  bool ours = false;
+  {
+    const std::lock_guard lock(impl_->mutex);
+    ours = impl_->patched.contains(pod.uid);
+    impl_->patched.erase(pod.uid);
+  }
+  if (!ours && impl_->options.pods != nullptr) {
+    const auto cached = impl_->options.pods->get(pod.namespace_, pod.name);
+    ours = cached && cached->pod.uid == pod.uid &&
+           cached->disruption == informers::disruption_state::true_ours;
+  }
+  {
+    const std::lock_guard lock(impl_->mutex);
+    if (!ours || impl_->stopped) {
+      return;
+    }
+    ++impl_->counters.in_flight;
+  }
+  auto self = impl_;
+  asio::co_spawn(
+      self->executor,
+      [self, pod]() -> asio::awaitable<void> {
+        const std::string who = pod.namespace_ + "/" + pod.name;
+        auto r =
+            co_await self->writer.withdraw_disruption_condition(pod.namespace_, pod.name, pod.uid);
+        const std::lock_guard lock(self->mutex);
+        if (r && r.value() == patch_outcome::patched) {
+          ++self->counters.conditions_withdrawn;
+          logger()->info(
+              "pod=\"{}\" uid={}: eviction cancelled, DisruptionTarget condition set to False", who,
+              pod.uid);
+        } else if (!r) {
+          ++self->counters.condition_withdrawal_failures;
+          logger()->warn(
+              "pod=\"{}\" uid={}: eviction cancelled, but its DisruptionTarget condition could not "
+              "be withdrawn: {}",
+              who, pod.uid, r.error().message);
+        }
+      },
+      [self](const std::exception_ptr& ep) {
+        if (ep) {
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            logger()->error("withdrawing a DisruptionTarget condition: unexpected exception: {}",
+                            e.what());
+          }
+        }
+        {
+          const std::lock_guard lock(self->mutex);
+          --self->counters.in_flight;
+        }
+        self->idle.notify_all();
+      });
+}
+
 void k8s_eviction_sink::record_node_event(std::string_view node, controller::event_kind kind,
                                           std::string_view detail) {
   if (impl_->dry_run.load()) {

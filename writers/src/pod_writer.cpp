@@ -174,6 +174,20 @@ k8sclient::request make_disruption_condition_request(
           "application/strategic-merge-patch+json", /*idempotent_=*/true};
 }
 
+k8sclient::request make_disruption_withdrawal_request(
+    std::string_view ns, std::string_view name, std::string_view uid,
+    std::chrono::system_clock::time_point transition_time) {
+  const json condition = {{"type", informers::disruption_target_type},
+                          {"status", "False"},
+                          {"reason", nullptr},
+                          {"message", nullptr},
+                          {"lastTransitionTime", base::format_rfc3339(transition_time)}};
+  const json body = {{"metadata", {{"uid", std::string(uid)}}},
+                     {"status", {{"conditions", json::array({condition})}}}};
+  return {http::verb::patch, pod_path(ns, name) + "/status", body.dump(),
+          "application/strategic-merge-patch+json", /*idempotent_=*/true};
+}
+
 namespace {
 /// Sends `req`; a transport error comes back with its message prefixed by `what`, the request
 /// it failed (no secrets in either).
@@ -303,6 +317,18 @@ boost::asio::awaitable<base::result<patch_outcome>> pod_writer::add_disruption_c
                             : std::optional<std::chrono::system_clock::time_point>(clock_.wall()),
                         observed_generation),
                     std::move(cancelled), what);
+  if (!resp) {
+    co_return resp.error();
+  }
+  co_return outcome_of(*resp, what, patch_outcome::patched,
+                       (resp->status == 422 || resp->status == 409) && names_uid_cause(resp->body));
+}
+
+boost::asio::awaitable<base::result<patch_outcome>> pod_writer::withdraw_disruption_condition(
+    std::string ns, std::string name, std::string uid) {
+  const std::string what = "PATCH pod status " + ns + "/" + name;
+  auto resp = co_await send(
+      client_, make_disruption_withdrawal_request(ns, name, uid, clock_.wall()), {}, what);
   if (!resp) {
     co_return resp.error();
   }

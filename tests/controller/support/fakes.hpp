@@ -62,6 +62,15 @@ public:
 
   void evict(eviction_request request, std::function<void(eviction_result)> done) override;
   void record_event(const pod_ref& pod, event_kind kind, std::string_view detail) override;
+  void eviction_cancelled(const pod_ref& pod) override {
+    std::lock_guard lock(mu_);
+    withdrawn_.push_back(pod);
+  }
+  /// The pods eviction_cancelled() was called for, in order.
+  [[nodiscard]] std::vector<pod_ref> withdrawn() const {
+    std::lock_guard lock(mu_);
+    return withdrawn_;
+  }
   /// Recorded as an event about pod_ref{"", node, ""}.
   void record_node_event(std::string_view node, event_kind kind, std::string_view detail) override {
     record_event(pod_ref{"", std::string(node), ""}, kind, detail);
@@ -114,6 +123,7 @@ private:
   std::vector<call> calls_;
   std::vector<std::pair<pod_ref, event_kind>> events_;
   std::vector<std::string> event_details_;
+  std::vector<pod_ref> withdrawn_;
   std::deque<std::pair<pod_ref, std::function<void(eviction_result)>>> held_;
 };
 

@@ -157,6 +157,10 @@ public:
   /// Record a core/v1 Event for the pod (see event_kind; `detail` feeds eviction_failed's
   /// message and is empty otherwise).
   virtual void record_event(const pod_ref& pod, event_kind kind, std::string_view detail) = 0;
+  /// An eviction of `pod` that had started (announced with "Marking for deletion") was
+  /// cancelled and deleted nothing: the pod stays. The sink withdraws what it wrote for it (the
+  /// DisruptionTarget condition). Any thread; must not block. The default does nothing.
+  virtual void eviction_cancelled(const pod_ref& pod) { static_cast<void>(pod); }
   /// Record a core/v1 Event about the node `node` (hold_ignored only). The default records
   /// nothing (a sink that writes no node events).
   virtual void record_node_event(std::string_view node, event_kind kind, std::string_view detail) {

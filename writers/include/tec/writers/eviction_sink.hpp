@@ -66,6 +66,11 @@ struct eviction_sink_stats {
   /// Condition patches not sent: the pod (this UID) already carries our condition.
   std::uint64_t conditions_unchanged = 0;
   std::uint64_t cancelled = 0;  ///< Attempts stopped because the eviction was cancelled.
+  /// Our DisruptionTarget conditions set to False on pods whose eviction was cancelled.
+  std::uint64_t conditions_withdrawn = 0;
+  /// Withdrawals that failed (logged; not retried: 1.26+'s disruption controller clears a
+  /// stale condition after 2 minutes).
+  std::uint64_t condition_withdrawal_failures = 0;
   /// Attempts ended without a write because dry-run was on ("would delete").
   std::uint64_t dry_run_deletions = 0;
   /// Events not handed to the recorder because dry-run was on.
@@ -149,6 +154,11 @@ public:
   void record_event(const controller::pod_ref& pod, controller::event_kind kind,
                     std::string_view detail) override;
   /// A Node event (hold_ignored): in the "default" namespace, as the kubelet's node events.
+  /// Withdraws our DisruptionTarget condition from `pod` (status False, reason and message
+  /// removed) when this sink added it (remembered by UID) or the cached pod shows ours; nothing
+  /// in dry-run, without --disruption-condition, or once stopped. Sent in the background
+  /// (counted in in_flight, so wait_idle() waits for it).
+  void eviction_cancelled(const controller::pod_ref& pod) override;
   void record_node_event(std::string_view node, controller::event_kind kind,
                          std::string_view detail) override;
 

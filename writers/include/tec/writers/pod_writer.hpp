@@ -81,6 +81,15 @@ k8sclient::request make_disruption_condition_request(
     std::optional<std::chrono::system_clock::time_point> transition_time,
     std::optional<std::int64_t> observed_generation = std::nullopt);
 
+/// The strategic merge patch of pod `ns/name`'s status that withdraws our DisruptionTarget
+/// condition from a pod that stays (its eviction was cancelled after the condition went on):
+/// status False, lastTransitionTime `transition_time`, reason and message removed (null), as
+/// upstream's disruption controller (1.26+) leaves a stale one. metadata.uid makes the API
+/// refuse it for a re-created pod of that name.
+k8sclient::request make_disruption_withdrawal_request(
+    std::string_view ns, std::string_view name, std::string_view uid,
+    std::chrono::system_clock::time_point transition_time);
+
 /// Where the core group's OpenAPI v3 document is (1.24+; 404 before, and where the server
 /// does not serve OpenAPI v3).
 inline constexpr std::string_view openapi_v3_core_path = "/openapi/v3/api/v1";
@@ -114,6 +123,11 @@ public:
   boost::asio::awaitable<base::result<patch_outcome>> add_disruption_condition(
       std::string ns, std::string name, std::string uid, std::function<bool()> cancelled = {},
       bool keep_transition_time = false, std::optional<std::int64_t> observed_generation = {});
+
+  /// Withdraws our DisruptionTarget condition (make_disruption_withdrawal_request), with
+  /// lastTransitionTime now. Outcomes and errors as add_disruption_condition's.
+  boost::asio::awaitable<base::result<patch_outcome>> withdraw_disruption_condition(
+      std::string ns, std::string name, std::string uid);
 
   /// POSTs an Eviction (make_evict_pod_request). 2xx, 429, 404 and a UID conflict are
   /// outcomes; any other status (403, another 409, 500 for a pod with several budgets) or a
