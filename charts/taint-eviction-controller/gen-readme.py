@@ -342,8 +342,9 @@ helm install tec charts/taint-eviction-controller -n taint-eviction-controller \
   --set shadow=true
 ```
 
-`shadow=true` starts it beside the built-in taint manager, deciding but writing nothing, and
-comparing its decisions with the built-in's ([Shadow mode](../../docs/operations.md#shadow-mode)).
+`shadow=true` starts it in advisor mode, beside the built-in taint manager, deciding but
+writing nothing, and comparing its decisions with the built-in's
+([Advisor mode](../../docs/switching-over.md#advisor-mode)).
 Then switch the built-in off and the shadow mode with it:
 [switching-over.md](../../docs/switching-over.md). The release's notes say the same with your
 release's names: `helm get notes tec -n taint-eviction-controller`.

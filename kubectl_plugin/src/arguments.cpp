@@ -172,6 +172,11 @@ std::optional<std::string> check(invocation& inv, const raw_flags& raw) {
         inv.output = output_format::table;  // the table has every column already
       }
       break;
+    case verb::shadow:
+      if (inv.output == output_format::wide) {
+        inv.output = output_format::table;
+      }
+      break;
     case verb::explain:
       if (!valid_subdomain(inv.pod)) {
         return "invalid pod name " + quote_text(inv.pod);
@@ -285,6 +290,13 @@ parse_outcome parse_arguments(const std::vector<std::string>& args) {
   explain->add_option("POD", inv.pod, "The pod")->required();
   explain->add_option("-n,--namespace", inv.namespace_, "The pod's namespace");
 
+  auto* shadow = app.add_subcommand(
+      "shadow",
+      "Shadow mode's verdict (the acting replica's /debug/shadow): where its decisions and the "
+      "built-in taint manager's differed, pod by pod");
+  shadow->add_option("-n,--namespace", inv.namespace_,
+                     "Only this namespace's disagreements (default: every namespace)");
+
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   std::ostringstream out;
   std::ostringstream err;
@@ -302,15 +314,19 @@ parse_outcome parse_arguments(const std::vector<std::string>& args) {
     return o;
   } catch (const CLI::ParseError& e) {
     const auto meant = verb_argument(args);
-    if (!preview->parsed() && !pending->parsed() && !explain->parsed() && meant) {
+    if (!preview->parsed() && !pending->parsed() && !explain->parsed() && !shadow->parsed() &&
+        meant) {
       return usage("unknown command " + quote_text(*meant) +
-                   " for \"kubectl taint-eviction\" (preview, pending or explain)");
+                   " for \"kubectl taint-eviction\" (preview, pending, explain or shadow)");
     }
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
     return usage(base::printable(what, 512) + " (see --help)");
   }
-  inv.what = preview->parsed() ? verb::preview : pending->parsed() ? verb::pending : verb::explain;
+  inv.what = preview->parsed()   ? verb::preview
+             : pending->parsed() ? verb::pending
+             : shadow->parsed()  ? verb::shadow
+                                 : verb::explain;
   if (auto problem = check(inv, raw)) {
     return usage(std::move(*problem));
   }

@@ -19,6 +19,7 @@
 #include "tec/kubectl_plugin/explain_report.hpp"
 #include "tec/kubectl_plugin/pending_report.hpp"
 #include "tec/kubectl_plugin/preview_report.hpp"
+#include "tec/kubectl_plugin/shadow_report.hpp"
 #include "tec/policy/policy_file.hpp"
 
 namespace tec::kubectl_plugin {
@@ -286,6 +287,34 @@ outcome<std::string> run_pending(const invocation& inv, const env_lookup& env, s
   return render_pending(rows, "events", inv.all_namespaces, inv.output, now_unix());
 }
 
+// Shadow mode's report from the acting replica. No fallback: only a replica in shadow mode has
+// one (404 otherwise).
+outcome<std::string> run_shadow(const invocation& inv, const env_lookup& env) {
+  auto s = connect(inv, env);
+  if (!s) {
+    return s.error();
+  }
+  auto r = reach(s.value());
+  if (!r.access) {
+    return failure{exit_cluster_error, "could not reach the acting replica (" +
+                                           base::printable(r.unreachable, 512) + ")"};
+  }
+  auto body = r.access->get("/debug/shadow");
+  if (!body) {
+    std::string why = base::printable(body.error().message, 512);
+    if (body.error().code == base::make_error_code(base::errc::not_found)) {
+      why = r.access->description() +
+            " does not run in shadow mode (--shadow, the chart's shadow: true): " + why;
+    }
+    return failure{exit_cluster_error, why};
+  }
+  auto doc = decode_shadow(body.value());
+  if (!doc) {
+    return failure{exit_cluster_error, doc.error().message};
+  }
+  return render_shadow(doc.value(), r.access->description(), inv.namespace_, inv.output);
+}
+
 // The pod's entry in the acting replica's /debug/evictions and its /debug/history records, into
 // `report` (report.unreachable: the evictions document could not be read; history_missing: the
 // history could not).
@@ -401,6 +430,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         break;
       case verb::explain:
         result = run_explain(inv, env);
+        break;
+      case verb::shadow:
+        result = run_shadow(inv, env);
         break;
     }
   } catch (const std::exception& e) {

@@ -8,7 +8,8 @@
 # - p3, which tolerates the taint forever but "they" evict: only_them;
 # - p4, tolerating forever and left alone: nothing.
 # The controller writes nothing: no PATCH, PUT, POST or DELETE among its requests
-# (api_requests_total; --leader-elect=false, so not even a Lease).
+# (api_requests_total; --leader-elect=false, so not even a Lease). The plugin's `shadow` verb
+# shows the same report, and says so when the controller is not in shadow mode.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v jq >/dev/null 2>&1 || fail "jq not found on PATH"
 
@@ -89,6 +90,21 @@ only_them=$(jq -c '.disagreements[] | select(.outcome == "only_them")' <<<"$doc"
 [ "$(jq -r .uid <<<"$only_them")" != "" ] || fail "only_them: uid: $only_them"
 [[ "$(jq -r .theirs <<<"$only_them")" == "deleted at "*" (event: Marking for deletion Pod $NS/p3)" ]] \
   || fail "only_them: theirs: $only_them"
+# The plugin's shadow verb reads the same report (the admin's token, as plugin_test sends it).
+plugin_bin="${TEC_PLUGIN_BIN:-$(dirname "$TEC_BIN")/kubectl-taint_eviction}"
+out=$(timeout 60 "$plugin_bin" shadow --controller-url "$METRICS_URL" 2>&1) \
+  || fail "kubectl taint-eviction shadow failed: $out"
+log "kubectl taint-eviction shadow:"$'\n'"$out"
+grep -q "^Shadow mode, $METRICS_URL (window 3s): agreed 1, only_them 1 (.*), only_us 1 (.*), cancelled_both 0, deleted_by_others 0, open 0\.\$" <<<"$out" \
+  || fail "the plugin's shadow summary is not agreed 1, only_them 1, only_us 1"
+grep -q "^only_them  *$NS  *p3  *$NODE  *testTaint1=test1:NoExecute  *none  *deleted at " <<<"$out" \
+  || fail "the plugin's shadow table has no only_them row for p3"
+grep -q "^only_us  *$NS  *p2  *$NODE  *testTaint1=test1:NoExecute  *would delete at .*  *none  " <<<"$out" \
+  || fail "the plugin's shadow table has no only_us row for p2"
+out=$(timeout 60 "$plugin_bin" shadow -n "$NS" -o json --controller-url "$METRICS_URL" 2>&1) \
+  || fail "kubectl taint-eviction shadow -o json failed: $out"
+[ "$(jq -r '[.disagreements[] | .outcome + " " + .pod] | sort | join(",")' <<<"$out")" = \
+  "only_them $NS/p3,only_us $NS/p2" ] || fail "the plugin's shadow -o json: $out"
 grep -q "shadow: only_us pod=$NS/p2 " "$CONTROLLER_LOG" || fail "no log line for p2's only_us"
 grep -q "shadow: only_them pod=$NS/p3 " "$CONTROLLER_LOG" || fail "no log line for p3's only_them"
 
@@ -113,6 +129,11 @@ stop_controller "$CONTROLLER_PID"
 start_controller plain --dry-run --leader-elect=false
 code=$(curl "${METRICS_CURL[@]}" -s -o /dev/null -w '%{http_code}' --max-time 5 "$METRICS_URL/debug/shadow")
 [ "$code" = 404 ] || fail "/debug/shadow without --shadow answered $code"
+rc=0
+out=$(timeout 60 "$plugin_bin" shadow --controller-url "$METRICS_URL" 2>&1) || rc=$?
+[ "$rc" = 1 ] || fail "the plugin's shadow without --shadow exited $rc: $out"
+grep -q "^error: $METRICS_URL does not run in shadow mode (--shadow, the chart's shadow: true): " <<<"$out" \
+  || fail "the plugin's shadow without --shadow: $out"
 [ "$(metric 'taint_eviction_controller_shadow_pending')" = absent ] \
   || fail "shadow metrics exported without --shadow"
 stop_controller "$CONTROLLER_PID"

@@ -253,7 +253,7 @@ out=$(notes -n taint-eviction-controller --set shadow=true,monitoring.serviceMon
   --set monitoring.prometheus.serviceAccount.name=prom \
   --set monitoring.prometheus.serviceAccount.namespace=monitoring \
   --set-json 'networkPolicy.controlPlane.cidrs=["10.0.0.10/32"]') || true
-if ! grep -q 'It runs in shadow mode' <<<"$out" ||
+if ! grep -q 'It runs in advisor mode (shadow mode)' <<<"$out" ||
    ! grep -q "ServiceAccount monitoring/prom is bound" <<<"$out" ||
    grep -qE 'No Prometheus|controlPlane.cidrs|--controller-namespace' <<<"$out"; then
   echo "FAIL: NOTES.txt (shadow, Prometheus bound, control plane admitted):"; echo "$out"

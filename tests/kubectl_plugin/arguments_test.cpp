@@ -124,6 +124,20 @@ TEST(parse_arguments, pending) {
   expect_usage_error(parse({"pending", "--controller-url", "ftp://x"}), "--controller-url");
 }
 
+TEST(parse_arguments, shadow) {
+  auto o = parse({"shadow"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->what, verb::shadow);
+  EXPECT_EQ(o.inv->namespace_, "") << "every namespace by default";
+  o = parse({"shadow", "-n", "shop", "-o", "wide"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->namespace_, "shop");
+  EXPECT_EQ(o.inv->output, output_format::table);
+  expect_usage_error(parse({"shadow", "-n", "Bad_NS"}), "namespace");
+  expect_usage_error(parse({"shadow", "web-0"}), "web-0");
+  expect_usage_error(parse({"shadwo"}), "(preview, pending, explain or shadow)");
+}
+
 TEST(parse_arguments, explain) {
   auto o = parse({"explain", "web-0", "-n", "shop", "--request-timeout", "5"});
   ASSERT_TRUE(o.inv) << o.err;

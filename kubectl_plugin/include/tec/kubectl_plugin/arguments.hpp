@@ -1,7 +1,7 @@
 #pragma once
 
 // The plugin's command line, as kubectl's conventions have it: verbs (preview, pending,
-// explain), --kubeconfig, --context, -n/--namespace, -A, -o table|wide|json|yaml, -l, -h.
+// explain, shadow), --kubeconfig, --context, -n/--namespace, -A, -o table|wide|json|yaml, -l, -h.
 // Bad usage is exit code 2 with one line on stderr ("error: ..."), as kubectl prints it.
 // Pure: no I/O; any thread.
 
@@ -23,7 +23,7 @@ inline constexpr int exit_ok = 0;
 inline constexpr int exit_cluster_error = 1;
 inline constexpr int exit_usage = 2;
 
-enum class verb : std::uint8_t { preview, pending, explain };
+enum class verb : std::uint8_t { preview, pending, explain, shadow };
 enum class output_format : std::uint8_t { table, wide, json, yaml };
 
 /// Where the cluster and the controller are.
@@ -61,8 +61,9 @@ struct invocation {
   std::string node_selector;       ///< -l/--selector (instead of NODE...).
   controller::taint taint;         ///< --taint, effect NoExecute.
   std::string policy_file;         ///< --policy FILE instead of the ConfigMap.
-  // pending, explain
-  std::string namespace_;       ///< -n; empty: the kubeconfig context's, else "default".
+  // pending, explain, shadow
+  std::string namespace_;  ///< -n; empty: the kubeconfig context's, else "default" (shadow: every
+                           ///< namespace).
   bool all_namespaces = false;  ///< -A (pending).
   std::string node;             ///< --node (pending).
   std::string pod;              ///< POD (explain).

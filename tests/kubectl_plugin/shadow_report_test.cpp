@@ -1,0 +1,105 @@
+#include "tec/kubectl_plugin/shadow_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace tec::kubectl_plugin {
+namespace {
+
+// The document as docs/operations.md ("Shadow mode") shows it.
+const std::string shadow_body = R"json({"windowSeconds": 30,
+ "counts": {"agreed": 4, "onlyThem": 1, "onlyUs": 1, "cancelledBoth": 1, "deletedByOthers": 2,
+            "pending": 3},
+ "settledEarly": 0,
+ "agreedDelaySeconds": {"max": 0.09, "mean": 0.04},
+ "disagreements": [
+   {"outcome": "only_them", "pod": "shop/web-0", "uid": "u0", "node": "node-2",
+    "taints": [],
+    "ours": "none",
+    "theirs": "deleted at 2026-11-23T09:40:12.345Z (event: Marking for deletion Pod shop/web-0)",
+    "at": "2026-11-23T09:40:32.400Z"},
+   {"outcome": "only_us", "pod": "batch/job-1", "uid": "u1", "node": "node-3",
+    "taints": ["dedicated=gpu:NoExecute"],
+    "ours": "would delete at 2026-11-23T09:41:00.000Z", "theirs": "none",
+    "at": "2026-11-23T09:41:30.000Z"}]})json";
+
+TEST(decode_shadow, reads_the_document) {
+  auto doc = decode_shadow(shadow_body);
+  ASSERT_TRUE(doc) << doc.error().message;
+  const auto& d = doc.value();
+  EXPECT_EQ(d.window_seconds, 30);
+  EXPECT_EQ(d.agreed, 4);
+  EXPECT_EQ(d.only_them, 1);
+  EXPECT_EQ(d.only_us, 1);
+  EXPECT_EQ(d.cancelled_both, 1);
+  EXPECT_EQ(d.deleted_by_others, 2);
+  EXPECT_EQ(d.pending, 3);
+  EXPECT_DOUBLE_EQ(d.agreed_delay_max, 0.09);
+  ASSERT_EQ(d.disagreements.size(), 2U);
+  EXPECT_EQ(d.disagreements[1].namespace_, "batch");
+  EXPECT_EQ(d.disagreements[1].pod, "job-1");
+  EXPECT_EQ(d.disagreements[1].taints, std::vector<std::string>{"dedicated=gpu:NoExecute"});
+}
+
+TEST(decode_shadow, refuses_other_documents) {
+  EXPECT_FALSE(decode_shadow("{}"));
+  EXPECT_FALSE(decode_shadow("not json"));
+  EXPECT_FALSE(decode_shadow(R"({"evictions": [], "acting": true})"));
+  EXPECT_FALSE(decode_shadow(R"({"counts": {}, "disagreements": {}})"));
+  // Odd fields are skipped, not fatal.
+  auto doc = decode_shadow(R"({"counts": {"agreed": "x"}, "disagreements": [1, {"pod": 2}]})");
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(doc.value().agreed, 0);
+  ASSERT_EQ(doc.value().disagreements.size(), 1U);
+  EXPECT_EQ(doc.value().disagreements[0].pod, "");
+}
+
+TEST(render_shadow, a_summary_and_the_disagreements) {
+  const auto doc = decode_shadow(shadow_body).value();
+  const std::string out = render_shadow(doc, "pod tec/x", "", output_format::table);
+  EXPECT_NE(out.find("Shadow mode, pod tec/x (window 30s): agreed 4, only_them 1 (the built-in "
+                     "evicted, ours would not), only_us 1 (ours would have evicted, the built-in "
+                     "did not), cancelled_both 1, deleted_by_others 2, open 3.\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("0.04s apart on average (at most 0.09s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("OUTCOME     NAMESPACE   POD"), std::string::npos) << out;
+  EXPECT_NE(out.find("only_them   shop        web-0"), std::string::npos) << out;
+  EXPECT_NE(out.find("dedicated=gpu:NoExecute"), std::string::npos) << out;
+  const std::string shop = render_shadow(doc, "pod tec/x", "shop", output_format::table);
+  EXPECT_NE(shop.find("web-0"), std::string::npos);
+  EXPECT_EQ(shop.find("job-1"), std::string::npos) << "another namespace";
+  EXPECT_NE(render_shadow(doc, "s", "none-here", output_format::table)
+                .find("No disagreement in namespace none-here."),
+            std::string::npos);
+}
+
+TEST(render_shadow, no_disagreement_says_so) {
+  auto doc = decode_shadow(shadow_body).value();
+  doc.only_them = 0;
+  doc.only_us = 0;
+  doc.disagreements.clear();
+  const std::string out = render_shadow(doc, "s", "", output_format::table);
+  EXPECT_NE(out.find("No disagreement: switching over would have changed nothing so far."),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("OUTCOME"), std::string::npos);
+}
+
+TEST(render_shadow, json_keeps_the_fields) {
+  const auto doc = decode_shadow(shadow_body).value();
+  const auto j =
+      nlohmann::json::parse(render_shadow(doc, "pod tec/x", "batch", output_format::json));
+  EXPECT_EQ(j["source"], "pod tec/x");
+  EXPECT_EQ(j["counts"]["onlyThem"], 1);
+  EXPECT_EQ(j["counts"]["deletedByOthers"], 2);
+  ASSERT_EQ(j["disagreements"].size(), 1U);
+  EXPECT_EQ(j["disagreements"][0]["pod"], "batch/job-1");
+  EXPECT_EQ(j["disagreements"][0]["ours"], "would delete at 2026-11-23T09:41:00.000Z");
+  const std::string yaml = render_shadow(doc, "s", "", output_format::yaml);
+  EXPECT_NE(yaml.find("onlyUs: 1"), std::string::npos) << yaml;
+}
+
+}  // namespace
+}  // namespace tec::kubectl_plugin
