@@ -1133,6 +1133,11 @@ struct daemon::impl {
     copts.qps = opts.kube_api_qps;
     copts.burst = opts.kube_api_burst;
     copts.max_connections = static_cast<std::size_t>(opts.kube_api_connections);
+    // Slow start from 4 requests after an idle second, not the client's 16: 500 DELETEs due at
+    // once on a contended machine (two busy loops) got their first deletion in 15.5 ms (median
+    // of 6) instead of 22.5 ms, the API server sharing its CPU among fewer at first; the mass
+    // eviction's rate unchanged (BENCHMARKS.md, "9. Contention").
+    copts.initial_plain_window = 4;
     copts.user_agent = std::string("taint-eviction-controller/") + tec::version;
     copts.observer = [m = *metrics.standard](boost::beast::http::verb verb, unsigned status,
                                              std::chrono::nanoseconds latency) {
