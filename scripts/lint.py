@@ -4,10 +4,15 @@
 Used by scripts/lint.sh (which finds the tools and says what to do on failure). Each unit has
 a key: a SHA-256 over clang-tidy's version, .clang-tidy, the compile command (the checkout's
 and the build directory's paths taken out), and the path and text of the file and of every
-header it includes, system headers too (from the build's dependency records, `ninja -t deps`).
-The key depends on nothing of the machine but what clang-tidy reads, so another clone, or
-another machine with the same packages, computes the same key for the same text. A unit the
-build has no dependency record for yet has no key and is always linted.
+header it includes (from the build's dependency records, `ninja -t deps`). A system header
+that a Debian package installed counts by its path, the package and the package's upstream
+version (1.81.0 of 1.81.0-5+deb12u1): a security or patch update of Debian's revision leaves
+every key as it was (it fixes code clang-tidy reports nothing in: the header filter shows only
+the project's own headers), while a new upstream version (Boost 1.83, GCC 13) changes every key
+that includes it. A header no package owns counts by its text. The key depends on nothing of
+the machine but what clang-tidy reads, so another clone, or another machine with the same
+packages, computes the same key for the same text. A unit the build has no dependency record
+for yet has no key and is always linted.
 
 Two records of clean runs, both sets of keys:
 - the committed one, scripts/lint-clean.txt: written by a full run (`make lint`, no
@@ -63,6 +68,50 @@ def file_digest(path, memo):
     return memo[path]
 
 
+class DebianPackages:
+    """Which Debian package installed a file, and that package's upstream version."""
+
+    def __init__(self, info="/var/lib/dpkg/info"):
+        self.info = info
+        self.owner = None
+        self.version = None
+
+    def _load(self):
+        self.owner, self.version = {}, {}
+        try:
+            names = os.listdir(self.info)
+        except OSError:
+            names = []
+        for name in names:
+            if not name.endswith(".list"):
+                continue
+            try:
+                with open(os.path.join(self.info, name), errors="replace") as f:
+                    for line in f:
+                        self.owner.setdefault(line.rstrip("\n"), name[:-len(".list")])
+            except OSError:
+                continue
+        try:
+            out = subprocess.run(["dpkg-query", "-W", "-f", "${binary:Package} ${Version}\n"],
+                                 capture_output=True, text=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            out = ""
+        for line in out.splitlines():
+            package, _, version = line.partition(" ")
+            # The upstream version: the Debian revision (after the last '-') taken off.
+            self.version[package] = version.rsplit("-", 1)[0] if "-" in version else version
+
+    def identity(self, *paths):
+        """b"package upstream-version" of the first of paths a package owns, else None."""
+        if self.owner is None:
+            self._load()
+        for path in paths:
+            package = self.owner.get(path)
+            if package is not None and package in self.version:
+                return f"{package} {self.version[package]}".encode()
+        return None
+
+
 def command_of(entry):
     return entry.get("command") or " ".join(entry.get("arguments", []))
 
@@ -76,7 +125,7 @@ def object_of(entry):
     return obj
 
 
-def unit_key(entry, deps, root, build, common, memo):
+def unit_key(entry, deps, root, build, common, memo, packages):
     command = command_of(entry)
     obj = object_of(entry)
     if not obj or obj not in deps:
@@ -84,16 +133,21 @@ def unit_key(entry, deps, root, build, common, memo):
     h = hashlib.sha256(common)
     h.update(command.replace(build, "<build>").replace(root, "<root>").encode())
     src = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
-    for path in [src] + deps[obj]:
-        path = os.path.realpath(os.path.join(build, path))
+    for dep in [src] + deps[obj]:
+        written = os.path.normpath(os.path.join(build, dep))
+        path = os.path.realpath(written)
         if path.startswith(root + os.sep):
             name = b"F" + os.path.relpath(path, root).encode()
+            identity = None
         else:
             name = b"S" + path.encode()
+            identity = packages.identity(written, path)
         try:
-            h.update(name + b"\0" + file_digest(path, memo))
+            if not os.path.exists(path):
+                return None  # a dependency went away: lint it
+            h.update(name + b"\0" + (b"P" + identity if identity else file_digest(path, memo)))
         except OSError:
-            return None  # a dependency went away: lint it
+            return None
     return h.hexdigest()
 
 
@@ -154,7 +208,8 @@ def main():
         common = version.encode() + b"\0" + f.read() + b"\0"
     deps = ninja_deps(build)
     memo = {}
-    keys = {p: unit_key(e, deps, root, build, common, memo) for p, e in units.items()}
+    packages = DebianPackages()
+    keys = {p: unit_key(e, deps, root, build, common, memo, packages) for p, e in units.items()}
     os.makedirs(args.cache, exist_ok=True)
     committed = read_record(record)
 
