@@ -6,7 +6,7 @@ CLUSTER := deploy/local/cluster.sh
 
 .PHONY: all deps configure build test test-unit test-integration test-node test-asan test-tsan \
         sanitizers test-repeat fuzz bench bench-micro bench-compare bench-busy bench-scale bench-apf bench-quick demo demo-breaker demo-down \
-        image release install-plugin format format-check lint lint-changed clean
+        conformance conformance-kcm image release install-plugin format format-check lint lint-changed clean
 
 all: build
 
@@ -38,6 +38,18 @@ test-integration: build
 # The tests on a real node (kubelet + containerd, the controller in-cluster): ctest -L e2e-node.
 test-node: build
 	@cd build && ctest --output-on-failure -L e2e-node
+
+# Upstream's NoExecuteTaintManager e2e (Kubernetes 1.20, 6 tests) on a real node of its own:
+# against this controller (make test runs it too, e2e-node.upstream_taints_test), and against
+# kube-controller-manager's taint manager with the controller scaled to 0, for comparison.
+# Root; about 10 minutes each, plus a one-time build of upstream's e2e.test. docs/upstream-e2e.md.
+conformance: configure
+	@cmake --build --preset default -j $(JOBS) --target taint-eviction-controller
+	@scripts/conformance.sh build/bin/taint-eviction-controller
+
+conformance-kcm: configure
+	@cmake --build --preset default -j $(JOBS) --target taint-eviction-controller
+	@scripts/conformance.sh --kcm build/bin/taint-eviction-controller
 
 sanitizers: test-asan test-tsan
 

@@ -82,7 +82,7 @@ Commands:
                            with a TokenRequest token (creates the namespace and the
                            ServiceAccount if missing) and print its path.
   build [COMPONENT...]     Build and cache components (default kube-apiserver; any of
-                           $KUBE_COMPONENTS)
+                           $KUBE_COMPONENTS, e2e.test)
                            from Debian's '$K8S_SRC_PACKAGE' source; print their paths.
   node-preflight           Exit 0 if 'up --node' can run here, else say why (installs missing
                            packages as root; takes down a node a killed run left behind).
@@ -104,6 +104,9 @@ Environment:
   TEC_BUILD_JOBS           Parallel Go compile jobs for 'build' (default: nproc).
   TEC_SA_TOKEN_DURATION    Lifetime of sa-kubeconfig tokens (default 24h).
   TEC_KUBELET_VERBOSITY    The kubelet's --v with --node (default 1).
+  TEC_NODE_KCM_TAINT_MANAGER
+                           1: kube-controller-manager's taint manager on with --node (default
+                           0: off, the controller replaces it; make conformance-kcm sets 1).
   XDG_CACHE_HOME           Binaries are cached in
                            \${XDG_CACHE_HOME:-\$HOME/.cache}/taint-eviction-controller/kubernetes-$K8S_VERSION/bin,
                            images in .../taint-eviction-controller/images (images.sh).
@@ -237,6 +240,62 @@ build_components() {
     cached_binary_ok "$name" || die "$BIN_DIR/$name does not report Kubernetes $K8S_VERSION"
   done
   log "built ${todo[*]} in $((end - start)) s (in $BIN_DIR)"
+  exec {lock_fd}>&-
+}
+
+# build_e2e_test: make sure $BIN_DIR/e2e.test exists: upstream's end-to-end test binary
+# (test/e2e, the suite holding "NoExecuteTaintManager", tests/e2e-node/upstream_taints_test.sh),
+# built from the same source and Go build cache as the components. The source tarball lacks
+# test/e2e/generated/bindata.go (the manifests the suite embeds); hack/generate-bindata.sh writes
+# it with the vendored go-bindata, as `make` would. Then hack/make-rules/build.sh builds the test
+# binary the way `make WHAT=test/e2e/e2e.test` does (go test -c, the version stamped in).
+build_e2e_test() {
+  local out="$BIN_DIR/e2e.test"
+  if [ -x "$out" ] && [ "$(cat "$BIN_DIR/.e2e.test.recipe" 2>/dev/null)" = "$BUILD_RECIPE" ]; then
+    return 0
+  fi
+  mkdir -p "$K8S_CACHE" "$BIN_DIR" "$BUILD_LOG_DIR"
+  need_cmd flock util-linux
+  local lock_fd
+  exec {lock_fd}>"$K8S_CACHE/.build.lock"
+  if ! flock -n "$lock_fd"; then
+    log "another build is running (lock $K8S_CACHE/.build.lock); waiting for it"
+    flock -w 3600 "$lock_fd" || die "timed out waiting for the build lock"
+  fi
+  if [ -x "$out" ] && [ "$(cat "$BIN_DIR/.e2e.test.recipe" 2>/dev/null)" = "$BUILD_RECIPE" ]; then
+    exec {lock_fd}>&-
+    return 0
+  fi
+  need_cmd go golang-go
+  need_cmd make make
+  need_cmd rsync rsync
+  local src buildlog="$BUILD_LOG_DIR/build-e2e.test.log" start end
+  src=$(fetch_kubernetes_source)
+  use_debian_reflect2 "$src"
+  log "building e2e.test $K8S_VERSION from $src (${BUILD_JOBS} jobs; usually 5-10 minutes; log: $buildlog)"
+  start=$(date +%s)
+  if ! (
+    exec {lock_fd}>&-
+    cd "$src"
+    mkdir -p .go/src/k8s.io "$BUILD_WORK/home"
+    [ -L .go/src/k8s.io/kubernetes ] || ln -s ../../.. .go/src/k8s.io/kubernetes
+    # The same environment as build_components (see there).
+    export GOPATH="$src/.go" CGO_ENABLED=0 GO111MODULE=off GOFLAGS="-p=$BUILD_JOBS" \
+      GOGC=400 GOGCFLAGS="all=-dwarf=false" HOME="$BUILD_WORK/home" PATH="/usr/lib/go/bin:$PATH"
+    unset GOBIN GOROOT
+    [ -f test/e2e/generated/bindata.go ] || hack/generate-bindata.sh || exit 1
+    exec hack/make-rules/build.sh test/e2e/e2e.test
+  ) >"$buildlog" 2>&1; then
+    tail -n 40 "$buildlog" >&2
+    die "building e2e.test failed; full log: $buildlog"
+  fi
+  end=$(date +%s)
+  local built="$src/_output/bin/e2e.test"
+  [ -x "$built" ] || die "build finished but $built is missing (log: $buildlog)"
+  install -m 0755 "$built" "$BIN_DIR/.e2e.test.tmp"
+  mv -f "$BIN_DIR/.e2e.test.tmp" "$out"
+  echo "$BUILD_RECIPE" >"$BIN_DIR/.e2e.test.recipe"
+  log "built e2e.test in $((end - start)) s (in $BIN_DIR)"
   exec {lock_fd}>&-
 }
 
@@ -545,7 +604,11 @@ load_api_host() {
 
 cmd_build() {
   [ $# -gt 0 ] || set -- kube-apiserver
-  build_components "$@"
+  local components=() name
+  for name in "$@"; do
+    if [ "$name" = e2e.test ]; then build_e2e_test; else components+=("$name"); fi
+  done
+  [ "${#components[@]}" -eq 0 ] || build_components "${components[@]}"
   local name
   for name in "$@"; do echo "$BIN_DIR/$name"; done
 }

@@ -522,12 +522,16 @@ node_start() {
 
   node_write_configs "$api_url" "$kubelet_port" "$kubelet_healthz_port" "$proxy_healthz_port" "$proxy_metrics_port"
 
-  log "starting kube-controller-manager $K8S_VERSION (built-in taint manager off)"
+  # TEC_NODE_KCM_TAINT_MANAGER=1: the built-in taint manager on (make conformance-kcm runs
+  # upstream's taint e2e against it, the controller scaled to 0).
+  local kcm_taint_manager=false
+  [ "${TEC_NODE_KCM_TAINT_MANAGER:-0}" = 1 ] && kcm_taint_manager=true
+  log "starting kube-controller-manager $K8S_VERSION (built-in taint manager $([ "$kcm_taint_manager" = true ] && echo on || echo off))"
   start_daemon kube-controller-manager "$BIN_DIR/kube-controller-manager" \
     --kubeconfig="$NODE_DIR/kube-controller-manager.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$kcm_port" --port=0 \
     --controllers='*' \
-    --enable-taint-manager=false \
+    --enable-taint-manager="$kcm_taint_manager" \
     --service-account-private-key-file="$PKI_DIR/sa.key" \
     --root-ca-file="$PKI_DIR/ca.crt" \
     --use-service-account-credentials=true \
@@ -629,10 +633,12 @@ node_env_lines() {
   read -r -a p <<<"$NODE_PORTS"
   cat <<EOF
 export TEC_CLUSTER_NODE_NAME='$NODE_NAME'
+export TEC_CLUSTER_KCM_TAINT_MANAGER='${TEC_NODE_KCM_TAINT_MANAGER:-0}'
 export TEC_CLUSTER_NODE_IP='$NODE_IP'
 export TEC_CLUSTER_CONTAINERD_SOCK='$CONTAINERD_SOCK'
 export TEC_CLUSTER_CONTROLLER_IMAGE='$CONTROLLER_IMAGE'
 export TEC_CLUSTER_WORKLOAD_IMAGE='$WORKLOAD_IMAGE'
+export TEC_CLUSTER_PAUSE_IMAGE='$PAUSE_IMAGE'
 export TEC_CLUSTER_KUBELET_PORT='${p[0]}'
 export TEC_CLUSTER_KUBELET_HEALTHZ_PORT='${p[1]}'
 export TEC_CLUSTER_PROXY_HEALTHZ_PORT='${p[2]}'
