@@ -78,6 +78,20 @@ base::result<pkey_ptr> new_ec_key() {
   return key;
 }
 
+std::string fitting_common_name(std::string_view name) {
+  // X.509's upper bound for a commonName is 64 characters (RFC 5280, ub-common-name); OpenSSL
+  // refuses a longer one. TLS clients match the subjectAltNames, which hold every name in full.
+  constexpr std::size_t max_length = ub_common_name;  // OpenSSL's name for 64
+  if (name.size() <= max_length) {
+    return std::string(name);
+  }
+  const auto dot = name.find('.');
+  if (dot != std::string_view::npos && dot > 0 && dot <= max_length) {
+    return std::string(name.substr(0, dot));
+  }
+  return std::string(name.substr(0, max_length));
+}
+
 base::result<x509_ptr> make_certificate(const cert_spec& spec, EVP_PKEY* subject_key, X509* issuer,
                                         EVP_PKEY* issuer_key) {
   ERR_clear_error();
@@ -92,9 +106,10 @@ base::result<x509_ptr> make_certificate(const cert_spec& spec, EVP_PKEY* subject
     return openssl_error("cannot build a certificate");
   }
   X509_NAME* name = X509_get_subject_name(cert.get());
+  const std::string common_name = fitting_common_name(spec.common_name);
   if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-                                 reinterpret_cast<const unsigned char*>(spec.common_name.c_str()),
-                                 -1, -1, 0) != 1 ||
+                                 reinterpret_cast<const unsigned char*>(common_name.c_str()), -1,
+                                 -1, 0) != 1 ||
       X509_set_issuer_name(cert.get(), issuer != nullptr ? X509_get_subject_name(issuer) : name) !=
           1) {
     return openssl_error("cannot name the certificate");

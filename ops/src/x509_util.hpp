@@ -33,8 +33,13 @@ base::error openssl_error(std::string what);
 /// A new EC P-256 key.
 base::result<pkey_ptr> new_ec_key();
 
+/// A commonName for `name` that X.509 allows (at most 64 characters): the name itself, else
+/// its first DNS label (`svc.a-long-namespace.svc` -> `svc`), else its first 64 characters.
+std::string fitting_common_name(std::string_view name);
+
 /// What a certificate says.
 struct cert_spec {
+  /// The subject's commonName, shortened by fitting_common_name where X.509 needs it.
   std::string common_name;
   /// subjectAltNames: DNS names or IP literals (IP literals become IP entries).
   std::vector<std::string> hosts;

@@ -112,6 +112,24 @@ TEST(webhook_certs, a_new_ca_signs_a_serving_certificate_for_the_service_names) 
   X509_STORE_free(store);
 }
 
+// A namespace of up to 63 characters makes the Service's name longer than X.509 allows for a
+// commonName (64): the certificate is still issued, with every name in full in its
+// subjectAltNames (which TLS clients match), and a commonName that fits.
+TEST(webhook_certs, a_service_name_longer_than_a_common_name_allows_is_still_issued) {
+  const std::string ns(63, 'n');
+  const std::string service = "taint-eviction-controller-metrics." + ns + ".svc";
+  ASSERT_GT(service.size(), 64U);
+  const auto tls = issue(t0, {.dns_names = {service, service + ".cluster.local"}});
+  const auto leaf = certs_of(tls.tls_crt);
+  ASSERT_EQ(leaf.size(), 1U);
+  X509* cert = leaf[0].get();
+  EXPECT_TRUE(names(cert, service));
+  EXPECT_TRUE(names(cert, service + ".cluster.local"));
+  char cn[128] = {};
+  X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn);
+  EXPECT_STREQ(cn, "taint-eviction-controller-metrics");
+}
+
 TEST(webhook_certs, fresh_certificates_are_kept_until_the_last_third_of_their_lifetime) {
   const auto tls = issue(t0);
   const auto kept = check_webhook_tls(tls, policy(), t0);
