@@ -293,9 +293,14 @@ parse_outcome parse_arguments(const std::vector<std::string>& args) {
   auto* shadow = app.add_subcommand(
       "shadow",
       "Shadow mode's verdict (the acting replica's /debug/shadow): where its decisions and the "
-      "built-in taint manager's differed, pod by pod");
+      "built-in taint manager's differed, pod by pod; with --history, every eviction of the "
+      "built-in it saw");
   shadow->add_option("-n,--namespace", inv.namespace_,
-                     "Only this namespace's disagreements (default: every namespace)");
+                     "Only this namespace's pods (default: every namespace)");
+  shadow->add_flag("--history", inv.history,
+                   "The built-in taint manager's evictions it saw, agreed ones too, newest first, "
+                   "each with when ours would have evicted and the verdict (instead of the "
+                   "disagreements)");
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   std::ostringstream out;

@@ -312,7 +312,13 @@ outcome<std::string> run_shadow(const invocation& inv, const env_lookup& env) {
   if (!doc) {
     return failure{exit_cluster_error, doc.error().message};
   }
-  return render_shadow(doc.value(), r.access->description(), inv.namespace_, inv.output);
+  if (inv.history && !doc.value().history_served) {
+    return failure{exit_cluster_error, r.access->description() +
+                                           " keeps no history of the built-in's evictions (a "
+                                           "controller older than this plugin)"};
+  }
+  const auto& render = inv.history ? render_shadow_history : render_shadow;
+  return render(doc.value(), r.access->description(), inv.namespace_, inv.output);
 }
 
 // The pod's entry in the acting replica's /debug/evictions and its /debug/history records, into

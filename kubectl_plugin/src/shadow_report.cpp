@@ -1,5 +1,6 @@
 #include "tec/kubectl_plugin/shadow_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -11,11 +12,6 @@ namespace tec::kubectl_plugin {
 namespace {
 
 using json = nlohmann::json;
-
-std::string str(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string{};
-}
 
 std::int64_t count(const json& obj, const char* key) {
   const auto it = obj.find(key);
@@ -76,35 +72,25 @@ base::result<shadow_doc> decode_shadow(std::string_view body) {
     out.agreed_delay_mean = number(*d, "mean");
   }
   for (const json& e : doc["disagreements"]) {
-    if (!e.is_object()) {
-      continue;
+    if (e.is_object()) {
+      out.disagreements.push_back(shadow::disagreement_from_json(e));
     }
-    shadow_entry s;
-    s.outcome = str(e, "outcome");
-    const std::string pod = str(e, "pod");
-    const auto slash = pod.find('/');
-    s.namespace_ = slash == std::string::npos ? std::string{} : pod.substr(0, slash);
-    s.pod = slash == std::string::npos ? pod : pod.substr(slash + 1);
-    s.uid = str(e, "uid");
-    s.node = str(e, "node");
-    if (const auto t = e.find("taints"); t != e.end() && t->is_array()) {
-      for (const auto& x : *t) {
-        if (x.is_string()) {
-          s.taints.push_back(x.get<std::string>());
-        }
+  }
+  if (const auto h = doc.find("builtinEvictions"); h != doc.end() && h->is_array()) {
+    out.history_served = true;
+    for (const json& e : *h) {
+      if (e.is_object()) {
+        out.builtin_evictions.push_back(shadow::builtin_eviction_from_json(e));
       }
     }
-    s.ours = str(e, "ours");
-    s.theirs = str(e, "theirs");
-    s.at = str(e, "at");
-    out.disagreements.push_back(std::move(s));
   }
+  out.builtin_evictions_dropped = count(doc, "builtinEvictionsDropped");
   return out;
 }
 
 std::string render_shadow(const shadow_doc& doc, const std::string& source,
                           const std::string& namespace_, output_format format) {
-  std::vector<const shadow_entry*> kept;
+  std::vector<const shadow::disagreement*> kept;
   for (const auto& e : doc.disagreements) {
     if (namespace_.empty() || e.namespace_ == namespace_) {
       kept.push_back(&e);
@@ -113,14 +99,7 @@ std::string render_shadow(const shadow_doc& doc, const std::string& source,
   if (format == output_format::json || format == output_format::yaml) {
     document list = document::array();
     for (const auto* e : kept) {
-      list.push_back(document{{"outcome", e->outcome},
-                              {"pod", e->namespace_ + "/" + e->pod},
-                              {"uid", e->uid},
-                              {"node", e->node},
-                              {"taints", e->taints},
-                              {"ours", e->ours},
-                              {"theirs", e->theirs},
-                              {"at", e->at}});
+      list.push_back(shadow::to_json(*e));
     }
     const document out{
         {"source", source},
@@ -167,9 +146,57 @@ std::string render_shadow(const shadow_doc& doc, const std::string& source,
   rows.reserve(kept.size());
   for (const auto* e : kept) {
     rows.push_back(
-        {e->outcome, e->namespace_, e->pod, e->node, join(e->taints), e->ours, e->theirs, e->at});
+        {e->outcome, e->namespace_, e->name, e->node, join(e->taints), e->ours, e->theirs, e->at});
   }
   return text + render_table(header, rows);
+}
+
+std::string render_shadow_history(const shadow_doc& doc, const std::string& source,
+                                  const std::string& namespace_, output_format format) {
+  // Newest deletion first (a pod is recorded when settled: an agreed eviction at once, one
+  // of theirs alone a window later); RFC 3339 UTC times with milliseconds sort as text.
+  std::vector<const shadow::builtin_eviction*> kept;
+  for (auto it = doc.builtin_evictions.rbegin(); it != doc.builtin_evictions.rend(); ++it) {
+    if (namespace_.empty() || it->namespace_ == namespace_) {
+      kept.push_back(&*it);
+    }
+  }
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const auto* a, const auto* b) { return a->deleted_at > b->deleted_at; });
+  if (format == output_format::json || format == output_format::yaml) {
+    document list = document::array();
+    for (const auto* e : kept) {
+      list.push_back(shadow::to_json(*e));
+    }
+    const document out{{"source", source},
+                       {"windowSeconds", doc.window_seconds},
+                       {"builtinEvictionsDropped", doc.builtin_evictions_dropped},
+                       {"builtinEvictions", std::move(list)}};
+    return format == output_format::json ? render_json(out) : render_yaml(out);
+  }
+  std::string text = "Shadow mode, " + source + " (window " + seconds_text(doc.window_seconds) +
+                     "): " + std::to_string(doc.builtin_evictions.size()) +
+                     " evictions by the built-in taint manager";
+  if (!namespace_.empty()) {
+    text += " (" + std::to_string(kept.size()) + " in namespace " + namespace_ + ")";
+  }
+  text += ", newest first";
+  if (doc.builtin_evictions_dropped > 0) {
+    text += "; " + std::to_string(doc.builtin_evictions_dropped) + " older ones dropped";
+  }
+  text += ".\n";
+  if (kept.empty()) {
+    return text;
+  }
+  const table_row header{"DELETED", "NAMESPACE", "POD",     "NODE",
+                         "TAINT",   "OURS",      "VERDICT", "REASON"};
+  std::vector<table_row> rows;
+  rows.reserve(kept.size());
+  for (const auto* e : kept) {
+    rows.push_back({e->deleted_at, e->namespace_, e->name, e->node, join(e->taints), e->ours_at,
+                    e->verdict + (e->early ? " (settled early)" : ""), e->reason});
+  }
+  return text + "\n" + render_table(header, rows);
 }
 
 }  // namespace tec::kubectl_plugin

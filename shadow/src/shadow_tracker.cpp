@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -144,6 +145,7 @@ struct shadow_tracker::impl {
   std::uint64_t next_seq = 1;
   shadow_counts counts;
   std::deque<shadow_settled> disagreements;
+  builtin_eviction_log history{opts.max_builtin_evictions};
   bool warned_early = false;
 
   [[nodiscard]] auto window() const { return opts.window; }
@@ -300,11 +302,34 @@ struct shadow_tracker::impl {
     return "none";
   }
 
+  // When ours would have deleted `e`: fired, or due (a timer that found the pod gone was due
+  // then); nullopt: never (no decision, or cancelled by an untaint, a toleration, a new pod).
+  [[nodiscard]] static std::optional<time_point> ours_deletion(const entry& e) {
+    switch (e.ours) {
+      case ours_state::would_delete:
+        return e.ours_at;
+      case ours_state::scheduled:
+        return e.due;
+      case ours_state::cancelled:
+        if (e.reason == cancel_reason::pod_gone) {
+          return e.due;
+        }
+        break;
+      case ours_state::none:
+        break;
+    }
+    return std::nullopt;
+  }
+
+  // What proves a confirmed() eviction theirs.
+  [[nodiscard]] static std::string evidence(const entry& e) {
+    return e.marked_at ? "event: " + e.mark_message
+                       : std::string("condition: DisruptionTarget DeletionByTaintManager");
+  }
+
   [[nodiscard]] std::string describe_theirs(const entry& e) const {
     if (confirmed(e)) {
-      return "deleted at " + millis(*e.deleted_at) +
-             (e.marked_at ? " (event: " + e.mark_message + ")"
-                          : " (condition: DisruptionTarget DeletionByTaintManager)");
+      return "deleted at " + millis(*e.deleted_at) + " (" + evidence(e) + ")";
     }
     if (e.their_cancel_at) {
       return "none (event: " + e.cancel_message + ")";
@@ -317,7 +342,8 @@ struct shadow_tracker::impl {
     bool settle = false;
     std::optional<shadow_outcome> outcome;  // empty with settle: dropped, unreported
     double delay = 0;
-    bool others = false;  // dropped: our would-delete pod was deleted by someone else
+    bool others = false;   // dropped: our would-delete pod was deleted by someone else
+    std::string reason{};  // their eviction's: why this outcome (the built-in's history)
   };
 
   [[nodiscard]] verdict evaluate(const entry& e, time_point now, bool force) const {
@@ -329,23 +355,32 @@ struct shadow_tracker::impl {
       switch (e.ours) {
         case ours_state::would_delete:
           if (seconds_between(t, e.ours_at) <= std::chrono::duration<double>(w).count()) {
-            return {true, shadow_outcome::agreed, seconds_between(t, e.ours_at)};
+            return {true, shadow_outcome::agreed, seconds_between(t, e.ours_at), false,
+                    "both evicted it within the window"};
           }
-          return {true, e.ours_at < t ? shadow_outcome::only_us : shadow_outcome::only_them, 0};
+          return {true, e.ours_at < t ? shadow_outcome::only_us : shadow_outcome::only_them, 0,
+                  false, "ours would have deleted it more than the window apart"};
         case ours_state::scheduled:
           if (e.due > t + w) {
-            return {passed(t), shadow_outcome::only_them, 0};
+            return {passed(t), shadow_outcome::only_them, 0, false,
+                    "ours was due later than the window after theirs"};
           }
           // Due within the window: ours fires (or finds the pod gone) soon.
-          return {passed(std::max(t, e.due)), shadow_outcome::only_them, 0};
+          return {passed(std::max(t, e.due)), shadow_outcome::only_them, 0, false,
+                  "ours was due within the window but did not fire"};
         case ours_state::cancelled:
-          if (e.reason == cancel_reason::pod_gone &&
-              seconds_between(t, e.due) <= std::chrono::duration<double>(w).count()) {
-            return {true, shadow_outcome::agreed, seconds_between(t, e.due)};
+          if (e.reason == cancel_reason::pod_gone) {
+            if (seconds_between(t, e.due) <= std::chrono::duration<double>(w).count()) {
+              return {true, shadow_outcome::agreed, seconds_between(t, e.due), false,
+                      "ours was due within the window and found the pod gone"};
+            }
+            return {passed(t), shadow_outcome::only_them, 0, false,
+                    "ours was due later than the window after theirs"};
           }
-          return {passed(t), shadow_outcome::only_them, 0};
+          return {passed(t), shadow_outcome::only_them, 0, false,
+                  "ours was cancelled (" + why(e.reason) + ")"};
         case ours_state::none:
-          return {passed(t), shadow_outcome::only_them, 0};
+          return {passed(t), shadow_outcome::only_them, 0, false, "ours made no decision on it"};
       }
     }
     // No eviction of theirs (yet): a deletion seen within W may still get its event.
@@ -397,6 +432,9 @@ struct shadow_tracker::impl {
     }
     if (confirmed(e)) {
       remember_done(uid);
+      if (v.outcome) {
+        history.add(builtin_record(e, v, now, early));
+      }
     }
     if (early) {
       ++counts.settled_early;
@@ -429,6 +467,28 @@ struct shadow_tracker::impl {
       out.push_back(std::move(s));
     }
     remove(uid);
+  }
+
+  // The built-in's history record of `e`, their eviction, settled at `now` as `v` says.
+  [[nodiscard]] static builtin_eviction builtin_record(const entry& e, const verdict& v,
+                                                       time_point now, bool early) {
+    builtin_eviction r;
+    r.namespace_ = e.pod.namespace_;
+    r.name = e.pod.name;
+    r.uid = e.pod.uid;
+    r.node = e.node;
+    r.taints = e.taints;
+    r.deleted_at = millis(*e.deleted_at);
+    r.evidence = evidence(e);
+    const auto ours = ours_deletion(e);
+    r.ours_at = ours ? millis(*ours) : std::string("never");
+    assert(v.outcome);  // their eviction always settles with one
+    r.verdict = std::string(to_string(*v.outcome));
+    r.reason = v.reason;
+    r.delay_seconds = v.delay;
+    r.settled_at = millis(now);
+    r.early = early;
+    return r;
   }
 
   // Settles the oldest entry early (the pending bound).
@@ -657,6 +717,7 @@ shadow_counts shadow_tracker::counts() const {
   const std::lock_guard lock(impl_->mu);
   shadow_counts c = impl_->counts;
   c.pending = impl_->entries.size();
+  c.builtin_evictions_dropped = impl_->history.dropped();
   return c;
 }
 
@@ -665,10 +726,17 @@ std::vector<shadow_settled> shadow_tracker::disagreements() const {
   return {impl_->disagreements.begin(), impl_->disagreements.end()};
 }
 
+std::vector<builtin_eviction> shadow_tracker::builtin_evictions() const {
+  const std::lock_guard lock(impl_->mu);
+  const auto& records = impl_->history.records();
+  return {records.begin(), records.end()};
+}
+
 std::string shadow_tracker::report_json() const {
   using nlohmann::json;
   const auto c = counts();
   const auto list = disagreements();
+  const auto builtin = builtin_evictions();
   json doc;
   const auto window = impl_->window();
   if (window.count() % 1000 == 0) {
@@ -688,16 +756,17 @@ std::string shadow_tracker::report_json() const {
       {"mean", c.agreed == 0 ? 0.0 : c.agreed_delay_sum / static_cast<double>(c.agreed)}};
   json arr = json::array();
   for (const auto& s : list) {
-    arr.push_back({{"outcome", std::string(to_string(s.outcome))},
-                   {"pod", s.pod.namespace_ + "/" + s.pod.name},
-                   {"uid", s.pod.uid},
-                   {"node", s.node},
-                   {"taints", s.taints},
-                   {"ours", s.ours},
-                   {"theirs", s.theirs},
-                   {"at", millis(s.at)}});
+    arr.push_back(
+        json(to_json(disagreement{std::string(to_string(s.outcome)), s.pod.namespace_, s.pod.name,
+                                  s.pod.uid, s.node, s.taints, s.ours, s.theirs, millis(s.at)})));
   }
   doc["disagreements"] = std::move(arr);
+  json history = json::array();
+  for (const auto& r : builtin) {
+    history.push_back(json(to_json(r)));
+  }
+  doc["builtinEvictions"] = std::move(history);
+  doc["builtinEvictionsDropped"] = c.builtin_evictions_dropped;
   // Replace invalid UTF-8 (a pod name cannot hold any, an event message might) rather than
   // throw.
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);

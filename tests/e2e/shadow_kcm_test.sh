@@ -9,7 +9,7 @@
 # tainted under bound pods, a taint removed before a toleration ends, a NoSchedule taint, a
 # second untolerated taint beside a tolerated one. Both controllers agree on every pod: agreed
 # 4, cancelled on both 1, no only-them, no only-us, no disagreement listed, agreed evictions at
-# most 5 s apart.
+# most 5 s apart; the history of the built-in's evictions lists those 4, agreed.
 #
 # Phase B, ROUNDS rounds of the same-name race: kube-controller-manager 1.20 deletes by name
 # without a UID precondition. Restarted with --kube-api-qps=1 --kube-api-burst=1, its DELETE
@@ -292,6 +292,14 @@ delay_max=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ag
 awk -v d="$delay_max" 'BEGIN { exit !(d >= 0 && d <= 5) }' \
   || fail "upstream scenarios: agreed evictions up to $delay_max s apart (expected within 5 s)"
 log "upstream scenarios: agreed $agreed, cancelled on both $cancelled, no disagreement; agreed delay max ${delay_max} s"
+# The built-in's history holds its 4 evictions, agreed, each proven by its event.
+history=$(python3 -c 'import json, sys
+for e in json.load(open(sys.argv[1]))["builtinEvictions"]:
+    ok = e["evidence"] == "event: Marking for deletion Pod " + e["pod"] and e["oursAt"] != "never"
+    print(e["pod"].split("/")[1], e["verdict"], "ok" if ok else e)' "$WORK/shadow.json" | sort | paste -sd,) \
+  || fail "/debug/shadow has no builtinEvictions: $(cat "$WORK/shadow.json")"
+[ "$history" = "a-three agreed ok,a-untolerated agreed ok,b-bound agreed ok,d-second agreed ok" ] \
+  || fail "upstream scenarios: the built-in's history is $history"
 
 # Out of phase B's way: the restarted kube-controller-manager would evict the Terminating pods
 # on still-tainted nodes again.

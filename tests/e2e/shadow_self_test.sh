@@ -7,9 +7,11 @@
 # - p2, which we would evict and nobody deletes: only_us after the window (3 s);
 # - p3, which tolerates the taint forever but "they" evict: only_them;
 # - p4, tolerating forever and left alone: nothing.
-# The controller writes nothing: no PATCH, PUT, POST or DELETE among its requests
-# (api_requests_total; --leader-elect=false, so not even a Lease). The plugin's `shadow` verb
-# shows the same report, and says so when the controller is not in shadow mode.
+# Its history of the built-in's evictions (builtinEvictions) holds p1 (agreed) and p3
+# (only_them), not p2. The controller writes nothing: no PATCH, PUT, POST or DELETE among its
+# requests (api_requests_total; --leader-elect=false, so not even a Lease). The plugin's `shadow`
+# verb shows the same report (and `shadow --history` the history), and says so when the
+# controller is not in shadow mode.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 command -v jq >/dev/null 2>&1 || fail "jq not found on PATH"
 
@@ -90,6 +92,12 @@ only_them=$(jq -c '.disagreements[] | select(.outcome == "only_them")' <<<"$doc"
 [ "$(jq -r .uid <<<"$only_them")" != "" ] || fail "only_them: uid: $only_them"
 [[ "$(jq -r .theirs <<<"$only_them")" == "deleted at "*" (event: Marking for deletion Pod $NS/p3)" ]] \
   || fail "only_them: theirs: $only_them"
+# The built-in's history: p1 agreed, p3 only_them (p1 was evicted first, so listed first).
+[ "$(jq -r '[.builtinEvictions[] | .verdict + " " + .pod + " " + (.oursAt | sub("^[0-9]{4}-.*Z$"; "T"))] | join(",")' <<<"$doc")" = \
+  "agreed $NS/p1 T,only_them $NS/p3 never" ] || fail "builtinEvictions: $(jq -c .builtinEvictions <<<"$doc")"
+[ "$(jq -r '.builtinEvictions[0] | .evidence + "|" + .uid' <<<"$doc")" = \
+  "event: Marking for deletion Pod $NS/p1|$(pod_uid p1)" ] || fail "builtinEvictions: p1: $(jq -c .builtinEvictions <<<"$doc")"
+[ "$(jq '.builtinEvictionsDropped' <<<"$doc")" = 0 ] || fail "builtinEvictionsDropped is not 0"
 # The plugin's shadow verb reads the same report (the admin's token, as plugin_test sends it).
 plugin_bin="${TEC_PLUGIN_BIN:-$(dirname "$TEC_BIN")/kubectl-taint_eviction}"
 out=$(timeout 60 "$plugin_bin" shadow --controller-url "$METRICS_URL" 2>&1) \
@@ -105,6 +113,17 @@ out=$(timeout 60 "$plugin_bin" shadow -n "$NS" -o json --controller-url "$METRIC
   || fail "kubectl taint-eviction shadow -o json failed: $out"
 [ "$(jq -r '[.disagreements[] | .outcome + " " + .pod] | sort | join(",")' <<<"$out")" = \
   "only_them $NS/p3,only_us $NS/p2" ] || fail "the plugin's shadow -o json: $out"
+out=$(timeout 60 "$plugin_bin" shadow --history --controller-url "$METRICS_URL" 2>&1) \
+  || fail "kubectl taint-eviction shadow --history failed: $out"
+log "kubectl taint-eviction shadow --history:"$'\n'"$out"
+grep -q "^Shadow mode, $METRICS_URL (window 3s): 2 evictions by the built-in taint manager, newest first\.\$" <<<"$out" \
+  || fail "the plugin's shadow --history summary is not 2 evictions"
+[ "$(awk 'rows { print $3 " " $7 } /^DELETED / { rows = 1 }' <<<"$out" | paste -sd,)" = "p3 only_them,p1 agreed" ] \
+  || fail "the plugin's shadow --history rows are not p3 (only_them) then p1 (agreed)"
+out=$(timeout 60 "$plugin_bin" shadow --history -n "$NS" -o json --controller-url "$METRICS_URL" 2>&1) \
+  || fail "kubectl taint-eviction shadow --history -o json failed: $out"
+[ "$(jq -r '[.builtinEvictions[] | .verdict + " " + .pod] | join(",")' <<<"$out")" = \
+  "only_them $NS/p3,agreed $NS/p1" ] || fail "the plugin's shadow --history -o json: $out"
 grep -q "shadow: only_us pod=$NS/p2 " "$CONTROLLER_LOG" || fail "no log line for p2's only_us"
 grep -q "shadow: only_them pod=$NS/p3 " "$CONTROLLER_LOG" || fail "no log line for p3's only_them"
 

@@ -133,6 +133,12 @@ TEST(parse_arguments, shadow) {
   ASSERT_TRUE(o.inv) << o.err;
   EXPECT_EQ(o.inv->namespace_, "shop");
   EXPECT_EQ(o.inv->output, output_format::table);
+  EXPECT_FALSE(o.inv->history);
+  o = parse({"shadow", "--history", "-n", "shop", "-o", "yaml"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_TRUE(o.inv->history);
+  EXPECT_EQ(o.inv->output, output_format::yaml);
+  expect_usage_error(parse({"pending", "--history"}), "--history");
   expect_usage_error(parse({"shadow", "-n", "Bad_NS"}), "namespace");
   expect_usage_error(parse({"shadow", "web-0"}), "web-0");
   expect_usage_error(parse({"shadwo"}), "(preview, pending, explain or shadow)");

@@ -22,7 +22,26 @@ const std::string shadow_body = R"json({"windowSeconds": 30,
    {"outcome": "only_us", "pod": "batch/job-1", "uid": "u1", "node": "node-3",
     "taints": ["dedicated=gpu:NoExecute"],
     "ours": "would delete at 2026-11-23T09:41:00.000Z", "theirs": "none",
-    "at": "2026-11-23T09:41:30.000Z"}]})json";
+    "at": "2026-11-23T09:41:30.000Z"}],
+ "builtinEvictions": [
+   {"pod": "shop/web-1", "uid": "u2", "node": "node-2", "taints": ["dedicated=gpu:NoExecute"],
+    "deletedAt": "2026-11-23T09:39:00.100Z",
+    "evidence": "event: Marking for deletion Pod shop/web-1",
+    "oursAt": "2026-11-23T09:39:00.050Z", "verdict": "agreed",
+    "reason": "both evicted it within the window", "delaySeconds": 0.05,
+    "settledAt": "2026-11-23T09:39:00.100Z", "early": false},
+   {"pod": "batch/job-2", "uid": "u3", "node": "node-3", "taints": ["dedicated=gpu:NoExecute"],
+    "deletedAt": "2026-11-23T09:40:20.000Z",
+    "evidence": "condition: DisruptionTarget DeletionByTaintManager",
+    "oursAt": "2026-11-23T09:40:20.090Z", "verdict": "agreed",
+    "reason": "both evicted it within the window", "delaySeconds": 0.09,
+    "settledAt": "2026-11-23T09:40:20.090Z", "early": false},
+   {"pod": "shop/web-0", "uid": "u0", "node": "node-2", "taints": [],
+    "deletedAt": "2026-11-23T09:40:12.345Z",
+    "evidence": "event: Marking for deletion Pod shop/web-0",
+    "oursAt": "never", "verdict": "only_them", "reason": "ours made no decision on it",
+    "delaySeconds": 0, "settledAt": "2026-11-23T09:40:42.400Z", "early": false}],
+ "builtinEvictionsDropped": 5})json";
 
 TEST(decode_shadow, reads_the_document) {
   auto doc = decode_shadow(shadow_body);
@@ -38,7 +57,7 @@ TEST(decode_shadow, reads_the_document) {
   EXPECT_DOUBLE_EQ(d.agreed_delay_max, 0.09);
   ASSERT_EQ(d.disagreements.size(), 2U);
   EXPECT_EQ(d.disagreements[1].namespace_, "batch");
-  EXPECT_EQ(d.disagreements[1].pod, "job-1");
+  EXPECT_EQ(d.disagreements[1].name, "job-1");
   EXPECT_EQ(d.disagreements[1].taints, std::vector<std::string>{"dedicated=gpu:NoExecute"});
 }
 
@@ -52,7 +71,7 @@ TEST(decode_shadow, refuses_other_documents) {
   ASSERT_TRUE(doc);
   EXPECT_EQ(doc.value().agreed, 0);
   ASSERT_EQ(doc.value().disagreements.size(), 1U);
-  EXPECT_EQ(doc.value().disagreements[0].pod, "");
+  EXPECT_EQ(doc.value().disagreements[0].name, "");
 }
 
 TEST(render_shadow, a_summary_and_the_disagreements) {
@@ -85,6 +104,84 @@ TEST(render_shadow, no_disagreement_says_so) {
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("OUTCOME"), std::string::npos);
+}
+
+TEST(decode_shadow, reads_the_builtin_evictions) {
+  const auto d = decode_shadow(shadow_body).value();
+  EXPECT_TRUE(d.history_served);
+  EXPECT_EQ(d.builtin_evictions_dropped, 5);
+  ASSERT_EQ(d.builtin_evictions.size(), 3U);
+  const auto& e = d.builtin_evictions[0];
+  EXPECT_EQ(e.namespace_, "shop");
+  EXPECT_EQ(e.name, "web-1");
+  EXPECT_EQ(e.verdict, "agreed");
+  EXPECT_EQ(e.ours_at, "2026-11-23T09:39:00.050Z");
+  EXPECT_DOUBLE_EQ(e.delay_seconds, 0.05);
+  // A controller from before the history: the verdict still reads, the history is not served.
+  auto old = nlohmann::json::parse(shadow_body);
+  old.erase("builtinEvictions");
+  old.erase("builtinEvictionsDropped");
+  const auto o = decode_shadow(old.dump()).value();
+  EXPECT_FALSE(o.history_served);
+  EXPECT_TRUE(o.builtin_evictions.empty());
+  EXPECT_EQ(o.agreed, 4);
+}
+
+TEST(render_shadow_history, newest_first_agreed_ones_too) {
+  const auto doc = decode_shadow(shadow_body).value();
+  const std::string out = render_shadow_history(doc, "pod tec/x", "", output_format::table);
+  EXPECT_EQ(out.rfind("Shadow mode, pod tec/x (window 30s): 3 evictions by the built-in taint "
+                      "manager, newest first; 5 older ones dropped.\n\n",
+                      0),
+            0U)
+      << out;
+  const auto header = out.find("DELETED                    NAMESPACE   POD     NODE     TAINT");
+  const auto web0 = out.find("2026-11-23T09:40:12.345Z   shop        web-0   node-2   <none>");
+  const auto job2 = out.find("2026-11-23T09:40:20.000Z   batch       job-2");
+  const auto web1 = out.find("2026-11-23T09:39:00.100Z   shop        web-1");
+  ASSERT_NE(header, std::string::npos) << out;
+  ASSERT_NE(web0, std::string::npos) << out;
+  ASSERT_NE(job2, std::string::npos) << out;
+  ASSERT_NE(web1, std::string::npos) << out;
+  // Settled web-1, job-2, web-0 (theirs alone waits a window): listed by deletion time.
+  EXPECT_LT(header, job2);
+  EXPECT_LT(job2, web0) << "newest first";
+  EXPECT_LT(web0, web1);
+  EXPECT_NE(out.find("never                      only_them   ours made no decision on it\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("2026-11-23T09:39:00.050Z   agreed      both evicted it within the window"),
+            std::string::npos)
+      << out;
+  const std::string shop = render_shadow_history(doc, "s", "shop", output_format::table);
+  EXPECT_NE(shop.find("3 evictions by the built-in taint manager (2 in namespace shop), "),
+            std::string::npos)
+      << shop;
+  EXPECT_EQ(shop.find("job-2"), std::string::npos) << "another namespace";
+  const std::string none = render_shadow_history(doc, "s", "none-here", output_format::table);
+  EXPECT_NE(none.find("(0 in namespace none-here), newest first; 5 older ones dropped.\n"),
+            std::string::npos)
+      << none;
+  EXPECT_EQ(none.find("DELETED"), std::string::npos) << none;
+}
+
+TEST(render_shadow_history, json_and_yaml) {
+  const auto doc = decode_shadow(shadow_body).value();
+  const auto j =
+      nlohmann::json::parse(render_shadow_history(doc, "pod tec/x", "shop", output_format::json));
+  EXPECT_EQ(j["source"], "pod tec/x");
+  EXPECT_EQ(j["windowSeconds"], 30);
+  EXPECT_EQ(j["builtinEvictionsDropped"], 5);
+  ASSERT_EQ(j["builtinEvictions"].size(), 2U);
+  EXPECT_EQ(j["builtinEvictions"][0]["pod"], "shop/web-0") << "newest first";
+  EXPECT_EQ(j["builtinEvictions"][1]["pod"], "shop/web-1");
+  EXPECT_EQ(j["builtinEvictions"][1]["verdict"], "agreed");
+  EXPECT_EQ(j["builtinEvictions"][1]["oursAt"], "2026-11-23T09:39:00.050Z");
+  EXPECT_EQ(j["builtinEvictions"][1]["evidence"], "event: Marking for deletion Pod shop/web-1");
+  const std::string yaml = render_shadow_history(doc, "s", "", output_format::yaml);
+  EXPECT_NE(yaml.find("builtinEvictionsDropped: 5"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("verdict: \"only_them\""), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("disagreements"), std::string::npos) << yaml;
 }
 
 TEST(render_shadow, json_keeps_the_fields) {

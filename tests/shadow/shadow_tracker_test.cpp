@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -39,6 +40,7 @@ protected:
     o.window = 30s;
     o.max_pending = max_pending;
     o.max_disagreements = 3;
+    o.max_builtin_evictions = 3;
     o.clock = clock_;
     o.on_settled = [this](const shadow_settled& s) { settled_.push_back(s); };
     o.node_taints = [](std::string_view node) {
@@ -550,6 +552,86 @@ TEST_F(ShadowTracker, DisagreementsAreARingBufferOfTheLatest) {
   EXPECT_EQ(tracker_.counts().cancelled_both, 1U);
 }
 
+// The built-in's history: each eviction of theirs, agreed ones too, with ours and the verdict;
+// ours alone (only_us) and cancelled on both are no eviction of theirs.
+TEST_F(ShadowTracker, TheBuiltinHistoryHoldsTheirEvictionsAgreedOnesToo) {
+  ours(decision_kind::scheduled, "agreed");
+  their_event("agreed");
+  their_delete("agreed");
+  advance(2s);
+  ours(decision_kind::would_delete, "agreed");
+  ours(decision_kind::would_delete, "ours-only");
+  ours(decision_kind::scheduled, "both-cancel", cancel_reason::none, clock_->wall() + 60s);
+  ours(decision_kind::cancelled, "both-cancel", cancel_reason::untainted, clock_->wall() + 60s);
+  advance(1s);
+  their_delete("theirs-only", disruption_state::true_ours);
+  const auto later = clock_->wall() + 300s;
+  ours(decision_kind::scheduled, "tolerates", cancel_reason::none, later);
+  their_event("tolerates");
+  their_delete("tolerates");
+  advance(31s);
+  auto settled = outcomes();
+  std::sort(settled.begin(), settled.end());
+  ASSERT_EQ(settled,
+            (std::vector<O>{O::agreed, O::only_them, O::only_them, O::only_us, O::cancelled_both}));
+  const auto history = tracker_.builtin_evictions();
+  ASSERT_EQ(history.size(), 3U) << "their evictions only";
+  const auto find = [&history](const std::string& name) {
+    const auto it = std::find_if(history.begin(), history.end(),
+                                 [&name](const builtin_eviction& e) { return e.name == name; });
+    EXPECT_NE(it, history.end()) << name;
+    return it == history.end() ? builtin_eviction{} : *it;
+  };
+  EXPECT_EQ(history[0].name, "agreed") << "settled first";
+  const auto agreed = find("agreed");
+  EXPECT_EQ(agreed.namespace_, "ns");
+  EXPECT_EQ(agreed.uid, "uid-agreed");
+  EXPECT_EQ(agreed.node, "node-1");
+  EXPECT_EQ(agreed.taints, std::vector<std::string>{"key=value:NoExecute"});
+  EXPECT_EQ(agreed.verdict, "agreed");
+  EXPECT_EQ(agreed.reason, "both evicted it within the window");
+  EXPECT_EQ(agreed.evidence, "event: Marking for deletion Pod ns/agreed");
+  EXPECT_DOUBLE_EQ(agreed.delay_seconds, 2.0);
+  EXPECT_LT(agreed.deleted_at, agreed.ours_at) << "theirs 2 s before ours";
+  EXPECT_EQ(agreed.ours_at.size(), std::string("2026-01-01T00:00:00.000Z").size());
+  EXPECT_FALSE(agreed.early);
+  const auto theirs = find("theirs-only");
+  EXPECT_EQ(theirs.name, "theirs-only");
+  EXPECT_EQ(theirs.verdict, "only_them");
+  EXPECT_EQ(theirs.ours_at, "never");
+  EXPECT_EQ(theirs.reason, "ours made no decision on it");
+  EXPECT_EQ(theirs.evidence, "condition: DisruptionTarget DeletionByTaintManager");
+  EXPECT_EQ(theirs.taints, std::vector<std::string>{"node-1-taint:NoExecute"});
+  const auto tolerates = find("tolerates");
+  EXPECT_EQ(tolerates.verdict, "only_them");
+  EXPECT_EQ(tolerates.reason, "ours was due later than the window after theirs");
+  EXPECT_LT(tolerates.deleted_at, tolerates.ours_at);
+  EXPECT_GT(tolerates.settled_at, tolerates.deleted_at);
+  EXPECT_EQ(tracker_.counts().builtin_evictions_dropped, 0U);
+}
+
+TEST_F(ShadowTracker, TheBuiltinHistoryKeepsTheLatestAndCountsTheDropped) {
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = "p" + std::to_string(i);
+    their_event(name);
+    their_delete(name);
+    ours(decision_kind::would_delete, name);
+    advance(1s);
+  }
+  ASSERT_EQ(outcomes(), std::vector<O>(5, O::agreed));
+  const auto history = tracker_.builtin_evictions();
+  ASSERT_EQ(history.size(), 3U) << "max_builtin_evictions";
+  EXPECT_EQ(history[0].name, "p2");
+  EXPECT_EQ(history[2].name, "p4");
+  EXPECT_EQ(tracker_.counts().builtin_evictions_dropped, 2U);
+  EXPECT_EQ(tracker_.counts().agreed, 5U) << "the counts count them all";
+  const auto doc = nlohmann::json::parse(tracker_.report_json());
+  EXPECT_EQ(doc["builtinEvictionsDropped"], 2);
+  ASSERT_EQ(doc["builtinEvictions"].size(), 3U);
+  EXPECT_EQ(doc["builtinEvictions"][0]["pod"], "ns/p2") << "oldest first";
+  EXPECT_EQ(doc["builtinEvictions"][2]["pod"], "ns/p4");
+}
+
 TEST_F(ShadowTracker, ReportJson) {
   their_event("p1");
   their_delete("p1");
@@ -577,6 +659,16 @@ TEST_F(ShadowTracker, ReportJson) {
   EXPECT_EQ(d["taints"], nlohmann::json::array({"key=value:NoExecute"}));
   EXPECT_EQ(d["theirs"], "none");
   EXPECT_EQ(d["at"].get<std::string>().size(), std::string("2026-01-01T00:00:00.000Z").size());
+  EXPECT_EQ(doc["builtinEvictionsDropped"], 0);
+  ASSERT_EQ(doc["builtinEvictions"].size(), 1U) << "p1, agreed";
+  const auto& b = doc["builtinEvictions"][0];
+  EXPECT_EQ(b["pod"], "ns/p1");
+  EXPECT_EQ(b["uid"], "uid-p1");
+  EXPECT_EQ(b["verdict"], "agreed");
+  EXPECT_EQ(b["evidence"], "event: Marking for deletion Pod ns/p1");
+  EXPECT_EQ(b["oursAt"], b["deletedAt"]) << "the same instant on the manual clock";
+  EXPECT_EQ(b["delaySeconds"], 0.0);
+  EXPECT_EQ(b["early"], false);
 }
 
 TEST(ShadowFormat, DescribesTaints) {

@@ -67,6 +67,7 @@ struct invocation {
   bool all_namespaces = false;  ///< -A (pending).
   std::string node;             ///< --node (pending).
   std::string pod;              ///< POD (explain).
+  bool history = false;         ///< --history (shadow): the built-in's evictions, not the verdict.
 };
 
 /// What parse_arguments() decided: an invocation to run, or an exit code with what to print

@@ -37,6 +37,9 @@
 // At most max_pending pods wait; beyond that the oldest is settled early, as its current best
 // guess, and counted (settled_early). A pod settled after their eviction ignores our later
 // notes (a terminating pod may be decided again; both would delete it again, a no-op).
+// Every pod settled as their eviction (agreed, only_them, or only_us when theirs came more than
+// W after ours) is also recorded in the built-in's history (report_records.hpp), the latest
+// max_builtin_evictions of them.
 //
 // Pure logic: no I/O, time from the injected clock (wall clock, as reported). Thread-safe:
 // every member may be called from any thread (one mutex; each call is short). on_settled is
@@ -55,6 +58,7 @@
 #include "tec/base/clock.hpp"
 #include "tec/controller/controller.hpp"
 #include "tec/informers/records.hpp"
+#include "tec/shadow/report_records.hpp"
 
 namespace tec::shadow {
 
@@ -116,6 +120,8 @@ struct shadow_counts {
   /// Our would-delete pods deleted by someone else (no evidence of theirs) before the window
   /// after our decision ended: not compared (neither agreed nor only_us).
   std::uint64_t deleted_by_others = 0;
+  /// Records of the built-in's history dropped to keep its bound (max_builtin_evictions).
+  std::uint64_t builtin_evictions_dropped = 0;
   std::size_t pending = 0;
   double agreed_delay_max = 0;
   double agreed_delay_sum = 0;
@@ -135,6 +141,8 @@ struct shadow_options {
   std::size_t max_pending = 100'000;
   /// Disagreements kept for report_json() (the latest ones).
   std::size_t max_disagreements = 1'000;
+  /// The built-in's evictions kept for report_json() (the latest ones).
+  std::size_t max_builtin_evictions = 1'000;
   /// The clock whose wall() the tracker reads. Empty: base::real_clock().
   std::shared_ptr<base::clock> clock;
   /// The NoExecute taints of a node now (describe_taint() of each), for a pod of theirs we
@@ -165,6 +173,8 @@ public:
   [[nodiscard]] shadow_counts counts() const;
   /// The disagreements kept (oldest first).
   [[nodiscard]] std::vector<shadow_settled> disagreements() const;
+  /// The built-in's evictions kept, agreed ones included (oldest first).
+  [[nodiscard]] std::vector<builtin_eviction> builtin_evictions() const;
   /// The /debug/shadow document (see README "Shadow mode").
   [[nodiscard]] std::string report_json() const;
 
