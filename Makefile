@@ -42,7 +42,8 @@ test-node: build
 # Upstream's NoExecuteTaintManager e2e (Kubernetes 1.20, 6 tests) on a real node of its own:
 # against this controller (make test runs it too, e2e-node.upstream_taints_test), and against
 # kube-controller-manager's taint manager with the controller scaled to 0, for comparison.
-# Root; about 10 minutes each, plus a one-time build of upstream's e2e.test. docs/upstream-e2e.md.
+# Root; about 7 minutes each (a minute of it the cluster), plus a one-time build of upstream's
+# e2e.test. docs/upstream-e2e.md.
 conformance: configure
 	@cmake --build --preset default -j $(JOBS) --target taint-eviction-controller
 	@scripts/conformance.sh build/bin/taint-eviction-controller
