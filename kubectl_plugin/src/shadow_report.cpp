@@ -64,6 +64,7 @@ base::result<shadow_doc> decode_shadow(std::string_view body) {
   out.only_them = count(c, "onlyThem");
   out.only_us = count(c, "onlyUs");
   out.cancelled_both = count(c, "cancelledBoth");
+  out.ambiguous = count(c, "ambiguous");
   out.deleted_by_others = count(c, "deletedByOthers");
   out.pending = count(c, "pending");
   out.settled_early = count(doc, "settledEarly");
@@ -109,6 +110,7 @@ std::string render_shadow(const shadow_doc& doc, const std::string& source,
           {"onlyThem", doc.only_them},
           {"onlyUs", doc.only_us},
           {"cancelledBoth", doc.cancelled_both},
+          {"ambiguous", doc.ambiguous},
           {"deletedByOthers", doc.deleted_by_others},
           {"pending", doc.pending}}},
         {"settledEarly", doc.settled_early},
@@ -116,13 +118,14 @@ std::string render_shadow(const shadow_doc& doc, const std::string& source,
         {"disagreements", std::move(list)}};
     return format == output_format::json ? render_json(out) : render_yaml(out);
   }
-  const bool differ = doc.only_them > 0 || doc.only_us > 0;
+  const bool differ = doc.only_them > 0 || doc.only_us > 0 || doc.ambiguous > 0;
   std::string text =
       "Shadow mode, " + source + " (window " + seconds_text(doc.window_seconds) + "): agreed " +
       std::to_string(doc.agreed) + ", only_them " + std::to_string(doc.only_them) +
       " (the built-in evicted, ours would not), only_us " + std::to_string(doc.only_us) +
       " (ours would have evicted, the built-in did not), " + "cancelled_both " +
-      std::to_string(doc.cancelled_both) + ", deleted_by_others " +
+      std::to_string(doc.cancelled_both) + ", ambiguous " + std::to_string(doc.ambiguous) +
+      " (possibly the built-in's, not proven), deleted_by_others " +
       std::to_string(doc.deleted_by_others) + ", open " + std::to_string(doc.pending) + ".\n";
   if (doc.agreed > 0) {
     text += "Agreed evictions were " + seconds_text(doc.agreed_delay_mean) +

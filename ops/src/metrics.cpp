@@ -543,9 +543,11 @@ std::vector<double> shadow_agreement_delay_buckets() {
 shadow_metrics register_shadow_metrics(registry& r) {
   auto& decisions = r.add_counter(
       full_name("shadow_decisions_total"),
-      "Shadow mode: pods settled by outcome (agreed, only_them, only_us, cancelled_both).",
+      "Shadow mode: pods settled by outcome (agreed, only_them, only_us, cancelled_both, "
+      "ambiguous).",
       {"outcome"});
-  for (const std::string_view outcome : {"agreed", "only_them", "only_us", "cancelled_both"}) {
+  for (const std::string_view outcome :
+       {"agreed", "only_them", "only_us", "cancelled_both", "ambiguous"}) {
     decisions.with({outcome});
   }
   return shadow_metrics{

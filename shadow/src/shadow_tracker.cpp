@@ -1,5 +1,6 @@
 #include "tec/shadow/shadow_tracker.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -35,7 +36,8 @@ std::string millis(time_point t) {
 }
 
 bool disagrees(shadow_outcome outcome) {
-  return outcome == shadow_outcome::only_them || outcome == shadow_outcome::only_us;
+  return outcome == shadow_outcome::only_them || outcome == shadow_outcome::only_us ||
+         outcome == shadow_outcome::ambiguous;
 }
 
 double seconds_between(time_point a, time_point b) {
@@ -74,11 +76,34 @@ struct outcome_row {
   std::string_view name;
   std::uint64_t shadow_counts::*counter;
 };
-constexpr std::array<outcome_row, 4> outcomes = {
+constexpr std::array<outcome_row, 5> outcomes = {
     {{"agreed", &shadow_counts::agreed},
      {"only_them", &shadow_counts::only_them},
      {"only_us", &shadow_counts::only_us},
-     {"cancelled_both", &shadow_counts::cancelled_both}}};
+     {"cancelled_both", &shadow_counts::cancelled_both},
+     {"ambiguous", &shadow_counts::ambiguous}}};
+
+// When ours would have evicted a pod (fired, or due when it found the pod gone), kept by pod
+// name: the built-in one, deciding as ours does, deleted that name then, by name.
+struct due_mark {
+  time_point due;
+  std::string uid;
+};
+
+// Drops the oldest items of each list of `by_name` while `old` says so (each list is oldest
+// first), and the lists left empty; `count` counts the items of all lists.
+template <typename Item, typename Old>
+void drop_older(std::unordered_map<std::string, std::deque<Item>>& by_name, std::size_t& count,
+                Old old) {
+  for (auto it = by_name.begin(); it != by_name.end();) {
+    auto& list = it->second;
+    while (!list.empty() && old(list.front())) {
+      list.pop_front();
+      --count;
+    }
+    it = list.empty() ? by_name.erase(it) : std::next(it);
+  }
+}
 
 }  // namespace
 
@@ -139,6 +164,8 @@ struct shadow_tracker::impl {
   std::unordered_map<std::string, std::set<std::string>> by_name;  // ns/name -> uids
   std::unordered_map<std::string, std::deque<mark>> marks;         // ns/name
   std::size_t mark_count = 0;
+  std::unordered_map<std::string, std::deque<due_mark>> dues;  // ns/name, oldest first
+  std::size_t due_count = 0;
   // UIDs settled after their eviction: later notes for them are ignored. Bounded (FIFO).
   std::unordered_set<std::string> done;
   std::deque<std::string> done_order;
@@ -247,6 +274,49 @@ struct shadow_tracker::impl {
     if (list.empty()) {
       marks.erase(m);
     }
+  }
+
+  // Caller holds mu. Ours would have evicted `pod` at `due`.
+  void note_due(const controller::pod_ref& pod, time_point due) {
+    if (due_count >= opts.max_pending) {
+      return;
+    }
+    auto& list = dues[name_key(pod.namespace_, pod.name)];
+    list.push_back(due_mark{due, pod.uid});
+    ++due_count;
+    if (list.size() > marks_per_name) {
+      list.pop_front();
+      --due_count;
+    }
+  }
+
+  // Why `e`, deleted gracefully without evidence of theirs, may be their wrong deletion: ours
+  // would have evicted another pod of its name at most W before (see the header); empty if not.
+  [[nodiscard]] std::string ambiguity(const entry& e) const {
+    if (!e.deleted_at || forced(e) ||
+        !(e.ours == ours_state::none ||
+          (e.ours == ours_state::cancelled && e.reason != cancel_reason::untainted))) {
+      return {};
+    }
+    const auto d = dues.find(name_key(e.pod.namespace_, e.pod.name));
+    if (d == dues.end()) {
+      return {};
+    }
+    const due_mark* nearest = nullptr;
+    for (const auto& m : d->second) {
+      if (m.uid != e.pod.uid && m.due <= *e.deleted_at + opts.forced_within &&
+          *e.deleted_at - m.due <= window() && (nearest == nullptr || m.due > nearest->due)) {
+        nearest = &m;
+      }
+    }
+    if (nearest == nullptr) {
+      return {};
+    }
+    return fmt::format(
+        "deleted gracefully {:.3f} s after the built-in was due to evict the previous pod of this "
+        "name (uid {}), and its DELETE goes by name (before 1.29); no event or condition proves "
+        "it theirs (client-go drops its Events about a name past 25 in 5 minutes)",
+        std::chrono::duration<double>(*e.deleted_at - nearest->due).count(), nearest->uid);
   }
 
   void remove(const std::string& uid) {
@@ -388,6 +458,9 @@ struct shadow_tracker::impl {
     if (waiting) {
       return {};
     }
+    if (std::string why_ambiguous = ambiguity(e); !why_ambiguous.empty()) {
+      return {true, shadow_outcome::ambiguous, 0, false, std::move(why_ambiguous)};
+    }
     switch (e.ours) {
       case ours_state::would_delete:
         if (e.deleted_at && *e.deleted_at <= e.ours_at + w) {
@@ -435,6 +508,8 @@ struct shadow_tracker::impl {
       if (v.outcome) {
         history.add(builtin_record(e, v, now, early));
       }
+    } else if (v.outcome == shadow_outcome::ambiguous) {
+      history.add(builtin_record(e, v, now, early));
     }
     if (early) {
       ++counts.settled_early;
@@ -449,7 +524,9 @@ struct shadow_tracker::impl {
       s.node = e.node;
       s.taints = e.taints;
       s.ours = describe_ours(e);
-      s.theirs = describe_theirs(e);
+      s.theirs = *v.outcome == shadow_outcome::ambiguous
+                     ? "deleted at " + millis(*e.deleted_at) + " (no evidence: " + v.reason + ")"
+                     : describe_theirs(e);
       s.at = now;
       s.delay_seconds = v.delay;
       s.early = early;
@@ -470,8 +547,8 @@ struct shadow_tracker::impl {
   }
 
   // The built-in's history record of `e`, their eviction, settled at `now` as `v` says.
-  [[nodiscard]] static builtin_eviction builtin_record(const entry& e, const verdict& v,
-                                                       time_point now, bool early) {
+  [[nodiscard]] builtin_eviction builtin_record(const entry& e, const verdict& v, time_point now,
+                                                bool early) {
     builtin_eviction r;
     r.namespace_ = e.pod.namespace_;
     r.name = e.pod.name;
@@ -479,7 +556,7 @@ struct shadow_tracker::impl {
     r.node = e.node;
     r.taints = e.taints;
     r.deleted_at = millis(*e.deleted_at);
-    r.evidence = evidence(e);
+    r.evidence = confirmed(e) ? evidence(e) : std::string("none");
     const auto ours = ours_deletion(e);
     r.ours_at = ours ? millis(*ours) : std::string("never");
     assert(v.outcome);  // their eviction always settles with one
@@ -563,6 +640,11 @@ void shadow_tracker::note(const shadow_note& n) {
           e.reason = n.reason;
           break;
       }
+    }
+    if (n.kind == decision_kind::would_delete ||
+        (n.kind == decision_kind::cancelled && n.reason == cancel_reason::pod_gone &&
+         n.due <= n.at)) {
+      impl_->note_due(n.pod, n.kind == decision_kind::would_delete ? n.at : n.due);
     }
     impl_->try_settle(n.pod.uid, impl_->opts.clock->wall(), out);
   }
@@ -700,15 +782,11 @@ void shadow_tracker::sweep() {
       impl_->try_settle(uid, now, out);
     }
     // Occurrences older than twice the window can no longer prove anything (a force-deleted
-    // pod deleted up to W after one claims it up to W after its deletion).
-    for (auto it = impl_->marks.begin(); it != impl_->marks.end();) {
-      auto& list = it->second;
-      while (!list.empty() && list.front().at + 2 * impl_->window() < now) {
-        list.pop_front();
-        --impl_->mark_count;
-      }
-      it = list.empty() ? impl_->marks.erase(it) : std::next(it);
-    }
+    // pod deleted up to W after one claims it up to W after its deletion); ours due up to W
+    // before a deletion W old at most (ambiguity()).
+    const auto limit = now - 2 * impl_->window();
+    drop_older(impl_->marks, impl_->mark_count, [&](const mark& m) { return m.at < limit; });
+    drop_older(impl_->dues, impl_->due_count, [&](const due_mark& d) { return d.due < limit; });
   }
   impl_->publish(out);
 }
@@ -744,11 +822,9 @@ std::string shadow_tracker::report_json() const {
   } else {
     doc["windowSeconds"] = std::chrono::duration<double>(window).count();
   }
-  doc["counts"] = {{"agreed", c.agreed},
-                   {"onlyThem", c.only_them},
-                   {"onlyUs", c.only_us},
-                   {"cancelledBoth", c.cancelled_both},
-                   {"deletedByOthers", c.deleted_by_others},
+  doc["counts"] = {{"agreed", c.agreed},       {"onlyThem", c.only_them},
+                   {"onlyUs", c.only_us},      {"cancelledBoth", c.cancelled_both},
+                   {"ambiguous", c.ambiguous}, {"deletedByOthers", c.deleted_by_others},
                    {"pending", c.pending}};
   doc["settledEarly"] = c.settled_early;
   doc["agreedDelaySeconds"] = {

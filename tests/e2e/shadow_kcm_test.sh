@@ -396,21 +396,32 @@ fi
 # and after 25 of them (Marking and Cancelling alike) client-go's spam filter drops its Events
 # for that name (one every 5 minutes). Each round the driver force-deletes the second pod it
 # created, so every name-only occurrence is there for a pod someone else deleted. Checked per
-# round (ground truth: only the built-in deletes gracefully): every second pod it deleted in a
-# round where its Marking Event's count rose is only_them; no second pod the driver force-deleted is listed; no first pod is only_us (a pod
-# ours would delete and someone else deleted is not compared). Before the fix, 40 rounds listed 25
-# of the driver's deletions as only_them and 12 of the first pods as only_us.
+# round (ground truth: only the built-in deletes gracefully): every second pod it deleted is
+# listed once, only_them in a round where its Marking Event's count rose, ambiguous (naming the
+# first pod's uid) in one past the spam filter (before issue 47 those were not listed at all);
+# no second pod the driver force-deleted is listed; no first pod is only_us or ambiguous (a pod
+# ours would delete and someone else deleted is not compared). Before the fix of issue 33, 40
+# rounds listed 25 of the driver's deletions as only_them and 12 of the first pods as only_us.
 if phase C; then
 C_ROUNDS=${C_ROUNDS:-30}
 TAINTED=$(node ct)
 UNTAINTED=$(node cu)
 race_setup unthrottled 1000
-timeout $((C_ROUNDS * 30)) python3 "$E2E_DIR/shadow_race.py" "$API" "$WORK/ca.crt" "$WORK/auth.h" \
-  "$NS" sts-0 "$TAINTED" "$UNTAINTED" "$C_ROUNDS" "$WORK/c_rounds" 2 \
+# Then rounds go on until C_BLIND of them had a wrong deletion past the spam filter (the
+# ambiguous case), C_MAX_ROUNDS in all at most.
+C_BLIND=${C_BLIND:-2}
+C_MAX_ROUNDS=${C_MAX_ROUNDS:-$((C_ROUNDS + 90))}
+timeout $((C_MAX_ROUNDS * 30)) python3 "$E2E_DIR/shadow_race.py" "$API" "$WORK/ca.crt" "$WORK/auth.h" \
+  "$NS" sts-0 "$TAINTED" "$UNTAINTED" "$C_ROUNDS" "$WORK/c_rounds" 2 "$C_BLIND" "$C_MAX_ROUNDS" \
   || fail "the race driver failed: $(tail -n 3 "$WORK/c_rounds" 2>/dev/null)"
 c_wrong=$(awk '$6 == 1' "$WORK/c_rounds" | wc -l)
+c_blind=$(awk '{ if ($6 == 1 && $7 <= m) n++; if ($7 > m) m = $7 } END { print n + 0 }' "$WORK/c_rounds")
 c_marking=$(tail -n 1 "$WORK/c_rounds" | cut -d' ' -f7)
-log "$C_ROUNDS rounds: kube-controller-manager deleted $c_wrong re-created pods; its Marking Event's count is $c_marking (${SECONDS} s)"
+c_done=$(wc -l <"$WORK/c_rounds")
+log "$c_done rounds: kube-controller-manager deleted $c_wrong re-created pods, $c_blind of them past its Events' spam filter; its Marking Event's count is $c_marking (${SECONDS} s)"
+# The machine decides whether it races: too few races is no failure, but says so.
+[ "$c_blind" -gt 0 ] \
+  || log "NOTE: no wrong deletion past the spam filter in $c_done rounds: the ambiguous case was not exercised this run"
 [ -z "${C_OUT:-}" ] || cp "$WORK/c_rounds" "$C_OUT"
 # check_rounds: the first problem of the last shadow_get against the rounds, nothing if none.
 check_rounds() {
@@ -424,14 +435,20 @@ for line in open(sys.argv[2]):
     rnd, _, uid1, _, uid2, theirs, marking = line.split()
     evidence, count = int(marking) > count, max(count, int(marking))
     got = listed.get(uid2, [])
-    # Past client-go's spam filter their eviction has no Event: not recognised (README).
-    if theirs == "1" and evidence and [d["outcome"] for d in got] != ["only_them"]:
-        print(f"round {rnd}: the re-created pod it deleted (uid {uid2}) is listed as {got}")
+    # Past client-go's spam filter their eviction has no Event: ambiguous, with why. The count
+    # read after a round may miss that round's Event (it is written after the DELETE) and the
+    # next one count it: a round without a rise may still have had its Event.
+    want = [["only_them"]] if evidence else [["only_them"], ["ambiguous"]]
+    if theirs == "1" and [d["outcome"] for d in got] not in want:
+        print(f"round {rnd}: the re-created pod it deleted (uid {uid2}) is listed as {got}, not one of {want}")
+        break
+    if theirs == "1" and got[0]["outcome"] == "ambiguous" and f"(uid {uid1})" not in got[0]["theirs"]:
+        print(f"round {rnd}: the ambiguous re-created pod (uid {uid2}) does not name the first pod: {got}")
         break
     if theirs == "0" and got:
         print(f"round {rnd}: the re-created pod the driver deleted (uid {uid2}) is listed as {got}")
         break
-    if any(d["outcome"] == "only_us" for d in listed.get(uid1, [])):
+    if any(d["outcome"] in ("only_us", "ambiguous") for d in listed.get(uid1, [])):
         print(f"round {rnd}: the first pod (uid {uid1}) is listed as {listed[uid1]}")
         break
 EOP2
@@ -448,7 +465,8 @@ while :; do
 done
 [ -z "${C_REPORT:-}" ] || cp "$WORK/shadow.json" "$C_REPORT"
 read -r agreed only_them only_us cancelled pending <<<"$(shadow_counts)"
-log "report: agreed $agreed, onlyThem $only_them, onlyUs $only_us; all $c_wrong wrong evictions only_them, none of the driver's deletions listed (${SECONDS} s)"
+c_ambiguous=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counts"].get("ambiguous", -1))' "$WORK/shadow.json")
+log "report: agreed $agreed, onlyThem $only_them, onlyUs $only_us, ambiguous $c_ambiguous; all $c_wrong wrong evictions only_them (with their Event) or ambiguous (past the spam filter), none of the driver's deletions listed (${SECONDS} s)"
 stop_kcm
 fi
 

@@ -1,6 +1,7 @@
 # The same-name race of tests/e2e/shadow_kcm_test.sh (phase C) against an unthrottled
 # kube-controller-manager, driven from one process (its reaction is a matter of milliseconds).
-# argv: API CA AUTH_HEADER_FILE NS NAME TAINTED UNTAINTED ROUNDS OUT [SETTLE_SECONDS]
+# argv: API CA AUTH_HEADER_FILE NS NAME TAINTED UNTAINTED ROUNDS OUT [SETTLE_SECONDS
+#       [BLIND_WANTED MAX_ROUNDS]]
 # Per round: POST NAME on TAINTED; after 0, 3, 6 or 9 ms (about the built-in's reaction time on
 # this machine) force-delete it (uid precondition) and POST NAME on UNTAINTED; watch for up to
 # SETTLE s (default 3) whether the re-created pod gets a deletionTimestamp (the built-in's
@@ -9,7 +10,12 @@
 # force-delete the re-created pod. One line per round to OUT: "round delay_ms uid1
 # uid1_terminating_before_the_force_delete(0/1) uid2 uid2_deleted_by_them(0/1) marking_count",
 # the last the count of the built-in's Marking Event for NAME after the round (it stops rising
-# once client-go's spam filter drops its Events).
+# once client-go's spam filter drops its Events). After ROUNDS rounds, rounds go on (up to
+# MAX_ROUNDS in all) until BLIND_WANTED rounds had the re-created pod deleted by the built-in with
+# no rise of that count (past the spam filter: nothing proves it theirs), with delay 0 and no
+# GET before the force-delete (the only delay that races here: the built-in's DELETE finds the
+# first pod gone, and its retry by name 10 ms later hits the second); first_terminating is 0
+# for those.
 import http.client, json, ssl, sys, time, urllib.parse
 api, ca, tokfile, ns, name, tainted, untainted, rounds, out = sys.argv[1:10]
 rounds = int(rounds)
@@ -63,13 +69,19 @@ def marking_count():
                if e.get("message", "").startswith("Marking for deletion")) if s == 200 else -1
 
 SETTLE = float(sys.argv[10]) if len(sys.argv) > 10 else 3.0
+BLIND_WANTED = int(sys.argv[11]) if len(sys.argv) > 11 else 0
+MAX_ROUNDS = int(sys.argv[12]) if len(sys.argv) > 12 else rounds
+blind, last_count, r = 0, 0, 0
 with open(out, "w") as f:
-    for r in range(1, rounds + 1):
-        delay = (r % 4) * 0.003
+    while r < rounds or (blind < BLIND_WANTED and r < MAX_ROUNDS):
+        r += 1
+        delay = (r % 4) * 0.003 if r <= rounds else 0.0
         uid1 = create(tainted)
-        time.sleep(delay)
-        uid, ts = get()
-        first_theirs = int(uid == uid1 and ts is not None)
+        first_theirs = 0
+        if r <= rounds:
+            time.sleep(delay)
+            uid, ts = get()
+            first_theirs = int(uid == uid1 and ts is not None)
         force_delete(uid1)
         uid2 = create(untainted)
         theirs = 0
@@ -84,6 +96,9 @@ with open(out, "w") as f:
         force_delete(uid2)
         while get()[0] == uid2:
             time.sleep(0.05)
-        f.write(f"{r} {int(delay*1000)} {uid1} {first_theirs} {uid2} {theirs} {marking_count()}\n")
+        count = marking_count()
+        blind += int(theirs == 1 and count <= last_count)
+        last_count = max(last_count, count)
+        f.write(f"{r} {int(delay*1000)} {uid1} {first_theirs} {uid2} {theirs} {count}\n")
         f.flush()
         time.sleep(1.0)

@@ -103,7 +103,7 @@ plugin_bin="${TEC_PLUGIN_BIN:-$(dirname "$TEC_BIN")/kubectl-taint_eviction}"
 out=$(timeout 60 "$plugin_bin" shadow --controller-url "$METRICS_URL" 2>&1) \
   || fail "kubectl taint-eviction shadow failed: $out"
 log "kubectl taint-eviction shadow:"$'\n'"$out"
-grep -q "^Shadow mode, $METRICS_URL (window 3s): agreed 1, only_them 1 (.*), only_us 1 (.*), cancelled_both 0, deleted_by_others 0, open 0\.\$" <<<"$out" \
+grep -q "^Shadow mode, $METRICS_URL (window 3s): agreed 1, only_them 1 (.*), only_us 1 (.*), cancelled_both 0, ambiguous 0 (.*), deleted_by_others 0, open 0\.\$" <<<"$out" \
   || fail "the plugin's shadow summary is not agreed 1, only_them 1, only_us 1"
 grep -q "^only_them  *$NS  *p3  *$NODE  *testTaint1=test1:NoExecute  *none  *deleted at " <<<"$out" \
   || fail "the plugin's shadow table has no only_them row for p3"

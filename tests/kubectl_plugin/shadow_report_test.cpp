@@ -9,8 +9,8 @@ namespace {
 
 // The document as docs/operations.md ("Shadow mode") shows it.
 const std::string shadow_body = R"json({"windowSeconds": 30,
- "counts": {"agreed": 4, "onlyThem": 1, "onlyUs": 1, "cancelledBoth": 1, "deletedByOthers": 2,
-            "pending": 3},
+ "counts": {"agreed": 4, "onlyThem": 1, "onlyUs": 1, "cancelledBoth": 1, "ambiguous": 5,
+            "deletedByOthers": 2, "pending": 3},
  "settledEarly": 0,
  "agreedDelaySeconds": {"max": 0.09, "mean": 0.04},
  "disagreements": [
@@ -52,6 +52,7 @@ TEST(decode_shadow, reads_the_document) {
   EXPECT_EQ(d.only_them, 1);
   EXPECT_EQ(d.only_us, 1);
   EXPECT_EQ(d.cancelled_both, 1);
+  EXPECT_EQ(d.ambiguous, 5);
   EXPECT_EQ(d.deleted_by_others, 2);
   EXPECT_EQ(d.pending, 3);
   EXPECT_DOUBLE_EQ(d.agreed_delay_max, 0.09);
@@ -79,7 +80,8 @@ TEST(render_shadow, a_summary_and_the_disagreements) {
   const std::string out = render_shadow(doc, "pod tec/x", "", output_format::table);
   EXPECT_NE(out.find("Shadow mode, pod tec/x (window 30s): agreed 4, only_them 1 (the built-in "
                      "evicted, ours would not), only_us 1 (ours would have evicted, the built-in "
-                     "did not), cancelled_both 1, deleted_by_others 2, open 3.\n"),
+                     "did not), cancelled_both 1, ambiguous 5 (possibly the built-in's, not "
+                     "proven), deleted_by_others 2, open 3.\n"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("0.04s apart on average (at most 0.09s)"), std::string::npos) << out;
@@ -98,6 +100,7 @@ TEST(render_shadow, no_disagreement_says_so) {
   auto doc = decode_shadow(shadow_body).value();
   doc.only_them = 0;
   doc.only_us = 0;
+  doc.ambiguous = 0;
   doc.disagreements.clear();
   const std::string out = render_shadow(doc, "s", "", output_format::table);
   EXPECT_NE(out.find("No disagreement: switching over would have changed nothing so far."),

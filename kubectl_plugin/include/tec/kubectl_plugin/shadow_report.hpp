@@ -27,6 +27,7 @@ struct shadow_doc {
   std::int64_t only_them = 0;
   std::int64_t only_us = 0;
   std::int64_t cancelled_both = 0;
+  std::int64_t ambiguous = 0;
   std::int64_t deleted_by_others = 0;
   std::int64_t pending = 0;
   std::int64_t settled_early = 0;

@@ -274,8 +274,8 @@ struct standard_metrics {
 
 /// Shadow mode's metrics (registered only with --shadow; see register_shadow_metrics).
 struct shadow_metrics {
-  /// Settled pods by outcome: agreed, only_them, only_us, cancelled_both (every child exists
-  /// from the start, at 0).
+  /// Settled pods by outcome: agreed, only_them, only_us, cancelled_both, ambiguous (every child
+  /// exists from the start, at 0).
   counter_family& decisions;
   /// |their eviction time - ours| for agreed pods, in seconds.
   histogram& agreement_delay;

@@ -34,6 +34,14 @@
 // - ours cancelled (untainted or tolerated) and no theirs within W: cancelled_both.
 // - ours cancelled because the pod went away or was replaced, with no theirs: not reported
 //   (someone else deleted it).
+// - ours none (or cancelled because the pod went away or was replaced), deleted gracefully by
+//   someone with no evidence of theirs, and ours would have evicted another pod of the same
+//   name (a predecessor, another uid) at most W before that deletion: ambiguous, settled at the
+//   deletion + W. The built-in one deciding as ours does was evicting that name then, and
+//   before 1.29 its DELETE goes by name, so it may be its wrong deletion of the re-created pod
+//   whose Event client-go's spam filter dropped (25 per name, then one per 5 minutes); or
+//   someone else's. Listed with the reason, in the built-in's history too (verdict ambiguous),
+//   so that every wrong deletion of theirs is accounted for, as theirs or as ambiguous.
 // At most max_pending pods wait; beyond that the oldest is settled early, as its current best
 // guess, and counted (settled_early). A pod settled after their eviction ignores our later
 // notes (a terminating pod may be decided again; both would delete it again, a no-op).
@@ -62,9 +70,9 @@
 
 namespace tec::shadow {
 
-enum class shadow_outcome : std::uint8_t { agreed, only_them, only_us, cancelled_both };
+enum class shadow_outcome : std::uint8_t { agreed, only_them, only_us, cancelled_both, ambiguous };
 
-/// "agreed", "only_them", "only_us", "cancelled_both" (the metric's outcome label).
+/// "agreed", "only_them", "only_us", "cancelled_both", "ambiguous" (the metric's outcome label).
 [[nodiscard]] std::string_view to_string(shadow_outcome outcome) noexcept;
 
 /// A NoExecute taint as "key=value:NoExecute" ("key:NoExecute" without a value).
@@ -104,8 +112,10 @@ struct shadow_settled {
   controller::pod_ref pod;
   std::string node;
   std::vector<std::string> taints;
-  std::string ours;    ///< "none", "would delete at T", "scheduled for T", "cancelled at T (why)"
-  std::string theirs;  ///< "deleted at T (event: MESSAGE)", "deleted at T (condition ...)", "none"
+  std::string ours;  ///< "none", "would delete at T", "scheduled for T", "cancelled at T (why)"
+  /// "deleted at T (event: MESSAGE)", "deleted at T (condition ...)", "none", or for ambiguous
+  /// "deleted at T (no evidence: WHY)".
+  std::string theirs;
   base::wall_clock::time_point at{};  ///< When it was settled.
   double delay_seconds = 0;           ///< agreed: |their time - ours|.
   bool early = false;                 ///< Settled early, as a best guess (the pending bound).
@@ -116,6 +126,7 @@ struct shadow_counts {
   std::uint64_t only_them = 0;
   std::uint64_t only_us = 0;
   std::uint64_t cancelled_both = 0;
+  std::uint64_t ambiguous = 0;
   std::uint64_t settled_early = 0;  ///< Settled before their time by the pending bound.
   /// Our would-delete pods deleted by someone else (no evidence of theirs) before the window
   /// after our decision ended: not compared (neither agreed nor only_us).
