@@ -6,6 +6,9 @@
 # local process. `make demo-down` (scripts/demo.sh down): stop everything.
 #
 #   scripts/demo.sh [up]   start (or restart) everything and run the scenario; leaves it all up
+#   scripts/demo.sh cold [JOBS]  `make demo`: install the dependencies, configure, build what the
+#                          demo runs (prepare), then up; a table of the stages' times at the end
+#                          (also in .local/demo/stages.txt)
 #   scripts/demo.sh breaker  `make demo-breaker`: the storm breaker and the rate limit holding a
 #                          mistyped `kubectl taint` of every node (a control plane of its own,
 #                          no kubelet, the controller as a local process with a policy file)
@@ -30,6 +33,31 @@ readonly PID_FILE="$DEMO_DIR/controller.pid"
 readonly LOG_FILE="$DEMO_DIR/controller.log"
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Stage times of `demo.sh cold` (see stage_table), when it set TEC_DEMO_STAGES and TEC_DEMO_T0.
+# stage_mark NAME START END RESULT (START and END: seconds since the epoch).
+stage_mark() {
+  [ -n "${TEC_DEMO_STAGES:-}" ] || return 0
+  printf '%s|%s|%s|%s\n' "$1" $(($2 - TEC_DEMO_T0)) $(($3 - $2)) "$4" >>"$TEC_DEMO_STAGES"
+}
+# timed NAME CMD...: runs CMD, marks its stage, returns its status.
+timed() {
+  local name=$1 t rc=0
+  shift
+  t=$(date +%s)
+  "$@" || rc=$?
+  stage_mark "$name" "$t" "$(date +%s)" "$([ "$rc" -eq 0 ] && echo ok || echo "failed ($rc)")"
+  return "$rc"
+}
+stage_table() {
+  [ -s "${TEC_DEMO_STAGES:-}" ] || return 0
+  echo
+  echo "make demo: stages ($(date -u +%FT%TZ); $(nproc) cores; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+  printf '%-16s %8s %9s  %s\n' stage "start s" seconds result
+  while IFS='|' read -r name start secs result; do
+    printf '%-16s %8s %9s  %s\n' "$name" "$start" "$secs" "$result"
+  done <"$TEC_DEMO_STAGES"
+  printf '%-16s %8s %9s\n' total 0 $(($(date +%s) - TEC_DEMO_T0))
+}
 die() { echo "demo: $*" >&2; exit 1; }
 k() { timeout 60 kubectl --request-timeout=20s "$@"; }
 # The kubectl plugin built beside the controller, as `kubectl taint-eviction` would run it.
@@ -68,13 +96,14 @@ node_demo() {
   echo "The controller image: the runtime stage of deploy/Dockerfile with $BIN"
   echo "(first run: builds the kube binaries, a debootstrap base image and the pause image; cached after)"
   local t0=$SECONDS
-  "$CLUSTER" up --node --controller-binary "$BIN"
+  timed up "$CLUSTER" up --node --controller-binary "$BIN"
   echo "up in $((SECONDS - t0)) s"
   KUBECONFIG="$("$CLUSTER" env | sed -n 's/^export KUBECONFIG=//p')"
   export KUBECONFIG
   # shellcheck disable=SC1091
   source "${TEC_CLUSTER_DIR:-$ROOT/.local/cluster}/env"
-  local node=$TEC_CLUSTER_NODE_NAME image=$TEC_CLUSTER_WORKLOAD_IMAGE
+  local node=$TEC_CLUSTER_NODE_NAME image=$TEC_CLUSTER_WORKLOAD_IMAGE scenario_t0
+  scenario_t0=$(date +%s)
   stop_controller  # a controller process left by a demo without a kubelet
 
   say "The node and the controller (kubectl apply -k: deploy/ + deploy/local/node-overlay)"
@@ -134,6 +163,7 @@ node_demo() {
   echo "(RUNNING goes to 0, the pods vanish); the ReplicaSet's replacements stay Pending (the node is"
   echo "tainted); tolerates-10s goes after ~10 s; tolerates-forever and the controller stay. A pod"
   echo "object goes once the kubelet has removed its sandbox (its container GC runs once a minute)."
+  stage_mark scenario "$scenario_t0" "$(date +%s)" ok
 
   cat <<EOT
 
@@ -335,18 +365,18 @@ prepare() {
   if [ "${TEC_DEMO_NODE:-1}" != 0 ] && "$CLUSTER" node-preflight >/dev/null 2>&1; then node=1; fi
   mkdir -p "$DEMO_DIR"
   say "Building what the demo runs (first run: the kube binaries from source, about 10 minutes; logs in $DEMO_DIR)"
-  cmake --build --preset default -j "$jobs" --target taint-eviction-controller \
+  timed build cmake --build --preset default -j "$jobs" --target taint-eviction-controller \
     kubectl-taint_eviction >"$DEMO_DIR/build-controller.log" 2>&1 &
   pids+=($!) names+=("the controller (build-controller.log)")
   if [ "$node" -eq 1 ]; then
-    "$CLUSTER" build kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy \
-      >"$DEMO_DIR/build-kube.log" 2>&1 &
+    timed "kube binaries" "$CLUSTER" build kube-apiserver kube-controller-manager kube-scheduler \
+      kubelet kube-proxy >"$DEMO_DIR/build-kube.log" 2>&1 &
     pids+=($!) names+=("the kube binaries (build-kube.log)")
-    (for image in base pause workload; do "$ROOT/deploy/local/images.sh" "$image" || exit 1; done) \
-      >"$DEMO_DIR/build-images.log" 2>&1 &
+    timed images bash -c 'for image in base pause workload; do "$1" "$image" || exit 1; done' _ \
+      "$ROOT/deploy/local/images.sh" >"$DEMO_DIR/build-images.log" 2>&1 &
     pids+=($!) names+=("the base, pause and workload images (build-images.log)")
   else
-    "$CLUSTER" build kube-apiserver >"$DEMO_DIR/build-kube.log" 2>&1 &
+    timed "kube binaries" "$CLUSTER" build kube-apiserver >"$DEMO_DIR/build-kube.log" 2>&1 &
     pids+=($!) names+=("kube-apiserver (build-kube.log)")
   fi
   for i in "${!pids[@]}"; do
@@ -379,8 +409,21 @@ case "${1:-up}" in
     prepare "${2:-2}"
     exit $?
     ;;
+  cold)
+    mkdir -p "$DEMO_DIR"
+    export TEC_DEMO_STAGES="$DEMO_DIR/stages.txt" TEC_DEMO_T0
+    TEC_DEMO_T0=$(date +%s)
+    : >"$TEC_DEMO_STAGES"
+    timed deps scripts/install-deps.sh || { stage_table; exit 1; }
+    timed configure bash -c 'cmake --preset default >/dev/null' || { stage_table; exit 1; }
+    prepare "${2:-2}" || { stage_table; exit 1; }
+    rc=0
+    "$0" up || rc=$?
+    stage_table
+    exit "$rc"
+    ;;
   up) ;;
-  *) echo "usage: $0 [up|prepare [JOBS]|breaker|down]" >&2; exit 2 ;;
+  *) echo "usage: $0 [up|cold [JOBS]|prepare [JOBS]|breaker|down]" >&2; exit 2 ;;
 esac
 
 [ -x "$BIN" ] || die "no controller binary at $BIN (run 'make build' or set TEC_BIN)"
@@ -401,7 +444,8 @@ if [ "${TEC_DEMO_NODE:-1}" != 0 ]; then
 fi
 
 say "Local control plane (etcd + kube-apiserver v1.20.2, no kubelet, no scheduler)"
-"$CLUSTER" up
+timed up "$CLUSTER" up
+scenario_t0=$(date +%s)
 KUBECONFIG="$("$CLUSTER" env | sed -n 's/^export KUBECONFIG=//p')"
 export KUBECONFIG
 
@@ -486,6 +530,7 @@ echo
 echo "Expected: no-toleration is deleted at once, tolerates-10s after ~10 s, tolerates-forever and"
 echo "other-node stay. No kubelet runs, so deleted pods stay Terminating; their deletionTimestamp"
 echo "is the time of the DELETE plus the 30 s grace period."
+stage_mark scenario "$scenario_t0" "$(date +%s)" ok
 
 cat <<EOT
 

