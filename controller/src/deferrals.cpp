@@ -1,4 +1,5 @@
 #include "deferrals.hpp"
+#include "deferral_rule.hpp"
 #include "tec/base/duration.hpp"
 #include "tec/base/rfc3339.hpp"
 #include "tec/controller/matching.hpp"
@@ -34,62 +35,54 @@ std::optional<hold_in_force> eviction_deferrals::judge(std::string_view key, con
   return out;
 }
 
-// The deferral of an eviction of `pod` due at `due` (driver's clock): the hold in force, cut
-// at due + maxHold, and the settling time of the NoExecute taints that cause the eviction
-// (those no rule ignores and the pod does not tolerate forever: the first toleration
-// matching each, as decide() takes it), each counted from its timeAdded, else from when this
-// process first saw it on the node; the later of the two, when it is later than `due`.
+// The deferral of an eviction of `pod` due at `due` (driver's clock): defer() of the hold in
+// force and of the settling causes (settling_causes() under the scoping rules), each counted
+// from its timeAdded, else from when this process first saw it on the node.
 timedqueue::deferral eviction_deferrals::deferral_for(const pod_view& pod,
                                                       const std::vector<taint>& taints,
                                                       const std::optional<hold_in_force>& hold,
                                                       time_point due, time_point now,
                                                       const eviction_policy* scope) const {
-  timedqueue::deferral out;
   const auto settle = policy_.settle();
   if (!hold && settle.count() == 0) {
-    return out;
+    return {};
   }
   const wall_time wall = clock_.wall();
+  deferral_input in;
+  in.own = due - now;
   if (hold) {
-    const auto left = hold->until - wall;
-    const time_point cap = due + policy_.max_hold();
-    const time_point until =
-        left >= cap - now ? cap : now + std::chrono::duration_cast<timedqueue::duration>(left);
-    if (until > due) {
-      out = timedqueue::deferral{until, hold_tag};
+    in.hold_left = std::chrono::duration_cast<wait_duration>(hold->until - wall);
+  }
+  in.max_hold = policy_.max_hold();
+  in.settle = settle;
+  std::vector<wait_duration> ages;
+  if (settle.count() != 0) {
+    const std::vector<std::string> keys = policy_.settle_keys();
+    const std::span<const taint_rule> rules = scope != nullptr
+                                                  ? std::span<const taint_rule>(scope->taints)
+                                                  : std::span<const taint_rule>();
+    for (const taint& t : settling_causes(taints, pod.tolerations, rules, keys)) {
+      if (t.time_added_unix != 0) {
+        ages.push_back(
+            std::chrono::duration_cast<wait_duration>(wall - wall_of_unix(t.time_added_unix)));
+      } else if (const auto seen = tainted_.first_seen_own(pod.node_name, t)) {
+        ages.push_back(now - *seen);
+      } else {
+        ages.push_back(wait_duration::zero());
+      }
     }
   }
-  if (settle.count() == 0) {
-    return out;
+  in.cause_ages = ages;
+  const deferral_verdict v = defer(in);
+  switch (v.why) {
+    case deferral_verdict::reason::hold:
+      return {now + v.wait, hold_tag};
+    case deferral_verdict::reason::settle:
+      return {now + v.wait, settle_tag};
+    case deferral_verdict::reason::none:
+      break;
   }
-  const std::span<const taint_rule> rules =
-      scope != nullptr ? std::span<const taint_rule>(scope->taints) : std::span<const taint_rule>();
-  for (const taint& t : taints) {
-    const auto rule = std::find_if(rules.begin(), rules.end(),
-                                   [&](const taint_rule& r) { return r.matches(t.key); });
-    if (rule != rules.end() && rule->action == taint_action::ignore) {
-      continue;
-    }
-    const auto tol = std::find_if(pod.tolerations.begin(), pod.tolerations.end(),
-                                  [&](const toleration& c) { return tolerates(c, t); });
-    if ((tol != pod.tolerations.end() && !tol->seconds) || !policy_.settles(t.key)) {
-      continue;
-    }
-    time_point since = now;
-    if (t.time_added_unix != 0) {
-      const auto age = wall - wall_of_unix(t.time_added_unix);
-      since = age > wall_time::duration::zero()
-                  ? now - std::chrono::duration_cast<timedqueue::duration>(age)
-                  : now;
-    } else if (const auto seen = tainted_.first_seen_own(pod.node_name, t)) {
-      since = *seen;
-    }
-    const time_point end = since + settle;
-    if (end > due && end > out.until) {
-      out = timedqueue::deferral{end, settle_tag};
-    }
-  }
-  return out;
+  return {};
 }
 
 void eviction_deferrals::note_held(const pod_view& pod, const hold_in_force& hold,

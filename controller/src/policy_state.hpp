@@ -63,12 +63,10 @@ public:
   [[nodiscard]] std::chrono::milliseconds settle() const {
     return std::chrono::milliseconds(settle_ms_.load(std::memory_order_relaxed));
   }
-  /// Whether the settling time applies to a taint with `key` (the storm breaker's taintKeys;
-  /// none: every key). Only meaningful while settle() is not zero.
-  [[nodiscard]] bool settles(std::string_view key) const {
+  /// The storm breaker's taintKeys (empty: every key), a copy.
+  [[nodiscard]] std::vector<std::string> settle_keys() const {
     std::lock_guard lock(mu_);
-    const auto& keys = policy_.storm_breaker.taint_keys;
-    return keys.empty() || std::find(keys.begin(), keys.end(), key) != keys.end();
+    return policy_.storm_breaker.taint_keys;
   }
   /// eviction_policy::max_hold.
   [[nodiscard]] std::chrono::milliseconds max_hold() const {

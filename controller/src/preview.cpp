@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "deferral_rule.hpp"
 #include "pod_plan.hpp"
 #include "tec/base/duration.hpp"
 #include "tec/base/rfc3339.hpp"
@@ -13,6 +14,11 @@
 namespace tec::controller {
 
 namespace {
+
+using detail::deferral_input;
+using detail::deferral_verdict;
+using detail::settling_causes;
+using detail::wait_duration;
 
 std::string skip_text(skip_reason reason, const pod_view& pod) {
   switch (reason) {
@@ -63,69 +69,66 @@ std::optional<std::int64_t> in_force(const std::optional<hold_mark>& hold, std::
   return hold->until_unix;
 }
 
-/// Moves the time of `p` (evicted now or after p.seconds) to the end of the hold in force on
-/// `pod` or `node` (the later), cut at maxHold past its own time, when that is later.
-void apply_hold(pod_preview& p, const pod_view& pod, const node_view& node,
-                const eviction_policy& policy, std::int64_t now) {
+/// Moves the time of `p` (evicted now or after p.seconds) as defer() says: to the end of the
+/// hold in force on `pod` or `node` (the later; only when `now` is known), cut at maxHold past
+/// its own time, or to when the last taint causing it that the storm breaker counts is
+/// settleSeconds old: `added` is new now; another taint is as old as its timeAdded says (given
+/// `now`), and taken as settled without one.
+void apply_deferral(pod_preview& p, const pod_view& pod, const node_view& node,
+                    const std::vector<taint>& node_taints, const taint& added,
+                    const eviction_policy& policy, std::optional<std::int64_t> now) {
   if (p.what == pod_preview::outcome::never) {
     return;
   }
-  const std::optional<std::int64_t> pod_hold = in_force(pod.hold, now);
-  const std::optional<std::int64_t> node_hold = in_force(node.hold, now);
-  if (!pod_hold && !node_hold) {
-    return;
+  using std::chrono::seconds;
+  const std::int64_t own = p.what == pod_preview::outcome::after ? p.seconds : 0;
+  deferral_input in;
+  in.own = seconds(own);
+  std::optional<std::int64_t> pod_hold;
+  std::optional<std::int64_t> node_hold;
+  if (now) {
+    pod_hold = in_force(pod.hold, *now);
+    node_hold = in_force(node.hold, *now);
   }
   const bool by_node = node_hold && (!pod_hold || *node_hold > *pod_hold);
-  const std::int64_t until = by_node ? *node_hold : *pod_hold;
-  const std::int64_t own = p.what == pod_preview::outcome::after ? p.seconds : 0;
-  const std::int64_t cap =
-      own + std::chrono::duration_cast<std::chrono::seconds>(policy.max_hold).count();
-  const bool cut = until - now > cap;
-  const std::int64_t seconds = cut ? cap : until - now;
-  if (seconds <= own) {
-    return;
+  const std::optional<std::int64_t> hold_until = by_node ? node_hold : pod_hold;
+  if (hold_until) {
+    in.hold_left = seconds(*hold_until - *now);
   }
-  p.what = pod_preview::outcome::after;
-  p.seconds = seconds;
-  p.held_until_unix = now + seconds;
-  p.why += fmt::format("; hold until {} ({}{})", unix_text(until),
-                       by_node ? "node " + node.name : std::string("the pod"),
-                       cut ? ", cut at maxHold " + base::format_duration(policy.max_hold) : "");
-}
-
-/// The storm breaker's settling time (see the file comment): `p` (evicted now or after
-/// p.seconds) waits until each taint causing it that the breaker's keys count is settleSeconds
-/// old: `added` is new now; another taint is as old as its timeAdded says (given `now`), and
-/// taken as settled without one.
-void apply_settle(pod_preview& p, const pod_view& pod, const std::vector<taint>& node_taints,
-                  const taint& added, const eviction_policy& policy,
-                  std::optional<std::int64_t> now) {
+  in.max_hold = std::chrono::duration_cast<seconds>(policy.max_hold);
   const storm_breaker_policy& sb = policy.storm_breaker;
-  if (p.what == pod_preview::outcome::never || !sb.enabled() || sb.settle_seconds == 0) {
-    return;
-  }
-  const std::int64_t settle = sb.settle_seconds;
-  std::int64_t wait = 0;  // seconds from now until the last cause has settled
-  for (const taint& t : evicting_taints(node_taints, pod.tolerations, policy.taints)) {
-    if (!sb.taint_keys.empty() &&
-        std::find(sb.taint_keys.begin(), sb.taint_keys.end(), t.key) == sb.taint_keys.end()) {
-      continue;
-    }
-    if (t.key == added.key && t.value == added.value && t.effect == added.effect) {
-      wait = std::max(wait, settle);
-    } else if (t.time_added_unix != 0 && now) {
-      wait = std::max(wait, t.time_added_unix + settle - *now);
+  std::vector<wait_duration> ages;
+  if (sb.enabled() && sb.settle_seconds > 0) {
+    in.settle = seconds(sb.settle_seconds);
+    for (const taint& t :
+         settling_causes(node_taints, pod.tolerations, policy.taints, sb.taint_keys)) {
+      if (t.key == added.key && t.value == added.value && t.effect == added.effect) {
+        ages.push_back(wait_duration::zero());
+      } else if (t.time_added_unix != 0 && now) {
+        ages.push_back(seconds(*now - t.time_added_unix));
+      }
     }
   }
-  const std::int64_t own = p.what == pod_preview::outcome::after ? p.seconds : 0;
-  if (wait <= own) {
+  in.cause_ages = ages;
+  const deferral_verdict v = defer(in);
+  if (v.why == deferral_verdict::reason::none) {
     return;
   }
   p.what = pod_preview::outcome::after;
-  p.seconds = wait;
+  p.seconds = std::chrono::duration_cast<seconds>(v.wait).count();
+  if (v.held) {
+    p.held_until_unix = *now + std::chrono::duration_cast<seconds>(*v.held).count();
+    p.why += fmt::format("; hold until {} ({}{})", unix_text(*hold_until),
+                         by_node ? "node " + node.name : std::string("the pod"),
+                         v.cut ? ", cut at maxHold " + base::format_duration(policy.max_hold) : "");
+  }
+  if (v.why != deferral_verdict::reason::settle) {
+    return;
+  }
   p.settling = true;
-  p.why += fmt::format(
-      "; settling: waits until its taints are {}s old (stormBreaker.settleSeconds)", settle);
+  p.why +=
+      fmt::format("; settling: waits until its taints are {}s old (stormBreaker.settleSeconds)",
+                  sb.settle_seconds);
 }
 
 }  // namespace
@@ -274,10 +277,7 @@ preview_result preview(const preview_input& in) {
         continue;
       }
       pod_preview p = decide_pod(pod, after, in.policy, opted.contains(pod.namespace_));
-      if (in.now_unix) {
-        apply_hold(p, pod, n, in.policy, *in.now_unix);
-      }
-      apply_settle(p, pod, no_execute_taints(after), in.added, in.policy, in.now_unix);
+      apply_deferral(p, pod, n, no_execute_taints(after), in.added, in.policy, in.now_unix);
       if (p.settling) {
         ++r.storm.settling;
       }
