@@ -475,6 +475,11 @@ struct shadow_tracker::impl {
         }
         return {passed(e.ours_at), std::nullopt, 0};
       case ours_state::scheduled:
+        if (e.deleted_at && e.due <= *e.deleted_at + w && passed(std::max(e.due, *e.deleted_at))) {
+          // Someone else deleted it before ours was due a window past (its attempt, cancelled
+          // before it started, may note nothing): as a would-delete deleted by others.
+          return {true, std::nullopt, 0, true};
+        }
         return {force, std::nullopt, 0};
       case ours_state::none: {
         time_point last = e.deleted_at.value_or(time_point{});

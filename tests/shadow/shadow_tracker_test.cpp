@@ -595,6 +595,25 @@ TEST_F(ShadowTracker, NotAmbiguousWithoutAnEvictionOfTheNameDueJustBefore) {
   EXPECT_EQ(tracker_.counts().pending, 1U) << "d: ours still scheduled";
 }
 
+// Ours scheduled at once, then no further note (its attempt cancelled before it started, when
+// the pod was replaced within milliseconds), and the pod force-deleted: it settles a window
+// later as deleted by others, rather than pending for ever (seen in phase C under load).
+TEST_F(ShadowTracker, AScheduledPodDeletedByOthersSettles) {
+  ours(decision_kind::scheduled, "p1");
+  force_deleted("p1", "uid-p1");
+  advance(10s);
+  EXPECT_EQ(tracker_.counts().pending, 1U);
+  advance(21s);
+  EXPECT_TRUE(settled_.empty());
+  EXPECT_EQ(tracker_.counts().pending, 0U);
+  EXPECT_EQ(tracker_.counts().deleted_by_others, 1U);
+  // Ours due later than a window after the deletion: still pending (ours may yet fire).
+  ours(decision_kind::scheduled, "p2", cancel_reason::none, clock_->wall() + 300s);
+  force_deleted("p2", "uid-p2");
+  advance(61s);
+  EXPECT_EQ(tracker_.counts().pending, 1U);
+}
+
 // A count that rose by two at once (a relist after missed MODIFIEDs) proves two deletions of
 // the name, not three.
 TEST_F(ShadowTracker, ACountRiseOfTwoProvesTwoDeletions) {
