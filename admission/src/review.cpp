@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <utility>
 
 #include "tec/base/error.hpp"
@@ -72,17 +73,15 @@ base::result<node_object> decode_node_object(const json& o, std::string_view pat
   return out;
 }
 
-}  // namespace
-
-base::result<review_request> decode_review(std::string_view body) {
+/// `body` parsed, bounded: at most max_review_bytes, nested at most max_review_depth deep
+/// (deeper values are dropped as they are parsed, never recursing: the callback parser builds
+/// the tree with an explicit stack, and the body is refused, so nothing later meets the depth).
+base::result<json> parse_bounded(std::string_view body) {
   if (body.size() > max_review_bytes) {
     return base::make_error(base::errc::response_too_large,
                             "AdmissionReview: the body is " + std::to_string(body.size()) +
                                 " bytes, more than " + std::to_string(max_review_bytes));
   }
-  // Values nested deeper than max_review_depth are dropped as they are parsed (the callback
-  // parser builds the tree with an explicit stack, never recursing), and the body refused:
-  // nothing later (dump(), the node decoder) meets the depth.
   bool too_deep = false;
   const auto deep_error = [] {
     return base::make_error(
@@ -112,10 +111,14 @@ base::result<review_request> decode_review(std::string_view body) {
   if (too_deep) {
     return deep_error();
   }
+  return root;
+}
+
+/// The envelope of `root`: its apiVersion into `out`, and its request object.
+base::result<const json*> decode_envelope(const json& root, review_request& out) {
   if (!root.is_object()) {
     return shape_error("(root)", "expected an AdmissionReview object");
   }
-  review_request out;
   const auto version = string_field(root, "apiVersion", "apiVersion");
   if (!version) {
     return version.error();
@@ -138,15 +141,11 @@ base::result<review_request> decode_review(std::string_view body) {
   if (*request == nullptr) {
     return shape_error("request", "missing");
   }
-  const json& req = **request;
-  const auto uid = string_field(req, "uid", "request.uid");
-  if (!uid) {
-    return uid.error();
-  }
-  if (*uid == nullptr || (*uid)->empty()) {
-    return shape_error("request.uid", "missing");
-  }
-  out.uid = **uid;
+  return *request;
+}
+
+/// request.kind: a core Node, or an error.
+std::optional<base::error> check_kind(const json& req) {
   const auto kind = object_field(req, "kind", "request.kind");
   if (!kind) {
     return kind.error();
@@ -162,6 +161,11 @@ base::result<review_request> decode_review(std::string_view body) {
   if ((*group != nullptr && !(*group)->empty()) || *kind_name == nullptr || **kind_name != "Node") {
     return shape_error("request.kind", "expected a core Node (this webhook reviews nodes only)");
   }
+  return std::nullopt;
+}
+
+/// request.operation.
+base::result<operation> decode_operation(const json& req) {
   const auto op = string_field(req, "operation", "request.operation");
   if (!op) {
     return op.error();
@@ -170,17 +174,54 @@ base::result<review_request> decode_review(std::string_view body) {
     return shape_error("request.operation", "missing");
   }
   if (**op == "CREATE") {
-    out.op = operation::create;
-  } else if (**op == "UPDATE") {
-    out.op = operation::update;
-  } else if (**op == "DELETE") {
-    out.op = operation::delete_;
-  } else if (**op == "CONNECT") {
-    out.op = operation::connect;
-  } else {
-    return shape_error("request.operation",
-                       "expected CREATE, UPDATE, DELETE or CONNECT, got \"" + **op + "\"");
+    return operation::create;
   }
+  if (**op == "UPDATE") {
+    return operation::update;
+  }
+  if (**op == "DELETE") {
+    return operation::delete_;
+  }
+  if (**op == "CONNECT") {
+    return operation::connect;
+  }
+  return shape_error("request.operation",
+                     "expected CREATE, UPDATE, DELETE or CONNECT, got \"" + **op + "\"");
+}
+
+/// The Node at `key` of `req` into `into`; absent: an error when `required`.
+std::optional<base::error> decode_node_at(const json& req, const char* key, std::string_view path,
+                                          bool required, std::optional<node_object>& into) {
+  const auto it = req.find(key);
+  if (it == req.end() || it->is_null()) {
+    return required ? std::optional<base::error>(shape_error(path, "missing")) : std::nullopt;
+  }
+  auto node = decode_node_object(*it, path);
+  if (!node) {
+    return node.error();
+  }
+  into = std::move(*node);
+  return std::nullopt;
+}
+
+/// The request's uid, kind, operation, user and Nodes into `out`.
+std::optional<base::error> decode_request(const json& req, review_request& out) {
+  const auto uid = string_field(req, "uid", "request.uid");
+  if (!uid) {
+    return uid.error();
+  }
+  if (*uid == nullptr || (*uid)->empty()) {
+    return shape_error("request.uid", "missing");
+  }
+  out.uid = **uid;
+  if (auto e = check_kind(req)) {
+    return e;
+  }
+  const auto op = decode_operation(req);
+  if (!op) {
+    return op.error();
+  }
+  out.op = *op;
   if (const auto user = object_field(req, "userInfo", "request.userInfo"); !user) {
     return user.error();
   } else if (*user != nullptr) {
@@ -192,32 +233,31 @@ base::result<review_request> decode_review(std::string_view body) {
       out.user = **name;
     }
   }
-  const bool needs_object = out.op == operation::create || out.op == operation::update;
-  const auto read = [&req](const char* key, std::string_view path, bool required,
-                           std::optional<node_object>& into) -> std::optional<base::error> {
-    const auto it = req.find(key);
-    if (it == req.end() || it->is_null()) {
-      if (required) {
-        return shape_error(path, "missing");
-      }
-      return std::nullopt;
-    }
-    auto node = decode_node_object(*it, path);
-    if (!node) {
-      return node.error();
-    }
-    into = std::move(*node);
-    return std::nullopt;
-  };
-  if (needs_object) {
-    if (auto e = read("object", "request.object", true, out.object)) {
-      return *e;
+  if (out.op == operation::create || out.op == operation::update) {
+    if (auto e = decode_node_at(req, "object", "request.object", true, out.object)) {
+      return e;
     }
   }
   if (out.op == operation::update) {
-    if (auto e = read("oldObject", "request.oldObject", true, out.old_object)) {
-      return *e;
-    }
+    return decode_node_at(req, "oldObject", "request.oldObject", true, out.old_object);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+base::result<review_request> decode_review(std::string_view body) {
+  const auto root = parse_bounded(body);
+  if (!root) {
+    return root.error();
+  }
+  review_request out;
+  const auto req = decode_envelope(*root, out);
+  if (!req) {
+    return req.error();
+  }
+  if (auto e = decode_request(**req, out)) {
+    return *e;
   }
   return out;
 }

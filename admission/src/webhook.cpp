@@ -102,6 +102,47 @@ std::string_view to_string(review_outcome o) noexcept {
   return "unknown";
 }
 
+namespace {
+
+/// Previews each taint of `added` on `in`: the first max_warnings as warnings, and every one
+/// deny mode may refuse (`may_refuse`, not a node lifecycle taint) for its refusals (previews
+/// beyond the warnings are made only then). False when `out_of_time` says so between two.
+bool preview_each(controller::preview_input& in, const std::vector<controller::taint>& added,
+                  bool may_refuse, const review_budget& out_of_time,
+                  std::vector<std::string>& warnings, std::vector<std::string>& refusals) {
+  const std::size_t previewed = may_refuse ? added.size() : std::min(added.size(), max_warnings);
+  for (std::size_t i = 0; i < previewed; ++i) {
+    if (out_of_time && out_of_time()) {
+      return false;
+    }
+    in.added = added[i];
+    const auto r = controller::preview(in);
+    if (i < max_warnings) {
+      warnings.push_back(clip(controller::summary(r), max_warning_bytes));
+    }
+    if (may_refuse && !lifecycle_taint(added[i].key)) {
+      if (auto why = refusal(r, in.policy.admission)) {
+        refusals.push_back(std::move(*why));
+      }
+    }
+  }
+  return true;
+}
+
+/// Deny mode's answer: each refusal, then how to go ahead (the acknowledgement annotation).
+std::string refusal_message(const std::vector<std::string>& refusals, const std::string& node) {
+  std::string message;
+  for (const auto& r : refusals) {
+    message += (message.empty() ? "" : "; ") + r;
+  }
+  const std::string ack =
+      std::string(acknowledge_annotation) + "=" + std::string(acknowledge_value);
+  return message + ". To go ahead, annotate the node " + ack + " first (kubectl annotate node " +
+         node + " " + ack + ")";
+}
+
+}  // namespace
+
 decision decide(const review_request& request, const cluster_reader& cluster,
                 const review_budget& out_of_time) {
   decision d;
@@ -171,40 +212,19 @@ decision decide(const review_request& request, const cluster_reader& cluster,
   const bool may_refuse =
       deny.deny_mode() && !request.object->acknowledged && request.user != node_controller_user;
   std::vector<std::string> refusals;
-  // Previews beyond the warnings are made only when deny mode may refuse for them.
-  const std::size_t previewed = may_refuse ? added.size() : std::min(added.size(), max_warnings);
-  for (std::size_t i = 0; i < previewed; ++i) {
-    if (out_of_time && out_of_time()) {
-      d.response.warnings.clear();
-      d.outcome = review_outcome::over_budget;
-      return d;
-    }
-    in.added = added[i];
-    const auto r = controller::preview(in);
-    if (i < max_warnings) {
-      out.warnings.push_back(clip(controller::summary(r), max_warning_bytes));
-    }
-    if (may_refuse && !lifecycle_taint(added[i].key)) {
-      if (auto why = refusal(r, deny)) {
-        refusals.push_back(std::move(*why));
-      }
-    }
+  if (!preview_each(in, added, may_refuse, out_of_time, out.warnings, refusals)) {
+    d.response.warnings.clear();
+    d.outcome = review_outcome::over_budget;
+    return d;
   }
   if (added.size() > max_warnings) {
     out.warnings.push_back("... and " + std::to_string(added.size() - max_warnings) +
                            " more NoExecute taints added to " + clip(node.name, 64));
   }
   if (!refusals.empty()) {
-    std::string message;
-    for (const auto& r : refusals) {
-      message += (message.empty() ? "" : "; ") + r;
-    }
-    message += ". To go ahead, annotate the node " + std::string(acknowledge_annotation) + "=" +
-               std::string(acknowledge_value) + " first (kubectl annotate node " + node.name + " " +
-               std::string(acknowledge_annotation) + "=" + std::string(acknowledge_value) + ")";
     out.allowed = false;
     out.code = 403;
-    out.message = clip(message, max_message_bytes);
+    out.message = clip(refusal_message(refusals, node.name), max_message_bytes);
     d.outcome = review_outcome::refused;
   } else {
     d.outcome = review_outcome::warned;

@@ -82,88 +82,15 @@ void eviction_runner::start(const timedqueue::run_info& info,
     return;
   }
   const entry_id id{info.payload, info.fire_at};
-  if (options_.ledger.on()) {
-    const auto span = [](time_point from, time_point to) {
-      return std::max(std::chrono::nanoseconds::zero(),
-                      std::chrono::duration_cast<std::chrono::nanoseconds>(to - from));
-    };
-    // The wait from due to admitted: its deferral's part first (when it had one), the rest
-    // admission's.
-    const bool deferred = info.deferral_ended_at != time_point{};
-    const time_point held_from = deferred ? info.deferral_ended_at : info.due_at;
-    options_.ledger.attempt_started(
-        info.key, id, info.attempt, span(held_from, info.admitted_at),
-        info.held_by == timedqueue::hold_reason::none ? std::string_view()
-                                                      : why_held(info.held_by, info.held_group),
-        deferred ? span(info.due_at, info.deferral_ended_at) : std::chrono::nanoseconds::zero(),
-        deferred ? why_held(timedqueue::hold_reason::deferred, 0, info.deferral_tag)
-                 : std::string_view());
-  }
+  note_attempt_started(info, id);
   const auto [ns, name] = split_key(info.key);
   const std::optional<pod_view> pod = pods_.get_pod(ns, name);
-  if (!pod || pod->uid != info.payload) {
-    // Gone or replaced since the decision: nothing to delete (and the DELETE would fail
-    // its UID precondition anyway). No Marking event for a pod we do not delete.
-    bump(ctr_.skipped);
-    forget(info.key, info.generation);
-    options_.ledger.ended(info.key, id, pod ? outcome_result::replaced : outcome_result::pod_gone);
-    outlet_.note_cancelled(pod_ref{std::string(ns), std::string(name), std::string(info.payload)},
-                           pod ? cancel_reason::replaced : cancel_reason::pod_gone, info.fire_at);
-    settle(slot);
-    return;
-  }
   pod_ref ref{std::string(ns), std::string(name), std::string(info.payload)};
-  if (pod->terminating && !policy_.dry_run()) {
-    // It became terminating after the decision (someone else deleted it, or an earlier
-    // attempt of ours was accepted although it reported a failure): deleting it again would
-    // change nothing. No Marking event, no request (see leave_terminating).
-    bump(ctr_.terminating);
-    forget(info.key, info.generation);
-    log_->info("pod is already terminating, not deleting it again pod=\"{}\" uid={}", info.key,
-               info.payload);
-    options_.ledger.ended(info.key, id, outcome_result::pod_gone);
-    outlet_.note_cancelled(std::move(ref), cancel_reason::pod_gone, info.fire_at);
+  if (ended_before_sending(info, id, pod, ref)) {
     settle(slot);
     return;
   }
-  if (info.held && options_.on_waited) {
-    options_.on_waited(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(info.admitted_at - info.due_at));
-  }
-  if (policy_.dry_run()) {
-    // The whole decision ran; nothing is written (no event, no patch, no DELETE).
-    bump(ctr_.dry_run);
-    forget(info.key, info.generation);
-    log_->info("dry run: would delete pod=\"{}\" uid={}", info.key, info.payload);
-    options_.ledger.ended(info.key, id, outcome_result::would_delete);
-    if (outlet_.observed()) {
-      decision_note note;
-      note.kind = decision_kind::would_delete;
-      note.pod = ref;
-      note.at = drv_.now();
-      note.due = info.fire_at;
-      outlet_.note(note);
-    }
-    settle(slot);
-    return;
-  }
-  eviction_method method = eviction_method::delete_pod;
-  std::chrono::milliseconds fallback{0};
-  bool blocked = false;  // a disruption budget refused this eviction before
-  if (policy_.evict_mode()) {
-    method = eviction_method::evict;
-    fallback = fallback_for(*pod);
-    if (const auto b = blocked_.lookup(info.key); b && b->generation == info.generation) {
-      blocked = true;
-      const time_point now = drv_.now();
-      if (fallback.count() > 0 && now - b->since >= fallback) {
-        method = eviction_method::delete_pod;
-        if (blocked_.fall_back_once(info.key, info.generation)) {
-          fall_back(ref, now - b->since, fallback);
-        }
-      }
-    }
-  }
+  const way w = way_for(info, *pod, ref);
   const bool stuck = info.attempt > options_.stuck_after;
   // From here on a cancel is announced (the pod stays: "Cancelling deletion") unless the pod is
   // deleted; a cancel that came first ends the attempt with nothing announced or sent.
@@ -173,18 +100,7 @@ void eviction_runner::start(const timedqueue::run_info& info,
     slot.reset();
     return;
   }
-  if (info.attempt == 1) {
-    bump(ctr_.started);
-    log_->info("{} pod pod=\"{}\" uid={}",
-               method == eviction_method::evict ? "evicting" : "deleting", info.key, info.payload);
-    outlet_.record(ref, event_kind::marking_for_deletion);
-  } else {
-    // Once stuck, its warnings come with its events (at most every stuck_event_interval); a
-    // blocked one logged its first refusal at info, and the next tries go at debug.
-    log_->log(stuck || blocked ? spdlog::level::debug : spdlog::level::info,
-              "retrying deletion pod=\"{}\" uid={} attempt={}", info.key, info.payload,
-              info.attempt);
-  }
+  announce_attempt(info, ref, w.method, stuck || w.blocked);
   bump(ctr_.attempts);
   auto holder = std::make_shared<pending_done>(std::move(*slot));
   slot.reset();
@@ -197,21 +113,131 @@ void eviction_runner::start(const timedqueue::run_info& info,
                              return !h || h->called.load() || h->done.cancelled();
                            },
                            stuck,
-                           method,
+                           w.method,
                            pod->node_name,
                            causes_for(*pod)};
   // The callback uses `this` only before complete(): until then the queue's shutdown, and
   // so the controller's, waits for this run. A second call returns before touching it.
   sink_.evict(std::move(request),
               [this, holder, ref = std::move(ref), key = std::string(info.key),
-               generation = info.generation, attempt = info.attempt, fire_at = info.fire_at, method,
-               fallback](eviction_result result) {
+               generation = info.generation, attempt = info.attempt, fire_at = info.fire_at,
+               method = w.method, fallback = w.fallback](eviction_result result) {
                 if (holder->called.exchange(true)) {
                   return;  // A sink calling `done` twice: the first call counts.
                 }
                 finish_attempt(*holder, key, generation, attempt, fire_at, ref, std::move(result),
                                method, fallback);
               });
+}
+
+// The ledger's record of the wait from due to admitted: its deferral's part first (when it had
+// one), the rest admission's.
+void eviction_runner::note_attempt_started(const timedqueue::run_info& info, const entry_id& id) {
+  if (!options_.ledger.on()) {
+    return;
+  }
+  const auto span = [](time_point from, time_point to) {
+    return std::max(std::chrono::nanoseconds::zero(),
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(to - from));
+  };
+  const bool deferred = info.deferral_ended_at != time_point{};
+  const time_point held_from = deferred ? info.deferral_ended_at : info.due_at;
+  options_.ledger.attempt_started(
+      info.key, id, info.attempt, span(held_from, info.admitted_at),
+      info.held_by == timedqueue::hold_reason::none ? std::string_view()
+                                                    : why_held(info.held_by, info.held_group),
+      deferred ? span(info.due_at, info.deferral_ended_at) : std::chrono::nanoseconds::zero(),
+      deferred ? why_held(timedqueue::hold_reason::deferred, 0, info.deferral_tag)
+               : std::string_view());
+}
+
+// True when the attempt ends here, before the sink, as a success for the queue (the caller
+// settles it): the pod gone or replaced since the decision, terminating (not in a dry run), or
+// a dry run (the whole decision ran; nothing is written). Each is counted, forgotten, recorded
+// in the ledger and noted.
+bool eviction_runner::ended_before_sending(const timedqueue::run_info& info, const entry_id& id,
+                                           const std::optional<pod_view>& pod, const pod_ref& ref) {
+  if (!pod || pod->uid != info.payload) {
+    // Gone or replaced since the decision: nothing to delete (and the DELETE would fail
+    // its UID precondition anyway). No Marking event for a pod we do not delete.
+    bump(ctr_.skipped);
+    forget(info.key, info.generation);
+    options_.ledger.ended(info.key, id, pod ? outcome_result::replaced : outcome_result::pod_gone);
+    outlet_.note_cancelled(ref, pod ? cancel_reason::replaced : cancel_reason::pod_gone,
+                           info.fire_at);
+    return true;
+  }
+  if (pod->terminating && !policy_.dry_run()) {
+    // It became terminating after the decision (someone else deleted it, or an earlier
+    // attempt of ours was accepted although it reported a failure): deleting it again would
+    // change nothing. No Marking event, no request (see leave_terminating).
+    bump(ctr_.terminating);
+    forget(info.key, info.generation);
+    log_->info("pod is already terminating, not deleting it again pod=\"{}\" uid={}", info.key,
+               info.payload);
+    options_.ledger.ended(info.key, id, outcome_result::pod_gone);
+    outlet_.note_cancelled(ref, cancel_reason::pod_gone, info.fire_at);
+    return true;
+  }
+  if (info.held && options_.on_waited) {
+    options_.on_waited(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(info.admitted_at - info.due_at));
+  }
+  if (!policy_.dry_run()) {
+    return false;
+  }
+  bump(ctr_.dry_run);
+  forget(info.key, info.generation);
+  log_->info("dry run: would delete pod=\"{}\" uid={}", info.key, info.payload);
+  options_.ledger.ended(info.key, id, outcome_result::would_delete);
+  if (outlet_.observed()) {
+    decision_note note;
+    note.kind = decision_kind::would_delete;
+    note.pod = ref;
+    note.at = drv_.now();
+    note.due = info.fire_at;
+    outlet_.note(note);
+  }
+  return true;
+}
+
+// How this attempt goes: a DELETE, or in Evict mode an eviction, falling back to a DELETE once
+// a disruption budget has refused it for fallbackAfter (told once).
+eviction_runner::way eviction_runner::way_for(const timedqueue::run_info& info, const pod_view& pod,
+                                              const pod_ref& ref) {
+  way w;
+  if (!policy_.evict_mode()) {
+    return w;
+  }
+  w.method = eviction_method::evict;
+  w.fallback = fallback_for(pod);
+  if (const auto b = blocked_.lookup(info.key); b && b->generation == info.generation) {
+    w.blocked = true;
+    const time_point now = drv_.now();
+    if (w.fallback.count() > 0 && now - b->since >= w.fallback) {
+      w.method = eviction_method::delete_pod;
+      if (blocked_.fall_back_once(info.key, info.generation)) {
+        fall_back(ref, now - b->since, w.fallback);
+      }
+    }
+  }
+  return w;
+}
+
+// The first attempt's "Marking for deletion" event and log line; a retry's log line (once
+// stuck or blocked, at debug: its warnings come with its events, at most every
+// stuck_event_interval, and a blocked one logged its first refusal at info).
+void eviction_runner::announce_attempt(const timedqueue::run_info& info, const pod_ref& ref,
+                                       eviction_method method, bool quiet) {
+  if (info.attempt == 1) {
+    bump(ctr_.started);
+    log_->info("{} pod pod=\"{}\" uid={}",
+               method == eviction_method::evict ? "evicting" : "deleting", info.key, info.payload);
+    outlet_.record(ref, event_kind::marking_for_deletion);
+    return;
+  }
+  log_->log(quiet ? spdlog::level::debug : spdlog::level::info,
+            "retrying deletion pod=\"{}\" uid={} attempt={}", info.key, info.payload, info.attempt);
 }
 
 // Evict mode: the fallbackAfter that applies to `pod` on its node now (see fallback_after()).

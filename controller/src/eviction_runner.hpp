@@ -57,6 +57,18 @@ private:
   struct pending_done;
 
   void start(const timedqueue::run_info& info, std::optional<timedqueue::completion>& slot);
+  // The parts of start(), in order (see each in eviction_runner.cpp).
+  struct way {
+    eviction_method method = eviction_method::delete_pod;
+    std::chrono::milliseconds fallback{0};
+    bool blocked = false;  // a disruption budget refused this eviction before
+  };
+  void note_attempt_started(const timedqueue::run_info& info, const entry_id& id);
+  bool ended_before_sending(const timedqueue::run_info& info, const entry_id& id,
+                            const std::optional<pod_view>& pod, const pod_ref& ref);
+  way way_for(const timedqueue::run_info& info, const pod_view& pod, const pod_ref& ref);
+  void announce_attempt(const timedqueue::run_info& info, const pod_ref& ref,
+                        eviction_method method, bool quiet);
   // An attempt that ends before calling the sink, with success: the eviction is over.
   static void settle(std::optional<timedqueue::completion>& slot);
   // The eviction of `key` (`generation`) is over, or answered: it leaves both tables.

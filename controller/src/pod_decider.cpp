@@ -112,6 +112,29 @@ void pod_decider::reconcile_locked(std::string_view key, std::string_view ns, st
   decide_locked(key, *pod, taints, from_node, now, true, replay);
 }
 
+// `pod` is not to be evicted (no NoExecute taint, or all tolerated forever): an eviction of it
+// waiting is cancelled with upstream's event when `cancel` (a decision on a tainted node, or a
+// node update), else kept (docs/behaviour.md §5: a pod update on an untainted node cancels
+// nothing); an entry of another UID is stale (dropped, or the pod read again unless `verified`).
+pod_decider::verdict pod_decider::leave_alone(std::string_view key, const pod_view& pod,
+                                              bool cancel, bool verified) {
+  const auto entry = entries_.lookup(key);
+  if (!entry) {
+    return verdict::done;
+  }
+  if (entry->payload != pod.uid) {
+    if (!verified) {
+      return verdict::reread;
+    }
+    entries_.drop_foreign(key, entry->payload, pod.uid);
+    return verdict::done;
+  }
+  if (cancel) {
+    entries_.cancel_with_event(key, pod, cancel_reason::untainted);
+  }
+  return verdict::done;
+}
+
 // Sections 4.3 and 6 for `pod`, which is on the node whose taints are `taints`. `verified`:
 // `pod` was read under the key lock, so an entry for another UID is stale and is dropped;
 // otherwise (a pods_on_node snapshot) such an entry asks the caller to read the pod again.
@@ -132,22 +155,7 @@ pod_decider::verdict pod_decider::decide_locked(std::string_view key, const pod_
   }
   const pod_decision* d = plan ? &plan->decision : nullptr;
   if (!d || (!d->untolerated && d->time.is_forever())) {
-    const auto entry = entries_.lookup(key);
-    if (!entry) {
-      return verdict::done;
-    }
-    if (entry->payload != pod.uid) {
-      if (!verified) {
-        return verdict::reread;
-      }
-      entries_.drop_foreign(key, entry->payload, pod.uid);
-      return verdict::done;
-    }
-    if (d || from_node) {
-      entries_.cancel_with_event(key, pod, cancel_reason::untainted);
-    }
-    // Otherwise docs/behaviour.md §5: a pod update on an untainted node cancels nothing.
-    return verdict::done;
+    return leave_alone(key, pod, d != nullptr || from_node, verified);
   }
   // A dry run (shadow mode included) decides a terminating pod as upstream does: it deletes
   // nothing, so the pod is terminating because someone else deleted it (in shadow mode, the

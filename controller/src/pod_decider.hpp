@@ -59,6 +59,7 @@ private:
                         bool from_node, timedqueue::time_point now, bool verified,
                         bool replay = false);
   verdict leave_terminating(std::string_view key, const pod_view& pod, bool verified);
+  verdict leave_alone(std::string_view key, const pod_view& pod, bool cancel, bool verified);
   void note_resumed(std::string_view key, const pod_view& pod, const std::optional<countdown>& c,
                     timedqueue::time_point now, timedqueue::time_point fire_at);
   void note_skip(std::string_view key, skip_reason reason);

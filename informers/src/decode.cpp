@@ -376,6 +376,54 @@ bool list_splitter::between_items(char c, std::size_t i, std::size_t at) {
   return true;
 }
 
+// Inside an element, outside its strings, from chunk[i]: to the next mark (a string, a
+// nested value, its end), i past it; false when its end was refused.
+bool list_splitter::scan_element(std::string_view chunk, std::size_t& i,
+                                 const std::function<bool(std::string_view)>& emit) {
+  const char* const p = chunk.data();
+  const std::size_t n = chunk.size();
+  while (i < n && !element_marks[static_cast<unsigned char>(p[i])]) {
+    ++i;
+  }
+  if (i == n) {
+    return true;
+  }
+  if (p[i] == '"') {
+    state_ = state::element_string;
+  } else if (p[i] == '{' || p[i] == '[') {
+    ++element_depth_;
+  } else if (--element_depth_ == 0) {
+    if (!complete_element(chunk, i + 1, emit)) {
+      return false;
+    }
+  }
+  ++i;
+  return true;
+}
+
+// Inside a string of an element (or an element that is a string), from chunk[i]: to its end or
+// an escape, i past it; false when a string element's end was refused.
+bool list_splitter::scan_element_string(std::string_view chunk, std::size_t& i,
+                                        const std::function<bool(std::string_view)>& emit) {
+  const char* const p = chunk.data();
+  const std::size_t n = chunk.size();
+  while (i < n && p[i] != '"' && p[i] != '\\') {
+    ++i;
+  }
+  if (i == n) {
+    return true;
+  }
+  ++i;
+  if (p[i - 1] == '\\') {
+    state_ = state::element_escape;
+  } else if (string_element_) {
+    return complete_element(chunk, i, emit);
+  } else {
+    state_ = state::element;
+  }
+  return true;
+}
+
 bool list_splitter::scan(std::string_view chunk,
                          const std::function<bool(std::string_view)>& emit) {
   if (failure_) {
@@ -423,42 +471,13 @@ bool list_splitter::scan(std::string_view chunk,
         ++i;
         break;
       case state::element:
-        while (i < n && !element_marks[static_cast<unsigned char>(p[i])]) {
-          ++i;
+        if (!scan_element(chunk, i, emit)) {
+          return false;
         }
-        if (i == n) {
-          break;
-        }
-        if (p[i] == '"') {
-          state_ = state::element_string;
-        } else if (p[i] == '{' || p[i] == '[') {
-          ++element_depth_;
-        } else if (--element_depth_ == 0) {
-          if (!complete_element(chunk, i + 1, emit)) {
-            return false;
-          }
-        }
-        ++i;
         break;
       case state::element_string:
-        while (i < n && p[i] != '"' && p[i] != '\\') {
-          ++i;
-        }
-        if (i == n) {
-          break;
-        }
-        if (p[i] == '\\') {
-          state_ = state::element_escape;
-          ++i;
-        } else {
-          ++i;
-          if (string_element_) {
-            if (!complete_element(chunk, i, emit)) {
-              return false;
-            }
-          } else {
-            state_ = state::element;
-          }
+        if (!scan_element_string(chunk, i, emit)) {
+          return false;
         }
         break;
       case state::element_escape:

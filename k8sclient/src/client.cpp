@@ -115,6 +115,26 @@ struct try_outcome {
   bool past_deadline = false;  ///< The request's own deadline closed the connection.
 };
 
+/// Whether a try that failed on the network may be sent again: replaying is safe for idempotent
+/// requests, and for any request the server cannot have acted on (the write itself failed on a
+/// reused connection). Timeouts are not retried (the deadline was the caller's budget), nor is
+/// a response too large, nor one whose body the sink has begun to take.
+bool replayable(const request& req, const try_outcome& tried) {
+  const attempt_outcome& out = tried.exchange;
+  return !out.body_started && !tried.past_deadline &&
+         out.err.code != make_error_code(base::errc::timeout) &&
+         out.err.code != make_error_code(base::errc::response_too_large) &&
+         (req.idempotent || (tried.reused && out.write_failed));
+}
+
+/// The wait a Retry-After asks for, bounded: a hostile or broken one must not park the request
+/// for hours (at most the request timeout, or 1 s when that is shorter).
+std::chrono::nanoseconds retry_after_wait(std::chrono::seconds retry_after,
+                                          std::chrono::milliseconds request_timeout) {
+  return std::min<std::chrono::nanoseconds>(
+      retry_after, std::max<std::chrono::nanoseconds>(std::chrono::seconds{1}, request_timeout));
+}
+
 /// host:port (an IPv6 address in brackets): the Host header, and the server in messages.
 std::string endpoint_of(const rest_config& config) {
   const bool ipv6 = config.host.find(':') != std::string::npos;
@@ -659,23 +679,12 @@ struct client::impl : std::enable_shared_from_this<impl> {
       if (clock_->now() >= req.deadline) {
         co_return past_deadline_error(req);
       }
-      std::string token;
       exec_authenticator::snapshot exec_used;
-      if (exec_) {
-        auto credential = co_await exec_credential();
-        if (!credential) {
-          co_return credential.error();
-        }
-        exec_used = std::move(credential).value();
-        token = exec_used.credential->token;
-        note_exec_generation(exec_used);
-      } else if (tokens_) {
-        auto current = tokens_->current();
-        if (!current) {
-          co_return current.error();
-        }
-        token = std::move(current.value());
+      auto credential = co_await token_for_try(exec_used);
+      if (!credential) {
+        co_return credential.error();
       }
+      const std::string token = std::move(credential).value();
       auto tried = co_await send_once(req, token, sink, idle_timeout);
       auto& out = tried.exchange;
       if (!tried.sent) {
@@ -685,14 +694,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
         if (stopping_) {
           co_return shutting_down_error();
         }
-        // Replaying is safe for idempotent requests, and for any request the server cannot
-        // have acted on (the write itself failed on a reused connection). Timeouts are not
-        // retried: the deadline was the caller's budget; nor is a response too large.
-        const bool replayable = !out.body_started && !tried.past_deadline &&
-                                out.err.code != make_error_code(base::errc::timeout) &&
-                                out.err.code != make_error_code(base::errc::response_too_large) &&
-                                (req.idempotent || (tried.reused && out.write_failed));
-        if (replayable && retries < opts_.max_retries) {
+        if (replayable(req, tried) && retries < opts_.max_retries) {
           ++retries;
           if (!network_backoff) {
             network_backoff.emplace(opts_.network_retry_backoff, *clock_);
@@ -723,11 +725,7 @@ struct client::impl : std::enable_shared_from_this<impl> {
       }
       if (out.status == 401 && tokens_ && !config_.token_file.empty() && !auth_retried) {
         auth_retried = true;
-        tokens_->invalidate();
-        auto fresh = tokens_->current();
-        if (fresh && fresh.value() != token) {
-          client_log()->info("401 from {}: the token file changed, retrying with the new token",
-                             endpoint_);
+        if (token_file_changed(token)) {
           continue;
         }
       }
@@ -735,12 +733,8 @@ struct client::impl : std::enable_shared_from_this<impl> {
       const bool retry_status = out.status == 429 || out.status >= 500;
       if (retry_status && out.retry_after && retries < opts_.max_retries) {
         ++retries;
-        std::chrono::nanoseconds wait = *out.retry_after;
-        // A hostile or broken Retry-After must not park the request for hours.
-        wait = std::min<std::chrono::nanoseconds>(
-            wait,
-            std::max<std::chrono::nanoseconds>(std::chrono::seconds{1}, opts_.request_timeout));
-        wait = delay(wait_reason::retry_after, wait);
+        const auto wait = delay(wait_reason::retry_after,
+                                retry_after_wait(*out.retry_after, opts_.request_timeout));
         client_log()->debug("{} {}: status {}, retrying in {} ({}/{})",
                             std::string(http::to_string(req.method)), req.target, out.status,
                             millis(wait), retries, opts_.max_retries);
@@ -751,6 +745,41 @@ struct client::impl : std::enable_shared_from_this<impl> {
       }
       co_return response{out.status, std::move(out.body)};
     }
+  }
+
+  /// The bearer token for one try: the exec plugin's credential (its snapshot into `used`),
+  /// the token file's, or none (empty).
+  asio::awaitable<base::result<std::string>> token_for_try(exec_authenticator::snapshot& used) {
+    if (exec_) {
+      auto credential = co_await exec_credential();
+      if (!credential) {
+        co_return credential.error();
+      }
+      used = std::move(credential).value();
+      note_exec_generation(used);
+      co_return used.credential->token;
+    }
+    if (tokens_) {
+      auto current = tokens_->current();
+      if (!current) {
+        co_return current.error();
+      }
+      co_return std::move(current.value());
+    }
+    co_return std::string();
+  }
+
+  /// After a 401 to `token` from the token file: whether the file now holds another token (it
+  /// is read again), to retry with.
+  bool token_file_changed(const std::string& token) {
+    tokens_->invalidate();
+    auto fresh = tokens_->current();
+    if (!fresh || fresh.value() == token) {
+      return false;
+    }
+    client_log()->info("401 from {}: the token file changed, retrying with the new token",
+                       endpoint_);
+    return true;
   }
 
   /// A credential of the exec plugin valid now: at once when one is cached, else after the run

@@ -111,60 +111,55 @@ std::string history_line(const document& record) {
   return base::printable(line, 1024);
 }
 
-std::string render_explain(const explain_report& r, output_format format) {
-  const std::string pod = r.pod.namespace_ + "/" + r.pod.name;
-  if (format == output_format::json || format == output_format::yaml) {
-    document history = document::array();
-    for (const auto& h : r.history) {
-      history.push_back(h);
-    }
-    if (!r.pod_found) {
-      const document doc{{"pod", pod},
-                         {"found", false},
-                         {"generatedAt", utc_time(r.now_unix)},
-                         {"controller", r.reached},
-                         {"pending", r.pending ? entry_document(*r.pending) : document(nullptr)},
-                         {"history", std::move(history)}};
-      return format == output_format::json ? render_json(doc) : render_yaml(doc);
-    }
-    const document doc{
-        {"pod", pod},
-        {"found", true},
-        {"uid", r.pod.uid},
-        {"terminating", r.pod.terminating},
-        {"node", r.pod.node_name},
-        {"nodeTaints",
-         [&] {
-           std::vector<std::string> t;
-           for (const auto& x : r.node_taints) {
-             t.push_back(controller::taint_string(x));
-           }
-           return t;
-         }()},
-        {"generatedAt", utc_time(r.now_unix)},
-        {"policy", r.policy},
-        {"decision", decision_document(r)},
-        {"controller", r.unreachable.empty() ? document(r.reached) : document(nullptr)},
-        {"unreachable", r.unreachable.empty() ? document(nullptr) : document(r.unreachable)},
-        {"pending", r.pending ? entry_document(*r.pending) : document(nullptr)},
-        {"history", std::move(history)},
-        {"historyUnknown",
-         r.history_missing.empty() ? document(nullptr) : document(r.history_missing)}};
-    return format == output_format::json ? render_json(doc) : render_yaml(doc);
+namespace {
+
+/// `explain -o json|yaml`: the report as one document.
+document explain_document(const explain_report& r, const std::string& pod) {
+  document history = document::array();
+  for (const auto& h : r.history) {
+    history.push_back(h);
   }
   if (!r.pod_found) {
-    std::string out =
-        "Pod " + pod + " no longer exists; the acting replica (" + r.reached + ") remembers it.\n";
-    if (r.pending) {
-      out +=
-          "Pending: " + r.pending->state + ", due " + due_text(r.pending->due, r.now_unix) + "\n";
-    }
-    out += "History (oldest first):\n";
-    for (const auto& h : r.history) {
-      out += "  " + history_line(h) + "\n";
-    }
-    return out;
+    return document{{"pod", pod},
+                    {"found", false},
+                    {"generatedAt", utc_time(r.now_unix)},
+                    {"controller", r.reached},
+                    {"pending", r.pending ? entry_document(*r.pending) : document(nullptr)},
+                    {"history", std::move(history)}};
   }
+  std::vector<std::string> taints;
+  for (const auto& x : r.node_taints) {
+    taints.push_back(controller::taint_string(x));
+  }
+  return document{
+      {"pod", pod},
+      {"found", true},
+      {"uid", r.pod.uid},
+      {"terminating", r.pod.terminating},
+      {"node", r.pod.node_name},
+      {"nodeTaints", std::move(taints)},
+      {"generatedAt", utc_time(r.now_unix)},
+      {"policy", r.policy},
+      {"decision", decision_document(r)},
+      {"controller", r.unreachable.empty() ? document(r.reached) : document(nullptr)},
+      {"unreachable", r.unreachable.empty() ? document(nullptr) : document(r.unreachable)},
+      {"pending", r.pending ? entry_document(*r.pending) : document(nullptr)},
+      {"history", std::move(history)},
+      {"historyUnknown",
+       r.history_missing.empty() ? document(nullptr) : document(r.history_missing)}};
+}
+
+/// The history's lines, oldest first, under `title`.
+std::string history_text(const explain_report& r, std::string_view title) {
+  std::string out = std::string(title) + " (oldest first):\n";
+  for (const auto& h : r.history) {
+    out += "  " + history_line(h) + "\n";
+  }
+  return out;
+}
+
+/// The text's first lines: the pod, its node and taints, the decision now and the policy.
+std::string pod_and_decision_text(const explain_report& r, const std::string& pod) {
   std::string out =
       "Pod " + pod + " (uid " + r.pod.uid + (r.pod.terminating ? ", terminating" : "") + ")";
   if (r.pod.node_name.empty()) {
@@ -187,13 +182,16 @@ std::string render_explain(const explain_report& r, output_format format) {
       out += "not evicted";
       break;
   }
-  out += ": " + d.why + "\n";
-  out += "Policy: " + r.policy + "\n";
+  return out + ": " + d.why + "\n" + "Policy: " + r.policy + "\n";
+}
+
+/// What the acting replica says: its pending eviction and the history, or why unknown.
+std::string replica_text(const explain_report& r) {
   if (!r.unreachable.empty()) {
-    out += "Pending and history: unknown (could not reach the acting replica: " + r.unreachable +
+    return "Pending and history: unknown (could not reach the acting replica: " + r.unreachable +
            ")\n";
-    return out;
   }
+  std::string out;
   if (r.pending) {
     const auto& p = *r.pending;
     out += "Pending on the acting replica (" + r.reached + "): " + p.state +
@@ -204,16 +202,32 @@ std::string render_explain(const explain_report& r, output_format format) {
     out += "Pending on the acting replica (" + r.reached + "): no eviction\n";
   }
   if (!r.history_missing.empty()) {
-    out += "History: unknown (" + r.history_missing + ")\n";
-  } else if (r.history.empty()) {
-    out += "History: no record (the replica keeps the last outcomes since it started)\n";
-  } else {
-    out += "History (oldest first):\n";
-    for (const auto& h : r.history) {
-      out += "  " + history_line(h) + "\n";
-    }
+    return out + "History: unknown (" + r.history_missing + ")\n";
   }
-  return out;
+  if (r.history.empty()) {
+    return out + "History: no record (the replica keeps the last outcomes since it started)\n";
+  }
+  return out + history_text(r, "History");
+}
+
+}  // namespace
+
+std::string render_explain(const explain_report& r, output_format format) {
+  const std::string pod = r.pod.namespace_ + "/" + r.pod.name;
+  if (format == output_format::json || format == output_format::yaml) {
+    const document doc = explain_document(r, pod);
+    return format == output_format::json ? render_json(doc) : render_yaml(doc);
+  }
+  if (!r.pod_found) {
+    std::string out =
+        "Pod " + pod + " no longer exists; the acting replica (" + r.reached + ") remembers it.\n";
+    if (r.pending) {
+      out +=
+          "Pending: " + r.pending->state + ", due " + due_text(r.pending->due, r.now_unix) + "\n";
+    }
+    return out + history_text(r, "History");
+  }
+  return pod_and_decision_text(r, pod) + replica_text(r);
 }
 
 }  // namespace tec::kubectl_plugin

@@ -145,6 +145,18 @@ http::message_generator make_response(unsigned version, bool keep_alive, bool he
                        std::make_shared<const http_response>(std::move(r)), extra);
 }
 
+/// The 503 to `req` while `serving` documents (max_async_responses) are being served.
+http::message_generator too_many_documents(const http::request<http::string_body>& req,
+                                           std::size_t serving) {
+  logger()->debug("{} documents being served: answering 503 to {}", serving,
+                  std::string_view(req.target()));
+  return make_response(
+      req.version(), req.keep_alive(), req.method() == http::verb::head,
+      http_response{.status = 503,
+                    .body = "too many requests for documents at once, retry later\n"},
+      {.allow = {}, .retry_after = "1", .www_authenticate = {}});
+}
+
 // The kernel send buffer of a connection that writes an async handler's document: the
 // document is shared in the heap, so a reader that never reads holds this much more, not a
 // copy of up to tcp_wmem's 4 MB (Linux doubles the value for its bookkeeping).
@@ -237,6 +249,7 @@ struct http_endpoints::impl {
     phase state = phase::idle;
     std::chrono::steady_clock::time_point since{};  // of `state`
   };
+  struct registration;
 
   /// One async handler's document being computed: the requests that arrive meanwhile wait
   /// for it on `done`, which is cancelled once `result` is set.
@@ -432,25 +445,30 @@ asio::awaitable<void> http_endpoints::impl::session(std::shared_ptr<impl> self,
   }
 }
 
+/// A connection's entry in its server's sessions (open_connections counted) for as long as
+/// this lives.
+struct http_endpoints::impl::registration {
+  impl& owner;
+  std::uint64_t id;
+  registration(impl& o, std::uint64_t i, beast::tcp_stream* lowest) : owner(o), id(i) {
+    owner.sessions.emplace(id, session_entry{lowest}).first->second.since =
+        std::chrono::steady_clock::now();
+    owner.open_connections = owner.sessions.size();
+  }
+  registration(const registration&) = delete;
+  registration& operator=(const registration&) = delete;
+  ~registration() {
+    owner.sessions.erase(id);
+    owner.open_connections = owner.sessions.size();
+  }
+};
+
 template <class Stream>
 asio::awaitable<void> http_endpoints::impl::serve(std::shared_ptr<impl> self, Stream& stream) {
   auto& lowest = beast::get_lowest_layer(stream);
   const auto id = self->next_session++;
-  auto& entry = self->sessions.emplace(id, session_entry{&lowest}).first->second;
-  entry.since = std::chrono::steady_clock::now();
-  self->open_connections = self->sessions.size();
   // Declared after `stream`, so it unregisters before the stream is destroyed.
-  struct registration {
-    impl& owner;
-    std::uint64_t id;
-    registration(impl& o, std::uint64_t i) : owner(o), id(i) {}
-    registration(const registration&) = delete;
-    registration& operator=(const registration&) = delete;
-    ~registration() {
-      owner.sessions.erase(id);
-      owner.open_connections = owner.sessions.size();
-    }
-  } const reg{*self, id};
+  const registration reg{*self, id, &lowest};
   if (self->stopped) {  // stop() ran its close_all() before we registered
     co_return;
   }
@@ -512,14 +530,7 @@ asio::awaitable<void> http_endpoints::impl::serve(std::shared_ptr<impl> self, St
     std::optional<async_slot> slot;  // until the response is written
     if (auto* route = early ? nullptr : self->async_route_for(parser.get()); route != nullptr) {
       if (self->async_responses >= opt.max_async_responses) {
-        logger()->debug("{} documents being served: answering 503 to {}", self->async_responses,
-                        std::string_view(parser.get().target()));
-        early.emplace(make_response(
-            parser.get().version(), parser.get().keep_alive(),
-            parser.get().method() == http::verb::head,
-            http_response{.status = 503,
-                          .body = "too many requests for documents at once, retry later\n"},
-            {.allow = {}, .retry_after = "1", .www_authenticate = {}}));
+        early.emplace(too_many_documents(parser.get(), self->async_responses));
       } else {
         slot.emplace(*self);
         lowest.socket().set_option(asio::socket_base::send_buffer_size(document_send_buffer),

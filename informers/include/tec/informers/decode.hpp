@@ -156,6 +156,10 @@ private:
   /// One byte between the items of the array (whitespace, ',' or the closing ']') or the
   /// first of an item, at offset `i` of the chunk (`at` in the body); false on a malformed one.
   bool between_items(char c, std::size_t i, std::size_t at);
+  bool scan_element(std::string_view chunk, std::size_t& i,
+                    const std::function<bool(std::string_view)>& emit);
+  bool scan_element_string(std::string_view chunk, std::size_t& i,
+                           const std::function<bool(std::string_view)>& emit);
   bool malformed(std::string_view what, std::size_t at);
   bool too_large(std::string_view what, std::size_t limit);
 

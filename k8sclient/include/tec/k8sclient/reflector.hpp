@@ -199,6 +199,12 @@ private:
   boost::asio::awaitable<list_outcome> list(const std::string& resource_version);
   [[nodiscard]] std::string list_target(const std::string& resource_version,
                                         const std::string& continue_token, bool unpaged) const;
+  /// The request for one page of list(), begun at `began` (its deadline: the list's timeout).
+  [[nodiscard]] request page_request(const std::string& resource_version,
+                                     const std::string& continue_token, bool unpaged,
+                                     std::chrono::steady_clock::time_point began) const;
+  /// The continue token expired: list() pages again from the start (`out` emptied).
+  void restart_paging(list_outcome& out);
   /// A page that could not be read (stopped, too many objects, a transport failure or the
   /// list's deadline): fills `out` and returns true.
   bool page_unread(const base::result<response>& res, bool too_many, std::uint64_t received,

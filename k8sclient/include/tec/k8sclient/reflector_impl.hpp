@@ -200,6 +200,33 @@ bool reflector<Codec, Store>::page_refused(const response& res, bool first_page,
 }
 
 template <class Codec, class Store>
+request reflector<Codec, Store>::page_request(const std::string& resource_version,
+                                              const std::string& continue_token, bool unpaged,
+                                              std::chrono::steady_clock::time_point began) const {
+  request req;
+  req.target = list_target(resource_version, continue_token, unpaged);
+  req.idempotent = true;
+  req.accept = options_.accept;
+  if (options_.list_timeout > std::chrono::milliseconds::zero()) {
+    req.deadline = began + options_.list_timeout;
+  }
+  return req;
+}
+
+template <class Codec, class Store>
+void reflector<Codec, Store>::restart_paging(list_outcome& out) {
+  // client-go's pager lists once more without a limit; a page that size may exceed our page
+  // bound on a big cluster, so we page again from the start instead.
+  detail::watch_log()->info("{}: continue token expired while listing; paging again from the start",
+                            Codec::kind);
+  out.items.clear();
+  out.added = 0;
+  if constexpr (detail::relisted_in_steps<Store, object_type>) {
+    store_.relist_begin();  // the objects of the expired snapshot count for nothing
+  }
+}
+
+template <class Codec, class Store>
 boost::asio::awaitable<typename reflector<Codec, Store>::list_outcome>
 reflector<Codec, Store>::list(const std::string& resource_version) {
   using kind = typename list_outcome::kind;
@@ -225,16 +252,10 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
   // again). A server that answered in pages before (no watch cache) keeps getting the limit.
   const bool unpaged = !resource_version.empty() && resource_version != "0" && !paginated_;
   for (;;) {
-    request req;
-    req.target = list_target(resource_version, continue_token, unpaged);
-    req.idempotent = true;
-    req.accept = options_.accept;
     // Bounded in time as a whole (a trickling body never trips the idle guard); a slow one
     // says so while it runs.
     const auto began = clock.now();
-    if (options_.list_timeout > std::chrono::milliseconds::zero()) {
-      req.deadline = began + options_.list_timeout;
-    }
+    request req = page_request(resource_version, continue_token, unpaged, began);
     std::uint64_t received = 0;
     bool too_many = false;
     const auto objects = [&] { return out.added + out.items.size(); };
@@ -276,18 +297,9 @@ reflector<Codec, Store>::list(const std::string& resource_version) {
       co_return out;
     }
     if (res->status == 410 && !continue_token.empty() && !restarted) {
-      // client-go's pager lists once more without a limit; a page that size may exceed our
-      // page bound on a big cluster, so we page again from the start instead (once per
-      // list(); a second expiry backs off like any failed list).
-      detail::watch_log()->info(
-          "{}: continue token expired while listing; paging again from the start", Codec::kind);
-      restarted = true;
+      restarted = true;  // once per list(); a second expiry backs off like any failed list
       continue_token.clear();
-      out.items.clear();
-      out.added = 0;
-      if constexpr (in_steps) {
-        store_.relist_begin();  // the objects of the expired snapshot count for nothing
-      }
+      restart_paging(out);
       continue;
     }
     if (page_refused(res.value(), continue_token.empty(), out)) {
