@@ -313,7 +313,7 @@ struct shadow_tracker::impl {
       return {};
     }
     return fmt::format(
-        "deleted gracefully {:.3f} s after the built-in was due to evict the previous pod of this "
+        "deleted gracefully {:.3f} s after the built-in was due to evict an earlier pod of this "
         "name (uid {}), and its DELETE goes by name (before 1.29); no event or condition proves "
         "it theirs (client-go drops its Events about a name past 25 in 5 minutes)",
         std::chrono::duration<double>(*e.deleted_at - nearest->due).count(), nearest->uid);

@@ -431,6 +431,7 @@ listed = {}
 for d in json.load(open(sys.argv[1]))["disagreements"]:
     listed.setdefault(d["uid"], []).append(d)
 count = 0
+firsts = []
 for line in open(sys.argv[2]):
     rnd, _, uid1, _, uid2, theirs, marking = line.split()
     evidence, count = int(marking) > count, max(count, int(marking))
@@ -442,8 +443,11 @@ for line in open(sys.argv[2]):
     if theirs == "1" and [d["outcome"] for d in got] not in want:
         print(f"round {rnd}: the re-created pod it deleted (uid {uid2}) is listed as {got}, not one of {want}")
         break
-    if theirs == "1" and got[0]["outcome"] == "ambiguous" and f"(uid {uid1})" not in got[0]["theirs"]:
-        print(f"round {rnd}: the ambiguous re-created pod (uid {uid2}) does not name the first pod: {got}")
+    # It names the latest pod of the name ours was due to evict: this round's first pod, or an
+    # earlier round's when ours never decided on this one (created and gone within ms).
+    firsts.append(uid1)
+    if theirs == "1" and got[0]["outcome"] == "ambiguous" and not any(f"(uid {u})" in got[0]["theirs"] for u in firsts):
+        print(f"round {rnd}: the ambiguous re-created pod (uid {uid2}) names none of the first pods: {got}")
         break
     if theirs == "0" and got:
         print(f"round {rnd}: the re-created pod the driver deleted (uid {uid2}) is listed as {got}")

@@ -532,7 +532,7 @@ TEST_F(ShadowTracker, AGracefulDeletionOfTheNameRightAfterOursIsDueIsAmbiguous) 
   EXPECT_EQ(settled_[0].ours, "none");
   EXPECT_EQ(settled_[0].theirs.rfind("deleted at ", 0), 0U) << settled_[0].theirs;
   EXPECT_NE(settled_[0].theirs.find("no evidence: deleted gracefully 0.015 s after the built-in "
-                                    "was due to evict the previous pod of this name (uid uid-1)"),
+                                    "was due to evict an earlier pod of this name (uid uid-1)"),
             std::string::npos)
       << settled_[0].theirs;
   const auto c = tracker_.counts();
