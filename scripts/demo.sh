@@ -414,7 +414,7 @@ case "${1:-up}" in
     export TEC_DEMO_STAGES="$DEMO_DIR/stages.txt" TEC_DEMO_T0
     TEC_DEMO_T0=$(date +%s)
     : >"$TEC_DEMO_STAGES"
-    timed deps scripts/install-deps.sh || { stage_table; exit 1; }
+    timed deps scripts/install-deps.sh --demo || { stage_table; exit 1; }
     timed configure bash -c 'cmake --preset default >/dev/null' || { stage_table; exit 1; }
     prepare "${2:-2}" || { stage_table; exit 1; }
     rc=0
