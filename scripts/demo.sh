@@ -364,7 +364,7 @@ prepare() {
   local jobs=$1 node=0 t0=$SECONDS rc=0 pids=() names=() i
   if [ "${TEC_DEMO_NODE:-1}" != 0 ] && "$CLUSTER" node-preflight >/dev/null 2>&1; then node=1; fi
   mkdir -p "$DEMO_DIR"
-  say "Building what the demo runs (first run: the kube binaries from source, about 10 minutes; logs in $DEMO_DIR)"
+  say "Building what the demo runs (first run: the kube binaries from source, about 5 minutes; logs in $DEMO_DIR)"
   timed build cmake --build --preset default -j "$jobs" --target taint-eviction-controller \
     kubectl-taint_eviction >"$DEMO_DIR/build-controller.log" 2>&1 &
   pids+=($!) names+=("the controller (build-controller.log)")
