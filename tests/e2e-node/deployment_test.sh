@@ -17,8 +17,8 @@ wait_until 60 "the controller Deployment available with 2 replicas" controller_a
 pods=$(controller_pods)
 [ "$(wc -w <<<"$pods")" -eq 2 ] || fail "expected 2 running controller pods, got: $(tr '\n' ' ' <<<"$pods")"
 
-wait_until 60 "a Lease holder" lease_holder_pod
-holder=$(lease_holder_pod)
+wait_until 90 "a Lease holder among the running controller pods" current_leader
+holder=$(current_leader)
 grep -qxF "$holder" <<<"$pods" || fail "the Lease holder '$holder' is not one of the controller pods ($(tr '\n' ' ' <<<"$pods"))"
 log "controller pods: $(tr '\n' ' ' <<<"$pods"); leader: $holder"
 

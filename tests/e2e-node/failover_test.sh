@@ -9,8 +9,8 @@ readonly APP=next
 
 make_namespace
 wait_until 60 "the controller Deployment available with 2 replicas" controller_available 2
-wait_until 60 "a Lease holder" lease_holder_pod
-leader=$(lease_holder_pod)
+wait_until 90 "a Lease holder among the running controller pods" current_leader
+leader=$(current_leader)
 other=$(controller_pods | grep -vxF "$leader" | head -n1)
 [ -n "$other" ] || fail "no second controller replica beside the leader $leader"
 log "leader $leader, standby $other"

@@ -66,8 +66,7 @@ k -n "$CONTROLLER_NS" get pdb taint-eviction-controller -o name >/dev/null || fa
 [ "$(k get flowschemas -o name | grep -c taint-eviction-controller)" = 2 ] || fail "the FlowSchemas are not there"
 
 # The Lease of the deleted replicas expires (15 s) before one of the release's takes it.
-holder_is_ours() { local h; h=$(lease_holder_pod) && controller_pods | matches -xF "$h"; }
-wait_until 90 "the Lease held by a replica of the release" holder_is_ours
+wait_until 90 "the Lease held by a replica of the release" current_leader
 
 # The same checks as for the kustomize install.
 for t in deployment_test eviction_test; do

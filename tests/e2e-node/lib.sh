@@ -166,6 +166,15 @@ lease_holder_pod() {
   echo "${id%%_*}"
 }
 
+# The Lease holder's pod name when it is one of the running controller pods, else fails. Right
+# after a rollout the Lease can still name a replica of the one before (gone or terminating)
+# until it is released or expires (its duration, 15 s): a test that reads the leader must wait
+# for this, not for any holder.
+current_leader() {
+  local h
+  h=$(lease_holder_pod) && [ -n "$h" ] && controller_pods | matches -xF "$h" && echo "$h"
+}
+
 # controller_available N: the Deployment reports N available replicas.
 controller_available() {
   [ "$(k -n "$CONTROLLER_NS" get deployment taint-eviction-controller -o jsonpath='{.status.availableReplicas}')" = "$1" ]
