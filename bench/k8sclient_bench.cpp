@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "evictions_report.hpp"
 #include "support/informers_reference.hpp"
 #include "tec/informers/decode.hpp"
 #include "tec/informers/protobuf.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/line_splitter.hpp"
+#include "tec/reports/evictions_report.hpp"
 
 // --- counting allocator ------------------------------------------------------------------
 // Counts live heap bytes (malloc_usable_size: what the allocator really handed out, without
@@ -706,7 +706,7 @@ private:
 void BM_evictions_json(benchmark::State& state) {
   tec::controller::eviction_list list;
   list.total = 100'000;
-  for (std::size_t i = 0; i < tec::cmd::max_listed_evictions; ++i) {
+  for (std::size_t i = 0; i < tec::reports::max_listed_evictions; ++i) {
     tec::controller::eviction_view v;
     v.pod = {"namespace-" + std::to_string(i % 50), "pod-" + std::to_string(i),
              "6f1c2d3e-4b5a-6978-8a9b-0c1d2e3f4a" + std::to_string(10 + i % 90)};
@@ -720,7 +720,7 @@ void BM_evictions_json(benchmark::State& state) {
   }
   const tec::base::clock_bridge clock(*tec::base::real_clock());
   for (auto _ : state) {
-    auto text = tec::cmd::evictions_json(list, true, clock, tec::base::wall_clock::now());
+    auto text = tec::reports::evictions_json(list, true, clock, tec::base::wall_clock::now());
     benchmark::DoNotOptimize(text);
     state.counters["bytes"] = static_cast<double>(text.size());
   }

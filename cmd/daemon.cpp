@@ -34,11 +34,10 @@
 #include <vector>
 
 #include "activation.hpp"
-#include "evictions_report.hpp"
-#include "history_record.hpp"
 #include "stats_collector.hpp"
 #include "tec/admission/review.hpp"
 #include "tec/admission/webhook.hpp"
+#include "tec/admission/webhook_cert_keeper.hpp"
 #include "tec/asio/every.hpp"
 #include "tec/asio/io_thread.hpp"
 #include "tec/asio/signals.hpp"
@@ -59,15 +58,16 @@
 #include "tec/k8sclient/leader_election.hpp"
 #include "tec/k8sclient/paths.hpp"
 #include "tec/k8sclient/tls.hpp"
-#include "tec/ops/delegated_auth.hpp"
-#include "tec/ops/http_endpoints.hpp"
-#include "tec/ops/metrics.hpp"
-#include "tec/ops/process_metrics.hpp"
-#include "tec/ops/sha256.hpp"
-#include "tec/ops/tls_credentials.hpp"
-#include "tec/ops/webhook_cert_keeper.hpp"
+#include "tec/metrics/metrics.hpp"
+#include "tec/metrics/process_metrics.hpp"
 #include "tec/policy/policy_file.hpp"
 #include "tec/policy/reloader.hpp"
+#include "tec/reports/evictions_report.hpp"
+#include "tec/reports/history_record.hpp"
+#include "tec/serving/delegated_auth.hpp"
+#include "tec/serving/http_endpoints.hpp"
+#include "tec/serving/sha256.hpp"
+#include "tec/serving/tls_credentials.hpp"
 #include "tec/shadow/event_watch.hpp"
 #include "tec/shadow/shadow_tracker.hpp"
 #include "tec/timedqueue/asio_driver.hpp"
@@ -354,10 +354,10 @@ struct cluster_watches {
 
   // /readyz. Not ready: which first LIST it waits for and, when that LIST has failed, why (the
   // server caps and escapes the reason).
-  [[nodiscard]] ops::check_result readiness() const {
+  [[nodiscard]] serving::check_result readiness() const {
     const auto waiting_for = [](std::string_view what, const base::error& e) {
-      return ops::check_result{false, "waiting for the first LIST of " + std::string(what) +
-                                          (e ? " (last failure: " + e.message + ")" : "")};
+      return serving::check_result{false, "waiting for the first LIST of " + std::string(what) +
+                                              (e ? " (last failure: " + e.message + ")" : "")};
     };
     if (!pods->has_synced()) {
       return waiting_for("pods", pods->last_list_error());
@@ -386,13 +386,13 @@ struct cluster_watches {
 // handlers and the sweep feed it; /debug/shadow reads it). Empty without --shadow.
 struct shadow_parts {
   base::clock_bridge clock{*base::real_clock()};
-  std::optional<ops::shadow_metrics> metrics;
+  std::optional<metrics::shadow_metrics> metrics;
   std::optional<shadow::shadow_tracker> tracker;
 
   // Main thread: the comparison over a window; the tracker reads the controller's taints.
-  void build(ops::registry& registry, std::chrono::milliseconds window,
+  void build(metrics::registry& registry, std::chrono::milliseconds window,
              const controller::controller& ctrl) {
-    metrics.emplace(ops::register_shadow_metrics(registry));
+    metrics.emplace(metrics::register_shadow_metrics(registry));
     shadow::shadow_options so;
     so.window = window;
     so.node_taints = [&ctrl](std::string_view node) {
@@ -457,7 +457,7 @@ std::vector<std::string> serving_hosts() {
 class daemon_endpoints {
 public:
   struct sources {
-    ops::registry& registry;
+    metrics::registry& registry;
     // The TokenReviews and SubjectAccessReviews of the secure port; nullptr with
     // --metrics-secure=false.
     k8sclient::client* reviews;
@@ -468,7 +468,7 @@ public:
     informers::controller_feed& feed;
     timedqueue::asio_driver& driver;
     const admission::cluster_reader& webhook;  // what /validate/nodes reads
-    const ops::eviction_history* history;      // nullptr with --history-size=0
+    const reports::eviction_history* history;  // nullptr with --history-size=0
   };
 
   explicit daemon_endpoints(const sources& src) : src_(src) {}
@@ -481,9 +481,9 @@ public:
     // The same address twice means one server for all three paths (port 0 means two ports).
     const bool shared = opts.health_probe_bind_address == opts.metrics_bind_address &&
                         !opts.metrics_bind_address.ends_with(":0");
-    health_.emplace(executor,
-                    ops::http_endpoints_options{.bind_address = opts.health_probe_bind_address});
-    health_->handle_check("/healthz", [this]() -> ops::check_result {
+    health_.emplace(
+        executor, serving::http_endpoints_options{.bind_address = opts.health_probe_bind_address});
+    health_->handle_check("/healthz", [this]() -> serving::check_result {
       if (src_.elector != nullptr && !src_.elector->healthy(healthz_tolerance)) {
         return {false,
                 "the leader lease has not been renewed for longer than the lease "
@@ -493,11 +493,11 @@ public:
     });
     health_->handle_check("/readyz", [this] { return src_.watches.readiness(); });
     const auto metrics_handler = [this] {
-      return ops::http_response{200, std::string(ops::metrics_content_type),
-                                src_.registry.render()};
+      return serving::http_response{200, std::string(metrics::metrics_content_type),
+                                    src_.registry.render()};
     };
     if (!shared) {
-      ops::http_endpoints_options metrics_opts{.bind_address = opts.metrics_bind_address};
+      serving::http_endpoints_options metrics_opts{.bind_address = opts.metrics_bind_address};
       if (opts.metrics_secure && opts.metrics_bind_address != "0") {
         auto e = secure(metrics_opts, executor, opts, log);
         if (!e.empty()) {
@@ -511,7 +511,7 @@ public:
       }
       metrics_.emplace(executor, std::move(metrics_opts));
     }
-    ops::http_endpoints& metrics_port = shared ? *health_ : *metrics_;
+    serving::http_endpoints& metrics_port = shared ? *health_ : *metrics_;
     metrics_port.handle("/metrics", metrics_handler);
     // The admission webhook (README "Warnings at kubectl taint"): the API server calls it
     // without credentials, so it is not behind the delegated authentication; it reads only the
@@ -521,7 +521,7 @@ public:
     // answers.
     metrics_port.handle_post(
         std::string(webhook_path),
-        ops::post_route_options{
+        serving::post_route_options{
             .body_limit = admission::max_review_bytes, .timeout = 5s, .unauthenticated = true},
         [this, &reviews = src_.registry.add_counter(
                    "taint_eviction_controller_webhook_reviews_total",
@@ -532,8 +532,8 @@ public:
           auto answer = admission::serve(body, src_.webhook,
                                          [deadline] { return steady::now() >= deadline; });
           reviews.with({admission::to_string(answer.outcome)}).inc();
-          return ops::http_response{answer.status, std::move(answer.content_type),
-                                    std::move(answer.body)};
+          return serving::http_response{answer.status, std::move(answer.content_type),
+                                        std::move(answer.body)};
         });
     // The /debug documents are built on the reports thread, not the I/O thread: a full list
     // (10,000 entries, a few MB) takes tens of ms. As async handlers, the server shares each
@@ -553,7 +553,7 @@ public:
         return asio::co_spawn(reports_, history_report(std::move(query)), asio::use_awaitable);
       });
     }
-    const auto start = [&log](ops::http_endpoints& server, const std::string& flag,
+    const auto start = [&log](serving::http_endpoints& server, const std::string& flag,
                               const std::string& what, bool tls) -> std::string {
       auto bound = server.start();
       if (!bound) {
@@ -579,7 +579,7 @@ public:
   }
 
   // Any thread; idempotent. The servers' accept and connection coroutines are owned by
-  // ops::http_endpoints itself: stop() ends them.
+  // serving::http_endpoints itself: stop() ends them.
   void stop() {
     if (health_) {
       health_->stop();
@@ -595,16 +595,18 @@ public:
 
   // The secure port's certificate (nullptr without one: --metrics-secure=false, or no metrics
   // server), after start().
-  [[nodiscard]] std::shared_ptr<ops::tls_credentials> serving_credentials() const { return tls_; }
+  [[nodiscard]] std::shared_ptr<serving::tls_credentials> serving_credentials() const {
+    return tls_;
+  }
 
 private:
   // Main thread: HTTPS with the certificate of --tls-cert-file and --tls-private-key-file, or
   // a self-signed one, and delegated authentication and authorization through the API
   // server (the reviews run on the client's executor, `executor`). The error message, or empty.
-  std::string secure(ops::http_endpoints_options& o, const asio::any_io_executor& executor,
+  std::string secure(serving::http_endpoints_options& o, const asio::any_io_executor& executor,
                      const options& opts, spdlog::logger& log) {
-    auto creds = opts.tls_cert_file.empty() ? ops::tls_credentials::self_signed(serving_hosts())
-                                            : ops::tls_credentials::from_files(
+    auto creds = opts.tls_cert_file.empty() ? serving::tls_credentials::self_signed(serving_hosts())
+                                            : serving::tls_credentials::from_files(
                                                   opts.tls_cert_file, opts.tls_private_key_file);
     if (!creds) {
       return (opts.tls_cert_file.empty() ? std::string("cannot generate a serving certificate")
@@ -619,41 +621,43 @@ private:
     o.tls = std::move(*creds);
     tls_ = o.tls;
     assert(src_.reviews != nullptr);
-    o.authorizer = std::make_shared<ops::delegated_authorizer>(
-        ops::make_api_review_backend(*src_.reviews, executor), src_.reviews->clock());
+    o.authorizer = std::make_shared<serving::delegated_authorizer>(
+        serving::make_api_review_backend(*src_.reviews, executor), src_.reviews->clock());
     return {};
   }
 
   // The reports thread: /debug/evictions. A copy of at most max_listed_evictions entries (the
   // queue's mutex is held while n pointers are sorted), then the JSON from the copy.
-  asio::awaitable<ops::http_response> evictions_report() {
-    const auto list = src_.ctrl.evictions(cmd::max_listed_evictions);
+  asio::awaitable<serving::http_response> evictions_report() {
+    const auto list = src_.ctrl.evictions(reports::max_listed_evictions);
     const auto wall_now = base::wall_clock::now();
     const base::clock_bridge clock(src_.driver.now(), wall_now);
-    co_return ops::http_response{200, "application/json",
-                                 cmd::evictions_json(list, src_.feed.active(), clock, wall_now)};
+    co_return serving::http_response{
+        200, "application/json",
+        reports::evictions_json(list, src_.feed.active(), clock, wall_now)};
   }
 
   // The reports thread: /debug/history (at most --history-size records), filtered by the
   // query's pod= and node=; a bad query is a 400 naming what is wrong.
-  asio::awaitable<ops::http_response> history_report(std::string query) {
-    const auto filter = ops::parse_history_query(query);
+  asio::awaitable<serving::http_response> history_report(std::string query) {
+    const auto filter = reports::parse_history_query(query);
     if (!filter) {
-      co_return ops::http_response{400, "text/plain; charset=utf-8", filter.error().message + "\n"};
+      co_return serving::http_response{400, "text/plain; charset=utf-8",
+                                       filter.error().message + "\n"};
     }
-    co_return ops::http_response{200, "application/json",
-                                 src_.history->document(*filter, base::wall_clock::now())};
+    co_return serving::http_response{200, "application/json",
+                                     src_.history->document(*filter, base::wall_clock::now())};
   }
 
   // The reports thread: /debug/shadow (at most max_disagreements entries).
-  asio::awaitable<ops::http_response> shadow_report() {
-    co_return ops::http_response{200, "application/json", src_.shadow->report_json()};
+  asio::awaitable<serving::http_response> shadow_report() {
+    co_return serving::http_response{200, "application/json", src_.shadow->report_json()};
   }
 
   sources src_;
-  std::shared_ptr<ops::tls_credentials> tls_;  // the secure port's, when there is one
-  std::optional<ops::http_endpoints> health_;
-  std::optional<ops::http_endpoints> metrics_;  // empty when health_ serves /metrics too
+  std::shared_ptr<serving::tls_credentials> tls_;  // the secure port's, when there is one
+  std::optional<serving::http_endpoints> health_;
+  std::optional<serving::http_endpoints> metrics_;  // empty when health_ serves /metrics too
   // Builds the /debug documents off the I/O thread. After the servers, so it is joined before
   // they go; the objects it reads outlive this.
   asio::thread_pool reports_{1};
@@ -668,7 +672,7 @@ public:
   policy_control(const options& opts, std::shared_ptr<spdlog::logger> log,
                  const std::atomic<bool>& stopping, k8sclient::client& api,
                  writers::k8s_eviction_sink& sink, writers::event_recorder& recorder,
-                 const ops::standard_metrics& metrics, bool dry_run)
+                 const metrics::standard_metrics& metrics, bool dry_run)
       : opts_(opts),
         log_(std::move(log)),
         stopping_(stopping),
@@ -760,7 +764,7 @@ private:
   asio::awaitable<void> apply(const policy::reload_result& r) {
     const std::string was = sha_;
     if (!r.text.empty() && r.what != policy::reload_result::kind::rejected) {
-      sha_ = ops::sha256_hex(r.text);
+      sha_ = serving::sha256_hex(r.text);
       metrics_.policy_last_reload_successful.set(1);
       metrics_.policy_last_reload_success_timestamp.set(unix_seconds());
       metrics_.policy_info.keep_only({sha_});
@@ -864,7 +868,7 @@ private:
   k8sclient::client& api_;
   writers::k8s_eviction_sink& sink_;
   writers::event_recorder& recorder_;
-  ops::standard_metrics metrics_;
+  metrics::standard_metrics metrics_;
   controller::controller* ctrl_ = nullptr;
   std::optional<policy::reloader> reloader_;  // I/O thread and reader_, one poll at a time
   // Reads and parses the policy file (reloader_) off the I/O thread: a hung mount or a large
@@ -898,8 +902,8 @@ struct leadership {
 
 // The Prometheus registry and the standard families in it (shadow mode adds its own).
 struct metric_set {
-  ops::registry registry;
-  std::optional<ops::standard_metrics> standard;
+  metrics::registry registry;
+  std::optional<metrics::standard_metrics> standard;
 };
 
 // What writes to the cluster through the client: Events and evictions.
@@ -1030,7 +1034,7 @@ struct daemon::impl {
   // Before ctrl, whose workers call its breaker_event(), and after what it borrows.
   std::optional<policy_control> policy_ctl;
   // The eviction history (--history-size), fed by ctrl's outcome observer.
-  std::optional<ops::eviction_history> history;
+  std::optional<reports::eviction_history> history;
   std::shared_ptr<spdlog::logger> history_log = base::named_logger("history");
   std::optional<controller::controller> ctrl;  // borrows cache.pods, out.sink, driver
   leadership lead;
@@ -1040,13 +1044,13 @@ struct daemon::impl {
   std::optional<daemon_endpoints> endpoints;
   // --webhook-cert-secret: the webhook's certificate (borrows api; shares the secure port's
   // credentials).
-  std::optional<ops::webhook_cert_keeper> webhook_certs;
+  std::optional<admission::webhook_cert_keeper> webhook_certs;
   io_runtime process{io, log};
 
   void build(const k8sclient::rest_config& config) {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
-    ops::register_process_metrics(metrics.registry);
-    metrics.standard.emplace(ops::register_standard_metrics(
+    metrics::register_process_metrics(metrics.registry);
+    metrics.standard.emplace(metrics::register_standard_metrics(
         metrics.registry, {tec::version, tec::commit, tec::compiler}, [this] {
           auto stats = cmd::collect_stats(ctrl->stats(), out.sink->stats(), watches.pods->stats(),
                                           watches.nodes->stats(), out.recorder->stats());
@@ -1179,9 +1183,9 @@ struct daemon::impl {
       // (its short lock).
       ctl.on_outcome = [this](const controller::eviction_outcome& o) {
         const base::clock_bridge clock(driver->now(), base::wall_clock::now());
-        ops::history_record rec = ops::clipped(cmd::history_record_of(o, clock));
+        reports::history_record rec = reports::clipped(reports::history_record_of(o, clock));
         if (history_log->should_log(spdlog::level::info)) {
-          history_log->info("{}", ops::to_json(rec));
+          history_log->info("{}", reports::to_json(rec));
         }
         history->add(std::move(rec));
       };
@@ -1283,7 +1287,7 @@ struct daemon::impl {
     }
     const std::string& ns = opts.webhook_service_namespace;
     const std::string& svc = opts.webhook_service_name;
-    ops::webhook_cert_keeper_options ko{
+    admission::webhook_cert_keeper_options ko{
         .secret_namespace = opts.webhook_cert_secret_namespace,
         .secret_name = opts.webhook_cert_secret_name,
         .webhook_configuration = opts.webhook_configuration,
@@ -1296,7 +1300,7 @@ struct daemon::impl {
         "{}; the caBundle of ValidatingWebhookConfiguration {} follows its CA",
         ko.secret_namespace, ko.secret_name, svc, ns, format_duration(ko.check_interval),
         ko.webhook_configuration);
-    webhook_certs.emplace(ops::make_api_webhook_cert_backend(
+    webhook_certs.emplace(admission::make_api_webhook_cert_backend(
                               *api, ko.secret_namespace, ko.secret_name, ko.webhook_configuration),
                           tls, *base::real_clock(), std::move(ko));
     process.spawn_background(async::repeat([this] { return check_webhook_certs(); }));

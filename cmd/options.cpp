@@ -14,9 +14,9 @@
 #include <utility>
 
 #include "tec/base/error.hpp"
-#include "tec/ops/http_endpoints.hpp"
-#include "tec/ops/sha256.hpp"
 #include "tec/policy/policy_file.hpp"
+#include "tec/serving/http_endpoints.hpp"
+#include "tec/serving/sha256.hpp"
 
 namespace tec::cmd {
 namespace {
@@ -428,7 +428,7 @@ void check_servers(const options& o, problem_list& problems) {
       std::pair{"--metrics-bind-address", &o.metrics_bind_address},
       std::pair{"--health-probe-bind-address", &o.health_probe_bind_address}};
   for (const auto& [flag, address] : addresses) {
-    if (auto parsed = ops::parse_bind_address(*address); !parsed) {
+    if (auto parsed = serving::parse_bind_address(*address); !parsed) {
       problems.push_back(std::string(flag) + ": \"" + *address +
                          "\" is not a valid address (expected :PORT, IP:PORT, [IPv6]:PORT or "
                          "0): " +
@@ -537,7 +537,7 @@ void check_policy_flag(options& o, const flag_text& t, const read_policy_fn& rea
     problems.push_back("--policy: " + parsed.summary());
   } else {
     o.policy = *parsed.policy;
-    o.policy_sha256 = ops::sha256_hex(*text);
+    o.policy_sha256 = serving::sha256_hex(*text);
   }
 }
 

@@ -2,12 +2,12 @@
 
 namespace tec::cmd {
 
-ops::scrape_stats collect_stats(const controller::controller_stats& cs,
-                                const writers::eviction_sink_stats& ss,
-                                const k8sclient::reflector_stats& pods,
-                                const k8sclient::reflector_stats& nodes,
-                                const writers::event_recorder_stats& es) {
-  ops::scrape_stats out;
+metrics::scrape_stats collect_stats(const controller::controller_stats& cs,
+                                    const writers::eviction_sink_stats& ss,
+                                    const k8sclient::reflector_stats& pods,
+                                    const k8sclient::reflector_stats& nodes,
+                                    const writers::event_recorder_stats& es) {
+  metrics::scrape_stats out;
   out.pod_deletions = ss.deletions + ss.evictions;
   out.pod_evictions = ss.evictions;
   out.eviction_refusals = cs.blocked_attempts;
@@ -51,7 +51,7 @@ ops::scrape_stats collect_stats(const controller::controller_stats& cs,
   return out;
 }
 
-void add_informer_stats(ops::scrape_stats& out, const std::string& resource,
+void add_informer_stats(metrics::scrape_stats& out, const std::string& resource,
                         const k8sclient::reflector_stats& stats) {
   out.watch_restarts[resource] = stats.watch_restarts;
   out.relists[resource] = stats.relists;

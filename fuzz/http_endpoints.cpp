@@ -1,4 +1,4 @@
-// Fuzz target: the request path of the daemon's HTTP server (tec/ops/http_endpoints.hpp).
+// Fuzz target: the request path of the daemon's HTTP server (tec/serving/http_endpoints.hpp).
 //
 // One server for the whole run, on 127.0.0.1:0, with /healthz (ok), /readyz (failing), /metrics
 // and /throws (a handler that throws), and small header and body limits so that short inputs
@@ -36,8 +36,8 @@
 #include <vector>
 
 #include "support.hpp"
-#include "tec/ops/http_endpoints.hpp"
-#include "tec/ops/metrics.hpp"
+#include "tec/metrics/metrics.hpp"
+#include "tec/serving/http_endpoints.hpp"
 
 namespace {
 
@@ -86,8 +86,8 @@ std::string join(const std::vector<std::string>& lines) {
 
 struct fixture {
   asio::io_context ioc;
-  tec::ops::registry registry;
-  std::optional<tec::ops::http_endpoints> server;
+  tec::metrics::registry registry;
+  std::optional<tec::serving::http_endpoints> server;
   tcp::endpoint endpoint;
   std::vector<std::string> baseline_sockets;
 
@@ -96,21 +96,22 @@ struct fixture {
     registry.add_counter("fuzz_requests_total", "A counter, so that /metrics renders something")
         .with({})
         .inc();
-    tec::ops::http_endpoints_options o;
+    tec::serving::http_endpoints_options o;
     o.bind_address = "127.0.0.1:0";
     o.read_timeout = 5s;
     o.write_timeout = 5s;
     o.header_limit = header_limit;
     o.body_limit = body_limit;
     server.emplace(ioc.get_executor(), o);
-    server->handle_check("/healthz", [] { return tec::ops::check_result{}; });
-    server->handle_check("/readyz", [] { return tec::ops::check_result{false, "not ready"}; });
+    server->handle_check("/healthz", [] { return tec::serving::check_result{}; });
+    server->handle_check("/readyz", [] { return tec::serving::check_result{false, "not ready"}; });
     server->handle("/metrics", [this] {
-      return tec::ops::http_response{200, std::string(tec::ops::metrics_content_type),
-                                     registry.render()};
+      return tec::serving::http_response{200, std::string(tec::metrics::metrics_content_type),
+                                         registry.render()};
     });
-    server->handle("/throws",
-                   []() -> tec::ops::http_response { throw std::runtime_error("handler failed"); });
+    server->handle("/throws", []() -> tec::serving::http_response {
+      throw std::runtime_error("handler failed");
+    });
     auto bound = server->start();
     TEC_FUZZ_CHECK(bound.has_value() && bound.value().has_value(), "start the server");
     endpoint = *bound.value();

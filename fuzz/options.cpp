@@ -18,7 +18,7 @@
 #include "options.hpp"
 #include "support.hpp"
 #include "tec/base/result.hpp"
-#include "tec/ops/http_endpoints.hpp"
+#include "tec/serving/http_endpoints.hpp"
 
 namespace {
 
@@ -52,8 +52,8 @@ void check_options(const tec::cmd::options& o, const std::string& args) {
   TEC_FUZZ_CHECK(o.context.empty() || !o.kubeconfig.empty(), args);
   TEC_FUZZ_CHECK(valid_name(o.lease_namespace), args);
   TEC_FUZZ_CHECK(valid_name(o.lease_name), args);
-  TEC_FUZZ_CHECK(tec::ops::parse_bind_address(o.metrics_bind_address).has_value(), args);
-  TEC_FUZZ_CHECK(tec::ops::parse_bind_address(o.health_probe_bind_address).has_value(), args);
+  TEC_FUZZ_CHECK(tec::serving::parse_bind_address(o.metrics_bind_address).has_value(), args);
+  TEC_FUZZ_CHECK(tec::serving::parse_bind_address(o.health_probe_bind_address).has_value(), args);
   bool level_ok = false;
   for (const char* level :
        {"trace", "debug", "info", "warn", "warning", "error", "critical", "off"}) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # clang-tidy over the production code (base/ timedqueue/ controller/ k8sclient/ informers/
-# writers/ shadow/ ops/ policy/ admission/ kubectl_plugin/ cmd/ asio/: the .cpp files of the compile database and the headers
+# writers/ shadow/ metrics/ serving/ reports/ policy/ admission/ kubectl_plugin/ cmd/ asio/: the .cpp files of the compile database and the headers
 # they include, per .clang-tidy's HeaderFilterRegex), every enabled check an error
 # (.clang-tidy: WarningsAsErrors '*').
 # Tests, benchmarks and fuzz targets are not linted: gtest's and Google Benchmark's macros
@@ -30,7 +30,7 @@ if [[ ${1:-} == --changed ]]; then
 fi
 build_dir=${1:-"$root/build"}
 jobs=${JOBS:-2}
-files=${LINT_FILES:-"^$root/(base|timedqueue|controller|k8sclient|informers|writers|shadow|ops|policy|admission|kubectl_plugin|cmd|asio)/"}
+files=${LINT_FILES:-"^$root/(base|timedqueue|controller|k8sclient|informers|writers|shadow|metrics|serving|reports|policy|admission|kubectl_plugin|cmd|asio)/"}
 narrowed=()
 [[ -n ${LINT_FILES:-} ]] && narrowed=(--files-narrowed)
 

@@ -640,5 +640,26 @@ TEST(options_env, help_shows_each_setting_flag_s_variable_and_the_modes_have_non
   EXPECT_GE(flags, 30) << h.out;
 }
 
+TEST(HistoryRecord, HistorySizeFlag) {
+  const auto parse_flags = [](std::vector<std::string> args) {
+    return parse_options(
+        args, "9.9.9", [](const std::string&) { return std::optional<std::string>(); },
+        [](const std::string&) { return std::optional<std::string>(); });
+  };
+  auto r = parse_flags({});
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->history_size, 1000);
+  r = parse_flags({"--history-size=0"});
+  ASSERT_TRUE(r.opts) << r.err;
+  EXPECT_EQ(r.opts->history_size, 0);
+  for (const std::string bad : {"--history-size=-1", "--history-size=100001"}) {
+    r = parse_flags({bad});
+    EXPECT_FALSE(r.opts) << bad;
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--history-size must be between 0 and 100000"), std::string::npos)
+        << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace tec::cmd

@@ -15,7 +15,7 @@
 #include "stats_collector.hpp"
 #include "tec/controller/controller.hpp"
 #include "tec/k8sclient/reflector.hpp"
-#include "tec/ops/metrics.hpp"
+#include "tec/metrics/metrics.hpp"
 #include "tec/writers/event_recorder.hpp"
 #include "tec/writers/eviction_sink.hpp"
 
@@ -112,8 +112,8 @@ TEST(collect_stats, scraping_while_the_controller_works_is_race_free_and_monoton
   controller::testing::fake_index index;
   controller::testing::recording_sink sink(&index);
   controller::controller ctl(index, sink, drv, controller::testing::threaded_options(4));
-  ops::registry registry;
-  const auto metrics = ops::register_standard_metrics(
+  metrics::registry registry;
+  const auto metrics = metrics::register_standard_metrics(
       registry, {"test", "c", "cc"}, [&ctl] { return collect_stats(ctl.stats(), {}, {}, {}, {}); });
   ctl.start();
 
@@ -204,7 +204,7 @@ TEST(collect_stats, scraping_while_the_controller_works_is_race_free_and_monoton
 }
 
 TEST(NamespaceStats, TheInformerCountsJoinTheMetricsFamilies) {
-  ops::scrape_stats s;
+  metrics::scrape_stats s;
   s.watch_restarts = {{"pods", 1}};
   k8sclient::reflector_stats ns;
   ns.watch_restarts = 2;

@@ -6,7 +6,7 @@ Usage: check_dashboard.py MONITORING_DIR [--exprs]
 - dashboard.json is JSON; every panel but a row has a datasource and at least one target with
   an expr that selects job="taint-eviction-controller"; panel ids are unique.
 - every taint_eviction_controller_* name in dashboard.json and prometheusrule.yaml (less a
-  histogram's _bucket/_sum/_count) is one ops/src/metrics.cpp registers.
+  histogram's _bucket/_sum/_count) is one metrics/src/metrics.cpp registers.
 With --exprs: prints every panel expression, one a line ($__rate_interval as 1m), and checks
 nothing (tests/e2e/prometheus_test.sh asks Prometheus for each).
 Exits 1 with one line per problem.
@@ -28,7 +28,7 @@ def panel_exprs(dashboard):
 
 
 def defined_metrics(repo):
-    with open(os.path.join(repo, "ops", "src", "metrics.cpp"), encoding="utf-8") as f:
+    with open(os.path.join(repo, "metrics", "src", "metrics.cpp"), encoding="utf-8") as f:
         src = f.read()
     names = set(re.findall(r'(?:full_name|counter_stat|gauge_stat)\("([a-z_]+)"', src))
     names |= set(re.findall(r'counter_stat_by\(\s*"[a-z_]+",\s*"([a-z_]+)"', src))
@@ -73,7 +73,7 @@ def main() -> int:
     for n in sorted(used):
         base = re.sub(r"_(bucket|sum|count)$", "", n)
         if n not in known and base not in known:
-            problems.append(f"{n}: not a metric ops/src/metrics.cpp registers")
+            problems.append(f"{n}: not a metric metrics/src/metrics.cpp registers")
     for p in problems:
         print(p, file=sys.stderr)
     if not problems:

@@ -1,7 +1,7 @@
 #pragma once
 
 // `pending`'s rows: the acting replica's /debug/evictions document (format in
-// cmd/evictions_report.hpp), or, when it cannot be reached, the TaintEvictionScheduled Events
+// reports/evictions_report.hpp), or, when it cannot be reached, the TaintEvictionScheduled Events
 // (their message names the pod, the due time and the taint). Printed as a table (POD NODE
 // TAINT DUE STATE WHY, NAMESPACE first with -A) or a JSON/YAML document. Pure; any thread.
 
