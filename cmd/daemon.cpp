@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "activation.hpp"
-#include "stats_collector.hpp"
+#include "metric_set.hpp"
 #include "tec/admission/review.hpp"
 #include "tec/admission/webhook.hpp"
 #include "tec/admission/webhook_cert_keeper.hpp"
@@ -1051,12 +1051,7 @@ struct daemon::impl {
     // Read on the HTTP server's thread at each scrape; everything read outlives the servers.
     metrics::register_process_metrics(metrics.registry);
     metrics.standard.emplace(metrics::register_standard_metrics(
-        metrics.registry, {tec::version, tec::commit, tec::compiler}, [this] {
-          auto stats = cmd::collect_stats(ctrl->stats(), out.sink->stats(), watches.pods->stats(),
-                                          watches.nodes->stats(), out.recorder->stats());
-          cmd::add_informer_stats(stats, "namespaces", watches.namespaces->stats());
-          return stats;
-        }));
+        metrics.registry, {tec::version, tec::commit, tec::compiler}));
     api.emplace(io.get_executor(), config, client_options());
     if (opts.metrics_secure) {
       // Not in api_requests_total, which counts the controller's own work (shadow mode's "no
@@ -1108,6 +1103,16 @@ struct daemon::impl {
     }
     watches.build(*api, cache, *lead.gate, std::move(on_pod), lead.feed->node_handler(),
                   opts.protobuf, log);
+    // What the libraries count, each declared beside its counting; read at each scrape (on
+    // the serving thread), everything read outlives the servers.
+    cmd::publish_metric_set(
+        metrics.registry,
+        {.ctrl = *ctrl,
+         .sink = *out.sink,
+         .recorder = *out.recorder,
+         .watched = {{"pods", [this] { return watches.pods->stats(); }},
+                     {"nodes", [this] { return watches.nodes->stats(); }},
+                     {"namespaces", [this] { return watches.namespaces->stats(); }}}});
     if (opts.leader_elect) {
       build_elector(config);
     }
@@ -1160,7 +1165,7 @@ struct daemon::impl {
     controller::controller_options ctl;
     ctl.workers = static_cast<std::size_t>(opts.workers);
     ctl.threaded = true;
-    // pod_deletions counts 2xx DELETEs (from the sink's stats); the histogram the same
+    // pod_deletions_total counts 2xx DELETEs (the sink's table); the histogram the same
     // accepted DELETEs (not pods found already gone), from their due time.
     ctl.on_deleted = [m = *metrics.standard](std::chrono::nanoseconds due_to_deleted) {
       m.pod_deletion_duration.observe(std::chrono::duration<double>(due_to_deleted).count());

@@ -4,37 +4,74 @@
 // by string_view, and the timestamps of the trace-level stage lines.
 
 #include "tec/controller/controller.hpp"
+#include "tec/metrics/table.hpp"
 
+#include <array>
 #include <atomic>
 #include <utility>
 
 namespace tec::controller::detail {
 
-/// The controller's counters: each part bumps its own (relaxed), controller::stats() reads them
-/// all, from any thread. Owned by controller::impl, borrowed by the parts.
+/// The controller's counters, each declared with its metric (metrics/table.hpp): each part
+/// bumps its own, `table` publishes them all (controller::metric_table() adds the gauges).
+/// Owned by controller::impl, borrowed by the parts; inc() from any thread. A new counter is a
+/// member here and its inc() where it happens.
 struct counters {
-  std::atomic<std::uint64_t> node_updates{0};
-  std::atomic<std::uint64_t> pod_updates{0};
-  std::atomic<std::uint64_t> ignored{0};
-  std::atomic<std::uint64_t> coalesced{0};
-  std::atomic<std::uint64_t> decisions{0};
-  std::atomic<std::uint64_t> scheduled{0};
-  std::atomic<std::uint64_t> started{0};
-  std::atomic<std::uint64_t> attempts{0};
-  std::atomic<std::uint64_t> succeeded{0};
-  std::atomic<std::uint64_t> failed{0};
-  std::atomic<std::uint64_t> skipped{0};
-  std::atomic<std::uint64_t> terminating{0};
-  std::atomic<std::uint64_t> cancellations{0};
-  std::atomic<std::uint64_t> stale{0};
-  std::atomic<std::uint64_t> dry_run{0};
-  std::atomic<std::uint64_t> from_taint_time{0};
+  counters();
+  counters(const counters&) = delete;
+  counters& operator=(const counters&) = delete;
+
+  metrics::table table;  // first: the members below add their rows to it
+  metrics::count node_updates{table, "node_updates_total",
+                              "Node updates taken in (queued for a worker or merged into one "
+                              "waiting)."};
+  metrics::count pod_updates{table, "pod_updates_total",
+                             "Pod updates taken in (queued for a worker or merged into one "
+                             "waiting)."};
+  metrics::count ignored{table, "updates_ignored_total",
+                         "Node and pod updates ignored: nothing that decides an eviction "
+                         "changed."};
+  metrics::count coalesced{table, "updates_coalesced_total",
+                           "Node and pod updates merged into one already waiting."};
+  metrics::count decisions{table, "pod_decisions_total", "Pods decided on a tainted node."};
+  metrics::count scheduled{table, "scheduled_evictions_total", "Pod evictions scheduled."};
+  metrics::count started{table, "evictions_started_total",
+                         "Evictions started (their first deletion attempt)."};
+  metrics::count retries{table, "pod_deletion_retries_total", "Pod deletion attempts retried."};
+  metrics::count succeeded{table, "evictions_succeeded_total",
+                           "Evictions done: the pod was deleted (or evicted), or was gone."};
+  metrics::count failed{table, "eviction_attempt_failures_total",
+                        "Eviction attempts that failed (each is retried)."};
+  metrics::count skipped{table, "evictions_skipped_total",
+                         "Evictions that fired for a pod gone or replaced: no API call."};
+  metrics::count terminating{
+      table, "terminating_pods_skipped_total",
+      "Evictions not made because the pod was already terminating (a deletionTimestamp): no "
+      "DELETE, no rate-limit token, no Marking event."};
+  metrics::count cancellations{table, "cancelled_evictions_total",
+                               "Scheduled pod evictions cancelled before they ran."};
+  metrics::count stale{table, "stale_evictions_dropped_total",
+                       "Evictions dropped because the pod of that name has another UID."};
+  metrics::count dry_run{table, "dry_run_pod_deletions_total",
+                         "Pods the controller would have deleted, had dry-run been off."};
+  metrics::count from_taint_time{
+      table, "deadlines_from_taint_time_total",
+      "Evictions scheduled when this process started acting whose countdown was counted from "
+      "the taint's timeAdded (or the pod's bind time) rather than from now."};
+  metrics::count overrides{table, "toleration_overrides_total",
+                           "Evictions scheduled with a time a taint rule's minTolerationSeconds "
+                           "or maxTolerationSeconds set instead of the pod's own toleration."};
+  metrics::count fallbacks{table, "eviction_fallbacks_total",
+                           "Pods deleted after their eviction was refused for fallbackAfter."};
+  metrics::count blocked{table, "eviction_refusals_total",
+                         "Eviction API calls refused (429: a PodDisruptionBudget) and retried."};
+  /// pods_skipped_total{reason}, by skip_reason (its row added by the constructor).
   std::array<std::atomic<std::uint64_t>, skip_reason_count> skipped_by{};
-  std::atomic<std::uint64_t> overrides{0};
-  std::atomic<std::uint64_t> fallbacks{0};
-  std::atomic<std::uint64_t> blocked{0};
 };
 
+inline void bump(metrics::count& c) {
+  c.inc();
+}
 inline void bump(std::atomic<std::uint64_t>& c) {
   c.fetch_add(1, std::memory_order_relaxed);
 }

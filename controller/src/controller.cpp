@@ -87,6 +87,21 @@ timedqueue::admission_limits admission_of(const rate_limit_policy& r) {
 
 }  // namespace
 
+detail::counters::counters() {
+  table.push_back(metrics::counter_row_by(
+      "reason", "pods_skipped_total",
+      "Decisions that left a pod on a tainted node alone for a scoping rule of the policy or the "
+      "opt-out annotation, by reason.",
+      [this] {
+        std::vector<metrics::sample> out;
+        for (std::size_t r = 0; r < skip_reason_count; ++r) {
+          out.push_back({std::string(to_string(static_cast<skip_reason>(r))),
+                         static_cast<double>(skipped_by[r].load(std::memory_order_relaxed))});
+        }
+        return out;
+      }));
+}
+
 struct controller::impl {
   impl(const pod_index& pods, eviction_sink& sink, timedqueue::driver& drv,
        controller_options options)
@@ -280,31 +295,7 @@ std::optional<std::vector<taint>> controller::tainted_taints(std::string_view no
 }
 
 controller_stats controller::stats() const {
-  const detail::counters& c = impl_->ctr_;
-  const auto get = [](const std::atomic<std::uint64_t>& a) {
-    return a.load(std::memory_order_relaxed);
-  };
   controller_stats s;
-  s.node_updates = get(c.node_updates);
-  s.pod_updates = get(c.pod_updates);
-  s.updates_ignored = get(c.ignored);
-  s.updates_coalesced = get(c.coalesced);
-  s.pod_decisions = get(c.decisions);
-  s.evictions_scheduled = get(c.scheduled);
-  s.evictions_started = get(c.started);
-  s.eviction_attempts = get(c.attempts);
-  s.evictions_succeeded = get(c.succeeded);
-  s.evictions_failed = get(c.failed);
-  s.evictions_skipped = get(c.skipped);
-  s.terminating_skipped = get(c.terminating);
-  s.cancellations = get(c.cancellations);
-  s.stale_entries_dropped = get(c.stale);
-  s.dry_run_deletions = get(c.dry_run);
-  s.deadlines_from_taint_time = get(c.from_taint_time);
-  for (std::size_t i = 0; i < skip_reason_count; ++i) {
-    s.skipped[i] = get(c.skipped_by[i]);
-  }
-  s.toleration_overrides = get(c.overrides);
   const detail::storm_breaker::state breaker = impl_->breaker_.current();
   s.breaker_open = breaker.open;
   s.breaker_tainted_nodes = breaker.tainted_nodes;
@@ -312,13 +303,40 @@ controller_stats controller::stats() const {
   s.tainted_nodes = impl_->tainted_.size();
   s.stuck_evictions = impl_->runner_.stuck_count();
   s.blocked_evictions = impl_->runner_.blocked_count();
-  s.blocked_attempts = get(c.blocked);
-  s.eviction_fallbacks = get(c.fallbacks);
   s.worker_queue_depth = impl_->pool_.depths();
   s.queue = impl_->queue_.stats();
   s.held_evictions = s.queue.deferred[detail::hold_tag];
   s.settling_evictions = s.queue.deferred[detail::settle_tag];
   return s;
+}
+
+metrics::table controller::metric_table() const {
+  metrics::table t = impl_->ctr_.table;
+  const impl* i = impl_.get();
+  const auto gauge = [&t](std::string name, std::string help, auto read) {
+    t.push_back(metrics::gauge_row(std::move(name), std::move(help),
+                                   [read] { return static_cast<double>(read()); }));
+  };
+  gauge("tainted_nodes", "Nodes that carry at least one NoExecute taint.",
+        [i] { return i->tainted_.size(); });
+  gauge("stuck_evictions", "Evictions that failed at least 5 times in a row and are still retried.",
+        [i] { return i->runner_.stuck_count(); });
+  gauge("evictions_waiting",
+        "Due evictions the eviction policy holds back (rate limit, in-flight caps, storm "
+        "breaker).",
+        [i] { return i->queue_.stats().held; });
+  gauge("held_evictions",
+        "Due evictions waiting for a taint-eviction-controller/hold-until annotation.",
+        [i] { return i->queue_.stats().deferred[detail::hold_tag]; });
+  gauge("settling_evictions",
+        "Due evictions waiting for the storm breaker's settling time (settleSeconds).",
+        [i] { return i->queue_.stats().deferred[detail::settle_tag]; });
+  gauge("storm_breaker_open", "1 while the storm breaker is open and every eviction waits, else 0.",
+        [i] { return i->breaker_.current().open ? 1 : 0; });
+  gauge("evictions_blocked",
+        "Evictions the Eviction API refuses right now (a PodDisruptionBudget), still retried.",
+        [i] { return i->runner_.blocked_count(); });
+  return t;
 }
 
 void controller::set_policy(const eviction_policy& policy) {

@@ -101,7 +101,6 @@ void eviction_runner::start(const timedqueue::run_info& info,
     return;
   }
   announce_attempt(info, ref, w.method, stuck || w.blocked);
-  bump(ctr_.attempts);
   auto holder = std::make_shared<pending_done>(std::move(*slot));
   slot.reset();
   // The check must not own the completion: a sink may keep the request after calling done,
@@ -236,6 +235,7 @@ void eviction_runner::announce_attempt(const timedqueue::run_info& info, const p
     outlet_.record(ref, event_kind::marking_for_deletion);
     return;
   }
+  bump(ctr_.retries);
   log_->log(quiet ? spdlog::level::debug : spdlog::level::info,
             "retrying deletion pod=\"{}\" uid={} attempt={}", info.key, info.payload, info.attempt);
 }

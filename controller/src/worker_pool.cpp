@@ -119,7 +119,7 @@ bool worker_pool::enqueue_pod(std::string_view node, std::string_view ns, std::s
 
 // After an update was put on (fresh) or merged into (coalesced) worker w's queue, outside
 // its lock: count it and wake the worker only when there is something new to do.
-void worker_pool::enqueued(worker& w, std::atomic<std::uint64_t>& counter, bool fresh) {
+void worker_pool::enqueued(worker& w, metrics::count& counter, bool fresh) {
   bump(counter);
   if (fresh) {
     w.cv.notify_one();

@@ -109,7 +109,7 @@ private:
   bool push_node(std::string name, std::optional<std::vector<taint>> taints, bool replay,
                  bool replace);
   worker& worker_of(std::string_view node) { return *workers_[shard_of(node, workers_.size())]; }
-  void enqueued(worker& w, std::atomic<std::uint64_t>& counter, bool fresh);
+  void enqueued(worker& w, metrics::count& counter, bool fresh);
   void loop(worker& w);
   // Hands `item` to the handler, then counts it as handled (wait_idle()).
   void handle(work_item& item);

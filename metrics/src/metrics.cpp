@@ -251,8 +251,99 @@ void registry::add_collectable(std::shared_ptr<const prometheus::Collectable> c,
   collectables_.push_back(std::move(c));
 }
 
+void registry::publish(const table& t, std::string_view prefix) {
+  const std::lock_guard lock(mutex_);
+  std::vector<published_row> added;
+  std::set<std::string, std::less<>> declared;
+  for (const auto& r : t) {
+    std::string name = std::string(prefix) + r.name;
+    if (!prometheus::CheckMetricName(name)) {
+      throw std::invalid_argument("invalid metric name '" + name + "'");
+    }
+    if (!r.label.empty() && !prometheus::CheckLabelName(r.label)) {
+      throw_bad_label(name, "invalid", r.label);
+    }
+    if (r.help.find_first_of("\\\n") != std::string::npos) {
+      throw std::invalid_argument("metric " + name + ": help text with a backslash or a line feed");
+    }
+    if (!r.read) {
+      throw std::invalid_argument("metric " + name + ": no reader");
+    }
+    if (!r.help.empty()) {
+      if (names_.contains(name) || !declared.insert(name).second) {
+        throw std::invalid_argument("metric " + name + " is already registered");
+      }
+    } else {
+      const auto same = [&](const published_row& p) {
+        return p.full_name == name && !p.r.help.empty() && p.r.kind == r.kind &&
+               p.r.label == r.label;
+      };
+      if (std::none_of(rows_.begin(), rows_.end(), same) &&
+          std::none_of(added.begin(), added.end(), same)) {
+        throw std::invalid_argument("metric " + name +
+                                    ": adds to a family no earlier row declares with its kind "
+                                    "and label");
+      }
+    }
+    added.push_back({r, std::move(name)});
+  }
+  names_.insert(declared.begin(), declared.end());
+  rows_.insert(rows_.end(), std::make_move_iterator(added.begin()),
+               std::make_move_iterator(added.end()));
+}
+
+std::vector<prometheus::MetricFamily> registry::collect_rows() const {
+  std::vector<published_row> rows;
+  {
+    const std::lock_guard lock(mutex_);
+    rows = rows_;
+  }
+  // Declared families in publishing order; contributions summed into them by label value.
+  std::vector<prometheus::MetricFamily> out;
+  std::map<std::string, std::map<std::string, double>, std::less<>> values;
+  for (const auto& p : rows) {
+    if (!p.r.help.empty()) {
+      prometheus::MetricFamily f;
+      f.name = p.full_name;
+      f.help = p.r.help;
+      f.type = p.r.kind == kind::counter ? prometheus::MetricType::Counter
+                                         : prometheus::MetricType::Gauge;
+      out.push_back(std::move(f));
+    }
+    auto& v = values[p.full_name];
+    for (auto& s : p.r.read()) {
+      v[p.r.label.empty() ? std::string() : std::move(s.label_value)] += s.value;
+    }
+  }
+  const std::lock_guard lock(exposed_mutex_);
+  for (auto& f : out) {
+    const auto& label = std::find_if(rows.begin(), rows.end(), [&](const published_row& p) {
+                          return p.full_name == f.name;
+                        })->r.label;
+    for (const auto& [label_value, value] : values[f.name]) {
+      prometheus::ClientMetric m;
+      if (f.type == prometheus::MetricType::Counter) {
+        auto& last = exposed_[f.name + '\0' + label_value];
+        last = std::max(value, last);
+        m.counter.value = last;
+      } else {
+        m.gauge.value = value;
+      }
+      if (!label.empty()) {
+        m.label.push_back({label, label_value});
+      }
+      f.metric.push_back(std::move(m));
+    }
+  }
+  std::erase_if(out, [](const auto& f) { return f.metric.empty(); });
+  return out;
+}
+
 std::string registry::render() const {
   auto families = registry_->Collect();
+  auto published = collect_rows();
+  families.insert(families.end(), std::make_move_iterator(published.begin()),
+                  std::make_move_iterator(published.end()));
   std::vector<std::shared_ptr<const prometheus::Collectable>> collectables;
   {
     const std::lock_guard lock(mutex_);
@@ -294,196 +385,9 @@ std::string full_name(std::string_view name) {
   return std::string(prefix) + std::string(name);
 }
 
-// One family of scrape_stats: a plain value, or one child per key of a map (labelled).
-struct stats_family {
-  std::string_view name;  // without the prefix
-  std::string_view help;
-  prometheus::MetricType type;
-  std::uint64_t scrape_stats::*value = nullptr;
-  std::string_view label = {};
-  std::map<std::string, std::uint64_t> scrape_stats::*by_label = nullptr;
-};
-
-using prometheus::MetricType;
-// The table's entries: a counter or a gauge read from one field, or a counter with one child
-// per key of a map field, labelled `label`.
-using stats_value = std::uint64_t scrape_stats::*;
-using stats_map = std::map<std::string, std::uint64_t> scrape_stats::*;
-
-constexpr stats_family counter_stat(std::string_view name, std::string_view help,
-                                    stats_value v) noexcept {
-  return {.name = name, .help = help, .type = MetricType::Counter, .value = v};
-}
-constexpr stats_family gauge_stat(std::string_view name, std::string_view help,
-                                  stats_value v) noexcept {
-  return {.name = name, .help = help, .type = MetricType::Gauge, .value = v};
-}
-constexpr stats_family counter_stat_by(std::string_view label, std::string_view name,
-                                       std::string_view help, stats_map m) noexcept {
-  return {.name = name, .help = help, .type = MetricType::Counter, .label = label, .by_label = m};
-}
-
-constexpr stats_family stats_families[] = {
-    counter_stat("pod_deletions_total", "Pods deleted by the taint eviction controller.",
-                 &scrape_stats::pod_deletions),
-    counter_stat("scheduled_evictions_total", "Pod evictions scheduled.",
-                 &scrape_stats::scheduled_evictions),
-    counter_stat("cancelled_evictions_total", "Scheduled pod evictions cancelled before they ran.",
-                 &scrape_stats::cancelled_evictions),
-    counter_stat_by("reason", "pod_deletion_failures_total",
-                    "Failed pod deletion attempts, by reason.",
-                    &scrape_stats::pod_deletion_failures),
-    counter_stat("pod_deletion_retries_total", "Pod deletion attempts retried.",
-                 &scrape_stats::pod_deletion_retries),
-    gauge_stat("tainted_nodes", "Nodes that carry at least one NoExecute taint.",
-               &scrape_stats::tainted_nodes),
-    counter_stat_by("resource", "watch_restarts_total", "Watches restarted, by resource.",
-                    &scrape_stats::watch_restarts),
-    counter_stat_by("resource", "relists_total", "Full re-LISTs, by resource.",
-                    &scrape_stats::relists),
-    counter_stat_by("resource", "list_watch_backoffs_total",
-                    "LIST and WATCH restarts that waited for the backoff (410 Gone, failures), by "
-                    "resource.",
-                    &scrape_stats::list_watch_backoffs),
-    counter_stat_by(
-        "result", "events_total",
-        "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.",
-        &scrape_stats::events),
-    gauge_stat("stuck_evictions",
-               "Evictions that failed at least 5 times in a row and are still retried.",
-               &scrape_stats::stuck_evictions),
-    counter_stat_by(
-        "reason", "disruption_condition_failures_total",
-        "DisruptionTarget condition patches that failed permanently (the DELETE went ahead "
-        "without the condition), by reason.",
-        &scrape_stats::disruption_condition_failures),
-    counter_stat_by("result", "fresh_node_checks_total",
-                    "Eviction attempts checked on a fresh read of the node (--fresh-node-check), "
-                    "by result; taint_gone ones wrote nothing and are retried.",
-                    &scrape_stats::fresh_node_checks),
-    counter_stat("fresh_node_reads_total",
-                 "GETs of a node sent for --fresh-node-check (one per node per second at most).",
-                 &scrape_stats::fresh_node_reads),
-    gauge_stat("evictions_waiting",
-               "Due evictions the eviction policy holds back (rate limit, in-flight caps, storm "
-               "breaker).",
-               &scrape_stats::waiting_evictions),
-    gauge_stat("held_evictions",
-               "Due evictions waiting for a taint-eviction-controller/hold-until annotation.",
-               &scrape_stats::held_evictions),
-    gauge_stat("settling_evictions",
-               "Due evictions waiting for the storm breaker's settling time (settleSeconds).",
-               &scrape_stats::settling_evictions),
-    gauge_stat("storm_breaker_open",
-               "1 while the storm breaker is open and every eviction waits, else 0.",
-               &scrape_stats::storm_breaker_open),
-    counter_stat("dry_run_pod_deletions_total",
-                 "Pods the controller would have deleted, had dry-run been off.",
-                 &scrape_stats::dry_run_pod_deletions),
-    counter_stat(
-        "deadlines_from_taint_time_total",
-        "Evictions scheduled when this process started acting whose countdown was "
-        "counted from the taint's timeAdded (or the pod's bind time) rather than from now.",
-        &scrape_stats::deadlines_from_taint_time),
-    counter_stat_by("reason", "pods_skipped_total",
-                    "Decisions that left a pod on a tainted node alone for a scoping rule of the "
-                    "policy or the opt-out annotation, by reason.",
-                    &scrape_stats::pods_skipped),
-    counter_stat("toleration_overrides_total",
-                 "Evictions scheduled with a time a taint rule's minTolerationSeconds or "
-                 "maxTolerationSeconds set instead of the pod's own toleration.",
-                 &scrape_stats::toleration_overrides),
-    counter_stat(
-        "terminating_pods_skipped_total",
-        "Evictions not made because the pod was already terminating (a deletionTimestamp): "
-        "no DELETE, no rate-limit token, no Marking event.",
-        &scrape_stats::terminating_pods_skipped),
-    counter_stat("pod_evictions_total",
-                 "Pods evicted through the Eviction API (evictionMode Evict); each is also in "
-                 "pod_deletions_total.",
-                 &scrape_stats::pod_evictions),
-    counter_stat("eviction_refusals_total",
-                 "Eviction API calls refused (429: a PodDisruptionBudget) and retried.",
-                 &scrape_stats::eviction_refusals),
-    gauge_stat("evictions_blocked",
-               "Evictions the Eviction API refuses right now (a PodDisruptionBudget), still "
-               "retried.",
-               &scrape_stats::evictions_blocked),
-    counter_stat("eviction_fallbacks_total",
-                 "Pods deleted after their eviction was refused for fallbackAfter.",
-                 &scrape_stats::eviction_fallbacks),
-    counter_stat_by(
-        "resource", "watch_decode_errors_total",
-        "Objects in watch events or LIST pages that could not be decoded and were skipped, "
-        "by resource.",
-        &scrape_stats::watch_decode_errors),
-};
-
-// The scrape-time families: reads the libraries' own totals when the registry is rendered,
-// so nothing is copied between scrapes.
-class stats_collectable final : public prometheus::Collectable {
-public:
-  explicit stats_collectable(scrape_stats_fn read) : read_(std::move(read)) {}
-
-  std::vector<prometheus::MetricFamily> Collect() const override {
-    const scrape_stats s = read_();
-    std::vector<prometheus::MetricFamily> out;
-    out.reserve(std::size(stats_families));
-    const std::lock_guard lock(mutex_);
-    for (const auto& def : stats_families) {
-      prometheus::MetricFamily f;
-      f.name = full_name(def.name);
-      f.help = def.help;
-      f.type = def.type;
-      if (def.value != nullptr) {
-        add(f, {}, s.*def.value);
-      } else {
-        for (const auto& [value, n] : s.*def.by_label) {
-          add(f, prometheus::ClientMetric::Label{std::string(def.label), value}, n);
-        }
-      }
-      if (!f.metric.empty()) {
-        out.push_back(std::move(f));
-      }
-    }
-    return out;
-  }
-
-private:
-  // Appends one sample; a counter never goes below what it last exposed (see
-  // register_standard_metrics). Called with mutex_ held.
-  void add(prometheus::MetricFamily& f, std::optional<prometheus::ClientMetric::Label> label,
-           std::uint64_t n) const {
-    prometheus::ClientMetric m;
-    auto v = static_cast<double>(n);
-    if (f.type == MetricType::Counter) {
-      auto& last = exposed_[label ? f.name + '\0' + label->value : f.name];
-      v = std::max(v, last);
-      last = v;
-      m.counter.value = v;
-    } else {
-      m.gauge.value = v;
-    }
-    if (label) {
-      m.label.push_back(std::move(*label));
-    }
-    f.metric.push_back(std::move(m));
-  }
-
-  scrape_stats_fn read_;
-  mutable std::mutex mutex_;
-  mutable std::map<std::string, double, std::less<>> exposed_;  // series -> last value
-};
-
 }  // namespace
 
-standard_metrics register_standard_metrics(registry& r, const build_labels& build,
-                                           scrape_stats_fn read) {
-  std::vector<std::string> collected;
-  for (const auto& def : stats_families) {
-    collected.push_back(full_name(def.name));
-  }
-  r.add_collectable(std::make_shared<stats_collectable>(std::move(read)), collected);
+standard_metrics register_standard_metrics(registry& r, const build_labels& build) {
   auto& build_info = r.add_gauge(full_name("build_info"),
                                  "Always 1; the version, commit and compiler labels are the "
                                  "running build's.",

@@ -16,6 +16,7 @@ namespace tec::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::counted;
 using testing::harness;
 using testing::make_node;
 using testing::make_pod;
@@ -43,7 +44,7 @@ TEST(Filters, NodeUpdateWithUnchangedNoExecuteTaintsIsIgnored) {
   const node_view empty = make_node("node2");
   EXPECT_TRUE(h.ctl.node_updated(nullptr, &empty));
   EXPECT_TRUE(h.ctl.node_updated(&empty, nullptr));
-  EXPECT_EQ(h.ctl.stats().updates_ignored, 1U);
+  EXPECT_EQ(counted(h.ctl, "updates_ignored_total"), 1U);
 }
 
 TEST(Filters, PodUpdateWithUnchangedTolerationsAndNodeIsIgnored) {
@@ -83,7 +84,7 @@ TEST(Filters, BadInputIsRejectedNotFatal) {
   p.node_name = "node1";
   EXPECT_FALSE(h.ctl.pod_updated(nullptr, &p));
   h.settle();
-  EXPECT_EQ(h.ctl.stats().updates_ignored, 2U);
+  EXPECT_EQ(counted(h.ctl, "updates_ignored_total"), 2U);
 }
 
 TEST(Filters, PodUpdateForUntaintedNodeDoesNotCancel) {
@@ -133,7 +134,7 @@ TEST(Coalescing, RepeatedUpdatesForOneKeyAreMerged) {
   }
   h.index.put(p);  // Latest: tolerates forever.
   EXPECT_EQ(h.ctl.run_until_idle_for_test(), 1U);
-  EXPECT_EQ(h.ctl.stats().updates_coalesced, 99U);
+  EXPECT_EQ(counted(h.ctl, "updates_coalesced_total"), 99U);
   EXPECT_FALSE(h.scheduled("pod1"));
   // Node updates coalesce to the latest taints too.
   node_view n = make_node("node1", {make_taint(1)});
@@ -194,7 +195,7 @@ TEST(Uid, RecreatedPodWithDeletionUnseenGetsItsOwnDecision) {
   ASSERT_TRUE(entry.has_value());
   EXPECT_EQ(entry->payload, new_pod.uid);
   EXPECT_EQ(entry->fire_at, h.drv.now() + 300s);  // Its own window, not the old one.
-  EXPECT_EQ(h.ctl.stats().stale_entries_dropped, 1U);
+  EXPECT_EQ(counted(h.ctl, "stale_evictions_dropped_total"), 1U);
   // No cancel event for the vanished pod; each pod got its own TaintEvictionScheduled.
   const auto events = h.sink.events();
   ASSERT_EQ(events.size(), 2U);
@@ -272,7 +273,7 @@ TEST(Uid, FiringForReplacedPodMakesNoApiCall) {
   h.index.put(make_pod("pod1", "node1", {make_toleration(1, -1)}));
   h.advance(10s);
   EXPECT_FALSE(h.evicted("pod1"));
-  EXPECT_EQ(h.ctl.stats().evictions_skipped, 1U);
+  EXPECT_EQ(counted(h.ctl, "evictions_skipped_total"), 1U);
   EXPECT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 0U);
   EXPECT_EQ(h.sink.events().size(), 1U);  // Only when it was scheduled.
 }
@@ -376,11 +377,12 @@ TEST(Retry, FailedEvictionsAreRetriedPastFiveAttempts) {
   EXPECT_EQ(h.sink.evictions_of("pod1"), 10U);
   EXPECT_FALSE(h.index.get_pod("default", "pod1"));
   EXPECT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
-  const auto s = h.ctl.stats();
-  EXPECT_EQ(s.evictions_started, 1U);
-  EXPECT_EQ(s.eviction_attempts, 10U);
-  EXPECT_EQ(s.evictions_failed, 9U);
-  EXPECT_EQ(s.evictions_succeeded, 1U);
+  EXPECT_EQ(counted(h.ctl, "evictions_started_total"), 1U);
+  EXPECT_EQ(
+      counted(h.ctl, "evictions_started_total") + counted(h.ctl, "pod_deletion_retries_total"),
+      10U);
+  EXPECT_EQ(counted(h.ctl, "eviction_attempt_failures_total"), 9U);
+  EXPECT_EQ(counted(h.ctl, "evictions_succeeded_total"), 1U);
 }
 
 TEST(Retry, TaintRemovedDuringBackoffStopsRetries) {
@@ -593,7 +595,7 @@ TEST(Cancel, CancellingARunningEvictionMakesItsRequestCancelled) {
   h.sink.release_oldest(eviction_status::failed);
   h.advance(ten_days);
   EXPECT_EQ(h.sink.calls().size(), 2U);
-  EXPECT_EQ(h.ctl.stats().evictions_failed, 0U);
+  EXPECT_EQ(counted(h.ctl, "eviction_attempt_failures_total"), 0U);
 }
 
 TEST(Cancel, AnAttemptThatIsOverReadsAsCancelled) {
@@ -671,7 +673,7 @@ TEST(KeptPod, CancelledAfterAStaleAnswer) {
   ASSERT_EQ(h.sink.events_of("pod1", event_kind::marking_for_deletion), 1U);
   h.update_node(make_node("node1"));
   EXPECT_EQ(h.sink.events_of("pod1", event_kind::cancelling_deletion), 1U);
-  EXPECT_EQ(h.ctl.stats().cancellations, 1U);
+  EXPECT_EQ(counted(h.ctl, "cancelled_evictions_total"), 1U);
 }
 
 TEST(KeptPod, ARetryRunningWhenCancelledIsAnnouncedOnce) {
@@ -739,7 +741,7 @@ TEST(Metrics, OnlyAnAcceptedDeleteReachesTheDeletionHistogram) {
   EXPECT_TRUE(seen.empty());
   h.add_pod(make_pod("pod2", "node1"));
   EXPECT_EQ(seen.size(), 1U);
-  EXPECT_EQ(h.ctl.stats().evictions_succeeded, 2U);
+  EXPECT_EQ(counted(h.ctl, "evictions_succeeded_total"), 2U);
 }
 
 TEST(Metrics, CountersAndDepths) {
@@ -751,9 +753,9 @@ TEST(Metrics, CountersAndDepths) {
   h.update_node(make_node("node1"));
   const auto s = h.ctl.stats();
   EXPECT_EQ(s.tainted_nodes, 1U);
-  EXPECT_EQ(s.evictions_scheduled, 2U);
-  EXPECT_EQ(s.evictions_started, 1U);
-  EXPECT_EQ(s.cancellations, 1U);
+  EXPECT_EQ(counted(h.ctl, "scheduled_evictions_total"), 2U);
+  EXPECT_EQ(counted(h.ctl, "evictions_started_total"), 1U);
+  EXPECT_EQ(counted(h.ctl, "cancelled_evictions_total"), 1U);
   EXPECT_EQ(s.queue.pending, 0U);
   for (const auto d : s.worker_queue_depth) {
     EXPECT_EQ(d, 0U);

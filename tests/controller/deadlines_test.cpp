@@ -16,6 +16,7 @@ namespace tec::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::counted;
 using testing::harness;
 using testing::make_node;
 using testing::make_pod;
@@ -128,7 +129,7 @@ TEST(DeadlinesFromTaintTime, TheReplayCountsFromTimeAdded) {
            {make_pod("pod1", "node1", {make_toleration(1, 40)})});
   EXPECT_TRUE(w.h.scheduled("pod1"));
   expect_evicted_after(w.h, 10s, "pod1");
-  EXPECT_EQ(w.h.ctl.stats().deadlines_from_taint_time, 1U);
+  EXPECT_EQ(counted(w.h.ctl, "deadlines_from_taint_time_total"), 1U);
 }
 
 TEST(DeadlinesFromTaintTime, ACountdownAlreadyOverEvictsAtOnce) {
@@ -151,7 +152,7 @@ TEST(DeadlinesFromTaintTime, ATaintWithoutTimeAddedCountsFromNow) {
   w.replay(make_node("node1", {make_taint(1)}),
            {make_pod("pod1", "node1", {make_toleration(1, 40)})});
   expect_evicted_after(w.h, 40s, "pod1");
-  EXPECT_EQ(w.h.ctl.stats().deadlines_from_taint_time, 0U);
+  EXPECT_EQ(counted(w.h.ctl, "deadlines_from_taint_time_total"), 0U);
 }
 
 TEST(DeadlinesFromTaintTime, TurnedOffTheReplayCountsFromNow) {
@@ -161,7 +162,7 @@ TEST(DeadlinesFromTaintTime, TurnedOffTheReplayCountsFromNow) {
   w.replay(make_node("node1", {added_at(1, wall_t0 - 30)}),
            {make_pod("pod1", "node1", {make_toleration(1, 40)})});
   expect_evicted_after(w.h, 40s, "pod1");
-  EXPECT_EQ(w.h.ctl.stats().deadlines_from_taint_time, 0U);
+  EXPECT_EQ(counted(w.h.ctl, "deadlines_from_taint_time_total"), 0U);
 }
 
 TEST(DeadlinesFromTaintTime, InSteadyStateATaintCountsFromWhenItIsSeen) {

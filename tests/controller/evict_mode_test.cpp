@@ -18,6 +18,7 @@ namespace tec::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::counted;
 using testing::harness;
 using testing::make_node;
 using testing::make_pod;
@@ -89,7 +90,7 @@ TEST(EvictMode, ARefusalIsRetriedCountedShownAndNeverStuck) {
   h.add_pod(p);
   h.add_node(make_node("node1", {make_taint(1)}));
   EXPECT_EQ(h.ctl.stats().blocked_evictions, 1U);
-  EXPECT_EQ(h.ctl.stats().blocked_attempts, 1U);
+  EXPECT_EQ(counted(h.ctl, "eviction_refusals_total"), 1U);
 
   const eviction_list list = h.ctl.evictions(10);
   ASSERT_EQ(list.evictions.size(), 1U);
@@ -107,10 +108,10 @@ TEST(EvictMode, ARefusalIsRetriedCountedShownAndNeverStuck) {
   for (int i = 0; i < 7; ++i) {
     h.advance(8s);
   }
-  EXPECT_EQ(h.ctl.stats().blocked_attempts, 11U);
+  EXPECT_EQ(counted(h.ctl, "eviction_refusals_total"), 11U);
   EXPECT_EQ(h.ctl.stats().blocked_evictions, 1U);
   EXPECT_EQ(h.ctl.stats().stuck_evictions, 0U) << "a budget's refusal is an answer, not a failure";
-  EXPECT_EQ(h.ctl.stats().evictions_failed, 0U);
+  EXPECT_EQ(counted(h.ctl, "eviction_attempt_failures_total"), 0U);
   EXPECT_EQ(h.sink.events_of("p", event_kind::eviction_failed), 0U);
   const auto blocked = details_of(h.sink, event_kind::eviction_blocked);
   ASSERT_EQ(blocked.size(), 11U) << "one occurrence per refusal (the recorder makes it one Event)";
@@ -126,7 +127,7 @@ TEST(EvictMode, ARefusalIsRetriedCountedShownAndNeverStuck) {
   h.advance(8s);
   EXPECT_FALSE(h.scheduled("p"));
   EXPECT_EQ(h.ctl.stats().blocked_evictions, 0U);
-  EXPECT_EQ(h.ctl.stats().evictions_succeeded, 1U);
+  EXPECT_EQ(counted(h.ctl, "evictions_succeeded_total"), 1U);
 }
 
 // README: "the first refusal is logged at info (the next ones at debug)": the retries of a
@@ -175,7 +176,7 @@ TEST(EvictMode, TheFallbackDeletesAtTheConfiguredTimeWithAWarning) {
   EXPECT_EQ(h.sink.calls().back().method, eviction_method::delete_pod);
   EXPECT_EQ(details_of(h.sink, event_kind::eviction_fallback),
             std::vector<std::string>{"after its eviction was refused for 20s (fallbackAfter 20s)"});
-  EXPECT_EQ(h.ctl.stats().eviction_fallbacks, 1U);
+  EXPECT_EQ(counted(h.ctl, "eviction_fallbacks_total"), 1U);
   EXPECT_EQ(h.ctl.stats().blocked_evictions, 0U) << "the DELETE went through";
   EXPECT_FALSE(h.scheduled("p"));
 }
@@ -222,7 +223,7 @@ TEST(EvictMode, AReloadToDeleteModeDeletesABlockedEvictionAtItsNextRetry) {
   h.add_pod(make_pod("p", "node1"));
   h.add_node(make_node("node1", {make_taint(1)}));
   h.advance(1s);
-  EXPECT_EQ(h.ctl.stats().blocked_attempts, 2U);
+  EXPECT_EQ(counted(h.ctl, "eviction_refusals_total"), 2U);
   h.ctl.set_policy(eviction_policy{});
   h.advance(2s);
   EXPECT_EQ(methods(h.sink),

@@ -17,6 +17,7 @@ namespace tec::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::counted;
 using testing::make_node;
 using testing::make_pod;
 using testing::make_taint;
@@ -219,14 +220,14 @@ TEST(Holds, OnlyTheAnnotationChangingOnATaintedNodeReachesTheController) {
   wall_harness w;
   w.h.add_pod(make_pod("p1", "n1", {make_toleration(1, 30)}));
   w.h.add_node(make_node("n1", {make_taint(1)}));
-  const auto before = w.h.ctl.stats().node_updates;
+  const auto before = counted(w.h.ctl, "node_updates_total");
   w.h.update_node(held_node("n1", wall_plus(100), {make_taint(1)}));
-  EXPECT_EQ(w.h.ctl.stats().node_updates, before + 1);
+  EXPECT_EQ(counted(w.h.ctl, "node_updates_total"), before + 1);
   // On an untainted node it is recorded, but no pod is decided.
   w.h.add_node(make_node("n2"));
-  const auto ignored = w.h.ctl.stats().updates_ignored;
+  const auto ignored = counted(w.h.ctl, "updates_ignored_total");
   w.h.update_node(held_node("n2", wall_plus(100), {}));
-  EXPECT_EQ(w.h.ctl.stats().updates_ignored, ignored + 1);
+  EXPECT_EQ(counted(w.h.ctl, "updates_ignored_total"), ignored + 1);
   // Its hold is in force once it is tainted.
   w.h.add_pod(make_pod("p2", "n2"));
   w.h.update_node(held_node("n2", wall_plus(100), {make_taint(1)}));

@@ -19,6 +19,7 @@ namespace tec::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::counted;
 using testing::harness;
 using testing::make_node;
 using testing::make_pod;
@@ -460,7 +461,7 @@ TEST(Outcomes, EveryEntryEndsOnceUnderChurn) {
   h.update_node(make_node("n1", {make_taint(1)}));
   h.advance(testing::ten_days);
   const auto got = o->take();
-  EXPECT_EQ(got.size(), h.ctl.stats().evictions_scheduled);
+  EXPECT_EQ(got.size(), counted(h.ctl, "scheduled_evictions_total"));
   // Each pod's last record says it went (a 404 leaves the pod in the fake cache, so its name
   // may be evicted again when the node is tainted again).
   std::map<std::string, outcome_result> last;

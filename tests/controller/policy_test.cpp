@@ -12,6 +12,7 @@ namespace tec::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::counted;
 using testing::harness;
 using testing::make_node;
 using testing::make_pod;
@@ -233,9 +234,9 @@ TEST(Policy, DryRunDecidesEverythingAndWritesNothing) {
   h.advance(11s);
   EXPECT_TRUE(h.sink.calls().empty());
   EXPECT_TRUE(h.sink.events().empty()) << "no TaintManagerEviction event in dry-run";
-  const auto st = h.ctl.stats();
-  EXPECT_EQ(st.dry_run_deletions, 3U);
-  EXPECT_EQ(st.cancellations, 3U) << "the decisions are counted as usual";
+  EXPECT_EQ(counted(h.ctl, "dry_run_pod_deletions_total"), 3U);
+  EXPECT_EQ(counted(h.ctl, "cancelled_evictions_total"), 3U)
+      << "the decisions are counted as usual";
   EXPECT_EQ(h.ctl.queue_for_test().size(), 0U);
   // Turning dry-run off applies to the next eviction.
   h.ctl.set_policy({});

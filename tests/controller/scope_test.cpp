@@ -16,6 +16,7 @@ namespace tec::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::counted;
 using testing::harness;
 using testing::make_node;
 using testing::make_pod;
@@ -56,7 +57,7 @@ taint_rule rule(std::string key, taint_action action, std::int64_t min = 0, std:
 }
 
 std::uint64_t skips(const controller& c, skip_reason r) {
-  return c.stats().skipped[static_cast<std::size_t>(r)];
+  return counted(c, "pods_skipped_total", to_string(r));
 }
 
 // --- the rules alone ---
@@ -313,7 +314,7 @@ TEST(Scope, FloorAndCapSetTheFireTimeAndAreCounted) {
   EXPECT_FALSE(h.evicted("long"));
   h.advance(900s - 301s + 1s);
   EXPECT_TRUE(h.evicted("long"));
-  EXPECT_EQ(h.ctl.stats().toleration_overrides, 3U);  // short, none, long; not mid
+  EXPECT_EQ(counted(h.ctl, "toleration_overrides_total"), 3U);  // short, none, long; not mid
 }
 
 TEST(Scope, AReloadThatExcludesCancelsAndOneThatCapsKeepsScheduledTimes) {

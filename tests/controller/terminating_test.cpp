@@ -19,6 +19,7 @@ namespace tec::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::counted;
 using testing::harness;
 using testing::make_node;
 using testing::make_pod;
@@ -55,11 +56,11 @@ TEST(Terminating, APodOnATaintedNodeGetsNoEvictionNoEventAndIsCounted) {
   EXPECT_TRUE(h.sink.calls().empty()) << "no DELETE for a pod already terminating";
   EXPECT_TRUE(h.sink.events().empty()) << "no Marking for deletion, no other event";
   EXPECT_FALSE(h.scheduled("p"));
-  const auto st = h.ctl.stats();
-  EXPECT_EQ(st.evictions_scheduled, 0U);
-  EXPECT_EQ(st.evictions_started, 0U);
-  EXPECT_EQ(st.terminating_skipped, 1U);
-  EXPECT_EQ(st.pod_decisions, 1U) << "it is decided as usual; only the eviction is left out";
+  EXPECT_EQ(counted(h.ctl, "scheduled_evictions_total"), 0U);
+  EXPECT_EQ(counted(h.ctl, "evictions_started_total"), 0U);
+  EXPECT_EQ(counted(h.ctl, "terminating_pods_skipped_total"), 1U);
+  EXPECT_EQ(counted(h.ctl, "pod_decisions_total"), 1U)
+      << "it is decided as usual; only the eviction is left out";
 }
 
 TEST(Terminating, ATolerationWithSecondsSchedulesNothingEither) {
@@ -70,7 +71,7 @@ TEST(Terminating, ATolerationWithSecondsSchedulesNothingEither) {
   h.advance(31s);
   EXPECT_TRUE(h.sink.calls().empty());
   EXPECT_TRUE(h.sink.events().empty()) << "no TaintEvictionScheduled either";
-  EXPECT_EQ(h.ctl.stats().terminating_skipped, 1U);
+  EXPECT_EQ(counted(h.ctl, "terminating_pods_skipped_total"), 1U);
 }
 
 // The restart: the pods our last run deleted are terminating (a grace period), the
@@ -92,7 +93,7 @@ TEST(Terminating, TheReplayAfterARestartDeletesOnlyTheLivePodsAndTakesNoTokenFor
   EXPECT_EQ(w.h.sink.events_of("a-0", event_kind::marking_for_deletion), 0U);
   EXPECT_EQ(w.h.sink.events_of("z-live", event_kind::marking_for_deletion), 1U);
   // Each terminating pod counts once per decision: the node's replay and its own.
-  EXPECT_EQ(w.h.ctl.stats().terminating_skipped, 10U);
+  EXPECT_EQ(counted(w.h.ctl, "terminating_pods_skipped_total"), 10U);
 }
 
 TEST(Terminating, APendingEvictionIsCancelledWhenThePodBecomesTerminating) {
@@ -114,9 +115,8 @@ TEST(Terminating, APendingEvictionIsCancelledWhenThePodBecomesTerminating) {
   h.advance(200s);
   EXPECT_TRUE(h.sink.calls().empty());
   EXPECT_EQ(h.sink.events_of("p", event_kind::marking_for_deletion), 0U);
-  const auto st = h.ctl.stats();
-  EXPECT_EQ(st.terminating_skipped, 1U);
-  EXPECT_EQ(st.cancellations, 1U);
+  EXPECT_EQ(counted(h.ctl, "terminating_pods_skipped_total"), 1U);
+  EXPECT_EQ(counted(h.ctl, "cancelled_evictions_total"), 1U);
 }
 
 TEST(Terminating, AHeldEvictionIsDroppedBeforeItTakesAToken) {
@@ -135,7 +135,7 @@ TEST(Terminating, AHeldEvictionIsDroppedBeforeItTakesAToken) {
   h.advance(1min);
   EXPECT_EQ(h.sink.evictions_of("p1"), 0U);
   EXPECT_EQ(h.sink.events_of("p1", event_kind::marking_for_deletion), 0U);
-  EXPECT_EQ(h.ctl.stats().terminating_skipped, 1U);
+  EXPECT_EQ(counted(h.ctl, "terminating_pods_skipped_total"), 1U);
 }
 
 // The update that made the pod terminating came before its eviction was scheduled (so it was
@@ -151,9 +151,8 @@ TEST(Terminating, AFiringThatFindsThePodTerminatingSendsNothing) {
   EXPECT_TRUE(h.sink.calls().empty());
   EXPECT_EQ(h.sink.events_of("p", event_kind::marking_for_deletion), 0U);
   EXPECT_FALSE(h.scheduled("p")) << "done, not retried";
-  const auto st = h.ctl.stats();
-  EXPECT_EQ(st.terminating_skipped, 1U);
-  EXPECT_EQ(st.evictions_started, 0U);
+  EXPECT_EQ(counted(h.ctl, "terminating_pods_skipped_total"), 1U);
+  EXPECT_EQ(counted(h.ctl, "evictions_started_total"), 0U);
 }
 
 // A DELETE of ours that was accepted although the attempt reported a failure (a timeout on the
@@ -172,7 +171,7 @@ TEST(Terminating, ARetryIsDroppedWhenThePodTurnsOutTerminating) {
   EXPECT_EQ(h.sink.events_of("p", event_kind::marking_for_deletion), 1U) << "the first only";
   EXPECT_EQ(h.sink.events_of("p", event_kind::cancelling_deletion), 0U)
       << "it had started: nothing was pending to cancel";
-  EXPECT_EQ(h.ctl.stats().terminating_skipped, 1U);
+  EXPECT_EQ(counted(h.ctl, "terminating_pods_skipped_total"), 1U);
 }
 
 TEST(Terminating, AnAttemptRunningIsLeftToFinishAndOurOwnDeletionIsNotCounted) {
@@ -187,9 +186,8 @@ TEST(Terminating, AnAttemptRunningIsLeftToFinishAndOurOwnDeletionIsNotCounted) {
   EXPECT_FALSE(h.sink.calls()[0].cancelled()) << "its request goes on";
   h.sink.release_oldest(eviction_status::deleted);
   h.settle();
-  const auto st = h.ctl.stats();
-  EXPECT_EQ(st.evictions_succeeded, 1U);
-  EXPECT_EQ(st.terminating_skipped, 0U);
+  EXPECT_EQ(counted(h.ctl, "evictions_succeeded_total"), 1U);
+  EXPECT_EQ(counted(h.ctl, "terminating_pods_skipped_total"), 0U);
   EXPECT_EQ(h.sink.events_of("p", event_kind::cancelling_deletion), 0U);
 
   // Once the eviction is over, the deletionTimestamp appearing is a status-only update again.
@@ -198,11 +196,11 @@ TEST(Terminating, AnAttemptRunningIsLeftToFinishAndOurOwnDeletionIsNotCounted) {
   h.add_pod(q);
   h.advance(5s);
   ASSERT_EQ(h.sink.evictions_of("q"), 1U);
-  const auto ignored = h.ctl.stats().updates_ignored;
+  const auto ignored = counted(h.ctl, "updates_ignored_total");
   h.index.put(q);  // the fake API removed it; the informer still reports the update
   h.update_pod(terminating(q));
-  EXPECT_EQ(h.ctl.stats().updates_ignored, ignored + 1);
-  EXPECT_EQ(h.ctl.stats().terminating_skipped, 0U);
+  EXPECT_EQ(counted(h.ctl, "updates_ignored_total"), ignored + 1);
+  EXPECT_EQ(counted(h.ctl, "terminating_pods_skipped_total"), 0U);
 }
 
 // Evict mode: the Eviction API ignores disruption budgets for a terminating pod and deletes
@@ -221,7 +219,7 @@ TEST(Terminating, EvictModeABlockedEvictionEndsWhenThePodBecomesTerminating) {
   EXPECT_EQ(h.sink.events_of("p", event_kind::cancelling_deletion), 1U);
   h.advance(1min);
   EXPECT_EQ(h.sink.calls().size(), 1U) << "no eviction request for a terminating pod";
-  EXPECT_EQ(h.ctl.stats().terminating_skipped, 1U);
+  EXPECT_EQ(counted(h.ctl, "terminating_pods_skipped_total"), 1U);
 }
 
 TEST(Terminating, DryRunDecidesItAsUpstreamDoes) {
@@ -234,8 +232,8 @@ TEST(Terminating, DryRunDecidesItAsUpstreamDoes) {
   h.add_pod(terminating(make_pod("p", "node1")));
   h.add_node(make_node("node1", {make_taint(1)}));
   h.advance(1min);
-  EXPECT_EQ(h.ctl.stats().dry_run_deletions, 1U);
-  EXPECT_EQ(h.ctl.stats().terminating_skipped, 0U);
+  EXPECT_EQ(counted(h.ctl, "dry_run_pod_deletions_total"), 1U);
+  EXPECT_EQ(counted(h.ctl, "terminating_pods_skipped_total"), 0U);
 }
 
 }  // namespace

@@ -48,9 +48,9 @@ TEST_F(pool_fixture, NodeUpdatesGoBeforePodUpdatesAndCoalesce) {
   EXPECT_EQ(pool.depths(), std::vector<std::size_t>{2});
   EXPECT_EQ(pool.run_until_idle(), 2U);
   EXPECT_EQ(handler.calls, (std::vector<std::string>{"node n1 taints=1 replay", "pod n1 ns/a"}));
-  EXPECT_EQ(ctr.node_updates.load(), 2U);
-  EXPECT_EQ(ctr.pod_updates.load(), 2U);
-  EXPECT_EQ(ctr.coalesced.load(), 2U);
+  EXPECT_EQ(ctr.node_updates.value(), 2U);
+  EXPECT_EQ(ctr.pod_updates.value(), 2U);
+  EXPECT_EQ(ctr.coalesced.value(), 2U);
   EXPECT_TRUE(pool.wait_idle(std::chrono::milliseconds(0)));
 }
 

@@ -17,6 +17,7 @@
 namespace tec::informers {
 namespace {
 
+using controller::testing::counted;
 using controller::testing::make_node;
 using controller::testing::make_pod;
 using controller::testing::make_taint;
@@ -82,7 +83,7 @@ TEST_F(controller_feed_test, activate_replays_every_node_and_only_the_pods_on_ta
   EXPECT_EQ(replayed.nodes, 3U);
   EXPECT_EQ(replayed.tainted_nodes, 1U);
   EXPECT_EQ(replayed.pods, 3U);
-  EXPECT_EQ(ctl_.stats().pod_updates, 3U);  // none queued for the 101 other pods
+  EXPECT_EQ(counted(ctl_, "pod_updates_total"), 3U);  // none queued for the 101 other pods
   settle();
   auto names = evicted();
   std::sort(names.begin(), names.end());
@@ -102,7 +103,7 @@ TEST_F(controller_feed_test, forwards_changes_only_once_active) {
 
   on_node(&before, &tainted);  // not active yet: dropped
   settle();
-  EXPECT_EQ(ctl_.stats().node_updates, 0U);
+  EXPECT_EQ(counted(ctl_, "node_updates_total"), 0U);
 
   EXPECT_EQ(feed_.activate(nodes_, pods_).pods, 0U);  // the cache still has "n" untainted
   nodes_.upsert(tainted);

@@ -226,281 +226,6 @@ TEST(metrics, invalid_definitions_throw) {
   EXPECT_THROW(f.with({}), std::invalid_argument);
 }
 
-// What a scrape shows of one family.
-struct family_shape {
-  std::string type;
-  std::string help;
-  std::string labels;   // label names of the samples, sorted, comma-separated ("le" left out)
-  std::string buckets;  // histograms: the le values of the first child, in order
-  bool operator==(const family_shape&) const = default;
-};
-
-std::ostream& operator<<(std::ostream& os, const family_shape& f) {
-  return os << "{" << f.type << ", \"" << f.help << "\", {" << f.labels << "}, [" << f.buckets
-            << "]}";
-}
-
-// Reads the text exposition back into family name -> shape (enough of the format for ours).
-std::map<std::string, family_shape> parse_exposition(const std::string& text) {
-  std::map<std::string, family_shape> out;
-  std::map<std::string, std::set<std::string>> label_names;
-  std::map<std::string, std::string> first_child;  // histogram -> labels of its first bucket
-  std::istringstream in(text);
-  std::string line;
-  std::string current;
-  while (std::getline(in, line)) {
-    if (line.starts_with("# HELP ")) {
-      const auto rest = line.substr(7);
-      current = rest.substr(0, rest.find(' '));
-      out[current].help = rest.substr(current.size() + 1);
-      continue;
-    }
-    if (line.starts_with("# TYPE ")) {
-      const auto rest = line.substr(7);
-      current = rest.substr(0, rest.find(' '));
-      out[current].type = rest.substr(current.size() + 1);
-      continue;
-    }
-    EXPECT_TRUE(!current.empty() && line.starts_with(current)) << line;
-    const auto brace = line.find('{');
-    const auto name_end = std::min(brace, line.find(' '));
-    const std::string sample = line.substr(0, name_end);
-    if (brace == std::string::npos || brace > line.find(' ')) {
-      continue;
-    }
-    const std::string labels = line.substr(brace + 1, line.find('}') - brace - 1);
-    std::string without_le;
-    for (std::size_t pos = 0; pos < labels.size();) {
-      const auto eq = labels.find('=', pos);
-      const auto close = labels.find('"', eq + 2);
-      const std::string name = labels.substr(pos, eq - pos);
-      const std::string value = labels.substr(eq + 2, close - eq - 2);
-      if (name == "le" && sample == current + "_bucket") {
-        if (!first_child.contains(current)) {
-          first_child[current] = without_le;
-        }
-        if (first_child[current] == without_le) {
-          out[current].buckets += (out[current].buckets.empty() ? "" : " ") + value;
-        }
-      } else {
-        label_names[current].insert(name);
-        without_le += name + "=" + value + ",";
-      }
-      pos = close + 2;
-    }
-  }
-  for (auto& [name, names] : label_names) {
-    for (const auto& l : names) {
-      out[name].labels += (out[name].labels.empty() ? "" : ",") + l;
-    }
-  }
-  return out;
-}
-
-scrape_stats every_series() {
-  scrape_stats s;
-  s.pod_deletions = 1;
-  s.pod_deletion_failures = {{"forbidden", 1}};
-  s.disruption_condition_failures = {{"forbidden", 1}};
-  s.fresh_node_checks = {{"taint_gone", 1}};
-  s.watch_restarts = {{"pods", 1}, {"nodes", 0}};
-  s.relists = {{"pods", 0}};
-  s.list_watch_backoffs = {{"nodes", 3}};
-  s.watch_decode_errors = {{"nodes", 0}};
-  s.events = {{"sent", 1}};
-  s.tainted_nodes = 2;
-  s.waiting_evictions = 4;
-  s.storm_breaker_open = 1;
-  s.dry_run_pod_deletions = 5;
-  s.deadlines_from_taint_time = 6;
-  s.pods_skipped = {{"pod_selector", 7}};
-  s.toleration_overrides = 8;
-  s.pod_evictions = 9;
-  s.eviction_refusals = 10;
-  s.evictions_blocked = 11;
-  s.eviction_fallbacks = 12;
-  s.terminating_pods_skipped = 13;
-  return s;
-}
-
-// README "What to look at" lists these: a rename, a new label, other buckets or another help
-// text must be deliberate (change the README and this list together).
-TEST(metrics, the_standard_set_is_the_documented_one) {
-  const std::string p = "taint_eviction_controller_";
-  const std::string deletion_buckets = "0.005 0.025 0.1 0.5 1 2.5 10 30 60 120 180 240 +Inf";
-  const std::map<std::string, family_shape> golden = {
-      {p + "pod_deletions_total",
-       {"counter", "Pods deleted by the taint eviction controller.", "", ""}},
-      {p + "pod_deletion_duration_seconds",
-       {"histogram", "Seconds from when a pod's eviction became due to its deletion.", "",
-        deletion_buckets}},
-      {p + "scheduled_evictions_total", {"counter", "Pod evictions scheduled.", "", ""}},
-      {p + "cancelled_evictions_total",
-       {"counter", "Scheduled pod evictions cancelled before they ran.", "", ""}},
-      {p + "pod_deletion_failures_total",
-       {"counter", "Failed pod deletion attempts, by reason.", "reason", ""}},
-      {p + "pod_deletion_retries_total", {"counter", "Pod deletion attempts retried.", "", ""}},
-      {p + "tainted_nodes", {"gauge", "Nodes that carry at least one NoExecute taint.", "", ""}},
-      {p + "watch_restarts_total", {"counter", "Watches restarted, by resource.", "resource", ""}},
-      {p + "relists_total", {"counter", "Full re-LISTs, by resource.", "resource", ""}},
-      {p + "list_watch_backoffs_total",
-       {"counter",
-        "LIST and WATCH restarts that waited for the backoff (410 Gone, failures), by resource.",
-        "resource", ""}},
-      {p + "api_requests_total",
-       {"counter", "Kubernetes API requests, by verb and HTTP status code.", "code,verb", ""}},
-      {p + "api_request_duration_seconds",
-       {"histogram", "Kubernetes API request latency in seconds, by verb.", "verb",
-        "0.005 0.025 0.1 0.25 0.5 1 2 4 8 15 30 60 +Inf"}},
-      {p + "events_total",
-       {"counter",
-        "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.", "result",
-        ""}},
-      {p + "stuck_evictions",
-       {"gauge", "Evictions that failed at least 5 times in a row and are still retried.", "", ""}},
-      {p + "disruption_condition_failures_total",
-       {"counter",
-        "DisruptionTarget condition patches that failed permanently (the DELETE went ahead "
-        "without the condition), by reason.",
-        "reason", ""}},
-      {p + "watch_decode_errors_total",
-       {"counter",
-        "Objects in watch events or LIST pages that could not be decoded and were skipped, by "
-        "resource.",
-        "resource", ""}},
-      {p + "is_leader",
-       {"gauge", "1 while this process holds the leader election lease, else 0.", "", ""}},
-      {p + "evictions_waiting",
-       {"gauge",
-        "Due evictions the eviction policy holds back (rate limit, in-flight caps, storm "
-        "breaker).",
-        "", ""}},
-      {p + "held_evictions",
-       {"gauge", "Due evictions waiting for a taint-eviction-controller/hold-until annotation.", "",
-        ""}},
-      {p + "settling_evictions",
-       {"gauge", "Due evictions waiting for the storm breaker's settling time (settleSeconds).", "",
-        ""}},
-      {p + "storm_breaker_open",
-       {"gauge", "1 while the storm breaker is open and every eviction waits, else 0.", "", ""}},
-      {p + "dry_run_pod_deletions_total",
-       {"counter", "Pods the controller would have deleted, had dry-run been off.", "", ""}},
-      {p + "deadlines_from_taint_time_total",
-       {"counter",
-        "Evictions scheduled when this process started acting whose countdown was counted from "
-        "the taint's timeAdded (or the pod's bind time) rather than from now.",
-        "", ""}},
-      {p + "pods_skipped_total",
-       {"counter",
-        "Decisions that left a pod on a tainted node alone for a scoping rule of the policy or "
-        "the opt-out annotation, by reason.",
-        "reason", ""}},
-      {p + "toleration_overrides_total",
-       {"counter",
-        "Evictions scheduled with a time a taint rule's minTolerationSeconds or "
-        "maxTolerationSeconds set instead of the pod's own toleration.",
-        "", ""}},
-      {p + "terminating_pods_skipped_total",
-       {"counter",
-        "Evictions not made because the pod was already terminating (a deletionTimestamp): no "
-        "DELETE, no rate-limit token, no Marking event.",
-        "", ""}},
-      {p + "pod_evictions_total",
-       {"counter",
-        "Pods evicted through the Eviction API (evictionMode Evict); each is also in "
-        "pod_deletions_total.",
-        "", ""}},
-      {p + "eviction_refusals_total",
-       {"counter", "Eviction API calls refused (429: a PodDisruptionBudget) and retried.", "", ""}},
-      {p + "evictions_blocked",
-       {"gauge",
-        "Evictions the Eviction API refuses right now (a PodDisruptionBudget), still retried.", "",
-        ""}},
-      {p + "eviction_fallbacks_total",
-       {"counter", "Pods deleted after their eviction was refused for fallbackAfter.", "", ""}},
-      {p + "eviction_wait_duration_seconds",
-       {"histogram",
-        "Seconds an eviction the eviction policy held back waited from when it was due to when "
-        "it started.",
-        "", "0.1 0.5 1 5 10 30 60 120 300 600 1800 3600 +Inf"}},
-      {p + "policy_reload_failures_total",
-       {"counter",
-        "Policy file changes rejected (invalid, unreadable or missing); the policy in force "
-        "stayed.",
-        "", ""}},
-      {p + "policy_last_reload_successful",
-       {"gauge",
-        "1 when the last load or reload of the policy file succeeded (or there is no --policy), 0 "
-        "when it was rejected and the previous policy stayed in force.",
-        "", ""}},
-      {p + "policy_last_reload_success_timestamp_seconds",
-       {"gauge",
-        "Unix time the policy file was last loaded or reloaded successfully (0: never, or no "
-        "--policy).",
-        "", ""}},
-      {p + "build_info",
-       {"gauge", "Always 1; the version, commit and compiler labels are the running build's.",
-        "commit,compiler,version", ""}},
-      {p + "fresh_node_checks_total",
-       {"counter",
-        "Eviction attempts checked on a fresh read of the node (--fresh-node-check), by result; "
-        "taint_gone ones wrote nothing and are retried.",
-        "result", ""}},
-      {p + "fresh_node_reads_total",
-       {"counter", "GETs of a node sent for --fresh-node-check (one per node per second at most).",
-        "", ""}},
-  };
-  registry r;
-  const auto m =
-      register_standard_metrics(r, {"v1.2.3", "0123456789ab", "gcc 12.2.0"}, every_series);
-  m.api_requests.with({"DELETE", "200"}).inc();
-  m.api_request_duration.with({"DELETE"}).observe(0.01);
-  m.api_request_duration.with({"GET"}).observe(100);
-  m.eviction_wait_duration.observe(12);
-  m.policy_reload_failures.inc();
-  const auto text = r.render();
-  const auto scraped = parse_exposition(text);
-  EXPECT_EQ(scraped, golden) << text;
-  for (const auto& [name, shape] : golden) {
-    EXPECT_EQ(scraped.count(name), 1U) << "missing: " << name;
-  }
-  for (const auto& [name, shape] : scraped) {
-    EXPECT_EQ(golden.count(name), 1U) << "not documented: " << name;
-  }
-  EXPECT_NE(
-      text.find(
-          p + "build_info{commit=\"0123456789ab\",compiler=\"gcc 12.2.0\",version=\"v1.2.3\"} 1\n"),
-      std::string::npos);
-  EXPECT_NE(text.find(p + "policy_last_reload_successful 1\n"), std::string::npos) << text;
-  // policy_info: one series, the policy in force; a change removes the old one.
-  m.policy_info.with({"aaa"}).set(1);
-  m.policy_info.keep_only({"bbb"});
-  m.policy_info.with({"bbb"}).set(1);
-  const auto info = r.render();
-  EXPECT_EQ(info.find("sha256=\"aaa\""), std::string::npos) << info;
-  EXPECT_NE(info.find(p + "policy_info{sha256=\"bbb\"} 1\n"), std::string::npos) << info;
-  EXPECT_NE(text.find(p + "tainted_nodes 2\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "evictions_waiting 4\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "storm_breaker_open 1\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "dry_run_pod_deletions_total 5\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "deadlines_from_taint_time_total 6\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "pods_skipped_total{reason=\"pod_selector\"} 7\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "toleration_overrides_total 8\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "pod_evictions_total 9\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "eviction_refusals_total 10\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "evictions_blocked 11\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "eviction_fallbacks_total 12\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "terminating_pods_skipped_total 13\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "eviction_wait_duration_seconds_bucket{le=\"30\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find(p + "policy_reload_failures_total 1\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "watch_restarts_total{resource=\"pods\"} 1\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "api_requests_total{code=\"200\",verb=\"DELETE\"} 1\n"),
-            std::string::npos);
-  EXPECT_THROW(register_standard_metrics(r, {"again", "x", "y"}, every_series),
-               std::invalid_argument);
-}
-
 TEST(metrics, the_shadow_families_exist_only_when_registered) {
   registry r;
   EXPECT_EQ(r.render().find("shadow"), std::string::npos);
@@ -523,58 +248,141 @@ TEST(metrics, the_shadow_families_exist_only_when_registered) {
   EXPECT_THROW(register_shadow_metrics(r), std::invalid_argument);
 }
 
-TEST(metrics, scrape_time_families_are_read_at_each_render) {
+TEST(metrics, the_registry_s_own_families) {
   registry r;
-  std::atomic<int> reads{0};
-  scrape_stats s;
-  register_standard_metrics(r, {"1", "c", "cc"}, [&] {
-    ++reads;
-    return s;
-  });
-  EXPECT_EQ(reads.load(), 0);
+  const auto m = register_standard_metrics(r, {"v1.2.3", "0123456789ab", "gcc 12.2.0"});
+  m.eviction_wait_duration.observe(12);
+  m.policy_reload_failures.inc();
   const std::string p = "taint_eviction_controller_";
-  auto text = r.render();
-  EXPECT_EQ(reads.load(), 1);
-  EXPECT_NE(text.find(p + "scheduled_evictions_total 0\n"), std::string::npos) << text;
-  EXPECT_NE(text.find(p + "stuck_evictions 0\n"), std::string::npos);
-  EXPECT_EQ(text.find(p + "events_total"), std::string::npos) << "no children, no family";
-  s.scheduled_evictions = 7;
-  s.stuck_evictions = 3;
-  s.events = {{"sent", 2}, {"dropped_full", 1}};
-  text = r.render();
-  EXPECT_EQ(reads.load(), 2);
-  EXPECT_NE(text.find(p + "scheduled_evictions_total 7\n"), std::string::npos) << text;
-  EXPECT_NE(text.find(p + "stuck_evictions 3\n"), std::string::npos);
-  EXPECT_NE(text.find(p + "events_total{result=\"dropped_full\"} 1\n" + p +
-                      "events_total{result=\"sent\"} 2\n"),
-            std::string::npos)
-      << text;
-  // Gauges go down.
-  s.stuck_evictions = 0;
-  EXPECT_NE(r.render().find(p + "stuck_evictions 0\n"), std::string::npos);
+  const auto text = r.render();
+  EXPECT_NE(
+      text.find(
+          p + "build_info{commit=\"0123456789ab\",compiler=\"gcc 12.2.0\",version=\"v1.2.3\"} 1\n"),
+      std::string::npos);
+  EXPECT_NE(text.find(p + "policy_last_reload_successful 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(p + "eviction_wait_duration_seconds_bucket{le=\"30\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find(p + "policy_reload_failures_total 1\n"), std::string::npos);
+  // policy_info: one series, the policy in force; a change removes the old one.
+  m.policy_info.with({"aaa"}).set(1);
+  m.policy_info.keep_only({"bbb"});
+  m.policy_info.with({"bbb"}).set(1);
+  const auto info = r.render();
+  EXPECT_EQ(info.find("sha256=\"aaa\""), std::string::npos) << info;
+  EXPECT_NE(info.find(p + "policy_info{sha256=\"bbb\"} 1\n"), std::string::npos) << info;
+  EXPECT_THROW(register_standard_metrics(r, {"again", "x", "y"}), std::invalid_argument);
 }
 
-// A total read lower than the last one exposed (two counters read one after the other) must
-// not make a counter go down: Prometheus would take it for a restart and count a reset.
-TEST(metrics, scrape_time_counters_never_go_down) {
+TEST(metrics, a_published_table_is_read_at_each_render) {
   registry r;
-  scrape_stats s;
-  register_standard_metrics(r, {"1", "c", "cc"}, [&] { return s; });
-  const std::string p = "taint_eviction_controller_";
-  s.pod_deletion_retries = 5;
-  s.pod_deletion_failures = {{"timeout", 4}};
-  (void)r.render();
-  s.pod_deletion_retries = 3;
-  s.pod_deletion_failures = {{"timeout", 2}, {"forbidden", 1}};
+  std::atomic<int> reads{0};
+  double gauge_value = 2;
+  std::vector<sample> events;
+  table t;
+  count deletions{t, "deletions_total", "Deletions."};
+  t.push_back(gauge_row("stuck", "Stuck.", [&] {
+    ++reads;
+    return gauge_value;
+  }));
+  t.push_back(counter_row_by("result", "events_total", "Events.", [&] { return events; }));
+  r.publish(t, "p_");
+  EXPECT_EQ(reads.load(), 0);
   auto text = r.render();
-  EXPECT_NE(text.find(p + "pod_deletion_retries_total 5\n"), std::string::npos) << text;
-  EXPECT_NE(text.find(p + "pod_deletion_failures_total{reason=\"timeout\"} 4\n"), std::string::npos)
+  EXPECT_EQ(reads.load(), 1);
+  EXPECT_NE(text.find("# HELP p_deletions_total Deletions.\n# TYPE p_deletions_total counter\n"
+                      "p_deletions_total 0\n"),
+            std::string::npos)
       << text;
-  EXPECT_NE(text.find(p + "pod_deletion_failures_total{reason=\"forbidden\"} 1\n"),
-            std::string::npos);
-  s.pod_deletion_retries = 6;
+  EXPECT_NE(text.find("# TYPE p_stuck gauge\np_stuck 2\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("p_events_total"), std::string::npos) << "no children, no family";
+  deletions.inc(7);
+  gauge_value = 0;  // gauges go down
+  events = {{"sent", 2}, {"dropped_full", 1}};
   text = r.render();
-  EXPECT_NE(text.find(p + "pod_deletion_retries_total 6\n"), std::string::npos) << text;
+  EXPECT_EQ(reads.load(), 2);
+  EXPECT_NE(text.find("p_deletions_total 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("p_stuck 0\n"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("p_events_total{result=\"dropped_full\"} 1\np_events_total{result=\"sent\"} 2\n"),
+      std::string::npos)
+      << text;
+  EXPECT_EQ(read(t, "deletions_total"), 7);
+  EXPECT_EQ(read(t, "events_total", "sent"), 2);
+  EXPECT_EQ(read(t, "events_total", "other"), std::nullopt);
+  EXPECT_EQ(read(t, "no_such_total"), std::nullopt);
+}
+
+// A total read lower than the last one exposed (two counts read one after the other) must not
+// make a counter go down: Prometheus would take it for a restart and count a reset.
+TEST(metrics, published_counters_never_go_down) {
+  registry r;
+  double retries = 5;
+  std::vector<sample> failures = {{"timeout", 4}};
+  r.publish({counter_row("retries_total", "Retries.", [&] { return retries; }),
+             counter_row_by("reason", "failures_total", "Failures.", [&] { return failures; })},
+            "");
+  (void)r.render();
+  retries = 3;
+  failures = {{"timeout", 2}, {"forbidden", 1}};
+  auto text = r.render();
+  EXPECT_NE(text.find("retries_total 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("failures_total{reason=\"timeout\"} 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("failures_total{reason=\"forbidden\"} 1\n"), std::string::npos);
+  retries = 6;
+  text = r.render();
+  EXPECT_NE(text.find("retries_total 6\n"), std::string::npos) << text;
+}
+
+// A count two libraries share: one row declares it, the other adds to it.
+TEST(metrics, rows_without_help_add_to_the_declared_family) {
+  registry r;
+  table first;
+  count a{first, "shared_total", "Shared."};
+  table second;
+  count b{second, "shared_total", ""};
+  EXPECT_THROW(r.publish(second, ""), std::invalid_argument) << "nothing declares it yet";
+  r.publish(first, "");
+  r.publish(second, "");
+  a.inc(2);
+  b.inc(3);
+  const auto text = r.render();
+  EXPECT_NE(text.find("# HELP shared_total Shared.\n# TYPE shared_total counter\nshared_total 5\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("shared_total", text.find("shared_total 5") + 1), std::string::npos)
+      << "one family, one sample:\n"
+      << text;
+  // Of another kind or label: refused.
+  EXPECT_THROW(r.publish({gauge_row("shared_total", "", [] { return 1.0; })}, ""),
+               std::invalid_argument);
+  EXPECT_THROW(
+      r.publish({counter_row_by("l", "shared_total", "", [] { return std::vector<sample>{}; })},
+                ""),
+      std::invalid_argument);
+}
+
+TEST(metrics, invalid_published_rows_throw) {
+  registry r;
+  r.add_counter("taken_total", "Taken.");
+  const auto one = [] { return 1.0; };
+  EXPECT_THROW(r.publish({counter_row("taken_total", "Again.", one)}, ""), std::invalid_argument);
+  EXPECT_THROW(r.publish({counter_row("a-b", "Dash.", one)}, ""), std::invalid_argument);
+  EXPECT_THROW(r.publish({counter_row("x_total", "Two\nlines.", one)}, ""), std::invalid_argument);
+  EXPECT_THROW(
+      r.publish({counter_row("y_total", "Y.", one), counter_row("y_total", "Y.", one)}, ""),
+      std::invalid_argument);
+  EXPECT_THROW(
+      r.publish({counter_row_by("a:b", "z_total", "Z.", [] { return std::vector<sample>{}; })}, ""),
+      std::invalid_argument);
+  EXPECT_THROW(r.publish({row{.name = "no_reader_total",
+                              .help = "No reader.",
+                              .kind = kind::counter,
+                              .label = {},
+                              .read = {}}},
+                         ""),
+               std::invalid_argument);
+  // A rejected table adds nothing: its valid rows' names stay free.
+  EXPECT_NO_THROW(r.publish({counter_row("y_total", "Y.", one)}, ""));
 }
 
 // Run under TSan: updates, first-time child creation and scrapes from several threads.

@@ -6,7 +6,8 @@ Usage: check_dashboard.py MONITORING_DIR [--exprs]
 - dashboard.json is JSON; every panel but a row has a datasource and at least one target with
   an expr that selects job="taint-eviction-controller"; panel ids are unique.
 - every taint_eviction_controller_* name in dashboard.json and prometheusrule.yaml (less a
-  histogram's _bucket/_sum/_count) is one metrics/src/metrics.cpp registers.
+  histogram's _bucket/_sum/_count) is one the daemon exposes: one of the golden list in
+  tests/cmd/metric_set_test.cpp, which that test proves equal to what /metrics renders.
 With --exprs: prints every panel expression, one a line ($__rate_interval as 1m), and checks
 nothing (tests/e2e/prometheus_test.sh asks Prometheus for each).
 Exits 1 with one line per problem.
@@ -27,11 +28,13 @@ def panel_exprs(dashboard):
         yield p, [t.get("expr", "") for t in p.get("targets", [])]
 
 
+GOLDEN = os.path.join("tests", "cmd", "metric_set_test.cpp")
+
+
 def defined_metrics(repo):
-    with open(os.path.join(repo, "metrics", "src", "metrics.cpp"), encoding="utf-8") as f:
+    with open(os.path.join(repo, GOLDEN), encoding="utf-8") as f:
         src = f.read()
-    names = set(re.findall(r'(?:full_name|counter_stat|gauge_stat)\("([a-z_]+)"', src))
-    names |= set(re.findall(r'counter_stat_by\(\s*"[a-z_]+",\s*"([a-z_]+)"', src))
+    names = set(re.findall(r'\{p \+ "([a-z_]+)"', src))
     return {"taint_eviction_controller_" + n for n in names}
 
 
@@ -73,7 +76,7 @@ def main() -> int:
     for n in sorted(used):
         base = re.sub(r"_(bucket|sum|count)$", "", n)
         if n not in known and base not in known:
-            problems.append(f"{n}: not a metric metrics/src/metrics.cpp registers")
+            problems.append(f"{n}: not a metric the daemon exposes ({GOLDEN})")
     for p in problems:
         print(p, file=sys.stderr)
     if not problems:

@@ -569,4 +569,21 @@ std::size_t event_recorder::queued() const {
   return impl_->queue.size();
 }
 
+metrics::table event_recorder::metric_table() const {
+  return {metrics::counter_row_by(
+      "result", "events_total",
+      "Pod events (TaintManagerEviction, TaintEvictionFailed), by what became of them.", [this] {
+        // Each occurrence recorded ends in one of them (see event_recorder_stats).
+        const event_recorder_stats s = stats();
+        return std::vector<metrics::sample>{
+            {"sent", static_cast<double>(s.sent)},
+            {"updated", static_cast<double>(s.updated)},
+            {"aggregated", static_cast<double>(s.aggregated)},
+            {"failed", static_cast<double>(s.failed)},
+            {"dropped_spam", static_cast<double>(s.dropped_spam)},
+            {"dropped_full", static_cast<double>(s.dropped_full)},
+            {"dropped_stopped", static_cast<double>(s.dropped_stopped)}};
+      })};
+}
+
 }  // namespace tec::writers

@@ -617,4 +617,52 @@ eviction_sink_stats k8s_eviction_sink::stats() const {
   return out;
 }
 
+metrics::table k8s_eviction_sink::metric_table() const {
+  // Each row reads a fresh copy (under the sink's mutex): a scrape is rare, the maps small.
+  const auto one = [this](std::uint64_t eviction_sink_stats::*field) {
+    return [this, field] { return static_cast<double>(stats().*field); };
+  };
+  const auto by = [this](std::map<std::string, std::uint64_t> eviction_sink_stats::*field) {
+    return [this, field] {
+      const eviction_sink_stats s = stats();
+      std::vector<metrics::sample> out;
+      for (const auto& [label, n] : s.*field) {
+        out.push_back({label, static_cast<double>(n)});
+      }
+      return out;
+    };
+  };
+  return {
+      metrics::counter_row("pod_deletions_total", "Pods deleted by the taint eviction controller.",
+                           [this] {
+                             const auto s = stats();
+                             return static_cast<double>(s.deletions + s.evictions);
+                           }),
+      metrics::counter_row("pod_evictions_total",
+                           "Pods evicted through the Eviction API (evictionMode Evict); each is "
+                           "also in pod_deletions_total.",
+                           one(&eviction_sink_stats::evictions)),
+      metrics::counter_row_by("reason", "pod_deletion_failures_total",
+                              "Failed pod deletion attempts, by reason.",
+                              by(&eviction_sink_stats::failures_by_reason)),
+      metrics::counter_row_by("reason", "disruption_condition_failures_total",
+                              "DisruptionTarget condition patches that failed permanently (the "
+                              "DELETE went ahead without the condition), by reason.",
+                              by(&eviction_sink_stats::condition_failures_by_reason)),
+      metrics::counter_row_by("result", "fresh_node_checks_total",
+                              "Eviction attempts checked on a fresh read of the node "
+                              "(--fresh-node-check), by result; taint_gone ones wrote nothing "
+                              "and are retried.",
+                              by(&eviction_sink_stats::fresh_node_checks)),
+      metrics::counter_row("fresh_node_reads_total",
+                           "GETs of a node sent for --fresh-node-check (one per node per second "
+                           "at most).",
+                           one(&eviction_sink_stats::fresh_node_reads)),
+      // The controller declares it (it decides dry-run); these are the attempts handed over
+      // just before dry-run was switched on (set_dry_run()).
+      metrics::counter_row("dry_run_pod_deletions_total", "",
+                           one(&eviction_sink_stats::dry_run_deletions)),
+  };
+}
+
 }  // namespace tec::writers

@@ -14,7 +14,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tec/controller/controller.hpp"
 #include "tec/controller/model.hpp"
@@ -22,6 +25,20 @@
 #include "tec/timedqueue/timed_queue.hpp"
 
 namespace tec::controller::testing {
+
+/// What `c` counts now, by the name it publishes (controller::metric_table(), without the
+/// daemon's prefix; `label_value` for a labelled family), e.g.
+/// counted(ctl, "scheduled_evictions_total"). A name the controller does not publish fails
+/// the test.
+inline std::uint64_t counted(const controller& c, std::string_view metric,
+                             std::string_view label_value = {}) {
+  const auto v = metrics::read(c.metric_table(), metric, label_value);
+  if (!v) {
+    ADD_FAILURE() << "the controller publishes no " << metric << " {" << label_value << "}";
+    return 0;
+  }
+  return static_cast<std::uint64_t>(*v);
+}
 
 /// Pod cache keyed by namespace/name. Thread-safe.
 class fake_index final : public pod_index {

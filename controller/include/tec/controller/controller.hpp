@@ -14,7 +14,7 @@
 // Semantics: upstream's (kubernetes pkg/controller/tainteviction; docs/behaviour.md), with the
 // differences docs/design.md lists ("Where we differ from upstream"): UID preconditions on
 // every queue entry, durable retry, generation tokens, saturating tolerationSeconds, no second
-// delete of a terminating pod (controller_stats::terminating_skipped). Two more: an untolerated
+// delete of a terminating pod (terminating_pods_skipped_total). Two more: an untolerated
 // taint found while this pod's eviction already runs or backs off leaves it alone (no cancel +
 // duplicate eviction), and decisions for one pod key are made under a striped lock, so two
 // workers (old and new node of a re-created pod) never interleave lookup and cancel.
@@ -50,6 +50,7 @@
 #include "tec/controller/outcome.hpp"
 #include "tec/controller/policy.hpp"
 #include "tec/controller/ports.hpp"
+#include "tec/metrics/table.hpp"
 #include "tec/timedqueue/timed_queue.hpp"
 
 namespace tec::controller {
@@ -209,52 +210,23 @@ struct eviction_list {
   std::vector<eviction_view> evictions;  ///< The first ones in due order.
 };
 
-/// Counters for metrics. Monotonic except tainted_nodes and worker_queue_depth.
+/// The controller's state now, for log lines and tests; what it counts it publishes
+/// (controller::metric_table()).
 struct controller_stats {
-  std::uint64_t node_updates = 0;       ///< Node updates enqueued.
-  std::uint64_t pod_updates = 0;        ///< Pod updates enqueued.
-  std::uint64_t updates_ignored = 0;    ///< Dropped by the section-1 filters.
-  std::uint64_t updates_coalesced = 0;  ///< Merged into an update already waiting.
-  std::uint64_t pod_decisions = 0;      ///< Pods decided on a tainted node (docs/behaviour.md §6).
-  std::uint64_t evictions_scheduled = 0;  ///< Queue entries created (immediate or delayed).
-  std::uint64_t evictions_started = 0;    ///< Firings that called the sink (attempt 1).
-  std::uint64_t eviction_attempts = 0;    ///< Sink calls, first tries and retries.
-  std::uint64_t evictions_succeeded = 0;
-  std::uint64_t evictions_failed = 0;   ///< Attempts that failed (each is retried).
-  std::uint64_t evictions_skipped = 0;  ///< Fired for a pod gone or replaced: no API call.
-  /// Evictions not made because the pod was already terminating: a decision that would have
-  /// scheduled one, a waiting one cancelled, or a firing stopped (a pod decided again counts
-  /// again).
-  std::uint64_t terminating_skipped = 0;
-  std::uint64_t cancellations = 0;          ///< Pending evictions cancelled (cancel events).
-  std::uint64_t stale_entries_dropped = 0;  ///< Entries dropped for a UID mismatch.
   std::size_t tainted_nodes = 0;
-  /// Evictions that would have deleted a pod in dry-run mode.
-  std::uint64_t dry_run_deletions = 0;
-  /// Evictions the replay scheduled with their countdown counted from the taint's timeAdded
-  /// (controller_options::deadlines_from_taint_time) rather than from now.
-  std::uint64_t deadlines_from_taint_time = 0;
   /// The storm breaker: open or not, the nodes carrying a NoExecute taint it counts, and the
   /// nodes it knows.
   bool breaker_open = false;
   std::size_t breaker_tainted_nodes = 0;
   std::size_t nodes = 0;
-  /// Decisions that left a pod alone for a scoping rule, by skip_reason (a pod decided again
-  /// counts again).
-  std::array<std::uint64_t, skip_reason_count> skipped{};
-  /// Evictions scheduled with a time a taint rule's floor or cap changed from what the pod's
-  /// own tolerations gave.
-  std::uint64_t toleration_overrides = 0;
-  /// Evictions that failed at least `stuck_after` (5) times in a row and are still retried
-  /// (a gauge): one leaves it as soon as it succeeds or is cancelled.
+  /// Evictions that failed at least `stuck_after` (5) times in a row and are still retried:
+  /// one leaves it as soon as it succeeds or is cancelled.
   std::size_t stuck_evictions = 0;
   /// Evict mode: evictions the Eviction API refuses right now (a disruption budget), still
-  /// retried (a gauge); attempts it refused; and evictions done by DELETE after fallbackAfter.
+  /// retried.
   std::size_t blocked_evictions = 0;
-  std::uint64_t blocked_attempts = 0;
-  std::uint64_t eviction_fallbacks = 0;
   /// Evictions due and waiting for a hold-until annotation (README "Holds"), and for the
-  /// storm breaker's settling time, now (gauges).
+  /// storm breaker's settling time.
   std::size_t held_evictions = 0;
   std::size_t settling_evictions = 0;
   std::vector<std::size_t> worker_queue_depth;  ///< Updates waiting, per worker.
@@ -314,6 +286,11 @@ public:
   /// table. Any thread.
   [[nodiscard]] std::optional<std::vector<taint>> tainted_taints(std::string_view node) const;
   [[nodiscard]] controller_stats stats() const;
+  /// What the controller counts, each counter declared beside the counting, and its gauges
+  /// (tainted_nodes, stuck_evictions, evictions_waiting, held_evictions, settling_evictions,
+  /// storm_breaker_open, evictions_blocked), for registry::publish() and tests
+  /// (metrics::read()). The rows read this controller: it must outlive their use. Any thread.
+  [[nodiscard]] metrics::table metric_table() const;
   /// Tests: the timed queue (lookup() by "namespace/name" shows a pod's eviction). Any thread.
   [[nodiscard]] const timedqueue::timed_queue& queue_for_test() const;
   /// The evictions the queue holds (at most `limit` of them, in due order, from one

@@ -4,13 +4,17 @@
 // controller reads (see tec/k8sclient/reflector.hpp for the list/watch contract).
 
 #include <cstddef>
+#include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "tec/informers/decode.hpp"
 #include "tec/informers/protobuf.hpp"
 #include "tec/informers/records.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/reflector.hpp"
+#include "tec/metrics/table.hpp"
 
 namespace tec::informers {
 
@@ -49,6 +53,18 @@ struct node_codec : record_codec<node_record> {
 
 using pod_informer = k8sclient::reflector<pod_codec, pod_store>;
 using node_informer = k8sclient::reflector<node_codec, node_store>;
+
+/// One informer for watch_metric_table(): the resource it watches ("pods") and its stats().
+struct watched_resource {
+  std::string resource;
+  std::function<k8sclient::reflector_stats()> stats;
+};
+
+/// The watches' metrics for registry::publish(): watch_restarts_total, relists_total,
+/// list_watch_backoffs_total and watch_decode_errors_total, each with one child per informer,
+/// labelled `resource`. The readers call `watched`'s stats() at each scrape: the informers must
+/// outlive their use.
+[[nodiscard]] metrics::table watch_metric_table(std::vector<watched_resource> watched);
 
 }  // namespace tec::informers
 

@@ -12,9 +12,10 @@
 //   labelled child up by its label values takes the family's mutex and a map lookup without
 //   allocating (only the first use of a label combination allocates); hot paths look a child
 //   up once and keep the reference, which stays valid as long as the registry.
-// - Read at scrape time (prometheus::Collectable): values the libraries count themselves
-//   (controller, eviction sink, informers, event recorder) are read when /metrics is scraped,
-//   instead of being copied into counters on every scrape (see register_standard_metrics).
+// - Read at scrape time: the tables the libraries publish (table.hpp: the controller, the
+//   eviction sink, the informers, the event recorder each declare what they count, beside the
+//   counting) are read when /metrics is scraped (registry::publish), nothing copied between
+//   scrapes; prometheus::Collectable for the process figures.
 //
 // Defining a metric wrongly (invalid name, duplicate name, unsorted buckets, wrong number of
 // label values) is a programming error, not a runtime condition: the definitions are
@@ -37,6 +38,8 @@
 #include <utility>
 #include <vector>
 
+#include "tec/metrics/table.hpp"
+
 namespace prometheus {
 class Counter;
 class Gauge;
@@ -44,6 +47,7 @@ class Histogram;
 class Registry;
 template <typename T>
 class Family;
+struct MetricFamily;
 }  // namespace prometheus
 
 namespace tec::metrics {
@@ -219,6 +223,17 @@ public:
   void add_collectable(std::shared_ptr<const prometheus::Collectable> c,
                        const std::vector<std::string>& names);
 
+  /// Adds a library's table: each row is a family named `prefix` + its name, read at every
+  /// render(). A row with help declares its family (the name is reserved as for add_*); a row
+  /// without help adds its samples to a family an earlier row declared (same kind and label),
+  /// summed by label value. A counter never goes below what it last exposed: a total read
+  /// lower than before (one derived from two counts read one after the other) is exposed as
+  /// the last value until it catches up. Throws std::invalid_argument on an invalid or taken
+  /// name, an invalid label name, a help text with a backslash or a line feed, or a row adding
+  /// to a family not declared (or of another kind or label). Rows read what their library
+  /// owns: it must outlive the registry's renders.
+  void publish(const table& t, std::string_view prefix = "taint_eviction_controller_");
+
   /// The whole registry in the text format 0.0.4 (prometheus-cpp's TextSerializer): families
   /// sorted by name, children sorted by their labels, families without children left out.
   [[nodiscard]] std::string render() const;
@@ -228,12 +243,23 @@ private:
   metric_family<Metric>& add(std::string name, const std::string& help,
                              std::vector<std::string> label_names, typename Metric::config cfg);
   void reserve_name(const std::string& name);
+  // The published rows as families (render()).
+  [[nodiscard]] std::vector<prometheus::MetricFamily> collect_rows() const;
 
   std::unique_ptr<prometheus::Registry> registry_;
   mutable std::mutex mutex_;  // Guards the members below.
   std::set<std::string, std::less<>> names_;
   std::vector<std::unique_ptr<detail::family_base>> families_;
   std::vector<std::shared_ptr<const prometheus::Collectable>> collectables_;
+  // The published rows, full names; declared families first by name (publish checks).
+  struct published_row {
+    row r;
+    std::string full_name;
+  };
+  std::vector<published_row> rows_;
+  // Per counter series ("name\0label value"): the last value exposed (render() clamps).
+  mutable std::mutex exposed_mutex_;
+  mutable std::map<std::string, double, std::less<>> exposed_;
 };
 
 /// Upstream's bucket bounds for taint_eviction_controller_pod_deletion_duration_seconds.
@@ -292,80 +318,6 @@ std::vector<double> shadow_agreement_delay_buckets();
 /// holds one of the names.
 shadow_metrics register_shadow_metrics(registry& r);
 
-/// The daemon's values that the libraries count themselves, read at every scrape (the
-/// scrape-time families of register_standard_metrics). Counters are totals since the process
-/// started. A labelled family whose map is empty is not exposed (as a family without children).
-struct scrape_stats {
-  /// Pods deleted (upstream's taint_eviction_controller_pod_deletions_total), by DELETE or
-  /// through the Eviction API.
-  std::uint64_t pod_deletions = 0;
-  /// Evictions scheduled (a pod became due for eviction at some time).
-  std::uint64_t scheduled_evictions = 0;
-  /// Scheduled evictions cancelled before they ran (taint removed, toleration added, pod gone).
-  std::uint64_t cancelled_evictions = 0;
-  /// Deletion attempts retried after a failure.
-  std::uint64_t pod_deletion_retries = 0;
-  /// Failed deletion attempts, by reason (e.g. "conflict", "forbidden", "timeout").
-  std::map<std::string, std::uint64_t> pod_deletion_failures;
-  /// DisruptionTarget patches that failed permanently (403, 422, 404), by reason; the DELETE
-  /// went ahead without the condition.
-  std::map<std::string, std::uint64_t> disruption_condition_failures;
-  /// --fresh-node-check: eviction attempts checked on a fresh read of the node, by result
-  /// (writers::fresh_node_results), and the GETs of a node sent for them.
-  std::map<std::string, std::uint64_t> fresh_node_checks;
-  std::uint64_t fresh_node_reads = 0;
-  /// Watches restarted (connection lost, timeout, expired), by resource ("pods", "nodes").
-  std::map<std::string, std::uint64_t> watch_restarts;
-  /// Full re-LISTs (after 410 Gone or a restart without a usable resourceVersion), by resource.
-  std::map<std::string, std::uint64_t> relists;
-  /// LIST/WATCH restarts that waited for the backoff (410 Gone, failed watches and LISTs), by
-  /// resource: a relist storm shows here (issue 29).
-  std::map<std::string, std::uint64_t> list_watch_backoffs;
-  /// Undecodable objects skipped in watch events and LIST pages, by resource.
-  std::map<std::string, std::uint64_t> watch_decode_errors;
-  /// Pod events by result: "sent" (a new Event), "updated" (an existing Event's count raised),
-  /// "aggregated" (into a "combined from similar events" Event), "failed" (given up),
-  /// "dropped_spam" (per-object spam filter), "dropped_full" (queue full), "dropped_stopped"
-  /// (at or after shutdown).
-  std::map<std::string, std::uint64_t> events;
-  /// Nodes that currently carry at least one NoExecute taint (a gauge).
-  std::uint64_t tainted_nodes = 0;
-  /// Evictions that failed at least 5 times in a row and are still being retried (a gauge).
-  std::uint64_t stuck_evictions = 0;
-  /// Due evictions the policy holds back (rate limit, in-flight caps, storm breaker) (a gauge).
-  std::uint64_t waiting_evictions = 0;
-  /// Due evictions waiting for a hold-until annotation, and for the storm breaker's settling
-  /// time (gauges).
-  std::uint64_t held_evictions = 0;
-  std::uint64_t settling_evictions = 0;
-  /// 1 while the storm breaker is open (every eviction waits), else 0 (a gauge).
-  std::uint64_t storm_breaker_open = 0;
-  /// Pods that dry-run would have deleted.
-  std::uint64_t dry_run_pod_deletions = 0;
-  /// Evictions scheduled on activation with their countdown counted from the taint's
-  /// timeAdded (--deadlines-from-taint-time) rather than from now.
-  std::uint64_t deadlines_from_taint_time = 0;
-  /// Decisions that left a pod on a tainted node alone for a scoping rule, by reason
-  /// (controller::skip_reason: "annotation", "namespace", "pod_selector", ...).
-  std::map<std::string, std::uint64_t> pods_skipped;
-  /// Evictions scheduled with a time a taint rule's floor or cap set, not the pod's toleration.
-  std::uint64_t toleration_overrides = 0;
-  /// Evictions not made because the pod was already terminating (a deletionTimestamp set):
-  /// decisions that would have scheduled one, waiting ones cancelled, firings stopped.
-  std::uint64_t terminating_pods_skipped = 0;
-  /// Evict mode: pods evicted through the Eviction API (also in pod_deletions), Eviction API
-  /// calls refused, evictions refused right now (a gauge), and pods deleted after
-  /// fallbackAfter.
-  std::uint64_t pod_evictions = 0;
-  std::uint64_t eviction_refusals = 0;
-  std::uint64_t evictions_blocked = 0;
-  std::uint64_t eviction_fallbacks = 0;
-};
-
-/// Called at every scrape, on the scraping thread (possibly two at once: /metrics may be
-/// served on two ports). Must be thread-safe and must not call back into the registry.
-using scrape_stats_fn = std::function<scrape_stats()>;
-
 /// The running build, as build_info's labels (tec/version.hpp's version, commit and compiler).
 /// Views: the strings must outlive the call only (the registry copies them).
 struct build_labels {
@@ -374,13 +326,9 @@ struct build_labels {
   std::string_view compiler;
 };
 
-/// Registers the daemon's standard metrics in `r` (once per registry) and returns the ones
-/// updated in place; the others are read from `read` at every scrape. Counters read that way
-/// never go down from one scrape to the next: a value read lower than the last one exposed
-/// (a total derived from two counters read one after the other, e.g. retries = attempts -
-/// first attempts) is exposed as the last one until it catches up.
+/// Registers the daemon's own metrics in `r` (once per registry), those updated where things
+/// happen, and returns them; what the libraries count they publish themselves (publish()).
 /// Throws std::invalid_argument if `r` already holds one of the names.
-standard_metrics register_standard_metrics(registry& r, const build_labels& build,
-                                           scrape_stats_fn read);
+standard_metrics register_standard_metrics(registry& r, const build_labels& build);
 
 }  // namespace tec::metrics

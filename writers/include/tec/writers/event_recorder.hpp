@@ -36,6 +36,7 @@
 #include "tec/base/clock.hpp"
 #include "tec/controller/ports.hpp"
 #include "tec/k8sclient/client.hpp"
+#include "tec/metrics/table.hpp"
 
 namespace tec::writers {
 
@@ -172,6 +173,9 @@ public:
               std::string_view detail = {});
 
   [[nodiscard]] event_recorder_stats stats() const;
+  /// events_total{result}, read from stats() at each scrape, for registry::publish(). The row
+  /// reads this recorder: it must outlive its use. Any thread.
+  [[nodiscard]] metrics::table metric_table() const;
   /// Series waiting in the queue.
   [[nodiscard]] std::size_t queued() const;
 

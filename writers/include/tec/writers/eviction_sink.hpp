@@ -14,6 +14,7 @@
 #include "tec/controller/ports.hpp"
 #include "tec/informers/store.hpp"
 #include "tec/k8sclient/client.hpp"
+#include "tec/metrics/table.hpp"
 #include "tec/writers/event_recorder.hpp"
 
 namespace tec::writers {
@@ -178,6 +179,12 @@ public:
   [[nodiscard]] bool wait_idle(std::chrono::milliseconds budget) const;
 
   [[nodiscard]] eviction_sink_stats stats() const;
+  /// What the sink counts, for registry::publish(): pod_deletions_total (DELETEs and
+  /// evictions), pod_evictions_total, pod_deletion_failures_total, disruption_condition_
+  /// failures_total, fresh_node_checks_total, fresh_node_reads_total, and its share of
+  /// dry_run_pod_deletions_total (declared by the controller). The rows read this sink: it
+  /// must outlive their use. Any thread.
+  [[nodiscard]] metrics::table metric_table() const;
 
 private:
   struct impl;
