@@ -63,6 +63,9 @@ struct counters {
                            "or maxTolerationSeconds set instead of the pod's own toleration."};
   metrics::count fallbacks{table, "eviction_fallbacks_total",
                            "Pods deleted after their eviction was refused for fallbackAfter."};
+  metrics::count stuck_reports{table, "stuck_reports_total",
+                               "Stuck reports (a warning and a TaintEvictionFailed Event): an "
+                               "eviction failed 5 times in a row, and again while it stays stuck."};
   metrics::count blocked{table, "eviction_refusals_total",
                          "Eviction API calls refused (429: a PodDisruptionBudget) and retried."};
   /// pods_skipped_total{reason}, by skip_reason (its row added by the constructor).

@@ -375,6 +375,7 @@ void eviction_runner::attempt_failed(std::string_view key, std::uint64_t generat
                      options_.stuck_event_interval, cancelled)) {
     return;
   }
+  bump(ctr_.stuck_reports);
   const std::string detail = event_detail(error);
   log_->warn("eviction is stuck pod=\"{}\" uid={}: {} attempts failed in a row, still retrying: {}",
              key, pod.uid, attempt, detail);

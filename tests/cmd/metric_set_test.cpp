@@ -194,6 +194,11 @@ TEST(metric_set, is_the_documented_one) {
        {"counter", "Evictions that fired for a pod gone or replaced: no API call.", "", ""}},
       {p + "stale_evictions_dropped_total",
        {"counter", "Evictions dropped because the pod of that name has another UID.", "", ""}},
+      {p + "stuck_reports_total",
+       {"counter",
+        "Stuck reports (a warning and a TaintEvictionFailed Event): an eviction failed 5 times in "
+        "a row, and again while it stays stuck.",
+        "", ""}},
       {p + "policy_info",
        {"gauge", "Always 1; sha256 is the SHA-256 of the policy file in force.", "sha256", ""}},
       // With --shadow only.

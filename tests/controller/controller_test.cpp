@@ -439,6 +439,7 @@ TEST(Stuck, FiveFailuresInARowMakeAWarningEventAndCountAsStuck) {
   EXPECT_EQ(h.sink.evictions_of("pod1"), 4U);
   EXPECT_EQ(stuck_events(h, "pod1"), 0U);
   EXPECT_EQ(h.ctl.stats().stuck_evictions, 0U);
+  EXPECT_EQ(counted(h.ctl, "stuck_reports_total"), 0U);
   for (const auto& c : h.sink.calls()) {
     EXPECT_FALSE(c.stuck);
   }
@@ -447,6 +448,7 @@ TEST(Stuck, FiveFailuresInARowMakeAWarningEventAndCountAsStuck) {
   EXPECT_EQ(h.sink.evictions_of("pod1"), 5U);
   ASSERT_EQ(stuck_events(h, "pod1"), 1U);
   EXPECT_EQ(h.ctl.stats().stuck_evictions, 1U);
+  EXPECT_EQ(counted(h.ctl, "stuck_reports_total"), 1U);
   const auto events = h.sink.events();
   const auto details = h.sink.event_details();
   ASSERT_EQ(events.back().second, event_kind::eviction_failed);
@@ -464,6 +466,7 @@ TEST(Stuck, FiveFailuresInARowMakeAWarningEventAndCountAsStuck) {
   EXPECT_TRUE(calls[5].stuck);
   EXPECT_EQ(stuck_events(h, "pod1"), 1U);
   EXPECT_EQ(h.ctl.stats().stuck_evictions, 1U);
+  EXPECT_EQ(counted(h.ctl, "stuck_reports_total"), 1U) << "a report, not a retry";
 }
 
 TEST(Stuck, TheWarningEventRepeatsAtMostEveryTenMinutes) {
