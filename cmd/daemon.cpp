@@ -5,7 +5,6 @@
 
 #include <malloc.h>
 #include <unistd.h>
-#include <array>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -23,7 +22,6 @@
 #include <exception>
 #include <functional>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,8 +32,9 @@
 #include <vector>
 
 #include "activation.hpp"
+#include "daemon_endpoints.hpp"
 #include "metric_set.hpp"
-#include "tec/admission/review.hpp"
+#include "policy_control.hpp"
 #include "tec/admission/webhook.hpp"
 #include "tec/admission/webhook_cert_keeper.hpp"
 #include "tec/asio/every.hpp"
@@ -54,19 +53,14 @@
 #include "tec/k8sclient/client.hpp"
 #include "tec/k8sclient/config.hpp"
 #include "tec/k8sclient/exec_authenticator.hpp"
-#include "tec/k8sclient/hostname.hpp"
 #include "tec/k8sclient/leader_election.hpp"
-#include "tec/k8sclient/paths.hpp"
 #include "tec/k8sclient/tls.hpp"
 #include "tec/metrics/metrics.hpp"
 #include "tec/metrics/process_metrics.hpp"
 #include "tec/policy/policy_file.hpp"
-#include "tec/policy/reloader.hpp"
 #include "tec/reports/evictions_report.hpp"
 #include "tec/reports/history_record.hpp"
-#include "tec/serving/delegated_auth.hpp"
 #include "tec/serving/http_endpoints.hpp"
-#include "tec/serving/sha256.hpp"
 #include "tec/serving/tls_credentials.hpp"
 #include "tec/shadow/event_watch.hpp"
 #include "tec/shadow/shadow_tracker.hpp"
@@ -87,18 +81,9 @@ using steady = std::chrono::steady_clock;
 constexpr auto release_budget = 4s;        // the lease release PUT
 constexpr auto in_flight_budget = 1500ms;  // evictions already sent
 constexpr auto drain_budget = 2s;          // the I/O thread running out of work
-// /healthz tolerance past the lease duration (kube-controller-manager uses 20 s).
-constexpr auto healthz_tolerance = 20s;
 // How often the policy file is re-read (a ConfigMap update reaches the pod within about a
 // minute anyway: the kubelet's sync period plus its cache TTL).
 constexpr auto policy_poll_interval = 5s;
-// The validating admission webhook's path (deploy/webhook.yaml).
-constexpr std::string_view webhook_path = "/validate/nodes";
-// A review's time: the API server waits 3 s (deploy/webhook.yaml's timeoutSeconds) and then
-// ignores the webhook (failurePolicy Ignore); past this the answer is "allowed", no warning.
-constexpr auto review_budget = 2s;
-// While the storm breaker is open, the count of held evictions is logged this often.
-constexpr auto breaker_log_interval = 60s;
 // Shadow mode settles what is due this often.
 constexpr auto shadow_sweep_interval = 1s;
 // How often heap memory freed since the last look is handed back to the kernel (issue 16).
@@ -436,456 +421,6 @@ struct shadow_parts {
 
 // The hosts the self-signed serving certificate names: this host (the pod's name) and the
 // loopback names.
-std::vector<std::string> serving_hosts() {
-  std::vector<std::string> hosts;
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) == 0 && name[0] != '\0') {
-    hosts.emplace_back(name.data());
-  }
-  for (const char* h : {"localhost", "127.0.0.1", "::1"}) {
-    hosts.emplace_back(h);
-  }
-  return hosts;
-}
-
-// The probe, metrics and /debug endpoints. What they serve is read from the objects it borrows
-// (`sources`, which all outlive it); checks and handlers run on the servers' strand (the
-// serving thread, never the control loop's), the /debug documents on a reports thread of
-// their own. /metrics and /debug/*
-// are served over HTTPS to the requests the API server authenticates and authorizes
-// (--metrics-secure, the default), the probes over plain HTTP on their own port.
-class daemon_endpoints {
-public:
-  struct sources {
-    metrics::registry& registry;
-    // The TokenReviews and SubjectAccessReviews of the secure port; nullptr with
-    // --metrics-secure=false.
-    k8sclient::client* reviews;
-    k8sclient::leader_elector* elector;  // nullptr without leader election
-    const cluster_watches& watches;
-    shadow::shadow_tracker* shadow;  // nullptr without --shadow
-    controller::controller& ctrl;
-    informers::controller_feed& feed;
-    timedqueue::asio_driver& driver;
-    const admission::cluster_reader& webhook;  // what /validate/nodes reads
-    const reports::eviction_history* history;  // nullptr with --history-size=0
-  };
-
-  explicit daemon_endpoints(const sources& src) : src_(src) {}
-
-  // Main thread: registers the paths and starts both servers (one for all paths when both
-  // flags name one address); the error message (naming the flag), or empty when both servers
-  // (or neither) started.
-  std::string start(const asio::any_io_executor& executor, const options& opts,
-                    spdlog::logger& log) {
-    // The same address twice means one server for all three paths (port 0 means two ports).
-    const bool shared = opts.health_probe_bind_address == opts.metrics_bind_address &&
-                        !opts.metrics_bind_address.ends_with(":0");
-    health_.emplace(
-        executor, serving::http_endpoints_options{.bind_address = opts.health_probe_bind_address});
-    health_->handle_check("/healthz", [this]() -> serving::check_result {
-      if (src_.elector != nullptr && !src_.elector->healthy(healthz_tolerance)) {
-        return {false,
-                "the leader lease has not been renewed for longer than the lease "
-                "duration + 20s"};
-      }
-      return {};
-    });
-    health_->handle_check("/readyz", [this] { return src_.watches.readiness(); });
-    const auto metrics_handler = [this] {
-      return serving::http_response{200, std::string(metrics::metrics_content_type),
-                                    src_.registry.render()};
-    };
-    if (!shared) {
-      serving::http_endpoints_options metrics_opts{.bind_address = opts.metrics_bind_address};
-      if (opts.metrics_secure && opts.metrics_bind_address != "0") {
-        auto e = secure(metrics_opts, executor, opts, log);
-        if (!e.empty()) {
-          return e;
-        }
-      } else if (opts.metrics_bind_address != "0") {
-        log.warn(
-            "--metrics-secure=false: /metrics and /debug/* are served over plain HTTP, without "
-            "authentication, to anyone who can reach {}",
-            opts.metrics_bind_address);
-      }
-      metrics_.emplace(executor, std::move(metrics_opts));
-    }
-    serving::http_endpoints& metrics_port = shared ? *health_ : *metrics_;
-    metrics_port.handle("/metrics", metrics_handler);
-    // The admission webhook (README "Warnings at kubectl taint"): the API server calls it
-    // without credentials, so it is not behind the delegated authentication; it reads only the
-    // caches and answers on the serving strand (a review of a node with 110 pods in a cluster
-    // of 1,000 nodes costs about 0.3 ms of CPU: bench/admission_bench.cpp), bounded by
-    // admission::max_review_taints and review_budget whatever the request holds. Any replica
-    // answers.
-    metrics_port.handle_post(
-        std::string(webhook_path),
-        serving::post_route_options{
-            .body_limit = admission::max_review_bytes, .timeout = 5s, .unauthenticated = true},
-        [this, &reviews = src_.registry.add_counter(
-                   "taint_eviction_controller_webhook_reviews_total",
-                   "Admission reviews of Node requests answered, by result (allowed, warned, "
-                   "refused, not_ready, too_many_taints, over_budget, malformed).",
-                   {"result"})](std::string_view body) {
-          const auto deadline = steady::now() + review_budget;
-          auto answer = admission::serve(body, src_.webhook,
-                                         [deadline] { return steady::now() >= deadline; });
-          reviews.with({admission::to_string(answer.outcome)}).inc();
-          return serving::http_response{answer.status, std::move(answer.content_type),
-                                        std::move(answer.body)};
-        });
-    // The /debug documents are built on the reports thread, not the I/O thread: a full list
-    // (10,000 entries, a few MB) takes tens of ms. As async handlers, the server shares each
-    // between the requests that ask at once and caps how many are served at once (issue 29:
-    // 64 readers that never read held a copy each). A standby answers too, with what its
-    // queue holds: nothing.
-    if (src_.shadow != nullptr) {
-      metrics_port.handle_async("/debug/shadow", [this] {
-        return asio::co_spawn(reports_, shadow_report(), asio::use_awaitable);
-      });
-    }
-    metrics_port.handle_async("/debug/evictions", [this] {
-      return asio::co_spawn(reports_, evictions_report(), asio::use_awaitable);
-    });
-    if (src_.history != nullptr) {
-      metrics_port.handle_async_query("/debug/history", [this](std::string query) {
-        return asio::co_spawn(reports_, history_report(std::move(query)), asio::use_awaitable);
-      });
-    }
-    const auto start = [&log](serving::http_endpoints& server, const std::string& flag,
-                              const std::string& what, bool tls) -> std::string {
-      auto bound = server.start();
-      if (!bound) {
-        return flag + ": cannot serve " + what + ": " + bound.error().message;
-      }
-      if (bound.value()) {
-        const auto& ep = *bound.value();
-        const auto host =
-            ep.address().is_v6() ? "[" + ep.address().to_string() + "]" : ep.address().to_string();
-        log.info("serving {} on {}://{}:{}", what, tls ? "https" : "http", host, ep.port());
-      }
-      return {};
-    };
-    if (auto e = start(*health_, "--health-probe-bind-address",
-                       shared ? "/healthz, /readyz and /metrics" : "/healthz and /readyz", false);
-        !e.empty()) {
-      return e;
-    }
-    if (metrics_) {
-      return start(*metrics_, "--metrics-bind-address", "/metrics", opts.metrics_secure);
-    }
-    return {};
-  }
-
-  // Any thread; idempotent. The servers' accept and connection coroutines are owned by
-  // serving::http_endpoints itself: stop() ends them.
-  void stop() {
-    if (health_) {
-      health_->stop();
-    }
-    if (metrics_) {
-      metrics_->stop();
-    }
-  }
-
-  // Main thread, after stop(): a report being built finishes (its connection is closed
-  // already).
-  void join_reports() { reports_.join(); }
-
-  // The secure port's certificate (nullptr without one: --metrics-secure=false, or no metrics
-  // server), after start().
-  [[nodiscard]] std::shared_ptr<serving::tls_credentials> serving_credentials() const {
-    return tls_;
-  }
-
-private:
-  // Main thread: HTTPS with the certificate of --tls-cert-file and --tls-private-key-file, or
-  // a self-signed one, and delegated authentication and authorization through the API
-  // server (the reviews run on the client's executor, `executor`). The error message, or empty.
-  std::string secure(serving::http_endpoints_options& o, const asio::any_io_executor& executor,
-                     const options& opts, spdlog::logger& log) {
-    auto creds = opts.tls_cert_file.empty() ? serving::tls_credentials::self_signed(serving_hosts())
-                                            : serving::tls_credentials::from_files(
-                                                  opts.tls_cert_file, opts.tls_private_key_file);
-    if (!creds) {
-      return (opts.tls_cert_file.empty() ? std::string("cannot generate a serving certificate")
-                                         : std::string("--tls-cert-file")) +
-             ": " + creds.error().message;
-    }
-    if (opts.tls_cert_file.empty()) {
-      log.info(
-          "no --tls-cert-file: serving /metrics and /debug/* with a self-signed certificate "
-          "generated at start");
-    }
-    o.tls = std::move(*creds);
-    tls_ = o.tls;
-    assert(src_.reviews != nullptr);
-    o.authorizer = std::make_shared<serving::delegated_authorizer>(
-        serving::make_api_review_backend(*src_.reviews, executor), src_.reviews->clock());
-    return {};
-  }
-
-  // The reports thread: /debug/evictions. A copy of at most max_listed_evictions entries (the
-  // queue's mutex is held while n pointers are sorted), then the JSON from the copy.
-  asio::awaitable<serving::http_response> evictions_report() {
-    const auto list = src_.ctrl.evictions(reports::max_listed_evictions);
-    const auto wall_now = base::wall_clock::now();
-    const base::clock_bridge clock(src_.driver.now(), wall_now);
-    co_return serving::http_response{
-        200, "application/json",
-        reports::evictions_json(list, src_.feed.active(), clock, wall_now)};
-  }
-
-  // The reports thread: /debug/history (at most --history-size records), filtered by the
-  // query's pod= and node=; a bad query is a 400 naming what is wrong.
-  asio::awaitable<serving::http_response> history_report(std::string query) {
-    const auto filter = reports::parse_history_query(query);
-    if (!filter) {
-      co_return serving::http_response{400, "text/plain; charset=utf-8",
-                                       filter.error().message + "\n"};
-    }
-    co_return serving::http_response{200, "application/json",
-                                     src_.history->document(*filter, base::wall_clock::now())};
-  }
-
-  // The reports thread: /debug/shadow (at most max_disagreements entries).
-  asio::awaitable<serving::http_response> shadow_report() {
-    co_return serving::http_response{200, "application/json", src_.shadow->report_json()};
-  }
-
-  sources src_;
-  std::shared_ptr<serving::tls_credentials> tls_;  // the secure port's, when there is one
-  std::optional<serving::http_endpoints> health_;
-  std::optional<serving::http_endpoints> metrics_;  // empty when health_ serves /metrics too
-  // Builds the /debug documents off the I/O thread. After the servers, so it is joined before
-  // they go; the objects it reads outlive this.
-  asio::thread_pool reports_{1};
-};
-
-// The eviction policy in force and the storm breaker's reports: the policy file re-read off
-// the I/O thread and applied, the breaker's log line every minute while it is open and its
-// Events on the Lease. Borrows the options, `stopping`, the sink and the recorder (from
-// construction) and the controller (from attach()), which all outlive it.
-class policy_control {
-public:
-  policy_control(const options& opts, std::shared_ptr<spdlog::logger> log,
-                 const std::atomic<bool>& stopping, k8sclient::client& api,
-                 writers::k8s_eviction_sink& sink, writers::event_recorder& recorder,
-                 const metrics::standard_metrics& metrics, bool dry_run)
-      : opts_(opts),
-        log_(std::move(log)),
-        stopping_(stopping),
-        api_(api),
-        sink_(sink),
-        recorder_(recorder),
-        metrics_(metrics),
-        dry_run_(dry_run),
-        sha_(opts.policy_sha256) {
-    if (!opts_.policy_file.empty()) {
-      metrics_.policy_last_reload_success_timestamp.set(unix_seconds());
-      metrics_.policy_info.keep_only({sha_});
-      metrics_.policy_info.with({sha_}).set(1);
-    }
-  }
-
-  // Main thread, before the I/O thread runs.
-  void attach(controller::controller& ctrl) { ctrl_ = &ctrl; }
-  // Main thread, before the I/O thread runs: --policy's file is re-read from now on.
-  void watch_file() { reloader_.emplace(opts_.policy_file, opts_.policy); }
-  // Main thread, in shutdown: a poll being made finishes; its result is dropped (stopping).
-  void join_reader() { reader_.join(); }
-
-  // I/O thread (every policy_poll_interval): one poll of the policy file, made on reader_;
-  // false once shutdown began (the result of a poll made meanwhile is dropped).
-  asio::awaitable<bool> poll() {
-    if (stopping_.load()) {
-      co_return false;
-    }
-    if (!announced_) {
-      // The start's policy, on the ConfigMap as the reloads are (the recorder runs now).
-      announced_ = true;
-      // Named: GCC 12 mis-destroys temporaries inside co_await expressions.
-      std::string message =
-          fmt::format("Policy sha256:{} in force since the start of {}: {}", sha_.substr(0, 12),
-                      k8sclient::local_hostname(), policy::describe(ctrl_->policy()));
-      co_await record_policy_event("Normal", "PolicyApplied", std::move(message));
-    }
-    auto r = co_await asio::co_spawn(
-        reader_,
-        [this]() -> asio::awaitable<policy::reload_result> { co_return reloader_->poll(); },
-        asio::use_awaitable);
-    if (stopping_.load()) {
-      co_return false;
-    }
-    co_await apply(r);
-    log_open_breaker();
-    co_return true;
-  }
-
-  // Any thread (the controller calls it when the breaker opens or closes; must not call back
-  // into the controller). The storm breaker's Events go on the controller's Lease (kind Lease
-  // in --leader-elect-resource-namespace, named --leader-elect-resource-name): it names this
-  // controller whether or not leader election is on, and `kubectl describe lease` shows them.
-  // Warning StormBreakerOpen when it opens and with each minute's log line while it stays
-  // open, Normal StormBreakerClosed when it closes; none in dry-run (nothing is written).
-  void breaker_event(bool open, std::size_t tainted, std::size_t known,
-                     std::optional<std::size_t> held) {
-    if (open && !held) {
-      // It just opened (the controller's call): the minute's warning counts from now, so the
-      // first repeat comes a minute after this Event, not at the next policy poll.
-      breaker_opened_at_.store(steady::now().time_since_epoch().count());
-    }
-    if (dry_run_.load()) {
-      return;
-    }
-    std::string message = fmt::format("Storm breaker {}: {} of {} nodes carry NoExecute taints; ",
-                                      open ? "open" : "closed", tainted, known);
-    if (!open) {
-      message += "held evictions resume";
-    } else if (held) {
-      message += fmt::format("{} due evictions are held", *held);
-    } else {
-      message += "due evictions are held until the share falls or the policy changes";
-    }
-    recorder_.record(writers::involved_object{.api_version = "coordination.k8s.io/v1",
-                                              .kind = "Lease",
-                                              .ref = {opts_.lease_namespace, opts_.lease_name, {}}},
-                     writers::event_content{open ? "Warning" : "Normal",
-                                            open ? "StormBreakerOpen" : "StormBreakerClosed",
-                                            std::move(message)});
-  }
-
-private:
-  // I/O thread. A valid new policy applies at once (the sink's dry-run first, so an eviction
-  // the controller hands over is never written while dry-run is being switched on, nor
-  // dropped while it is being switched off); an invalid one leaves the old one in force. Both
-  // are recorded on --policy-configmap's ConfigMap and in the policy_* gauges.
-  asio::awaitable<void> apply(const policy::reload_result& r) {
-    const std::string was = sha_;
-    if (!r.text.empty() && r.what != policy::reload_result::kind::rejected) {
-      sha_ = serving::sha256_hex(r.text);
-      metrics_.policy_last_reload_successful.set(1);
-      metrics_.policy_last_reload_success_timestamp.set(unix_seconds());
-      metrics_.policy_info.keep_only({sha_});
-      metrics_.policy_info.with({sha_}).set(1);
-    }
-    switch (r.what) {
-      case policy::reload_result::kind::unchanged:
-        co_return;  // a new text with the same policy (comments) only moves the gauges
-      case policy::reload_result::kind::applied: {
-        const controller::eviction_policy p = opts_.effective_policy(*r.policy);
-        sink_.set_dry_run(p.dry_run);
-        dry_run_.store(p.dry_run);
-        ctrl_->set_policy(p);
-        log_->info("eviction policy reloaded from {}: {}", base::printable(opts_.policy_file, 256),
-                   policy::describe(p));
-        std::string message =
-            fmt::format("Policy sha256:{} applied (was sha256:{}): {}", sha_.substr(0, 12),
-                        was.substr(0, 12), policy::describe(p));
-        co_await record_policy_event("Normal", "PolicyApplied", std::move(message));
-        co_return;
-      }
-      case policy::reload_result::kind::rejected: {
-        metrics_.policy_reload_failures.inc();
-        metrics_.policy_last_reload_successful.set(0);
-        log_->warn("eviction policy change rejected, the policy in force stays ({}): {}",
-                   policy::describe(ctrl_->policy()), r.summary());
-        std::string message = fmt::format("Policy change rejected; sha256:{} stays in force: {}",
-                                          sha_.substr(0, 12), r.summary());
-        co_await record_policy_event("Warning", "PolicyRejected", std::move(message));
-        co_return;
-      }
-    }
-  }
-
-  // I/O thread: an Event on --policy-configmap's ConfigMap (none without one, none in dry-run:
-  // it writes nothing). Its UID is read once (a GET), so `kubectl describe configmap` finds
-  // the Events; without it (no RBAC, no such ConfigMap: logged once) they carry none.
-  asio::awaitable<void> record_policy_event(const char* type, const char* reason,
-                                            std::string message) {
-    if (opts_.policy_configmap_name.empty() || dry_run_.load()) {
-      co_return;
-    }
-    if (!configmap_uid_) {
-      k8sclient::request get;
-      get.target = "/api/v1/namespaces/" +
-                   k8sclient::escape_path_segment(opts_.policy_configmap_namespace) +
-                   "/configmaps/" + k8sclient::escape_path_segment(opts_.policy_configmap_name);
-      get.idempotent = true;
-      auto got = co_await api_.send(std::move(get));
-      std::string uid;
-      if (got && got->status == 200) {
-        const auto body = nlohmann::json::parse(got->body, nullptr, false);
-        if (body.is_object() && body.contains("metadata") && body["metadata"].is_object()) {
-          uid = body["metadata"].value("uid", "");
-        }
-      }
-      if (uid.empty()) {
-        log_->warn(
-            "policy events: cannot read the UID of ConfigMap {}/{} ({}): its Events will "
-            "not show in kubectl describe",
-            opts_.policy_configmap_namespace, opts_.policy_configmap_name,
-            got ? "HTTP " + std::to_string(got->status) : got.error().message);
-      }
-      configmap_uid_ = std::move(uid);
-    }
-    recorder_.record(
-        writers::involved_object{.api_version = "v1",
-                                 .kind = "ConfigMap",
-                                 .ref = {opts_.policy_configmap_namespace,
-                                         opts_.policy_configmap_name, *configmap_uid_}},
-        writers::event_content{type, reason, std::move(message)});
-  }
-
-  static double unix_seconds() {
-    return std::chrono::duration<double>(base::real_clock()->wall().time_since_epoch()).count();
-  }
-
-  // I/O thread: while the storm breaker holds every eviction, say so every minute.
-  void log_open_breaker() {
-    const auto now = steady::now();
-    const steady::time_point opened{steady::duration(breaker_opened_at_.load())};
-    if (now - std::max(breaker_logged_at_, opened) < breaker_log_interval) {
-      return;
-    }
-    const auto s = ctrl_->stats();
-    if (!s.breaker_open) {
-      return;
-    }
-    breaker_logged_at_ = now;
-    log_->warn(
-        "storm breaker open: {} of {} nodes carry NoExecute taints; {} due evictions are held "
-        "(they start when the share falls below the threshold minus the hysteresis, or when "
-        "the policy file changes)",
-        s.breaker_tainted_nodes, s.nodes, s.queue.held);
-    breaker_event(true, s.breaker_tainted_nodes, s.nodes, s.queue.held);
-  }
-
-  const options& opts_;
-  std::shared_ptr<spdlog::logger> log_;
-  const std::atomic<bool>& stopping_;
-  k8sclient::client& api_;
-  writers::k8s_eviction_sink& sink_;
-  writers::event_recorder& recorder_;
-  metrics::standard_metrics metrics_;
-  controller::controller* ctrl_ = nullptr;
-  std::optional<policy::reloader> reloader_;  // I/O thread and reader_, one poll at a time
-  // Reads and parses the policy file (reloader_) off the I/O thread: a hung mount or a large
-  // file must not stall probes, the lease or evictions (issue 29). One poll at a time: the
-  // next starts only once a result is back on the I/O thread. After reloader_, so a poll
-  // still running is joined before the reloader goes.
-  asio::thread_pool reader_{1};
-  steady::time_point breaker_logged_at_{};  // I/O thread
-  // When the breaker last opened (steady::duration ticks; set by the controller's thread).
-  std::atomic<steady::rep> breaker_opened_at_{0};
-  // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
-  std::atomic<bool> dry_run_;
-  std::string sha_;                           // I/O thread: the policy file in force's SHA-256
-  bool announced_ = false;                    // I/O thread: the start's PolicyApplied recorded
-  std::optional<std::string> configmap_uid_;  // I/O thread: read at the first policy Event
-};
-
 // Who may act: the gate (I/O thread only) says when, the feed gates the informer handlers
 // (activated on the I/O thread; deactivated there, and by shutdown from the main thread), and
 // the elector campaigns for the lease (none without --leader-elect).
@@ -1128,7 +663,7 @@ struct daemon::impl {
         daemon_endpoints::sources{.registry = metrics.registry,
                                   .reviews = review_api ? &*review_api : nullptr,
                                   .elector = lead.elector ? &*lead.elector : nullptr,
-                                  .watches = watches,
+                                  .readiness = [this] { return watches.readiness(); },
                                   .shadow = shadow_mode.tracker ? &*shadow_mode.tracker : nullptr,
                                   .ctrl = *ctrl,
                                   .feed = *lead.feed,

@@ -1,8 +1,12 @@
 #include "tec/writers/event_recorder.hpp"
+#include "tec/writers/named_object_events.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
@@ -900,6 +904,77 @@ TEST_F(event_recorder_test, a_warning_carries_the_api_message_clipped_and_withou
             0U)
       << message;
   EXPECT_EQ(message.substr(1021), "...");
+  rec.stop();
+}
+
+TEST(named_object_events, paths_by_group) {
+  const involved_object cm{.api_version = "v1", .kind = "ConfigMap", .ref = {"ns1", "pol", ""}};
+  EXPECT_EQ(named_object_events::path_of(cm, "configmaps"),
+            "/api/v1/namespaces/ns1/configmaps/pol");
+  const involved_object lease{
+      .api_version = "coordination.k8s.io/v1", .kind = "Lease", .ref = {"kube-system", "a b", ""}};
+  EXPECT_EQ(named_object_events::path_of(lease, "leases"),
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/a%20b");
+}
+
+TEST_F(event_recorder_test, a_named_object_s_events_carry_the_uid_read_once) {
+  server_.push(reply::with(200, R"({"metadata":{"name":"pol","uid":"cm-uid"}})"));
+  server_.set_fallback(reply::with(201, "{}"));
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
+  rec.start();
+  named_object_events events(
+      client_, rec,
+      involved_object{.api_version = "v1", .kind = "ConfigMap", .ref = {"ns1", "pol", "ignored"}},
+      "configmaps", spdlog::default_logger());
+  int recorded = 0;
+  asio::co_spawn(
+      io_,
+      [&]() -> asio::awaitable<void> {
+        // Named: GCC 12 mis-destroys temporaries inside co_await expressions.
+        event_content one{"Normal", "PolicyApplied", "one"};
+        co_await events.record(std::move(one));
+        event_content two{"Normal", "PolicyApplied", "two"};
+        co_await events.record(std::move(two));
+        ++recorded;
+      },
+      asio::detached);
+  ASSERT_TRUE(run_until([&] { return recorded == 1 && rec.stats().sent == 2; }));
+  const auto reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 3U) << "one GET, two Events";
+  EXPECT_EQ(reqs[0].method, "GET");
+  EXPECT_EQ(reqs[0].target, "/api/v1/namespaces/ns1/configmaps/pol");
+  for (std::size_t i = 1; i < 3; ++i) {
+    const json body = json::parse(reqs[i].body);
+    EXPECT_EQ(body["involvedObject"]["kind"], "ConfigMap");
+    EXPECT_EQ(body["involvedObject"]["uid"], "cm-uid");
+  }
+  rec.stop();
+}
+
+TEST_F(event_recorder_test, a_named_object_whose_uid_cannot_be_read_gets_events_without_one) {
+  server_.push(reply::with(403, R"({"kind":"Status","reason":"Forbidden"})"));
+  server_.set_fallback(reply::with(201, "{}"));
+  event_recorder rec(io_.get_executor(), client_, recorder_options(), clock_);
+  rec.start();
+  named_object_events events(
+      client_, rec,
+      involved_object{.api_version = "v1", .kind = "ConfigMap", .ref = {"ns1", "pol", "stale"}},
+      "configmaps", spdlog::default_logger());
+  bool recorded = false;
+  asio::co_spawn(
+      io_,
+      [&]() -> asio::awaitable<void> {
+        event_content bad{"Warning", "PolicyRejected", "bad"};
+        co_await events.record(std::move(bad));
+        recorded = true;
+      },
+      asio::detached);
+  ASSERT_TRUE(run_until([&] { return recorded && rec.stats().sent == 1; }));
+  const auto reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 2U);
+  const json body = json::parse(reqs[1].body);
+  EXPECT_EQ(body["involvedObject"]["name"], "pol");
+  EXPECT_FALSE(body["involvedObject"].contains("uid")) << body.dump();
   rec.stop();
 }
 
