@@ -1,20 +1,13 @@
 #include "tec/kubectl_plugin/pending_report.hpp"
 
-#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "tec/base/error.hpp"
 #include "tec/base/rfc3339.hpp"
+#include "tec/reports/evictions_report.hpp"
 
 namespace tec::kubectl_plugin {
 namespace {
-
-using json = nlohmann::json;
-
-std::string str(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string{};
-}
 
 std::string join(const std::vector<std::string>& parts) {
   std::string out;
@@ -27,39 +20,25 @@ std::string join(const std::vector<std::string>& parts) {
 }  // namespace
 
 base::result<evictions_doc> decode_evictions(std::string_view body) {
-  const json doc = json::parse(body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("evictions") ||
-      !doc["evictions"].is_array()) {
-    return base::make_error(base::errc::unexpected_shape,
-                            "/debug/evictions: not the evictions document");
+  auto doc = reports::parse_evictions_document(body);
+  if (!doc) {
+    return doc.error();
   }
   evictions_doc out;
-  out.acting = doc.value("acting", false);
-  for (const json& e : doc["evictions"]) {
-    if (!e.is_object()) {
-      continue;
-    }
+  out.acting = doc->acting;
+  for (reports::eviction_entry& e : doc->evictions) {
     pending_entry p;
-    const std::string pod = str(e, "pod");
-    const auto slash = pod.find('/');
-    p.namespace_ = slash == std::string::npos ? std::string{} : pod.substr(0, slash);
-    p.pod = slash == std::string::npos ? pod : pod.substr(slash + 1);
-    p.uid = str(e, "uid");
-    p.node = str(e, "node");
-    if (const auto t = e.find("taints"); t != e.end() && t->is_array()) {
-      for (const auto& x : *t) {
-        if (x.is_string()) {
-          p.taints.push_back(x.get<std::string>());
-        }
-      }
-    }
-    p.due = str(e, "due");
-    p.state = str(e, "state");
-    p.why = str(e, "why");
-    if (const auto a = e.find("attempts"); a != e.end() && a->is_number_integer()) {
-      p.attempts = a->get<std::int64_t>();
-    }
-    p.last_error = str(e, "lastError");
+    const auto slash = e.pod.find('/');
+    p.namespace_ = slash == std::string::npos ? std::string{} : e.pod.substr(0, slash);
+    p.pod = slash == std::string::npos ? e.pod : e.pod.substr(slash + 1);
+    p.uid = std::move(e.uid);
+    p.node = std::move(e.node);
+    p.taints = std::move(e.taints);
+    p.due = std::move(e.due);
+    p.state = std::move(e.state);
+    p.why = std::move(e.why);
+    p.attempts = e.attempts;
+    p.last_error = std::move(e.last_error);
     out.entries.push_back(std::move(p));
   }
   return out;

@@ -122,5 +122,49 @@ TEST(EvictionsReport, ApiTextIsOnlyEscaped) {
   EXPECT_EQ(doc["evictions"][0]["lastError"], "denied: \"quoted\"\n<script>\x01 \xEF\xBF\xBD end");
 }
 
+// The daemon writes and the plugin reads the same type: what one writes the other reads back.
+TEST(EvictionsReport, TheDocumentReadsBackAsWritten) {
+  controller::eviction_list list;
+  list.total = 3;
+  list.evictions.push_back(pending_view());
+  controller::eviction_view blocked = pending_view();
+  blocked.pod = {"ns2", "db-1", "uid-2"};
+  blocked.state = "retrying";
+  blocked.why = "blocked";
+  blocked.attempts = 4;
+  blocked.last_error = "429: a disruption budget";
+  blocked.blocked_since = steady0 + 10s;
+  blocked.fallback_at = steady0 + 70s;
+  list.evictions.push_back(blocked);
+  blocked.pod.name = "db-2";
+  blocked.fallback_at.reset();  // never deleted anyway: "fallbackAt": null
+  list.evictions.push_back(blocked);
+  const auto doc = evictions_document_of(list, true, clock_bridge(steady0, wall0), wall0);
+  const std::string text = to_json(doc);
+  EXPECT_NE(text.find(R"("blockedSince":"2026-11-23T15:35:10.000Z","fallbackAt":null)"),
+            std::string::npos)
+      << text;
+  const auto back = parse_evictions_document(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, doc);
+  EXPECT_EQ(back->evictions[1].fallback_at, "2026-11-23T15:36:10.000Z");
+  EXPECT_EQ(to_json(*back), text);
+}
+
+TEST(EvictionsReport, ReadingBackRefusesOtherDocumentsAndSkipsBadEntries) {
+  EXPECT_FALSE(parse_evictions_document("{}"));
+  EXPECT_FALSE(parse_evictions_document("not json"));
+  EXPECT_FALSE(parse_evictions_document(R"({"evictions":{}})"));
+  const auto doc = parse_evictions_document(
+      R"({"acting":"yes","total":-1,"evictions":[1,{"pod":7,"attempts":"x","uid":"u"}]})");
+  ASSERT_TRUE(doc);
+  EXPECT_FALSE(doc->acting);
+  EXPECT_EQ(doc->total, 0U);
+  ASSERT_EQ(doc->evictions.size(), 1U);
+  EXPECT_EQ(doc->evictions[0].pod, "");
+  EXPECT_EQ(doc->evictions[0].uid, "u");
+  EXPECT_EQ(doc->evictions[0].attempts, 0);
+}
+
 }  // namespace
 }  // namespace tec::reports
