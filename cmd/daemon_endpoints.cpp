@@ -201,8 +201,9 @@ asio::awaitable<serving::http_response> daemon_endpoints::history_report(std::st
     co_return serving::http_response{400, "text/plain; charset=utf-8",
                                      filter.error().message + "\n"};
   }
-  co_return serving::http_response{200, "application/json",
-                                   src_.history->document(*filter, base::wall_clock::now())};
+  co_return serving::http_response{
+      200, "application/json",
+      reports::to_json(src_.history->document(*filter, base::wall_clock::now()))};
 }
 
 asio::awaitable<serving::http_response> daemon_endpoints::shadow_report() {

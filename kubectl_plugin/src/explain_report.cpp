@@ -1,27 +1,13 @@
 #include "tec/kubectl_plugin/explain_report.hpp"
 
+#include <chrono>
+#include <utility>
+
 #include "tec/base/error.hpp"
+#include "tec/base/rfc3339.hpp"
 
 namespace tec::kubectl_plugin {
 namespace {
-
-std::string str(const document& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string{};
-}
-
-std::string join(const document& arr, std::string_view sep) {
-  std::string out;
-  if (!arr.is_array()) {
-    return out;
-  }
-  for (const auto& x : arr) {
-    if (x.is_string()) {
-      out += (out.empty() ? "" : std::string(sep)) + x.get<std::string>();
-    }
-  }
-  return out;
-}
 
 std::string taints_text(const std::vector<controller::taint>& taints) {
   std::string out;
@@ -33,25 +19,33 @@ std::string taints_text(const std::vector<controller::taint>& taints) {
   return out.empty() ? std::string("no NoExecute taints") : "NoExecute taints " + out;
 }
 
-// A toleration object of a history record, as toleration_text() writes one.
-std::string record_toleration(const document& t) {
-  if (!t.is_object()) {
+// A history record's toleration, as toleration_text() writes one.
+std::string record_toleration(const std::optional<reports::history_toleration>& t) {
+  if (!t) {
     return "none";
   }
   controller::toleration tol;
-  tol.key = str(t, "key");
-  tol.value = str(t, "value");
-  const std::string op = str(t, "operator");
-  tol.op = op == "Exists" ? controller::toleration_operator::exists
-                          : controller::toleration_operator::equal;
-  const std::string effect = str(t, "effect");
-  if (effect == "NoExecute") {
+  tol.key = t->key;
+  tol.value = t->value;
+  tol.op = t->op == "Exists" ? controller::toleration_operator::exists
+                             : controller::toleration_operator::equal;
+  if (t->effect == "NoExecute") {
     tol.effect = controller::taint_effect::no_execute;
   }
-  if (const auto s = t.find("tolerationSeconds"); s != t.end() && s->is_number_integer()) {
-    tol.seconds = s->get<std::int64_t>();
-  }
+  tol.seconds = t->seconds;
   return toleration_text(tol);
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const auto& p : parts) {
+    out += (out.empty() ? "" : std::string(sep)) + p;
+  }
+  return out;
+}
+
+std::string when(std::chrono::system_clock::time_point t) {
+  return base::format_rfc3339(t, base::rfc3339_digits::milliseconds);
 }
 
 document decision_document(const explain_report& r) {
@@ -71,42 +65,26 @@ document decision_document(const explain_report& r) {
 
 }  // namespace
 
-base::result<std::vector<document>> decode_history(std::string_view body) {
-  document doc = document::parse(body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("records") ||
-      !doc["records"].is_array()) {
-    return base::make_error(base::errc::unexpected_shape,
-                            "/debug/history: not the history document");
+base::result<std::vector<reports::history_record>> decode_history(std::string_view body) {
+  auto doc = reports::parse_history_document(body);
+  if (!doc) {
+    return doc.error();
   }
-  std::vector<document> out;
-  for (auto& r : doc["records"]) {
-    if (r.is_object()) {
-      out.push_back(std::move(r));
-    }
-  }
-  return out;
+  return std::move(doc->records);
 }
 
-std::string history_line(const document& record) {
-  std::string line = str(record, "done") + " " + str(record, "result") + ": scheduled " +
-                     str(record, "scheduledAt") + ", due " + str(record, "due");
-  if (const auto a = record.find("attempts"); a != record.end() && a->is_number_integer()) {
-    const auto n = a->get<std::int64_t>();
-    line += ", " + std::to_string(n) + (n == 1 ? " attempt" : " attempts");
+std::string history_line(const reports::history_record& record) {
+  std::string line = when(record.done) + " " + record.result + ": scheduled " +
+                     when(record.scheduled_at) + ", due " + when(record.due);
+  line +=
+      ", " + std::to_string(record.attempts) + (record.attempts == 1 ? " attempt" : " attempts");
+  line += "; node " + record.node + ", taints " + join(record.taints, ", ");
+  line += "; toleration " + record_toleration(record.toleration);
+  if (!record.policy.empty()) {
+    line += "; policy: " + join(record.policy, "; ");
   }
-  line += "; node " + str(record, "node");
-  if (const auto t = record.find("taints"); t != record.end()) {
-    line += ", taints " + join(*t, ", ");
-  }
-  if (const auto t = record.find("toleration"); t != record.end()) {
-    line += "; toleration " + record_toleration(*t);
-  }
-  if (const auto p = record.find("policy"); p != record.end() && p->is_array() && !p->empty()) {
-    line += "; policy: " + join(*p, "; ");
-  }
-  const std::string err = str(record, "lastError");
-  if (!err.empty()) {
-    line += "; last error: " + err;
+  if (!record.last_error.empty()) {
+    line += "; last error: " + record.last_error;
   }
   return base::printable(line, 1024);
 }
@@ -117,7 +95,7 @@ namespace {
 document explain_document(const explain_report& r, const std::string& pod) {
   document history = document::array();
   for (const auto& h : r.history) {
-    history.push_back(h);
+    history.push_back(document::parse(reports::to_json(h)));
   }
   if (!r.pod_found) {
     return document{{"pod", pod},

@@ -341,7 +341,7 @@ void read_pending_and_history(controller_access& access, const std::string& ns,
   auto history =
       access.get("/debug/history?pod=" + k8sclient::escape_path_segment(ns + "/" + name));
   auto records = history ? decode_history(history.value())
-                         : base::result<std::vector<document>>(history.error());
+                         : base::result<std::vector<reports::history_record>>(history.error());
   if (!records) {
     report.history_missing = records.error().message;
   } else {

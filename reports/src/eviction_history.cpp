@@ -4,8 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
+#include "tec/base/error.hpp"
 #include "tec/base/rfc3339.hpp"
 #include "tec/base/sanitize.hpp"
 
@@ -72,6 +74,81 @@ std::string dump(const ordered_json& j) {
 
 bool selects(const history_filter& f, const history_record& rec) {
   return (f.pod.empty() || f.pod == rec.pod) && (f.node.empty() || f.node == rec.node);
+}
+
+std::string str(const nlohmann::json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
+std::uint64_t count_of(const nlohmann::json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+}
+
+std::vector<std::string> strings(const nlohmann::json& obj, const char* key) {
+  std::vector<std::string> out;
+  if (const auto it = obj.find(key); it != obj.end() && it->is_array()) {
+    for (const auto& x : *it) {
+      if (x.is_string()) {
+        out.push_back(x.get<std::string>());
+      }
+    }
+  }
+  return out;
+}
+
+// A time as when() wrote it, its milliseconds kept (base::parse_rfc3339 reads the seconds);
+// the epoch when it does not parse.
+std::chrono::system_clock::time_point time_of(std::string_view text) {
+  const auto seconds = base::parse_rfc3339(text);
+  if (!seconds) {
+    return {};
+  }
+  std::chrono::system_clock::time_point t{std::chrono::seconds(*seconds)};
+  if (const auto dot = text.find('.'); dot != std::string_view::npos) {
+    std::int64_t ms = 0;
+    int digits = 0;
+    for (std::size_t i = dot + 1; i < text.size() && digits < 3; ++i, ++digits) {
+      if (text[i] < '0' || text[i] > '9') {
+        break;
+      }
+      ms = ms * 10 + (text[i] - '0');
+    }
+    for (; digits < 3; ++digits) {
+      ms *= 10;
+    }
+    t += std::chrono::milliseconds(ms);
+  }
+  return t;
+}
+
+history_record record_of(const nlohmann::json& r) {
+  history_record rec;
+  rec.pod = str(r, "pod");
+  rec.uid = str(r, "uid");
+  rec.node = str(r, "node");
+  rec.taints = strings(r, "taints");
+  if (const auto t = r.find("toleration"); t != r.end() && t->is_object()) {
+    history_toleration tol;
+    tol.key = str(*t, "key");
+    tol.op = str(*t, "operator");
+    tol.value = str(*t, "value");
+    tol.effect = str(*t, "effect");
+    if (const auto s = t->find("tolerationSeconds"); s != t->end() && s->is_number_integer()) {
+      tol.seconds = s->get<std::int64_t>();
+    }
+    rec.toleration = std::move(tol);
+  }
+  rec.scheduled_at = time_of(str(r, "scheduledAt"));
+  rec.due = time_of(str(r, "due"));
+  rec.done = time_of(str(r, "done"));
+  rec.attempts =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(count_of(r, "attempts"), UINT32_MAX));
+  rec.policy = strings(r, "policy");
+  rec.result = str(r, "result");
+  rec.last_error = str(r, "lastError");
+  return rec;
 }
 
 }  // namespace
@@ -166,29 +243,51 @@ std::vector<history_record> eviction_history::records(const history_filter& filt
   return out;
 }
 
-std::string eviction_history::document(const history_filter& filter,
-                                       std::chrono::system_clock::time_point now) const {
-  std::uint64_t total = 0;
-  std::vector<history_record> kept;
-  {
-    std::lock_guard lock(mu_);
-    total = total_;
-    for (const history_record& rec : ring_) {
-      if (selects(filter, rec)) {
-        kept.push_back(rec);
-      }
+history_document eviction_history::document(const history_filter& filter,
+                                            std::chrono::system_clock::time_point now) const {
+  history_document doc;
+  doc.generated_at = now;
+  doc.capacity = capacity_;
+  std::lock_guard lock(mu_);  // the total and the records of one moment
+  doc.total = total_;
+  for (const history_record& rec : ring_) {
+    if (selects(filter, rec)) {
+      doc.records.push_back(rec);
     }
   }
-  ordered_json doc;
-  doc["generatedAt"] = when(now);
-  doc["capacity"] = capacity_;
-  doc["total"] = total;
+  return doc;
+}
+
+std::string to_json(const history_document& doc) {
+  ordered_json out;
+  out["generatedAt"] = when(doc.generated_at);
+  out["capacity"] = doc.capacity;
+  out["total"] = doc.total;
   ordered_json items = ordered_json::array();
-  for (const history_record& rec : kept) {
+  for (const history_record& rec : doc.records) {
     items.push_back(json_of(rec));
   }
-  doc["records"] = std::move(items);
-  return dump(doc);
+  out["records"] = std::move(items);
+  return dump(out);
+}
+
+base::result<history_document> parse_history_document(std::string_view body) {
+  const auto doc = nlohmann::json::parse(body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("records") ||
+      !doc["records"].is_array()) {
+    return base::make_error(base::errc::unexpected_shape,
+                            "/debug/history: not the history document");
+  }
+  history_document out;
+  out.generated_at = time_of(str(doc, "generatedAt"));
+  out.capacity = static_cast<std::size_t>(count_of(doc, "capacity"));
+  out.total = count_of(doc, "total");
+  for (const auto& r : doc["records"]) {
+    if (r.is_object()) {
+      out.records.push_back(record_of(r));
+    }
+  }
+  return out;
 }
 
 }  // namespace tec::reports

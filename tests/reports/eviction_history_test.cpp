@@ -101,14 +101,14 @@ TEST(EvictionHistory, TheRingKeepsTheLastCapacityRecords) {
   ASSERT_EQ(kept.size(), 3U);
   EXPECT_EQ(kept[0].pod, "ns/p2") << "oldest first";
   EXPECT_EQ(kept[2].pod, "ns/p4");
-  const auto doc = nlohmann::json::parse(h.document({}, hist_t0));
+  const auto doc = nlohmann::json::parse(to_json(h.document({}, hist_t0)));
   EXPECT_EQ(doc["generatedAt"], "2026-11-18T11:06:40.000Z");
   EXPECT_EQ(doc["capacity"], 3);
   EXPECT_EQ(doc["total"], 5);
   ASSERT_EQ(doc["records"].size(), 3U);
   EXPECT_EQ(doc["records"][0]["pod"], "ns/p2");
   std::vector<std::string> keys;
-  const auto ordered = nlohmann::ordered_json::parse(h.document({}, hist_t0));
+  const auto ordered = nlohmann::ordered_json::parse(to_json(h.document({}, hist_t0)));
   for (const auto& [k, v] : ordered.items()) {
     keys.push_back(k);
   }
@@ -132,7 +132,7 @@ TEST(EvictionHistory, FiltersByPodAndNode) {
   EXPECT_EQ(h.records({"", "n2"}).size(), 2U);
   EXPECT_EQ(h.records({"ns/a", "n2"}).size(), 1U);
   EXPECT_EQ(h.records({"ns/zz", ""}).size(), 0U);
-  const auto doc = nlohmann::json::parse(h.document({"", "n1"}, hist_t0));
+  const auto doc = nlohmann::json::parse(to_json(h.document({"", "n1"}, hist_t0)));
   EXPECT_EQ(doc["total"], 4) << "total counts every record, filtered or not";
   EXPECT_EQ(doc["records"].size(), 2U);
 }
@@ -159,6 +159,50 @@ TEST(EvictionHistory, RefusesABadQueryWithOneBoundedLine) {
     EXPECT_LT(f.error().message.size(), 200U) << q;
     EXPECT_EQ(f.error().message.find('\n'), std::string::npos);
   }
+}
+
+// The daemon writes and the plugin reads the same type: what one writes the other reads back.
+TEST(EvictionHistory, TheDocumentReadsBackAsWritten) {
+  eviction_history h(10);
+  history_record r = history_entry("ns/web-0");
+  r.policy = {"waited 2.1s: rate_limit"};
+  r.last_error = "DELETE: 403";
+  h.add(r);
+  r = history_entry("ns/web-1");
+  r.toleration.reset();  // untolerated: null
+  h.add(r);
+  r = history_entry("ns/web-2");
+  r.toleration = history_toleration{"k", "Exists", "", "", std::nullopt};  // forever
+  r.done = hist_t0 + 7ms;
+  h.add(r);
+  const std::string text = to_json(h.document({}, hist_t0 + 1s));
+  const auto back = parse_history_document(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(to_json(*back), text);
+  ASSERT_EQ(back->records.size(), 3U);
+  EXPECT_EQ(back->total, 3U);
+  EXPECT_EQ(back->capacity, 10U);
+  EXPECT_EQ(back->records[0].done, hist_t0 + 300s + 290ms) << "milliseconds kept";
+  EXPECT_EQ(back->records[0].last_error, "DELETE: 403");
+  EXPECT_FALSE(back->records[1].toleration);
+  ASSERT_TRUE(back->records[2].toleration);
+  EXPECT_FALSE(back->records[2].toleration->seconds);
+  EXPECT_EQ(back->records[2].done, hist_t0 + 7ms);
+}
+
+TEST(EvictionHistory, ReadingBackRefusesOtherDocumentsAndSkipsBadRecords) {
+  EXPECT_FALSE(parse_history_document("[]"));
+  EXPECT_FALSE(parse_history_document("{}"));
+  EXPECT_FALSE(parse_history_document(R"({"records":"x"})"));
+  const auto doc = parse_history_document(
+      R"({"total":-2,"records":[7,{"pod":1,"done":"yesterday","attempts":"x","result":"deleted"}]})");
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(doc->total, 0U);
+  ASSERT_EQ(doc->records.size(), 1U);
+  EXPECT_EQ(doc->records[0].pod, "");
+  EXPECT_EQ(doc->records[0].done, std::chrono::system_clock::time_point{});
+  EXPECT_EQ(doc->records[0].attempts, 0U);
+  EXPECT_EQ(doc->records[0].result, "deleted");
 }
 
 }  // namespace

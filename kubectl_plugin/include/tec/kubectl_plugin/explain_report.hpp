@@ -16,17 +16,19 @@
 #include "tec/kubectl_plugin/arguments.hpp"
 #include "tec/kubectl_plugin/pending_report.hpp"
 #include "tec/kubectl_plugin/render.hpp"
+#include "tec/reports/eviction_history.hpp"
 
 namespace tec::kubectl_plugin {
 
-/// The `records` of a /debug/history body, as the document has them; an error when it is not
-/// that document.
-[[nodiscard]] base::result<std::vector<document>> decode_history(std::string_view body);
+/// The `records` of a /debug/history body (reports::parse_history_document); an error when it
+/// is not that document.
+[[nodiscard]] base::result<std::vector<reports::history_record>> decode_history(
+    std::string_view body);
 
 /// One history record as one line: "2026-11-28T03:12:12Z deleted: scheduled 03:07:12Z, due
 /// 03:12:12Z, 1 attempt; taints dedicated=x:NoExecute; toleration dedicated=x:NoExecute for
 /// 300s; policy: ...".
-[[nodiscard]] std::string history_line(const document& record);
+[[nodiscard]] std::string history_line(const reports::history_record& record);
 
 struct explain_report {
   /// False: the pod no longer exists; `pod` then holds only its namespace and name, and the
@@ -44,7 +46,7 @@ struct explain_report {
   std::optional<pending_entry> pending;  ///< Its entry in /debug/evictions.
   /// Why the history is not shown though the replica was reached (e.g. it serves none).
   std::string history_missing;
-  std::vector<document> history;  ///< Its records, oldest first.
+  std::vector<reports::history_record> history;  ///< Its records, oldest first.
 };
 
 /// The output of `explain` for `format` (table: the text story).

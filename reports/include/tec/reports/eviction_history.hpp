@@ -16,7 +16,9 @@
 // and the document: {"generatedAt": "...", "capacity": 1000, "total": 1234, "records": [...]}
 // (total: records made since start; records: the last `capacity` of them, oldest first,
 // filtered by the query's pod= and node=). Times are UTC RFC 3339 with milliseconds. Knows
-// nothing of the controller: cmd/ turns its outcomes into history_records.
+// nothing of the controller: history_record.hpp turns its outcomes into history_records. The
+// daemon writes the document and the kubectl plugin reads it back through the one type below
+// (history_document).
 
 #include <chrono>
 #include <cstddef>
@@ -70,6 +72,23 @@ inline constexpr std::size_t max_history_list = 16;
 /// Invalid UTF-8 becomes U+FFFD.
 [[nodiscard]] std::string to_json(const history_record& rec);
 
+/// The /debug/history document (see the file comment).
+struct history_document {
+  std::chrono::system_clock::time_point generated_at;
+  std::size_t capacity = 0;
+  std::uint64_t total = 0;
+  std::vector<history_record> records;  ///< Oldest first.
+};
+
+/// The document as JSON, fields in the documented order.
+[[nodiscard]] std::string to_json(const history_document& doc);
+
+/// Reads a /debug/history body back (the plugin): an error when it is not a JSON object with a
+/// "records" array. Records that are not objects are skipped; missing or mistyped fields are
+/// left empty, a time that does not parse is the epoch. Times keep their milliseconds, so what
+/// to_json() wrote reads back equal.
+[[nodiscard]] base::result<history_document> parse_history_document(std::string_view body);
+
 /// What GET /debug/history lists: all records, or those of one pod ("namespace/name") and/or
 /// one node.
 struct history_filter {
@@ -99,8 +118,8 @@ public:
   /// The records kept now that `filter` selects, oldest first (copies).
   [[nodiscard]] std::vector<history_record> records(const history_filter& filter = {}) const;
   /// The /debug/history document (see the file comment), generated at `now`. Any thread.
-  [[nodiscard]] std::string document(const history_filter& filter,
-                                     std::chrono::system_clock::time_point now) const;
+  [[nodiscard]] history_document document(const history_filter& filter,
+                                          std::chrono::system_clock::time_point now) const;
 
 private:
   const std::size_t capacity_;
