@@ -35,6 +35,7 @@
 #include "daemon_endpoints.hpp"
 #include "metric_set.hpp"
 #include "policy_control.hpp"
+#include "shadow_parts.hpp"
 #include "tec/admission/webhook.hpp"
 #include "tec/admission/webhook_cert_keeper.hpp"
 #include "tec/asio/every.hpp"
@@ -367,60 +368,6 @@ struct cluster_watches {
   }
 };
 
-// Shadow mode (--shadow): the comparison (the controller's observer, the pod and Event
-// handlers and the sweep feed it; /debug/shadow reads it). Empty without --shadow.
-struct shadow_parts {
-  base::clock_bridge clock{*base::real_clock()};
-  std::optional<metrics::shadow_metrics> metrics;
-  std::optional<shadow::shadow_tracker> tracker;
-
-  // Main thread: the comparison over a window; the tracker reads the controller's taints.
-  void build(metrics::registry& registry, std::chrono::milliseconds window,
-             const controller::controller& ctrl) {
-    metrics.emplace(metrics::register_shadow_metrics(registry));
-    shadow::shadow_options so;
-    so.window = window;
-    so.node_taints = [&ctrl](std::string_view node) {
-      std::vector<std::string> out;
-      for (const auto& t : ctrl.tainted_taints(node).value_or(std::vector<controller::taint>{})) {
-        out.push_back(shadow::describe_taint(t));
-      }
-      return out;
-    };
-    so.on_settled = [m = *metrics](const shadow::shadow_settled& s) {
-      m.decisions.with({shadow::to_string(s.outcome)}).inc();
-      if (s.outcome == shadow::shadow_outcome::agreed) {
-        m.agreement_delay.observe(s.delay_seconds);
-      }
-      if (s.early) {
-        m.settled_early.inc();
-      }
-    };
-    tracker.emplace(std::move(so));
-  }
-
-  // Main thread, after build(): `forward` and then, while `feed` is active (we lead and the
-  // caches are synced, as decisions are made), the comparison.
-  informers::pod_informer::handler compare_pods(const informers::controller_feed& feed,
-                                                informers::pod_informer::handler forward) {
-    return [this, &feed, forward = std::move(forward)](const informers::pod_record* old_pod,
-                                                       const informers::pod_record* new_pod) {
-      forward(old_pod, new_pod);
-      if (feed.active()) {
-        tracker->pod_changed(old_pod, new_pod);
-      }
-    };
-  }
-
-  // I/O thread (the sweep job): settles the due pods.
-  void sweep() {
-    tracker->sweep();
-    metrics->pending.set(static_cast<double>(tracker->counts().pending));
-  }
-};
-
-// The hosts the self-signed serving certificate names: this host (the pod's name) and the
-// loopback names.
 // Who may act: the gate (I/O thread only) says when, the feed gates the informer handlers
 // (activated on the I/O thread; deactivated there, and by shutdown from the main thread), and
 // the elector campaigns for the lease (none without --leader-elect).
