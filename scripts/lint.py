@@ -5,11 +5,14 @@ Used by scripts/lint.sh (which finds the tools and says what to do on failure). 
 a key: a SHA-256 over clang-tidy's version, .clang-tidy, the compile command (the checkout's
 and the build directory's paths taken out), and the path and text of the file and of every
 header it includes (from the build's dependency records, `ninja -t deps`). A system header
-that a Debian package installed counts by its path, the package and the package's upstream
-version (1.81.0 of 1.81.0-5+deb12u1): a security or patch update of Debian's revision leaves
-every key as it was (it fixes code clang-tidy reports nothing in: the header filter shows only
-the project's own headers), while a new upstream version (Boost 1.83, GCC 13) changes every key
-that includes it. A header no package owns counts by its text. The key depends on nothing of
+that a Debian package installed counts by its path, the package and the major and minor of
+the package's upstream version (1.81 of 1.81.0-5+deb12u1, 6.1 of linux-libc-dev's 6.1.192-3,
+3.0 of libssl-dev's 3.0.22-1~deb12u2): a security or patch update, of Debian's revision or of
+upstream's patch level, leaves every key as it was (it fixes code clang-tidy reports nothing
+in: the header filter shows only the project's own headers), while a new release (Boost 1.83,
+GCC 13, OpenSSL 3.1) changes every key that includes it. Keyed by the whole upstream version,
+linux-libc-dev 6.1.187 -> 6.1.192 and libssl-dev 3.0.19 -> 3.0.22 (the kernel headers are in
+most units through the C library's) sent all 94 units to lint again on a new machine. A header no package owns counts by its text. The key depends on nothing of
 the machine but what clang-tidy reads, so another clone, or another machine with the same
 packages, computes the same key for the same text. A unit the build has no dependency record
 for yet has no key and is always linted.
@@ -68,6 +71,16 @@ def file_digest(path, memo):
     return memo[path]
 
 
+def release_of(version):
+    """The major and minor of a Debian version's upstream part: its epoch ("1:") and revision
+    (after the last '-') taken off, then what follows the second dot or a '+' or '~'
+    ("1:14.0.6-12" -> "14.0", "3.0.22-1~deb12u2" -> "3.0", "1.10.0+ds-0.4" -> "1.10")."""
+    upstream = version.split(":", 1)[1] if ":" in version else version
+    upstream = upstream.rsplit("-", 1)[0] if "-" in upstream else upstream
+    upstream = re.split(r"[+~]", upstream, maxsplit=1)[0]
+    return ".".join(upstream.split(".")[:2])
+
+
 class DebianPackages:
     """Which Debian package installed a file, and that package's upstream version."""
 
@@ -98,8 +111,7 @@ class DebianPackages:
             out = ""
         for line in out.splitlines():
             package, _, version = line.partition(" ")
-            # The upstream version: the Debian revision (after the last '-') taken off.
-            self.version[package] = version.rsplit("-", 1)[0] if "-" in version else version
+            self.version[package] = release_of(version)
 
     def identity(self, *paths):
         """b"package upstream-version" of the first of paths a package owns, else None."""

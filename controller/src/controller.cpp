@@ -313,9 +313,8 @@ controller_stats controller::stats() const {
 metrics::table controller::metric_table() const {
   metrics::table t = impl_->ctr_.table;
   const impl* i = impl_.get();
-  const auto gauge = [&t](std::string name, std::string help, auto read) {
-    t.push_back(metrics::gauge_row(std::move(name), std::move(help),
-                                   [read] { return static_cast<double>(read()); }));
+  const auto gauge = [&t](const char* name, const char* help, auto read) {
+    t.push_back(metrics::gauge_row(name, help, [read] { return static_cast<double>(read()); }));
   };
   gauge("tainted_nodes", "Nodes that carry at least one NoExecute taint.",
         [i] { return i->tainted_.size(); });

@@ -2,8 +2,9 @@
 """scripts/lint.py's unit key: what changes it and what does not.
 
 A unit whose text is the same keeps its key; a project header's text, an unowned system
-header's text, or a new upstream version of the package owning a system header changes it; a
-new Debian revision of that package (a security or patch update) does not.
+header's text, or a new upstream release (major or minor) of the package owning a system header
+changes it; a new Debian revision or upstream patch level of that package (a security or patch
+update) does not.
 """
 import os
 import sys
@@ -21,7 +22,7 @@ class FakePackages(lint.DebianPackages):
 
     def _load(self):
         self.owner = dict(self.owner_map)
-        self.version = {p: (v.rsplit("-", 1)[0] if "-" in v else v) for p, v in self.versions.items()}
+        self.version = {p: lint.release_of(v) for p, v in self.versions.items()}
 
 
 class KeyTest(unittest.TestCase):
@@ -66,8 +67,20 @@ class KeyTest(unittest.TestCase):
         self.write(self.boost, "// boost 1.81.0-5+deb12u1: a security fix\n")
         self.assertEqual(before, self.key("1.81.0-5+deb12u1"))
 
-    def test_upstream_version_changes_the_key(self):
+    def test_upstream_patch_level_keeps_the_key(self):
+        # As linux-libc-dev 6.1.158 -> 6.1.192 or libssl-dev 3.0.17 -> 3.0.22.
+        self.assertEqual(self.key("1.81.0-5"), self.key("1.81.2-1~deb12u1"))
+        self.assertEqual(self.key("1:1.81.0-5"), self.key("1.81.0+ds-7"))
+
+    def test_upstream_release_changes_the_key(self):
         self.assertNotEqual(self.key("1.81.0-5"), self.key("1.83.0-2"))
+        self.assertNotEqual(self.key("1.81.0-5"), self.key("2.81.0-5"))
+
+    def test_release_of(self):
+        for version, release in [("1:14.0.6-12", "14.0"), ("3.0.22-1~deb12u2", "3.0"),
+                                 ("1.10.0+ds-0.4", "1.10"), ("6.1.192-3", "6.1"),
+                                 ("2.36-9+deb12u14", "2.36"), ("20230311", "20230311")]:
+            self.assertEqual(lint.release_of(version), release, version)
 
     def test_project_header_text_changes_the_key(self):
         before = self.key()
