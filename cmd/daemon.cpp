@@ -556,10 +556,11 @@ struct daemon::impl {
         evictions.executor(), *writes_api, &*out.recorder,
         writers::eviction_sink_options{.disruption_condition = opts.disruption_condition,
                                        .pods = &cache.pods,
-                                       .dry_run = start_policy.dry_run,
+                                       // The controller's switch (one dry-run); the sink
+                                       // acts only for the controller, built just below.
+                                       .dry_run = [this] { return ctrl && ctrl->dry_run(); },
                                        .fresh_node_check = opts.fresh_node_check});
-    policy_ctl.emplace(opts, log, process.stopping, *api, *out.sink, *out.recorder,
-                       *metrics.standard, start_policy.dry_run);
+    policy_ctl.emplace(opts, log, process.stopping, *api, *out.recorder, *metrics.standard);
     if (opts.history_size > 0) {
       history.emplace(static_cast<std::size_t>(opts.history_size));
     }

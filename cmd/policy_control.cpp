@@ -28,15 +28,13 @@ constexpr auto breaker_log_interval = std::chrono::seconds(60);
 
 policy_control::policy_control(const options& opts, std::shared_ptr<spdlog::logger> log,
                                const std::atomic<bool>& stopping, k8sclient::client& api,
-                               writers::k8s_eviction_sink& sink, writers::event_recorder& recorder,
-                               const metrics::standard_metrics& metrics, bool dry_run)
+                               writers::event_recorder& recorder,
+                               const metrics::standard_metrics& metrics)
     : opts_(opts),
       log_(std::move(log)),
       stopping_(stopping),
-      sink_(sink),
       recorder_(recorder),
       metrics_(metrics),
-      dry_run_(dry_run),
       sha_(opts.policy_sha256) {
   if (!opts_.policy_configmap_name.empty()) {
     configmap_events_.emplace(
@@ -85,8 +83,8 @@ void policy_control::breaker_event(bool open, std::size_t tainted, std::size_t k
     // first repeat comes a minute after this Event, not at the next policy poll.
     breaker_opened_at_.store(steady::now().time_since_epoch().count());
   }
-  if (dry_run_.load()) {
-    return;
+  if (ctrl_ == nullptr || ctrl_->dry_run()) {
+    return;  // dry-run writes nothing (a lock-free read: this is the controller's callback)
   }
   std::string message = fmt::format("Storm breaker {}: {} of {} nodes carry NoExecute taints; ",
                                     open ? "open" : "closed", tainted, known);
@@ -119,9 +117,7 @@ asio::awaitable<void> policy_control::apply(const policy::reload_result& r) {
       co_return;  // a new text with the same policy (comments) only moves the gauges
     case policy::reload_result::kind::applied: {
       const controller::eviction_policy p = opts_.effective_policy(*r.policy);
-      sink_.set_dry_run(p.dry_run);
-      dry_run_.store(p.dry_run);
-      ctrl_->set_policy(p);
+      ctrl_->set_policy(p);  // dry-run too: the sink reads the controller's (one switch)
       log_->info("eviction policy reloaded from {}: {}", base::printable(opts_.policy_file, 256),
                  policy::describe(p));
       std::string message = fmt::format("Policy sha256:{} applied (was sha256:{}): {}",
@@ -144,7 +140,7 @@ asio::awaitable<void> policy_control::apply(const policy::reload_result& r) {
 
 asio::awaitable<void> policy_control::record_policy_event(const char* type, const char* reason,
                                                           std::string message) {
-  if (!configmap_events_ || dry_run_.load()) {
+  if (!configmap_events_ || ctrl_->dry_run()) {
     co_return;
   }
   // Named: GCC 12 mis-destroys temporaries inside co_await expressions.

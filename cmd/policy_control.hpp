@@ -18,7 +18,6 @@
 #include "tec/metrics/metrics.hpp"
 #include "tec/policy/reloader.hpp"
 #include "tec/writers/event_recorder.hpp"
-#include "tec/writers/eviction_sink.hpp"
 #include "tec/writers/named_object_events.hpp"
 
 namespace spdlog {
@@ -29,14 +28,13 @@ namespace tec::cmd {
 
 // The eviction policy in force and the storm breaker's reports: the policy file re-read off
 // the I/O thread and applied, the breaker's log line every minute while it is open and its
-// Events on the Lease. Borrows the options, `stopping`, the sink and the recorder (from
+// Events on the Lease. Borrows the options, `stopping`, the API client and the recorder (from
 // construction) and the controller (from attach()), which all outlive it.
 class policy_control {
 public:
   policy_control(const options& opts, std::shared_ptr<spdlog::logger> log,
                  const std::atomic<bool>& stopping, k8sclient::client& api,
-                 writers::k8s_eviction_sink& sink, writers::event_recorder& recorder,
-                 const metrics::standard_metrics& metrics, bool dry_run);
+                 writers::event_recorder& recorder, const metrics::standard_metrics& metrics);
 
   // Main thread, before the I/O thread runs.
   void attach(controller::controller& ctrl) { ctrl_ = &ctrl; }
@@ -59,10 +57,9 @@ public:
                      std::optional<std::size_t> held);
 
 private:
-  // I/O thread. A valid new policy applies at once (the sink's dry-run first, so an eviction
-  // the controller hands over is never written while dry-run is being switched on, nor
-  // dropped while it is being switched off); an invalid one leaves the old one in force. Both
-  // are recorded on --policy-configmap's ConfigMap and in the policy_* gauges.
+  // I/O thread. A valid new policy applies at once (its dry-run too: the sink and these Events
+  // read the controller's, one switch); an invalid one leaves the old one in force. Both are
+  // recorded on --policy-configmap's ConfigMap and in the policy_* gauges.
   boost::asio::awaitable<void> apply(const policy::reload_result& r);
 
   // I/O thread: an Event on --policy-configmap's ConfigMap (none without one, none in dry-run:
@@ -78,7 +75,6 @@ private:
   const options& opts_;
   std::shared_ptr<spdlog::logger> log_;
   const std::atomic<bool>& stopping_;
-  writers::k8s_eviction_sink& sink_;
   writers::event_recorder& recorder_;
   metrics::standard_metrics metrics_;
   controller::controller* ctrl_ = nullptr;
@@ -92,8 +88,6 @@ private:
   // When the breaker last opened (std::chrono::steady_clock::duration ticks; set by the
   // controller's thread).
   std::atomic<std::chrono::steady_clock::rep> breaker_opened_at_{0};
-  // Whether dry-run is in force (set at start and by reloads, read by the breaker's events).
-  std::atomic<bool> dry_run_;
   std::string sha_;         // I/O thread: the policy file in force's SHA-256
   bool announced_ = false;  // I/O thread: the start's PolicyApplied recorded
   // --policy-configmap's Events (none without it); I/O thread.

@@ -350,6 +350,10 @@ eviction_policy controller::policy() const {
   return impl_->policy_.copy();
 }
 
+bool controller::dry_run() const noexcept {
+  return impl_->policy_.dry_run();
+}
+
 const timedqueue::timed_queue& controller::queue_for_test() const {
   return impl_->queue_;
 }

@@ -303,7 +303,9 @@ TEST_F(pod_writer_test, sink_skips_the_delete_when_the_patch_finds_no_pod) {
 // --- dry-run: the sink's own guard (the controller hands nothing over in dry-run) ---
 
 TEST_F(pod_writer_test, sink_in_dry_run_sends_nothing_and_says_would_delete) {
-  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr, {.dry_run = true});
+  std::atomic<bool> dry{true};  // the controller's switch, read at each step
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr,
+                         {.dry_run = [&dry] { return dry.load(); }});
   const auto got = evict(sink);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->status, eviction_status::gone);
@@ -316,7 +318,7 @@ TEST_F(pod_writer_test, sink_in_dry_run_sends_nothing_and_says_would_delete) {
   // Switched off, the same sink writes again: the guard is what kept the requests away.
   server_.push(reply::with(200, "{}").match("/status"));
   server_.push(reply::with(200, "{}"));
-  sink.set_dry_run(false);
+  dry = false;
   const auto real = evict(sink);
   ASSERT_TRUE(real);
   EXPECT_EQ(real->status, eviction_status::deleted);
@@ -325,13 +327,14 @@ TEST_F(pod_writer_test, sink_in_dry_run_sends_nothing_and_says_would_delete) {
 
 TEST_F(pod_writer_test, sink_in_dry_run_records_no_event) {
   event_recorder recorder(io_.get_executor(), client_);
-  k8s_eviction_sink sink(io_.get_executor(), client_, &recorder);
-  sink.set_dry_run(true);
+  std::atomic<bool> dry{true};
+  k8s_eviction_sink sink(io_.get_executor(), client_, &recorder,
+                         {.dry_run = [&dry] { return dry.load(); }});
   sink.record_event(pod_ref{"ns1", "web-0", "uid-1"}, controller::event_kind::marking_for_deletion,
                     {});
   EXPECT_EQ(recorder.stats().recorded, 0U);
   EXPECT_EQ(sink.stats().dry_run_events, 1U);
-  sink.set_dry_run(false);
+  dry = false;
   sink.record_event(pod_ref{"ns1", "web-0", "uid-1"}, controller::event_kind::marking_for_deletion,
                     {});
   EXPECT_EQ(recorder.stats().recorded, 1U);
@@ -782,7 +785,9 @@ TEST_F(pod_writer_test, sink_stops_between_the_patch_and_the_delete_when_cancell
 // not patch, nor in dry-run.
 TEST_F(pod_writer_test, sink_withdraws_the_condition_it_added_when_the_eviction_is_cancelled) {
   server_.set_fallback(reply::with(200, "{}"));
-  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr);
+  std::atomic<bool> dry{false};
+  k8s_eviction_sink sink(io_.get_executor(), client_, nullptr,
+                         {.dry_run = [&dry] { return dry.load(); }});
   std::atomic<bool> cancelled{false};
   std::optional<eviction_result> got;
   sink.evict({pod_ref{"ns1", "web-0", "uid-1"}, [&] { return cancelled.load(); }},
@@ -810,7 +815,7 @@ TEST_F(pod_writer_test, sink_withdraws_the_condition_it_added_when_the_eviction_
   sink.eviction_cancelled(pod_ref{"ns1", "web-0", "uid-1"});
   // Never patched by this sink: nothing sent.
   sink.eviction_cancelled(pod_ref{"ns1", "web-1", "uid-2"});
-  sink.set_dry_run(true);
+  dry = true;
   sink.eviction_cancelled(pod_ref{"ns1", "web-0", "uid-1"});
   ASSERT_TRUE(k8sclient::testing::run_until(io_, [&] { return sink.stats().in_flight == 0; }));
   EXPECT_EQ(server_.requests().size(), 2U);

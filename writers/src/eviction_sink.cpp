@@ -70,11 +70,10 @@ struct k8s_eviction_sink::impl {
       : executor(std::move(ex)),
         writer(c),
         events(ev),
-        options(opts),
-        patched(opts.remembered_patches),
-        dry_run(opts.dry_run) {
+        options(std::move(opts)),
+        patched(options.remembered_patches) {
     if (options.fresh_node_check) {
-      nodes.emplace(executor, c, opts.clock != nullptr ? *opts.clock : c.clock(),
+      nodes.emplace(executor, c, options.clock != nullptr ? *options.clock : c.clock(),
                     options.fresh_node_window, options.fresh_node_timeout);
     }
   }
@@ -342,7 +341,7 @@ struct k8s_eviction_sink::impl {
     if (!version) {
       co_return failed(req, who, "cannot evict", version.error());
     }
-    if (dry_run.load()) {
+    if (dry_run()) {
       co_return would_delete(pod, who);  // switched on while discovery was in flight
     }
     auto answer =
@@ -384,7 +383,7 @@ struct k8s_eviction_sink::impl {
                           std::chrono::steady_clock::now().time_since_epoch())
                           .count());
     }
-    if (dry_run.load()) {
+    if (dry_run()) {
       co_return would_delete(pod, who);
     }
     if (auto stop = co_await check_node(req, who)) {
@@ -401,7 +400,7 @@ struct k8s_eviction_sink::impl {
         co_return cancelled_result();  // Cancelled while the patch was in flight.
       }
     }
-    if (dry_run.load()) {
+    if (dry_run()) {
       co_return would_delete(pod, who);  // switched on while the patch was in flight
     }
     auto deleted = co_await writer.delete_pod(pod.namespace_, pod.name, pod.uid, req.cancelled);
@@ -456,7 +455,8 @@ struct k8s_eviction_sink::impl {
   bool generation_discovering = false;
   std::chrono::steady_clock::time_point generation_retry_at{};
   bool stopped = false;
-  std::atomic<bool> dry_run;  // read without the mutex
+  // Whether dry-run is in force now (options.dry_run; never without one). Any thread.
+  [[nodiscard]] bool dry_run() const { return options.dry_run && options.dry_run(); }
   /// --fresh-node-check's reads (on the executor only; reads() from any thread); none when off.
   std::optional<detail::fresh_node_reader> nodes;
   std::atomic<bool> warned_forbidden{false};  ///< The 403 of a fresh read was logged once.
@@ -464,7 +464,7 @@ struct k8s_eviction_sink::impl {
 
 k8s_eviction_sink::k8s_eviction_sink(asio::any_io_executor executor, k8sclient::client& c,
                                      event_recorder* events, eviction_sink_options options)
-    : impl_(std::make_shared<impl>(std::move(executor), c, events, options)) {}
+    : impl_(std::make_shared<impl>(std::move(executor), c, events, std::move(options))) {}
 
 k8s_eviction_sink::~k8s_eviction_sink() {
   stop();
@@ -509,7 +509,7 @@ void k8s_eviction_sink::evict(controller::eviction_request request,
 
 void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind kind,
                                      std::string_view detail) {
-  if (impl_->dry_run.load()) {
+  if (impl_->dry_run()) {
     impl_->count(&eviction_sink_stats::dry_run_events);
     return;
   }
@@ -519,7 +519,7 @@ void k8s_eviction_sink::record_event(const pod_ref& pod, controller::event_kind 
 }
 
 void k8s_eviction_sink::eviction_cancelled(const pod_ref& pod) {
-  if (!impl_->options.disruption_condition || impl_->dry_run.load()) {
+  if (!impl_->options.disruption_condition || impl_->dry_run()) {
     return;
   }
   bool ours = false;
@@ -580,7 +580,7 @@ void k8s_eviction_sink::eviction_cancelled(const pod_ref& pod) {
 
 void k8s_eviction_sink::record_node_event(std::string_view node, controller::event_kind kind,
                                           std::string_view detail) {
-  if (impl_->dry_run.load()) {
+  if (impl_->dry_run()) {
     impl_->count(&eviction_sink_stats::dry_run_events);
     return;
   }
@@ -589,10 +589,6 @@ void k8s_eviction_sink::record_node_event(std::string_view node, controller::eve
     impl_->events->record(involved_object{.kind = "Node", .ref = ref},
                           make_event_content(ref, kind, detail));
   }
-}
-
-void k8s_eviction_sink::set_dry_run(bool on) {
-  impl_->dry_run.store(on);
 }
 
 void k8s_eviction_sink::stop() {
@@ -659,7 +655,7 @@ metrics::table k8s_eviction_sink::metric_table() const {
                            "at most).",
                            one(&eviction_sink_stats::fresh_node_reads)),
       // The controller declares it (it decides dry-run); these are the attempts handed over
-      // just before dry-run was switched on (set_dry_run()).
+      // just before dry-run was switched on (eviction_sink_options::dry_run).
       metrics::counter_row("dry_run_pod_deletions_total", "",
                            one(&eviction_sink_stats::dry_run_deletions)),
   };

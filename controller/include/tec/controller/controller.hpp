@@ -281,6 +281,10 @@ public:
   /// merged into one already waiting for that node). Any thread.
   void redecide_all();
   [[nodiscard]] eviction_policy policy() const;
+  /// Whether dry-run is in force (the policy's dry_run): the one switch, which the eviction
+  /// sink and the daemon's Events read too. Lock-free: any thread, also from the controller's
+  /// own callbacks (on_breaker).
+  [[nodiscard]] bool dry_run() const noexcept;
 
   /// The NoExecute taints recorded for `node`, or nullopt when it is not in the tainted
   /// table. Any thread.

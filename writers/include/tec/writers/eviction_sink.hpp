@@ -32,8 +32,14 @@ struct eviction_sink_options {
   /// the condition. The oldest are forgotten first; forgetting one costs at most one
   /// redundant patch. About 100 bytes each.
   std::size_t remembered_patches = 4096;
-  /// Dry-run at start (set_dry_run() changes it): see k8s_eviction_sink::set_dry_run().
-  bool dry_run = false;
+  /// Whether dry-run is in force, asked at each step (the controller's, controller::dry_run():
+  /// one switch for both); empty: never. In dry-run no PATCH or DELETE is sent and no event
+  /// recorded: an attempt logs "dry run: would delete", counts in dry_run_deletions and
+  /// reports `gone` (done, nothing deleted); an attempt already past its last check sends
+  /// what it was sending. The controller does not hand evictions over in dry-run at all: this
+  /// is the writer's own guard, for an attempt handed over just before the switch. Called on
+  /// any thread; must be cheap and thread-safe.
+  std::function<bool()> dry_run{};
   /// --fresh-node-check: before it writes anything for an eviction, the sink GETs the pod's
   /// node from the API server and goes on only when the node still carries one of the
   /// request's causes (eviction_request::causes, same key, value and effect); else it
@@ -151,7 +157,7 @@ public:
              std::function<void(controller::eviction_result)> done) override;
 
   /// Hands the event to the recorder (never blocks); dropped when there is none, or in
-  /// dry-run (counted in dry_run_events).
+  /// dry-run (counted in dry_run_events; eviction_sink_options::dry_run).
   void record_event(const controller::pod_ref& pod, controller::event_kind kind,
                     std::string_view detail) override;
   /// A Node event (hold_ignored): in the "default" namespace, as the kubelet's node events.
@@ -162,13 +168,6 @@ public:
   void eviction_cancelled(const controller::pod_ref& pod) override;
   void record_node_event(std::string_view node, controller::event_kind kind,
                          std::string_view detail) override;
-
-  /// Dry-run: from now on no PATCH or DELETE is sent and no event recorded. An attempt logs
-  /// "dry run: would delete", counts in dry_run_deletions and reports `gone` (done, nothing
-  /// deleted); an attempt already past its last check sends what it was sending. The
-  /// controller does not hand evictions over in dry-run at all (its policy's dry_run): this is
-  /// the writer's own guard, for an attempt that was handed over before the switch. Any thread.
-  void set_dry_run(bool on);
 
   /// Refuses new evictions from now on (done() is called with failed, "shutting down").
   void stop();
