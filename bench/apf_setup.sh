@@ -24,7 +24,7 @@ cluster="$root/deploy/local/cluster.sh"
 mkdir -p "$out"
 k() { kubectl --request-timeout=60s "$@"; }
 
-for f in namespace serviceaccount clusterrole clusterrolebinding role rolebinding; do
+for f in namespace serviceaccount rbac; do
   k apply -f "$root/deploy/$f.yaml" >/dev/null
 done
 "$cluster" sa-kubeconfig taint-eviction-controller taint-eviction-controller "$out/tec.kubeconfig" >/dev/null

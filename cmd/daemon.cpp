@@ -283,7 +283,7 @@ bool namespace_list_failed(spdlog::logger& log, const base::error& e,
   }
   log.error(
       "cannot list namespaces ({}): the ClusterRole needs list and watch on namespaces (for "
-      "the {} annotation; apply deploy/clusterrole.yaml of this version); not ready and not "
+      "the {} annotation; apply deploy/rbac.yaml of this version); not ready and not "
       "acting until it can; retrying in {} ms",
       e.message, controller::opt_out_annotation, retry_in.count());
   return true;

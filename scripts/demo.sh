@@ -261,7 +261,7 @@ breaker_demo() {
   "$CLUSTER" up
   KUBECONFIG="$("$CLUSTER" env | sed -n 's/^export KUBECONFIG=//p')"
   export KUBECONFIG
-  for f in namespace serviceaccount clusterrole clusterrolebinding role rolebinding; do
+  for f in namespace serviceaccount rbac; do
     k apply -f "deploy/$f.yaml" >/dev/null
   done
   SA_KUBECONFIG=$("$CLUSTER" sa-kubeconfig "$DEPLOY_NS" taint-eviction-controller \
@@ -450,7 +450,7 @@ KUBECONFIG="$("$CLUSTER" env | sed -n 's/^export KUBECONFIG=//p')"
 export KUBECONFIG
 
 say "RBAC from deploy/ (ServiceAccount, ClusterRole, bindings, Lease Role)"
-for f in namespace serviceaccount clusterrole clusterrolebinding role rolebinding; do
+for f in namespace serviceaccount rbac; do
   k apply -f "deploy/$f.yaml"
 done
 SA_KUBECONFIG=$("$CLUSTER" sa-kubeconfig "$DEPLOY_NS" taint-eviction-controller \

@@ -23,8 +23,9 @@
 #   release.sh checksums DIR           DIR/SHA256SUMS for the files in DIR
 #   release.sh set-version VERSION [ROOT]
 #                                      VERSION (vX.Y.Z...) into deploy/kustomization.yaml's
-#                                      images: entry, deploy/deployment.yaml's image and the
-#                                      chart's version (without the v) and appVersion, in the
+#                                      images: entry and the
+#                                      chart's version (without the v) and appVersion, then
+#                                      deploy/ rendered again from the chart, in the
 #                                      tree at ROOT (default: this repository)
 #   release.sh deploy-version [ROOT]   the image tag deploy/kustomization.yaml names
 set -euo pipefail
@@ -85,20 +86,15 @@ deploy_version() {
 
 # set_version VERSION [ROOT]: the release's version into deploy/ and the chart (see the top).
 set_version() {
-  local version=$1 root=${2:-$REPO_ROOT} f
+  local version=$1 root=${2:-$REPO_ROOT}
   valid_version "$version" || die "'$version' is not a release version (v...)"
-  local kust="$root/deploy/kustomization.yaml" deployment="$root/deploy/deployment.yaml"
-  local chart="$root/charts/$NAME/Chart.yaml"
+  local kust="$root/deploy/kustomization.yaml" chart="$root/charts/$NAME/Chart.yaml"
   [ "$(grep -c "^    newTag: " "$kust")" = 1 ] || die "$kust: not one images: entry with a newTag"
-  [ "$(grep -c "^ *image: $NAME:" "$deployment")" = 1 ] || die "$deployment: not one image $NAME:..."
-  for f in "$kust" "$deployment"; do cp "$f" "$f.tmp"; done
-  sed -i -E "s|^(    newTag: ).*|\1$version|" "$kust.tmp"
-  sed -i -E "s|^( *image: $NAME):[^[:space:]]+|\1:$version|" "$deployment.tmp"
-  mv -f "$kust.tmp" "$kust"
-  mv -f "$deployment.tmp" "$deployment"
-  if [ -f "$chart" ]; then
-    sed -i -E -e "s|^version: .*|version: ${version#v}|" -e "s|^appVersion: .*|appVersion: \"$version\"|" "$chart"
-  fi
+  [ -f "$chart" ] || die "$chart: not found"
+  sed -i -E "s|^(    newTag: ).*|\1$version|" "$kust"
+  sed -i -E -e "s|^version: .*|version: ${version#v}|" -e "s|^appVersion: .*|appVersion: \"$version\"|" "$chart"
+  # deploy/'s objects are the chart's rendering: its image is the new appVersion.
+  "$REPO_ROOT/scripts/render-deploy.sh" "$root/deploy" "$root/charts/$NAME" || die "rendering deploy/ failed"
   [ "$(deploy_version "$root")" = "$version" ] || die "$kust: setting the tag failed"
   log "deploy/ and the chart name $NAME:$version"
 }

@@ -372,7 +372,7 @@ asio::awaitable<webhook_cert_check> webhook_cert_keeper::check() {
     if (!read) {
       warn(read.error().code == base::errc::not_found
                ? secret +
-                     " does not exist: apply deploy/webhook-tls-secret.yaml (the controller "
+                     " does not exist: apply deploy/webhook.yaml (the controller "
                      "fills it but may not create it); retrying"
                : "cannot read the " + secret + ": " + read.error().message + "; retrying");
       co_return out;

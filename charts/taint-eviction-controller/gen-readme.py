@@ -365,8 +365,9 @@ networkPolicy:
 
 ## Values
 
-`values.schema.json` refuses an unknown key, a value of the wrong type, and a policy the
-controller would reject ([policy.md](../../docs/policy.md)).
+`values.schema.json` refuses an unknown key and a value of the wrong type; the policy is
+checked by the controller's own `--check-policy`, in a Job that `helm install` and
+`helm upgrade` run first ([install.md](../../docs/install.md#the-policy-is-checked-before-it-is-installed)).
 
 | Key | Type | Default | Description |
 | --- | --- | --- | --- |

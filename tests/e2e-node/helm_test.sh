@@ -9,7 +9,8 @@
 #   - `helm upgrade` changing the policy reaches the running replicas without a restart: each
 #     logs the reloaded policy, a PolicyApplied Event "applied (was ...)" is on the ConfigMap,
 #     the pods are the same, and the webhook certificates and caBundle the controller wrote are
-#     kept; a policy the controller would reject is refused by helm before anything changes;
+#     kept; a policy the controller would reject is refused (the chart's pre-upgrade Job runs
+#     the image's --check-policy) before anything changes;
 #   - `helm uninstall` leaves none of the release's objects behind;
 #   - the kustomize install is put back at the end, for the tests after this one.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -74,16 +75,25 @@ for t in deployment_test eviction_test; do
   TEST_NAME="$TEST_NAME/$t" bash "$E2E_DIR/$t.sh" || fail "$t.sh failed against the Helm release"
 done
 
-# An upgrade with a policy the controller would reject: refused by the chart, nothing changes.
-revision() { h status "$RELEASE" -n "$CONTROLLER_NS" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])'; }
-before=$(revision)
-if h upgrade "$RELEASE" "$CHART" -n "$CONTROLLER_NS" --reuse-values \
+# An upgrade with a policy the controller would reject: refused by the controller's own
+# --check-policy in the chart's pre-upgrade Job, before anything changes. Helm records the
+# attempt as a failed revision; the deployed one and the ConfigMap stay as they were.
+deployed_revision() {
+  h history "$RELEASE" -n "$CONTROLLER_NS" -o json |
+    python3 -c 'import json,sys; print([r["revision"] for r in json.load(sys.stdin) if r["status"] == "deployed"])'
+}
+policy_text() { k -n "$CONTROLLER_NS" get configmap "$CM" -o jsonpath='{.data.policy\.yaml}'; }
+before=$(deployed_revision) policy_before=$(policy_text)
+if h upgrade "$RELEASE" "$CHART" -n "$CONTROLLER_NS" --reuse-values --timeout 240s \
     --set policy.rateLimit.evictionsPerSecnd=5 >"$WORK/bad.out" 2>&1; then
   fail "helm upgrade accepted a misspelt policy field"
 fi
-grep -q "evictionsPerSecnd" "$WORK/bad.out" || fail "helm's refusal does not name the field: $(cat "$WORK/bad.out")"
-[ "$(revision)" = "$before" ] || fail "a refused upgrade made a revision"
-log "helm upgrade with policy.rateLimit.evictionsPerSecnd refused: $(grep -m1 evictionsPerSecnd "$WORK/bad.out")"
+grep -q "pre-upgrade" "$WORK/bad.out" || fail "helm's refusal is not the pre-upgrade check's: $(cat "$WORK/bad.out")"
+k -n "$CONTROLLER_NS" logs job/taint-eviction-controller-policy-check >"$WORK/check.log" 2>&1 || true
+grep -q "evictionsPerSecnd" "$WORK/check.log" || fail "the policy check's log does not name the field: $(cat "$WORK/check.log")"
+[ "$(deployed_revision)" = "$before" ] || fail "a refused upgrade changed the deployed revision ($before -> $(deployed_revision))"
+[ "$(policy_text)" = "$policy_before" ] || fail "a refused upgrade changed the policy ConfigMap"
+log "helm upgrade with policy.rateLimit.evictionsPerSecnd refused: $(head -c 400 "$WORK/bad.out" | tr "\n\t" "  "); the check's log: $(head -c 300 "$WORK/check.log")"
 
 # An upgrade that changes the policy: the ConfigMap changes, the replicas reload it. What the
 # controller wrote (the webhook Secret's certificates, the caBundle) stays as it was.

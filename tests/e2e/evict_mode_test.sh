@@ -28,8 +28,8 @@ readonly FALLBACK_S=20    # the out-of-service rule's fallbackAfter
 
 command -v python3 >/dev/null 2>&1 || fail "python3 not found on PATH"
 # The controller runs with exactly the deploy/ RBAC: Evict mode POSTs pods/NAME/eviction.
-grep -q 'pods/eviction' "$REPO_ROOT/deploy/clusterrole.yaml" \
-  || fail "deploy/clusterrole.yaml grants nothing on pods/eviction (Evict mode needs create)"
+grep -q 'pods/eviction' "$REPO_ROOT/deploy/rbac.yaml" \
+  || fail "deploy/rbac.yaml grants nothing on pods/eviction (Evict mode needs create)"
 kcm=$("$REPO_ROOT/deploy/local/cluster.sh" build kube-controller-manager 2>"$WORK/kcm-build.err" | tail -n 1) || true
 if [ -z "$kcm" ] || [ ! -x "$kcm" ]; then
   fail "no kube-controller-manager v1.20.2 binary (deploy/local/cluster.sh build kube-controller-manager: $(tail -n 3 "$WORK/kcm-build.err" | tr '\n' ' '))"

@@ -104,6 +104,20 @@ again() {
   exit 0
 }
 
+# deploy_objects FILE KIND [NAME]: the objects of deploy/FILE of that kind (and name), as YAML,
+# e.g. `deploy_objects webhook.yaml Secret | k apply -f -`.
+deploy_objects() {
+  python3 - "$REPO_ROOT/deploy/$1" "$2" "${3:-}" <<'PY'
+import sys, yaml
+path, kind, name = sys.argv[1:4]
+docs = [d for d in yaml.safe_load_all(open(path)) if d and d["kind"] == kind
+        and (not name or d["metadata"]["name"] == name)]
+if not docs:
+    sys.exit(f"deploy_objects: no {kind} {name} in {path}")
+yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
+PY
+}
+
 # The deploy/ RBAC (everything but the Deployment, Service and policy/v1 PDB) and a kubeconfig
 # for its ServiceAccount, so the controller runs with exactly the permissions it ships with.
 # Also a metrics reader: a ServiceAccount bound to deploy/'s metrics-reader ClusterRole, whose
@@ -111,8 +125,7 @@ again() {
 # the self-signed certificate generated at start, hence -k).
 setup_rbac() {
   local f
-  for f in namespace serviceaccount clusterrole clusterrolebinding auth-delegator-binding \
-    metrics-reader-clusterrole role rolebinding; do
+  for f in namespace serviceaccount rbac; do
     k apply -f "$REPO_ROOT/deploy/$f.yaml" >/dev/null || fail "cannot apply deploy/$f.yaml"
   done
   SA_KUBECONFIG=$("$REPO_ROOT/deploy/local/cluster.sh" sa-kubeconfig "$DEPLOY_NS" "$SA_NAME" \

@@ -53,7 +53,7 @@ deleted_ms() {
 setup_rbac
 make_node "$N"
 
-# 0. The ClusterRole of the previous release (deploy/clusterrole.yaml without the namespaces
+# 0. The ClusterRole of the previous release (deploy/rbac.yaml's ClusterRole without the namespaces
 #    rule) under another name, bound to a ServiceAccount of its own.
 k -n "$DEPLOY_NS" create serviceaccount "$OLD_RBAC" >/dev/null || fail "cannot create the old-RBAC ServiceAccount"
 k get clusterrole taint-eviction-controller -o json \

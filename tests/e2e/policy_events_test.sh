@@ -10,7 +10,7 @@
 # The file is updated the way the kubelet updates a mounted ConfigMap (..data swapped).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-CM=taint-eviction-controller-policy  # the name deploy/role.yaml lets the controller GET
+CM=taint-eviction-controller-policy  # the name deploy/rbac.yaml's Role lets the controller GET
 on_cleanup() { k -n "$DEPLOY_NS" delete configmap "$CM" --ignore-not-found >/dev/null 2>&1; }
 
 setup_rbac

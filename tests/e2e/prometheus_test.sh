@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end: the monitoring kit (deploy/monitoring/) against a real Prometheus (Debian's
+# End to end: the monitoring kit (charts/taint-eviction-controller/files/) against a real Prometheus (Debian's
 # `prometheus`, run from a temp dir on a free loopback port, 1 s scrape and rule evaluation) that
 # scrapes the controller over HTTPS with the token of a ServiceAccount bound only to the
 # metrics-reader ClusterRole, verifying the controller's self-signed certificate (fetched from
@@ -73,7 +73,7 @@ for hp in "$hostport" "$shadow_hostport"; do
     | openssl x509 >>"$PROM_DIR/ca.crt" || fail "cannot read the certificate of $hp"
 done
 python3 "$REPO_ROOT/tests/monitoring/extract_rules.py" \
-  "$REPO_ROOT/deploy/monitoring/prometheusrule.yaml" "$PROM_DIR/rules.yaml" || fail "cannot extract the rules"
+  "$REPO_ROOT/charts/taint-eviction-controller/files/prometheusrule.yaml" "$PROM_DIR/rules.yaml" || fail "cannot extract the rules"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$PROM_DIR/prometheus.yml" <<EOT
 global:
@@ -211,7 +211,7 @@ while IFS= read -r expr; do
   n=$(query "$expr") || fail "dashboard expression failed: $expr"
   [ "$n" -ge 1 ] || fail "dashboard expression returns no data: $expr"
   panels=$((panels + 1))
-done < <(python3 "$REPO_ROOT/tests/monitoring/check_dashboard.py" "$REPO_ROOT/deploy/monitoring" --exprs)
+done < <(python3 "$REPO_ROOT/tests/monitoring/check_dashboard.py" "$REPO_ROOT/charts/taint-eviction-controller/files" --exprs)
 [ "$panels" -ge 30 ] || fail "only $panels dashboard expressions checked"
 log "$panels dashboard expressions, each with data"
 

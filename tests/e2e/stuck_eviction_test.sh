@@ -39,16 +39,17 @@ subjects:
 EOT
 }
 
-# deploy/clusterrole.yaml's rules without "delete".
-sed -e "s/^  name: taint-eviction-controller\$/  name: $NODELETE/" \
-  -e 's/, *"delete"//; s/"delete", *//' "$REPO_ROOT/deploy/clusterrole.yaml" \
+# deploy/rbac.yaml's ClusterRole's rules without "delete".
+deploy_objects rbac.yaml ClusterRole taint-eviction-controller \
+  | sed -e "s/^  name: taint-eviction-controller\$/  name: $NODELETE/" \
+  -e '/^  - delete$/d' \
   | k apply -f - >/dev/null || fail "cannot create ClusterRole $NODELETE"
 verbs=$(k get clusterrole "$NODELETE" -o jsonpath='{.rules[*].verbs}') \
   || fail "cannot read ClusterRole $NODELETE"
 grep -q '"list"' <<<"$verbs" || fail "ClusterRole $NODELETE lost its rules: $verbs"
 grep -q '"delete"' <<<"$verbs" && fail "ClusterRole $NODELETE still grants delete: $verbs"
 bind_cluster_role "$NODELETE"
-# The secure metrics port's reviews, as deploy/auth-delegator-binding.yaml grants them.
+# The secure metrics port's reviews, as deploy/rbac.yaml's auth-delegator binding grants them.
 bind_cluster_role "$NODELETE-auth" system:auth-delegator
 SA_KUBECONFIG=$("$REPO_ROOT/deploy/local/cluster.sh" sa-kubeconfig "$DEPLOY_NS" "$NODELETE" \
   "$WORK/nodelete.kubeconfig") || fail "cannot write a kubeconfig for $NODELETE"

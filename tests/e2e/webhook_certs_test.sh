@@ -26,8 +26,8 @@ OTHER_SECRET="tec-e2e-other-$SUFFIX"
 INTERVAL=10s
 
 setup_rbac
-for f in webhook-ca-bundle-clusterrole webhook-ca-bundle-clusterrolebinding; do
-  k apply -f "$REPO_ROOT/deploy/$f.yaml" >/dev/null || fail "cannot apply deploy/$f.yaml"
+for kind in ClusterRole ClusterRoleBinding; do  # the caBundle's, from deploy/webhook.yaml
+  deploy_objects webhook.yaml "$kind" | k apply -f - >/dev/null || fail "cannot apply deploy/webhook.yaml's $kind"
 done
 on_cleanup() {
   k delete validatingwebhookconfiguration "$WEBHOOK" --ignore-not-found >/dev/null 2>&1
@@ -36,7 +36,7 @@ on_cleanup() {
 
 # The Secret as deploy/ ships it (empty), whatever an earlier run left in it.
 k -n "$DEPLOY_NS" delete secret "$SECRET" --ignore-not-found >/dev/null
-k apply -f "$REPO_ROOT/deploy/webhook-tls-secret.yaml" >/dev/null || fail "cannot apply deploy/webhook-tls-secret.yaml"
+deploy_objects webhook.yaml Secret | k apply -f - >/dev/null || fail "cannot apply deploy/webhook.yaml's Secret"
 
 make_webhook_configuration() {
   k delete validatingwebhookconfiguration "$WEBHOOK" --ignore-not-found >/dev/null

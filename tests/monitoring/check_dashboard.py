@@ -70,7 +70,7 @@ def main() -> int:
                 problems.append(f"panel {title!r}: {e!r} does not select {JOB}")
     with open(os.path.join(mdir, "prometheusrule.yaml"), encoding="utf-8") as f:
         rules = f.read()
-    repo = os.path.normpath(os.path.join(mdir, "..", ".."))
+    repo = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     known = defined_metrics(repo)
     used = set(NAME.findall(json.dumps(dashboard))) | set(NAME.findall(rules))
     for n in sorted(used):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the `spec` of deploy/monitoring/prometheusrule.yaml as a Prometheus rule file.
+"""Writes the `spec` of charts/taint-eviction-controller/files/prometheusrule.yaml as a Prometheus rule file.
 
 Usage: extract_rules.py PROMETHEUSRULE_YAML OUT_RULES_YAML
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The monitoring kit's unit tests (ctest monitoring.*, label unit): the rule file extracted from
-# deploy/monitoring/prometheusrule.yaml passes `promtool check rules` and the alert unit tests
+# charts/taint-eviction-controller/files/prometheusrule.yaml passes `promtool check rules` and the alert unit tests
 # of rules_test.yaml (`promtool test rules`: each alert fires when it should and stays silent
 # when it should); dashboard.json and the rules name only metrics the code registers
-# (check_dashboard.py); and deploy/ with the component builds with kustomize into the three
+# (check_dashboard.py); and deploy/ with the component deploy/monitoring/ (rendered from the
+# chart) builds with kustomize into the three
 # objects, the ConfigMap holding dashboard.json as it is.
 # promtool is Debian's `prometheus` package (scripts/install-deps.sh).
 set -euo pipefail
@@ -14,19 +15,19 @@ command -v promtool >/dev/null 2>&1 \
 work=$(mktemp -d "${TMPDIR:-/tmp}/tec-promtool.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-python3 "$here/extract_rules.py" "$repo/deploy/monitoring/prometheusrule.yaml" "$work/rules.yaml"
+python3 "$here/extract_rules.py" "$repo/charts/taint-eviction-controller/files/prometheusrule.yaml" "$work/rules.yaml"
 cp "$here/rules_test.yaml" "$work/rules_test.yaml"  # its rule_files: rules.yaml, beside it
 case "${1:-all}" in
   check) promtool check rules "$work/rules.yaml" ;;
   test) (cd "$work" && promtool test rules rules_test.yaml) ;;
-  dashboard) python3 "$here/check_dashboard.py" "$repo/deploy/monitoring" ;;
+  dashboard) python3 "$here/check_dashboard.py" "$repo/charts/taint-eviction-controller/files" ;;
   kustomize)
     command -v kubectl >/dev/null 2>&1 || { echo "FAIL: kubectl not found" >&2; exit 1; }
     mkdir "$work/overlay"
     rel=$(realpath --relative-to="$work/overlay" "$repo/deploy")
     printf 'resources: [%s]\ncomponents: [%s/monitoring]\n' "$rel" "$rel" >"$work/overlay/kustomization.yaml"
     kubectl kustomize "$work/overlay" >"$work/built.yaml"
-    python3 - "$work/built.yaml" "$repo/deploy/monitoring/dashboard.json" <<'PY'
+    python3 - "$work/built.yaml" "$repo/charts/taint-eviction-controller/files/dashboard.json" <<'PY'
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 def one(kind, name):
@@ -48,7 +49,7 @@ PY
   all)
     promtool check rules "$work/rules.yaml"
     (cd "$work" && promtool test rules rules_test.yaml)
-    python3 "$here/check_dashboard.py" "$repo/deploy/monitoring"
+    python3 "$here/check_dashboard.py" "$repo/charts/taint-eviction-controller/files"
     bash "$here/promtool_test.sh" kustomize
     ;;
   *) echo "usage: $0 [check|test|dashboard|kustomize|all]" >&2; exit 2 ;;

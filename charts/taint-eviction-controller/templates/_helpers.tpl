@@ -38,73 +38,38 @@ app.kubernetes.io/component: controller
 {{- end -}}
 
 {{/*
-A Go duration ("1h30m", "0") in seconds, as a float: the schema has checked its syntax.
+The policy file: the value `policy`, with apiVersion and kind unless it sets them, as the
+ConfigMap carries it and the pre-install/pre-upgrade check (policy-check.yaml) hands it to
+--check-policy.
 */}}
-{{- define "tec.durationSeconds" -}}
-{{- $total := 0.0 -}}
-{{- range (regexFindAll "[0-9]*\\.?[0-9]*(ns|us|µs|μs|ms|s|m|h)" (toString .) -1) -}}
-{{- $unit := regexFind "(ns|us|µs|μs|ms|s|m|h)$" . -}}
-{{- $num := trimSuffix $unit . -}}
-{{- $scale := get (dict "ns" 1e-9 "us" 1e-6 "µs" 1e-6 "μs" 1e-6 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0) $unit -}}
-{{- $total = addf $total (mulf (float64 $num) $scale) -}}
-{{- end -}}
-{{- $total -}}
+{{- define "tec.policyText" -}}
+{{- $p := .Values.policy | default dict -}}
+{{- toYaml (dict "apiVersion" (get $p "apiVersion" | default "taint-eviction-controller/v1alpha1")) }}
+{{ toYaml (dict "kind" (get $p "kind" | default "EvictionPolicy")) }}
+{{- with omit $p "apiVersion" "kind" }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/*
-The policy rules that tie fields together, which values.schema.json cannot state: the same
-checks, in the same words, as policy/src/policy_file.cpp. Fails the render on the first one.
+The pods' and containers' securityContext: the "restricted" Pod Security Standard, as the
+image's user (deploy/Dockerfile's 65532). The controller's and the policy check's.
 */}}
-{{- define "tec.checkPolicy" -}}
-{{- $p := .Values.policy | default dict -}}
-{{- $maxDuration := 3153600000.0 -}}
-{{- range $field := list "fallbackAfter" -}}
-{{- if hasKey $p $field -}}
-{{- if gt (include "tec.durationSeconds" (get $p $field) | float64) $maxDuration -}}
-{{- fail (printf "policy.%s: must be at most 100 years" $field) -}}
+{{- define "tec.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
 {{- end -}}
-{{- end -}}
-{{- end -}}
-{{- if hasKey $p "maxHold" -}}
-{{- $s := include "tec.durationSeconds" $p.maxHold | float64 -}}
-{{- if or (le $s 0.0) (gt $s 604800.0) -}}
-{{- fail (printf "policy.maxHold: must be more than 0s and at most 168h (a week), got %v" $p.maxHold) -}}
-{{- end -}}
-{{- end -}}
-{{- $breaker := $p.stormBreaker | default dict -}}
-{{- $breakerOn := gt (float64 ($breaker.maxTaintedNodesPercent | default 0)) 0.0 -}}
-{{- if and $breakerOn (gt (float64 ($breaker.hysteresisPercent | default 0)) (float64 $breaker.maxTaintedNodesPercent)) -}}
-{{- fail "policy.stormBreaker.hysteresisPercent: must not exceed maxTaintedNodesPercent (the breaker could never close)" -}}
-{{- end -}}
-{{- if and (not $breakerOn) (gt (int64 ($breaker.settleSeconds | default 0)) 0) -}}
-{{- fail "policy.stormBreaker.settleSeconds: has no effect without maxTaintedNodesPercent (the breaker is off)" -}}
-{{- end -}}
-{{- $admission := $p.admission | default dict -}}
-{{- if and $admission.denyIfBreakerOpens (not $breakerOn) -}}
-{{- fail "policy.admission.denyIfBreakerOpens: has no effect without stormBreaker.maxTaintedNodesPercent" -}}
-{{- end -}}
-{{- $earlier := list -}}
-{{- range $i, $rule := ($p.taints | default list) -}}
-{{- $min := int64 ($rule.minTolerationSeconds | default 0) -}}
-{{- $max := int64 ($rule.maxTolerationSeconds | default 0) -}}
-{{- if and (gt $max 0) (gt $min $max) -}}
-{{- fail (printf "policy.taints[%d].minTolerationSeconds: must not exceed maxTolerationSeconds (%d > %d)" $i $min $max) -}}
-{{- end -}}
-{{- if hasKey $rule "fallbackAfter" -}}
-{{- if gt (include "tec.durationSeconds" $rule.fallbackAfter | float64) $maxDuration -}}
-{{- fail (printf "policy.taints[%d].fallbackAfter: must be at most 100 years" $i) -}}
-{{- end -}}
-{{- end -}}
-{{- $key := toString $rule.key -}}
-{{- $prefix := hasSuffix "*" $key -}}
-{{- $stem := trimSuffix "*" $key -}}
-{{- range $e := $earlier -}}
-{{- if (ternary (hasPrefix $e.stem $stem) (and (not $prefix) (eq $e.stem $stem)) $e.prefix) -}}
-{{- fail (printf "policy.taints[%d].key: never applies: an earlier rule (%s) matches every key this one does (the first matching rule wins)" $i $e.key) -}}
-{{- end -}}
-{{- end -}}
-{{- $earlier = append $earlier (dict "key" $key "stem" $stem "prefix" $prefix) -}}
-{{- end -}}
+
+{{- define "tec.containerSecurityContext" -}}
+{{ include "tec.podSecurityContext" . }}
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+privileged: false
+capabilities:
+  drop: ["ALL"]
 {{- end -}}
 
 {{/* Values that only make sense together; fails the render on the first that does not. */}}
