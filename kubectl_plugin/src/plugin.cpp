@@ -21,6 +21,7 @@
 #include "tec/kubectl_plugin/preview_report.hpp"
 #include "tec/kubectl_plugin/shadow_report.hpp"
 #include "tec/policy/policy_file.hpp"
+#include "tec/reports/evictions_report.hpp"
 
 namespace tec::kubectl_plugin {
 namespace {
@@ -229,21 +230,23 @@ outcome<std::string> run_pending(const invocation& inv, const env_lookup& env, s
   const std::string ns =
       inv.all_namespaces ? std::string{}
                          : (inv.namespace_.empty() ? s.value().default_namespace : inv.namespace_);
-  const auto keep = [&](const pending_entry& e) {
-    return (ns.empty() || e.namespace_ == ns) && (inv.node.empty() || e.node == inv.node);
+  const auto keep = [&](const reports::eviction_entry& e) {
+    return (ns.empty() || reports::namespace_of(e) == ns) &&
+           (inv.node.empty() || e.node == inv.node);
   };
-  std::vector<pending_entry> rows;
+  std::vector<reports::eviction_entry> rows;
   auto r = reach(s.value());
   std::string why = r.unreachable;
   if (r.access) {
     auto body = r.access->get("/debug/evictions");
-    auto doc = body ? decode_evictions(body.value()) : base::result<evictions_doc>(body.error());
+    auto doc = body ? reports::parse_evictions_document(body.value())
+                    : base::result<reports::evictions_document>(body.error());
     if (!doc) {
       why = doc.error().message;
     } else if (!doc.value().acting) {
       why = r.access->description() + " does not act (a standby, or its caches are not synced)";
     } else {
-      for (auto& e : doc.value().entries) {
+      for (auto& e : doc.value().evictions) {
         if (keep(e)) {
           rows.push_back(std::move(e));
         }
@@ -270,7 +273,7 @@ outcome<std::string> run_pending(const invocation& inv, const env_lookup& env, s
       continue;
     }
     const auto pod = std::find_if(pods.value().begin(), pods.value().end(), [&](const auto& p) {
-      return p.namespace_ == e->namespace_ && p.name == e->pod &&
+      return p.namespace_ == reports::namespace_of(*e) && p.name == reports::name_of(*e) &&
              (e->uid.empty() || p.uid == e->uid);
     });
     if (pod != pods.value().end()) {
@@ -282,8 +285,7 @@ outcome<std::string> run_pending(const invocation& inv, const env_lookup& env, s
       rows.push_back(std::move(*e));
     }
   }
-  std::sort(rows.begin(), rows.end(),
-            [](const pending_entry& a, const pending_entry& b) { return a.due < b.due; });
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.due < b.due; });
   return render_pending(rows, "events", inv.all_namespaces, inv.output, now_unix());
 }
 
@@ -327,13 +329,14 @@ outcome<std::string> run_shadow(const invocation& inv, const env_lookup& env) {
 void read_pending_and_history(controller_access& access, const std::string& ns,
                               const std::string& name, explain_report& report) {
   auto body = access.get("/debug/evictions");
-  auto doc = body ? decode_evictions(body.value()) : base::result<evictions_doc>(body.error());
+  auto doc = body ? reports::parse_evictions_document(body.value())
+                  : base::result<reports::evictions_document>(body.error());
   if (!doc) {
     report.unreachable = doc.error().message;
     return;
   }
-  for (auto& e : doc.value().entries) {
-    if (e.namespace_ == ns && e.pod == name) {
+  for (auto& e : doc.value().evictions) {
+    if (reports::namespace_of(e) == ns && reports::name_of(e) == name) {
       report.pending = std::move(e);
       break;
     }

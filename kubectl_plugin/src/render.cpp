@@ -87,6 +87,14 @@ std::string render_yaml(const document& doc) {
   return std::string(out.c_str()) + "\n";
 }
 
+std::string join_cell(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    out += (out.empty() ? "" : ",") + p;
+  }
+  return out;
+}
+
 std::string utc_time(std::int64_t unix_seconds) {
   return base::format_rfc3339(std::chrono::system_clock::time_point{} +
                               std::chrono::seconds{unix_seconds});

@@ -40,14 +40,6 @@ std::string seconds_text(double s) {
   return out + "s";
 }
 
-std::string join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& p : parts) {
-    out += (out.empty() ? "" : ",") + p;
-  }
-  return out;
-}
-
 }  // namespace
 
 base::result<shadow_doc> decode_shadow(std::string_view body) {
@@ -148,8 +140,8 @@ std::string render_shadow(const shadow_doc& doc, const std::string& source,
   std::vector<table_row> rows;
   rows.reserve(kept.size());
   for (const auto* e : kept) {
-    rows.push_back(
-        {e->outcome, e->namespace_, e->name, e->node, join(e->taints), e->ours, e->theirs, e->at});
+    rows.push_back({e->outcome, e->namespace_, e->name, e->node, join_cell(e->taints), e->ours,
+                    e->theirs, e->at});
   }
   return text + render_table(header, rows);
 }
@@ -196,8 +188,8 @@ std::string render_shadow_history(const shadow_doc& doc, const std::string& sour
   std::vector<table_row> rows;
   rows.reserve(kept.size());
   for (const auto* e : kept) {
-    rows.push_back({e->deleted_at, e->namespace_, e->name, e->node, join(e->taints), e->ours_at,
-                    e->verdict + (e->early ? " (settled early)" : ""), e->reason});
+    rows.push_back({e->deleted_at, e->namespace_, e->name, e->node, join_cell(e->taints),
+                    e->ours_at, e->verdict + (e->early ? " (settled early)" : ""), e->reason});
   }
   return text + "\n" + render_table(header, rows);
 }

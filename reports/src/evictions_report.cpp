@@ -60,6 +60,28 @@ eviction_entry entry_from(const nlohmann::json& e) {
   return out;
 }
 
+ordered_json entry_json(const eviction_entry& e) {
+  ordered_json item;
+  item["pod"] = e.pod;
+  item["uid"] = e.uid;
+  item["node"] = e.node;
+  item["taints"] = e.taints;
+  item["due"] = e.due;
+  item["state"] = e.state;
+  item["why"] = e.why;
+  item["attempts"] = e.attempts;
+  item["lastError"] = e.last_error;
+  if (e.blocked_since) {
+    item["blockedSince"] = *e.blocked_since;
+    item["fallbackAt"] = e.fallback_at ? ordered_json(*e.fallback_at) : ordered_json();
+  }
+  return item;
+}
+
+std::string text(const ordered_json& j) {
+  return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
 }  // namespace
 
 evictions_document evictions_document_of(const controller::eviction_list& list, bool acting,
@@ -103,24 +125,25 @@ std::string to_json(const evictions_document& doc) {
   out["truncated"] = doc.truncated;
   ordered_json items = ordered_json::array();
   for (const eviction_entry& e : doc.evictions) {
-    ordered_json item;
-    item["pod"] = e.pod;
-    item["uid"] = e.uid;
-    item["node"] = e.node;
-    item["taints"] = e.taints;
-    item["due"] = e.due;
-    item["state"] = e.state;
-    item["why"] = e.why;
-    item["attempts"] = e.attempts;
-    item["lastError"] = e.last_error;
-    if (e.blocked_since) {
-      item["blockedSince"] = *e.blocked_since;
-      item["fallbackAt"] = e.fallback_at ? ordered_json(*e.fallback_at) : ordered_json();
-    }
-    items.push_back(std::move(item));
+    items.push_back(entry_json(e));
   }
   out["evictions"] = std::move(items);
-  return out.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  return text(out);
+}
+
+std::string to_json(const eviction_entry& e) {
+  return text(entry_json(e));
+}
+
+std::string_view namespace_of(const eviction_entry& e) {
+  const auto slash = e.pod.find('/');
+  return slash == std::string::npos ? std::string_view{} : std::string_view(e.pod).substr(0, slash);
+}
+
+std::string_view name_of(const eviction_entry& e) {
+  const auto slash = e.pod.find('/');
+  return slash == std::string::npos ? std::string_view(e.pod)
+                                    : std::string_view(e.pod).substr(slash + 1);
 }
 
 base::result<evictions_document> parse_evictions_document(std::string_view body) {

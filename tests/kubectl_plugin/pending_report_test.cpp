@@ -23,25 +23,28 @@ std::int64_t at(const char* t) {
   return *base::parse_rfc3339(t);
 }
 
-TEST(decode_evictions, reads_the_document) {
-  auto doc = decode_evictions(evictions_body);
+TEST(pending_entries, are_the_documents_own_entries) {
+  auto doc = reports::parse_evictions_document(evictions_body);
   ASSERT_TRUE(doc) << doc.error().message;
   EXPECT_TRUE(doc.value().acting);
-  ASSERT_EQ(doc.value().entries.size(), 2U);
-  const auto& e = doc.value().entries[1];
-  EXPECT_EQ(e.namespace_, "shop");
-  EXPECT_EQ(e.pod, "db-1");
+  ASSERT_EQ(doc.value().evictions.size(), 2U);
+  const auto& e = doc.value().evictions[1];
+  EXPECT_EQ(reports::namespace_of(e), "shop");
+  EXPECT_EQ(reports::name_of(e), "db-1");
   EXPECT_EQ(e.node, "node-3");
   EXPECT_EQ(e.attempts, 6);
   EXPECT_EQ(e.why, "backoff");
-  EXPECT_FALSE(decode_evictions("{}"));
-  EXPECT_FALSE(decode_evictions("not json"));
+  // An entry printed alone is the document's entry: read back, it is the same.
+  const auto one = entry_document(e);
+  EXPECT_EQ(one["pod"], "shop/db-1");
+  EXPECT_EQ(one["lastError"], "DELETE pod shop/db-1: 403 Forbidden");
+  EXPECT_EQ(one.size(), 9U);
 }
 
 TEST(render_pending, table_golden) {
-  auto doc = decode_evictions(evictions_body);
+  auto doc = reports::parse_evictions_document(evictions_body);
   ASSERT_TRUE(doc);
-  EXPECT_EQ(render_pending(doc.value().entries, "pod x", false, output_format::table,
+  EXPECT_EQ(render_pending(doc.value().evictions, "pod x", false, output_format::table,
                            at("2026-11-23T15:35:00Z")),
             "POD     NODE     TAINT                                      DUE                       "
             "            STATE      WHY\n"
@@ -49,11 +52,11 @@ TEST(render_pending, table_golden) {
             "(in 300s)    pending    <none>\n"
             "db-1    node-3   dedicated=gpu:NoExecute                    2026-11-23T15:30:10.500Z "
             "(290s ago)   retrying   backoff: DELETE pod shop/db-1: 403 Forbidden\n");
-  const auto wide = render_pending(doc.value().entries, "pod x", true, output_format::table, 0);
+  const auto wide = render_pending(doc.value().evictions, "pod x", true, output_format::table, 0);
   EXPECT_EQ(wide.rfind("NAMESPACE   POD", 0), 0U) << wide;
   EXPECT_EQ(render_pending({}, "events", false, output_format::table, 0),
             "No pending evictions.\n");
-  const auto json = render_pending(doc.value().entries, "pod x", false, output_format::json, 0);
+  const auto json = render_pending(doc.value().evictions, "pod x", false, output_format::json, 0);
   EXPECT_NE(json.find("\"source\": \"pod x\""), std::string::npos);
   EXPECT_NE(json.find("\"pod\": \"shop/db-1\""), std::string::npos);
 }
@@ -68,8 +71,7 @@ TEST(entry_from_event, parses_the_scheduled_message) {
       "node.kubernetes.io/unreachable:NoExecute, tolerationSeconds 300";
   const auto e = entry_from_event(ev);
   ASSERT_TRUE(e);
-  EXPECT_EQ(e->namespace_, "shop");
-  EXPECT_EQ(e->pod, "web-0");
+  EXPECT_EQ(e->pod, "shop/web-0");
   EXPECT_EQ(e->due, "2026-11-23T15:40:00Z");
   EXPECT_EQ(e->taints, std::vector<std::string>{"node.kubernetes.io/unreachable:NoExecute"});
   EXPECT_EQ(e->state, "scheduled");

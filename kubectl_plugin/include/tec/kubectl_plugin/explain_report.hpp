@@ -17,6 +17,7 @@
 #include "tec/kubectl_plugin/pending_report.hpp"
 #include "tec/kubectl_plugin/render.hpp"
 #include "tec/reports/eviction_history.hpp"
+#include "tec/reports/evictions_report.hpp"
 
 namespace tec::kubectl_plugin {
 
@@ -42,8 +43,8 @@ struct explain_report {
   std::string policy;  ///< As preview_report::policy.
   /// Empty when the acting replica was reached; else why not (pending and history unknown).
   std::string unreachable;
-  std::string reached;                   ///< What was reached (controller_access).
-  std::optional<pending_entry> pending;  ///< Its entry in /debug/evictions.
+  std::string reached;                             ///< What was reached (controller_access).
+  std::optional<reports::eviction_entry> pending;  ///< Its entry in /debug/evictions.
   /// Why the history is not shown though the replica was reached (e.g. it serves none).
   std::string history_missing;
   std::vector<reports::history_record> history;  ///< Its records, oldest first.

@@ -1,54 +1,31 @@
 #pragma once
 
-// `pending`'s rows: the acting replica's /debug/evictions document (format in
-// reports/evictions_report.hpp), or, when it cannot be reached, the TaintEvictionScheduled Events
-// (their message names the pod, the due time and the taint). Printed as a table (POD NODE
-// TAINT DUE STATE WHY, NAMESPACE first with -A) or a JSON/YAML document. Pure; any thread.
+// `pending`'s rows: the entries of the acting replica's /debug/evictions document (its one
+// type, reports::eviction_entry), or, when it cannot be reached, the TaintEvictionScheduled
+// Events (their message names the pod, the due time and the taint). Printed as a table (POD
+// NODE TAINT DUE STATE WHY, NAMESPACE first with -A) or a JSON/YAML document. Pure; any
+// thread.
 
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "tec/base/result.hpp"
 #include "tec/kubectl_plugin/arguments.hpp"
 #include "tec/kubectl_plugin/cluster.hpp"
 #include "tec/kubectl_plugin/render.hpp"
+#include "tec/reports/evictions_report.hpp"
 
 namespace tec::kubectl_plugin {
-
-/// One pending eviction.
-struct pending_entry {
-  std::string namespace_;
-  std::string pod;
-  std::string uid;
-  std::string node;
-  std::vector<std::string> taints;
-  std::string due;    ///< RFC 3339, as the source wrote it.
-  std::string state;  ///< pending, waiting, running, retrying, blocked; "scheduled" (Event).
-  std::string why;
-  std::int64_t attempts = 0;
-  std::string last_error;
-};
-
-/// The /debug/evictions document: whether the replica acts, and its entries.
-struct evictions_doc {
-  bool acting = false;
-  std::vector<pending_entry> entries;
-};
-
-/// Decodes a /debug/evictions body; an error when it is not that document.
-[[nodiscard]] base::result<evictions_doc> decode_evictions(std::string_view body);
 
 /// The entry a TaintEvictionScheduled Event describes ("Pod ns/name will be evicted at T:
 /// taint K=V:NoExecute, tolerationSeconds N"); nullopt for any other message. The node is
 /// left empty (the Event does not name it).
-[[nodiscard]] std::optional<pending_entry> entry_from_event(const event_view& e);
+[[nodiscard]] std::optional<reports::eviction_entry> entry_from_event(const event_view& e);
 
 /// The output of `pending`. `source` says where the rows came from (the document's "source");
 /// `all_namespaces` adds the NAMESPACE column; `now_unix` gives the DUE column's "in Ns".
-[[nodiscard]] std::string render_pending(const std::vector<pending_entry>& entries,
+[[nodiscard]] std::string render_pending(const std::vector<reports::eviction_entry>& entries,
                                          const std::string& source, bool all_namespaces,
                                          output_format format, std::int64_t now_unix);
 
@@ -56,6 +33,6 @@ struct evictions_doc {
 [[nodiscard]] std::string due_text(const std::string& due, std::int64_t now_unix);
 
 /// One entry as JSON (the fields of /debug/evictions).
-[[nodiscard]] document entry_document(const pending_entry& e);
+[[nodiscard]] document entry_document(const reports::eviction_entry& e);
 
 }  // namespace tec::kubectl_plugin

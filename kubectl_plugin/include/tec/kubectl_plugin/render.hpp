@@ -28,6 +28,9 @@ using document = nlohmann::ordered_json;
 /// final newline.
 [[nodiscard]] std::string render_yaml(const document& doc);
 
+/// The parts joined by commas, as a table cell lists several ("a,b"; "" for none).
+[[nodiscard]] std::string join_cell(const std::vector<std::string>& parts);
+
 /// "2026-11-28T03:12:00Z" for seconds since the epoch.
 [[nodiscard]] std::string utc_time(std::int64_t unix_seconds);
 

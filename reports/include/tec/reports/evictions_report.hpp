@@ -70,6 +70,11 @@ struct evictions_document {
 
 /// The JSON text, fields in the documented order.
 [[nodiscard]] std::string to_json(const evictions_document& doc);
+/// One entry's JSON object, as the document lists it (the plugin prints entries alone).
+[[nodiscard]] std::string to_json(const eviction_entry& e);
+/// The namespace and the name of an entry's "pod" ("namespace/name"; no slash: "" and pod).
+[[nodiscard]] std::string_view namespace_of(const eviction_entry& e);
+[[nodiscard]] std::string_view name_of(const eviction_entry& e);
 
 /// Reads a body back (the plugin): an error when it is not a JSON object with an "evictions"
 /// array; entries that are not objects are skipped, missing or mistyped fields left empty.
