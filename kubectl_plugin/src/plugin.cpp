@@ -310,7 +310,7 @@ outcome<std::string> run_shadow(const invocation& inv, const env_lookup& env) {
     }
     return failure{exit_cluster_error, why};
   }
-  auto doc = decode_shadow(body.value());
+  auto doc = shadow::parse_shadow_document(body.value());
   if (!doc) {
     return failure{exit_cluster_error, doc.error().message};
   }

@@ -13,16 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::int64_t count(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
-}
-
-double number(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
 // "30s", "2.5s", "0.09s": seconds as the report gives them, without trailing zeros.
 std::string seconds_text(double s) {
   if (!std::isfinite(s)) {
@@ -42,46 +32,7 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
-base::result<shadow_doc> decode_shadow(std::string_view body) {
-  const json doc = json::parse(body, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("counts") ||
-      !doc["counts"].is_object() || !doc.contains("disagreements") ||
-      !doc["disagreements"].is_array()) {
-    return base::make_error(base::errc::unexpected_shape, "/debug/shadow: not the shadow report");
-  }
-  shadow_doc out;
-  out.window_seconds = number(doc, "windowSeconds");
-  const json& c = doc["counts"];
-  out.agreed = count(c, "agreed");
-  out.only_them = count(c, "onlyThem");
-  out.only_us = count(c, "onlyUs");
-  out.cancelled_both = count(c, "cancelledBoth");
-  out.ambiguous = count(c, "ambiguous");
-  out.deleted_by_others = count(c, "deletedByOthers");
-  out.pending = count(c, "pending");
-  out.settled_early = count(doc, "settledEarly");
-  if (const auto d = doc.find("agreedDelaySeconds"); d != doc.end() && d->is_object()) {
-    out.agreed_delay_max = number(*d, "max");
-    out.agreed_delay_mean = number(*d, "mean");
-  }
-  for (const json& e : doc["disagreements"]) {
-    if (e.is_object()) {
-      out.disagreements.push_back(shadow::disagreement_from_json(e));
-    }
-  }
-  if (const auto h = doc.find("builtinEvictions"); h != doc.end() && h->is_array()) {
-    out.history_served = true;
-    for (const json& e : *h) {
-      if (e.is_object()) {
-        out.builtin_evictions.push_back(shadow::builtin_eviction_from_json(e));
-      }
-    }
-  }
-  out.builtin_evictions_dropped = count(doc, "builtinEvictionsDropped");
-  return out;
-}
-
-std::string render_shadow(const shadow_doc& doc, const std::string& source,
+std::string render_shadow(const shadow::shadow_document& doc, const std::string& source,
                           const std::string& namespace_, output_format format) {
   std::vector<const shadow::disagreement*> kept;
   for (const auto& e : doc.disagreements) {
@@ -94,37 +45,28 @@ std::string render_shadow(const shadow_doc& doc, const std::string& source,
     for (const auto* e : kept) {
       list.push_back(shadow::to_json(*e));
     }
-    const document out{
-        {"source", source},
-        {"windowSeconds", doc.window_seconds},
-        {"counts",
-         {{"agreed", doc.agreed},
-          {"onlyThem", doc.only_them},
-          {"onlyUs", doc.only_us},
-          {"cancelledBoth", doc.cancelled_both},
-          {"ambiguous", doc.ambiguous},
-          {"deletedByOthers", doc.deleted_by_others},
-          {"pending", doc.pending}}},
-        {"settledEarly", doc.settled_early},
-        {"agreedDelaySeconds", {{"max", doc.agreed_delay_max}, {"mean", doc.agreed_delay_mean}}},
-        {"disagreements", std::move(list)}};
+    document out{{"source", source}};
+    out.update(shadow::summary_json(doc));
+    out["disagreements"] = std::move(list);
     return format == output_format::json ? render_json(out) : render_yaml(out);
   }
-  const bool differ = doc.only_them > 0 || doc.only_us > 0 || doc.ambiguous > 0;
+  const shadow::shadow_counts& c = doc.counts;
+  const bool differ = c.only_them > 0 || c.only_us > 0 || c.ambiguous > 0;
   std::string text =
       "Shadow mode, " + source + " (window " + seconds_text(doc.window_seconds) + "): agreed " +
-      std::to_string(doc.agreed) + ", only_them " + std::to_string(doc.only_them) +
-      " (the built-in evicted, ours would not), only_us " + std::to_string(doc.only_us) +
+      std::to_string(c.agreed) + ", only_them " + std::to_string(c.only_them) +
+      " (the built-in evicted, ours would not), only_us " + std::to_string(c.only_us) +
       " (ours would have evicted, the built-in did not), " + "cancelled_both " +
-      std::to_string(doc.cancelled_both) + ", ambiguous " + std::to_string(doc.ambiguous) +
+      std::to_string(c.cancelled_both) + ", ambiguous " + std::to_string(c.ambiguous) +
       " (possibly the built-in's, not proven), deleted_by_others " +
-      std::to_string(doc.deleted_by_others) + ", open " + std::to_string(doc.pending) + ".\n";
-  if (doc.agreed > 0) {
-    text += "Agreed evictions were " + seconds_text(doc.agreed_delay_mean) +
-            " apart on average (at most " + seconds_text(doc.agreed_delay_max) + ").\n";
+      std::to_string(c.deleted_by_others) + ", open " + std::to_string(c.pending) + ".\n";
+  if (c.agreed > 0) {
+    const double mean = c.agreed_delay_sum / static_cast<double>(c.agreed);
+    text += "Agreed evictions were " + seconds_text(mean) + " apart on average (at most " +
+            seconds_text(c.agreed_delay_max) + ").\n";
   }
-  if (doc.settled_early > 0) {
-    text += std::to_string(doc.settled_early) +
+  if (c.settled_early > 0) {
+    text += std::to_string(c.settled_early) +
             " pods were settled early (more than 100,000 open): their outcome is a best guess.\n";
   }
   if (!differ) {
@@ -146,7 +88,7 @@ std::string render_shadow(const shadow_doc& doc, const std::string& source,
   return text + render_table(header, rows);
 }
 
-std::string render_shadow_history(const shadow_doc& doc, const std::string& source,
+std::string render_shadow_history(const shadow::shadow_document& doc, const std::string& source,
                                   const std::string& namespace_, output_format format) {
   // Newest deletion first (a pod is recorded when settled: an agreed eviction at once, one
   // of theirs alone a window later); RFC 3339 UTC times with milliseconds sort as text.
@@ -165,7 +107,7 @@ std::string render_shadow_history(const shadow_doc& doc, const std::string& sour
     }
     const document out{{"source", source},
                        {"windowSeconds", doc.window_seconds},
-                       {"builtinEvictionsDropped", doc.builtin_evictions_dropped},
+                       {"builtinEvictionsDropped", doc.counts.builtin_evictions_dropped},
                        {"builtinEvictions", std::move(list)}};
     return format == output_format::json ? render_json(out) : render_yaml(out);
   }
@@ -176,8 +118,8 @@ std::string render_shadow_history(const shadow_doc& doc, const std::string& sour
     text += " (" + std::to_string(kept.size()) + " in namespace " + namespace_ + ")";
   }
   text += ", newest first";
-  if (doc.builtin_evictions_dropped > 0) {
-    text += "; " + std::to_string(doc.builtin_evictions_dropped) + " older ones dropped";
+  if (doc.counts.builtin_evictions_dropped > 0) {
+    text += "; " + std::to_string(doc.counts.builtin_evictions_dropped) + " older ones dropped";
   }
   text += ".\n";
   if (kept.empty()) {

@@ -68,6 +68,20 @@ http_response handler_failed(std::string_view path, const std::exception& e) {
   return {.status = 500, .body = std::string("internal error: ") + e.what() + "\n"};
 }
 
+// An async route's fn(query), or handler_failed()'s 500 when it throws.
+asio::awaitable<http_response> run_async(
+    std::string_view path, const std::function<asio::awaitable<http_response>(std::string)>& fn,
+    std::string query) {
+  http_response r;
+  try {
+    auto op = fn(std::move(query));  // named: see session() on GCC 12
+    r = co_await std::move(op);
+  } catch (const std::exception& e) {
+    r = handler_failed(path, e);
+  }
+  co_return r;
+}
+
 bool is_http_parse_error(const beast::error_code& ec) {
   return &ec.category() == &http::make_error_code(http::error::bad_method).category();
 }
@@ -707,13 +721,8 @@ asio::awaitable<std::shared_ptr<const http_response>> http_endpoints::impl::shar
     }
     // Another query's document is computed: this one is not shared (max_async_responses
     // still bounds how many are made at once).
-    http_response r;
-    try {
-      auto op = route.fn(std::move(query));  // named: see session() on GCC 12
-      r = co_await std::move(op);
-    } catch (const std::exception& e) {
-      r = handler_failed(route.path, e);
-    }
+    auto op = run_async(route.path, route.fn, std::move(query));  // named: GCC 12
+    http_response r = co_await std::move(op);
     co_return std::make_shared<const http_response>(std::move(r));
   }
   const auto mine = std::make_shared<computation>(self->strand);
@@ -740,13 +749,8 @@ asio::awaitable<std::shared_ptr<const http_response>> http_endpoints::impl::shar
   };
   {
     const publish done{route, *mine};
-    http_response r;
-    try {
-      auto op = route.fn(std::move(query));  // named: see session() on GCC 12
-      r = co_await std::move(op);
-    } catch (const std::exception& e) {
-      r = handler_failed(route.path, e);
-    }
+    auto op = run_async(route.path, route.fn, std::move(query));  // named: GCC 12
+    http_response r = co_await std::move(op);
     mine->result = std::make_shared<const http_response>(std::move(r));
   }
   co_return mine->result;

@@ -1,7 +1,10 @@
 #include "tec/shadow/report_records.hpp"
 
 #include <array>
+#include <cmath>
 #include <utility>
+
+#include "tec/base/error.hpp"
 
 namespace tec::shadow {
 namespace {
@@ -81,7 +84,95 @@ Record read(const nlohmann::json& j, const std::array<field<Record>, N>& fields)
   return r;
 }
 
+std::uint64_t count(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+}
+
+double number(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
 }  // namespace
+
+nlohmann::ordered_json summary_json(const shadow_document& doc) {
+  const shadow_counts& c = doc.counts;
+  nlohmann::ordered_json j;
+  const double w = doc.window_seconds;
+  if (std::trunc(w) == w && std::abs(w) < 1e15) {
+    j["windowSeconds"] = static_cast<std::int64_t>(w);
+  } else {
+    j["windowSeconds"] = w;
+  }
+  j["counts"] = {{"agreed", c.agreed},       {"onlyThem", c.only_them},
+                 {"onlyUs", c.only_us},      {"cancelledBoth", c.cancelled_both},
+                 {"ambiguous", c.ambiguous}, {"deletedByOthers", c.deleted_by_others},
+                 {"pending", c.pending}};
+  j["settledEarly"] = c.settled_early;
+  j["agreedDelaySeconds"] = {
+      {"max", c.agreed_delay_max},
+      {"mean", c.agreed == 0 ? 0.0 : c.agreed_delay_sum / static_cast<double>(c.agreed)}};
+  return j;
+}
+
+std::string to_json(const shadow_document& doc) {
+  nlohmann::ordered_json j = summary_json(doc);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& d : doc.disagreements) {
+    list.push_back(to_json(d));
+  }
+  j["disagreements"] = std::move(list);
+  nlohmann::ordered_json history = nlohmann::ordered_json::array();
+  for (const auto& e : doc.builtin_evictions) {
+    history.push_back(to_json(e));
+  }
+  j["builtinEvictions"] = std::move(history);
+  j["builtinEvictionsDropped"] = doc.counts.builtin_evictions_dropped;
+  // Replace invalid UTF-8 (a pod name cannot hold any, an event message might) rather than
+  // throw.
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+base::result<shadow_document> parse_shadow_document(std::string_view body) {
+  const auto doc = nlohmann::json::parse(body, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("counts") ||
+      !doc["counts"].is_object() || !doc.contains("disagreements") ||
+      !doc["disagreements"].is_array()) {
+    return base::make_error(base::errc::unexpected_shape, "/debug/shadow: not the shadow report");
+  }
+  shadow_document out;
+  out.window_seconds = number(doc, "windowSeconds");
+  const auto& c = doc["counts"];
+  out.counts.agreed = count(c, "agreed");
+  out.counts.only_them = count(c, "onlyThem");
+  out.counts.only_us = count(c, "onlyUs");
+  out.counts.cancelled_both = count(c, "cancelledBoth");
+  out.counts.ambiguous = count(c, "ambiguous");
+  out.counts.deleted_by_others = count(c, "deletedByOthers");
+  out.counts.pending = count(c, "pending");
+  out.counts.settled_early = count(doc, "settledEarly");
+  if (const auto d = doc.find("agreedDelaySeconds"); d != doc.end() && d->is_object()) {
+    out.counts.agreed_delay_max = number(*d, "max");
+    out.counts.agreed_delay_sum = number(*d, "mean") * static_cast<double>(out.counts.agreed);
+  }
+  for (const auto& e : doc["disagreements"]) {
+    if (e.is_object()) {
+      out.disagreements.push_back(disagreement_from_json(e));
+    }
+  }
+  const auto h = doc.find("builtinEvictions");
+  out.history_served = h != doc.end() && h->is_array();
+  if (out.history_served) {
+    for (const auto& e : *h) {
+      if (e.is_object()) {
+        out.builtin_evictions.push_back(builtin_eviction_from_json(e));
+      }
+    }
+  }
+  out.counts.builtin_evictions_dropped = count(doc, "builtinEvictionsDropped");
+  return out;
+}
 
 nlohmann::ordered_json to_json(const disagreement& d) {
   return write(d, disagreement_fields);

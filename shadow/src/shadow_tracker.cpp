@@ -816,41 +816,16 @@ std::vector<builtin_eviction> shadow_tracker::builtin_evictions() const {
 }
 
 std::string shadow_tracker::report_json() const {
-  using nlohmann::json;
-  const auto c = counts();
-  const auto list = disagreements();
-  const auto builtin = builtin_evictions();
-  json doc;
-  const auto window = impl_->window();
-  if (window.count() % 1000 == 0) {
-    doc["windowSeconds"] = window.count() / 1000;
-  } else {
-    doc["windowSeconds"] = std::chrono::duration<double>(window).count();
+  shadow_document doc;
+  doc.window_seconds = std::chrono::duration<double>(impl_->window()).count();
+  doc.counts = counts();
+  for (const auto& s : disagreements()) {
+    doc.disagreements.push_back(disagreement{std::string(to_string(s.outcome)), s.pod.namespace_,
+                                             s.pod.name, s.pod.uid, s.node, s.taints, s.ours,
+                                             s.theirs, millis(s.at)});
   }
-  doc["counts"] = {{"agreed", c.agreed},       {"onlyThem", c.only_them},
-                   {"onlyUs", c.only_us},      {"cancelledBoth", c.cancelled_both},
-                   {"ambiguous", c.ambiguous}, {"deletedByOthers", c.deleted_by_others},
-                   {"pending", c.pending}};
-  doc["settledEarly"] = c.settled_early;
-  doc["agreedDelaySeconds"] = {
-      {"max", c.agreed_delay_max},
-      {"mean", c.agreed == 0 ? 0.0 : c.agreed_delay_sum / static_cast<double>(c.agreed)}};
-  json arr = json::array();
-  for (const auto& s : list) {
-    arr.push_back(
-        json(to_json(disagreement{std::string(to_string(s.outcome)), s.pod.namespace_, s.pod.name,
-                                  s.pod.uid, s.node, s.taints, s.ours, s.theirs, millis(s.at)})));
-  }
-  doc["disagreements"] = std::move(arr);
-  json history = json::array();
-  for (const auto& r : builtin) {
-    history.push_back(json(to_json(r)));
-  }
-  doc["builtinEvictions"] = std::move(history);
-  doc["builtinEvictionsDropped"] = c.builtin_evictions_dropped;
-  // Replace invalid UTF-8 (a pod name cannot hold any, an event message might) rather than
-  // throw.
-  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  doc.builtin_evictions = builtin_evictions();
+  return to_json(doc);
 }
 
 }  // namespace tec::shadow

@@ -43,40 +43,40 @@ const std::string shadow_body = R"json({"windowSeconds": 30,
     "delaySeconds": 0, "settledAt": "2026-11-23T09:40:42.400Z", "early": false}],
  "builtinEvictionsDropped": 5})json";
 
-TEST(decode_shadow, reads_the_document) {
-  auto doc = decode_shadow(shadow_body);
+TEST(parse_shadow_document, reads_the_document) {
+  auto doc = shadow::parse_shadow_document(shadow_body);
   ASSERT_TRUE(doc) << doc.error().message;
   const auto& d = doc.value();
   EXPECT_EQ(d.window_seconds, 30);
-  EXPECT_EQ(d.agreed, 4);
-  EXPECT_EQ(d.only_them, 1);
-  EXPECT_EQ(d.only_us, 1);
-  EXPECT_EQ(d.cancelled_both, 1);
-  EXPECT_EQ(d.ambiguous, 5);
-  EXPECT_EQ(d.deleted_by_others, 2);
-  EXPECT_EQ(d.pending, 3);
-  EXPECT_DOUBLE_EQ(d.agreed_delay_max, 0.09);
+  EXPECT_EQ(d.counts.agreed, 4U);
+  EXPECT_EQ(d.counts.only_them, 1U);
+  EXPECT_EQ(d.counts.only_us, 1U);
+  EXPECT_EQ(d.counts.cancelled_both, 1U);
+  EXPECT_EQ(d.counts.ambiguous, 5U);
+  EXPECT_EQ(d.counts.deleted_by_others, 2U);
+  EXPECT_EQ(d.counts.pending, 3U);
+  EXPECT_DOUBLE_EQ(d.counts.agreed_delay_max, 0.09);
   ASSERT_EQ(d.disagreements.size(), 2U);
   EXPECT_EQ(d.disagreements[1].namespace_, "batch");
   EXPECT_EQ(d.disagreements[1].name, "job-1");
   EXPECT_EQ(d.disagreements[1].taints, std::vector<std::string>{"dedicated=gpu:NoExecute"});
 }
 
-TEST(decode_shadow, refuses_other_documents) {
-  EXPECT_FALSE(decode_shadow("{}"));
-  EXPECT_FALSE(decode_shadow("not json"));
-  EXPECT_FALSE(decode_shadow(R"({"evictions": [], "acting": true})"));
-  EXPECT_FALSE(decode_shadow(R"({"counts": {}, "disagreements": {}})"));
+TEST(parse_shadow_document, refuses_other_documents) {
+  EXPECT_FALSE(shadow::parse_shadow_document("{}"));
+  EXPECT_FALSE(shadow::parse_shadow_document("not json"));
+  EXPECT_FALSE(shadow::parse_shadow_document(R"({"evictions": [], "acting": true})"));
+  EXPECT_FALSE(shadow::parse_shadow_document(R"({"counts": {}, "disagreements": {}})"));
   // Odd fields are skipped, not fatal.
-  auto doc = decode_shadow(R"({"counts": {"agreed": "x"}, "disagreements": [1, {"pod": 2}]})");
+  auto doc = shadow::parse_shadow_document(R"({"counts": {"agreed": "x"}, "disagreements": [1, {"pod": 2}]})");
   ASSERT_TRUE(doc);
-  EXPECT_EQ(doc.value().agreed, 0);
+  EXPECT_EQ(doc.value().counts.agreed, 0U);
   ASSERT_EQ(doc.value().disagreements.size(), 1U);
   EXPECT_EQ(doc.value().disagreements[0].name, "");
 }
 
 TEST(render_shadow, a_summary_and_the_disagreements) {
-  const auto doc = decode_shadow(shadow_body).value();
+  const auto doc = shadow::parse_shadow_document(shadow_body).value();
   const std::string out = render_shadow(doc, "pod tec/x", "", output_format::table);
   EXPECT_NE(out.find("Shadow mode, pod tec/x (window 30s): agreed 4, only_them 1 (the built-in "
                      "evicted, ours would not), only_us 1 (ours would have evicted, the built-in "
@@ -97,10 +97,10 @@ TEST(render_shadow, a_summary_and_the_disagreements) {
 }
 
 TEST(render_shadow, no_disagreement_says_so) {
-  auto doc = decode_shadow(shadow_body).value();
-  doc.only_them = 0;
-  doc.only_us = 0;
-  doc.ambiguous = 0;
+  auto doc = shadow::parse_shadow_document(shadow_body).value();
+  doc.counts.only_them = 0;
+  doc.counts.only_us = 0;
+  doc.counts.ambiguous = 0;
   doc.disagreements.clear();
   const std::string out = render_shadow(doc, "s", "", output_format::table);
   EXPECT_NE(out.find("No disagreement: switching over would have changed nothing so far."),
@@ -109,10 +109,10 @@ TEST(render_shadow, no_disagreement_says_so) {
   EXPECT_EQ(out.find("OUTCOME"), std::string::npos);
 }
 
-TEST(decode_shadow, reads_the_builtin_evictions) {
-  const auto d = decode_shadow(shadow_body).value();
+TEST(parse_shadow_document, reads_the_builtin_evictions) {
+  const auto d = shadow::parse_shadow_document(shadow_body).value();
   EXPECT_TRUE(d.history_served);
-  EXPECT_EQ(d.builtin_evictions_dropped, 5);
+  EXPECT_EQ(d.counts.builtin_evictions_dropped, 5U);
   ASSERT_EQ(d.builtin_evictions.size(), 3U);
   const auto& e = d.builtin_evictions[0];
   EXPECT_EQ(e.namespace_, "shop");
@@ -124,14 +124,14 @@ TEST(decode_shadow, reads_the_builtin_evictions) {
   auto old = nlohmann::json::parse(shadow_body);
   old.erase("builtinEvictions");
   old.erase("builtinEvictionsDropped");
-  const auto o = decode_shadow(old.dump()).value();
+  const auto o = shadow::parse_shadow_document(old.dump()).value();
   EXPECT_FALSE(o.history_served);
   EXPECT_TRUE(o.builtin_evictions.empty());
-  EXPECT_EQ(o.agreed, 4);
+  EXPECT_EQ(o.counts.agreed, 4U);
 }
 
 TEST(render_shadow_history, newest_first_agreed_ones_too) {
-  const auto doc = decode_shadow(shadow_body).value();
+  const auto doc = shadow::parse_shadow_document(shadow_body).value();
   const std::string out = render_shadow_history(doc, "pod tec/x", "", output_format::table);
   EXPECT_EQ(out.rfind("Shadow mode, pod tec/x (window 30s): 3 evictions by the built-in taint "
                       "manager, newest first; 5 older ones dropped.\n\n",
@@ -169,7 +169,7 @@ TEST(render_shadow_history, newest_first_agreed_ones_too) {
 }
 
 TEST(render_shadow_history, json_and_yaml) {
-  const auto doc = decode_shadow(shadow_body).value();
+  const auto doc = shadow::parse_shadow_document(shadow_body).value();
   const auto j =
       nlohmann::json::parse(render_shadow_history(doc, "pod tec/x", "shop", output_format::json));
   EXPECT_EQ(j["source"], "pod tec/x");
@@ -188,7 +188,7 @@ TEST(render_shadow_history, json_and_yaml) {
 }
 
 TEST(render_shadow, json_keeps_the_fields) {
-  const auto doc = decode_shadow(shadow_body).value();
+  const auto doc = shadow::parse_shadow_document(shadow_body).value();
   const auto j =
       nlohmann::json::parse(render_shadow(doc, "pod tec/x", "batch", output_format::json));
   EXPECT_EQ(j["source"], "pod tec/x");

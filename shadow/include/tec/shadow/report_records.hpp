@@ -22,7 +22,10 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "tec/base/result.hpp"
 
 namespace tec::shadow {
 
@@ -70,6 +73,50 @@ struct builtin_eviction {
 /// The record back from its JSON object (lenient, see the file comment).
 [[nodiscard]] disagreement disagreement_from_json(const nlohmann::json& j);
 [[nodiscard]] builtin_eviction builtin_eviction_from_json(const nlohmann::json& j);
+
+/// How the comparison stands: each outcome's count, the open pods, the agreed evictions' delay.
+struct shadow_counts {
+  std::uint64_t agreed = 0;
+  std::uint64_t only_them = 0;
+  std::uint64_t only_us = 0;
+  std::uint64_t cancelled_both = 0;
+  std::uint64_t ambiguous = 0;
+  std::uint64_t settled_early = 0;  ///< Settled before their time by the pending bound.
+  /// Our would-delete pods deleted by someone else (no evidence of theirs) before the window
+  /// after our decision ended: not compared (neither agreed nor only_us).
+  std::uint64_t deleted_by_others = 0;
+  /// Records of the built-in's history dropped to keep its bound (max_builtin_evictions).
+  std::uint64_t builtin_evictions_dropped = 0;
+  std::size_t pending = 0;
+  double agreed_delay_max = 0;
+  double agreed_delay_sum = 0;
+};
+
+/// The whole /debug/shadow document, one type for the daemon that writes it
+/// (shadow_tracker::report_json()) and the kubectl plugin that reads it back (`shadow`):
+///
+///   {"windowSeconds": 30, "counts": {"agreed", "onlyThem", "onlyUs", "cancelledBoth",
+///    "ambiguous", "deletedByOthers", "pending"}, "settledEarly",
+///    "agreedDelaySeconds": {"max", "mean"}, "disagreements": [...], "builtinEvictions": [...],
+///    "builtinEvictionsDropped"}
+struct shadow_document {
+  double window_seconds = 0;  ///< A whole number is written as one.
+  /// agreed_delay_sum is written as the mean ("agreedDelaySeconds.mean") and read back as
+  /// mean x agreed.
+  shadow_counts counts;
+  std::vector<disagreement> disagreements;
+  std::vector<builtin_eviction> builtin_evictions;
+  /// Reading: false when the body has no "builtinEvictions" (a controller older than them).
+  bool history_served = true;
+};
+
+/// The document's summary (every field but the two lists), in the documented order.
+[[nodiscard]] nlohmann::ordered_json summary_json(const shadow_document& doc);
+/// The document's JSON text (invalid UTF-8 replaced, never thrown).
+[[nodiscard]] std::string to_json(const shadow_document& doc);
+/// Reads a body back (lenient, as the records); an error when it is not a JSON object with a
+/// "counts" object and a "disagreements" array.
+[[nodiscard]] base::result<shadow_document> parse_shadow_document(std::string_view body);
 
 /// The latest `capacity` built-in evictions: beyond it the oldest is dropped and counted.
 class builtin_eviction_log {

@@ -121,23 +121,6 @@ struct shadow_settled {
   bool early = false;                 ///< Settled early, as a best guess (the pending bound).
 };
 
-struct shadow_counts {
-  std::uint64_t agreed = 0;
-  std::uint64_t only_them = 0;
-  std::uint64_t only_us = 0;
-  std::uint64_t cancelled_both = 0;
-  std::uint64_t ambiguous = 0;
-  std::uint64_t settled_early = 0;  ///< Settled before their time by the pending bound.
-  /// Our would-delete pods deleted by someone else (no evidence of theirs) before the window
-  /// after our decision ended: not compared (neither agreed nor only_us).
-  std::uint64_t deleted_by_others = 0;
-  /// Records of the built-in's history dropped to keep its bound (max_builtin_evictions).
-  std::uint64_t builtin_evictions_dropped = 0;
-  std::size_t pending = 0;
-  double agreed_delay_max = 0;
-  double agreed_delay_sum = 0;
-};
-
 struct shadow_options {
   /// W: how far apart two evictions of a pod may be and agree, and how long an unmatched one
   /// waits before it is reported.
