@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "read_retrying.hpp"
 #include "tec/base/error.hpp"
 #include "tec/base/logger.hpp"
 #include "tec/k8sclient/exec_authenticator.hpp"
@@ -75,10 +76,7 @@ base::result<std::string> read_file(const std::string& path, std::size_t limit) 
   std::string data;
   std::array<char, 8192> buffer{};
   for (;;) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
+    const ssize_t n = detail::read_retrying(fd, buffer);
     if (n < 0) {
       return fail(std::generic_category().message(errno));
     }

@@ -18,6 +18,7 @@
 #include <system_error>
 #include <thread>
 
+#include "read_retrying.hpp"
 #include "tec/base/duration.hpp"
 #include "tec/base/error.hpp"
 #include "tec/base/rfc3339.hpp"
@@ -246,10 +247,7 @@ private:
     }
     std::array<char, 8192> buffer{};
     for (;;) {
-      const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
+      const ssize_t n = detail::read_retrying(fd, buffer);
       if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
           close_fd(fd);

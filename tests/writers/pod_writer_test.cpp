@@ -142,6 +142,8 @@ TEST(pod_writer_format, delete_request_carries_the_uid_precondition) {
   EXPECT_EQ(req.method, boost::beast::http::verb::delete_);
   EXPECT_EQ(req.target, pod_path);
   EXPECT_TRUE(req.idempotent);
+  EXPECT_EQ(req.accept,
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json");
   EXPECT_EQ(req.body,
             R"({"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"uid":"uid-1"}})");
 }

@@ -149,8 +149,10 @@ k8sclient::request make_delete_pod_request(std::string_view ns, std::string_view
   const json body = {{"kind", "DeleteOptions"},
                      {"apiVersion", "v1"},
                      {"preconditions", {{"uid", std::string(uid)}}}};
-  return {http::verb::delete_, pod_path(ns, name), body.dump(), "application/json",
-          /*idempotent_=*/true};
+  k8sclient::request req{http::verb::delete_, pod_path(ns, name), body.dump(), "application/json",
+                         /*idempotent_=*/true};
+  req.accept = delete_accept;
+  return req;
 }
 
 k8sclient::request make_disruption_condition_request(
