@@ -68,7 +68,8 @@ TEST(parse_shadow_document, refuses_other_documents) {
   EXPECT_FALSE(shadow::parse_shadow_document(R"({"evictions": [], "acting": true})"));
   EXPECT_FALSE(shadow::parse_shadow_document(R"({"counts": {}, "disagreements": {}})"));
   // Odd fields are skipped, not fatal.
-  auto doc = shadow::parse_shadow_document(R"({"counts": {"agreed": "x"}, "disagreements": [1, {"pod": 2}]})");
+  auto doc = shadow::parse_shadow_document(
+      R"({"counts": {"agreed": "x"}, "disagreements": [1, {"pod": 2}]})");
   ASSERT_TRUE(doc);
   EXPECT_EQ(doc.value().counts.agreed, 0U);
   ASSERT_EQ(doc.value().disagreements.size(), 1U);
