@@ -114,7 +114,13 @@ node_demo() {
   say "A clean slate: node $node untainted, namespace $NS new"
   k taint nodes "$node" "$NODE_TAINT_KEY-" >/dev/null 2>&1 || true
   # A previous demo's namespace goes with its pods and events (the kubelet stops the pods).
+  # Pods of the demo without a kubelet (TEC_DEMO_NODE=0, same state directory) sit on nodes
+  # no kubelet runs, Terminating forever: those are removed without waiting for one.
   if k get namespace "$NS" >/dev/null 2>&1; then
+    local p
+    for p in $(k -n "$NS" get pods -o jsonpath='{range .items[?(@.spec.nodeName!="'"$node"'")]}{.metadata.name}{" "}{end}' 2>/dev/null); do
+      k -n "$NS" delete pod "$p" --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+    done
     k delete namespace "$NS" --wait=false >/dev/null
     local deadline=$((SECONDS + 120))
     while k get namespace "$NS" >/dev/null 2>&1; do
